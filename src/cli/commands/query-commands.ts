@@ -1,0 +1,145 @@
+import type { Command } from 'commander';
+import { describeRun, requireRun, sceneAt, streamSamples, trajectory } from '../../replay/run-queries.js';
+import { secondsToMicros } from '../../model/units.js';
+import { parseRunId, parseSeconds } from '../args.js';
+import { formatNumber, formatSeconds, formatTime, printJson, printTable } from '../output.js';
+import { withStore } from '../with-store.js';
+import type { Sample } from '../../model/stream.js';
+
+interface JsonOption {
+  json?: boolean;
+}
+
+/** `ls`, `info`, `scene`, `traj`, `samples`: what is stored, and what happened when. */
+export function registerQueryCommands(program: Command): void {
+  program
+    .command('ls')
+    .description('list the runs in the store')
+    .option('--json', 'print JSON')
+    .action(async (opts: JsonOption, command: Command) =>
+      withStore(command, async (store) => {
+        const runs = await store.listRuns();
+        if (opts.json) return printJson(runs);
+        printTable(
+          ['ID', 'BEGIN', 'DURATION_S', 'END_REASON', 'SIMULATOR', 'ACTORS', 'SAMPLES', 'DESCRIPTION'],
+          runs.map((r) => [
+            r.id,
+            formatTime(r.begin),
+            r.end === null ? 'recording' : formatSeconds(r.end - r.begin),
+            r.endReason,
+            r.simulator.version ? `${r.simulator.name} ${r.simulator.version}` : r.simulator.name,
+            r.actors,
+            r.samples,
+            r.description,
+          ]),
+        );
+      }),
+    );
+
+  program
+    .command('info')
+    .description('describe a run: actors, streams and their schemas, time range, counts')
+    .argument('<run>', 'run id', parseRunId)
+    .option('--json', 'print JSON')
+    .action(async (run: number, opts: JsonOption, command: Command) =>
+      withStore(command, async (store) => {
+        const d = await describeRun(store, run);
+        if (opts.json) return printJson({ ...d.run, timeRange: d.timeRange, samples: d.samples, actors: d.actors, streams: d.streams });
+        const r = d.run;
+        process.stdout.write(
+          [
+            `run ${r.id}: ${r.description || '(no description)'}`,
+            `simulator: ${r.simulator.name}${r.simulator.version ? ` ${r.simulator.version}` : ''}`,
+            `begin: ${formatTime(r.begin)}   end: ${formatTime(r.end)}   end reason: ${r.endReason ?? 'recording'}`,
+            `samples: ${d.samples}   metadata: ${JSON.stringify(r.metadata)}`,
+            '',
+          ].join('\n'),
+        );
+        printTable(
+          ['ACTOR', 'KIND', 'CLASS', 'LENGTH', 'WIDTH', 'HEIGHT', 'RECORD', 'ATTRIBUTES'],
+          d.actors.map((a) => [a.id, a.kind, a.sourceClass, a.extents?.length, a.extents?.width, a.extents?.height, a.record, JSON.stringify(a.attributes)]),
+        );
+        process.stdout.write('\n');
+        printTable(
+          ['STREAM', 'ACTOR', 'SAMPLES', 'BEGIN_S', 'END_S', 'FIELDS'],
+          d.streams.map((s) => [
+            s.id,
+            s.actor,
+            s.samples,
+            s.begin === null ? null : formatSeconds(s.begin - r.begin),
+            s.end === null ? null : formatSeconds(s.end - r.begin),
+            [...s.fields.map((f) => `${f.name}:${f.type}${f.unit ? `[${f.unit}]` : ''}`), ...s.extraFields.map((f) => `${f.name}:${f.type}?`)].join(' '),
+          ]),
+        );
+      }),
+    );
+
+  program
+    .command('scene')
+    .description("every actor's state at a time")
+    .argument('<run>', 'run id', parseRunId)
+    .requiredOption('--at <seconds>', "time in seconds from the run's start", (v) => parseSeconds('--at', v))
+    .option('--interpolate', 'interpolate between the samples either side of the time')
+    .option('--json', 'print JSON')
+    .action(async (run: number, opts: JsonOption & { at: number; interpolate?: boolean }, command: Command) =>
+      withStore(command, async (store) => {
+        const info = await requireRun(store, run);
+        const scene = await sceneAt(store, run, { t: info.begin + secondsToMicros(opts.at), interpolate: Boolean(opts.interpolate) });
+        if (opts.json) return printJson(scene);
+        printSamplesTable(scene.actors.map((a) => ({ ...a, step: 0 })), ['id', 'kind'], info.begin);
+      }),
+    );
+
+  program
+    .command('traj')
+    .description("an actor's trajectory over a time window")
+    .argument('<run>', 'run id', parseRunId)
+    .argument('<actor>', 'actor id')
+    .option('--from <seconds>', "window start, seconds from the run's start", (v) => parseSeconds('--from', v))
+    .option('--to <seconds>', "window end, seconds from the run's start", (v) => parseSeconds('--to', v))
+    .option('--json', 'print JSON')
+    .action(async (run: number, actor: string, opts: JsonOption & { from?: number; to?: number }, command: Command) =>
+      withStore(command, async (store) => {
+        const info = await requireRun(store, run);
+        const args: Parameters<typeof trajectory>[2] = { actor };
+        if (opts.from !== undefined) args.from = info.begin + secondsToMicros(opts.from);
+        if (opts.to !== undefined) args.to = info.begin + secondsToMicros(opts.to);
+        const traj = await trajectory(store, run, args);
+        if (opts.json) return printJson(traj);
+        printSamplesTable(traj.samples, [], info.begin);
+      }),
+    );
+
+  program
+    .command('samples')
+    .description("any stream's samples over a time window (JSON: one sample per line)")
+    .argument('<run>', 'run id', parseRunId)
+    .argument('<stream>', 'stream id, e.g. ego/control (see simrec info)')
+    .option('--from <seconds>', "window start, seconds from the run's start", (v) => parseSeconds('--from', v))
+    .option('--to <seconds>', "window end, seconds from the run's start", (v) => parseSeconds('--to', v))
+    .option('--json', 'print JSON lines')
+    .action(async (run: number, stream: string, opts: JsonOption & { from?: number; to?: number }, command: Command) =>
+      withStore(command, async (store) => {
+        const info = await requireRun(store, run);
+        const window: { from?: number; to?: number } = {};
+        if (opts.from !== undefined) window.from = info.begin + secondsToMicros(opts.from);
+        if (opts.to !== undefined) window.to = info.begin + secondsToMicros(opts.to);
+        const all: Sample[] = [];
+        for await (const batch of streamSamples(store, run, stream, window)) {
+          if (opts.json) process.stdout.write(batch.map((s) => JSON.stringify(s)).join('\n') + '\n');
+          else all.push(...batch);
+        }
+        if (!opts.json) printSamplesTable(all, [], info.begin);
+      }),
+    );
+}
+
+/** A table of samples: time in seconds from the run's start, then every field that appears. */
+function printSamplesTable(samples: Record<string, unknown>[], leading: string[], runBegin: number): void {
+  const keys: string[] = [];
+  for (const s of samples) for (const k of Object.keys(s)) if (!keys.includes(k) && !leading.includes(k) && k !== 't' && k !== 'step') keys.push(k);
+  printTable(
+    [...leading.map((k) => k.toUpperCase()), 'T_S', ...keys.map((k) => k.toUpperCase())],
+    samples.map((s) => [...leading.map((k) => s[k]), formatSeconds((s.t as number) - runBegin), ...keys.map((k) => (s[k] === undefined ? '-' : formatNumber(s[k])))]),
+  );
+}

@@ -1,0 +1,6 @@
+/** simrec's public surface: the model, opening a store, recording, and queries. */
+export * from './model/index.js';
+export { openStore, resolveStoreLocation, DEFAULT_STORE, type OpenStoreOptions } from './store/open-store.js';
+export { RunRecorder, type RecorderOptions } from './record/run-recorder.js';
+export * from './replay/run-queries.js';
+export { recordSyntheticRun, type SyntheticRunOptions } from './demo/synthetic-run.js';

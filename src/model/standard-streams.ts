@@ -1,0 +1,67 @@
+import type { FieldDecl, StreamDecl } from './stream.js';
+
+/**
+ * The streams simrec's own tools understand: every format maps its actor poses to `state`, its
+ * driver inputs to `control` and its wheel data to `wheels`. Simulators may add any other stream.
+ * Positions are of the actor's centre (not SUMO's front bumper, not Unreal's pivot).
+ */
+export const STATE_STREAM = 'state';
+export const CONTROL_STREAM = 'control';
+export const WHEELS_STREAM = 'wheels';
+
+const f = (name: string, unit: string, optional = true): FieldDecl => ({ name, type: 'f64', unit, optional });
+
+export const STATE_FIELDS: FieldDecl[] = [
+  f('x', 'm', false),
+  f('y', 'm', false),
+  f('z', 'm'),
+  f('roll', 'rad'),
+  f('pitch', 'rad'),
+  f('yaw', 'rad', false),
+  f('speed', 'm/s'),
+  f('vx', 'm/s'),
+  f('vy', 'm/s'),
+  f('vz', 'm/s'),
+  f('accel', 'm/s^2'),
+  f('ax', 'm/s^2'),
+  f('ay', 'm/s^2'),
+  f('az', 'm/s^2'),
+  f('wx', 'rad/s'),
+  f('wy', 'rad/s'),
+  f('wz', 'rad/s'),
+  { name: 'lane', type: 'string', optional: true, description: 'lane id the actor is on' },
+  f('lanePos', 'm'),
+];
+
+export const CONTROL_FIELDS: FieldDecl[] = [
+  { name: 'throttle', type: 'f64', unit: '1', optional: true, description: '0..1' },
+  { name: 'brake', type: 'f64', unit: '1', optional: true, description: '0..1' },
+  { name: 'steer', type: 'f64', unit: '1', optional: true, description: '-1 (left)..1 (right)' },
+  { name: 'gear', type: 'i32', optional: true },
+  { name: 'handbrake', type: 'bool', optional: true },
+];
+
+/**
+ * Per-wheel state, one object per wheel (front-left, front-right, rear-left, rear-right for a car):
+ * { angularVelocity rad/s, torque N*m, brakeTorque N*m, steer rad, suspension m, slipLong, slipLat }.
+ */
+export const WHEELS_FIELDS: FieldDecl[] = [{ name: 'wheels', type: 'json', description: 'array of per-wheel states' }];
+
+export const stateStream = (actor: string, extra: Partial<StreamDecl> = {}): StreamDecl => ({
+  name: STATE_STREAM,
+  actor,
+  fields: STATE_FIELDS,
+  ...extra,
+});
+export const controlStream = (actor: string, extra: Partial<StreamDecl> = {}): StreamDecl => ({
+  name: CONTROL_STREAM,
+  actor,
+  fields: CONTROL_FIELDS,
+  ...extra,
+});
+export const wheelsStream = (actor: string, extra: Partial<StreamDecl> = {}): StreamDecl => ({
+  name: WHEELS_STREAM,
+  actor,
+  fields: WHEELS_FIELDS,
+  ...extra,
+});

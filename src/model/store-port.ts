@@ -1,0 +1,99 @@
+import type { Attachment, AttachmentInfo } from './attachment.js';
+import type { Scenario, ScenarioSummary, VehicleConfig } from './catalog.js';
+import type { ActorInfo, EndReason, RunInfo, RunSummary } from './run.js';
+import type { Sample, StreamInfo, StreamSchema } from './stream.js';
+
+/**
+ * The process that writes a run. A backend keeps it with the run so that whoever opens the store next
+ * can tell a live writer from a dead one, and close a dead writer's run as `interrupted`.
+ */
+export interface WriterIdentity {
+  host: string;
+  pid: number;
+  /** The process's start time as the OS reports it (guards against a recycled pid). */
+  processStart: string;
+}
+
+export interface ListRunsArgs {
+  /** Newest first when true (the default). */
+  newestFirst?: boolean;
+  limit?: number;
+}
+
+export interface ReadSamplesArgs {
+  run: number;
+  stream: string;
+  /** Inclusive bounds in microseconds. */
+  from?: number;
+  to?: number;
+  signal?: AbortSignal;
+}
+
+export interface SampleBracket {
+  /** The latest sample at or before t. */
+  before?: Sample;
+  /** The earliest sample after t. */
+  after?: Sample;
+}
+
+/** One stream's share of an atomic write. */
+export interface StreamAppend {
+  stream: string;
+  samples: Sample[];
+}
+
+export interface CatalogPort<Item, Summary, Key> {
+  put(item: Item): Promise<void>;
+  get(key: Key): Promise<Item | undefined>;
+  list(): Promise<Summary[]>;
+  /** Resolves true if something was deleted. */
+  delete(key: Key): Promise<boolean>;
+}
+
+/**
+ * The store port: what every backend (SQLite, MongoDB, ...) implements, and all the rest of simrec
+ * uses. Backends receive values the model has already validated; they own durability, chunking and
+ * indexing. Every method that writes resolves only once the write is durable.
+ */
+export interface StoreBackend {
+  /** `sqlite`, `mongodb`, ... */
+  readonly kind: string;
+  /** The file path or URL it was opened with (credentials removed). */
+  readonly location: string;
+
+  createRun(run: Omit<RunInfo, 'id'>, writer: WriterIdentity): Promise<RunInfo>;
+  getRun(id: number): Promise<RunInfo | undefined>;
+  listRuns(args?: ListRunsArgs): Promise<RunSummary[]>;
+  endRun(id: number, end: { end: number; endReason: EndReason }): Promise<RunInfo>;
+  deleteRun(id: number): Promise<boolean>;
+
+  /** Inserts or replaces actors by id. */
+  putActors(run: number, actors: ActorInfo[]): Promise<void>;
+  listActors(run: number): Promise<ActorInfo[]>;
+
+  /** Inserts or replaces stream schemas by id; counts and time ranges are kept. */
+  putStreams(run: number, streams: StreamSchema[]): Promise<void>;
+  listStreams(run: number): Promise<StreamInfo[]>;
+
+  /** Appends samples to several streams in one atomic, durable write. Samples are in time order. */
+  appendSamples(run: number, appends: StreamAppend[]): Promise<void>;
+  /** Yields the stream's samples in time order, a batch at a time. */
+  readSamples(args: ReadSamplesArgs): AsyncIterable<Sample[]>;
+  /** The samples either side of t, for the scene at t. */
+  sampleBracket(run: number, stream: string, t: number): Promise<SampleBracket>;
+
+  putAttachment(run: number, attachment: Attachment): Promise<void>;
+  getAttachment(run: number, name: string): Promise<Attachment | undefined>;
+  listAttachments(run: number): Promise<AttachmentInfo[]>;
+
+  readonly scenarios: CatalogPort<Scenario, ScenarioSummary, bigint>;
+  readonly vehicles: CatalogPort<VehicleConfig, VehicleConfig, string>;
+
+  /**
+   * Closes, as `interrupted`, every run still marked recording whose writer `isAlive` says is gone.
+   * The run's end is its last stored sample (or its begin). Returns the ids closed.
+   */
+  closeAbandonedRuns(isAlive: (writer: WriterIdentity) => boolean): Promise<number[]>;
+
+  close(): Promise<void>;
+}

@@ -1,0 +1,257 @@
+import type { Attachment } from '../model/attachment.js';
+import { validateAttachment } from '../model/attachment.js';
+import { conflict, describeValue, invalid, SimrecError } from '../model/errors.js';
+import {
+  checkEndReason,
+  checkMicros,
+  normalizeActor,
+  normalizeRunInit,
+  type ActorDecl,
+  type ActorInfo,
+  type EndReason,
+  type RunInfo,
+  type RunInit,
+} from '../model/run.js';
+import type { StoreBackend, StreamAppend, WriterIdentity } from '../model/store-port.js';
+import { normalizeStream, validateSample, type Sample, type StreamDecl, type StreamSchema } from '../model/stream.js';
+import { currentWriter } from '../store/common/writer-identity.js';
+
+export interface RecorderOptions {
+  /**
+   * How long an append may wait for others to share its commit, in milliseconds. Each commit is one
+   * durable write (an fsync for SQLite), so batching appends is what makes 200 actors at 100 Hz cheap.
+   */
+  commitIntervalMs?: number;
+  /** Commit at once when this many samples wait. */
+  maxPendingSamples?: number;
+  /** Defaults to this process. */
+  writer?: WriterIdentity;
+}
+
+interface StreamState {
+  schema: StreamSchema;
+  actor: ActorInfo | null;
+  /** Time of the last accepted sample, to refuse time going backwards. */
+  lastT: number | null;
+}
+
+interface CommitGroup {
+  promise: Promise<void>;
+  resolve(): void;
+  reject(error: unknown): void;
+}
+
+function newGroup(): CommitGroup {
+  let resolve!: () => void;
+  let reject!: (error: unknown) => void;
+  const promise = new Promise<void>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  // Callers may fire appends without awaiting each one; a failure still reaches them through flush()
+  // and end(), so an unawaited append must not crash the process with an unhandled rejection.
+  promise.catch(() => {});
+  return { promise, resolve, reject };
+}
+
+/**
+ * The recording API that simulators, importers and the demo use: begin a run, declare actors and
+ * streams, append samples, attach blobs, end the run.
+ *
+ * Appends are validated at once (a bad sample throws and nothing of its batch is kept) and committed
+ * in groups; the promise an append returns resolves only when its samples are durable in the store.
+ * If the process dies, the next open of the store closes the run as `interrupted` with every
+ * acknowledged sample.
+ */
+export class RunRecorder {
+  private readonly streams = new Map<string, StreamState>();
+  private readonly actors = new Map<string, ActorInfo>();
+  private pending = new Map<string, Sample[]>();
+  private pendingCount = 0;
+  private group: CommitGroup | null = null;
+  private timer: NodeJS.Timeout | null = null;
+  private commitChain: Promise<void> = Promise.resolve();
+  private failure: unknown = null;
+  private ended = false;
+  private lastSampleT: number | null = null;
+  private readonly commitIntervalMs: number;
+  private readonly maxPendingSamples: number;
+  readonly store: StoreBackend;
+  readonly run: RunInfo;
+
+  private constructor(store: StoreBackend, run: RunInfo, options: RecorderOptions) {
+    this.store = store;
+    this.run = run;
+    this.commitIntervalMs = options.commitIntervalMs ?? 10;
+    this.maxPendingSamples = options.maxPendingSamples ?? 50_000;
+  }
+
+  static async begin(store: StoreBackend, init: RunInit = {}, options: RecorderOptions = {}): Promise<RunRecorder> {
+    const run = await store.createRun(normalizeRunInit(init), options.writer ?? currentWriter());
+    return new RunRecorder(store, run, options);
+  }
+
+  get id(): number {
+    return this.run.id;
+  }
+
+  /** Declares (or re-declares, e.g. to change its record switch) actors of the run. */
+  async declareActors(decls: ActorDecl[]): Promise<ActorInfo[]> {
+    this.checkOpen();
+    const actors = decls.map(normalizeActor);
+    const ids = new Set<string>();
+    for (const a of actors) {
+      if (ids.has(a.id)) throw invalid(`actor ${a.id} is declared twice in one call`);
+      ids.add(a.id);
+    }
+    await this.store.putActors(this.run.id, actors);
+    for (const a of actors) {
+      this.actors.set(a.id, a);
+      for (const s of this.streams.values()) if (s.actor?.id === a.id) s.actor = a;
+    }
+    return actors;
+  }
+
+  async declareActor(decl: ActorDecl): Promise<ActorInfo> {
+    return (await this.declareActors([decl]))[0]!;
+  }
+
+  /** Declares streams; returns their ids (`actor/name`, or `name` for run-level streams). */
+  async declareStreams(decls: StreamDecl[]): Promise<string[]> {
+    this.checkOpen();
+    const schemas = decls.map(normalizeStream);
+    for (const schema of schemas) {
+      if (schema.actor !== null && !this.actors.has(schema.actor))
+        throw invalid(`stream ${schema.id}: actor ${JSON.stringify(schema.actor)} is not declared in run ${this.run.id}`);
+      if (this.streams.has(schema.id)) throw conflict(`stream ${schema.id} is already declared in run ${this.run.id}`);
+    }
+    await this.store.putStreams(this.run.id, schemas);
+    for (const schema of schemas)
+      this.streams.set(schema.id, {
+        schema,
+        actor: schema.actor === null ? null : this.actors.get(schema.actor)!,
+        lastT: null,
+      });
+    return schemas.map((s) => s.id);
+  }
+
+  async declareStream(decl: StreamDecl): Promise<string> {
+    return (await this.declareStreams([decl]))[0]!;
+  }
+
+  /** The per-actor record switch: while off, the actor's samples are accepted and dropped. */
+  async setRecording(actorId: string, record: boolean): Promise<void> {
+    const actor = this.actors.get(actorId);
+    if (!actor) throw invalid(`actor ${JSON.stringify(actorId)} is not declared in run ${this.run.id}`);
+    if (actor.record !== record) await this.declareActors([{ ...actor, record }]);
+  }
+
+  /** Appends one sample. Throws at once on bad input; resolves when the sample is durable. */
+  append(stream: string, sample: Sample): Promise<void> {
+    return this.appendBatch(stream, [sample]);
+  }
+
+  /** Appends samples of one stream, all or none. Throws at once on bad input; resolves when durable. */
+  appendBatch(stream: string, samples: Sample[]): Promise<void> {
+    return this.appendMany([{ stream, samples }]);
+  }
+
+  /** Appends samples of several streams (a frame of the whole scene, say), all or none. */
+  appendMany(appends: StreamAppend[]): Promise<void> {
+    this.checkOpen();
+    const accepted: { state: StreamState; samples: Sample[]; lastT: number }[] = [];
+    const lastT = new Map<StreamState, number | null>();
+    for (const { stream, samples } of appends) {
+      const state = this.streams.get(stream);
+      if (!state) throw invalid(`run ${this.run.id} has no declared stream ${describeValue(stream)}`);
+      if (!Array.isArray(samples)) throw invalid(`stream ${stream}: expected an array of samples, got ${describeValue(samples)}`);
+      let previous = lastT.has(state) ? lastT.get(state)! : state.lastT;
+      for (const sample of samples) {
+        validateSample(state.schema, sample, previous);
+        previous = sample.t;
+      }
+      lastT.set(state, previous);
+      if (samples.length && (state.actor === null || state.actor.record))
+        accepted.push({ state, samples, lastT: previous! });
+    }
+    for (const [state, t] of lastT) state.lastT = t;
+    if (accepted.length === 0) return Promise.resolve();
+    for (const { state, samples, lastT: t } of accepted) {
+      const queue = this.pending.get(state.schema.id);
+      if (queue) for (const s of samples) queue.push(s);
+      else this.pending.set(state.schema.id, samples.slice());
+      this.pendingCount += samples.length;
+      if (this.lastSampleT === null || t > this.lastSampleT) this.lastSampleT = t;
+    }
+    this.group ??= newGroup();
+    const promise = this.group.promise;
+    this.scheduleCommit();
+    return promise;
+  }
+
+  /** Keeps a blob with the run; resolves when durable. */
+  async attach(attachment: Attachment): Promise<void> {
+    this.checkOpen();
+    await this.store.putAttachment(this.run.id, validateAttachment(attachment));
+  }
+
+  /** Commits everything appended so far; resolves when it is durable. */
+  async flush(): Promise<void> {
+    if (this.pendingCount > 0) this.commitNow();
+    await this.commitChain;
+    if (this.failure) throw this.failure;
+  }
+
+  /**
+   * Ends the run. Its end time is `options.end`, else the last sample's time, else now (so a run
+   * simulated faster than real time ends where its data ends).
+   */
+  async end(reason: EndReason = 'user_request', options: { end?: number } = {}): Promise<RunInfo> {
+    checkEndReason(reason);
+    if (options.end !== undefined) checkMicros(options.end, 'end');
+    if (this.ended) throw conflict(`run ${this.run.id} has already ended`);
+    await this.flush();
+    this.ended = true;
+    const end = options.end ?? this.lastSampleT ?? Date.now() * 1000;
+    return this.store.endRun(this.run.id, { end: Math.max(end, this.run.begin), endReason: reason });
+  }
+
+  private checkOpen(): void {
+    if (this.ended) throw conflict(`run ${this.run.id} has ended; nothing more can be recorded in it`);
+    if (this.failure)
+      throw new SimrecError('io', `run ${this.run.id}: recording stopped after a failed write: ${(this.failure as Error).message}`, {
+        cause: this.failure,
+      });
+  }
+
+  private scheduleCommit(): void {
+    if (this.pendingCount >= this.maxPendingSamples) {
+      this.commitNow();
+      return;
+    }
+    if (this.timer === null) this.timer = setTimeout(() => this.commitNow(), this.commitIntervalMs);
+  }
+
+  private commitNow(): void {
+    if (this.timer !== null) {
+      clearTimeout(this.timer);
+      this.timer = null;
+    }
+    const group = this.group;
+    const appends: StreamAppend[] = [...this.pending].map(([stream, samples]) => ({ stream, samples }));
+    this.pending = new Map();
+    this.pendingCount = 0;
+    this.group = null;
+    if (!group) return;
+    this.commitChain = this.commitChain.then(async () => {
+      if (this.failure) return group.reject(this.failure);
+      try {
+        await this.store.appendSamples(this.run.id, appends);
+        group.resolve();
+      } catch (error) {
+        this.failure = error;
+        group.reject(error);
+      }
+    });
+  }
+}
