@@ -9,12 +9,14 @@ export function parseRunId(value: string): number {
 
 export function parseSeconds(name: string, value: string): number {
   const seconds = Number(value);
-  if (value.trim() === '' || !Number.isFinite(seconds)) throw invalid(`${name}: expected a number of seconds, got ${describeValue(value)}`);
+  if (value.trim() === '' || !Number.isFinite(seconds))
+    throw invalid(`${name}: expected a number of seconds, got ${describeValue(value)}`);
   return seconds;
 }
 
 export function parsePositive(name: string, value: string): number {
   const n = Number(value);
-  if (!Number.isFinite(n) || n <= 0) throw invalid(`${name}: expected a positive number, got ${describeValue(value)}`);
+  if (!Number.isFinite(n) || n <= 0)
+    throw invalid(`${name}: expected a positive number, got ${describeValue(value)}`);
   return n;
 }

@@ -4,7 +4,12 @@
 export function toJson(value: unknown): string {
   return JSON.stringify(
     value,
-    (_key, v: unknown) => (typeof v === 'bigint' ? (v >= BigInt(Number.MIN_SAFE_INTEGER) && v <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(v) : v.toString()) : v),
+    (_key, v: unknown) =>
+      typeof v === 'bigint'
+        ? v >= BigInt(Number.MIN_SAFE_INTEGER) && v <= BigInt(Number.MAX_SAFE_INTEGER)
+          ? Number(v)
+          : v.toString()
+        : v,
     2,
   );
 }
@@ -16,7 +21,11 @@ export function printJson(value: unknown): void {
 export function formatTable(headers: string[], rows: unknown[][]): string {
   const cells = rows.map((row) => row.map((v) => (v === null || v === undefined ? '-' : String(v))));
   const widths = headers.map((h, i) => Math.max(h.length, ...cells.map((r) => r[i]?.length ?? 0)));
-  const line = (values: string[]): string => values.map((v, i) => v.padEnd(widths[i]!)).join('  ').trimEnd();
+  const line = (values: string[]): string =>
+    values
+      .map((v, i) => v.padEnd(widths[i]!))
+      .join('  ')
+      .trimEnd();
   return [line(headers), ...cells.map(line)].join('\n');
 }
 
@@ -24,10 +33,18 @@ export function printTable(headers: string[], rows: unknown[][]): void {
   process.stdout.write(`${formatTable(headers, rows)}\n`);
 }
 
-export const formatTime = (micros: number | null): string => (micros === null ? '-' : new Date(micros / 1000).toISOString());
-export const formatSeconds = (micros: number | null): string => (micros === null ? '-' : (micros / 1e6).toFixed(3));
+export const formatTime = (micros: number | null): string =>
+  micros === null ? '-' : new Date(micros / 1000).toISOString();
+export const formatSeconds = (micros: number | null): string =>
+  micros === null ? '-' : (micros / 1e6).toFixed(3);
 export const formatNumber = (v: unknown): string =>
-  typeof v === 'number' ? (Number.isInteger(v) ? String(v) : v.toFixed(3)) : Array.isArray(v) || (typeof v === 'object' && v !== null) ? JSON.stringify(v) : String(v);
+  typeof v === 'number'
+    ? Number.isInteger(v)
+      ? String(v)
+      : v.toFixed(3)
+    : Array.isArray(v) || (typeof v === 'object' && v !== null)
+      ? JSON.stringify(v)
+      : String(v);
 
 /**
  * A one-line progress indicator on stderr, drawn only when stderr is a terminal, so piped output and
@@ -48,7 +65,9 @@ export class Progress {
     this.lastDraw = now;
     const width = 30;
     const filled = Math.round(Math.max(0, Math.min(1, fraction)) * width);
-    process.stderr.write(`\r${this.label} [${'#'.repeat(filled)}${' '.repeat(width - filled)}] ${(fraction * 100).toFixed(0).padStart(3)}% ${detail}`);
+    process.stderr.write(
+      `\r${this.label} [${'#'.repeat(filled)}${' '.repeat(width - filled)}] ${(fraction * 100).toFixed(0).padStart(3)}% ${detail}`,
+    );
   }
 
   done(): void {

@@ -22,7 +22,10 @@ const RING_RADIUS = 60; // m
  * circling a ring road at different speeds, a pedestrian pacing along the kerb, and a traffic light.
  * It stands in for the demo traffic simulation until that lands; it exercises every field type.
  */
-export async function recordSyntheticRun(store: StoreBackend, options: SyntheticRunOptions = {}): Promise<RunInfo> {
+export async function recordSyntheticRun(
+  store: StoreBackend,
+  options: SyntheticRunOptions = {},
+): Promise<RunInfo> {
   const duration = options.duration ?? 60;
   const rateHz = options.rateHz ?? 10;
   const vehicleCount = options.vehicles ?? 5;
@@ -34,7 +37,13 @@ export async function recordSyntheticRun(store: StoreBackend, options: Synthetic
   });
   const car = { length: 4.6, width: 1.9, height: 1.5 };
   await recorder.declareActors([
-    { id: 'ego', kind: 'ego', sourceClass: 'vehicle.demo.sedan', extents: car, attributes: { mass: 1500, wheels: 4, maxSpeed: 20 } },
+    {
+      id: 'ego',
+      kind: 'ego',
+      sourceClass: 'vehicle.demo.sedan',
+      extents: car,
+      attributes: { mass: 1500, wheels: 4, maxSpeed: 20 },
+    },
     ...Array.from({ length: vehicleCount }, (_, i) => ({
       id: `veh${i + 1}`,
       kind: 'vehicle',
@@ -51,7 +60,14 @@ export async function recordSyntheticRun(store: StoreBackend, options: Synthetic
     stateStream('ped1', { rateHz }),
     controlStream('ego', { rateHz }),
     wheelsStream('ego', { rateHz }),
-    { name: 'phase', actor: 'tl1', fields: [{ name: 'state', type: 'string' }, { name: 'timeToSwitch', type: 'f64', unit: 's' }] },
+    {
+      name: 'phase',
+      actor: 'tl1',
+      fields: [
+        { name: 'state', type: 'string' },
+        { name: 'timeToSwitch', type: 'f64', unit: 's' },
+      ],
+    },
   ]);
 
   const begin = recorder.run.begin;
@@ -64,7 +80,10 @@ export async function recordSyntheticRun(store: StoreBackend, options: Synthetic
       const speed = 8 + 1.5 * i + Math.sin(seconds / 7 + i); // m/s
       const angularSpeed = speed / RING_RADIUS;
       const phase0 = (2 * Math.PI * i) / vehicleIds.length;
-      const theta = phase0 + (8 + 1.5 * i) * (seconds / RING_RADIUS) - (7 / RING_RADIUS) * (Math.cos(seconds / 7 + i) - Math.cos(i));
+      const theta =
+        phase0 +
+        (8 + 1.5 * i) * (seconds / RING_RADIUS) -
+        (7 / RING_RADIUS) * (Math.cos(seconds / 7 + i) - Math.cos(i));
       const accel = Math.cos(seconds / 7 + i) / 7;
       frame.push({
         stream: `${id}/state`,
@@ -90,7 +109,9 @@ export async function recordSyntheticRun(store: StoreBackend, options: Synthetic
         const throttle = Math.max(0, Math.min(1, 0.3 + accel));
         frame.push({
           stream: 'ego/control',
-          samples: [{ t, step, throttle, brake: accel < -0.1 ? -accel : 0, steer: 0.08, gear: 3, handbrake: false }],
+          samples: [
+            { t, step, throttle, brake: accel < -0.1 ? -accel : 0, steer: 0.08, gear: 3, handbrake: false },
+          ],
         });
         const wheelSpeed = speed / 0.33;
         frame.push({
@@ -116,10 +137,27 @@ export async function recordSyntheticRun(store: StoreBackend, options: Synthetic
     });
     const pedX = RING_RADIUS + 6;
     const pedY = 10 * Math.sin(seconds / 6);
-    frame.push({ stream: 'ped1/state', samples: [{ t, step, x: pedX, y: pedY, yaw: Math.cos(seconds / 6) >= 0 ? Math.PI / 2 : -Math.PI / 2, speed: Math.abs((10 / 6) * Math.cos(seconds / 6)) }] });
+    frame.push({
+      stream: 'ped1/state',
+      samples: [
+        {
+          t,
+          step,
+          x: pedX,
+          y: pedY,
+          yaw: Math.cos(seconds / 6) >= 0 ? Math.PI / 2 : -Math.PI / 2,
+          speed: Math.abs((10 / 6) * Math.cos(seconds / 6)),
+        },
+      ],
+    });
     const cycle = seconds % 30;
     const state = cycle < 15 ? 'G' : cycle < 18 ? 'y' : 'r';
-    frame.push({ stream: 'tl1/phase', samples: [{ t, step, state, timeToSwitch: cycle < 15 ? 15 - cycle : cycle < 18 ? 18 - cycle : 30 - cycle }] });
+    frame.push({
+      stream: 'tl1/phase',
+      samples: [
+        { t, step, state, timeToSwitch: cycle < 15 ? 15 - cycle : cycle < 18 ? 18 - cycle : 30 - cycle },
+      ],
+    });
     void recorder.appendMany(frame);
     if (step % rateHz === 0) options.onProgress?.(step / steps);
   }

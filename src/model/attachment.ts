@@ -28,14 +28,21 @@ export function validateAttachment(a: Attachment): Attachment {
     name.includes('\0') ||
     name.split('/').some((part) => part === '' || part === '.' || part === '..')
   )
-    throw invalid(`attachment.name: expected a relative name without '..', '.', '\\' or empty parts, got ${describeValue(name)}`);
+    throw invalid(
+      `attachment.name: expected a relative name without '..', '.', '\\' or empty parts, got ${describeValue(name)}`,
+    );
   if (typeof a.mediaType !== 'string' || !/^[\w.+-]+\/[\w.+-]+$/.test(a.mediaType))
-    throw invalid(`attachment ${name}.mediaType: expected a media type like image/png, got ${describeValue(a.mediaType)}`);
+    throw invalid(
+      `attachment ${name}.mediaType: expected a media type like image/png, got ${describeValue(a.mediaType)}`,
+    );
   if (a.t !== undefined && !Number.isSafeInteger(a.t))
     throw invalid(`attachment ${name}.t: expected integer microseconds, got ${describeValue(a.t)}`);
-  if (!(a.data instanceof Uint8Array)) throw invalid(`attachment ${name}.data: expected bytes, got ${describeValue(a.data)}`);
+  if (!(a.data instanceof Uint8Array))
+    throw invalid(`attachment ${name}.data: expected bytes, got ${describeValue(a.data)}`);
   if (a.data.byteLength > MAX_ATTACHMENT_BYTES)
-    throw invalid(`attachment ${name}: ${a.data.byteLength} bytes exceeds the limit of ${MAX_ATTACHMENT_BYTES}`);
+    throw invalid(
+      `attachment ${name}: ${a.data.byteLength} bytes exceeds the limit of ${MAX_ATTACHMENT_BYTES}`,
+    );
   if (a.metadata !== undefined) checkJsonValue(a.metadata, `attachment ${name}.metadata`);
   return a;
 }

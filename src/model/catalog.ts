@@ -37,10 +37,13 @@ export function parseScenarioId(value: unknown, where = 'scenario id'): bigint {
 export function validateScenario(s: Scenario): Scenario {
   const id = parseScenarioId(s.id);
   if (!Number.isSafeInteger(s.timestamp))
-    throw invalid(`scenario ${id}.timestamp: expected integer microseconds, got ${describeValue(s.timestamp)}`);
+    throw invalid(
+      `scenario ${id}.timestamp: expected integer microseconds, got ${describeValue(s.timestamp)}`,
+    );
   if (typeof s.description !== 'string')
     throw invalid(`scenario ${id}.description: expected a string, got ${describeValue(s.description)}`);
-  if (!(s.bin instanceof Uint8Array)) throw invalid(`scenario ${id}.bin: expected bytes, got ${describeValue(s.bin)}`);
+  if (!(s.bin instanceof Uint8Array))
+    throw invalid(`scenario ${id}.bin: expected bytes, got ${describeValue(s.bin)}`);
   return { id, timestamp: s.timestamp, description: s.description, bin: s.bin };
 }
 
@@ -48,7 +51,9 @@ export function validateVehicleConfig(v: VehicleConfig): VehicleConfig {
   if (typeof v.name !== 'string' || v.name === '')
     throw invalid(`vehicle.name: expected a non-empty string, got ${describeValue(v.name)}`);
   if (!Number.isSafeInteger(v.timestamp))
-    throw invalid(`vehicle ${v.name}.timestamp: expected integer microseconds, got ${describeValue(v.timestamp)}`);
+    throw invalid(
+      `vehicle ${v.name}.timestamp: expected integer microseconds, got ${describeValue(v.timestamp)}`,
+    );
   if (typeof v.doc !== 'object' || v.doc === null || Array.isArray(v.doc))
     throw invalid(`vehicle ${v.name}.doc: expected a JSON object, got ${describeValue(v.doc)}`);
   checkJsonValue(v.doc, `vehicle ${v.name}.doc`);

@@ -32,10 +32,12 @@ export const conflict = (message: string): SimrecError => new SimrecError('confl
 
 /** Renders a value for an error message: short, and showing NaN/Infinity/undefined as such. */
 export function describeValue(value: unknown): string {
-  if (typeof value === 'number' || typeof value === 'bigint' || typeof value === 'boolean') return String(value);
+  if (typeof value === 'number' || typeof value === 'bigint' || typeof value === 'boolean')
+    return String(value);
   if (value === undefined) return 'undefined';
   if (value === null) return 'null';
-  if (typeof value === 'string') return JSON.stringify(value.length > 60 ? `${value.slice(0, 57)}...` : value);
+  if (typeof value === 'string')
+    return JSON.stringify(value.length > 60 ? `${value.slice(0, 57)}...` : value);
   if (Array.isArray(value)) return `an array of length ${value.length}`;
   if (value instanceof Uint8Array) return `${value.byteLength} bytes`;
   if (typeof value === 'object') return 'an object';

@@ -27,7 +27,9 @@ export function checkJsonValue(value: unknown, where: string, depth = 0): assert
       }
       const proto = Object.getPrototypeOf(value);
       if (proto !== Object.prototype && proto !== null)
-        throw invalid(`${where}: expected plain JSON data, got an instance of ${proto?.constructor?.name ?? '?'}`);
+        throw invalid(
+          `${where}: expected plain JSON data, got an instance of ${proto?.constructor?.name ?? '?'}`,
+        );
       for (const [key, item] of Object.entries(value)) {
         if (item === undefined) continue; // dropped by JSON, like an absent key
         checkJsonValue(item, `${where}.${key}`, depth + 1);

@@ -99,7 +99,9 @@ export function normalizeRunInit(init: RunInit = {}): Omit<RunInfo, 'id'> {
   checkMicros(begin, `${where}.begin`);
   const simulator = init.simulator ?? { name: 'unknown' };
   if (typeof simulator.name !== 'string' || simulator.name === '')
-    throw invalid(`${where}.simulator.name: expected a non-empty string, got ${describeValue(simulator.name)}`);
+    throw invalid(
+      `${where}.simulator.name: expected a non-empty string, got ${describeValue(simulator.name)}`,
+    );
   if (simulator.version !== undefined && typeof simulator.version !== 'string')
     throw invalid(`${where}.simulator.version: expected a string, got ${describeValue(simulator.version)}`);
   if (init.description !== undefined && typeof init.description !== 'string')
@@ -127,7 +129,8 @@ export function checkEndReason(reason: unknown): EndReason {
 
 export function normalizeActor(decl: ActorDecl): ActorInfo {
   const where = `actor ${describeValue(decl?.id)}`;
-  if (typeof decl !== 'object' || decl === null) throw invalid(`actor: expected an object, got ${describeValue(decl)}`);
+  if (typeof decl !== 'object' || decl === null)
+    throw invalid(`actor: expected an object, got ${describeValue(decl)}`);
   if (typeof decl.id !== 'string' || decl.id === '')
     throw invalid(`actor.id: expected a non-empty string, got ${describeValue(decl.id)}`);
   if (typeof decl.kind !== 'string' || !/^[a-z][a-z0-9_]*$/.test(decl.kind))

@@ -45,7 +45,9 @@ export const CONTROL_FIELDS: FieldDecl[] = [
  * Per-wheel state, one object per wheel (front-left, front-right, rear-left, rear-right for a car):
  * { angularVelocity rad/s, torque N*m, brakeTorque N*m, steer rad, suspension m, slipLong, slipLat }.
  */
-export const WHEELS_FIELDS: FieldDecl[] = [{ name: 'wheels', type: 'json', description: 'array of per-wheel states' }];
+export const WHEELS_FIELDS: FieldDecl[] = [
+  { name: 'wheels', type: 'json', description: 'array of per-wheel states' },
+];
 
 export const stateStream = (actor: string, extra: Partial<StreamDecl> = {}): StreamDecl => ({
   name: STATE_STREAM,

@@ -73,24 +73,35 @@ export const streamId = (actor: string | null | undefined, name: string): string
   actor ? `${actor}/${name}` : name;
 
 export function normalizeStream(decl: StreamDecl): StreamSchema {
-  if (typeof decl !== 'object' || decl === null) throw invalid(`stream: expected an object, got ${describeValue(decl)}`);
+  if (typeof decl !== 'object' || decl === null)
+    throw invalid(`stream: expected an object, got ${describeValue(decl)}`);
   if (typeof decl.name !== 'string' || !NAME_PATTERN.test(decl.name))
-    throw invalid(`stream.name: expected a name like "state" (letters, digits, _ . : -), got ${describeValue(decl.name)}`);
+    throw invalid(
+      `stream.name: expected a name like "state" (letters, digits, _ . : -), got ${describeValue(decl.name)}`,
+    );
   if (decl.actor !== undefined && (typeof decl.actor !== 'string' || decl.actor === ''))
     throw invalid(`stream ${decl.name}.actor: expected an actor id, got ${describeValue(decl.actor)}`);
   const id = streamId(decl.actor, decl.name);
-  if (!Array.isArray(decl.fields)) throw invalid(`stream ${id}.fields: expected an array, got ${describeValue(decl.fields)}`);
+  if (!Array.isArray(decl.fields))
+    throw invalid(`stream ${id}.fields: expected an array, got ${describeValue(decl.fields)}`);
   const seen = new Set<string>();
   const fields = decl.fields.map((f, i) => {
     const where = `stream ${id}.fields[${i}]`;
     if (typeof f?.name !== 'string' || !NAME_PATTERN.test(f.name) || RESERVED_FIELD_NAMES.has(f.name))
-      throw invalid(`${where}.name: expected a field name other than t and step, got ${describeValue(f?.name)}`);
+      throw invalid(
+        `${where}.name: expected a field name other than t and step, got ${describeValue(f?.name)}`,
+      );
     if (seen.has(f.name)) throw invalid(`${where}.name: field ${f.name} is declared twice`);
     seen.add(f.name);
     if (!(FIELD_TYPES as readonly string[]).includes(f.type))
       throw invalid(`${where}.type: expected one of ${FIELD_TYPES.join(', ')}, got ${describeValue(f.type)}`);
-    if (f.type === 'vec' && !(Number.isInteger(f.length) && (f.length as number) > 0 && (f.length as number) <= 4096))
-      throw invalid(`${where}.length: a vec field needs an integer length 1..4096, got ${describeValue(f.length)}`);
+    if (
+      f.type === 'vec' &&
+      !(Number.isInteger(f.length) && (f.length as number) > 0 && (f.length as number) <= 4096)
+    )
+      throw invalid(
+        `${where}.length: a vec field needs an integer length 1..4096, got ${describeValue(f.length)}`,
+      );
     const field: FieldDecl = { name: f.name, type: f.type };
     if (f.unit !== undefined) field.unit = String(f.unit);
     if (f.type === 'vec') field.length = f.length as number;
@@ -98,7 +109,10 @@ export function normalizeStream(decl: StreamDecl): StreamSchema {
     if (f.description !== undefined) field.description = String(f.description);
     return field;
   });
-  if (decl.rateHz !== undefined && !(typeof decl.rateHz === 'number' && decl.rateHz > 0 && Number.isFinite(decl.rateHz)))
+  if (
+    decl.rateHz !== undefined &&
+    !(typeof decl.rateHz === 'number' && decl.rateHz > 0 && Number.isFinite(decl.rateHz))
+  )
     throw invalid(`stream ${id}.rateHz: expected a positive number, got ${describeValue(decl.rateHz)}`);
   const metadata = decl.metadata ?? {};
   checkJsonValue(metadata, `stream ${id}.metadata`);
@@ -141,30 +155,41 @@ export function fieldTypeMismatch(field: FieldDecl, value: unknown): string | nu
  * field that is null counts as absent); undeclared fields must be JSON and are kept as they came.
  * `previousT` is the stream's last time stamp: time may stand still but never go backwards.
  */
-export function validateSample(schema: StreamSchema, sample: unknown, previousT: number | null): asserts sample is Sample {
+export function validateSample(
+  schema: StreamSchema,
+  sample: unknown,
+  previousT: number | null,
+): asserts sample is Sample {
   if (typeof sample !== 'object' || sample === null || Array.isArray(sample))
     throw invalid(`stream ${schema.id}: expected a sample object, got ${describeValue(sample)}`);
   const s = sample as Record<string, unknown>;
   if (!Number.isSafeInteger(s.t))
-    throw invalid(`stream ${schema.id} sample.t: expected an integer number of microseconds, got ${describeValue(s.t)}`);
+    throw invalid(
+      `stream ${schema.id} sample.t: expected an integer number of microseconds, got ${describeValue(s.t)}`,
+    );
   const where = `stream ${schema.id} sample at t=${s.t as number}`;
-  if (!Number.isSafeInteger(s.step)) throw invalid(`${where}: field step: expected an integer, got ${describeValue(s.step)}`);
+  if (!Number.isSafeInteger(s.step))
+    throw invalid(`${where}: field step: expected an integer, got ${describeValue(s.step)}`);
   if (previousT !== null && (s.t as number) < previousT)
     throw invalid(`${where}: time goes backwards (previous sample at t=${previousT})`);
   for (const field of schema.fields) {
     const value = s[field.name];
     if (value === undefined || value === null) {
-      if (!field.optional) throw invalid(`${where}: field ${field.name} is required (${field.type}) but absent`);
+      if (!field.optional)
+        throw invalid(`${where}: field ${field.name} is required (${field.type}) but absent`);
       continue;
     }
     const expected = fieldTypeMismatch(field, value);
     if (expected !== null)
-      throw invalid(`${where}: field ${field.name}: expected ${expected}${field.unit ? ` (${field.unit})` : ''}, got ${describeValue(value)}`);
+      throw invalid(
+        `${where}: field ${field.name}: expected ${expected}${field.unit ? ` (${field.unit})` : ''}, got ${describeValue(value)}`,
+      );
     if (field.type === 'json') checkJsonValue(value, `${where}: field ${field.name}`);
   }
   for (const key in s) {
     if (key === 't' || key === 'step' || schema.fields.some((f) => f.name === key)) continue;
-    if (!NAME_PATTERN.test(key)) throw invalid(`${where}: field name ${describeValue(key)} is not a valid name`);
+    if (!NAME_PATTERN.test(key))
+      throw invalid(`${where}: field name ${describeValue(key)} is not a valid name`);
     const value = s[key];
     if (value !== undefined) checkJsonValue(value, `${where}: field ${key}`);
   }

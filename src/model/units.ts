@@ -92,5 +92,15 @@ export const canonicalToUnrealRotator = (e: Euler): { roll: number; pitch: numbe
 export const unityPositionToCanonical = (p: Vec3): Vec3 => ({ x: p.z, y: -p.x, z: p.y });
 export const canonicalPositionToUnity = (p: Vec3): Vec3 => ({ x: -p.y, y: p.z, z: p.x });
 /** The same change of basis applied to a rotation's axis; the handedness flip negates the angle. */
-export const unityQuaternionToCanonical = (q: Quaternion): Quaternion => ({ x: -q.z, y: q.x, z: -q.y, w: q.w });
-export const canonicalQuaternionToUnity = (q: Quaternion): Quaternion => ({ x: q.y, y: -q.z, z: -q.x, w: q.w });
+export const unityQuaternionToCanonical = (q: Quaternion): Quaternion => ({
+  x: -q.z,
+  y: q.x,
+  z: -q.y,
+  w: q.w,
+});
+export const canonicalQuaternionToUnity = (q: Quaternion): Quaternion => ({
+  x: q.y,
+  y: -q.z,
+  z: -q.x,
+  w: q.w,
+});

@@ -13,13 +13,21 @@ import {
   type RunInit,
 } from '../model/run.js';
 import type { StoreBackend, StreamAppend, WriterIdentity } from '../model/store-port.js';
-import { normalizeStream, validateSample, type Sample, type StreamDecl, type StreamSchema } from '../model/stream.js';
+import {
+  normalizeStream,
+  validateSample,
+  type Sample,
+  type StreamDecl,
+  type StreamSchema,
+} from '../model/stream.js';
 import { currentWriter } from '../store/common/writer-identity.js';
 
 export interface RecorderOptions {
   /**
    * How long an append may wait for others to share its commit, in milliseconds. Each commit is one
    * durable write (an fsync for SQLite), so batching appends is what makes 200 actors at 100 Hz cheap.
+   * The default, 0, commits on the next turn of the event loop: everything appended in the same turn
+   * shares one commit, and a simulator that awaits each step waits only for its own fsync.
    */
   commitIntervalMs?: number;
   /** Commit at once when this many samples wait. */
@@ -69,7 +77,8 @@ export class RunRecorder {
   private pending = new Map<string, Sample[]>();
   private pendingCount = 0;
   private group: CommitGroup | null = null;
-  private timer: NodeJS.Timeout | null = null;
+  /** Cancels the scheduled commit, if one is scheduled. */
+  private cancelScheduled: (() => void) | null = null;
   private commitChain: Promise<void> = Promise.resolve();
   private failure: unknown = null;
   private ended = false;
@@ -82,11 +91,15 @@ export class RunRecorder {
   private constructor(store: StoreBackend, run: RunInfo, options: RecorderOptions) {
     this.store = store;
     this.run = run;
-    this.commitIntervalMs = options.commitIntervalMs ?? 10;
+    this.commitIntervalMs = options.commitIntervalMs ?? 0;
     this.maxPendingSamples = options.maxPendingSamples ?? 50_000;
   }
 
-  static async begin(store: StoreBackend, init: RunInit = {}, options: RecorderOptions = {}): Promise<RunRecorder> {
+  static async begin(
+    store: StoreBackend,
+    init: RunInit = {},
+    options: RecorderOptions = {},
+  ): Promise<RunRecorder> {
     const run = await store.createRun(normalizeRunInit(init), options.writer ?? currentWriter());
     return new RunRecorder(store, run, options);
   }
@@ -122,8 +135,11 @@ export class RunRecorder {
     const schemas = decls.map(normalizeStream);
     for (const schema of schemas) {
       if (schema.actor !== null && !this.actors.has(schema.actor))
-        throw invalid(`stream ${schema.id}: actor ${JSON.stringify(schema.actor)} is not declared in run ${this.run.id}`);
-      if (this.streams.has(schema.id)) throw conflict(`stream ${schema.id} is already declared in run ${this.run.id}`);
+        throw invalid(
+          `stream ${schema.id}: actor ${JSON.stringify(schema.actor)} is not declared in run ${this.run.id}`,
+        );
+      if (this.streams.has(schema.id))
+        throw conflict(`stream ${schema.id} is already declared in run ${this.run.id}`);
     }
     await this.store.putStreams(this.run.id, schemas);
     for (const schema of schemas)
@@ -164,7 +180,8 @@ export class RunRecorder {
     for (const { stream, samples } of appends) {
       const state = this.streams.get(stream);
       if (!state) throw invalid(`run ${this.run.id} has no declared stream ${describeValue(stream)}`);
-      if (!Array.isArray(samples)) throw invalid(`stream ${stream}: expected an array of samples, got ${describeValue(samples)}`);
+      if (!Array.isArray(samples))
+        throw invalid(`stream ${stream}: expected an array of samples, got ${describeValue(samples)}`);
       let previous = lastT.has(state) ? lastT.get(state)! : state.lastT;
       for (const sample of samples) {
         validateSample(state.schema, sample, previous);
@@ -219,9 +236,13 @@ export class RunRecorder {
   private checkOpen(): void {
     if (this.ended) throw conflict(`run ${this.run.id} has ended; nothing more can be recorded in it`);
     if (this.failure)
-      throw new SimrecError('io', `run ${this.run.id}: recording stopped after a failed write: ${(this.failure as Error).message}`, {
-        cause: this.failure,
-      });
+      throw new SimrecError(
+        'io',
+        `run ${this.run.id}: recording stopped after a failed write: ${(this.failure as Error).message}`,
+        {
+          cause: this.failure,
+        },
+      );
   }
 
   private scheduleCommit(): void {
@@ -229,14 +250,19 @@ export class RunRecorder {
       this.commitNow();
       return;
     }
-    if (this.timer === null) this.timer = setTimeout(() => this.commitNow(), this.commitIntervalMs);
+    if (this.cancelScheduled !== null) return;
+    if (this.commitIntervalMs > 0) {
+      const timer = setTimeout(() => this.commitNow(), this.commitIntervalMs);
+      this.cancelScheduled = () => clearTimeout(timer);
+    } else {
+      const immediate = setImmediate(() => this.commitNow());
+      this.cancelScheduled = () => clearImmediate(immediate);
+    }
   }
 
   private commitNow(): void {
-    if (this.timer !== null) {
-      clearTimeout(this.timer);
-      this.timer = null;
-    }
+    this.cancelScheduled?.();
+    this.cancelScheduled = null;
     const group = this.group;
     const appends: StreamAppend[] = [...this.pending].map(([stream, samples]) => ({ stream, samples }));
     this.pending = new Map();

@@ -61,7 +61,9 @@ export interface SceneArgs {
 export async function sceneAt(store: StoreBackend, run: number, args: SceneArgs): Promise<Scene> {
   await requireRun(store, run);
   const [actors, streams] = await Promise.all([store.listActors(run), store.listStreams(run)]);
-  const stateStreams = new Map(streams.filter((s) => s.name === STATE_STREAM && s.actor !== null).map((s) => [s.actor!, s]));
+  const stateStreams = new Map(
+    streams.filter((s) => s.name === STATE_STREAM && s.actor !== null).map((s) => [s.actor!, s]),
+  );
   const scene: Scene = { t: args.t, actors: [] };
   const brackets = await Promise.all(
     actors.map(async (actor) => {
@@ -73,7 +75,8 @@ export async function sceneAt(store: StoreBackend, run: number, args: SceneArgs)
   for (const item of brackets) {
     if (!item?.bracket.before) continue;
     const { before, after } = item.bracket;
-    const sample = args.interpolate && after ? interpolateSample(before, after, args.t, item.stream.fields) : before;
+    const sample =
+      args.interpolate && after ? interpolateSample(before, after, args.t, item.stream.fields) : before;
     const { t, step: _step, ...fields } = sample;
     scene.actors.push({ id: item.actor.id, kind: item.actor.kind, t, ...fields });
   }
@@ -109,12 +112,18 @@ export interface Trajectory {
 }
 
 /** An actor's `state` samples over a time window (bounds inclusive, microseconds). */
-export async function trajectory(store: StoreBackend, run: number, args: TrajectoryArgs): Promise<Trajectory> {
+export async function trajectory(
+  store: StoreBackend,
+  run: number,
+  args: TrajectoryArgs,
+): Promise<Trajectory> {
   await requireRun(store, run);
   const actors = await store.listActors(run);
-  if (!actors.some((a) => a.id === args.actor)) throw notFound(`run ${run} has no actor ${JSON.stringify(args.actor)}`);
+  if (!actors.some((a) => a.id === args.actor))
+    throw notFound(`run ${run} has no actor ${JSON.stringify(args.actor)}`);
   const samples: Sample[] = [];
-  for await (const batch of streamSamples(store, run, streamId(args.actor, STATE_STREAM), args)) samples.push(...batch);
+  for await (const batch of streamSamples(store, run, streamId(args.actor, STATE_STREAM), args))
+    samples.push(...batch);
   return { actor: args.actor, samples };
 }
 
@@ -125,7 +134,12 @@ export interface WindowArgs {
 }
 
 /** Any stream's samples over a time window, as an async iterator of batches. */
-export function streamSamples(store: StoreBackend, run: number, stream: string, args: WindowArgs = {}): AsyncIterable<Sample[]> {
+export function streamSamples(
+  store: StoreBackend,
+  run: number,
+  stream: string,
+  args: WindowArgs = {},
+): AsyncIterable<Sample[]> {
   const read: Parameters<StoreBackend['readSamples']>[0] = { run, stream };
   if (args.from !== undefined) read.from = args.from;
   if (args.to !== undefined) read.to = args.to;

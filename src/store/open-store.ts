@@ -6,7 +6,8 @@ import { BACKENDS } from './registry.js';
 export const DEFAULT_STORE = './simrec.db';
 
 /** The store location a command uses: its --store option, else SIMREC_STORE, else ./simrec.db. */
-export const resolveStoreLocation = (option?: string): string => option ?? process.env.SIMREC_STORE ?? DEFAULT_STORE;
+export const resolveStoreLocation = (option?: string): string =>
+  option ?? process.env.SIMREC_STORE ?? DEFAULT_STORE;
 
 export interface OpenStoreOptions {
   /** Close the runs of writers that died (as `interrupted`). Default true: that is how a crash is healed. */

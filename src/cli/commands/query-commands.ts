@@ -1,4 +1,4 @@
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
 import { describeRun, requireRun, sceneAt, streamSamples, trajectory } from '../../replay/run-queries.js';
 import { secondsToMicros } from '../../model/units.js';
 import { parseRunId, parseSeconds } from '../args.js';
@@ -44,7 +44,14 @@ export function registerQueryCommands(program: Command): void {
     .action(async (run: number, opts: JsonOption, command: Command) =>
       withStore(command, async (store) => {
         const d = await describeRun(store, run);
-        if (opts.json) return printJson({ ...d.run, timeRange: d.timeRange, samples: d.samples, actors: d.actors, streams: d.streams });
+        if (opts.json)
+          return printJson({
+            ...d.run,
+            timeRange: d.timeRange,
+            samples: d.samples,
+            actors: d.actors,
+            streams: d.streams,
+          });
         const r = d.run;
         process.stdout.write(
           [
@@ -57,7 +64,16 @@ export function registerQueryCommands(program: Command): void {
         );
         printTable(
           ['ACTOR', 'KIND', 'CLASS', 'LENGTH', 'WIDTH', 'HEIGHT', 'RECORD', 'ATTRIBUTES'],
-          d.actors.map((a) => [a.id, a.kind, a.sourceClass, a.extents?.length, a.extents?.width, a.extents?.height, a.record, JSON.stringify(a.attributes)]),
+          d.actors.map((a) => [
+            a.id,
+            a.kind,
+            a.sourceClass,
+            a.extents?.length,
+            a.extents?.width,
+            a.extents?.height,
+            a.record,
+            JSON.stringify(a.attributes),
+          ]),
         );
         process.stdout.write('\n');
         printTable(
@@ -68,7 +84,10 @@ export function registerQueryCommands(program: Command): void {
             s.samples,
             s.begin === null ? null : formatSeconds(s.begin - r.begin),
             s.end === null ? null : formatSeconds(s.end - r.begin),
-            [...s.fields.map((f) => `${f.name}:${f.type}${f.unit ? `[${f.unit}]` : ''}`), ...s.extraFields.map((f) => `${f.name}:${f.type}?`)].join(' '),
+            [
+              ...s.fields.map((f) => `${f.name}:${f.type}${f.unit ? `[${f.unit}]` : ''}`),
+              ...s.extraFields.map((f) => `${f.name}:${f.type}?`),
+            ].join(' '),
           ]),
         );
       }),
@@ -84,9 +103,16 @@ export function registerQueryCommands(program: Command): void {
     .action(async (run: number, opts: JsonOption & { at: number; interpolate?: boolean }, command: Command) =>
       withStore(command, async (store) => {
         const info = await requireRun(store, run);
-        const scene = await sceneAt(store, run, { t: info.begin + secondsToMicros(opts.at), interpolate: Boolean(opts.interpolate) });
+        const scene = await sceneAt(store, run, {
+          t: info.begin + secondsToMicros(opts.at),
+          interpolate: Boolean(opts.interpolate),
+        });
         if (opts.json) return printJson(scene);
-        printSamplesTable(scene.actors.map((a) => ({ ...a, step: 0 })), ['id', 'kind'], info.begin);
+        printSamplesTable(
+          scene.actors.map((a) => ({ ...a, step: 0 })),
+          ['id', 'kind'],
+          info.begin,
+        );
       }),
     );
 
@@ -95,19 +121,22 @@ export function registerQueryCommands(program: Command): void {
     .description("an actor's trajectory over a time window")
     .argument('<run>', 'run id', parseRunId)
     .argument('<actor>', 'actor id')
-    .option('--from <seconds>', "window start, seconds from the run's start", (v) => parseSeconds('--from', v))
-    .option('--to <seconds>', "window end, seconds from the run's start", (v) => parseSeconds('--to', v))
+    .addOption(windowOption('from'))
+    .addOption(windowOption('to'))
     .option('--json', 'print JSON')
-    .action(async (run: number, actor: string, opts: JsonOption & { from?: number; to?: number }, command: Command) =>
-      withStore(command, async (store) => {
-        const info = await requireRun(store, run);
-        const args: Parameters<typeof trajectory>[2] = { actor };
-        if (opts.from !== undefined) args.from = info.begin + secondsToMicros(opts.from);
-        if (opts.to !== undefined) args.to = info.begin + secondsToMicros(opts.to);
-        const traj = await trajectory(store, run, args);
-        if (opts.json) return printJson(traj);
-        printSamplesTable(traj.samples, [], info.begin);
-      }),
+    .action(
+      async (
+        run: number,
+        actor: string,
+        opts: JsonOption & { from?: number; to?: number },
+        command: Command,
+      ) =>
+        withStore(command, async (store) => {
+          const info = await requireRun(store, run);
+          const traj = await trajectory(store, run, { actor, ...absoluteWindow(info.begin, opts) });
+          if (opts.json) return printJson(traj);
+          printSamplesTable(traj.samples, [], info.begin);
+        }),
     );
 
   program
@@ -115,31 +144,59 @@ export function registerQueryCommands(program: Command): void {
     .description("any stream's samples over a time window (JSON: one sample per line)")
     .argument('<run>', 'run id', parseRunId)
     .argument('<stream>', 'stream id, e.g. ego/control (see simrec info)')
-    .option('--from <seconds>', "window start, seconds from the run's start", (v) => parseSeconds('--from', v))
-    .option('--to <seconds>', "window end, seconds from the run's start", (v) => parseSeconds('--to', v))
+    .addOption(windowOption('from'))
+    .addOption(windowOption('to'))
     .option('--json', 'print JSON lines')
-    .action(async (run: number, stream: string, opts: JsonOption & { from?: number; to?: number }, command: Command) =>
-      withStore(command, async (store) => {
-        const info = await requireRun(store, run);
-        const window: { from?: number; to?: number } = {};
-        if (opts.from !== undefined) window.from = info.begin + secondsToMicros(opts.from);
-        if (opts.to !== undefined) window.to = info.begin + secondsToMicros(opts.to);
-        const all: Sample[] = [];
-        for await (const batch of streamSamples(store, run, stream, window)) {
-          if (opts.json) process.stdout.write(batch.map((s) => JSON.stringify(s)).join('\n') + '\n');
-          else all.push(...batch);
-        }
-        if (!opts.json) printSamplesTable(all, [], info.begin);
-      }),
+    .action(
+      async (
+        run: number,
+        stream: string,
+        opts: JsonOption & { from?: number; to?: number },
+        command: Command,
+      ) =>
+        withStore(command, async (store) => {
+          const info = await requireRun(store, run);
+          const all: Sample[] = [];
+          for await (const batch of streamSamples(store, run, stream, absoluteWindow(info.begin, opts))) {
+            if (opts.json) process.stdout.write(batch.map((s) => JSON.stringify(s)).join('\n') + '\n');
+            else all.push(...batch);
+          }
+          if (!opts.json) printSamplesTable(all, [], info.begin);
+        }),
     );
+}
+
+/** `--from` / `--to`: a time window in seconds from the run's start. */
+function windowOption(bound: 'from' | 'to'): Option {
+  return new Option(
+    `--${bound} <seconds>`,
+    `window ${bound === 'from' ? 'start' : 'end'}, seconds from the run's start`,
+  ).argParser((v) => parseSeconds(`--${bound}`, v));
+}
+
+/** The window in absolute microseconds, with only the bounds that were given. */
+function absoluteWindow(
+  runBegin: number,
+  opts: { from?: number; to?: number },
+): { from?: number; to?: number } {
+  const window: { from?: number; to?: number } = {};
+  if (opts.from !== undefined) window.from = runBegin + secondsToMicros(opts.from);
+  if (opts.to !== undefined) window.to = runBegin + secondsToMicros(opts.to);
+  return window;
 }
 
 /** A table of samples: time in seconds from the run's start, then every field that appears. */
 function printSamplesTable(samples: Record<string, unknown>[], leading: string[], runBegin: number): void {
   const keys: string[] = [];
-  for (const s of samples) for (const k of Object.keys(s)) if (!keys.includes(k) && !leading.includes(k) && k !== 't' && k !== 'step') keys.push(k);
+  for (const s of samples)
+    for (const k of Object.keys(s))
+      if (!keys.includes(k) && !leading.includes(k) && k !== 't' && k !== 'step') keys.push(k);
   printTable(
     [...leading.map((k) => k.toUpperCase()), 'T_S', ...keys.map((k) => k.toUpperCase())],
-    samples.map((s) => [...leading.map((k) => s[k]), formatSeconds((s.t as number) - runBegin), ...keys.map((k) => (s[k] === undefined ? '-' : formatNumber(s[k])))]),
+    samples.map((s) => [
+      ...leading.map((k) => s[k]),
+      formatSeconds((s.t as number) - runBegin),
+      ...keys.map((k) => (s[k] === undefined ? '-' : formatNumber(s[k]))),
+    ]),
   );
 }

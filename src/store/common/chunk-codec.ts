@@ -104,7 +104,11 @@ function encodeSequence(samples: readonly Sample[], key: 't' | 'step', parts: Ui
   return { kind: 'f64', bytes: bytes.length };
 }
 
-function encodeColumn(samples: readonly Sample[], field: FieldDecl, parts: Uint8Array[]): ColumnHeader | null {
+function encodeColumn(
+  samples: readonly Sample[],
+  field: FieldDecl,
+  parts: Uint8Array[],
+): ColumnHeader | null {
   const n = samples.length;
   const name = field.name;
   let present = 0;
@@ -300,9 +304,11 @@ export function decodeChunk(data: Uint8Array, where: string): DecodedChunk {
   const n = header.n;
   let offset = 0;
   const take = (bytes: number): Uint8Array => {
-    if (offset + bytes > body.length) throw corrupt(`column runs past the end of the body (${offset + bytes} > ${body.length})`);
-    // Copied so typed arrays over it are aligned.
-    const slice = body.slice(offset, offset + bytes);
+    if (offset + bytes > body.length)
+      throw corrupt(`column runs past the end of the body (${offset + bytes} > ${body.length})`);
+    // Copied (Buffer#slice would not copy) so that typed arrays over it start aligned.
+    const slice = new Uint8Array(bytes);
+    slice.set(body.subarray(offset, offset + bytes));
     offset += bytes;
     return slice;
   };
@@ -325,14 +331,23 @@ export function decodeChunk(data: Uint8Array, where: string): DecodedChunk {
       for (let i = 0; i < n; i++) rowIndex[i] = bitmap[i >> 3]! & (1 << (i & 7)) ? next++ : -1;
     }
     const raw = take(c.bytes - consumed);
-    const column: DecodedColumn = { name: c.name, type: c.type, rowIndex, values: decodeValues(c, raw, corrupt) };
+    const column: DecodedColumn = {
+      name: c.name,
+      type: c.type,
+      rowIndex,
+      values: decodeValues(c, raw, corrupt),
+    };
     if (c.length !== undefined) column.length = c.length;
     return column;
   });
   return new DecodedChunk(n, t, step, columns);
 }
 
-function decodeValues(c: ColumnHeader, raw: Uint8Array, corrupt: (why: string) => SimrecError): ArrayLike<unknown> {
+function decodeValues(
+  c: ColumnHeader,
+  raw: Uint8Array,
+  corrupt: (why: string) => SimrecError,
+): ArrayLike<unknown> {
   switch (c.type) {
     case 'f64':
     case 'i64':
@@ -348,7 +363,9 @@ function decodeValues(c: ColumnHeader, raw: Uint8Array, corrupt: (why: string) =
     case 'string':
     case 'json': {
       try {
-        return JSON.parse(Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength).toString('utf8')) as unknown[];
+        return JSON.parse(
+          Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength).toString('utf8'),
+        ) as unknown[];
       } catch {
         throw corrupt(`column ${c.name} is not JSON`);
       }

@@ -14,7 +14,13 @@ import type {
   StreamAppend,
   WriterIdentity,
 } from '../../model/store-port.js';
-import { mergeInferredFields, type InferredField, type Sample, type StreamInfo, type StreamSchema } from '../../model/stream.js';
+import {
+  mergeInferredFields,
+  type InferredField,
+  type Sample,
+  type StreamInfo,
+  type StreamSchema,
+} from '../../model/stream.js';
 import { decodeChunk, encodeChunk, type DecodedChunk } from '../common/chunk-codec.js';
 import { LruCache } from '../common/lru-cache.js';
 import { SCHEMA_DDL, SCHEMA_VERSION, SIMREC_APPLICATION_ID } from './sqlite-schema.js';
@@ -80,7 +86,9 @@ export class SqliteBackend implements StoreBackend {
     try {
       db = new Database(path);
     } catch (error) {
-      throw new SimrecError('io', `${path}: cannot open the store: ${(error as Error).message}`, { cause: error });
+      throw new SimrecError('io', `${path}: cannot open the store: ${(error as Error).message}`, {
+        cause: error,
+      });
     }
     try {
       const prepare = (): void => {
@@ -111,10 +119,16 @@ export class SqliteBackend implements StoreBackend {
 
   async createRun(run: Omit<RunInfo, 'id'>, writer: WriterIdentity): Promise<RunInfo> {
     const result = this.stmt(
-        `INSERT INTO runs (begin_us, end_us, end_reason, state, simulator, simulator_version, description, metadata, writer)
+      `INSERT INTO runs (begin_us, end_us, end_reason, state, simulator, simulator_version, description, metadata, writer)
          VALUES (?, NULL, NULL, 'recording', ?, ?, ?, ?, ?)`,
-      )
-      .run(run.begin, run.simulator.name, run.simulator.version ?? null, run.description, json(run.metadata), json(writer));
+    ).run(
+      run.begin,
+      run.simulator.name,
+      run.simulator.version ?? null,
+      run.description,
+      json(run.metadata),
+      json(writer),
+    );
     return { ...run, id: Number(result.lastInsertRowid) };
   }
 
@@ -126,13 +140,12 @@ export class SqliteBackend implements StoreBackend {
   async listRuns(args: ListRunsArgs = {}): Promise<RunSummary[]> {
     const order = args.newestFirst === false ? 'ASC' : 'DESC';
     const rows = this.stmt(
-        `SELECT r.*,
+      `SELECT r.*,
            (SELECT COUNT(*) FROM actors a WHERE a.run_id = r.id) AS actor_count,
            (SELECT COUNT(*) FROM streams s WHERE s.run_id = r.id) AS stream_count,
            (SELECT COALESCE(SUM(s.samples), 0) FROM streams s WHERE s.run_id = r.id) AS sample_count
          FROM runs r ORDER BY r.id ${order} LIMIT ?`,
-      )
-      .all(args.limit ?? -1) as Row[];
+    ).all(args.limit ?? -1) as Row[];
     return rows.map((row) => ({
       ...runFromRow(row),
       actors: row.actor_count as number,
@@ -144,8 +157,9 @@ export class SqliteBackend implements StoreBackend {
   async endRun(id: number, end: { end: number; endReason: EndReason }): Promise<RunInfo> {
     this.db.transaction(() => {
       this.sealTails(id);
-      const changed = this.stmt(`UPDATE runs SET end_us = ?, end_reason = ?, state = 'closed', writer = NULL WHERE id = ? AND state = 'recording'`)
-        .run(end.end, end.endReason, id).changes;
+      const changed = this.stmt(
+        `UPDATE runs SET end_us = ?, end_reason = ?, state = 'closed', writer = NULL WHERE id = ? AND state = 'recording'`,
+      ).run(end.end, end.endReason, id).changes;
       if (changed === 0) throw this.runStateError(id);
     })();
     return (await this.getRun(id))!;
@@ -164,8 +178,9 @@ export class SqliteBackend implements StoreBackend {
       if (writer && isAlive(writer)) continue;
       const last = this.stmt('SELECT MAX(end_us) AS t FROM streams WHERE run_id = ?').get(row.id) as Row;
       const end = (last.t as number | null) ?? (row.begin_us as number);
-      const changed = this.stmt(`UPDATE runs SET end_us = ?, end_reason = 'interrupted', state = 'closed', writer = NULL WHERE id = ? AND state = 'recording'`)
-        .run(end, row.id).changes;
+      const changed = this.stmt(
+        `UPDATE runs SET end_us = ?, end_reason = 'interrupted', state = 'closed', writer = NULL WHERE id = ? AND state = 'recording'`,
+      ).run(end, row.id).changes;
       if (changed) closed.push(row.id as number);
     }
     return closed;
@@ -175,7 +190,9 @@ export class SqliteBackend implements StoreBackend {
 
   async putActors(run: number, actors: ActorInfo[]): Promise<void> {
     this.requireRun(run);
-    const ordRow = this.stmt('SELECT COALESCE(MAX(ord), -1) AS ord FROM actors WHERE run_id = ?').get(run) as Row;
+    const ordRow = this.stmt('SELECT COALESCE(MAX(ord), -1) AS ord FROM actors WHERE run_id = ?').get(
+      run,
+    ) as Row;
     let ord = (ordRow.ord as number) + 1;
     const upsert = this.stmt(
       `INSERT INTO actors (run_id, id, ord, kind, source_class, extents, attributes, options, record)
@@ -243,7 +260,9 @@ export class SqliteBackend implements StoreBackend {
   // ---- samples -------------------------------------------------------------------------------------
 
   async appendSamples(run: number, appends: StreamAppend[]): Promise<void> {
-    const insertChunk = this.stmt('INSERT INTO chunks (stream_key, begin_us, end_us, count, data) VALUES (?, ?, ?, ?, ?)');
+    const insertChunk = this.stmt(
+      'INSERT INTO chunks (stream_key, begin_us, end_us, count, data) VALUES (?, ?, ?, ?, ?)',
+    );
     const deleteChunk = this.stmt('DELETE FROM chunks WHERE id = ?');
     const updateStream = this.stmt(
       `UPDATE streams SET samples = samples + ?, begin_us = COALESCE(begin_us, ?), end_us = ?, extra_fields = ? WHERE key = ?`,
@@ -274,14 +293,26 @@ export class SqliteBackend implements StoreBackend {
             for (; pending.length - start >= this.chunkSamples; start += this.chunkSamples)
               write(entry, pending.slice(start, start + this.chunkSamples));
             const rest = pending.slice(start);
-            next = rest.length ? { chunkIds: [write(entry, rest)], samples: rest } : { chunkIds: [], samples: [] };
+            next = rest.length
+              ? { chunkIds: [write(entry, rest)], samples: rest }
+              : { chunkIds: [], samples: [] };
           } else {
             next = { chunkIds: [...tail.chunkIds, write(entry, samples)], samples: pending };
           }
           newTails.set(entry, next);
-          const extras = mergeInferredFields(newExtras.get(entry) ?? entry.extra, samples, entry.schema.fields);
+          const extras = mergeInferredFields(
+            newExtras.get(entry) ?? entry.extra,
+            samples,
+            entry.schema.fields,
+          );
           newExtras.set(entry, extras);
-          updateStream.run(samples.length, samples[0]!.t, samples[samples.length - 1]!.t, json(extras), entry.key);
+          updateStream.run(
+            samples.length,
+            samples[0]!.t,
+            samples[samples.length - 1]!.t,
+            json(extras),
+            entry.key,
+          );
         }
       })();
     } catch (error) {
@@ -296,10 +327,12 @@ export class SqliteBackend implements StoreBackend {
     const from = args.from ?? Number.MIN_SAFE_INTEGER;
     const to = args.to ?? Number.MAX_SAFE_INTEGER;
     // Chunks that may hold samples in [from, to]: the one containing `from`, and every later one.
-    const firstBegin = this.stmt('SELECT begin_us FROM chunks WHERE stream_key = ? AND begin_us <= ? ORDER BY begin_us DESC, id DESC LIMIT 1')
-      .get(entry.key, from) as Row | undefined;
-    const rows = this.stmt('SELECT id, begin_us, end_us FROM chunks WHERE stream_key = ? AND begin_us >= ? AND begin_us <= ? ORDER BY begin_us, id')
-      .all(entry.key, (firstBegin?.begin_us as number | undefined) ?? from, to) as Row[];
+    const firstBegin = this.stmt(
+      'SELECT begin_us FROM chunks WHERE stream_key = ? AND begin_us <= ? ORDER BY begin_us DESC, id DESC LIMIT 1',
+    ).get(entry.key, from) as Row | undefined;
+    const rows = this.stmt(
+      'SELECT id, begin_us, end_us FROM chunks WHERE stream_key = ? AND begin_us >= ? AND begin_us <= ? ORDER BY begin_us, id',
+    ).all(entry.key, (firstBegin?.begin_us as number | undefined) ?? from, to) as Row[];
     for (const row of rows) {
       args.signal?.throwIfAborted();
       if ((row.end_us as number) < from) continue;
@@ -313,8 +346,9 @@ export class SqliteBackend implements StoreBackend {
   async sampleBracket(run: number, stream: string, t: number): Promise<SampleBracket> {
     const entry = this.streamEntry(run, stream);
     const bracket: SampleBracket = {};
-    const beforeRow = this.stmt('SELECT id FROM chunks WHERE stream_key = ? AND begin_us <= ? ORDER BY begin_us DESC, id DESC LIMIT 1')
-      .get(entry.key, t) as Row | undefined;
+    const beforeRow = this.stmt(
+      'SELECT id FROM chunks WHERE stream_key = ? AND begin_us <= ? ORDER BY begin_us DESC, id DESC LIMIT 1',
+    ).get(entry.key, t) as Row | undefined;
     if (beforeRow) {
       const chunk = this.chunk(beforeRow.id as number);
       const row = chunk.lastAtOrBefore(t);
@@ -324,8 +358,9 @@ export class SqliteBackend implements StoreBackend {
         return bracket;
       }
     }
-    const afterRow = this.stmt('SELECT id FROM chunks WHERE stream_key = ? AND begin_us > ? ORDER BY begin_us, id LIMIT 1')
-      .get(entry.key, t) as Row | undefined;
+    const afterRow = this.stmt(
+      'SELECT id FROM chunks WHERE stream_key = ? AND begin_us > ? ORDER BY begin_us, id LIMIT 1',
+    ).get(entry.key, t) as Row | undefined;
     if (afterRow) bracket.after = this.chunk(afterRow.id as number).sample(0);
     return bracket;
   }
@@ -335,23 +370,24 @@ export class SqliteBackend implements StoreBackend {
   async putAttachment(run: number, a: Attachment): Promise<void> {
     this.requireRun(run);
     this.stmt(
-        `INSERT INTO attachments (run_id, name, media_type, t_us, metadata, data) VALUES (?, ?, ?, ?, ?, ?)
+      `INSERT INTO attachments (run_id, name, media_type, t_us, metadata, data) VALUES (?, ?, ?, ?, ?, ?)
          ON CONFLICT (run_id, name) DO UPDATE SET media_type = excluded.media_type, t_us = excluded.t_us,
            metadata = excluded.metadata, data = excluded.data`,
-      )
-      .run(run, a.name, a.mediaType, a.t ?? null, a.metadata ? json(a.metadata) : null, a.data);
+    ).run(run, a.name, a.mediaType, a.t ?? null, a.metadata ? json(a.metadata) : null, a.data);
   }
 
   async getAttachment(run: number, name: string): Promise<Attachment | undefined> {
-    const row = this.stmt('SELECT * FROM attachments WHERE run_id = ? AND name = ?').get(run, name) as Row | undefined;
+    const row = this.stmt('SELECT * FROM attachments WHERE run_id = ? AND name = ?').get(run, name) as
+      Row | undefined;
     if (!row) return undefined;
     const data = row.data as Buffer;
     return { ...attachmentFromRow(row), data: new Uint8Array(data.buffer, data.byteOffset, data.byteLength) };
   }
 
   async listAttachments(run: number): Promise<AttachmentInfo[]> {
-    const rows = this.stmt('SELECT run_id, name, media_type, t_us, metadata, length(data) AS size FROM attachments WHERE run_id = ? ORDER BY name')
-      .all(run) as Row[];
+    const rows = this.stmt(
+      'SELECT run_id, name, media_type, t_us, metadata, length(data) AS size FROM attachments WHERE run_id = ? ORDER BY name',
+    ).all(run) as Row[];
     return rows.map((row) => ({ ...attachmentFromRow(row), size: row.size as number }));
   }
 
@@ -373,19 +409,25 @@ export class SqliteBackend implements StoreBackend {
   }
 
   private requireRun(run: number): void {
-    if (!this.stmt('SELECT 1 FROM runs WHERE id = ?').get(run)) throw notFound(`run ${run} does not exist in ${this.location}`);
+    if (!this.stmt('SELECT 1 FROM runs WHERE id = ?').get(run))
+      throw notFound(`run ${run} does not exist in ${this.location}`);
   }
 
   private runStateError(run: number): SimrecError {
     const row = this.stmt('SELECT state FROM runs WHERE id = ?').get(run) as Row | undefined;
-    return row ? new SimrecError('conflict', `run ${run} is closed; it cannot be changed`) : notFound(`run ${run} does not exist in ${this.location}`);
+    return row
+      ? new SimrecError('conflict', `run ${run} is closed; it cannot be changed`)
+      : notFound(`run ${run} does not exist in ${this.location}`);
   }
 
   private streamEntry(run: number, stream: string): StreamEntry {
     const cacheKey = `${run}\0${stream}`;
     let entry = this.streamCache.get(cacheKey);
     if (!entry) {
-      const row = this.stmt('SELECT key, schema, extra_fields FROM streams WHERE run_id = ? AND id = ?').get(run, stream) as Row | undefined;
+      const row = this.stmt('SELECT key, schema, extra_fields FROM streams WHERE run_id = ? AND id = ?').get(
+        run,
+        stream,
+      ) as Row | undefined;
       if (!row) {
         this.requireRun(run);
         throw notFound(`run ${run} has no stream ${JSON.stringify(stream)}`);
@@ -409,8 +451,13 @@ export class SqliteBackend implements StoreBackend {
       for (const id of entry.tail.chunkIds) deleteChunk.run(id);
       const samples = entry.tail.samples;
       const data = encodeChunk(samples, entry.schema.fields, { deflateLevel: this.deflateLevel });
-      this.stmt('INSERT INTO chunks (stream_key, begin_us, end_us, count, data) VALUES (?, ?, ?, ?, ?)')
-        .run(entry.key, samples[0]!.t, samples[samples.length - 1]!.t, samples.length, data);
+      this.stmt('INSERT INTO chunks (stream_key, begin_us, end_us, count, data) VALUES (?, ?, ?, ?, ?)').run(
+        entry.key,
+        samples[0]!.t,
+        samples[samples.length - 1]!.t,
+        samples.length,
+        data,
+      );
       entry.tail = { chunkIds: [], samples: [] };
     }
   }
@@ -436,7 +483,8 @@ export class SqliteBackend implements StoreBackend {
         ).run(s.id, s.timestamp, s.description, s.bin);
       },
       async get(id) {
-        const row = db.prepare('SELECT * FROM scenarios WHERE id = ?').safeIntegers(true).get(id) as Row | undefined;
+        const row = db.prepare('SELECT * FROM scenarios WHERE id = ?').safeIntegers(true).get(id) as
+          Row | undefined;
         if (!row) return undefined;
         const bin = row.bin as Buffer;
         return {
@@ -499,7 +547,9 @@ function checkStoreFile(db: Database.Database, path: string): void {
     applicationId = db.pragma('application_id', { simple: true }) as number;
     version = db.pragma('user_version', { simple: true }) as number;
   } catch (error) {
-    throw new SimrecError('unsupported', `${path} is not a simrec store: ${(error as Error).message}`, { cause: error });
+    throw new SimrecError('unsupported', `${path} is not a simrec store: ${(error as Error).message}`, {
+      cause: error,
+    });
   }
   if (applicationId !== SIMREC_APPLICATION_ID)
     throw new SimrecError(
@@ -530,7 +580,10 @@ function runFromRow(row: Row): RunInfo {
 }
 
 function attachmentFromRow(row: Row): Omit<AttachmentInfo, 'size'> {
-  const info: Omit<AttachmentInfo, 'size'> = { name: row.name as string, mediaType: row.media_type as string };
+  const info: Omit<AttachmentInfo, 'size'> = {
+    name: row.name as string,
+    mediaType: row.media_type as string,
+  };
   if (row.t_us !== null) info.t = row.t_us as number;
   if (row.metadata !== null) info.metadata = parse(row.metadata);
   return info;

@@ -1,0 +1,198 @@
+import assert from 'node:assert/strict';
+import { writeFileSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { tempDir } from './helpers/paths.js';
+import { cliJson, runCli } from './helpers/run-cli.js';
+
+const dir = tempDir('simrec-cli-');
+after(() => dir.cleanup());
+const store = join(dir.path, 'cli.db');
+const env = { SIMREC_STORE: store };
+
+interface RunRow {
+  id: number;
+  begin: number;
+  end: number;
+  endReason: string;
+  actors: number;
+  samples: number;
+}
+
+describe('simrec command line', () => {
+  let run: RunRow;
+  before(() => {
+    const r = runCli(['demo', '--no-serve', '--duration', '20', '--rate', '10'], env);
+    assert.equal(r.status, 0, r.stderr);
+    assert.match(r.stdout, /recorded run 1 into .*cli\.db/);
+    assert.equal(r.stderr, '', 'piped output shows no progress bar');
+    [run] = cliJson<RunRow[]>(['ls', '--json'], env) as [RunRow];
+  });
+
+  it('ls lists the run with id, begin, end, end reason and counts', () => {
+    assert.equal(run.id, 1);
+    assert.equal(run.endReason, 'scenario_stop_trigger');
+    assert.equal(run.end - run.begin, 20_000_000, '20 simulated seconds');
+    assert.equal(run.actors, 8);
+    // 7 moving actors' states + ego control + ego wheels + one light, 201 samples each.
+    assert.equal(run.samples, 10 * 201);
+    const table = runCli(['ls'], env);
+    assert.match(table.stdout, /^ID\s+BEGIN\s+DURATION_S\s+END_REASON/);
+    assert.match(
+      table.stdout,
+      /\n1\s+\S+\s+20\.000\s+scenario_stop_trigger\s+simrec-demo 0\.1\.0\s+8\s+2010/,
+    );
+  });
+
+  it('info describes actors and streams with their schemas', () => {
+    const info = cliJson<{
+      actors: { id: string; kind: string; extents?: { length: number } }[];
+      streams: {
+        id: string;
+        actor: string;
+        fields: { name: string }[];
+        samples: number;
+        begin: number;
+        end: number;
+      }[];
+    }>(['info', '1', '--json'], env);
+    assert.deepEqual(
+      info.actors.map((a) => a.kind),
+      ['ego', 'vehicle', 'vehicle', 'vehicle', 'vehicle', 'vehicle', 'pedestrian', 'traffic_light'],
+    );
+    assert.equal(info.actors[0]!.extents!.length, 4.6);
+    const wheels = info.streams.find((s) => s.id === 'ego/wheels')!;
+    assert.deepEqual(
+      [wheels.actor, wheels.samples, wheels.end - wheels.begin, wheels.fields.map((f) => f.name)],
+      ['ego', 201, 20_000_000, ['wheels']],
+    );
+  });
+
+  it('scene --at gives each actor at that time, seconds from the start', () => {
+    const scene = cliJson<{
+      t: number;
+      actors: { id: string; kind: string; x: number; y: number; yaw: number; speed: number; t: number }[];
+    }>(['scene', '1', '--at', '12.34', '--json'], env);
+    assert.equal(scene.t, run.begin + 12_340_000);
+    assert.equal(
+      scene.actors.length,
+      7,
+      'the six vehicles and the pedestrian (the light has no state stream)',
+    );
+    const ego = scene.actors.find((a) => a.id === 'ego')!;
+    assert.equal(ego.kind, 'ego');
+    assert.equal(ego.t, run.begin + 12_300_000, 'the latest sample at or before 12.34 s');
+    assert.ok(Math.abs(Math.hypot(ego.x, ego.y) - 60) < 1e-9, 'on the 60 m ring');
+    const interpolated = cliJson<{ actors: { id: string; t: number }[] }>(
+      ['scene', '1', '--at', '12.34', '--interpolate', '--json'],
+      env,
+    );
+    assert.equal(interpolated.actors[0]!.t, run.begin + 12_340_000);
+  });
+
+  it('traj gives the window inclusive', () => {
+    const traj = cliJson<{ actor: string; samples: { t: number; x: number }[] }>(
+      ['traj', '1', 'veh2', '--from', '1', '--to', '2', '--json'],
+      env,
+    );
+    assert.equal(traj.actor, 'veh2');
+    assert.deepEqual(
+      traj.samples.map((s) => (s.t - run.begin) / 1e6),
+      [1, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.7, 1.8, 1.9, 2],
+    );
+    const table = runCli(['traj', '1', 'veh2', '--from', '1', '--to', '1.2'], env);
+    assert.match(table.stdout, /^T_S\s+X\s+Y/);
+    assert.equal(table.stdout.trim().split('\n').length, 4);
+  });
+
+  it('samples prints any stream as JSON lines', () => {
+    const r = runCli(['samples', '1', 'tl1/phase', '--to', '0.5', '--json'], env);
+    const lines = r.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { state: string; step: number });
+    assert.deepEqual(
+      lines.map((l) => [l.step, l.state]),
+      [
+        [0, 'G'],
+        [1, 'G'],
+        [2, 'G'],
+        [3, 'G'],
+        [4, 'G'],
+        [5, 'G'],
+      ],
+    );
+  });
+
+  it('scenarios: put, ls, get, rm', () => {
+    const bin = join(dir.path, 'cut-in.bin');
+    writeFileSync(bin, Buffer.from([0, 1, 2, 250]));
+    assert.equal(
+      runCli(['scenarios', 'put', bin, '--id', '9223372036854775807', '--description', 'cut-in'], env).status,
+      0,
+    );
+    const list = cliJson<{ id: string; description: string; size: number }[]>(
+      ['scenarios', 'ls', '--json'],
+      env,
+    );
+    assert.deepEqual(
+      list.map((s) => [s.id, s.description, s.size]),
+      [['9223372036854775807', 'cut-in', 4]],
+    );
+    const out = join(dir.path, 'out.bin');
+    assert.equal(runCli(['scenarios', 'get', '9223372036854775807', '--out', out], env).status, 0);
+    assert.deepEqual([...readFileSync(out)], [0, 1, 2, 250]);
+    assert.equal(runCli(['scenarios', 'rm', '9223372036854775807'], env).status, 0);
+    const gone = runCli(['scenarios', 'get', '9223372036854775807'], env);
+    assert.equal(gone.status, 2);
+    assert.match(gone.stderr, /scenario 9223372036854775807 does not exist/);
+  });
+
+  it('vehicles: put, ls, get, rm', () => {
+    const file = join(dir.path, 'sedan.json');
+    writeFileSync(file, JSON.stringify({ 'soda.sim': { mass: 1500 }, wheels: 4 }));
+    assert.equal(runCli(['vehicles', 'put', file], env).status, 0);
+    assert.deepEqual(
+      cliJson<{ name: string }[]>(['vehicles', 'ls', '--json'], env).map((v) => v.name),
+      ['sedan'],
+    );
+    assert.deepEqual(cliJson<{ doc: unknown }>(['vehicles', 'get', 'sedan'], env).doc, {
+      'soda.sim': { mass: 1500 },
+      wheels: 4,
+    });
+    assert.equal(runCli(['vehicles', 'rm', 'sedan'], env).status, 0);
+    writeFileSync(file, '{"broken": ');
+    const bad = runCli(['vehicles', 'put', file], env);
+    assert.equal(bad.status, 2);
+    assert.match(bad.stderr, /sedan\.json: not valid JSON/);
+  });
+
+  it('errors name what was wrong, go to stderr, and exit non-zero', () => {
+    const cases: [string[], RegExp][] = [
+      [['info', '77'], /^simrec: run 77 does not exist in .*cli\.db\n$/],
+      [
+        ['info', 'abc'],
+        /^simrec: RUN: expected a run id \(a positive integer, see simrec ls\), got "abc"\n$/,
+      ],
+      [['scene', '1', '--at', 'soon'], /--at: expected a number of seconds, got "soon"/],
+      [['traj', '1', 'nobody'], /run 1 has no actor "nobody"/],
+      [['samples', '1', 'ego/nothing'], /run 1 has no stream "ego\/nothing"/],
+      [['scenarios', 'put', join(dir.path, 'missing.bin'), '--id', '1'], /missing\.bin: cannot read/],
+      [
+        ['scenarios', 'put', join(dir.path, 'cli.db'), '--id', '99999999999999999999'],
+        /--id: 99999999999999999999 does not fit in 64 bits/,
+      ],
+    ];
+    for (const [args, pattern] of cases) {
+      const r = runCli(args, env);
+      assert.equal(r.status, 2, `${args.join(' ')}: ${r.stderr}`);
+      assert.equal(r.stdout, '');
+      assert.match(r.stderr, pattern);
+    }
+    const notAStore = join(dir.path, 'text.db');
+    writeFileSync(notAStore, 'hello\n'.repeat(100));
+    const r = runCli(['ls', '--store', notAStore]);
+    assert.equal(r.status, 1);
+    assert.match(r.stderr, /text\.db is not a simrec store/);
+  });
+});

@@ -1,0 +1,636 @@
+/**
+ * The store conformance suite: the same tests for every backend. A backend's test file calls
+ * `runStoreConformance` with a factory of fresh stores; a backend that cannot pass a test lists it in
+ * `skip` with the reason, which is printed, never silently dropped.
+ */
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { describe, it, type TestContext } from 'node:test';
+import { SimrecError } from '../src/model/errors.js';
+import { controlStream, stateStream, wheelsStream } from '../src/model/standard-streams.js';
+import type { StoreBackend, WriterIdentity } from '../src/model/store-port.js';
+import type { Sample, StreamDecl } from '../src/model/stream.js';
+import { RunRecorder } from '../src/record/run-recorder.js';
+import { describeRun, sceneAt, streamSamples, trajectory } from '../src/replay/run-queries.js';
+import { isWriterAlive } from '../src/store/common/writer-identity.js';
+import { openStore } from '../src/store/open-store.js';
+import { crashSample } from './helpers/crash-sample.js';
+import { REPO_ROOT } from './helpers/paths.js';
+import { join } from 'node:path';
+
+export interface ConformanceTarget {
+  name: string;
+  /** A fresh, empty store location (a file path, a URL with a fresh database name...). */
+  freshLocation(): string;
+  /** Tests this backend is known not to pass, with why. */
+  skip?: { reason: string; tests: string[] }[];
+}
+
+const BEGIN = 1_700_000_000_000_000;
+
+async function collect(iterable: AsyncIterable<Sample[]>): Promise<Sample[]> {
+  const out: Sample[] = [];
+  for await (const batch of iterable) out.push(...batch);
+  return out;
+}
+
+async function expectError(
+  promiseOrFn: Promise<unknown> | (() => unknown),
+  code: SimrecError['code'],
+  pattern: RegExp,
+): Promise<void> {
+  try {
+    if (typeof promiseOrFn === 'function') await promiseOrFn();
+    else await promiseOrFn;
+  } catch (error) {
+    assert.ok(error instanceof SimrecError, `expected a SimrecError, got ${String(error)}`);
+    assert.equal(error.code, code, error.message);
+    assert.match(error.message, pattern);
+    return;
+  }
+  assert.fail(`expected an error matching ${pattern}`);
+}
+
+/** Every field type a simulator can send, declared. */
+const ALL_TYPES: StreamDecl = {
+  name: 'everything',
+  actor: 'car',
+  fields: [
+    { name: 'f64', type: 'f64', unit: 'm' },
+    { name: 'f32', type: 'f32', optional: true },
+    { name: 'i32', type: 'i32' },
+    { name: 'i64', type: 'i64' },
+    { name: 'flag', type: 'bool' },
+    { name: 'label', type: 'string' },
+    { name: 'pos', type: 'vec', length: 3, unit: 'm' },
+    { name: 'wheels', type: 'json' },
+    { name: 'maybe', type: 'f64', optional: true },
+  ],
+};
+
+function allTypesSample(i: number): Sample {
+  const s: Sample = {
+    t: BEGIN + i * 10_000,
+    step: i,
+    f64: i === 3 ? -0 : i * 1.1 + 1e-300,
+    f32: Math.fround(i * 0.5 + 0.25),
+    i32: i % 2 ? -(2 ** 31) : 2 ** 31 - 1,
+    i64: Number.MAX_SAFE_INTEGER - i,
+    flag: i % 3 === 0,
+    label: i % 2 ? `ünïcødé ${i} 🚗` : '',
+    pos: [i, -i / 3, 1e10],
+    wheels: [
+      { angularVelocity: i * 0.1, torque: [1, 2, { deep: [true, null, 'x'] }], slip: null },
+      // json fields follow JSON, which has no -0: -i would come back as 0 for i = 0.
+      { angularVelocity: -i - 0.5, torque: [], slip: 0.5 },
+    ],
+    // Undeclared fields: kept and returned as they came.
+    extraNumber: i * 7,
+    extraText: `x${i}`,
+    extraFlag: i % 2 === 0,
+    extraNested: { a: [i, { b: 'c' }], n: null },
+  };
+  if (i % 4 === 0) s.maybe = i;
+  if (i % 5 === 0) s.mixed = i % 10 === 0 ? 'ten' : 5; // one field, two types: kept as json
+  if (i === 2) s.sometimesNull = null;
+  if (i === 2) delete s.f32; // optional and absent
+  return s;
+}
+
+export function runStoreConformance(target: ConformanceTarget): void {
+  const skipped = new Map<string, string>();
+  for (const s of target.skip ?? []) for (const t of s.tests) skipped.set(t, s.reason);
+
+  const test = (
+    name: string,
+    body: (store: StoreBackend, location: string, t: TestContext) => Promise<void>,
+  ): void => {
+    const reason = skipped.get(name);
+    it(name, reason ? { skip: `${target.name}: ${reason}` } : {}, async (t) => {
+      const location = target.freshLocation();
+      const store = await openStore(location);
+      try {
+        await body(store, location, t);
+      } finally {
+        await store.close();
+      }
+    });
+  };
+
+  async function beginCarRun(
+    store: StoreBackend,
+    streams: StreamDecl[] = [stateStream('car')],
+  ): Promise<RunRecorder> {
+    const rec = await RunRecorder.begin(store, {
+      simulator: { name: 'test', version: '1' },
+      begin: BEGIN,
+      metadata: { town: 'T1' },
+    });
+    await rec.declareActor({
+      id: 'car',
+      kind: 'vehicle',
+      extents: { length: 4.5, width: 2, height: 1.5 },
+      attributes: { mass: 1400 },
+    });
+    await rec.declareStreams(streams);
+    return rec;
+  }
+
+  describe(`store conformance: ${target.name}`, () => {
+    test('runs get increasing ids and keep what the recorder said', async (store) => {
+      const a = await RunRecorder.begin(store, {
+        simulator: { name: 'sumo', version: '1.15' },
+        description: 'd',
+        metadata: { seed: 7, town: 'T' },
+        begin: BEGIN,
+      });
+      const b = await RunRecorder.begin(store, {});
+      assert.ok(b.id > a.id);
+      const got = await store.getRun(a.id);
+      assert.deepEqual(got, {
+        id: a.id,
+        begin: BEGIN,
+        end: null,
+        endReason: null,
+        state: 'recording',
+        simulator: { name: 'sumo', version: '1.15' },
+        description: 'd',
+        metadata: { seed: 7, town: 'T' },
+      });
+      const ended = await a.end('user_request', { end: BEGIN + 5_000_000 });
+      assert.equal(ended.endReason, 'user_request');
+      assert.equal(ended.end, BEGIN + 5_000_000);
+      assert.equal(ended.state, 'closed');
+      const list = await store.listRuns();
+      assert.deepEqual(
+        list.map((r) => r.id),
+        [b.id, a.id],
+      );
+      assert.equal(await store.getRun(9_999_999), undefined);
+    });
+
+    test('actors and their record switch round-trip', async (store) => {
+      const rec = await beginCarRun(store);
+      await rec.declareActor({
+        id: 'ped',
+        kind: 'pedestrian',
+        record: false,
+        options: { rateHz: 5 },
+        sourceClass: 'walker.1',
+      });
+      const actors = await store.listActors(rec.id);
+      assert.deepEqual(actors, [
+        {
+          id: 'car',
+          kind: 'vehicle',
+          record: true,
+          attributes: { mass: 1400 },
+          options: {},
+          extents: { length: 4.5, width: 2, height: 1.5 },
+        },
+        {
+          id: 'ped',
+          kind: 'pedestrian',
+          record: false,
+          attributes: {},
+          options: { rateHz: 5 },
+          sourceClass: 'walker.1',
+        },
+      ]);
+      await rec.declareStream(stateStream('ped'));
+      await rec.append('ped/state', { t: BEGIN, step: 0, x: 1, y: 1, yaw: 0 });
+      await rec.setRecording('ped', true);
+      await rec.append('ped/state', { t: BEGIN + 1, step: 1, x: 2, y: 2, yaw: 0 });
+      await rec.setRecording('ped', false);
+      await rec.append('ped/state', { t: BEGIN + 2, step: 2, x: 3, y: 3, yaw: 0 });
+      const samples = await collect(streamSamples(store, rec.id, 'ped/state'));
+      assert.deepEqual(
+        samples.map((s) => s.x),
+        [2],
+        'only the sample recorded while the switch was on',
+      );
+    });
+
+    test('every field type, and undeclared fields, come back identical', async (store) => {
+      const rec = await beginCarRun(store, [ALL_TYPES]);
+      const sent = Array.from({ length: 40 }, (_, i) => allTypesSample(i));
+      await rec.appendBatch('car/everything', sent.slice(0, 13));
+      for (const s of sent.slice(13)) await rec.append('car/everything', s);
+      await rec.end('completed');
+      const got = await collect(streamSamples(store, rec.id, 'car/everything'));
+      assert.equal(got.length, sent.length);
+      for (let i = 0; i < sent.length; i++) {
+        assert.deepEqual(got[i], sent[i], `sample ${i}`);
+        assert.ok(Object.is(got[i]!.f64, sent[i]!.f64), `sample ${i}: -0 stays -0`);
+      }
+      const [info] = (await store.listStreams(rec.id)).filter((s) => s.id === 'car/everything');
+      const extra = Object.fromEntries(info!.extraFields.map((f) => [f.name, f.type]));
+      assert.deepEqual(extra, {
+        extraNumber: 'f64',
+        extraText: 'string',
+        extraFlag: 'bool',
+        extraNested: 'json',
+        mixed: 'json',
+        sometimesNull: 'json',
+      });
+    });
+
+    test('samples across many chunks: complete, ordered, windows inclusive', async (store) => {
+      const rec = await beginCarRun(store, [stateStream('car'), controlStream('car'), wheelsStream('car')]);
+      const total = 5000;
+      const all = Array.from({ length: total }, (_, i) => ({
+        t: BEGIN + i * 10_000,
+        step: i,
+        x: i,
+        y: -i,
+        yaw: 0.001 * i,
+        speed: i % 13,
+      }));
+      // Irregular batch sizes so samples fall into small tail chunks, merged chunks and sealed chunks.
+      let i = 0;
+      for (const size of [1, 1, 7, 1000, 3, 2500, 1]) {
+        await rec.appendBatch('car/state', all.slice(i, i + size));
+        i += size;
+      }
+      await rec.appendBatch('car/state', all.slice(i));
+      const got = await collect(streamSamples(store, rec.id, 'car/state'));
+      assert.deepEqual(got, all);
+      const window = await collect(
+        streamSamples(store, rec.id, 'car/state', { from: BEGIN + 1234 * 10_000, to: BEGIN + 3210 * 10_000 }),
+      );
+      assert.equal(window.length, 3210 - 1234 + 1);
+      assert.equal(window[0]!.step, 1234);
+      assert.equal(window.at(-1)!.step, 3210);
+      const between = await collect(
+        streamSamples(store, rec.id, 'car/state', { from: BEGIN + 5, to: BEGIN + 9_999 }),
+      );
+      assert.deepEqual(between, []);
+      const [state] = await store.listStreams(rec.id);
+      assert.equal(state!.samples, total);
+      assert.equal(state!.begin, BEGIN);
+      assert.equal(state!.end, BEGIN + (total - 1) * 10_000);
+      const d = await describeRun(store, rec.id);
+      assert.equal(d.samples, total);
+    });
+
+    test('the scene at t: latest state at or before t, interpolated on request', async (store) => {
+      const rec = await beginCarRun(store);
+      await rec.declareActor({ id: 'late', kind: 'vehicle' });
+      await rec.declareStream(stateStream('late'));
+      await rec.appendBatch(
+        'car/state',
+        Array.from({ length: 2000 }, (_, i) => ({
+          t: BEGIN + i * 100_000,
+          step: i,
+          x: i,
+          y: 0,
+          yaw: i % 2 ? 3.1 : -3.1,
+        })),
+      );
+      await rec.append('late/state', { t: BEGIN + 50_000_000, step: 500, x: 5, y: 5, yaw: 0 });
+      const at = async (t: number, interpolate = false) => sceneAt(store, rec.id, { t, interpolate });
+      assert.deepEqual((await at(BEGIN - 1)).actors, [], 'nothing before the first sample');
+      const s1 = await at(BEGIN + 1_234_567);
+      assert.equal(s1.actors.length, 1);
+      assert.equal(s1.actors[0]!.x, 12);
+      assert.equal(s1.actors[0]!.t, BEGIN + 1_200_000);
+      const s2 = await at(BEGIN + 1_250_000, true);
+      assert.equal(s2.actors[0]!.x, 12.5);
+      assert.ok(
+        Math.abs(Math.abs(s2.actors[0]!.yaw as number) - Math.PI) < 1e-9,
+        'yaw interpolates across +-pi, not through 0',
+      );
+      const s3 = await at(BEGIN + 60_000_000);
+      assert.deepEqual(
+        s3.actors.map((a) => [a.id, a.kind, a.x]),
+        [
+          ['car', 'vehicle', 600],
+          ['late', 'vehicle', 5],
+        ],
+      );
+      const end = await at(BEGIN + 10_000_000_000);
+      assert.equal(end.actors[0]!.x, 1999, 'after the end the last state holds');
+      const traj = await trajectory(store, rec.id, {
+        actor: 'car',
+        from: BEGIN + 100_000,
+        to: BEGIN + 300_000,
+      });
+      assert.deepEqual(
+        traj.samples.map((s) => s.x),
+        [1, 2, 3],
+      );
+    });
+
+    test('time may stand still but not go backwards', async (store) => {
+      const rec = await beginCarRun(store);
+      await rec.appendBatch('car/state', [
+        { t: BEGIN, step: 0, x: 0, y: 0, yaw: 0 },
+        { t: BEGIN, step: 1, x: 1, y: 0, yaw: 0 },
+      ]);
+      await expectError(
+        () => rec.append('car/state', { t: BEGIN - 1, step: 2, x: 0, y: 0, yaw: 0 }),
+        'invalid',
+        /car\/state.*t=1699999999999999.*time goes backwards \(previous sample at t=1700000000000000\)/,
+      );
+      await expectError(
+        () =>
+          rec.appendBatch('car/state', [
+            { t: BEGIN + 5, step: 2, x: 0, y: 0, yaw: 0 },
+            { t: BEGIN + 4, step: 3, x: 0, y: 0, yaw: 0 },
+          ]),
+        'invalid',
+        /time goes backwards/,
+      );
+      await rec.flush();
+      assert.equal(
+        (await collect(streamSamples(store, rec.id, 'car/state'))).length,
+        2,
+        'the refused batch left nothing behind',
+      );
+      await rec.append('car/state', { t: BEGIN + 5, step: 2, x: 0, y: 0, yaw: 0 });
+    });
+
+    test('bad samples are refused with the field, value and expectation named; nothing is stored', async (store) => {
+      const rec = await beginCarRun(store, [stateStream('car'), ALL_TYPES]);
+      await rec.append('car/state', { t: BEGIN, step: 0, x: 1, y: 2, yaw: 0 });
+      const ok = { t: BEGIN + 10, step: 1, x: 1, y: 2, yaw: 0 };
+      const cases: [Record<string, unknown>, RegExp][] = [
+        [{ ...ok, x: Number.NaN }, /field x: expected a finite number \(m\), got NaN/],
+        [{ ...ok, y: Number.POSITIVE_INFINITY }, /field y: expected a finite number \(m\), got Infinity/],
+        [{ ...ok, yaw: '0.5' }, /field yaw: expected a finite number \(rad\), got "0.5"/],
+        [{ ...ok, x: undefined }, /field x is required \(f64\) but absent/],
+        [{ ...ok, t: 1.5 }, /sample.t: expected an integer number of microseconds, got 1.5/],
+        [{ ...ok, step: 'one' }, /field step: expected an integer, got "one"/],
+        [{ ...ok, extra: { bad: Number.NaN } }, /field extra.bad: expected a finite number, got NaN/],
+        [{ ...ok, lane: 7 }, /field lane: expected a string, got 7/],
+      ];
+      for (const [sample, pattern] of cases)
+        await expectError(() => rec.append('car/state', sample as Sample), 'invalid', pattern);
+      const good = allTypesSample(0);
+      const typed: [Record<string, unknown>, RegExp][] = [
+        [{ ...good, i32: 2 ** 31 }, /field i32: expected a 32-bit integer, got 2147483648/],
+        [{ ...good, i64: 2 ** 60 }, /field i64: expected an integer within \+-2\^53/],
+        [{ ...good, flag: 1 }, /field flag: expected a boolean, got 1/],
+        [
+          { ...good, pos: [1, 2] },
+          /field pos: expected an array of 3 finite numbers \(m\), got an array of length 2/,
+        ],
+        [{ ...good, pos: [1, 2, Number.NaN] }, /field pos: expected an array of 3 finite numbers/],
+        [
+          { ...good, wheels: [{ w: Number.NEGATIVE_INFINITY }] },
+          /field wheels\[0\].w: expected a finite number, got -Infinity/,
+        ],
+      ];
+      for (const [sample, pattern] of typed)
+        await expectError(() => rec.append('car/everything', sample as Sample), 'invalid', pattern);
+      await expectError(() => rec.append('car/nope', ok), 'invalid', /has no declared stream "car\/nope"/);
+      await expectError(rec.declareStream(stateStream('ghost')), 'invalid', /actor "ghost" is not declared/);
+      await expectError(rec.declareStream(stateStream('car')), 'conflict', /already declared/);
+      await expectError(
+        rec.declareStream({ name: 'bad', actor: 'car', fields: [{ name: 'v', type: 'float' as never }] }),
+        'invalid',
+        /fields\[0\].type: expected one of f64, f32/,
+      );
+      await expectError(
+        rec.declareActor({ id: '', kind: 'vehicle' }),
+        'invalid',
+        /actor.id: expected a non-empty string/,
+      );
+      await expectError(
+        rec.declareActor({ id: 'x', kind: 'Big Truck' }),
+        'invalid',
+        /kind: expected lower_snake_case/,
+      );
+      await expectError(
+        rec.declareActor({ id: 'x', kind: 'vehicle', extents: { length: -1, width: 1, height: 1 } }),
+        'invalid',
+        /extents.length: expected a finite number >= 0 \(m\), got -1/,
+      );
+      await rec.flush();
+      const [state] = await store.listStreams(rec.id);
+      assert.equal(state!.samples, 1, 'no refused sample was stored');
+      assert.equal((await store.listActors(rec.id)).length, 1);
+    });
+
+    test('a closed run and an unknown run refuse writes', async (store) => {
+      const rec = await beginCarRun(store);
+      await rec.append('car/state', { t: BEGIN, step: 0, x: 1, y: 2, yaw: 0 });
+      await rec.end('user_request');
+      await expectError(
+        () => rec.append('car/state', { t: BEGIN + 1, step: 1, x: 1, y: 2, yaw: 0 }),
+        'conflict',
+        /has ended/,
+      );
+      await expectError(rec.end(), 'conflict', /already ended/);
+      await expectError(
+        store.appendSamples(rec.id, [
+          { stream: 'car/state', samples: [{ t: BEGIN + 2, step: 2, x: 0, y: 0, yaw: 0 }] },
+        ]),
+        'conflict',
+        /is closed/,
+      );
+      await expectError(store.endRun(rec.id, { end: BEGIN, endReason: 'x' }), 'conflict', /is closed/);
+      await expectError(store.putActors(424242, []), 'not_found', /run 424242 does not exist/);
+      await expectError(describeRun(store, 424242), 'not_found', /run 424242 does not exist/);
+      await expectError(
+        collect(store.readSamples({ run: rec.id, stream: 'car/none' })),
+        'not_found',
+        /has no stream "car\/none"/,
+      );
+      await expectError(() => rec.end('User Request'), 'invalid', /end reason: expected lower_snake_case/);
+      assert.equal((await store.listStreams(rec.id))[0]!.samples, 1);
+    });
+
+    test('attachments: put, get, list, and hostile names refused', async (store) => {
+      const rec = await beginCarRun(store);
+      const png = new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0, 255]);
+      await rec.attach({
+        name: 'camera/rgb_00001.png',
+        mediaType: 'image/png',
+        t: BEGIN + 5,
+        data: png,
+        metadata: { sensor: 'front' },
+      });
+      await rec.attach({
+        name: 'scenario.bin',
+        mediaType: 'application/octet-stream',
+        data: new Uint8Array(0),
+      });
+      const got = await store.getAttachment(rec.id, 'camera/rgb_00001.png');
+      assert.deepEqual(
+        { ...got, data: [...got!.data] },
+        {
+          name: 'camera/rgb_00001.png',
+          mediaType: 'image/png',
+          t: BEGIN + 5,
+          metadata: { sensor: 'front' },
+          data: [...png],
+        },
+      );
+      assert.deepEqual(
+        (await store.listAttachments(rec.id)).map((a) => [a.name, a.size]),
+        [
+          ['camera/rgb_00001.png', 6],
+          ['scenario.bin', 0],
+        ],
+      );
+      for (const name of ['../escape.png', '/etc/passwd', 'a/../../b', 'a\\b', ''])
+        await expectError(
+          rec.attach({ name, mediaType: 'image/png', data: png }),
+          'invalid',
+          /attachment.name/,
+        );
+      await expectError(
+        rec.attach({ name: 'x', mediaType: 'png', data: png }),
+        'invalid',
+        /mediaType: expected a media type/,
+      );
+      assert.equal(await store.getAttachment(rec.id, 'missing'), undefined);
+    });
+
+    test('scenarios: create, read, list, replace, delete; int64 ids', async (store) => {
+      const big = 2n ** 63n - 1n;
+      await store.scenarios.put({
+        id: big,
+        timestamp: BEGIN,
+        description: 'max id',
+        bin: new Uint8Array([1, 2, 3]),
+      });
+      await store.scenarios.put({
+        id: -5n,
+        timestamp: BEGIN + 1,
+        description: 'negative',
+        bin: new Uint8Array(0),
+      });
+      const got = await store.scenarios.get(big);
+      assert.deepEqual(
+        { ...got, bin: [...got!.bin] },
+        { id: big, timestamp: BEGIN, description: 'max id', bin: [1, 2, 3] },
+      );
+      await store.scenarios.put({
+        id: big,
+        timestamp: BEGIN + 2,
+        description: 'replaced',
+        bin: new Uint8Array([9]),
+      });
+      assert.deepEqual(await store.scenarios.list(), [
+        { id: -5n, timestamp: BEGIN + 1, description: 'negative', size: 0 },
+        { id: big, timestamp: BEGIN + 2, description: 'replaced', size: 1 },
+      ]);
+      assert.equal(await store.scenarios.delete(big), true);
+      assert.equal(await store.scenarios.delete(big), false);
+      assert.equal(await store.scenarios.get(big), undefined);
+    });
+
+    test('vehicle configurations: create, read, list, replace, delete', async (store) => {
+      const doc = { soda: { sim: { wheels: [{ radius: 0.33 }], mass: 1500 } }, 'dotted.key': true };
+      await store.vehicles.put({ name: 'sedan', timestamp: BEGIN, doc });
+      await store.vehicles.put({ name: 'truck', timestamp: BEGIN, doc: {} });
+      assert.deepEqual(await store.vehicles.get('sedan'), { name: 'sedan', timestamp: BEGIN, doc });
+      await store.vehicles.put({ name: 'sedan', timestamp: BEGIN + 1, doc: { v: 2 } });
+      assert.deepEqual(
+        (await store.vehicles.list()).map((v) => [v.name, v.doc]),
+        [
+          ['sedan', { v: 2 }],
+          ['truck', {}],
+        ],
+      );
+      assert.equal(await store.vehicles.delete('truck'), true);
+      assert.equal(await store.vehicles.get('truck'), undefined);
+    });
+
+    test('deleting a run removes it and everything it holds', async (store) => {
+      const rec = await beginCarRun(store);
+      await rec.append('car/state', { t: BEGIN, step: 0, x: 1, y: 2, yaw: 0 });
+      await rec.attach({ name: 'a.bin', mediaType: 'application/octet-stream', data: new Uint8Array(3) });
+      await rec.end();
+      assert.equal(await store.deleteRun(rec.id), true);
+      assert.equal(await store.getRun(rec.id), undefined);
+      assert.deepEqual(await store.listStreams(rec.id), []);
+      assert.deepEqual(await store.listAttachments(rec.id), []);
+      const next = await RunRecorder.begin(store, {});
+      assert.ok(next.id > rec.id, 'a deleted run id is never reused');
+    });
+
+    test("a dead writer's run is closed as interrupted on the next open; a live one is left alone", async (store, location) => {
+      const deadPid = await new Promise<number>((resolve) => {
+        const child = spawn(process.execPath, ['-e', '']);
+        child.on('exit', () => resolve(child.pid!));
+      });
+      const dead: WriterIdentity = {
+        host: (await import('node:os')).hostname(),
+        pid: deadPid,
+        processStart: '1',
+      };
+      assert.equal(isWriterAlive(dead), false);
+      const rec = await RunRecorder.begin(store, { begin: BEGIN }, { writer: dead });
+      await rec.declareActor({ id: 'car', kind: 'vehicle' });
+      await rec.declareStream(stateStream('car'));
+      await rec.appendBatch(
+        'car/state',
+        [0, 1, 2].map((i) => ({ t: BEGIN + i * 1000, step: i, x: i, y: 0, yaw: 0 })),
+      );
+      const live = await RunRecorder.begin(store, { begin: BEGIN });
+      const reopened = await openStore(location);
+      try {
+        const run = await reopened.getRun(rec.id);
+        assert.equal(run!.state, 'closed');
+        assert.equal(run!.endReason, 'interrupted');
+        assert.equal(run!.end, BEGIN + 2000, 'the run ends at its last acknowledged sample');
+        assert.equal((await reopened.getRun(live.id))!.state, 'recording');
+        assert.equal((await collect(streamSamples(reopened, rec.id, 'car/state'))).length, 3);
+      } finally {
+        await reopened.close();
+      }
+    });
+
+    test('SIGKILL mid-recording loses no acknowledged sample (5 seeded kills)', async (_store, _location, t) => {
+      let seed = 20261122;
+      const random = (): number => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+      for (let round = 0; round < 5; round++) {
+        const location = target.freshLocation();
+        const killAfterAcks = 1 + Math.floor(random() * 40);
+        const batch = 1 + Math.floor(random() * 50);
+        const child = spawn(
+          process.execPath,
+          [join(REPO_ROOT, 'dist', 'test', 'helpers', 'crash-writer.js'), location, String(batch)],
+          { stdio: ['ignore', 'pipe', 'inherit'] },
+        );
+        const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
+        let acked = 0;
+        let runId = 0;
+        let acks = 0;
+        for await (const line of createInterface({ input: child.stdout! })) {
+          const [word, value] = line.split(' ');
+          if (word === 'run') runId = Number(value);
+          if (word === 'ack') {
+            acked = Number(value);
+            if (++acks >= killAfterAcks) {
+              child.kill('SIGKILL');
+              break;
+            }
+          }
+        }
+        await exited;
+        const store = await openStore(location);
+        try {
+          const run = await store.getRun(runId);
+          assert.equal(run?.endReason, 'interrupted', `round ${round}`);
+          const samples = await collect(streamSamples(store, runId, 'car/state'));
+          assert.ok(
+            samples.length >= acked,
+            `round ${round}: ${samples.length} stored, ${acked} acknowledged`,
+          );
+          for (let i = 0; i < samples.length; i++) assert.deepEqual(samples[i], crashSample(i));
+          assert.equal(run!.end, samples.at(-1)!.t);
+          t.diagnostic(
+            `round ${round}: killed after ${acks} acks (${acked} samples acknowledged, ${samples.length} stored)`,
+          );
+        } finally {
+          await store.close();
+        }
+      }
+    });
+  });
+}
