@@ -7,3 +7,4 @@ export * from './attachment.js';
 export * from './units.js';
 export * from './standard-streams.js';
 export type * from './store-port.js';
+export * from './roadnet.js';
