@@ -4,6 +4,7 @@ import { SimrecError } from '../model/errors.js';
 import { registerCatalogCommands } from './commands/catalog-commands.js';
 import { registerDemoCommand } from './commands/demo-command.js';
 import { registerQueryCommands } from './commands/query-commands.js';
+import { registerRoadnetCommand } from './commands/roadnet-command.js';
 
 const program = new Command('simrec')
   .description('record, store, query, replay, score and convert driving-simulation runs')
@@ -15,6 +16,7 @@ const program = new Command('simrec')
 registerQueryCommands(program);
 registerCatalogCommands(program);
 registerDemoCommand(program);
+registerRoadnetCommand(program);
 
 try {
   await program.parseAsync(process.argv);

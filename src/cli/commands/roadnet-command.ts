@@ -1,0 +1,70 @@
+import type { Command } from 'commander';
+import { summarizeRoadNetwork } from '../../model/roadnet.js';
+import { readRoadNetworkFile } from '../../roadnet/read-roadnet.js';
+import { attachRoadNetwork } from '../../roadnet/roadnet-attachment.js';
+import { parsePositive, parseRunId } from '../args.js';
+import { formatNumber, printJson, printTable } from '../output.js';
+import { withStore } from '../with-store.js';
+
+interface RoadnetOptions {
+  json?: boolean;
+  resolution?: number;
+  strict?: boolean;
+  attach?: number;
+}
+
+/** `roadnet FILE`: reads a SUMO .net.xml or an OpenDRIVE .xodr, summarizes it, and can keep it with a run. */
+export function registerRoadnetCommand(program: Command): void {
+  program
+    .command('roadnet')
+    .description(
+      'read a road network (SUMO .net.xml or OpenDRIVE .xodr, told apart by content) and summarize it',
+    )
+    .argument('<file>', 'the network file')
+    .option('--json', 'print JSON')
+    .option('--resolution <metres>', 'OpenDRIVE sampling step (default 0.5)', (v) =>
+      parsePositive('--resolution', v),
+    )
+    .option('--strict', 'treat warnings as errors')
+    .option('--attach <run>', 'keep the network with this run (in --store)', parseRunId)
+    .action(async (file: string, opts: RoadnetOptions, command: Command) => {
+      const readOptions: { resolution?: number; strict?: boolean } = {};
+      if (opts.resolution !== undefined) readOptions.resolution = opts.resolution;
+      if (opts.strict) readOptions.strict = true;
+      const { network, warnings } = await readRoadNetworkFile(file, readOptions);
+      for (const warning of warnings) process.stderr.write(`simrec: warning: ${warning}\n`);
+      const summary = summarizeRoadNetwork(network);
+      if (opts.attach !== undefined) {
+        const run = opts.attach;
+        await withStore(command, (store) => attachRoadNetwork(store, run, network));
+      }
+      if (opts.json)
+        return printJson({
+          file,
+          ...summary,
+          warnings,
+          ...(opts.attach === undefined ? {} : { attachedTo: opts.attach }),
+        });
+      const { bounds } = summary;
+      printTable(
+        ['FIELD', 'VALUE'],
+        [
+          ['file', file],
+          ['format', summary.version ? `${summary.format} ${summary.version}` : summary.format],
+          ['lanes', summary.lanes],
+          ['edges', summary.edges],
+          ['junctions', summary.junctions],
+          ['connections', summary.connections],
+          ['trafficLights', summary.trafficLights],
+          ['laneMarks', summary.laneMarks],
+          ['totalLaneLength', `${formatNumber(summary.totalLaneLength)} m`],
+          [
+            'bounds',
+            `(${bounds.min.map(formatNumber).join(', ')}) to (${bounds.max.map(formatNumber).join(', ')})`,
+          ],
+          ['warnings', warnings.length],
+        ],
+      );
+      if (opts.attach !== undefined) process.stdout.write(`kept with run ${opts.attach}\n`);
+    });
+}

@@ -1,0 +1,67 @@
+import { invalid, notFound } from '../model/errors.js';
+import { summarizeRoadNetwork, validateRoadNetwork, type RoadNetwork } from '../model/roadnet.js';
+import type { StoreBackend } from '../model/store-port.js';
+
+/** The model, as JSON, without the source text (that is its own attachment). */
+export const ROADNET_ATTACHMENT = 'roadnet/network.json';
+export const ROADNET_MEDIA_TYPE = 'application/vnd.simrec.roadnet+json';
+
+/** The original file, byte for byte as text: what LimSim and SODA.Sim keep beside a recording. */
+export const ROADNET_SOURCE = { sumo: 'roadnet/source.net.xml', opendrive: 'roadnet/source.xodr' } as const;
+const SOURCE_MEDIA_TYPE = {
+  sumo: 'application/xml',
+  opendrive: 'application/vnd.asam.opendrive+xml',
+} as const;
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * Keeps a road network with a run, as two attachments: the model (JSON) and the source text. A run
+ * has one road network; attaching another replaces it.
+ */
+export async function attachRoadNetwork(store: StoreBackend, runId: number, net: RoadNetwork): Promise<void> {
+  validateRoadNetwork(net);
+  if (!(await store.getRun(runId))) throw notFound(`run ${runId}: no such run`);
+  const { source, ...model } = net;
+  const summary = summarizeRoadNetwork(net);
+  await store.putAttachment(runId, {
+    name: ROADNET_SOURCE[source.format],
+    mediaType: SOURCE_MEDIA_TYPE[source.format],
+    data: encoder.encode(source.text),
+  });
+  // Written last: a reader that finds the model also finds its source.
+  await store.putAttachment(runId, {
+    name: ROADNET_ATTACHMENT,
+    mediaType: ROADNET_MEDIA_TYPE,
+    data: encoder.encode(JSON.stringify(model)),
+    metadata: {
+      format: net.format,
+      source: ROADNET_SOURCE[source.format],
+      lanes: summary.lanes,
+      edges: summary.edges,
+      junctions: summary.junctions,
+      totalLaneLength: summary.totalLaneLength,
+    },
+  });
+}
+
+/** The road network kept with a run, or undefined if it has none. */
+export async function loadRoadNetwork(store: StoreBackend, runId: number): Promise<RoadNetwork | undefined> {
+  const attachment = await store.getAttachment(runId, ROADNET_ATTACHMENT);
+  if (!attachment) return undefined;
+  const where = `run ${runId} attachment ${ROADNET_ATTACHMENT}`;
+  let model: Omit<RoadNetwork, 'source'>;
+  try {
+    model = JSON.parse(decoder.decode(attachment.data)) as Omit<RoadNetwork, 'source'>;
+  } catch (error) {
+    throw invalid(`${where}: not JSON: ${(error as Error).message}`);
+  }
+  const format = model?.format;
+  if (format !== 'sumo' && format !== 'opendrive')
+    throw invalid(`${where}.format: expected sumo or opendrive`);
+  const sourceName = ROADNET_SOURCE[format];
+  const source = await store.getAttachment(runId, sourceName);
+  if (!source) throw invalid(`${where}: its source attachment ${sourceName} is missing`);
+  return validateRoadNetwork({ ...model, source: { format, text: decoder.decode(source.data) } });
+}
