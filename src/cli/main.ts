@@ -5,6 +5,7 @@ import { registerCatalogCommands } from './commands/catalog-commands.js';
 import { registerDemoCommand } from './commands/demo-command.js';
 import { registerQueryCommands } from './commands/query-commands.js';
 import { registerRoadnetCommand } from './commands/roadnet-command.js';
+import { registerServeCommand } from './commands/serve-command.js';
 
 const program = new Command('simrec')
   .description('record, store, query, replay, score and convert driving-simulation runs')
@@ -17,6 +18,7 @@ registerQueryCommands(program);
 registerCatalogCommands(program);
 registerDemoCommand(program);
 registerRoadnetCommand(program);
+registerServeCommand(program);
 
 try {
   await program.parseAsync(process.argv);

@@ -1,18 +1,6 @@
 /** How commands print: JSON for machines, aligned tables for people, progress only on a terminal. */
 
-/** JSON with bigints as numbers when exact, else as decimal strings (int64 scenario ids). */
-export function toJson(value: unknown): string {
-  return JSON.stringify(
-    value,
-    (_key, v: unknown) =>
-      typeof v === 'bigint'
-        ? v >= BigInt(Number.MIN_SAFE_INTEGER) && v <= BigInt(Number.MAX_SAFE_INTEGER)
-          ? Number(v)
-          : v.toString()
-        : v,
-    2,
-  );
-}
+import { toJson } from '../model/json.js';
 
 export function printJson(value: unknown): void {
   process.stdout.write(`${toJson(value)}\n`);

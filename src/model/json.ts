@@ -40,3 +40,17 @@ export function checkJsonValue(value: unknown, where: string, depth = 0): assert
       throw invalid(`${where}: expected JSON data, got ${describeValue(value)}`);
   }
 }
+
+/** JSON text in which bigints (int64 scenario ids) are numbers when exact, else decimal strings. */
+export function toJson(value: unknown, indent = 2): string {
+  return JSON.stringify(
+    value,
+    (_key, v: unknown) =>
+      typeof v === 'bigint'
+        ? v >= BigInt(Number.MIN_SAFE_INTEGER) && v <= BigInt(Number.MAX_SAFE_INTEGER)
+          ? Number(v)
+          : v.toString()
+        : v,
+    indent,
+  );
+}

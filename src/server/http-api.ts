@@ -1,0 +1,153 @@
+import { Hono, type Context } from 'hono';
+import { SimrecError, type ErrorCode } from '../model/errors.js';
+import { STATE_STREAM } from '../model/standard-streams.js';
+import type { StoreBackend } from '../model/store-port.js';
+import type { Sample } from '../model/stream.js';
+import { describeRun, requireRun, sceneAt, streamSamples, trajectory } from '../replay/run-queries.js';
+import { toJson } from '../model/json.js';
+import { ROADNET_ATTACHMENT } from '../roadnet/roadnet-attachment.js';
+
+const STATUS: Record<ErrorCode, 400 | 404 | 409 | 422 | 500> = {
+  invalid: 400,
+  not_found: 404,
+  conflict: 409,
+  unsupported: 422,
+  io: 500,
+};
+
+/** Fields the viewer plays back for every actor; the inspector asks for the rest at the cursor. */
+const PLAYBACK_FIELDS = ['x', 'y', 'yaw', 'speed'] as const;
+
+function intParam(c: Context, name: string, fallback?: number): number | undefined {
+  const raw = c.req.query(name);
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isSafeInteger(value))
+    throw new SimrecError(
+      'invalid',
+      `query parameter ${name}: expected an integer (microseconds), got ${JSON.stringify(raw)}`,
+    );
+  return value;
+}
+
+function runParam(c: Context): number {
+  const raw = c.req.param('run') ?? '';
+  if (!/^\d+$/.test(raw))
+    throw new SimrecError('invalid', `run id: expected a positive integer, got ${JSON.stringify(raw)}`);
+  return Number(raw);
+}
+
+const json = (c: Context, value: unknown): Response =>
+  c.body(toJson(value, 0), 200, { 'content-type': 'application/json' });
+
+/**
+ * The HTTP API over a store: everything the viewer shows, as JSON. Errors become answers in one
+ * place (`onError`), with the status their code implies; the server never crashes on a bad request.
+ */
+export function createApi(store: StoreBackend): Hono {
+  const api = new Hono();
+
+  api.onError((error, c) => {
+    if (error instanceof SimrecError)
+      return c.json({ error: error.message, code: error.code }, STATUS[error.code]);
+    console.error(error);
+    return c.json({ error: `internal error: ${error.message}`, code: 'io' }, 500);
+  });
+
+  api.get('/health', (c) =>
+    json(c, { store: { kind: store.kind, location: store.location, status: 'connected' } }),
+  );
+
+  api.get('/runs', async (c) => json(c, await store.listRuns()));
+
+  api.get('/runs/:run', async (c) => {
+    const d = await describeRun(store, runParam(c));
+    const attachments = await store.listAttachments(d.run.id);
+    return json(c, {
+      ...d,
+      attachments,
+      hasRoadNetwork: attachments.some((a) => a.name === ROADNET_ATTACHMENT),
+    });
+  });
+
+  api.get('/runs/:run/scene', async (c) => {
+    const run = runParam(c);
+    const t = intParam(c, 't');
+    if (t === undefined) throw new SimrecError('invalid', 'query parameter t: required (microseconds)');
+    return json(c, await sceneAt(store, run, { t, interpolate: c.req.query('interpolate') === '1' }));
+  });
+
+  /** Every actor's pose over a window, column by column: what the viewer plays back from. */
+  api.get('/runs/:run/states', async (c) => {
+    const run = runParam(c);
+    const info = await requireRun(store, run);
+    const from = intParam(c, 'from', info.begin);
+    const to = intParam(c, 'to', Number.MAX_SAFE_INTEGER);
+    const streams = (await store.listStreams(run)).filter((s) => s.name === STATE_STREAM && s.actor !== null);
+    const actors: Record<string, Record<string, (number | null)[]>> = {};
+    for (const s of streams) {
+      const columns: Record<string, (number | null)[]> = { t: [] };
+      for (const f of PLAYBACK_FIELDS) columns[f] = [];
+      for await (const batch of streamSamples(store, run, s.id, { from: from!, to: to! }))
+        for (const sample of batch) {
+          columns.t!.push(sample.t);
+          for (const f of PLAYBACK_FIELDS)
+            columns[f]!.push(typeof sample[f] === 'number' ? (sample[f] as number) : null);
+        }
+      actors[s.actor!] = columns;
+    }
+    return json(c, { from, to, actors });
+  });
+
+  api.get('/runs/:run/trajectory/:actor', async (c) => {
+    const args: Parameters<typeof trajectory>[2] = { actor: c.req.param('actor') };
+    const from = intParam(c, 'from');
+    const to = intParam(c, 'to');
+    if (from !== undefined) args.from = from;
+    if (to !== undefined) args.to = to;
+    return json(c, await trajectory(store, runParam(c), args));
+  });
+
+  /** Any stream over a window. The stream id may contain `/` (actor/name), so it is a query parameter. */
+  api.get('/runs/:run/samples', async (c) => {
+    const run = runParam(c);
+    const stream = c.req.query('stream');
+    if (!stream) throw new SimrecError('invalid', 'query parameter stream: required (e.g. ego/state)');
+    const window: { from?: number; to?: number } = {};
+    const from = intParam(c, 'from');
+    const to = intParam(c, 'to');
+    if (from !== undefined) window.from = from;
+    if (to !== undefined) window.to = to;
+    const samples: Sample[] = [];
+    for await (const batch of streamSamples(store, run, stream, window)) samples.push(...batch);
+    return json(c, { stream, samples });
+  });
+
+  api.get('/runs/:run/roadnet', async (c) => {
+    const run = runParam(c);
+    await requireRun(store, run);
+    const attachment = await store.getAttachment(run, ROADNET_ATTACHMENT);
+    if (!attachment) throw new SimrecError('not_found', `run ${run} has no road network`);
+    return c.body(Buffer.from(attachment.data), 200, { 'content-type': 'application/json' });
+  });
+
+  api.get('/runs/:run/attachments', async (c) => {
+    const run = runParam(c);
+    await requireRun(store, run);
+    return json(c, await store.listAttachments(run));
+  });
+
+  api.get('/runs/:run/attachment', async (c) => {
+    const run = runParam(c);
+    const name = c.req.query('name') ?? '';
+    const attachment = await store.getAttachment(run, name);
+    if (!attachment)
+      throw new SimrecError('not_found', `run ${run} has no attachment ${JSON.stringify(name)}`);
+    return c.body(Buffer.from(attachment.data), 200, { 'content-type': attachment.mediaType });
+  });
+
+  api.get('/scenarios', async (c) => json(c, await store.scenarios.list()));
+  api.get('/vehicles', async (c) => json(c, await store.vehicles.list()));
+
+  return api;
+}

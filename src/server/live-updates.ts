@@ -1,0 +1,61 @@
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { WebSocketServer, type WebSocket } from 'ws';
+import type { StoreBackend } from '../model/store-port.js';
+import type { RunSummary } from '../model/run.js';
+import { toJson } from '../model/json.js';
+
+export const LIVE_PATH = '/api/live';
+
+/**
+ * Tells connected viewers when runs appear, grow or end. It watches the store itself (any process
+ * may be recording into it), so it polls the run list and sends it whenever something changed.
+ */
+export class LiveUpdates {
+  private readonly wss = new WebSocketServer({ noServer: true, maxPayload: 64 * 1024 });
+  private readonly timer: NodeJS.Timeout;
+  private lastSignature = '';
+  private lastMessage = '';
+  private polling = false;
+  private readonly store: StoreBackend;
+
+  constructor(store: StoreBackend, intervalMs = 500) {
+    this.store = store;
+    this.wss.on('connection', (socket: WebSocket) => {
+      if (this.lastMessage) socket.send(this.lastMessage);
+      socket.on('error', () => socket.terminate());
+    });
+    this.timer = setInterval(() => void this.poll(), intervalMs);
+    this.timer.unref();
+    void this.poll();
+  }
+
+  handleUpgrade(request: IncomingMessage, socket: Duplex, head: Buffer): void {
+    this.wss.handleUpgrade(request, socket, head, (ws) => this.wss.emit('connection', ws, request));
+  }
+
+  private async poll(): Promise<void> {
+    if (this.polling) return;
+    this.polling = true;
+    try {
+      const runs: RunSummary[] = await this.store.listRuns();
+      const signature = runs.map((r) => `${r.id}:${r.state}:${r.samples}:${r.end}`).join(',');
+      if (signature === this.lastSignature) return;
+      this.lastSignature = signature;
+      this.lastMessage = toJson({ type: 'runs', runs }, 0);
+      for (const client of this.wss.clients)
+        if (client.readyState === client.OPEN) client.send(this.lastMessage);
+    } catch (error) {
+      const message = toJson({ type: 'store-error', error: (error as Error).message }, 0);
+      for (const client of this.wss.clients) if (client.readyState === client.OPEN) client.send(message);
+    } finally {
+      this.polling = false;
+    }
+  }
+
+  close(): void {
+    clearInterval(this.timer);
+    for (const client of this.wss.clients) client.terminate();
+    this.wss.close();
+  }
+}

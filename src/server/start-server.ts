@@ -1,0 +1,70 @@
+import { existsSync, readFileSync } from 'node:fs';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { serve } from '@hono/node-server';
+import { serveStatic } from '@hono/node-server/serve-static';
+import { Hono } from 'hono';
+import type { StoreBackend } from '../model/store-port.js';
+import { createApi } from './http-api.js';
+import { LIVE_PATH, LiveUpdates } from './live-updates.js';
+
+/** The built viewer (Vite writes it to dist/web; this file runs from dist/src/server). */
+export const VIEWER_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', 'web');
+
+export interface ServerOptions {
+  store: StoreBackend;
+  /** 0 picks a free port. */
+  port?: number;
+  /** Loopback by default: a recorder's data is not for the whole network unless asked. */
+  host?: string;
+  liveIntervalMs?: number;
+}
+
+export interface RunningServer {
+  url: string;
+  close(): Promise<void>;
+}
+
+export const DEFAULT_PORT = 8470;
+
+export async function startServer(options: ServerOptions): Promise<RunningServer> {
+  const app = new Hono();
+  app.route('/api', createApi(options.store));
+  // Mounted apps do not answer for paths they lack; without this the viewer's fallback would.
+  app.all('/api/*', (c) =>
+    c.json({ error: `no such API route: ${c.req.method} ${c.req.path}`, code: 'not_found' }, 404),
+  );
+  if (existsSync(join(VIEWER_ROOT, 'index.html'))) {
+    const index = readFileSync(join(VIEWER_ROOT, 'index.html'), 'utf8');
+    app.use('/*', serveStatic({ root: VIEWER_ROOT }));
+    // The viewer routes in the browser (#/runs/1); any other page path gets the app too.
+    app.get('*', (c) => c.html(index));
+  } else {
+    app.get('*', (c) => c.text('The viewer is not built: run `npm run build`.', 503));
+  }
+
+  const live = new LiveUpdates(options.store, options.liveIntervalMs);
+  const host = options.host ?? '127.0.0.1';
+  const server = await new Promise<Server>((resolveServer, reject) => {
+    const s = serve({ fetch: app.fetch, port: options.port ?? DEFAULT_PORT, hostname: host }, () =>
+      resolveServer(s as Server),
+    );
+    (s as Server).once('error', reject);
+  });
+  server.on('upgrade', (request, socket, head) => {
+    if (new URL(request.url ?? '/', 'http://x').pathname === LIVE_PATH)
+      live.handleUpgrade(request, socket, head);
+    else socket.destroy();
+  });
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://${host.includes(':') ? `[${host}]` : host}:${port}/`,
+    async close() {
+      live.close();
+      server.closeAllConnections();
+      await new Promise<void>((r) => server.close(() => r()));
+    },
+  };
+}

@@ -1,0 +1,116 @@
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import type { StoreBackend } from '../src/model/store-port.js';
+import { recordSyntheticRun } from '../src/demo/synthetic-run.js';
+import { startServer, type RunningServer } from '../src/server/start-server.js';
+import { openStore } from '../src/store/open-store.js';
+import { recordLaneRun } from './helpers/lane-run.js';
+import { fixture, tempDir } from './helpers/paths.js';
+
+const dir = tempDir('simrec-api-');
+let store: StoreBackend;
+let server: RunningServer;
+let synthetic: number;
+let laneRun: number;
+
+async function get(path: string): Promise<{ status: number; body: any; type: string | null }> {
+  const response = await fetch(new URL(path, server.url));
+  const type = response.headers.get('content-type');
+  const body = type?.includes('json') ? await response.json() : await response.text();
+  return { status: response.status, body, type };
+}
+
+before(async () => {
+  store = await openStore(join(dir.path, 'api.db'));
+  synthetic = (await recordSyntheticRun(store, { duration: 10 })).id;
+  laneRun = (await recordLaneRun(store, fixture('esmini', 'sumo', 'fabriksgatan.net.xml'))).runId;
+  server = await startServer({ store, port: 0 });
+});
+after(async () => {
+  await server.close();
+  await store.close();
+  dir.cleanup();
+});
+
+describe('HTTP API', () => {
+  it('binds to loopback by default', () => {
+    assert.match(server.url, /^http:\/\/127\.0\.0\.1:\d+\/$/);
+  });
+
+  it('lists and describes runs', async () => {
+    const runs = await get('/api/runs');
+    assert.equal(runs.status, 200);
+    assert.deepEqual(
+      runs.body.map((r: { id: number }) => r.id),
+      [laneRun, synthetic],
+    );
+    const detail = await get(`/api/runs/${laneRun}`);
+    assert.equal(detail.body.hasRoadNetwork, true);
+    assert.deepEqual(
+      detail.body.actors.map((a: { id: string }) => a.id),
+      ['ego', 'car1', 'car2'],
+    );
+    assert.equal((await get(`/api/runs/${synthetic}`)).body.hasRoadNetwork, false);
+  });
+
+  it('serves states column by column, scenes, samples and trajectories', async () => {
+    const run = (await get(`/api/runs/${synthetic}`)).body.run;
+    const states = await get(`/api/runs/${synthetic}/states?from=${run.begin}&to=${run.begin + 1_000_000}`);
+    assert.equal(states.body.actors.ego.t.length, 11);
+    assert.deepEqual(Object.keys(states.body.actors.ego), ['t', 'x', 'y', 'yaw', 'speed']);
+    const scene = await get(`/api/runs/${synthetic}/scene?t=${run.begin + 2_050_000}&interpolate=1`);
+    assert.equal(scene.body.actors.length, 7);
+    assert.equal(scene.body.actors[0].t, run.begin + 2_050_000);
+    const samples = await get(
+      `/api/runs/${synthetic}/samples?stream=${encodeURIComponent('ego/control')}&to=${run.begin + 200_000}`,
+    );
+    assert.deepEqual(
+      samples.body.samples.map((s: { step: number }) => s.step),
+      [0, 1, 2],
+    );
+    const traj = await get(
+      `/api/runs/${synthetic}/trajectory/veh1?from=${run.begin}&to=${run.begin + 500_000}`,
+    );
+    assert.equal(traj.body.samples.length, 6);
+  });
+
+  it('serves the road network kept with a run, and says when there is none', async () => {
+    const net = await get(`/api/runs/${laneRun}/roadnet`);
+    assert.equal(net.status, 200);
+    assert.equal(net.body.format, 'sumo');
+    assert.ok(net.body.lanes.length > 0);
+    const none = await get(`/api/runs/${synthetic}/roadnet`);
+    assert.equal(none.status, 404);
+    assert.match(none.body.error, new RegExp(`run ${synthetic} has no road network`));
+  });
+
+  it('answers bad requests with a JSON error and the right status, and keeps serving', async () => {
+    const cases: [string, number, RegExp][] = [
+      ['/api/runs/4242', 404, /run 4242 does not exist/],
+      ['/api/runs/abc', 400, /run id: expected a positive integer, got "abc"/],
+      [`/api/runs/${synthetic}/scene`, 400, /query parameter t: required/],
+      [
+        `/api/runs/${synthetic}/scene?t=soon`,
+        400,
+        /query parameter t: expected an integer \(microseconds\), got "soon"/,
+      ],
+      [`/api/runs/${synthetic}/samples`, 400, /query parameter stream: required/],
+      [`/api/runs/${synthetic}/samples?stream=nope`, 404, /has no stream "nope"/],
+      [`/api/runs/${synthetic}/attachment?name=..%2F..%2Fetc%2Fpasswd`, 404, /has no attachment/],
+      ['/api/nothing', 404, /no such API route: GET \/api\/nothing/],
+    ];
+    for (const [path, status, pattern] of cases) {
+      const r = await get(path);
+      assert.equal(r.status, status, path);
+      assert.match(r.body.error, pattern, path);
+    }
+    assert.equal((await get('/api/health')).body.store.kind, 'sqlite');
+  });
+
+  it('serves the viewer for page paths', async () => {
+    const page = await get('/');
+    assert.equal(page.status, 200);
+    assert.match(page.body, /<title>simrec viewer<\/title>/);
+  });
+});

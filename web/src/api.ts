@@ -1,0 +1,108 @@
+import type { RunSummary, ActorInfo, RunInfo } from '../../src/model/run.js';
+import type { StreamInfo, Sample } from '../../src/model/stream.js';
+import type { AttachmentInfo } from '../../src/model/attachment.js';
+import type { RoadNetwork } from '../../src/model/roadnet.js';
+
+export type { RunSummary, ActorInfo, RunInfo, StreamInfo, Sample, AttachmentInfo, RoadNetwork };
+
+export interface RunDetail {
+  run: RunInfo;
+  actors: ActorInfo[];
+  streams: StreamInfo[];
+  timeRange: { begin: number; end: number } | null;
+  samples: number;
+  attachments: AttachmentInfo[];
+  hasRoadNetwork: boolean;
+}
+
+/** Columns of every actor's pose over a window, as /api/runs/:id/states sends them. */
+export interface StateWindow {
+  from: number;
+  to: number;
+  actors: Record<
+    string,
+    {
+      t: number[];
+      x: (number | null)[];
+      y: (number | null)[];
+      yaw: (number | null)[];
+      speed: (number | null)[];
+    }
+  >;
+}
+
+export class ApiError extends Error {
+  readonly status: number;
+  constructor(status: number, message: string) {
+    super(message);
+    this.status = status;
+  }
+}
+
+async function get<T>(path: string): Promise<T> {
+  const response = await fetch(`api${path}`);
+  if (!response.ok) {
+    let message = `${response.status} ${response.statusText}`;
+    try {
+      message = ((await response.json()) as { error: string }).error;
+    } catch {
+      // not JSON: keep the status line
+    }
+    throw new ApiError(response.status, message);
+  }
+  return (await response.json()) as T;
+}
+
+export const api = {
+  health: () => get<{ store: { kind: string; location: string; status: string } }>('/health'),
+  runs: () => get<RunSummary[]>('/runs'),
+  run: (id: number) => get<RunDetail>(`/runs/${id}`),
+  states: (id: number, from: number, to: number) =>
+    get<StateWindow>(`/runs/${id}/states?from=${from}&to=${to}`),
+  scene: (id: number, t: number) =>
+    get<{ t: number; actors: (Sample & { id: string; kind: string })[] }>(
+      `/runs/${id}/scene?t=${t}&interpolate=1`,
+    ),
+  samples: (id: number, stream: string, from?: number, to?: number) =>
+    get<{ stream: string; samples: Sample[] }>(
+      `/runs/${id}/samples?stream=${encodeURIComponent(stream)}${from === undefined ? '' : `&from=${from}`}${to === undefined ? '' : `&to=${to}`}`,
+    ),
+  roadnet: (id: number) => get<RoadNetwork>(`/runs/${id}/roadnet`),
+  attachmentUrl: (id: number, name: string) => `api/runs/${id}/attachment?name=${encodeURIComponent(name)}`,
+};
+
+/** The live channel: run-list updates pushed by the server, reconnecting when it goes away. */
+export function connectLive(
+  onRuns: (runs: RunSummary[]) => void,
+  onState: (state: 'connecting' | 'connected' | 'disconnected' | 'error', detail?: string) => void,
+): () => void {
+  let socket: WebSocket | null = null;
+  let stopped = false;
+  let retry: ReturnType<typeof setTimeout> | undefined;
+  const open = (): void => {
+    onState('connecting');
+    const url = new URL('api/live', location.href);
+    url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
+    socket = new WebSocket(url);
+    socket.onopen = () => onState('connected');
+    socket.onmessage = (event) => {
+      const message = JSON.parse(String(event.data)) as { type: string; runs?: RunSummary[]; error?: string };
+      if (message.type === 'runs' && message.runs) {
+        onState('connected');
+        onRuns(message.runs);
+      }
+      if (message.type === 'store-error') onState('error', message.error);
+    };
+    socket.onclose = () => {
+      if (stopped) return;
+      onState('disconnected');
+      retry = setTimeout(open, 1000);
+    };
+  };
+  open();
+  return () => {
+    stopped = true;
+    clearTimeout(retry);
+    socket?.close();
+  };
+}

@@ -1,0 +1,73 @@
+import './style.css';
+import { api, connectLive, type RunSummary } from './api.js';
+import { el } from './format.js';
+import { RunList } from './run-list.js';
+import { RunView } from './run-view.js';
+
+const app = document.getElementById('app')!;
+const status = document.getElementById('store-status')!;
+let list: RunList | null = null;
+let view: RunView | null = null;
+let latestRuns: RunSummary[] = [];
+let storeLabel = '';
+
+declare global {
+  interface Window {
+    /** For tests and the benchmark: the run view on screen. */
+    simrecView?: RunView | null;
+  }
+}
+
+async function route(): Promise<void> {
+  const hash = location.hash || '#/';
+  const runMatch = /^#\/runs\/(\d+)$/.exec(hash);
+  app.replaceChildren();
+  list = null;
+  view = null;
+  window.simrecView = null;
+  if (hash === '#/' || hash === '#') {
+    list = new RunList();
+    app.append(list.root);
+    list.update(latestRuns.length ? latestRuns : await api.runs());
+  } else if (runMatch) {
+    view = new RunView(Number(runMatch[1]));
+    window.simrecView = view;
+    app.append(view.root);
+    await view.load();
+    app.dataset.ready = 'true';
+  } else {
+    app.append(
+      el(
+        'div',
+        { class: 'not-found', 'data-testid': 'not-found' },
+        el('h1', {}, 'Page not found'),
+        el('a', { href: '#/' }, '← back to the runs'),
+      ),
+    );
+  }
+}
+
+window.addEventListener('hashchange', () => void route());
+void api.health().then((h) => {
+  storeLabel = `${h.store.kind}: ${h.store.location}`;
+  if (status.dataset.state === 'connected') status.textContent = `● ${storeLabel}`;
+});
+connectLive(
+  (runs) => {
+    latestRuns = runs;
+    list?.update(runs);
+    if (view) for (const r of runs) void view.liveUpdate(r);
+  },
+  (state, detail) => {
+    status.dataset.state = state;
+    status.textContent =
+      state === 'connected'
+        ? `● ${storeLabel || 'connected'}`
+        : state === 'error'
+          ? `store error: ${detail ?? ''}`
+          : state === 'connecting'
+            ? 'connecting…'
+            : 'disconnected: reconnecting…';
+  },
+);
+void route();

@@ -1,0 +1,130 @@
+import { api, type StateWindow } from './api.js';
+
+/** Seconds of states fetched at once: a one-hour run starts playing after one window, not all of it. */
+const WINDOW_MICROS = 60_000_000;
+
+export interface Pose {
+  x: number;
+  y: number;
+  yaw: number;
+  speed: number;
+}
+
+type Columns = StateWindow['actors'][string];
+
+function lastAtOrBefore(t: number[], time: number): number {
+  let lo = 0;
+  let hi = t.length - 1;
+  let found = -1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    if (t[mid]! <= time) {
+      found = mid;
+      lo = mid + 1;
+    } else hi = mid - 1;
+  }
+  return found;
+}
+
+const lerpAngle = (a: number, b: number, u: number): number => {
+  let d = b - a;
+  d -= 2 * Math.PI * Math.floor((d + Math.PI) / (2 * Math.PI));
+  return a + d * u;
+};
+
+/**
+ * Every actor's pose over the run, fetched a window at a time around the cursor and interpolated
+ * between samples so playback is smooth at any speed.
+ */
+export class PlaybackData {
+  private readonly windows = new Map<number, StateWindow | Promise<StateWindow>>();
+  private readonly runId: number;
+  private readonly begin: number;
+  onLoaded: () => void = () => {};
+
+  constructor(runId: number, begin: number) {
+    this.runId = runId;
+    this.begin = begin;
+  }
+
+  private windowIndex(t: number): number {
+    return Math.floor((t - this.begin) / WINDOW_MICROS);
+  }
+
+  /** Loaded window at t (starting the fetch, and the next window's, if needed). */
+  private window(t: number): StateWindow | null {
+    const index = Math.max(0, this.windowIndex(t));
+    for (const i of [index, index + 1]) {
+      if (!this.windows.has(i)) {
+        const from = this.begin + i * WINDOW_MICROS;
+        const pending = api.states(this.runId, from, from + WINDOW_MICROS - 1).then((w) => {
+          this.windows.set(i, w);
+          this.onLoaded();
+          return w;
+        });
+        pending.catch(() => this.windows.delete(i));
+        this.windows.set(i, pending);
+      }
+    }
+    const w = this.windows.get(index);
+    return w && !(w instanceof Promise) ? w : null;
+  }
+
+  /** Forget the windows from t on (a live run grew there). */
+  invalidateFrom(t: number): void {
+    const first = this.windowIndex(t);
+    for (const i of [...this.windows.keys()]) if (i >= first) this.windows.delete(i);
+  }
+
+  /** Poses at t, and whether the window holding t has loaded. */
+  posesAt(t: number): { poses: Map<string, Pose>; loaded: boolean } {
+    const poses = new Map<string, Pose>();
+    const current = this.window(t);
+    if (!current) return { poses, loaded: false };
+    const previous = this.windows.get(this.windowIndex(t) - 1);
+    for (const [id, cols] of Object.entries(current.actors)) {
+      let pose = this.interpolate(cols, t);
+      // An actor whose last sample is in the previous window still stands where it was.
+      if (!pose && previous && !(previous instanceof Promise)) {
+        const before = previous.actors[id];
+        if (before) pose = this.interpolate(before, t);
+      }
+      if (pose) poses.set(id, pose);
+    }
+    return { poses, loaded: true };
+  }
+
+  private interpolate(c: Columns, t: number): Pose | null {
+    const i = lastAtOrBefore(c.t, t);
+    if (i < 0) return null;
+    const x0 = c.x[i];
+    const y0 = c.y[i];
+    if (x0 == null || y0 == null) return null;
+    const pose: Pose = { x: x0, y: y0, yaw: c.yaw[i] ?? 0, speed: c.speed[i] ?? 0 };
+    const j = i + 1;
+    if (j < c.t.length && c.x[j] != null && c.y[j] != null) {
+      const u = (t - c.t[i]!) / (c.t[j]! - c.t[i]!);
+      if (u > 0 && u < 1) {
+        pose.x += (c.x[j]! - x0) * u;
+        pose.y += (c.y[j]! - y0) * u;
+        pose.yaw = lerpAngle(pose.yaw, c.yaw[j] ?? pose.yaw, u);
+        pose.speed += ((c.speed[j] ?? pose.speed) - pose.speed) * u;
+      }
+    }
+    return pose;
+  }
+
+  /** An actor's positions over [from, to] from the loaded windows (trails and future paths). */
+  path(actor: string, from: number, to: number): [number, number][] {
+    const out: [number, number][] = [];
+    for (let i = Math.max(0, this.windowIndex(from)); i <= this.windowIndex(to); i++) {
+      const w = this.windows.get(i);
+      if (!w || w instanceof Promise) continue;
+      const c = w.actors[actor];
+      if (!c) continue;
+      for (let k = 0; k < c.t.length; k++)
+        if (c.t[k]! >= from && c.t[k]! <= to && c.x[k] != null) out.push([c.x[k]!, c.y[k]!]);
+    }
+    return out;
+  }
+}

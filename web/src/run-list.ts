@@ -1,0 +1,151 @@
+import type { RunSummary } from './api.js';
+import { date, el, seconds } from './format.js';
+
+/** The run list: search and filter by simulator, date, duration and end reason; live as runs change. */
+export class RunList {
+  readonly root = el('section', { class: 'run-list' });
+  private runs: RunSummary[] = [];
+  private readonly search = el('input', {
+    type: 'search',
+    placeholder: 'search description, simulator, metadata',
+    'data-testid': 'run-search',
+  });
+  private readonly simulator = el('select', { 'data-testid': 'filter-simulator' });
+  private readonly endReason = el('select', { 'data-testid': 'filter-end-reason' });
+  private readonly since = el('input', { type: 'date', title: 'begun on or after' });
+  private readonly minDuration = el('input', {
+    type: 'number',
+    min: '0',
+    step: 'any',
+    placeholder: 'min s',
+    title: 'minimum duration (s)',
+  });
+  private readonly maxDuration = el('input', {
+    type: 'number',
+    min: '0',
+    step: 'any',
+    placeholder: 'max s',
+    title: 'maximum duration (s)',
+  });
+  private readonly body = el('tbody');
+  private readonly count = el('span', { class: 'count' });
+
+  constructor() {
+    const filters = el(
+      'div',
+      { class: 'filters' },
+      this.search,
+      this.simulator,
+      this.endReason,
+      this.since,
+      this.minDuration,
+      this.maxDuration,
+      this.count,
+    );
+    const head = el(
+      'thead',
+      {},
+      el(
+        'tr',
+        {},
+        ...[
+          'Run',
+          'Simulator',
+          'Begin (UTC)',
+          'Duration s',
+          'End reason',
+          'Actors',
+          'Samples',
+          'Description',
+        ].map((h) => el('th', {}, h)),
+      ),
+    );
+    this.root.append(
+      el('h1', {}, 'Runs'),
+      filters,
+      el('table', { class: 'runs', 'data-testid': 'run-table' }, head, this.body),
+    );
+    for (const input of [
+      this.search,
+      this.simulator,
+      this.endReason,
+      this.since,
+      this.minDuration,
+      this.maxDuration,
+    ])
+      input.addEventListener('input', () => this.render());
+  }
+
+  update(runs: RunSummary[]): void {
+    this.runs = runs;
+    this.fillSelect(
+      this.simulator,
+      'all simulators',
+      runs.map((r) => r.simulator.name),
+    );
+    this.fillSelect(
+      this.endReason,
+      'all end reasons',
+      runs.map((r) => r.endReason ?? 'recording'),
+    );
+    this.render();
+  }
+
+  private fillSelect(select: HTMLSelectElement, all: string, values: string[]): void {
+    const current = select.value;
+    select.replaceChildren(
+      el('option', { value: '' }, all),
+      ...[...new Set(values)].sort().map((v) => el('option', { value: v }, v)),
+    );
+    select.value = current;
+  }
+
+  private render(): void {
+    const text = this.search.value.trim().toLowerCase();
+    const since = this.since.value ? Date.parse(this.since.value) * 1000 : -Infinity;
+    const min = this.minDuration.value === '' ? -Infinity : Number(this.minDuration.value) * 1e6;
+    const max = this.maxDuration.value === '' ? Infinity : Number(this.maxDuration.value) * 1e6;
+    const shown = this.runs.filter((r) => {
+      const duration = (r.end ?? Date.now() * 1000) - r.begin;
+      const haystack =
+        `${r.id} ${r.description} ${r.simulator.name} ${r.simulator.version ?? ''} ${JSON.stringify(r.metadata)}`.toLowerCase();
+      return (
+        (!text || haystack.includes(text)) &&
+        (!this.simulator.value || r.simulator.name === this.simulator.value) &&
+        (!this.endReason.value || (r.endReason ?? 'recording') === this.endReason.value) &&
+        r.begin >= since &&
+        duration >= min &&
+        duration <= max
+      );
+    });
+    this.count.textContent = `${shown.length} of ${this.runs.length} runs`;
+    this.body.replaceChildren(
+      ...shown.map((r) =>
+        el(
+          'tr',
+          { 'data-run': String(r.id) },
+          el('td', {}, el('a', { href: `#/runs/${r.id}` }, String(r.id))),
+          el('td', {}, `${r.simulator.name} ${r.simulator.version ?? ''}`),
+          el('td', {}, date(r.begin)),
+          el('td', { class: 'num' }, r.end === null ? 'recording…' : seconds(r.end - r.begin)),
+          el('td', {}, r.endReason ?? el('span', { class: 'live-badge' }, 'live')),
+          el('td', { class: 'num' }, String(r.actors)),
+          el('td', { class: 'num' }, String(r.samples)),
+          el('td', {}, r.description),
+        ),
+      ),
+    );
+    if (shown.length === 0)
+      this.body.append(
+        el(
+          'tr',
+          {},
+          el(
+            'td',
+            { colspan: '8', class: 'empty' },
+            this.runs.length ? 'No run matches the filters.' : 'No runs yet: record one with `simrec demo`.',
+          ),
+        ),
+      );
+  }
+}

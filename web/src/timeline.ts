@@ -1,0 +1,107 @@
+import { el, seconds } from './format.js';
+
+export const SPEEDS = [0.1, 0.25, 0.5, 1, 2, 5, 10];
+
+/** Play, pause, step, speed and scrub over [begin, end]; events marked along the track. */
+export class Timeline {
+  readonly root = el('div', { class: 'timeline' });
+  private readonly play = el('button', { 'data-testid': 'play', title: 'play / pause' }, '▶ play');
+  private readonly back = el('button', { 'data-testid': 'step-back', title: 'step back' }, '◀ step');
+  private readonly forward = el('button', { 'data-testid': 'step-forward', title: 'step forward' }, 'step ▶');
+  private readonly speed = el(
+    'select',
+    { 'data-testid': 'speed' },
+    ...SPEEDS.map((s) => el('option', { value: String(s) }, `${s}x`)),
+  );
+  readonly slider = el('input', {
+    type: 'range',
+    min: '0',
+    max: '1000',
+    step: '1',
+    value: '0',
+    'data-testid': 'scrub',
+  });
+  private readonly label = el('span', { class: 'time', 'data-testid': 'time' });
+  private readonly marks = el('div', { class: 'marks' });
+  begin: number;
+  end: number;
+  t: number;
+  /** Microseconds per step button press. */
+  stepMicros = 100_000;
+  playing = false;
+  onChange: (t: number) => void = () => {};
+  private lastFrame = 0;
+
+  constructor(begin: number, end: number) {
+    this.begin = begin;
+    this.end = Math.max(end, begin + 1);
+    this.t = begin;
+    this.speed.value = '1';
+    this.root.append(
+      this.back,
+      this.play,
+      this.forward,
+      this.speed,
+      el('div', { class: 'track' }, this.slider, this.marks),
+      this.label,
+    );
+    this.play.addEventListener('click', () => this.toggle());
+    this.back.addEventListener('click', () => this.seek(this.t - this.stepMicros));
+    this.forward.addEventListener('click', () => this.seek(this.t + this.stepMicros));
+    this.slider.addEventListener('input', () =>
+      this.seek(this.begin + (Number(this.slider.value) / 1000) * (this.end - this.begin)),
+    );
+    this.update();
+  }
+
+  setRange(begin: number, end: number): void {
+    this.begin = begin;
+    this.end = Math.max(end, begin + 1);
+    this.update();
+  }
+
+  mark(events: { t: number; label: string; kind: string }[]): void {
+    this.marks.replaceChildren(
+      ...events.map((e) =>
+        el('span', {
+          class: `mark ${e.kind}`,
+          title: `${seconds(e.t - this.begin)} s: ${e.label}`,
+          style: `left:${((e.t - this.begin) / (this.end - this.begin)) * 100}%`,
+        }),
+      ),
+    );
+  }
+
+  toggle(): void {
+    this.playing = !this.playing;
+    if (this.playing && this.t >= this.end) this.t = this.begin;
+    this.play.textContent = this.playing ? '■ pause' : '▶ play';
+    this.lastFrame = performance.now();
+    if (this.playing) requestAnimationFrame((now) => this.tick(now));
+  }
+
+  private tick(now: number): void {
+    if (!this.playing) return;
+    const elapsed = now - this.lastFrame;
+    this.lastFrame = now;
+    const next = this.t + elapsed * 1000 * Number(this.speed.value);
+    if (next >= this.end) {
+      this.seek(this.end);
+      this.toggle();
+      return;
+    }
+    this.seek(next);
+    requestAnimationFrame((n) => this.tick(n));
+  }
+
+  seek(t: number): void {
+    this.t = Math.min(this.end, Math.max(this.begin, t));
+    this.update();
+    this.onChange(this.t);
+  }
+
+  private update(): void {
+    this.slider.value = String(Math.round(((this.t - this.begin) / (this.end - this.begin)) * 1000));
+    this.label.textContent = `${seconds(this.t - this.begin)} / ${seconds(this.end - this.begin)} s`;
+  }
+}
