@@ -30,7 +30,10 @@ export function registerCatalogCommands(program: Command): void {
       withStore(command, async (store) => {
         const list = await store.scenarios.list();
         if (opts.json) return printJson(list);
-        printTable(['ID', 'TIMESTAMP', 'BYTES', 'DESCRIPTION'], list.map((s) => [s.id, formatTime(s.timestamp), s.size, s.description]));
+        printTable(
+          ['ID', 'TIMESTAMP', 'BYTES', 'DESCRIPTION'],
+          list.map((s) => [s.id, formatTime(s.timestamp), s.size, s.description]),
+        );
       }),
     );
   scenarios
@@ -40,12 +43,23 @@ export function registerCatalogCommands(program: Command): void {
     .requiredOption('--id <id>', 'int64 scenario id', (v) => parseScenarioId(v, '--id'))
     .option('--description <text>', 'description', '')
     .option('--timestamp <micros>', 'time stamp in microseconds since the epoch (default: now)')
-    .action(async (file: string, opts: { id: bigint; description: string; timestamp?: string }, command: Command) => {
-      const bin = await readInput(file);
-      const timestamp = opts.timestamp === undefined ? Date.now() * 1000 : Number(opts.timestamp);
-      const scenario = validateScenario({ id: opts.id, timestamp, description: opts.description, bin: new Uint8Array(bin) });
-      await withStore(command, (store) => store.scenarios.put(scenario));
-    });
+    .action(
+      async (
+        file: string,
+        opts: { id: bigint; description: string; timestamp?: string },
+        command: Command,
+      ) => {
+        const bin = await readInput(file);
+        const timestamp = opts.timestamp === undefined ? Date.now() * 1000 : Number(opts.timestamp);
+        const scenario = validateScenario({
+          id: opts.id,
+          timestamp,
+          description: opts.description,
+          bin: new Uint8Array(bin),
+        });
+        await withStore(command, (store) => store.scenarios.put(scenario));
+      },
+    );
   scenarios
     .command('get')
     .description("print a scenario's record, or write its binary with --out")
@@ -58,7 +72,11 @@ export function registerCatalogCommands(program: Command): void {
         if (!s) throw notFound(`scenario ${id} does not exist in ${store.location}`);
         if (opts.out) await writeFile(opts.out, s.bin);
         if (opts.json) return printJson({ ...s, bin: Buffer.from(s.bin).toString('base64') });
-        if (!opts.out) printTable(['ID', 'TIMESTAMP', 'BYTES', 'DESCRIPTION'], [[s.id, formatTime(s.timestamp), s.bin.byteLength, s.description]]);
+        if (!opts.out)
+          printTable(
+            ['ID', 'TIMESTAMP', 'BYTES', 'DESCRIPTION'],
+            [[s.id, formatTime(s.timestamp), s.bin.byteLength, s.description]],
+          );
       }),
     );
   scenarios
@@ -68,7 +86,8 @@ export function registerCatalogCommands(program: Command): void {
     .argument('<id>', 'scenario id', (v) => parseScenarioId(v, 'ID'))
     .action(async (id: bigint, _opts: unknown, command: Command) =>
       withStore(command, async (store) => {
-        if (!(await store.scenarios.delete(id))) throw notFound(`scenario ${id} does not exist in ${store.location}`);
+        if (!(await store.scenarios.delete(id)))
+          throw notFound(`scenario ${id} does not exist in ${store.location}`);
       }),
     );
 
@@ -81,7 +100,10 @@ export function registerCatalogCommands(program: Command): void {
       withStore(command, async (store) => {
         const list = await store.vehicles.list();
         if (opts.json) return printJson(list);
-        printTable(['NAME', 'TIMESTAMP', 'KEYS'], list.map((v) => [v.name, formatTime(v.timestamp), Object.keys(v.doc).join(',')]));
+        printTable(
+          ['NAME', 'TIMESTAMP', 'KEYS'],
+          list.map((v) => [v.name, formatTime(v.timestamp), Object.keys(v.doc).join(',')]),
+        );
       }),
     );
   vehicles
@@ -97,7 +119,8 @@ export function registerCatalogCommands(program: Command): void {
       } catch (error) {
         throw invalid(`${file}: not valid JSON: ${(error as Error).message}`);
       }
-      if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) throw invalid(`${file}: expected a JSON object, got ${describeValue(doc)}`);
+      if (typeof doc !== 'object' || doc === null || Array.isArray(doc))
+        throw invalid(`${file}: expected a JSON object, got ${describeValue(doc)}`);
       const name = opts.name ?? basename(file, extname(file));
       const config = validateVehicleConfig({ name, timestamp: Date.now() * 1000, doc: doc as JsonObject });
       await withStore(command, (store) => store.vehicles.put(config));
@@ -110,7 +133,8 @@ export function registerCatalogCommands(program: Command): void {
     .action(async (name: string, _opts: JsonOption, command: Command) =>
       withStore(command, async (store) => {
         const v = await store.vehicles.get(name);
-        if (!v) throw notFound(`vehicle configuration ${JSON.stringify(name)} does not exist in ${store.location}`);
+        if (!v)
+          throw notFound(`vehicle configuration ${JSON.stringify(name)} does not exist in ${store.location}`);
         printJson(v);
       }),
     );
@@ -121,7 +145,8 @@ export function registerCatalogCommands(program: Command): void {
     .argument('<name>', 'configuration name')
     .action(async (name: string, _opts: unknown, command: Command) =>
       withStore(command, async (store) => {
-        if (!(await store.vehicles.delete(name))) throw notFound(`vehicle configuration ${JSON.stringify(name)} does not exist in ${store.location}`);
+        if (!(await store.vehicles.delete(name)))
+          throw notFound(`vehicle configuration ${JSON.stringify(name)} does not exist in ${store.location}`);
       }),
     );
 }
