@@ -368,9 +368,12 @@ function stations(s0: number, s1: number, resolution: number): number[] {
   return result;
 }
 
-/** Sampled points are kept to 0.1 mm: finer digits are noise, and they bloat the stored JSON. */
+/**
+ * Sampled points are kept to 0.1 mm: finer digits are noise, and they bloat the stored JSON. `+ 0`
+ * drops negative zero, which JSON cannot carry.
+ */
 const round = (p: RoadPoint): RoadPoint => {
-  const r = (c: number): number => Math.round(c * 1e4) / 1e4;
+  const r = (c: number): number => Math.round(c * 1e4) / 1e4 + 0;
   return p.length === 3 ? [r(p[0]), r(p[1]), r(p[2])] : [r(p[0]), r(p[1])];
 };
 
@@ -731,7 +734,7 @@ function readJunction(
   if (outline.length > 0) {
     const cx = outline.reduce((a, p) => a + p[0], 0) / outline.length;
     const cy = outline.reduce((a, p) => a + p[1], 0) / outline.length;
-    junction.position = [Math.round(cx * 1e4) / 1e4, Math.round(cy * 1e4) / 1e4];
+    junction.position = round([cx, cy]);
   }
   return junction;
 }
@@ -861,7 +864,7 @@ function readTrafficLights(
         const signal: TrafficSignal = {
           id,
           position: round([x, y, z + source.number(element, 'zOffset', 0)]),
-          heading: Math.atan2(Math.sin(facing), Math.cos(facing)),
+          heading: Math.atan2(Math.sin(facing), Math.cos(facing)) + 0,
           road: road.id,
           s,
           t,

@@ -148,7 +148,7 @@ export class XmlSource {
       if (fallback.length === 0) throw this.error(element, name, 'required attribute is missing');
       return fallback[0];
     }
-    const value = raw.trim() === '' ? NaN : Number(raw);
+    const value = raw.trim() === '' ? NaN : Number(raw) + 0;
     if (!Number.isFinite(value))
       throw this.error(element, name, `expected a number, got ${describeValue(raw)}`);
     return value;
@@ -160,7 +160,8 @@ export class XmlSource {
     for (const token of raw.trim().split(/\s+/)) {
       if (token === '') continue;
       const parts = token.split(',');
-      const coords = parts.map((c) => (c.trim() === '' ? NaN : Number(c)));
+      // `+ 0` turns "-0.00" into 0: JSON has no negative zero, and a stored network must read back equal.
+      const coords = parts.map((c) => (c.trim() === '' ? NaN : Number(c) + 0));
       if ((coords.length !== 2 && coords.length !== 3) || !coords.every(Number.isFinite))
         throw this.error(
           element,
