@@ -11,6 +11,7 @@ import { SimrecError } from '../src/model/errors.js';
 import { controlStream, stateStream, wheelsStream } from '../src/model/standard-streams.js';
 import type { StoreBackend, WriterIdentity } from '../src/model/store-port.js';
 import type { Sample, StreamDecl } from '../src/model/stream.js';
+import { writeDerivedStream } from '../src/record/derived-streams.js';
 import { RunRecorder } from '../src/record/run-recorder.js';
 import { describeRun, sceneAt, streamSamples, trajectory } from '../src/replay/run-queries.js';
 import { isWriterAlive } from '../src/store/common/writer-identity.js';
@@ -538,6 +539,57 @@ export function runStoreConformance(target: ConformanceTarget): void {
       );
       assert.equal(await store.vehicles.delete('truck'), true);
       assert.equal(await store.vehicles.get('truck'), undefined);
+    });
+
+    test('derived streams are written whole, replace earlier versions, and work on closed runs', async (store) => {
+      const rec = await beginCarRun(store);
+      await rec.appendBatch(
+        'car/state',
+        [0, 1, 2].map((i) => ({ t: BEGIN + i * 100_000, step: i, x: i, y: 0, yaw: 0 })),
+      );
+      await rec.end('completed');
+      const decl: StreamDecl = {
+        name: 'evaluation',
+        actor: 'car',
+        fields: [{ name: 'ttc', type: 'f64', unit: 's' }],
+      };
+      const first = Array.from({ length: 2500 }, (_, i) => ({
+        t: BEGIN + i * 1000,
+        step: i,
+        ttc: 20 - i / 1000,
+        note: 'v1',
+      }));
+      assert.equal(await writeDerivedStream(store, rec.id, decl, first), 'car/evaluation');
+      assert.deepEqual(await collect(streamSamples(store, rec.id, 'car/evaluation')), first);
+      const second = [{ t: BEGIN, step: 0, ttc: 3 }];
+      await writeDerivedStream(store, rec.id, decl, second);
+      assert.deepEqual(
+        await collect(streamSamples(store, rec.id, 'car/evaluation')),
+        second,
+        'the earlier version is gone',
+      );
+      const info = (await store.listStreams(rec.id)).find((s) => s.id === 'car/evaluation')!;
+      assert.deepEqual([info.samples, info.begin, info.end, info.extraFields], [1, BEGIN, BEGIN, []]);
+      await expectError(
+        writeDerivedStream(store, rec.id, decl, [{ t: BEGIN, step: 0, ttc: Number.NaN }]),
+        'invalid',
+        /field ttc: expected a finite number \(s\), got NaN/,
+      );
+      await expectError(
+        writeDerivedStream(store, rec.id, { ...decl, actor: 'ghost' }, []),
+        'invalid',
+        /actor "ghost" is not in run/,
+      );
+      assert.deepEqual(
+        await collect(streamSamples(store, rec.id, 'car/evaluation')),
+        second,
+        'a refused write changed nothing',
+      );
+      assert.equal(
+        (await collect(streamSamples(store, rec.id, 'car/state'))).length,
+        3,
+        'recorded data untouched',
+      );
     });
 
     test('deleting a run removes it and everything it holds', async (store) => {

@@ -77,6 +77,12 @@ export interface StoreBackend {
 
   /** Appends samples to several streams in one atomic, durable write. Samples are in time order. */
   appendSamples(run: number, appends: StreamAppend[]): Promise<void>;
+  /**
+   * Writes a derived stream whole (metrics computed after the run, by `simrec eval` say), replacing
+   * any earlier version of it, in one atomic, durable write. Unlike appends it is allowed on a closed
+   * run: derived data does not change what was recorded.
+   */
+  putDerivedStream(run: number, schema: StreamSchema, samples: Sample[]): Promise<void>;
   /** Yields the stream's samples in time order, a batch at a time. */
   readSamples(args: ReadSamplesArgs): AsyncIterable<Sample[]>;
   /** The samples either side of t, for the scene at t. */

@@ -322,6 +322,41 @@ export class SqliteBackend implements StoreBackend {
     for (const [entry, extra] of newExtras) entry.extra = extra;
   }
 
+  async putDerivedStream(run: number, schema: StreamSchema, samples: Sample[]): Promise<void> {
+    this.requireRun(run);
+    try {
+      this.db.transaction(() => {
+        this.stmt(
+          `INSERT INTO streams (run_id, id, schema) VALUES (?, ?, ?)
+           ON CONFLICT (run_id, id) DO UPDATE SET schema = excluded.schema`,
+        ).run(run, schema.id, json(schema));
+        const key = (
+          this.stmt('SELECT key FROM streams WHERE run_id = ? AND id = ?').get(run, schema.id) as Row
+        ).key as number;
+        this.stmt('DELETE FROM chunks WHERE stream_key = ?').run(key);
+        for (let start = 0; start < samples.length; start += this.chunkSamples) {
+          const part = samples.slice(start, start + this.chunkSamples);
+          const data = encodeChunk(part, schema.fields, { deflateLevel: this.deflateLevel });
+          this.stmt(
+            'INSERT INTO chunks (stream_key, begin_us, end_us, count, data) VALUES (?, ?, ?, ?, ?)',
+          ).run(key, part[0]!.t, part[part.length - 1]!.t, part.length, data);
+        }
+        this.stmt(
+          'UPDATE streams SET samples = ?, begin_us = ?, end_us = ?, extra_fields = ? WHERE key = ?',
+        ).run(
+          samples.length,
+          samples[0]?.t ?? null,
+          samples.at(-1)?.t ?? null,
+          json(mergeInferredFields([], samples, schema.fields)),
+          key,
+        );
+      })();
+    } catch (error) {
+      throw wrapIoError(error, `${this.location}: writing derived stream ${schema.id} of run ${run}`);
+    }
+    this.streamCache.delete(`${run}\0${schema.id}`);
+  }
+
   async *readSamples(args: ReadSamplesArgs): AsyncIterable<Sample[]> {
     const entry = this.streamEntry(args.run, args.stream);
     const from = args.from ?? Number.MIN_SAFE_INTEGER;
