@@ -1,0 +1,118 @@
+/**
+ * `npm run bench`: simrec against its peers on the same generated run, each workload in a child process,
+ * medians of several repetitions, ratios printed. `--json` prints the results for machines, `--quick` is
+ * a seconds-long smoke run at a small size, `--out DIR` puts the results file elsewhere than bench/results.
+ */
+import { execFile } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, hostname, platform, release, arch, tmpdir, totalmem } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs, promisify } from 'node:util';
+import type { ChildJob, ChildReport, Workload } from './child.js';
+import { FULL_SIZE, QUICK_SIZE } from './generator.js';
+import { PEERS } from './peers/index.js';
+import { summarize, formatReport, type Measurement } from './report.js';
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+/** Compiled to dist/bench/run.js: the repository is two levels up. */
+const REPO_ROOT = resolve(HERE, '..', '..');
+const CHILD = join(HERE, 'child.js');
+
+const { values: options } = parseArgs({
+  options: {
+    quick: { type: 'boolean', default: false },
+    json: { type: 'boolean', default: false },
+    reps: { type: 'string' },
+    out: { type: 'string' },
+    actors: { type: 'string' },
+    steps: { type: 'string' },
+  },
+});
+
+const quick = options.quick!;
+const config = {
+  quick,
+  size: {
+    ...(quick ? QUICK_SIZE : FULL_SIZE),
+    ...(options.actors ? { actors: Number(options.actors) } : {}),
+    ...(options.steps ? { steps: Number(options.steps) } : {}),
+  },
+  reps: Number(options.reps ?? (quick ? 1 : 3)),
+  seeks: quick ? 50 : 1000,
+  trajectories: quick ? 2 : 3,
+  commitEverySteps: 100,
+};
+if (!Number.isInteger(config.reps) || config.reps < 1)
+  throw new Error(`bench: --reps must be a positive integer, got ${JSON.stringify(options.reps)}`);
+
+const progress = (line: string): void => {
+  if (process.stderr.isTTY) process.stderr.write(`${line}\n`);
+};
+
+const execFileAsync = promisify(execFile);
+async function runChild(job: ChildJob): Promise<ChildReport> {
+  try {
+    const { stdout } = await execFileAsync(process.execPath, [CHILD, JSON.stringify(job)], {
+      maxBuffer: 16 * 1024 * 1024,
+    });
+    return JSON.parse(stdout) as ChildReport;
+  } catch (error) {
+    const stderr = (error as { stderr?: string }).stderr ?? '';
+    throw new Error(`bench: ${job.workload} on ${job.peer} failed: ${stderr || (error as Error).message}`);
+  }
+}
+
+const started = performance.now();
+const scratch = mkdtempSync(join(tmpdir(), 'simrec-bench-'));
+const measurements: Measurement[] = [];
+const measure = async (workload: Workload, peer: string, rep: number, dir: string): Promise<void> => {
+  progress(`${workload} ${peer} (repetition ${rep + 1} of ${config.reps})`);
+  const { size, commitEverySteps, seeks, trajectories } = config;
+  const report = await runChild({ workload, peer, dir, size, commitEverySteps, seeks, trajectories });
+  measurements.push({ workload, peer, rep, ...report });
+};
+
+try {
+  for (let rep = 0; rep < config.reps; rep++) await measure('generate', 'generator', rep, scratch);
+  // Repetitions interleave peers, so a slow spell of the machine does not land on one peer only.
+  for (let rep = 0; rep < config.reps; rep++)
+    for (const peer of PEERS) {
+      const dir = join(scratch, `${peer.name}-${rep}`);
+      mkdirSync(dir);
+      await measure('record', peer.name, rep, dir);
+      // The first repetition's files are what the read workloads read.
+      if (rep > 0 || !peer.open) rmSync(dir, { recursive: true, force: true });
+    }
+  for (const workload of ['seek', 'trajectory'] as const)
+    for (let rep = 0; rep < config.reps; rep++)
+      for (const peer of PEERS) {
+        if (!peer.open || (workload === 'seek' && !peer.seekable)) continue;
+        await measure(workload, peer.name, rep, join(scratch, `${peer.name}-0`));
+      }
+} finally {
+  rmSync(scratch, { recursive: true, force: true });
+}
+
+const now = new Date();
+const host = hostname();
+const results = summarize(measurements, {
+  date: now.toISOString(),
+  command: `npm run bench --${process.argv.slice(2).length ? ` ${process.argv.slice(2).join(' ')}` : ''}`,
+  machine: {
+    host,
+    platform: `${platform()} ${release()} ${arch()}`,
+    cpus: cpus().length,
+    cpuModel: cpus()[0]?.model ?? 'unknown',
+    memoryBytes: totalmem(),
+    node: process.version,
+  },
+  config,
+  seconds: (performance.now() - started) / 1000,
+});
+const outDir = resolve(options.out ?? join(REPO_ROOT, 'bench', 'results'));
+mkdirSync(outDir, { recursive: true });
+const outFile = join(outDir, `${now.toISOString().slice(0, 10)}-${host}${quick ? '-quick' : ''}.json`);
+writeFileSync(outFile, JSON.stringify(results, null, 2) + '\n');
+if (options.json) process.stdout.write(JSON.stringify(results, null, 2) + '\n');
+else process.stdout.write(formatReport(results) + `\nresults: ${outFile}\n`);

@@ -1,0 +1,34 @@
+import { BEGIN_US, periodUs, type BenchSize } from '../generator.js';
+import type { Peer } from '../peer.js';
+import { median, msSince, quantile, seededRandom } from '../stats.js';
+
+export interface SeekResult {
+  seeks: number;
+  /** The first seek, in a fresh process: nothing cached yet. */
+  firstMs: number;
+  medianMs: number;
+  p99Ms: number;
+}
+
+export interface SeekJob {
+  dir: string;
+  size: BenchSize;
+  seeks: number;
+}
+
+/** The scene at random times (any microsecond of the run, not only frame times), same times for all. */
+export async function seekWorkload(peer: Peer, job: SeekJob): Promise<SeekResult> {
+  const reader = await peer.open!(job.dir, job.size);
+  const random = seededRandom(4242);
+  const span = (job.size.steps - 1) * periodUs(job.size);
+  const times: number[] = [];
+  for (let i = 0; i < job.seeks; i++) {
+    const start = performance.now();
+    const states = await reader.scene(BEGIN_US + Math.floor(random() * span));
+    times.push(msSince(start));
+    if (states !== job.size.actors)
+      throw new Error(`${peer.name}: a scene has ${states} actor states, expected ${job.size.actors}`);
+  }
+  await reader.close();
+  return { seeks: job.seeks, firstMs: times[0]!, medianMs: median(times), p99Ms: quantile(times, 0.99) };
+}
