@@ -9,6 +9,7 @@ import type { Browser, Page } from 'playwright-core';
 import { stateStream } from '../src/model/standard-streams.js';
 import type { StoreBackend } from '../src/model/store-port.js';
 import { recordSyntheticRun } from '../src/demo/synthetic-run.js';
+import { evaluateRun } from '../src/evaluate/evaluate-run.js';
 import { RunRecorder } from '../src/record/run-recorder.js';
 import { startServer, type RunningServer } from '../src/server/start-server.js';
 import { openStore } from '../src/store/open-store.js';
@@ -31,6 +32,7 @@ let synthetic: number;
 before(async () => {
   store = await openStore(join(dir.path, 'viewer.db'));
   synthetic = (await recordSyntheticRun(store, { duration: 30 })).id;
+  await evaluateRun(store, synthetic);
   laneRun = await recordLaneRun(store, fixture('limsim-networks', 'bigInter', 'bigInter.net.xml'));
   server = await startServer({ store, port: 0, liveIntervalMs: 200 });
   browser = await launchBrowser();
@@ -175,6 +177,13 @@ describe('viewer in Chromium', () => {
     const notes = (await page.getByTestId('notes').textContent())!;
     assert.match(notes, /no road network/);
     assert.match((await page.getByTestId('captures').textContent())!, /No captures in this run/);
+    // The evaluation: LimSim's radar, and its events marked on the timeline.
+    await page.getByTestId('radar').waitFor();
+    assert.ok((await page.getByTestId('event-mark').count()) > 0, 'events are marked on the timeline');
+    assert.match(
+      (await page.getByTestId('event-mark').first().getAttribute('title'))!,
+      /(collision|near_miss) ego/,
+    );
     await page.screenshot({ path: join(ARTIFACTS, 'plot.png') });
     await page.close();
   });

@@ -3,6 +3,7 @@ import { Command, CommanderError } from 'commander';
 import { SimrecError } from '../model/errors.js';
 import { registerCatalogCommands } from './commands/catalog-commands.js';
 import { registerDemoCommand } from './commands/demo-command.js';
+import { registerEvalCommand } from './commands/eval-command.js';
 import { registerQueryCommands } from './commands/query-commands.js';
 import { registerRoadnetCommand } from './commands/roadnet-command.js';
 import { registerServeCommand } from './commands/serve-command.js';
@@ -17,6 +18,7 @@ const program = new Command('simrec')
 registerQueryCommands(program);
 registerCatalogCommands(program);
 registerDemoCommand(program);
+registerEvalCommand(program);
 registerRoadnetCommand(program);
 registerServeCommand(program);
 

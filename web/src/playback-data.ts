@@ -1,3 +1,4 @@
+import { lastAtOrBefore } from '../../src/model/sorted-search.js';
 import { api, type StateWindow } from './api.js';
 
 /** Seconds of states fetched at once: a one-hour run starts playing after one window, not all of it. */
@@ -11,20 +12,6 @@ export interface Pose {
 }
 
 type Columns = StateWindow['actors'][string];
-
-function lastAtOrBefore(t: number[], time: number): number {
-  let lo = 0;
-  let hi = t.length - 1;
-  let found = -1;
-  while (lo <= hi) {
-    const mid = (lo + hi) >> 1;
-    if (t[mid]! <= time) {
-      found = mid;
-      lo = mid + 1;
-    } else hi = mid - 1;
-  }
-  return found;
-}
 
 const lerpAngle = (a: number, b: number, u: number): number => {
   let d = b - a;

@@ -1,3 +1,4 @@
+import { lastAtOrBefore } from '../../src/model/sorted-search.js';
 import {
   api,
   ApiError,
@@ -19,17 +20,7 @@ const FUTURE_MICROS = 5_000_000;
 
 /** The latest sample at or before t in a time-ordered list. */
 function sampleAt<T extends { t: number }>(samples: T[], t: number): T | undefined {
-  let lo = 0;
-  let hi = samples.length - 1;
-  let found: T | undefined;
-  while (lo <= hi) {
-    const mid = (lo + hi) >> 1;
-    if (samples[mid]!.t <= t) {
-      found = samples[mid];
-      lo = mid + 1;
-    } else hi = mid - 1;
-  }
-  return found;
+  return samples[lastAtOrBefore(samples, t, (s) => s.t)];
 }
 
 /** One run: map, timeline, inspector, plots, captures and the evaluation radar. */
@@ -185,6 +176,17 @@ export class RunView {
   }
 
   private async loadEvaluation(): Promise<void> {
+    const events = this.detail.streams.find((s) => s.id === 'events');
+    if (events) {
+      const { samples } = await api.samples(this.runId, events.id);
+      this.timeline.mark(
+        samples.map((e) => ({
+          t: e.t,
+          kind: String(e.kind),
+          label: `${String(e.kind)} ${(e.actors as string[]).join(', ')}: ${String(e.detail)}`,
+        })),
+      );
+    }
     const stream = this.detail.streams.find((s) => s.name === 'evaluation');
     if (!stream) {
       this.radarPanel.append(el('p', { class: 'empty' }, 'No evaluation for this run yet.'));

@@ -65,6 +65,7 @@ export class Timeline {
       ...events.map((e) =>
         el('span', {
           class: `mark ${e.kind}`,
+          'data-testid': 'event-mark',
           title: `${seconds(e.t - this.begin)} s: ${e.label}`,
           style: `left:${((e.t - this.begin) / (this.end - this.begin)) * 100}%`,
         }),

@@ -1,0 +1,148 @@
+import { Option, type Command } from 'commander';
+import { evaluateRun, type EvaluationSummary } from '../../evaluate/evaluate-run.js';
+import { invalid } from '../../model/errors.js';
+import { parsePositive, parseRunId } from '../args.js';
+import { formatNumber, printJson, printTable, Progress } from '../output.js';
+import { withStore } from '../with-store.js';
+
+interface EvalOptions {
+  actor?: string;
+  mode: 'simrec' | 'limsim';
+  compare?: boolean;
+  json?: boolean;
+  nearMiss: number;
+  blocked: number;
+}
+
+function printSummary(s: EvaluationSummary, runBegin: number): void {
+  process.stdout.write(
+    `run ${s.run}, actor ${s.actor}, ${s.frames} frames, mode ${s.mode}${s.gaps ? `, ${s.gaps} time gaps` : ''}\n\n`,
+  );
+  printTable(
+    ['METRIC', 'MIN', 'MEAN', 'P50', 'P95', 'MAX', 'LIMSIM_SCORE'],
+    Object.entries(s.metrics).map(([name, m]) =>
+      [name, m.min, m.mean, m.p50, m.p95, m.max, s.limsimScores[name as keyof typeof s.limsimScores]].map(
+        (v) => (v === undefined ? '-' : formatNumber(v)),
+      ),
+    ),
+  );
+  process.stdout.write(
+    `\nevents: ${
+      s.events.length
+        ? Object.entries(s.eventCounts)
+            .map(([k, n]) => `${k} ${n}`)
+            .join(', ')
+        : 'none'
+    }\n`,
+  );
+  if (s.events.length)
+    printTable(
+      ['T_S', 'KIND', 'DURATION_S', 'ACTORS', 'X', 'Y', 'DETAIL'],
+      s.events
+        .slice(0, 50)
+        .map((e) => [
+          formatNumber((e.t - runBegin) / 1e6),
+          e.kind,
+          formatNumber(e.duration),
+          e.actors.join(','),
+          formatNumber(e.x),
+          formatNumber(e.y),
+          e.detail,
+        ]),
+    );
+  if (s.events.length > 50)
+    process.stdout.write(`... and ${s.events.length - 50} more (--json lists them all)\n`);
+  for (const note of s.skipped) process.stdout.write(`skipped: ${note}\n`);
+  process.stdout.write(
+    `\nscore: ${s.score} / 100 (weights: ${Object.entries(s.weights)
+      .map(([k, w]) => `${k} ${w}`)
+      .join(', ')}; halved on a collision)\n`,
+  );
+  if (s.streams.length) process.stdout.write(`stored as streams: ${s.streams.join(', ')}\n`);
+}
+
+export function registerEvalCommand(program: Command): void {
+  program
+    .command('eval')
+    .description(
+      "score a run: LimSim's five metrics, events and an overall score (stored as streams of the run)",
+    )
+    .argument('<runs...>', 'run id (several with --compare)')
+    .option('--actor <id>', 'the actor to score (default: the ego)')
+    .addOption(
+      new Option('--mode <mode>', "simrec (with two documented fixes) or limsim (LimSim's own numbers)")
+        .choices(['simrec', 'limsim'])
+        .default('simrec'),
+    )
+    .option('--compare', 'evaluate several runs and print one row per run')
+    .option(
+      '--near-miss <seconds>',
+      'time to collision below which a near miss is reported',
+      (v) => parsePositive('--near-miss', v),
+      1.5,
+    )
+    .option(
+      '--blocked <seconds>',
+      'standing still this long, not at a red light, is a blocked actor',
+      (v) => parsePositive('--blocked', v),
+      5,
+    )
+    .option('--json', 'print JSON')
+    .action(async (runArgs: string[], opts: EvalOptions, command: Command) =>
+      withStore(command, async (store) => {
+        const runs = runArgs.map(parseRunId);
+        if (runs.length > 1 && !opts.compare)
+          throw invalid(`eval: ${runs.length} runs given; evaluate one, or several with --compare`);
+        const results: EvaluationSummary[] = [];
+        for (const run of runs) {
+          const progress = new Progress(`evaluating run ${run}`);
+          const args: Parameters<typeof evaluateRun>[2] = {
+            mode: opts.mode,
+            nearMissTtc: opts.nearMiss,
+            blockedSeconds: opts.blocked,
+            onProgress: (f) => progress.update(f),
+          };
+          if (opts.actor !== undefined) args.actor = opts.actor;
+          results.push(await evaluateRun(store, run, args));
+          progress.done();
+        }
+        if (opts.compare) {
+          const rows = results.map((r) => ({
+            run: r.run,
+            actor: r.actor,
+            frames: r.frames,
+            score: r.score,
+            minTtc: r.metrics.collision?.min ?? null,
+            meanOffset: r.metrics.offset?.mean ?? null,
+            p95Jerk: r.metrics.jerk
+              ? Math.max(Math.abs(r.metrics.jerk.min), Math.abs(r.metrics.jerk.max))
+              : null,
+            collisions: r.eventCounts.collision ?? 0,
+            nearMisses: r.eventCounts.near_miss ?? 0,
+            events: r.events.length,
+          }));
+          if (opts.json) return printJson(rows);
+          printTable(
+            [
+              'RUN',
+              'ACTOR',
+              'FRAMES',
+              'SCORE',
+              'MIN_TTC_S',
+              'MEAN_OFFSET',
+              'MAX_ABS_JERK',
+              'COLLISIONS',
+              'NEAR_MISSES',
+              'EVENTS',
+            ],
+            rows.map((r) => Object.values(r).map((v) => (v === null ? '-' : formatNumber(v)))),
+          );
+          return;
+        }
+        const summary = results[0]!;
+        if (opts.json) return printJson(summary);
+        const info = await store.getRun(summary.run);
+        printSummary(summary, info!.begin);
+      }),
+    );
+}

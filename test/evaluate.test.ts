@@ -1,0 +1,293 @@
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { evaluateRun } from '../src/evaluate/evaluate-run.js';
+import { SimrecError } from '../src/model/errors.js';
+import { stateStream } from '../src/model/standard-streams.js';
+import type { StoreBackend } from '../src/model/store-port.js';
+import type { Sample } from '../src/model/stream.js';
+import { RunRecorder } from '../src/record/run-recorder.js';
+import { streamSamples } from '../src/replay/run-queries.js';
+import { readRoadNetwork } from '../src/roadnet/read-roadnet.js';
+import { attachRoadNetwork } from '../src/roadnet/roadnet-attachment.js';
+import { openStore } from '../src/store/open-store.js';
+import { tempDir } from './helpers/paths.js';
+import { cliJson, runCli } from './helpers/run-cli.js';
+
+const BEGIN = 1_800_000_000_000_000;
+const dir = tempDir('simrec-eval-');
+const storePath = join(dir.path, 'eval.db');
+let store: StoreBackend;
+before(async () => {
+  store = await openStore(storePath);
+});
+after(async () => {
+  await store.close();
+  dir.cleanup();
+});
+
+/** A straight two-lane road along +x, 200 m, lanes 3.2 m wide centred at y = -1.6 and y = +1.6. */
+const TWO_LANES = `<?xml version="1.0" encoding="UTF-8"?>
+<net version="1.9" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">
+  <location netOffset="0.00,0.00" convBoundary="0.00,-3.20,200.00,3.20" origBoundary="0,0,200,0" projParameter="!"/>
+  <edge id="E0" from="J0" to="J1" priority="1">
+    <lane id="E0_0" index="0" speed="13.89" length="200.00" width="3.20" shape="0.00,-1.60 200.00,-1.60"/>
+    <lane id="E0_1" index="1" speed="13.89" length="200.00" width="3.20" shape="0.00,1.60 200.00,1.60"/>
+  </edge>
+  <junction id="J0" type="dead_end" x="0.00" y="0.00" incLanes="" intLanes="" shape="0.00,3.20 0.00,-3.20"/>
+  <junction id="J1" type="dead_end" x="200.00" y="0.00" incLanes="E0_0 E0_1" intLanes="" shape="200.00,-3.20 200.00,3.20"/>
+</net>`;
+
+type Track = (
+  k: number,
+  seconds: number,
+) => Partial<Sample> & { x: number; y: number; yaw: number; speed: number };
+
+/** Records a run at 10 Hz for `seconds`, one state stream per actor, from formulas of time. */
+async function recordScene(
+  actors: Record<string, { kind: string; track: Track; length?: number }>,
+  seconds: number,
+  withRoad = false,
+): Promise<number> {
+  const rec = await RunRecorder.begin(store, { simulator: { name: 'scene' }, begin: BEGIN });
+  await rec.declareActors(
+    Object.entries(actors).map(([id, a]) => ({
+      id,
+      kind: a.kind,
+      extents: { length: a.length ?? 4, width: 1.8, height: 1.5 },
+    })),
+  );
+  await rec.declareStreams(Object.keys(actors).map((id) => stateStream(id)));
+  for (let k = 0; k <= seconds * 10; k++) {
+    const s = k / 10;
+    await rec.appendMany(
+      Object.entries(actors).map(([id, a]) => ({
+        stream: `${id}/state`,
+        samples: [{ t: BEGIN + k * 100_000, step: k, ...a.track(k, s) }],
+      })),
+    );
+  }
+  await rec.end('completed');
+  if (withRoad) await attachRoadNetwork(store, rec.id, readRoadNetwork(TWO_LANES).network);
+  return rec.id;
+}
+
+async function evaluation(run: number, actor = 'ego'): Promise<Sample[]> {
+  const out: Sample[] = [];
+  for await (const batch of streamSamples(store, run, `${actor}/evaluation`)) out.push(...batch);
+  return out;
+}
+
+describe('evaluation', () => {
+  it('two cars closing head-on at 15 m/s, 46 m apart bumper to bumper: TTC 46/15 s', async () => {
+    const run = await recordScene(
+      {
+        ego: { kind: 'ego', track: (_k, s) => ({ x: 10 * s, y: 0, yaw: 0, speed: 10 }) },
+        oncoming: { kind: 'vehicle', track: (_k, s) => ({ x: 50 - 5 * s, y: 0, yaw: Math.PI, speed: 5 }) },
+      },
+      1,
+    );
+    const simrec = await evaluateRun(store, run);
+    const first = (await evaluation(run))[0]!;
+    assert.equal(first.collision, Math.round((46 / 15) * 1000) / 1000);
+    assert.equal(first.ttcActor, 'oncoming');
+    // One second later they are 15 m closer.
+    assert.equal((await evaluation(run))[10]!.collision, Math.round((31 / 15) * 1000) / 1000);
+    assert.equal(simrec.metrics.collision!.min, Math.round((31 / 15) * 1000) / 1000);
+    // LimSim searches in 0.1 s steps: the first step at which the footprints overlap.
+    await evaluateRun(store, run, { mode: 'limsim' });
+    assert.equal((await evaluation(run))[0]!.collision, 3.1);
+    assert.equal((await evaluation(run))[0]!.collisionScore, 4 - 0.15 * 3.1);
+  });
+
+  it('a rear-end approach at 10 m/s closing speed with 30 m between bumpers: TTC 3 s, a near miss below 1.5 s', async () => {
+    const run = await recordScene(
+      {
+        ego: { kind: 'ego', track: (_k, s) => ({ x: 20 * s, y: 0, yaw: 0, speed: 20 }) },
+        lead: { kind: 'vehicle', track: (_k, s) => ({ x: 34 + 10 * s, y: 0, yaw: 0, speed: 10 }) },
+      },
+      3.5,
+    );
+    const summary = await evaluateRun(store, run, { nearMissTtc: 1.5 });
+    const ttc = (await evaluation(run)).map((s) => s.collision as number);
+    assert.equal(ttc[0], 3);
+    assert.equal(ttc[20], 1);
+    assert.equal(ttc[30], 0, 'at 3 s the footprints touch');
+    const near = summary.events.filter((e) => e.kind === 'near_miss');
+    assert.equal(near.length, 1);
+    assert.equal(near[0]!.t, BEGIN + 1_600_000, 'the first frame with TTC below 1.5 s (1.4 s left)');
+    const collision = summary.events.find((e) => e.kind === 'collision')!;
+    assert.deepEqual([collision.t, collision.actors], [BEGIN + 3_000_000, ['ego', 'lead']]);
+    assert.ok(summary.score < 50, 'a collision halves the score');
+    // The headway to the car ahead: bumper gap over own speed, 30 m / 20 m/s at the start.
+    assert.equal((await evaluation(run))[0]!.headway, 1.5);
+  });
+
+  it('a car crossing the lane line at a known time gives the lane-departure event then', async () => {
+    // Centre at y = -1.56 + 0.8 t: on the line (y = 0) at t = 1.95 s, first seen beyond it at 2.0 s.
+    const run = await recordScene(
+      {
+        ego: {
+          kind: 'ego',
+          track: (_k, s) => ({
+            x: 20 + 10 * s,
+            y: -1.56 + 0.8 * s,
+            yaw: Math.atan2(0.8, 10),
+            speed: Math.hypot(10, 0.8),
+          }),
+        },
+      },
+      3.5,
+      true,
+    );
+    const summary = await evaluateRun(store, run);
+    const departures = summary.events.filter((e) => e.kind === 'lane_departure');
+    assert.equal(departures.length, 1);
+    assert.equal(departures[0]!.t, BEGIN + 2_000_000);
+    assert.match(departures[0]!.detail, /from E0_0 to E0_1/);
+    const samples = await evaluation(run);
+    assert.ok(
+      Math.abs((samples[0]!.laneOffset as number) - 0.04) < 1e-9,
+      'left of the right lane centre by 4 cm',
+    );
+    assert.ok(Math.abs((samples[0]!.offset as number) - 0.0016) < 1e-12, 'LimSim offset: the offset squared');
+    // Heading 0.08 rad off the lane: orientation = (sin 0.0798 - sin 0)^2.
+    assert.ok(Math.abs((samples[5]!.orientation as number) - Math.sin(Math.atan2(0.8, 10)) ** 2) < 1e-12);
+    assert.equal(samples[0]!.speedLimit, 13.89);
+    assert.deepEqual(summary.skipped, []);
+  });
+
+  it('a known jerk profile gives the right discomfort; LimSim mode uses the stored accel as LimSim does', async () => {
+    // v = 5 + t^2: the acceleration 2t grows at 2 m/s^3; the stored accel holds a constant 2.6 like LimSim's.
+    const run = await recordScene(
+      {
+        ego: {
+          kind: 'ego',
+          track: (_k, s) => ({ x: 5 * s + s ** 3 / 3, y: -1.6, yaw: 0, speed: 5 + s ** 2, accel: 2.6 }),
+        },
+      },
+      2,
+      true,
+    );
+    await evaluateRun(store, run);
+    const measured = await evaluation(run);
+    for (const s of measured.slice(2)) {
+      assert.ok(Math.abs((s.jerk as number) - 2) < 1e-9, `jerk at step ${s.step}: ${s.jerk}`);
+      assert.ok(Math.abs((s.discomfort as number) - 4) < 1e-8);
+    }
+    const v = 5 + 1.5 ** 2;
+    const a = (v - (5 + 1.4 ** 2)) / 0.1;
+    assert.ok(
+      Math.abs((measured[15]!.consumption as number) - ((v * a) ** 2 + v ** 3)) < 1e-6,
+      'consumption = (v a)^2 + v^3',
+    );
+    await evaluateRun(store, run, { mode: 'limsim' });
+    const limsim = await evaluation(run);
+    assert.ok(
+      limsim.every((s) => s.jerk === 0 && s.discomfort === 0),
+      'a constant stored accel has no jerk',
+    );
+    assert.equal(limsim[0]!.offset, 0, 'LimSim zeroes the offset within half a lane width of the lane start');
+  });
+
+  it('finds collisions between any actors and blocked actors, and stores the events', async () => {
+    const run = await recordScene(
+      {
+        ego: { kind: 'ego', track: (_k, s) => ({ x: 10 * s, y: 20, yaw: 0, speed: 10 }) },
+        a: { kind: 'vehicle', track: (_k, s) => ({ x: 100, y: -30 + 10 * s, yaw: Math.PI / 2, speed: 10 }) },
+        b: { kind: 'vehicle', track: (_k, s) => ({ x: 130 - 10 * s, y: 0, yaw: Math.PI, speed: 10 }) },
+        parked: { kind: 'vehicle', track: () => ({ x: -50, y: -50, yaw: 0, speed: 0 }) },
+      },
+      8,
+    );
+    const summary = await evaluateRun(store, run, { blockedSeconds: 5 });
+    const collision = summary.events.find((e) => e.kind === 'collision')!;
+    assert.deepEqual(collision.actors, ['a', 'b']);
+    // a reaches y = 0 at 3 s and b reaches x = 100 at 3 s; 4 m long boxes first touch at 2.8 s.
+    assert.equal(collision.t, BEGIN + 2_800_000);
+    const blocked = summary.events.filter((e) => e.kind === 'blocked');
+    assert.deepEqual(
+      blocked.map((e) => [e.actors, e.duration]),
+      [[['parked'], 8]],
+    );
+    const stored: Sample[] = [];
+    for await (const batch of streamSamples(store, run, 'events')) stored.push(...batch);
+    assert.deepEqual(
+      stored.map((s) => s.kind),
+      summary.events.map((e) => e.kind),
+    );
+    assert.ok(
+      summary.skipped.some((s) => /no road network/.test(s)),
+      'lane metrics are listed as skipped',
+    );
+  });
+
+  it('says when a run has no ego, and scores the actor asked for', async () => {
+    const run = await recordScene(
+      { car: { kind: 'vehicle', track: (_k, s) => ({ x: s, y: 0, yaw: 0, speed: 1 }) } },
+      1,
+    );
+    await assert.rejects(
+      evaluateRun(store, run),
+      (e: unknown) =>
+        e instanceof SimrecError &&
+        /run \d+ has no ego actor; choose the actor to score with --actor ID \(actors with states: car\)/.test(
+          e.message,
+        ),
+    );
+    const summary = await evaluateRun(store, run, { actor: 'car' });
+    assert.equal(summary.frames, 11);
+  });
+
+  it('handles gaps in time and reports them', async () => {
+    const rec = await RunRecorder.begin(store, { begin: BEGIN });
+    await rec.declareActor({ id: 'ego', kind: 'ego' });
+    await rec.declareStream(stateStream('ego'));
+    const times = [0, 1, 2, 3, 20, 21, 22]; // a 1.7 s hole in a 10 Hz stream
+    await rec.appendBatch(
+      'ego/state',
+      times.map((k, i) => ({
+        t: BEGIN + k * 100_000,
+        step: i,
+        x: k,
+        y: 0,
+        yaw: 0,
+        speed: 10 + (k >= 20 ? 5 : 0),
+      })),
+    );
+    await rec.end();
+    const summary = await evaluateRun(store, rec.id);
+    assert.equal(summary.gaps, 1);
+    const samples = await evaluation(rec.id);
+    assert.equal(samples[4]!.jerk, 0, 'no jerk across the gap, though the speed jumped');
+  });
+
+  it('simrec eval prints the summary, JSON, and compares runs', () => {
+    const env = { SIMREC_STORE: storePath };
+    const one = cliJson<{
+      run: number;
+      score: number;
+      weights: Record<string, number>;
+      metrics: Record<string, unknown>;
+    }>(['eval', '1', '--json'], env);
+    assert.equal(one.run, 1);
+    assert.deepEqual(Object.keys(one.weights).sort(), [
+      'collision',
+      'consumption',
+      'discomfort',
+      'offset',
+      'orientation',
+    ]);
+    const table = runCli(['eval', '1'], env);
+    assert.match(table.stdout, /^METRIC\s+MIN\s+MEAN\s+P50\s+P95\s+MAX\s+LIMSIM_SCORE$/m);
+    assert.match(table.stdout, /score: [\d.]+ \/ 100 \(weights: collision 0.4/);
+    const rows = cliJson<{ run: number; score: number }[]>(['eval', '--compare', '1', '2', '--json'], env);
+    assert.deepEqual(
+      rows.map((r) => r.run),
+      [1, 2],
+    );
+    const refused = runCli(['eval', '1', '2'], env);
+    assert.equal(refused.status, 2);
+    assert.match(refused.stderr, /2 runs given; evaluate one, or several with --compare/);
+  });
+});
