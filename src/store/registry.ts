@@ -21,4 +21,12 @@ export const BACKENDS: BackendEntry[] = [
       return SqliteBackend.open(path);
     },
   },
+  {
+    kind: 'mongodb',
+    accepts: (location) => /^mongodb(\+srv)?:\/\//.test(location),
+    async open(location) {
+      const { MongoBackend } = await import('./mongodb/mongodb-backend.js');
+      return MongoBackend.open(location);
+    },
+  },
 ];

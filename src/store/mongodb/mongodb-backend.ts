@@ -1,0 +1,672 @@
+import {
+  Binary,
+  Long,
+  MongoClient,
+  type Collection,
+  type Db,
+  type ObjectId,
+  type WriteConcernSettings,
+} from 'mongodb';
+import type { Attachment, AttachmentInfo } from '../../model/attachment.js';
+import type { Scenario, ScenarioSummary, VehicleConfig } from '../../model/catalog.js';
+import { notFound, SimrecError } from '../../model/errors.js';
+import type { JsonObject } from '../../model/json.js';
+import type { ActorInfo, EndReason, RunInfo, RunSummary } from '../../model/run.js';
+import type {
+  CatalogPort,
+  ListRunsArgs,
+  ReadSamplesArgs,
+  SampleBracket,
+  StoreBackend,
+  StreamAppend,
+  WriterIdentity,
+} from '../../model/store-port.js';
+import {
+  mergeInferredFields,
+  type InferredField,
+  type Sample,
+  type StreamInfo,
+  type StreamSchema,
+} from '../../model/stream.js';
+import { decodeChunk, encodeChunk, type DecodedChunk } from '../common/chunk-codec.js';
+import { LruCache } from '../common/lru-cache.js';
+
+/**
+ * The central store: every simulator of a team writes into one MongoDB. simrec's runs live in
+ * `simrec_*` collections; scenarios and vehicle configurations live in SODA.Sim's own `scenarios`
+ * and `vehicles` collections, in its layout, so SODA.Sim and simrec share them.
+ *
+ * Scale: run ids come from an atomic counter (`$inc` on `simrec_counters`), not "largest id + 1",
+ * which races between two simulators. Samples are chunked as in SQLite (a few hundred KB a document,
+ * far below the 16 MB limit). Every write waits for the majority, journaled. Recommended shard key
+ * for `simrec_chunks` on a sharded cluster: `{ run: 1, stream: 1, begin: 1 }` — reads are always by
+ * run and stream over a time range, so they hit one shard range, and concurrent runs spread out.
+ */
+const DURABLE: WriteConcernSettings = { w: 'majority', journal: true };
+
+/** Attachments above this go to GridFS-style parts: a document may not exceed 16 MB. */
+const ATTACHMENT_PART_BYTES = 8 * 1024 * 1024;
+
+interface RunDoc {
+  _id: number;
+  begin: number;
+  end: number | null;
+  endReason: string | null;
+  state: 'recording' | 'closed';
+  simulator: { name: string; version?: string };
+  description: string;
+  metadata: JsonObject;
+  writer: WriterIdentity | null;
+}
+interface ActorDoc extends Omit<ActorInfo, 'id'> {
+  _id: { run: number; id: string };
+  ord: number;
+}
+interface StreamDoc {
+  _id: { run: number; id: string };
+  schema: StreamSchema;
+  extraFields: InferredField[];
+  samples: number;
+  begin: number | null;
+  end: number | null;
+}
+interface ChunkDoc {
+  _id?: ObjectId;
+  run: number;
+  stream: string;
+  begin: number;
+  end: number;
+  count: number;
+  data: Binary;
+}
+interface AttachmentDoc {
+  _id: { run: number; name: string };
+  mediaType: string;
+  t?: number;
+  metadata?: JsonObject;
+  size: number;
+  parts: number;
+  data?: Binary;
+}
+interface AttachmentPartDoc {
+  _id: { run: number; name: string; part: number };
+  data: Binary;
+}
+interface ScenarioDoc {
+  _id: Long;
+  timestamp: Long;
+  description: string;
+  bin: Binary;
+}
+interface VehicleDoc {
+  _id: string;
+  timestamp: Long | number;
+  'soda.sim': JsonObject;
+}
+
+const bytes = (b: Binary): Uint8Array => new Uint8Array(b.buffer.buffer, b.buffer.byteOffset, b.position);
+
+export interface MongoStoreOptions {
+  chunkSamples?: number;
+  deflateLevel?: number;
+  cacheChunks?: number;
+}
+
+export class MongoBackend implements StoreBackend {
+  readonly kind = 'mongodb';
+  readonly location: string;
+  readonly scenarios: CatalogPort<Scenario, ScenarioSummary, bigint>;
+  readonly vehicles: CatalogPort<VehicleConfig, VehicleConfig, string>;
+  private readonly client: MongoClient;
+  private readonly db: Db;
+  private readonly decoded: LruCache<string, DecodedChunk>;
+  private readonly chunkSamples: number;
+  private readonly deflateLevel: number;
+  private readonly schemas = new Map<string, StreamDoc>();
+
+  private constructor(client: MongoClient, db: Db, location: string, options: MongoStoreOptions) {
+    this.client = client;
+    this.db = db;
+    this.location = location;
+    this.chunkSamples = options.chunkSamples ?? 1024;
+    this.deflateLevel = options.deflateLevel ?? 1;
+    this.decoded = new LruCache(options.cacheChunks ?? 2048);
+    this.scenarios = this.scenarioCatalog();
+    this.vehicles = this.vehicleCatalog();
+  }
+
+  /** Connects (the URL's path names the database, default `simrec`) and makes the indexes it serves. */
+  static async open(url: string, options: MongoStoreOptions = {}): Promise<MongoBackend> {
+    const safe = url.replace(/\/\/[^@/]*@/, '//***@');
+    // A URL's own serverSelectionTimeoutMS wins; otherwise give up on an absent server after 10 s.
+    const client = new MongoClient(
+      url,
+      /serverSelectionTimeoutMS=/i.test(url) ? {} : { serverSelectionTimeoutMS: 10_000 },
+    );
+    try {
+      await client.connect();
+      await client.db('admin').command({ ping: 1 });
+    } catch (error) {
+      await client.close().catch(() => {});
+      throw new SimrecError('io', `${safe}: cannot connect to MongoDB: ${(error as Error).message}`, {
+        cause: error,
+      });
+    }
+    const dbName = new URL(url).pathname.replace(/^\//, '') || 'simrec';
+    const db = client.db(dbName);
+    const backend = new MongoBackend(client, db, safe, options);
+    await Promise.all([
+      backend.chunks().createIndex({ run: 1, stream: 1, begin: 1 }),
+      backend.actors().createIndex({ '_id.run': 1, ord: 1 }),
+      backend.streams().createIndex({ '_id.run': 1 }),
+      backend.runs().createIndex({ state: 1 }),
+    ]);
+    return backend;
+  }
+
+  private runs = (): Collection<RunDoc> => this.db.collection<RunDoc>('simrec_runs');
+  private actors = (): Collection<ActorDoc> => this.db.collection<ActorDoc>('simrec_actors');
+  private streams = (): Collection<StreamDoc> => this.db.collection<StreamDoc>('simrec_streams');
+  private chunks = (): Collection<ChunkDoc> => this.db.collection<ChunkDoc>('simrec_chunks');
+  private attachments = (): Collection<AttachmentDoc> =>
+    this.db.collection<AttachmentDoc>('simrec_attachments');
+  private attachmentParts = (): Collection<AttachmentPartDoc> =>
+    this.db.collection<AttachmentPartDoc>('simrec_attachment_parts');
+
+  // ---- runs ----------------------------------------------------------------------------------------
+
+  async createRun(run: Omit<RunInfo, 'id'>, writer: WriterIdentity): Promise<RunInfo> {
+    const counter = await this.db
+      .collection<{ _id: string; seq: number }>('simrec_counters')
+      .findOneAndUpdate(
+        { _id: 'runs' },
+        { $inc: { seq: 1 } },
+        { upsert: true, returnDocument: 'after', writeConcern: DURABLE },
+      );
+    const id = counter!.seq;
+    await this.runs().insertOne(
+      {
+        _id: id,
+        begin: run.begin,
+        end: null,
+        endReason: null,
+        state: 'recording',
+        simulator: run.simulator,
+        description: run.description,
+        metadata: run.metadata,
+        writer,
+      },
+      { writeConcern: DURABLE },
+    );
+    return { ...run, id };
+  }
+
+  async getRun(id: number): Promise<RunInfo | undefined> {
+    const doc = await this.runs().findOne({ _id: id });
+    return doc ? runFromDoc(doc) : undefined;
+  }
+
+  async listRuns(args: ListRunsArgs = {}): Promise<RunSummary[]> {
+    const cursor = this.runs().find({}, { sort: { _id: args.newestFirst === false ? 1 : -1 } });
+    if (args.limit !== undefined) cursor.limit(args.limit);
+    const runs = await cursor.toArray();
+    const ids = runs.map((r) => r._id);
+    const [actorCounts, streamCounts] = await Promise.all([
+      this.actors()
+        .aggregate<{ _id: number; n: number }>([
+          { $match: { '_id.run': { $in: ids } } },
+          { $group: { _id: '$_id.run', n: { $sum: 1 } } },
+        ])
+        .toArray(),
+      this.streams()
+        .aggregate<{ _id: number; n: number; samples: number }>([
+          { $match: { '_id.run': { $in: ids } } },
+          { $group: { _id: '$_id.run', n: { $sum: 1 }, samples: { $sum: '$samples' } } },
+        ])
+        .toArray(),
+    ]);
+    const actorsOf = new Map(actorCounts.map((a) => [a._id, a.n]));
+    const streamsOf = new Map(streamCounts.map((s) => [s._id, s]));
+    return runs.map((r) => ({
+      ...runFromDoc(r),
+      actors: actorsOf.get(r._id) ?? 0,
+      streams: streamsOf.get(r._id)?.n ?? 0,
+      samples: streamsOf.get(r._id)?.samples ?? 0,
+    }));
+  }
+
+  async endRun(id: number, end: { end: number; endReason: EndReason }): Promise<RunInfo> {
+    const doc = await this.runs().findOneAndUpdate(
+      { _id: id, state: 'recording' },
+      { $set: { end: end.end, endReason: end.endReason, state: 'closed', writer: null } },
+      { returnDocument: 'after', writeConcern: DURABLE },
+    );
+    if (!doc) throw await this.runStateError(id);
+    return runFromDoc(doc);
+  }
+
+  async deleteRun(id: number): Promise<boolean> {
+    const deleted = (await this.runs().deleteOne({ _id: id }, { writeConcern: DURABLE })).deletedCount > 0;
+    // The run document goes first: a crash half way leaves orphans that nothing lists, not a half run.
+    await Promise.all([
+      this.actors().deleteMany({ '_id.run': id }),
+      this.streams().deleteMany({ '_id.run': id }),
+      this.chunks().deleteMany({ run: id }),
+      this.attachments().deleteMany({ '_id.run': id }),
+      this.attachmentParts().deleteMany({ '_id.run': id }),
+    ]);
+    for (const key of this.schemas.keys()) if (key.startsWith(`${id}\0`)) this.schemas.delete(key);
+    return deleted;
+  }
+
+  async closeAbandonedRuns(isAlive: (writer: WriterIdentity) => boolean): Promise<number[]> {
+    const closed: number[] = [];
+    for (const run of await this.runs().find({ state: 'recording' }).toArray()) {
+      if (run.writer && isAlive(run.writer)) continue;
+      // Counters may lag the chunks if the writer died between the two writes: recount from chunks.
+      const stats = await this.chunks()
+        .aggregate<{ _id: string; samples: number; begin: number; end: number }>([
+          { $match: { run: run._id } },
+          {
+            $group: {
+              _id: '$stream',
+              samples: { $sum: '$count' },
+              begin: { $min: '$begin' },
+              end: { $max: '$end' },
+            },
+          },
+        ])
+        .toArray();
+      for (const s of stats)
+        await this.streams().updateOne(
+          { _id: { run: run._id, id: s._id } },
+          { $set: { samples: s.samples, begin: s.begin, end: s.end } },
+        );
+      const end = stats.reduce((max, s) => Math.max(max, s.end), run.begin);
+      const result = await this.runs().updateOne(
+        { _id: run._id, state: 'recording' },
+        { $set: { end, endReason: 'interrupted', state: 'closed', writer: null } },
+        { writeConcern: DURABLE },
+      );
+      if (result.modifiedCount) closed.push(run._id);
+    }
+    return closed;
+  }
+
+  // ---- actors and streams --------------------------------------------------------------------------
+
+  async putActors(run: number, actors: ActorInfo[]): Promise<void> {
+    await this.requireRun(run);
+    const last = await this.actors().find({ '_id.run': run }).sort({ ord: -1 }).limit(1).next();
+    let ord = (last?.ord ?? -1) + 1;
+    if (!actors.length) return;
+    await this.actors().bulkWrite(
+      actors.map(({ id, ...rest }) => ({
+        updateOne: {
+          filter: { _id: { run, id } },
+          update: { $set: rest, $setOnInsert: { ord: ord++ } },
+          upsert: true,
+        },
+      })),
+      { writeConcern: DURABLE },
+    );
+  }
+
+  async listActors(run: number): Promise<ActorInfo[]> {
+    const docs = await this.actors().find({ '_id.run': run }).sort({ ord: 1 }).toArray();
+    return docs.map(({ _id, ord: _ord, ...rest }) => ({ id: _id.id, ...rest }));
+  }
+
+  async putStreams(run: number, streams: StreamSchema[]): Promise<void> {
+    await this.requireRun(run);
+    if (!streams.length) return;
+    await this.streams().bulkWrite(
+      streams.map((schema) => ({
+        updateOne: {
+          filter: { _id: { run, id: schema.id } },
+          update: { $set: { schema }, $setOnInsert: { extraFields: [], samples: 0, begin: null, end: null } },
+          upsert: true,
+        },
+      })),
+      { writeConcern: DURABLE },
+    );
+    for (const s of streams) this.schemas.delete(`${run}\0${s.id}`);
+  }
+
+  async listStreams(run: number): Promise<StreamInfo[]> {
+    const docs = await this.streams().find({ '_id.run': run }).toArray();
+    return docs.map((d) => ({
+      ...d.schema,
+      samples: d.samples,
+      begin: d.begin,
+      end: d.end,
+      extraFields: d.extraFields,
+    }));
+  }
+
+  // ---- samples -------------------------------------------------------------------------------------
+
+  /**
+   * Chunks first, then the stream's counters. Without a replica-set transaction the two writes are
+   * separate; a writer dying between them leaves counters behind the chunks, which
+   * closeAbandonedRuns recounts. The chunks themselves are never partial: one insertMany, ordered.
+   */
+  async appendSamples(run: number, appends: StreamAppend[]): Promise<void> {
+    const state = await this.runs().findOne({ _id: run }, { projection: { state: 1 } });
+    if (!state || state.state !== 'recording') throw await this.runStateError(run);
+    const docs: ChunkDoc[] = [];
+    const updates: { id: string; count: number; begin: number; end: number; extra: InferredField[] }[] = [];
+    for (const { stream, samples } of appends) {
+      if (!samples.length) continue;
+      const entry = await this.stream(run, stream);
+      for (let start = 0; start < samples.length; start += this.chunkSamples) {
+        const part = samples.slice(start, start + this.chunkSamples);
+        docs.push(this.chunkDoc(run, stream, part, entry.schema));
+      }
+      entry.extraFields = mergeInferredFields(entry.extraFields, samples, entry.schema.fields);
+      updates.push({
+        id: stream,
+        count: samples.length,
+        begin: samples[0]!.t,
+        end: samples.at(-1)!.t,
+        extra: entry.extraFields,
+      });
+    }
+    if (!docs.length) return;
+    try {
+      await this.chunks().insertMany(docs, { ordered: true, writeConcern: DURABLE });
+      await this.streams().bulkWrite(
+        updates.map((u) => ({
+          updateOne: {
+            filter: { _id: { run, id: u.id } },
+            update: [
+              {
+                $set: {
+                  samples: { $add: ['$samples', u.count] },
+                  begin: { $ifNull: ['$begin', u.begin] },
+                  end: u.end,
+                  extraFields: u.extra,
+                },
+              },
+            ],
+          },
+        })),
+        { writeConcern: DURABLE },
+      );
+    } catch (error) {
+      throw new SimrecError('io', `${this.location}: appending to run ${run}: ${(error as Error).message}`, {
+        cause: error,
+      });
+    }
+  }
+
+  async putDerivedStream(run: number, schema: StreamSchema, samples: Sample[]): Promise<void> {
+    await this.requireRun(run);
+    const docs: ChunkDoc[] = [];
+    for (let start = 0; start < samples.length; start += this.chunkSamples)
+      docs.push(this.chunkDoc(run, schema.id, samples.slice(start, start + this.chunkSamples), schema));
+    // Replaced in the order that never shows a mixture: old chunks out, new in, then the counters.
+    await this.chunks().deleteMany({ run, stream: schema.id }, { writeConcern: DURABLE });
+    if (docs.length) await this.chunks().insertMany(docs, { ordered: true, writeConcern: DURABLE });
+    await this.streams().replaceOne(
+      { _id: { run, id: schema.id } },
+      {
+        schema,
+        extraFields: mergeInferredFields([], samples, schema.fields),
+        samples: samples.length,
+        begin: samples[0]?.t ?? null,
+        end: samples.at(-1)?.t ?? null,
+      },
+      { upsert: true, writeConcern: DURABLE },
+    );
+    this.schemas.delete(`${run}\0${schema.id}`);
+  }
+
+  async *readSamples(args: ReadSamplesArgs): AsyncIterable<Sample[]> {
+    await this.stream(args.run, args.stream);
+    const from = args.from ?? Number.MIN_SAFE_INTEGER;
+    const to = args.to ?? Number.MAX_SAFE_INTEGER;
+    const first = await this.chunks()
+      .find({ run: args.run, stream: args.stream, begin: { $lte: from } }, { projection: { begin: 1 } })
+      .sort({ begin: -1 })
+      .limit(1)
+      .next();
+    const cursor = this.chunks()
+      .find({ run: args.run, stream: args.stream, begin: { $gte: first?.begin ?? from, $lte: to } })
+      .sort({ begin: 1, _id: 1 });
+    for await (const doc of cursor) {
+      args.signal?.throwIfAborted();
+      if (doc.end < from) continue;
+      const chunk = this.decode(doc);
+      const lo = chunk.firstAtOrAfter(from);
+      const hi = chunk.lastAtOrBefore(to) + 1;
+      if (hi > lo) yield chunk.samples(lo, hi);
+    }
+  }
+
+  async sampleBracket(run: number, stream: string, t: number): Promise<SampleBracket> {
+    await this.stream(run, stream);
+    const bracket: SampleBracket = {};
+    const before = await this.chunks()
+      .find({ run, stream, begin: { $lte: t } })
+      .sort({ begin: -1, _id: -1 })
+      .limit(1)
+      .next();
+    if (before) {
+      const chunk = this.decode(before);
+      const row = chunk.lastAtOrBefore(t);
+      bracket.before = chunk.sample(row);
+      if (row + 1 < chunk.n) {
+        bracket.after = chunk.sample(row + 1);
+        return bracket;
+      }
+    }
+    const after = await this.chunks()
+      .find({ run, stream, begin: { $gt: t } })
+      .sort({ begin: 1, _id: 1 })
+      .limit(1)
+      .next();
+    if (after) bracket.after = this.decode(after).sample(0);
+    return bracket;
+  }
+
+  // ---- attachments ---------------------------------------------------------------------------------
+
+  async putAttachment(run: number, a: Attachment): Promise<void> {
+    await this.requireRun(run);
+    const key = { run, name: a.name };
+    const parts = Math.ceil(a.data.byteLength / ATTACHMENT_PART_BYTES);
+    // Parts first, the document that names them last: a reader never finds a document without its parts.
+    await this.attachmentParts().deleteMany({ '_id.run': run, '_id.name': a.name });
+    if (parts > 1)
+      for (let p = 0; p < parts; p++)
+        await this.attachmentParts().insertOne(
+          {
+            _id: { ...key, part: p },
+            data: new Binary(a.data.subarray(p * ATTACHMENT_PART_BYTES, (p + 1) * ATTACHMENT_PART_BYTES)),
+          },
+          { writeConcern: DURABLE },
+        );
+    const doc: AttachmentDoc = {
+      _id: key,
+      mediaType: a.mediaType,
+      size: a.data.byteLength,
+      parts: parts > 1 ? parts : 0,
+    };
+    if (a.t !== undefined) doc.t = a.t;
+    if (a.metadata !== undefined) doc.metadata = a.metadata;
+    if (parts <= 1) doc.data = new Binary(a.data);
+    await this.attachments().replaceOne({ _id: key }, doc, { upsert: true, writeConcern: DURABLE });
+  }
+
+  async getAttachment(run: number, name: string): Promise<Attachment | undefined> {
+    const doc = await this.attachments().findOne({ _id: { run, name } });
+    if (!doc) return undefined;
+    let data: Uint8Array;
+    if (doc.parts > 0) {
+      const parts = await this.attachmentParts()
+        .find({ '_id.run': run, '_id.name': name })
+        .sort({ '_id.part': 1 })
+        .toArray();
+      data = new Uint8Array(doc.size);
+      let offset = 0;
+      for (const p of parts) {
+        const b = bytes(p.data);
+        data.set(b, offset);
+        offset += b.length;
+      }
+    } else data = doc.data ? bytes(doc.data) : new Uint8Array(0);
+    return { ...attachmentInfo(doc), data };
+  }
+
+  async listAttachments(run: number): Promise<AttachmentInfo[]> {
+    const docs = await this.attachments()
+      .find({ '_id.run': run }, { projection: { data: 0 } })
+      .sort({ '_id.name': 1 })
+      .toArray();
+    return docs.map((d) => ({ ...attachmentInfo(d), size: d.size }));
+  }
+
+  async close(): Promise<void> {
+    await this.client.close();
+  }
+
+  // ---- internals -----------------------------------------------------------------------------------
+
+  private chunkDoc(run: number, stream: string, samples: Sample[], schema: StreamSchema): ChunkDoc {
+    const data = encodeChunk(samples, schema.fields, { deflateLevel: this.deflateLevel });
+    return {
+      run,
+      stream,
+      begin: samples[0]!.t,
+      end: samples.at(-1)!.t,
+      count: samples.length,
+      data: new Binary(data),
+    };
+  }
+
+  private decode(doc: ChunkDoc): DecodedChunk {
+    const key = String(doc._id);
+    let chunk = this.decoded.get(key);
+    if (!chunk) {
+      chunk = decodeChunk(bytes(doc.data), `${this.location} chunk ${key}`);
+      this.decoded.set(key, chunk);
+    }
+    return chunk;
+  }
+
+  private async requireRun(run: number): Promise<void> {
+    if (!(await this.runs().findOne({ _id: run }, { projection: { _id: 1 } })))
+      throw notFound(`run ${run} does not exist in ${this.location}`);
+  }
+
+  private async runStateError(run: number): Promise<SimrecError> {
+    const doc = await this.runs().findOne({ _id: run }, { projection: { state: 1 } });
+    return doc
+      ? new SimrecError('conflict', `run ${run} is closed; it cannot be changed`)
+      : notFound(`run ${run} does not exist in ${this.location}`);
+  }
+
+  private async stream(run: number, id: string): Promise<StreamDoc> {
+    const key = `${run}\0${id}`;
+    let entry = this.schemas.get(key);
+    if (!entry) {
+      const doc = await this.streams().findOne({ _id: { run, id } });
+      if (!doc) {
+        await this.requireRun(run);
+        throw notFound(`run ${run} has no stream ${JSON.stringify(id)}`);
+      }
+      entry = doc;
+      this.schemas.set(key, entry);
+    }
+    return entry;
+  }
+
+  /** SODA.Sim's own `scenarios` collection: `_id` int64, `timestamp` int64 us, `description`, `bin`. */
+  private scenarioCatalog(): CatalogPort<Scenario, ScenarioSummary, bigint> {
+    const scenarios = (): Collection<ScenarioDoc> => this.db.collection<ScenarioDoc>('scenarios');
+    return {
+      put: async (s) => {
+        await scenarios().replaceOne(
+          { _id: Long.fromBigInt(s.id) },
+          { timestamp: Long.fromNumber(s.timestamp), description: s.description, bin: new Binary(s.bin) },
+          { upsert: true, writeConcern: DURABLE },
+        );
+      },
+      get: async (id) => {
+        const doc = await scenarios().findOne({ _id: Long.fromBigInt(id) });
+        return doc
+          ? {
+              id: BigInt(doc._id.toString()),
+              timestamp: Number(doc.timestamp),
+              description: doc.description,
+              bin: bytes(doc.bin),
+            }
+          : undefined;
+      },
+      list: async () => {
+        const docs = await scenarios()
+          .aggregate<{ _id: Long; timestamp: Long; description: string; size: number }>([
+            { $sort: { _id: 1 } },
+            { $project: { timestamp: 1, description: 1, size: { $binarySize: '$bin' } } },
+          ])
+          .toArray();
+        return docs.map((d) => ({
+          id: BigInt(d._id.toString()),
+          timestamp: Number(d.timestamp),
+          description: d.description,
+          size: d.size,
+        }));
+      },
+      delete: async (id) =>
+        (await scenarios().deleteOne({ _id: Long.fromBigInt(id) }, { writeConcern: DURABLE })).deletedCount >
+        0,
+    };
+  }
+
+  /** SODA.Sim's `vehicles`: `_id` the name, `timestamp` int64 us, `soda.sim` the configuration. */
+  private vehicleCatalog(): CatalogPort<VehicleConfig, VehicleConfig, string> {
+    const vehicles = (): Collection<VehicleDoc> => this.db.collection<VehicleDoc>('vehicles');
+    const fromDoc = (d: VehicleDoc): VehicleConfig => ({
+      name: d._id,
+      timestamp: Number(d.timestamp),
+      doc: d['soda.sim'],
+    });
+    return {
+      put: async (v) => {
+        await vehicles().replaceOne(
+          { _id: v.name },
+          { timestamp: Long.fromNumber(v.timestamp), 'soda.sim': v.doc },
+          { upsert: true, writeConcern: DURABLE },
+        );
+      },
+      get: async (name) => {
+        const doc = await vehicles().findOne({ _id: name });
+        return doc ? fromDoc(doc) : undefined;
+      },
+      list: async () => (await vehicles().find().sort({ _id: 1 }).toArray()).map(fromDoc),
+      delete: async (name) =>
+        (await vehicles().deleteOne({ _id: name }, { writeConcern: DURABLE })).deletedCount > 0,
+    };
+  }
+}
+
+function runFromDoc(doc: RunDoc): RunInfo {
+  return {
+    id: doc._id,
+    begin: doc.begin,
+    end: doc.end,
+    endReason: doc.endReason,
+    state: doc.state,
+    simulator: doc.simulator,
+    description: doc.description,
+    metadata: doc.metadata,
+  };
+}
+
+function attachmentInfo(doc: AttachmentDoc): Omit<AttachmentInfo, 'size'> {
+  const info: Omit<AttachmentInfo, 'size'> = { name: doc._id.name, mediaType: doc.mediaType };
+  if (doc.t !== undefined) info.t = doc.t;
+  if (doc.metadata !== undefined) info.metadata = doc.metadata;
+  return info;
+}
