@@ -41,6 +41,58 @@ interface StreamState {
   actor: ActorInfo | null;
   /** Time of the last accepted sample, to refuse time going backwards. */
   lastT: number | null;
+  /** True only for samples that certainly pass validateSample; anything else gets the full check. */
+  isPlainValid: (sample: unknown, previousT: number | null) => boolean;
+}
+
+const INT32_MIN = -(2 ** 31);
+const INT32_MAX = 2 ** 31 - 1;
+
+/**
+ * The common case of validateSample in one pass over the sample's own keys: declared scalar fields of the
+ * right type and nothing else. validateSample visits every declared field and compares every key with
+ * every field, which at 2 M samples a run was the recorder's largest cost. Whatever this does not accept
+ * (json or vec fields, undeclared fields, any error) goes to validateSample, which words the error.
+ */
+function plainSampleCheck(schema: StreamSchema): StreamState['isPlainValid'] {
+  const fields = new Map(schema.fields.map((f) => [f.name, f] as const));
+  const required = schema.fields.filter((f) => !f.optional).map((f) => f.name);
+  return (sample, previousT) => {
+    if (typeof sample !== 'object' || sample === null || Array.isArray(sample)) return false;
+    const s = sample as Record<string, unknown>;
+    const t = s.t;
+    if (!Number.isSafeInteger(t) || !Number.isSafeInteger(s.step)) return false;
+    if (previousT !== null && (t as number) < previousT) return false;
+    for (const name of required) if (s[name] === undefined || s[name] === null) return false;
+    for (const key in s) {
+      if (key === 't' || key === 'step') continue;
+      const field = fields.get(key);
+      if (field === undefined) return false;
+      const v = s[key];
+      if (v === undefined || v === null) continue;
+      switch (field.type) {
+        case 'f64':
+        case 'f32':
+          if (typeof v !== 'number' || !Number.isFinite(v)) return false;
+          break;
+        case 'i32':
+          if (!Number.isInteger(v) || (v as number) < INT32_MIN || (v as number) > INT32_MAX) return false;
+          break;
+        case 'i64':
+          if (!Number.isSafeInteger(v)) return false;
+          break;
+        case 'bool':
+          if (typeof v !== 'boolean') return false;
+          break;
+        case 'string':
+          if (typeof v !== 'string') return false;
+          break;
+        default:
+          return false;
+      }
+    }
+    return true;
+  };
 }
 
 interface CommitGroup {
@@ -147,6 +199,7 @@ export class RunRecorder {
         schema,
         actor: schema.actor === null ? null : this.actors.get(schema.actor)!,
         lastT: null,
+        isPlainValid: plainSampleCheck(schema),
       });
     return schemas.map((s) => s.id);
   }
@@ -184,7 +237,7 @@ export class RunRecorder {
         throw invalid(`stream ${stream}: expected an array of samples, got ${describeValue(samples)}`);
       let previous = lastT.has(state) ? lastT.get(state)! : state.lastT;
       for (const sample of samples) {
-        validateSample(state.schema, sample, previous);
+        if (!state.isPlainValid(sample, previous)) validateSample(state.schema, sample, previous);
         previous = sample.t;
       }
       lastT.set(state, previous);
