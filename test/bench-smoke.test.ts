@@ -1,0 +1,41 @@
+/**
+ * The benchmark must keep running as the code under it changes: its quick mode runs every workload on
+ * every peer at a toy size and writes its results file. Only shape is checked here; speed is the bench's
+ * business, never a unit test's.
+ */
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { it } from 'node:test';
+import type { BenchResults } from '../bench/report.js';
+import { REPO_ROOT, tempDir } from './helpers/paths.js';
+
+it('npm run bench -- --quick runs every workload and writes a results file', () => {
+  const out = tempDir('simrec-bench-smoke-');
+  try {
+    const run = spawnSync(
+      process.execPath,
+      [join(REPO_ROOT, 'dist', 'bench', 'run.js'), '--quick', '--json', '--out', out.path],
+      { encoding: 'utf8', timeout: 120_000 },
+    );
+    assert.equal(run.status, 0, run.stderr);
+    const files = readdirSync(out.path);
+    assert.equal(files.length, 1, `one results file, got ${files.join(', ')}`);
+    assert.match(files[0]!, /^\d{4}-\d{2}-\d{2}-.+-quick\.json$/);
+    const results = JSON.parse(readFileSync(join(out.path, files[0]!), 'utf8')) as BenchResults;
+    assert.deepEqual(JSON.parse(run.stdout), results);
+    assert.ok(typeof results.machine.cpus === 'number' && typeof results.machine.node === 'string');
+    for (const workload of ['record', 'seek', 'trajectory'] as const) {
+      const simrec = results.workloads[workload].simrec;
+      assert.ok(simrec && simrec.maxRssBytes > 0, `${workload}: simrec measured with its peak RSS`);
+    }
+    for (const peer of ['limsim-sqlite', 'mcap-per-state', 'mcap-per-frame', 'json-lines', 'raw-file'])
+      assert.ok(results.ratios.record[peer]!.speedup > 0, `record ratio to ${peer}`);
+    assert.ok(results.ratios.seek['limsim-sqlite']!.speedupMedian > 0);
+    assert.ok(results.ratios.trajectory['mcap-per-state']!.speedup > 0);
+    assert.equal(results.targets.length, 6);
+  } finally {
+    out.cleanup();
+  }
+});
