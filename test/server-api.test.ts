@@ -108,6 +108,29 @@ describe('HTTP API', () => {
     assert.equal((await get('/api/health')).body.store.kind, 'sqlite');
   });
 
+  it('keeps the record-every-run switch, refusing bad values', async () => {
+    assert.deepEqual((await get('/api/settings')).body, { recordEveryRun: true });
+    const put = async (body: string) =>
+      fetch(new URL('/api/settings', server.url), {
+        method: 'PUT',
+        headers: { 'content-type': 'application/json' },
+        body,
+      });
+    const off = await put('{"recordEveryRun": false}');
+    assert.deepEqual(await off.json(), { recordEveryRun: false });
+    assert.equal(server.settings.get().recordEveryRun, false, 'the ingest side sees the same switch');
+    const bad = await put('{"recordEveryRun": "no"}');
+    assert.equal(bad.status, 400);
+    assert.match(
+      ((await bad.json()) as { error: string }).error,
+      /settings.recordEveryRun: expected a boolean, got "no"/,
+    );
+    const unknown = await put('{"autoDelete": true}');
+    assert.match(((await unknown.json()) as { error: string }).error, /settings.autoDelete: unknown setting/);
+    assert.equal((await put('not json')).status, 400);
+    await put('{"recordEveryRun": true}');
+  });
+
   it('serves the viewer for page paths', async () => {
     const page = await get('/');
     assert.equal(page.status, 200);

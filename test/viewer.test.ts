@@ -221,6 +221,22 @@ describe('viewer in Chromium', () => {
     await page.close();
   });
 
+  it('the record-every-run switch reaches the server, and other viewers', async () => {
+    const page = await openPage('#/');
+    const other = await openPage('#/');
+    await expectConnected(page);
+    await expectConnected(other);
+    const box = page.getByTestId('record-every-run');
+    await page.waitForFunction(() => (document.getElementById('record-every-run') as any).checked === true);
+    await box.uncheck();
+    await other.waitForFunction(() => (document.getElementById('record-every-run') as any).checked === false);
+    assert.equal(server.settings.get().recordEveryRun, false);
+    await box.check();
+    await other.waitForFunction(() => (document.getElementById('record-every-run') as any).checked === true);
+    await page.close();
+    await other.close();
+  });
+
   it('says when the server goes away, and reconnects when it is back', async () => {
     const page = await openPage('#/');
     await expectConnected(page);

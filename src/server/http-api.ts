@@ -6,6 +6,7 @@ import type { Sample } from '../model/stream.js';
 import { describeRun, requireRun, sceneAt, streamSamples, trajectory } from '../replay/run-queries.js';
 import { toJson } from '../model/json.js';
 import { ROADNET_ATTACHMENT } from '../roadnet/roadnet-attachment.js';
+import { RecordingSettings } from './recording-settings.js';
 
 const STATUS: Record<ErrorCode, 400 | 404 | 409 | 422 | 500> = {
   invalid: 400,
@@ -44,7 +45,7 @@ const json = (c: Context, value: unknown): Response =>
  * The HTTP API over a store: everything the viewer shows, as JSON. Errors become answers in one
  * place (`onError`), with the status their code implies; the server never crashes on a bad request.
  */
-export function createApi(store: StoreBackend): Hono {
+export function createApi(store: StoreBackend, settings: RecordingSettings = new RecordingSettings()): Hono {
   const api = new Hono();
 
   api.onError((error, c) => {
@@ -52,6 +53,17 @@ export function createApi(store: StoreBackend): Hono {
       return c.json({ error: error.message, code: error.code }, STATUS[error.code]);
     console.error(error);
     return c.json({ error: `internal error: ${error.message}`, code: 'io' }, 500);
+  });
+
+  api.get('/settings', (c) => json(c, settings.get()));
+  api.put('/settings', async (c) => {
+    let body: unknown;
+    try {
+      body = await c.req.json();
+    } catch {
+      throw new SimrecError('invalid', 'settings: the request body is not JSON');
+    }
+    return json(c, settings.update(body));
   });
 
   api.get('/health', (c) =>

@@ -42,15 +42,21 @@ export class LiveUpdates {
       const signature = runs.map((r) => `${r.id}:${r.state}:${r.samples}:${r.end}`).join(',');
       if (signature === this.lastSignature) return;
       this.lastSignature = signature;
-      this.lastMessage = toJson({ type: 'runs', runs }, 0);
-      for (const client of this.wss.clients)
-        if (client.readyState === client.OPEN) client.send(this.lastMessage);
+      this.lastMessage = this.broadcast({ type: 'runs', runs });
     } catch (error) {
-      const message = toJson({ type: 'store-error', error: (error as Error).message }, 0);
-      for (const client of this.wss.clients) if (client.readyState === client.OPEN) client.send(message);
+      // Forget the last list, so the viewer hears the runs again once the store is back.
+      this.lastSignature = '';
+      this.broadcast({ type: 'store-error', error: (error as Error).message });
     } finally {
       this.polling = false;
     }
+  }
+
+  /** Sends a message to every connected viewer now; returns its text. */
+  broadcast(message: unknown): string {
+    const text = toJson(message, 0);
+    for (const client of this.wss.clients) if (client.readyState === client.OPEN) client.send(text);
+    return text;
   }
 
   close(): void {

@@ -9,6 +9,7 @@ import { Hono } from 'hono';
 import type { StoreBackend } from '../model/store-port.js';
 import { createApi } from './http-api.js';
 import { LIVE_PATH, LiveUpdates } from './live-updates.js';
+import { RecordingSettings } from './recording-settings.js';
 
 /** The built viewer (Vite writes it to dist/web; this file runs from dist/src/server). */
 export const VIEWER_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', 'web');
@@ -20,10 +21,13 @@ export interface ServerOptions {
   /** Loopback by default: a recorder's data is not for the whole network unless asked. */
   host?: string;
   liveIntervalMs?: number;
+  /** The recording switches; the viewer changes them, the ingest endpoints obey them. */
+  settings?: RecordingSettings;
 }
 
 export interface RunningServer {
   url: string;
+  settings: RecordingSettings;
   close(): Promise<void>;
 }
 
@@ -31,7 +35,8 @@ export const DEFAULT_PORT = 8470;
 
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
   const app = new Hono();
-  app.route('/api', createApi(options.store));
+  const settings = options.settings ?? new RecordingSettings();
+  app.route('/api', createApi(options.store, settings));
   // Mounted apps do not answer for paths they lack; without this the viewer's fallback would.
   app.all('/api/*', (c) =>
     c.json({ error: `no such API route: ${c.req.method} ${c.req.path}`, code: 'not_found' }, 404),
@@ -46,6 +51,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   }
 
   const live = new LiveUpdates(options.store, options.liveIntervalMs);
+  settings.onChange((values) => live.broadcast({ type: 'settings', settings: values }));
   const host = options.host ?? '127.0.0.1';
   const server = await new Promise<Server>((resolveServer, reject) => {
     const s = serve({ fetch: app.fetch, port: options.port ?? DEFAULT_PORT, hostname: host }, () =>
@@ -60,6 +66,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   });
   const { port } = server.address() as AddressInfo;
   return {
+    settings,
     url: `http://${host.includes(':') ? `[${host}]` : host}:${port}/`,
     async close() {
       live.close();

@@ -31,6 +31,10 @@ export interface StateWindow {
   >;
 }
 
+export interface Settings {
+  recordEveryRun: boolean;
+}
+
 export class ApiError extends Error {
   readonly status: number;
   constructor(status: number, message: string) {
@@ -68,12 +72,24 @@ export const api = {
       `/runs/${id}/samples?stream=${encodeURIComponent(stream)}${from === undefined ? '' : `&from=${from}`}${to === undefined ? '' : `&to=${to}`}`,
     ),
   roadnet: (id: number) => get<RoadNetwork>(`/runs/${id}/roadnet`),
+  settings: () => get<Settings>('/settings'),
+  putSettings: async (patch: Partial<Settings>): Promise<Settings> => {
+    const response = await fetch('api/settings', {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(patch),
+    });
+    if (!response.ok)
+      throw new ApiError(response.status, ((await response.json()) as { error: string }).error);
+    return (await response.json()) as Settings;
+  },
   attachmentUrl: (id: number, name: string) => `api/runs/${id}/attachment?name=${encodeURIComponent(name)}`,
 };
 
 /** The live channel: run-list updates pushed by the server, reconnecting when it goes away. */
 export function connectLive(
   onRuns: (runs: RunSummary[]) => void,
+  onSettings: (settings: Settings) => void,
   onState: (state: 'connecting' | 'connected' | 'disconnected' | 'error', detail?: string) => void,
 ): () => void {
   let socket: WebSocket | null = null;
@@ -86,7 +102,13 @@ export function connectLive(
     socket = new WebSocket(url);
     socket.onopen = () => onState('connected');
     socket.onmessage = (event) => {
-      const message = JSON.parse(String(event.data)) as { type: string; runs?: RunSummary[]; error?: string };
+      const message = JSON.parse(String(event.data)) as {
+        type: string;
+        runs?: RunSummary[];
+        error?: string;
+        settings?: Settings;
+      };
+      if (message.type === 'settings' && message.settings) onSettings(message.settings);
       if (message.type === 'runs' && message.runs) {
         onState('connected');
         onRuns(message.runs);

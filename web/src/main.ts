@@ -52,13 +52,26 @@ void api.health().then((h) => {
   storeLabel = `${h.store.kind}: ${h.store.location}`;
   if (status.dataset.state === 'connected') status.textContent = `● ${storeLabel}`;
 });
+const recordSwitch = document.getElementById('record-every-run') as HTMLInputElement;
+async function syncSettings(): Promise<void> {
+  recordSwitch.checked = (await api.settings()).recordEveryRun;
+}
+recordSwitch.addEventListener('change', () => {
+  void api
+    .putSettings({ recordEveryRun: recordSwitch.checked })
+    .then((s) => (recordSwitch.checked = s.recordEveryRun));
+});
+
 connectLive(
   (runs) => {
     latestRuns = runs;
     list?.update(runs);
     if (view) for (const r of runs) void view.liveUpdate(r);
   },
+  (settings) => (recordSwitch.checked = settings.recordEveryRun),
   (state, detail) => {
+    // The switch and the runs are fetched afresh on each (re)connection: they may have changed meanwhile.
+    if (state === 'connected' && status.dataset.state !== 'connected') void syncSettings();
     status.dataset.state = state;
     status.textContent =
       state === 'connected'
