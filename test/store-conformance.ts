@@ -548,6 +548,7 @@ export function runStoreConformance(target: ConformanceTarget): void {
         [0, 1, 2].map((i) => ({ t: BEGIN + i * 100_000, step: i, x: i, y: 0, yaw: 0 })),
       );
       await rec.end('completed');
+      assert.equal((await store.listStreams(rec.id)).length, 1, 'listed (and perhaps cached) before');
       const decl: StreamDecl = {
         name: 'evaluation',
         actor: 'car',
@@ -635,6 +636,58 @@ export function runStoreConformance(target: ConformanceTarget): void {
       } finally {
         await reopened.close();
       }
+    });
+
+    test('a store opened earlier sees what another process records meanwhile (no stale caches)', async (store, location) => {
+      // Warm every cache this handle may have: runs, streams, chunks.
+      const warm = await beginCarRun(store);
+      await warm.appendBatch('car/state', [{ t: BEGIN, step: 0, x: 0, y: 0, yaw: 0 }]);
+      await store.listRuns();
+      const child = spawn(
+        process.execPath,
+        [join(REPO_ROOT, 'dist', 'test', 'helpers', 'crash-writer.js'), location, '5'],
+        {
+          stdio: ['ignore', 'pipe', 'inherit'],
+        },
+      );
+      const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
+      let runId = 0;
+      let acked = 0;
+      let checks = 0;
+      try {
+        for await (const line of createInterface({ input: child.stdout! })) {
+          const [word, value] = line.split(' ');
+          if (word === 'run') runId = Number(value);
+          if (word !== 'ack') continue;
+          acked = Number(value);
+          // Read while the other process goes on writing, at a few moments.
+          if (acked % 100 !== 0) continue;
+          const [stream] = await store.listStreams(runId);
+          assert.ok(
+            stream!.samples >= acked,
+            `listStreams: ${stream!.samples} samples, ${acked} acknowledged`,
+          );
+          assert.ok(
+            (await collect(streamSamples(store, runId, 'car/state'))).length >= acked,
+            'readSamples sees them all',
+          );
+          const last = crashSample(acked - 1);
+          assert.deepEqual(
+            (await store.sampleBracket(runId, 'car/state', last.t)).before,
+            last,
+            'the scene sees the latest',
+          );
+          assert.ok(
+            (await store.listRuns()).some((r) => r.id === runId && r.samples >= acked),
+            'listRuns counts them',
+          );
+          if (++checks === 4) break;
+        }
+      } finally {
+        child.kill('SIGKILL');
+        await exited;
+      }
+      assert.equal(checks, 4);
     });
 
     test('SIGKILL mid-recording loses no acknowledged sample (5 seeded kills)', async (_store, _location, t) => {

@@ -413,6 +413,7 @@ export class SqliteBackend implements StoreBackend {
       throw wrapIoError(error, `${this.location}: writing derived stream ${schema.id} of run ${run}`);
     }
     this.streamCache.delete(`${run}\0${schema.id}`);
+    this.lists.delete(run);
   }
 
   async *readSamples(args: ReadSamplesArgs): AsyncIterable<Sample[]> {
