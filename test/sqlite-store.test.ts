@@ -10,6 +10,7 @@ import { openStore } from '../src/store/open-store.js';
 import { SCHEMA_VERSION } from '../src/store/sqlite/sqlite-schema.js';
 import { fixture, tempDir } from './helpers/paths.js';
 import { runStoreConformance } from './store-conformance.js';
+import { runCli } from './helpers/run-cli.js';
 
 const dir = tempDir('simrec-sqlite-');
 after(() => dir.cleanup());
@@ -54,6 +55,69 @@ describe('sqlite store files', () => {
       path,
       new RegExp(`store schema version ${SCHEMA_VERSION + 1}, this simrec reads up to ${SCHEMA_VERSION}`),
     );
+  });
+
+  it('simrec check finds a damaged chunk and wrong counters; --repair mends them and keeps the rest', async () => {
+    const path = join(dir.path, 'damaged.db');
+    const store = await openStore(path);
+    const rec = await RunRecorder.begin(store, { begin: 1_000_000 });
+    await rec.declareActors([
+      { id: 'a', kind: 'vehicle' },
+      { id: 'b', kind: 'vehicle' },
+    ]);
+    await rec.declareStreams([stateStream('a'), stateStream('b')]);
+    const samples = (n: number) =>
+      Array.from({ length: n }, (_, i) => ({ t: 1_000_000 + i * 1000, step: i, x: i, y: 0, yaw: 0 }));
+    await rec.appendMany([
+      { stream: 'a/state', samples: samples(3000) },
+      { stream: 'b/state', samples: samples(10) },
+    ]);
+    await rec.end('completed');
+    await store.close();
+    const clean = runCli(['check', '--store', path]);
+    assert.equal(clean.status, 0, clean.stderr);
+    assert.match(clean.stdout, /1 runs, 2 streams, \d+ chunks, 3010 samples: ok/);
+    // Damage it as a disk or a careless hand would: one chunk's bytes, one stream's counters.
+    const db = new Database(path);
+    const chunk = db
+      .prepare(
+        "SELECT c.id FROM chunks c JOIN streams s ON s.key = c.stream_key WHERE s.id = 'a/state' ORDER BY c.begin_us LIMIT 1",
+      )
+      .get() as { id: number };
+    db.prepare('UPDATE chunks SET data = ? WHERE id = ?').run(Buffer.from('garbage'), chunk.id);
+    db.prepare("UPDATE streams SET samples = samples + 5 WHERE id = 'b/state'").run();
+    db.close();
+    const found = runCli(['check', '--store', path, '--json']);
+    assert.equal(found.status, 1);
+    const report = JSON.parse(found.stdout) as {
+      ok: boolean;
+      problems: { where: string; problem: string; repaired: boolean }[];
+    };
+    assert.equal(report.ok, false);
+    assert.deepEqual(
+      report.problems.map((p) => [p.where.replace(/chunk \d+/, 'chunk N'), p.repaired]),
+      [
+        ['run 1 stream a/state chunk N', false],
+        ['run 1 stream a/state', false],
+        ['run 1 stream b/state', false],
+      ],
+    );
+    assert.match(report.problems[0]!.problem, /unreadable: .*corrupt chunk \(bad magic\)/);
+    assert.match(
+      report.problems[2]!.problem,
+      /counters say 15 samples over \[1000000, 1009000\], its chunks hold 10/,
+    );
+    const repaired = runCli(['check', '--store', path, '--repair']);
+    assert.equal(repaired.status, 0, repaired.stdout);
+    const after = await openStore(path);
+    const [a, b] = await after.listStreams(1);
+    assert.equal(b!.samples, 10);
+    assert.ok(
+      a!.samples < 3000 && a!.samples >= 3000 - 1024,
+      `only the damaged chunk is gone: ${a!.samples} left`,
+    );
+    assert.deepEqual((await after.checkIntegrity()).problems, []);
+    await after.close();
   });
 
   it('keeps everything across close and reopen, in one file', async () => {

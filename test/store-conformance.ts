@@ -690,10 +690,10 @@ export function runStoreConformance(target: ConformanceTarget): void {
       assert.equal(checks, 4);
     });
 
-    test('SIGKILL mid-recording loses no acknowledged sample (5 seeded kills)', async (_store, _location, t) => {
+    test('SIGKILL mid-recording loses no acknowledged sample and leaves a sound store (20 seeded kills)', async (_store, _location, t) => {
       let seed = 20261122;
       const random = (): number => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
-      for (let round = 0; round < 5; round++) {
+      for (let round = 0; round < 20; round++) {
         const location = target.freshLocation();
         const killAfterAcks = 1 + Math.floor(random() * 40);
         const batch = 1 + Math.floor(random() * 50);
@@ -729,6 +729,9 @@ export function runStoreConformance(target: ConformanceTarget): void {
           );
           for (let i = 0; i < samples.length; i++) assert.deepEqual(samples[i], crashSample(i));
           assert.equal(run!.end, samples.at(-1)!.t);
+          const report = await store.checkIntegrity();
+          assert.deepEqual(report.problems, [], `round ${round}: the integrity check finds nothing`);
+          assert.equal(report.samples, samples.length);
           t.diagnostic(
             `round ${round}: killed after ${acks} acks (${acked} samples acknowledged, ${samples.length} stored)`,
           );

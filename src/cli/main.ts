@@ -2,6 +2,7 @@
 import { Command, CommanderError } from 'commander';
 import { SimrecError } from '../model/errors.js';
 import { registerCatalogCommands } from './commands/catalog-commands.js';
+import { registerCheckCommand } from './commands/check-command.js';
 import { registerDemoCommand } from './commands/demo-command.js';
 import { registerEvalCommand } from './commands/eval-command.js';
 import { registerQueryCommands } from './commands/query-commands.js';
@@ -17,6 +18,7 @@ const program = new Command('simrec')
 
 registerQueryCommands(program);
 registerCatalogCommands(program);
+registerCheckCommand(program);
 registerDemoCommand(program);
 registerEvalCommand(program);
 registerRoadnetCommand(program);

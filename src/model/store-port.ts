@@ -101,5 +101,28 @@ export interface StoreBackend {
    */
   closeAbandonedRuns(isAlive: (writer: WriterIdentity) => boolean): Promise<number[]>;
 
+  /**
+   * Checks that the store is sound: the backend's own check (SQLite's integrity_check), every chunk
+   * decodes, every stream's counters match its chunks. With `repair`, counters are recomputed and
+   * chunks that cannot be decoded are removed (and reported); nothing readable is ever removed.
+   */
+  checkIntegrity(options?: { repair?: boolean }): Promise<IntegrityReport>;
+
   close(): Promise<void>;
+}
+
+export interface IntegrityProblem {
+  /** Where: `run 3 stream ego/state`, `chunk 17`, `database`. */
+  where: string;
+  problem: string;
+  repaired: boolean;
+}
+
+export interface IntegrityReport {
+  ok: boolean;
+  runs: number;
+  streams: number;
+  chunks: number;
+  samples: number;
+  problems: IntegrityProblem[];
 }

@@ -18,6 +18,8 @@ import type {
   ReadSamplesArgs,
   SampleBracket,
   StoreBackend,
+  IntegrityProblem,
+  IntegrityReport,
   StreamAppend,
   WriterIdentity,
 } from '../../model/store-port.js';
@@ -525,6 +527,65 @@ export class MongoBackend implements StoreBackend {
       .sort({ '_id.name': 1 })
       .toArray();
     return docs.map((d) => ({ ...attachmentInfo(d), size: d.size }));
+  }
+
+  async checkIntegrity(options: { repair?: boolean } = {}): Promise<IntegrityReport> {
+    const repair = options.repair === true;
+    const problems: IntegrityProblem[] = [];
+    const streams = await this.streams().find().toArray();
+    let chunks = 0;
+    let samples = 0;
+    for (const s of streams) {
+      const where = `run ${s._id.run} stream ${s._id.id}`;
+      let count = 0;
+      let begin: number | null = null;
+      let end: number | null = null;
+      for await (const doc of this.chunks()
+        .find({ run: s._id.run, stream: s._id.id })
+        .sort({ begin: 1, _id: 1 })) {
+        chunks++;
+        try {
+          const chunk = decodeChunk(bytes(doc.data), `${where} chunk ${String(doc._id)}`);
+          if (chunk.n !== doc.count)
+            throw new Error(`holds ${chunk.n} samples, its document says ${doc.count}`);
+        } catch (error) {
+          if (repair) await this.chunks().deleteOne({ _id: doc._id! }, { writeConcern: DURABLE });
+          problems.push({
+            where: `${where} chunk ${String(doc._id)}`,
+            problem: `unreadable: ${(error as Error).message}`,
+            repaired: repair,
+          });
+          continue;
+        }
+        count += doc.count;
+        begin ??= doc.begin;
+        end = doc.end;
+      }
+      samples += count;
+      if (count !== s.samples || (count > 0 && (begin !== s.begin || end !== s.end))) {
+        problems.push({
+          where,
+          problem: `counters say ${s.samples} samples, its chunks hold ${count}`,
+          repaired: repair,
+        });
+        if (repair)
+          await this.streams().updateOne(
+            { _id: s._id },
+            { $set: { samples: count, begin, end } },
+            { writeConcern: DURABLE },
+          );
+      }
+    }
+    if (repair) this.schemas.clear();
+    const runs = await this.runs().countDocuments();
+    return {
+      ok: problems.every((p) => p.repaired),
+      runs,
+      streams: streams.length,
+      chunks,
+      samples,
+      problems,
+    };
   }
 
   async close(): Promise<void> {

@@ -11,6 +11,8 @@ import type {
   ReadSamplesArgs,
   SampleBracket,
   StoreBackend,
+  IntegrityProblem,
+  IntegrityReport,
   StreamAppend,
   WriterIdentity,
 } from '../../model/store-port.js';
@@ -481,6 +483,85 @@ export class SqliteBackend implements StoreBackend {
       'SELECT run_id, name, media_type, t_us, metadata, length(data) AS size FROM attachments WHERE run_id = ? ORDER BY name',
     ).all(run) as Row[];
     return rows.map((row) => ({ ...attachmentFromRow(row), size: row.size as number }));
+  }
+
+  async checkIntegrity(options: { repair?: boolean } = {}): Promise<IntegrityReport> {
+    const problems: IntegrityProblem[] = [];
+    const repair = options.repair === true;
+    const integrity = this.db.pragma('integrity_check') as { integrity_check: string }[];
+    for (const row of integrity)
+      if (row.integrity_check !== 'ok')
+        problems.push({ where: 'database', problem: row.integrity_check, repaired: false });
+    const foreign = this.db.pragma('foreign_key_check') as { table: string; rowid: number; parent: string }[];
+    for (const row of foreign)
+      problems.push({
+        where: `${row.table} row ${row.rowid}`,
+        problem: `refers to a missing ${row.parent} row`,
+        repaired: false,
+      });
+    const streams = this.stmt(
+      'SELECT key, run_id, id, samples, begin_us, end_us FROM streams ORDER BY key',
+    ).all() as Row[];
+    let chunks = 0;
+    let samples = 0;
+    for (const s of streams) {
+      const where = `run ${s.run_id} stream ${s.id}`;
+      const rows = this.stmt(
+        'SELECT id, begin_us, end_us, count, data FROM chunks WHERE stream_key = ? ORDER BY begin_us, id',
+      ).all(s.key) as Row[];
+      let count = 0;
+      let begin: number | null = null;
+      let end: number | null = null;
+      for (const row of rows) {
+        chunks++;
+        let chunk: DecodedChunk;
+        try {
+          chunk = decodeChunk(row.data as Buffer, `${where} chunk ${row.id}`);
+          if (chunk.n !== row.count) throw new Error(`holds ${chunk.n} samples, its row says ${row.count}`);
+          if (chunk.t[0] !== row.begin_us || chunk.t[chunk.n - 1] !== row.end_us)
+            throw new Error('its time range disagrees with its row');
+        } catch (error) {
+          if (repair) this.stmt('DELETE FROM chunks WHERE id = ?').run(row.id);
+          problems.push({
+            where: `${where} chunk ${row.id}`,
+            problem: `unreadable: ${(error as Error).message}`,
+            repaired: repair,
+          });
+          continue;
+        }
+        count += chunk.n;
+        begin ??= row.begin_us as number;
+        end = row.end_us as number;
+      }
+      samples += count;
+      if (count !== s.samples || (count > 0 && (begin !== s.begin_us || end !== s.end_us))) {
+        problems.push({
+          where,
+          problem: `counters say ${s.samples} samples over [${s.begin_us}, ${s.end_us}], its chunks hold ${count} over [${begin}, ${end}]`,
+          repaired: repair,
+        });
+        if (repair)
+          this.stmt('UPDATE streams SET samples = ?, begin_us = ?, end_us = ? WHERE key = ?').run(
+            count,
+            begin,
+            end,
+            s.key,
+          );
+      }
+    }
+    if (repair) {
+      this.lists.clear();
+      this.streamCache.clear();
+    }
+    const runs = (this.stmt('SELECT COUNT(*) AS n FROM runs').get() as Row).n as number;
+    return {
+      ok: problems.every((p) => p.repaired),
+      runs,
+      streams: streams.length,
+      chunks,
+      samples,
+      problems,
+    };
   }
 
   async close(): Promise<void> {

@@ -1,0 +1,31 @@
+import type { Command } from 'commander';
+import { printJson, printTable } from '../output.js';
+import { withStore } from '../with-store.js';
+
+export function registerCheckCommand(program: Command): void {
+  program
+    .command('check')
+    .description("check the store's integrity: every chunk readable, every counter right (--repair mends)")
+    .option('--repair', 'recompute counters and remove chunks that cannot be read (reported)')
+    .option('--json', 'print JSON')
+    .action(async (opts: { repair?: boolean; json?: boolean }, command: Command) =>
+      withStore(command, async (store) => {
+        const report = await store.checkIntegrity({ repair: Boolean(opts.repair) });
+        if (opts.json) printJson(report);
+        else {
+          process.stdout.write(
+            `${store.location}: ${report.runs} runs, ${report.streams} streams, ${report.chunks} chunks, ${report.samples} samples: ${report.ok ? 'ok' : 'PROBLEMS'}\n`,
+          );
+          if (report.problems.length)
+            printTable(
+              ['WHERE', 'PROBLEM', 'REPAIRED'],
+              report.problems.map((p) => [p.where, p.problem, p.repaired ? 'yes' : 'no']),
+            );
+          if (!report.ok && !opts.repair)
+            process.stdout.write('run `simrec check --repair` to mend what can be mended\n');
+        }
+        // Not ok is a failed check: scripts and CI see it in the exit code.
+        if (!report.ok) process.exitCode = 1;
+      }),
+    );
+}
