@@ -135,6 +135,8 @@ export class RunRecorder {
   private failure: unknown = null;
   private ended = false;
   private lastSampleT: number | null = null;
+  /** Time of the last sample the store acknowledged: where a run that failed to write ends. */
+  private lastDurableT: number | null = null;
   private readonly commitIntervalMs: number;
   private readonly maxPendingSamples: number;
   readonly store: StoreBackend;
@@ -280,10 +282,23 @@ export class RunRecorder {
     checkEndReason(reason);
     if (options.end !== undefined) checkMicros(options.end, 'end');
     if (this.ended) throw conflict(`run ${this.run.id} has already ended`);
-    await this.flush();
+    // After a failed write (a full disk, say) the run is still closed, with what was acknowledged, and
+    // then the failure is thrown: whoever ends the run must hear that samples were lost.
+    await this.flush().catch(() => {});
     this.ended = true;
-    const end = options.end ?? this.lastSampleT ?? Date.now() * 1000;
-    return this.store.endRun(this.run.id, { end: Math.max(end, this.run.begin), endReason: reason });
+    const failed = this.failure;
+    const end = options.end ?? (failed ? this.lastDurableT : this.lastSampleT) ?? Date.now() * 1000;
+    const info = await this.store.endRun(this.run.id, {
+      end: Math.max(end, this.run.begin),
+      endReason: reason,
+    });
+    if (failed)
+      throw new SimrecError(
+        'io',
+        `run ${this.run.id} was closed (${reason}) with its acknowledged samples only; a write had failed: ${(failed as Error).message}`,
+        { cause: failed },
+      );
+    return info;
   }
 
   private checkOpen(): void {
@@ -322,10 +337,17 @@ export class RunRecorder {
     this.pendingCount = 0;
     this.group = null;
     if (!group) return;
+    let batchEnd: number | null = null;
+    for (const { samples } of appends) {
+      const t = samples[samples.length - 1]?.t;
+      if (t !== undefined && (batchEnd === null || t > batchEnd)) batchEnd = t;
+    }
     this.commitChain = this.commitChain.then(async () => {
       if (this.failure) return group.reject(this.failure);
       try {
         await this.store.appendSamples(this.run.id, appends);
+        if (batchEnd !== null && (this.lastDurableT === null || batchEnd > this.lastDurableT))
+          this.lastDurableT = batchEnd;
         group.resolve();
       } catch (error) {
         this.failure = error;
