@@ -8,3 +8,4 @@ export * from './units.js';
 export * from './standard-streams.js';
 export type * from './store-port.js';
 export * from './roadnet.js';
+export * from './perception.js';
