@@ -1,0 +1,63 @@
+/** Unity Perception's legacy dataset: import into a run, export a run. */
+import type { RunInfo } from '../../model/run.js';
+import type { StoreBackend } from '../../model/store-port.js';
+import { storeDataset, type PerceptionDataset } from './perception-run.js';
+import { readPerceptionDataset } from './read-perception.js';
+import type { Warn } from './source-values.js';
+
+export { loadDataset, storeDataset, type LoadedDataset, type PerceptionDataset } from './perception-run.js';
+export { exportPerception, RECORDS_PER_FILE, type ExportResult } from './write-perception.js';
+export type { Warn } from './source-values.js';
+
+export interface ImportOptions {
+  description?: string;
+  onProgress?: (done: number, total: number) => void;
+  signal?: AbortSignal;
+}
+
+export interface ImportResult {
+  run: RunInfo;
+  captures: number;
+  metrics: number;
+  sensors: number;
+  /** `location: message`, in the order found. */
+  warnings: string[];
+}
+
+/** Reads with `read`, then stores; nothing is written unless the whole dataset reads. */
+export async function importDataset(
+  store: StoreBackend,
+  dir: string,
+  read: (dir: string, warn: Warn) => Promise<{ dataset: PerceptionDataset; root: string }>,
+  options: ImportOptions & { simulator: { name: string; version?: string } },
+): Promise<ImportResult> {
+  const warnings: string[] = [];
+  const warn: Warn = (where, message) => warnings.push(`${where}: ${message}`);
+  const { dataset, root } = await read(dir, warn);
+  const run = await storeDataset(store, dataset, {
+    root,
+    simulator: options.simulator,
+    description: options.description ?? `imported from ${dir}`,
+    begin: Date.now() * 1000,
+    warn,
+    ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+    ...(options.signal ? { signal: options.signal } : {}),
+  });
+  return {
+    run,
+    captures: dataset.captures.length,
+    metrics: dataset.metrics.length,
+    sensors: dataset.sensors.length,
+    warnings,
+  };
+}
+
+export const importPerception = (
+  store: StoreBackend,
+  dir: string,
+  options: ImportOptions = {},
+): Promise<ImportResult> =>
+  importDataset(store, dir, readPerceptionDataset, {
+    ...options,
+    simulator: { name: 'unity-perception' },
+  });

@@ -1,0 +1,308 @@
+/**
+ * A Perception dataset in the model, and how it goes into a run and comes out of one. The legacy and
+ * SOLO readers produce a PerceptionDataset; storeDataset writes it through RunRecorder; loadDataset
+ * reads it back for the exporters (Perception, COCO, YOLO) and stats.
+ */
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { invalid, notFound } from '../../model/errors.js';
+import type { JsonObject } from '../../model/json.js';
+import {
+  actorToEgo,
+  actorToSensor,
+  captureBoxes,
+  captureToSample,
+  CAPTURES_STREAM,
+  capturesStreamDecl,
+  DEFINITIONS_ATTACHMENT,
+  DEFINITIONS_MEDIA_TYPE,
+  egoToActor,
+  intrinsicsFromUnityProjection,
+  metricsStreamDecl,
+  metricToSample,
+  METRICS_STREAM,
+  RUN_METADATA_KEY,
+  sampleToCapture,
+  sampleToMetric,
+  sensorActorId,
+  sensorToActor,
+  type AnnotationDefinition,
+  type MetricDefinition,
+  type PerceptionCapture,
+  type PerceptionDatasetInfo,
+  type PerceptionEgo,
+  type PerceptionMetric,
+  type PerceptionSensor,
+} from '../../model/perception.js';
+import type { RunInfo } from '../../model/run.js';
+import type { StoreBackend } from '../../model/store-port.js';
+import type { Sample } from '../../model/stream.js';
+import { RunRecorder } from '../../record/run-recorder.js';
+import { isImageFormat, mediaTypeFromName, readImageSize, sniffMediaType } from './image-files.js';
+import type { Warn } from './source-values.js';
+
+export interface PerceptionDataset {
+  info: PerceptionDatasetInfo;
+  egos: PerceptionEgo[];
+  sensors: PerceptionSensor[];
+  annotationDefinitions: AnnotationDefinition[];
+  metricDefinitions: MetricDefinition[];
+  /** In time order; `t` counts from the run's begin (a reader does not know when the run will begin). */
+  captures: PerceptionCapture[];
+  /** In time order; `t` counts from the run's begin. */
+  metrics: PerceptionMetric[];
+}
+
+export interface DatasetDefinitions {
+  annotationDefinitions: AnnotationDefinition[];
+  metricDefinitions: MetricDefinition[];
+}
+
+export interface StoreDatasetOptions {
+  /** The folder that attachment names (capture.file, annotation.file) are relative to. */
+  root: string;
+  simulator?: { name: string; version?: string };
+  description?: string;
+  /** Start of the run; captures' `t` are offsets from it. */
+  begin: number;
+  warn: Warn;
+  onProgress?: (done: number, total: number) => void;
+  signal?: AbortSignal;
+}
+
+/** Captures appended per commit: big enough to amortise the fsync, small enough to stay streamed. */
+const CAPTURE_BATCH = 256;
+
+/**
+ * Writes a dataset as a new run. On any error the run is deleted, so a failed import leaves nothing
+ * behind; warnings (missing files...) are reported through `warn` and the import goes on.
+ */
+export async function storeDataset(
+  store: StoreBackend,
+  dataset: PerceptionDataset,
+  options: StoreDatasetOptions,
+): Promise<RunInfo> {
+  const rec = await RunRecorder.begin(store, {
+    simulator: options.simulator ?? { name: 'unity-perception' },
+    description: options.description ?? '',
+    metadata: { [RUN_METADATA_KEY]: dataset.info as unknown as JsonObject },
+    begin: options.begin,
+  });
+  try {
+    const egoIds = new Set(dataset.egos.map((e) => e.id));
+    await rec.declareActors([
+      ...dataset.egos.map(egoToActor),
+      ...dataset.sensors.map((s) => sensorToActor(s, egoIds)),
+    ]);
+    const actorOf = new Map(dataset.sensors.map((s) => [s.id, sensorActorId(s.id, egoIds)] as const));
+    await rec.declareStreams([
+      ...dataset.sensors.map((s) => capturesStreamDecl(actorOf.get(s.id)!)),
+      metricsStreamDecl(),
+    ]);
+    const definitions: DatasetDefinitions = {
+      annotationDefinitions: dataset.annotationDefinitions,
+      metricDefinitions: dataset.metricDefinitions,
+    };
+    await rec.attach({
+      name: DEFINITIONS_ATTACHMENT,
+      mediaType: DEFINITIONS_MEDIA_TYPE,
+      data: new TextEncoder().encode(JSON.stringify(definitions)),
+    });
+
+    const sensors = new Map(dataset.sensors.map((s) => [s.id, s] as const));
+    const attached = new Set<string>();
+    let batch = new Map<string, Sample[]>();
+    const total = dataset.captures.length;
+    const flush = async (): Promise<void> => {
+      if (batch.size === 0) return;
+      const appends = [...batch].map(([stream, samples]) => ({ stream, samples }));
+      batch = new Map();
+      await rec.appendMany(appends);
+    };
+    for (let i = 0; i < total; i++) {
+      options.signal?.throwIfAborted();
+      const capture = dataset.captures[i]!;
+      const sensor = sensors.get(capture.sensor);
+      if (!sensor) throw invalid(`capture ${capture.id}: sensor ${capture.sensor} is not in the dataset`);
+      await attachCaptureFiles(rec, capture, sensor, attached, options);
+      const stream = `${actorOf.get(sensor.id)!}/${CAPTURES_STREAM}`;
+      const list = batch.get(stream);
+      const sample = captureToSample({ ...capture, t: capture.t + options.begin });
+      if (list) list.push(sample);
+      else batch.set(stream, [sample]);
+      if ((i + 1) % CAPTURE_BATCH === 0) {
+        await flush();
+        options.onProgress?.(i + 1, total);
+      }
+    }
+    await flush();
+    if (dataset.metrics.length)
+      await rec.appendBatch(
+        METRICS_STREAM,
+        dataset.metrics.map((m) => metricToSample({ ...m, t: m.t + options.begin })),
+      );
+    // Image sizes and K are known only once the images are read: the sensors are declared again.
+    await rec.declareActors(dataset.sensors.map((s) => sensorToActor(s, egoIds)));
+    options.onProgress?.(total, total);
+    const last = Math.max(dataset.captures.at(-1)?.t ?? 0, dataset.metrics.at(-1)?.t ?? 0);
+    return await rec.end('completed', { end: options.begin + last });
+  } catch (error) {
+    await rec.flush().catch(() => {});
+    await store.deleteRun(rec.id);
+    throw error;
+  }
+}
+
+/**
+ * Attaches a capture's file (with `t` and the 2D boxes the viewer draws) and its annotation files. A
+ * missing file is a warning (the mock names files that do not exist); a file that claims to be an
+ * image and is not one is an error.
+ */
+async function attachCaptureFiles(
+  rec: RunRecorder,
+  capture: PerceptionCapture,
+  sensor: PerceptionSensor,
+  attached: Set<string>,
+  options: StoreDatasetOptions,
+): Promise<void> {
+  const where = `capture ${capture.id}`;
+  if (capture.file !== undefined && !attached.has(capture.file)) {
+    const data = await readDatasetFile(options.root, capture.file, `${where}.filename`, options.warn);
+    if (data) {
+      const mediaType = checkFileType(data, capture.file, capture.format, where);
+      const size = readImageSize(data);
+      if (size && !capture.imageSize) capture.imageSize = size;
+      const boxes = captureBoxes(capture).map(({ x, y, width, height, label }) => ({
+        x,
+        y,
+        width,
+        height,
+        label,
+      }));
+      await rec.attach({
+        name: capture.file,
+        mediaType,
+        t: capture.t + options.begin,
+        data,
+        metadata: { capture: capture.id, sensor: capture.sensor, boxes },
+      });
+      attached.add(capture.file);
+    }
+  }
+  if (capture.intrinsics?.unityProjection && capture.intrinsics.K === null && capture.imageSize)
+    capture.intrinsics.K = intrinsicsFromUnityProjection(
+      capture.intrinsics.unityProjection,
+      capture.imageSize,
+    ).K;
+  if (capture.imageSize && !sensor.imageSize) sensor.imageSize = capture.imageSize;
+  if (capture.intrinsics && (!sensor.intrinsics || (sensor.intrinsics.K === null && capture.intrinsics.K)))
+    sensor.intrinsics = capture.intrinsics;
+  for (const a of capture.annotations) {
+    if (a.file === undefined || attached.has(a.file)) continue;
+    const data = await readDatasetFile(
+      options.root,
+      a.file,
+      `${where} annotation ${a.id}.filename`,
+      options.warn,
+    );
+    if (!data) continue;
+    const mediaType = checkFileType(data, a.file, undefined, `${where} annotation ${a.id}`);
+    await rec.attach({
+      name: a.file,
+      mediaType,
+      data,
+      metadata: { capture: capture.id, annotation: a.id, definition: a.definition },
+    });
+    attached.add(a.file);
+  }
+}
+
+async function readDatasetFile(
+  root: string,
+  name: string,
+  where: string,
+  warn: Warn,
+): Promise<Uint8Array | undefined> {
+  try {
+    return await readFile(join(root, name));
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
+      warn(where, `file ${name} does not exist; the reference is kept, the file is not`);
+      return undefined;
+    }
+    throw error;
+  }
+}
+
+/** The media type of a file; refuses one whose name or format says image and whose bytes do not. */
+function checkFileType(data: Uint8Array, name: string, format: string | undefined, where: string): string {
+  const sniffed = sniffMediaType(data);
+  const claimed = mediaTypeFromName(name);
+  const claimsImage = claimed.startsWith('image/') || isImageFormat(format);
+  if (claimsImage && !sniffed?.startsWith('image/'))
+    throw invalid(
+      `${where}: ${name} is not an image (${data.length} bytes${data.length ? `, starting ${Buffer.from(data.subarray(0, 8)).toString('hex')}` : ''}) although ${format ? `its format is ${format}` : 'its name says so'}`,
+    );
+  return sniffed ?? claimed;
+}
+
+// ---- out of a run -----------------------------------------------------------------------------------
+
+export interface LoadedDataset extends PerceptionDataset {
+  run: RunInfo;
+}
+
+/** Reads a run kept by storeDataset (or recorded the same way) back into the model. */
+export async function loadDataset(store: StoreBackend, runId: number): Promise<LoadedDataset> {
+  const run = await store.getRun(runId);
+  if (!run) throw notFound(`run ${runId} does not exist in ${store.location}`);
+  const [actors, streams] = await Promise.all([store.listActors(runId), store.listStreams(runId)]);
+  const egos: PerceptionEgo[] = [];
+  const sensors: PerceptionSensor[] = [];
+  const sensorOfActor = new Map<string, string>();
+  for (const actor of actors) {
+    const ego = actorToEgo(actor);
+    if (ego) egos.push(ego);
+    const sensor = actorToSensor(actor);
+    if (sensor) {
+      sensors.push(sensor);
+      sensorOfActor.set(actor.id, sensor.id);
+    }
+  }
+  if (sensors.length === 0)
+    throw invalid(`run ${runId} has no Perception sensors (actors of kind sensor); nothing to export`);
+  const definitions = await loadDefinitions(store, runId);
+  const captures: PerceptionCapture[] = [];
+  for (const stream of streams) {
+    if (stream.name !== CAPTURES_STREAM || stream.actor === null) continue;
+    const sensorId = sensorOfActor.get(stream.actor);
+    if (sensorId === undefined) continue;
+    for await (const samples of store.readSamples({ run: runId, stream: stream.id }))
+      for (const s of samples) captures.push(sampleToCapture(sensorId, { ...s, t: s.t - run.begin }));
+  }
+  // Stable by time, sensor order breaking ties, as the writer emits simultaneous captures.
+  captures.sort((a, b) => a.t - b.t);
+  const metrics: PerceptionMetric[] = [];
+  if (streams.some((s) => s.id === METRICS_STREAM))
+    for await (const samples of store.readSamples({ run: runId, stream: METRICS_STREAM }))
+      for (const s of samples) metrics.push(sampleToMetric({ ...s, t: s.t - run.begin }));
+  const info = (run.metadata[RUN_METADATA_KEY] ?? {
+    layout: 'perception',
+    sequences: [...new Set(captures.map((c) => c.sequence))],
+  }) as unknown as PerceptionDatasetInfo;
+  return { run, info, egos, sensors, ...definitions, captures, metrics };
+}
+
+async function loadDefinitions(store: StoreBackend, runId: number): Promise<DatasetDefinitions> {
+  const attachment = await store.getAttachment(runId, DEFINITIONS_ATTACHMENT);
+  if (!attachment) return { annotationDefinitions: [], metricDefinitions: [] };
+  try {
+    const parsed = JSON.parse(new TextDecoder().decode(attachment.data)) as DatasetDefinitions;
+    return {
+      annotationDefinitions: parsed.annotationDefinitions ?? [],
+      metricDefinitions: parsed.metricDefinitions ?? [],
+    };
+  } catch (error) {
+    throw invalid(`run ${runId} attachment ${DEFINITIONS_ATTACHMENT}: not JSON: ${(error as Error).message}`);
+  }
+}

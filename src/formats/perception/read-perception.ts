@@ -1,0 +1,523 @@
+/**
+ * Reads Unity Perception's legacy dataset (`captures_*.json` in `Dataset` folders, `metrics_*.json`, `egos.json`,
+ * `sensors.json`, `annotation_definitions.json`, `metric_definitions.json`) into the model, tolerating
+ * what real data holds (see shared/formats/unity-perception.md): int or string ids, array or object
+ * vectors, absent or null optional fields, int or float time stamps, several instance folders merged.
+ * Dangling references are warnings naming the file and JSON path; malformed data is an error.
+ */
+import { readdir } from 'node:fs/promises';
+import { basename, dirname, join, relative, resolve } from 'node:path';
+import { invalid } from '../../model/errors.js';
+import type { JsonObject, JsonValue } from '../../model/json.js';
+import {
+  classifyAnnotationDefinition,
+  intrinsicsFromUnityProjection,
+  type AnnotationDefinition,
+  type AnnotationKind,
+  type CameraIntrinsics,
+  type EgoState,
+  type MetricDefinition,
+  type PerceptionAnnotation,
+  type PerceptionCapture,
+  type PerceptionEgo,
+  type PerceptionMetric,
+  type PerceptionSensor,
+  type Projection,
+} from '../../model/perception.js';
+import type { PerceptionDataset } from './perception-run.js';
+import { layOutSequences, resolveMetricTimes } from './sequence-clock.js';
+import {
+  datasetFileName,
+  extraFields,
+  isObject,
+  readId,
+  readJsonFile,
+  readNumber,
+  readOptionalId,
+  readQuaternion,
+  readString,
+  readVector,
+  unityToCanonicalPosition,
+  unityToCanonicalRotation,
+  unityToCanonicalSize,
+  type Warn,
+} from './source-values.js';
+
+const TABLE_FILE = /^(captures|metrics)_(\d+)\.json$/;
+const SINGLE_TABLES = ['egos', 'sensors', 'annotation_definitions', 'metric_definitions'] as const;
+
+export interface ReadPerceptionResult {
+  dataset: PerceptionDataset;
+  /** The folder attachment names are relative to. */
+  root: string;
+}
+
+/** Folders holding a dataset's JSON tables, found anywhere under `dir` (one per Unity Simulation instance). */
+async function findDatasetFolders(dir: string): Promise<string[]> {
+  const found: string[] = [];
+  const walk = async (folder: string, depth: number): Promise<void> => {
+    const entries = await readdir(folder, { withFileTypes: true });
+    if (entries.some((e) => e.isFile() && TABLE_FILE.test(e.name))) found.push(folder);
+    if (depth >= 6) return;
+    for (const e of entries)
+      if (e.isDirectory() && !e.name.startsWith('.')) await walk(join(folder, e.name), depth + 1);
+  };
+  await walk(dir, 0);
+  return found.sort();
+}
+
+interface TableFile {
+  path: string;
+  shownAs: string;
+  rows: JsonValue[];
+  version?: string;
+}
+
+async function readTable(path: string, shownAs: string, table: string, warn: Warn): Promise<TableFile> {
+  const json = await readJsonFile(path, shownAs);
+  if (!isObject(json)) throw invalid(`${shownAs}: expected an object {"version", "${table}": [...]}`);
+  const rows = json[table];
+  if (rows === undefined || rows === null) {
+    warn(shownAs, `has no "${table}" array; read as empty`);
+    return { path, shownAs, rows: [] };
+  }
+  if (!Array.isArray(rows)) throw invalid(`${shownAs}.${table}: expected an array`);
+  const file: TableFile = { path, shownAs, rows };
+  if (typeof json.version === 'string') file.version = json.version;
+  else warn(shownAs, 'has no root "version"');
+  return file;
+}
+
+export async function readPerceptionDataset(dir: string, warn: Warn): Promise<ReadPerceptionResult> {
+  const top = resolve(dir);
+  const folders = await findDatasetFolders(top);
+  if (folders.length === 0)
+    throw invalid(`${dir}: no captures_*.json or metrics_*.json found; not a Perception dataset folder`);
+  // File names in captures are relative to the folder holding Dataset/; if DIR is Dataset/ itself,
+  // that is its parent.
+  const root = folders.includes(top) ? dirname(top) : top;
+  const show = (path: string): string => relative(root, path) || basename(path);
+
+  const reader = new DatasetReader(root, warn);
+  for (const folder of folders) {
+    const entries = await readdir(folder);
+    for (const table of SINGLE_TABLES) {
+      const name = `${table}.json`;
+      if (!entries.includes(name)) {
+        // The writer writes these only when the run ends: a crashed run has none.
+        if (table === 'sensors' || table === 'annotation_definitions')
+          warn(show(folder), `has no ${name}; definitions are inferred from the captures`);
+        continue;
+      }
+      const file = await readTable(join(folder, name), show(join(folder, name)), table, warn);
+      reader.noteVersion(file);
+      reader.readDefinitions(table, file);
+    }
+    const numbered = (prefix: string): string[] =>
+      entries
+        .filter((e) => TABLE_FILE.exec(e)?.[1] === prefix)
+        .sort((a, b) => Number(TABLE_FILE.exec(a)![2]) - Number(TABLE_FILE.exec(b)![2]));
+    const base = dirname(folder);
+    for (const name of numbered('captures')) {
+      const file = await readTable(join(folder, name), show(join(folder, name)), 'captures', warn);
+      reader.noteVersion(file);
+      file.rows.forEach((row, i) => reader.readCapture(row, `${file.shownAs}: captures[${i}]`, base));
+    }
+    for (const name of numbered('metrics')) {
+      const file = await readTable(join(folder, name), show(join(folder, name)), 'metrics', warn);
+      reader.noteVersion(file);
+      file.rows.forEach((row, i) => reader.readMetric(row, `${file.shownAs}: metrics[${i}]`));
+    }
+  }
+  return { dataset: reader.finish(), root };
+}
+
+class DatasetReader {
+  private readonly egos = new Map<string, PerceptionEgo>();
+  private readonly sensors = new Map<string, PerceptionSensor>();
+  private readonly annotationDefinitions = new Map<string, AnnotationDefinition>();
+  private readonly metricDefinitions = new Map<string, MetricDefinition>();
+  private readonly captures: PerceptionCapture[] = [];
+  private readonly captureIds = new Set<string>();
+  private readonly metrics: { metric: PerceptionMetric; where: string }[] = [];
+  private readonly versions = new Map<string, string>();
+  private readonly root: string;
+  private readonly warn: Warn;
+
+  constructor(root: string, warn: Warn) {
+    this.root = root;
+    this.warn = warn;
+  }
+
+  noteVersion(file: TableFile): void {
+    if (file.version !== undefined && !this.versions.has(file.version))
+      this.versions.set(file.version, file.shownAs);
+  }
+
+  readDefinitions(table: (typeof SINGLE_TABLES)[number], file: TableFile): void {
+    file.rows.forEach((row, i) => {
+      const where = `${file.shownAs}: ${table}[${i}]`;
+      if (!isObject(row)) throw invalid(`${where}: expected an object`);
+      const id = readId(row.id, `${where}.id`);
+      const description = readString(row.description, `${where}.description`);
+      const put = <T>(map: Map<string, T>, value: T): void => {
+        if (map.has(id)) this.warn(where, `id ${id} is defined again; the later definition is kept`);
+        map.set(id, value);
+      };
+      switch (table) {
+        case 'egos': {
+          const ego: PerceptionEgo = { id, description };
+          const extra = extraFields(row, ['id', 'description']);
+          if (extra) ego.extra = extra;
+          return put(this.egos, ego);
+        }
+        case 'sensors': {
+          const sensor: PerceptionSensor = {
+            id,
+            modality: readString(row.modality, `${where}.modality`, 'unknown'),
+            ego: readOptionalId(row.ego_id, `${where}.ego_id`) ?? null,
+            description,
+          };
+          const extra = extraFields(row, ['id', 'ego_id', 'modality', 'description']);
+          if (extra) sensor.extra = extra;
+          return put(this.sensors, sensor);
+        }
+        case 'annotation_definitions': {
+          const name = readString(row.name, `${where}.name`);
+          const def: AnnotationDefinition = {
+            id,
+            name,
+            description,
+            format: readString(row.format, `${where}.format`, 'JSON'),
+            kind: classifyAnnotationDefinition({ id, name }),
+            spec: readSpec(row.spec, `${where}.spec`),
+          };
+          if (def.kind === 'generic')
+            this.warn(
+              where,
+              `annotation type ${JSON.stringify(name)} is not one simrec knows; its values are kept as generic data`,
+            );
+          const extra = extraFields(row, ['id', 'name', 'description', 'format', 'spec']);
+          if (extra) def.extra = extra;
+          return put(this.annotationDefinitions, def);
+        }
+        case 'metric_definitions': {
+          const def: MetricDefinition = {
+            id,
+            name: readString(row.name, `${where}.name`),
+            description,
+            spec: readSpec(row.spec, `${where}.spec`),
+          };
+          const extra = extraFields(row, ['id', 'name', 'description', 'spec']);
+          if (extra) def.extra = extra;
+          return put(this.metricDefinitions, def);
+        }
+      }
+    });
+  }
+
+  readCapture(row: JsonValue, where: string, base: string): void {
+    if (!isObject(row)) throw invalid(`${where}: expected an object`);
+    const id = readId(row.id, `${where}.id`);
+    if (this.captureIds.has(id)) this.warn(`${where}.id`, `capture id ${id} appears again`);
+    this.captureIds.add(id);
+    const s = row.sensor;
+    if (!isObject(s)) throw invalid(`${where}.sensor: expected an object`);
+    const sensorId = readId(s.sensor_id, `${where}.sensor.sensor_id`);
+    const modality = readString(s.modality, `${where}.sensor.modality`, 'unknown');
+    const sensorEgo = readOptionalId(s.ego_id, `${where}.sensor.ego_id`);
+    const capture: PerceptionCapture = {
+      id,
+      sensor: sensorId,
+      sequence: readOptionalId(row.sequence_id, `${where}.sequence_id`) ?? '',
+      step: readInteger(row.step, `${where}.step`),
+      t: 0,
+      timestamp: readNumber(row.timestamp, `${where}.timestamp`),
+      annotations: [],
+    };
+    const extra: JsonObject = {};
+    const sensorPosition = readVector(s.translation, `${where}.sensor.translation`);
+    const sensorRotation = readQuaternion(s.rotation, `${where}.sensor.rotation`);
+    if (sensorPosition && sensorRotation)
+      capture.sensorPose = {
+        position: unityToCanonicalPosition(sensorPosition),
+        rotation: unityToCanonicalRotation(sensorRotation),
+      };
+    this.checkQuaternion(sensorRotation, `${where}.sensor.rotation`);
+    const intrinsics = this.readIntrinsics(s, where);
+    if (intrinsics) capture.intrinsics = intrinsics;
+    const ego = this.readEgo(row.ego, `${where}.ego`);
+    if (ego) capture.ego = ego;
+    if (sensorEgo !== undefined && ego && sensorEgo !== ego.id)
+      this.warn(`${where}.sensor.ego_id`, `${sensorEgo} differs from ego.ego_id ${ego.id}`);
+    const sensorExtra = extraFields(s, [
+      'sensor_id',
+      'modality',
+      'translation',
+      'rotation',
+      'camera_intrinsic',
+      'projection',
+      ...(sensorEgo === ego?.id ? ['ego_id'] : []),
+    ]);
+    if (sensorExtra) extra.sensor = sensorExtra;
+    if (isObject(row.ego)) {
+      const egoExtra = extraFields(row.ego, [
+        'ego_id',
+        'translation',
+        'rotation',
+        'velocity',
+        'acceleration',
+      ]);
+      if (egoExtra) extra.ego = egoExtra;
+    }
+    this.ensureSensor(sensorId, modality, sensorEgo ?? ego?.id ?? null, `${where}.sensor.sensor_id`);
+    if (row.filename !== undefined && row.filename !== null)
+      capture.file = datasetFileName(
+        this.root,
+        base,
+        readString(row.filename, `${where}.filename`),
+        `${where}.filename`,
+      );
+    if (row.format !== undefined && row.format !== null)
+      capture.format = readString(row.format, `${where}.format`);
+    const annotations = row.annotations ?? [];
+    if (!Array.isArray(annotations)) throw invalid(`${where}.annotations: expected an array`);
+    const annotationIds = new Set<string>();
+    annotations.forEach((a, i) => {
+      const annotation = this.readAnnotation(a, `${where}.annotations[${i}]`, base);
+      if (annotationIds.has(annotation.id))
+        this.warn(
+          `${where}.annotations[${i}].id`,
+          `annotation id ${annotation.id} is used twice in this capture`,
+        );
+      annotationIds.add(annotation.id);
+      capture.annotations.push(annotation);
+    });
+    const captureExtra = extraFields(row, [
+      'id',
+      'sequence_id',
+      'step',
+      'timestamp',
+      'sensor',
+      'ego',
+      'filename',
+      'format',
+      'annotations',
+    ]);
+    if (captureExtra) extra.capture = captureExtra;
+    if (Object.keys(extra).length) capture.extra = extra;
+    this.captures.push(capture);
+  }
+
+  private readIntrinsics(s: JsonObject, where: string): CameraIntrinsics | undefined {
+    const projection = readString(s.projection, `${where}.sensor.projection`, 'perspective').toLowerCase();
+    const matrix = s.camera_intrinsic;
+    if (matrix === undefined || matrix === null) return undefined;
+    if (
+      !Array.isArray(matrix) ||
+      !matrix.every((c) => Array.isArray(c) && c.every((x) => typeof x === 'number' && Number.isFinite(x)))
+    )
+      throw invalid(`${where}.sensor.camera_intrinsic: expected a 3x3 array of numbers`);
+    const columns = matrix as number[][];
+    const intrinsics: CameraIntrinsics = {
+      projection: (projection === 'orthographic' ? 'orthographic' : 'perspective') as Projection,
+      K: null,
+      unityProjection: columns,
+    };
+    if (projection === 'perspective') {
+      const { problem } = intrinsicsFromUnityProjection(columns, undefined);
+      if (problem) this.warn(`${where}.sensor.camera_intrinsic`, `${problem}; kept as given, no K`);
+    }
+    return intrinsics;
+  }
+
+  private readEgo(v: JsonValue | undefined, where: string): EgoState | undefined {
+    if (v === undefined || v === null) return undefined;
+    if (!isObject(v)) throw invalid(`${where}: expected an object`);
+    const id = readId(v.ego_id, `${where}.ego_id`);
+    const position = readVector(v.translation, `${where}.translation`) ?? [0, 0, 0];
+    const rotation = readQuaternion(v.rotation, `${where}.rotation`) ?? [0, 0, 0, 1];
+    this.checkQuaternion(rotation, `${where}.rotation`);
+    const ego: EgoState = {
+      id,
+      pose: { position: unityToCanonicalPosition(position), rotation: unityToCanonicalRotation(rotation) },
+    };
+    const velocity = readVector(v.velocity, `${where}.velocity`);
+    const acceleration = readVector(v.acceleration, `${where}.acceleration`);
+    if (velocity) ego.velocity = unityToCanonicalPosition(velocity);
+    if (acceleration) ego.acceleration = unityToCanonicalPosition(acceleration);
+    if (!this.egos.has(id)) {
+      this.warn(`${where}.ego_id`, `ego ${id} is not in egos.json; an ego is made for it`);
+      this.egos.set(id, { id, description: '' });
+    }
+    return ego;
+  }
+
+  private ensureSensor(id: string, modality: string, ego: string | null, where: string): void {
+    const known = this.sensors.get(id);
+    if (known) {
+      if (known.modality !== modality)
+        this.warn(
+          where,
+          `sensor ${id} is a ${known.modality} in sensors.json but the capture says ${modality}`,
+        );
+      return;
+    }
+    this.warn(where, `sensor ${id} is not in sensors.json; a sensor is made from the capture`);
+    this.sensors.set(id, { id, modality, ego, description: '' });
+  }
+
+  private checkQuaternion(q: number[] | undefined, where: string): void {
+    if (!q) return;
+    const norm = Math.hypot(...q);
+    if (Math.abs(norm - 1) > 1e-3)
+      this.warn(where, `quaternion ${JSON.stringify(q)} has length ${norm.toFixed(3)}, not 1`);
+  }
+
+  private readAnnotation(a: JsonValue, where: string, base: string): PerceptionAnnotation {
+    if (!isObject(a)) throw invalid(`${where}: expected an object`);
+    const id = readId(a.id, `${where}.id`);
+    const definition = readId(a.annotation_definition, `${where}.annotation_definition`);
+    const def = this.annotationDefinitions.get(definition);
+    let kind: AnnotationKind = def?.kind ?? 'generic';
+    if (!def) {
+      kind = guessKind(a.values);
+      this.warn(
+        `${where}.annotation_definition`,
+        `definition ${definition} is not in annotation_definitions.json; values kept as ${kind === 'generic' ? 'generic data' : kind}`,
+      );
+    }
+    const annotation: PerceptionAnnotation = { id, definition, kind };
+    if (a.filename !== undefined && a.filename !== null)
+      annotation.file = datasetFileName(
+        this.root,
+        base,
+        readString(a.filename, `${where}.filename`),
+        `${where}.filename`,
+      );
+    if (a.values !== undefined && a.values !== null) {
+      if (!Array.isArray(a.values)) throw invalid(`${where}.values: expected an array or null`);
+      annotation.values =
+        kind === 'bbox3d'
+          ? a.values.map((v, i) => readBox3D(v, `${where}.values[${i}]`))
+          : kind === 'bbox2d'
+            ? a.values.map((v, i) => readBox2D(v, `${where}.values[${i}]`))
+            : a.values;
+    }
+    const extra = extraFields(a, ['id', 'annotation_definition', 'filename', 'values']);
+    if (extra) annotation.extra = extra;
+    return annotation;
+  }
+
+  readMetric(row: JsonValue, where: string): void {
+    if (!isObject(row)) throw invalid(`${where}: expected an object`);
+    const definition = readId(row.metric_definition, `${where}.metric_definition`);
+    if (!this.metricDefinitions.has(definition))
+      this.warn(`${where}.metric_definition`, `definition ${definition} is not in metric_definitions.json`);
+    const metric: PerceptionMetric = {
+      definition,
+      step: row.step === undefined || row.step === null ? 0 : readInteger(row.step, `${where}.step`),
+      t: 0,
+      values: row.values ?? [],
+    };
+    const capture = readOptionalId(row.capture_id, `${where}.capture_id`);
+    const annotation = readOptionalId(row.annotation_id, `${where}.annotation_id`);
+    const sequence = readOptionalId(row.sequence_id, `${where}.sequence_id`);
+    if (capture !== undefined) metric.capture = capture;
+    if (annotation !== undefined) metric.annotation = annotation;
+    if (sequence !== undefined) metric.sequence = sequence;
+    const extra = extraFields(row, [
+      'capture_id',
+      'annotation_id',
+      'sequence_id',
+      'step',
+      'metric_definition',
+      'values',
+    ]);
+    if (extra) metric.extra = extra;
+    this.metrics.push({ metric, where });
+  }
+
+  finish(): PerceptionDataset {
+    if (this.versions.size > 1)
+      this.warn(
+        'dataset',
+        `files disagree on the schema version: ${[...this.versions].map(([v, f]) => `${v} (${f})`).join(', ')}`,
+      );
+    const sequences = layOutSequences(this.captures);
+    resolveMetricTimes(this.captures, this.metrics, this.warn);
+    const captures = this.captures.map((c, i) => ({ c, i }));
+    captures.sort((a, b) => a.c.t - b.c.t || a.i - b.i);
+    const metrics = this.metrics.map(({ metric }, i) => ({ metric, i }));
+    metrics.sort((a, b) => a.metric.t - b.metric.t || a.i - b.i);
+    const info: PerceptionDataset['info'] = { layout: 'perception', sequences };
+    const version = this.versions.keys().next().value;
+    if (version !== undefined) info.version = version;
+    return {
+      info,
+      egos: [...this.egos.values()],
+      sensors: [...this.sensors.values()],
+      annotationDefinitions: [...this.annotationDefinitions.values()],
+      metricDefinitions: [...this.metricDefinitions.values()],
+      captures: captures.map((x) => x.c),
+      metrics: metrics.map((x) => x.metric),
+    };
+  }
+}
+
+function readInteger(v: unknown, where: string): number {
+  const n = readNumber(v, where);
+  if (!Number.isSafeInteger(n)) throw invalid(`${where}: expected an integer, got ${n}`);
+  return n;
+}
+
+function readSpec(v: JsonValue | undefined, where: string): JsonValue[] {
+  if (v === undefined || v === null) return [];
+  if (!Array.isArray(v)) throw invalid(`${where}: expected an array`);
+  return v;
+}
+
+/** The kind of values with no definition, from their shape. */
+function guessKind(values: JsonValue | undefined): AnnotationKind {
+  const first = Array.isArray(values) ? values[0] : undefined;
+  if (!isObject(first)) return 'generic';
+  if ('width' in first && 'height' in first && 'x' in first) return 'bbox2d';
+  if ('size' in first && 'translation' in first) return 'bbox3d';
+  if ('keypoints' in first) return 'keypoints';
+  return 'generic';
+}
+
+/** A 2D box in pixels; the datasetinsights copy has floats, the mock ints. */
+function readBox2D(v: JsonValue, where: string): JsonValue {
+  if (!isObject(v)) throw invalid(`${where}: expected an object`);
+  for (const key of ['x', 'y', 'width', 'height']) readNumber(v[key], `${where}.${key}`);
+  return v;
+}
+
+const VECTOR_KEYS = ['translation', 'size', 'rotation', 'velocity', 'acceleration'] as const;
+
+/**
+ * A 3D box in the sensor's frame, converted to canonical. The writer emits objects here (JsonUtility)
+ * and the mock arrays; `vectors: "object"` remembers which, so an export writes what was read.
+ */
+export function readBox3D(v: JsonValue, where: string): JsonValue {
+  if (!isObject(v)) throw invalid(`${where}: expected an object`);
+  const out: JsonObject = {};
+  let objects = false;
+  for (const [key, value] of Object.entries(v)) {
+    if (!(VECTOR_KEYS as readonly string[]).includes(key)) {
+      out[key] = value;
+      continue;
+    }
+    if (isObject(value)) objects = true;
+    if (key === 'rotation') {
+      const q = readQuaternion(value, `${where}.rotation`);
+      out.rotation = q ? unityToCanonicalRotation(q) : null;
+    } else {
+      const vec = readVector(value, `${where}.${key}`);
+      out[key] = vec ? (key === 'size' ? unityToCanonicalSize(vec) : unityToCanonicalPosition(vec)) : null;
+    }
+  }
+  if (objects) out.vectors = 'object';
+  return out;
+}
