@@ -5,6 +5,7 @@ import { registerCatalogCommands } from './commands/catalog-commands.js';
 import { registerCheckCommand } from './commands/check-command.js';
 import { registerDemoCommand } from './commands/demo-command.js';
 import { registerEvalCommand } from './commands/eval-command.js';
+import { registerPerceptionCommands } from './commands/perception-commands.js';
 import { registerQueryCommands } from './commands/query-commands.js';
 import { registerRoadnetCommand } from './commands/roadnet-command.js';
 import { registerServeCommand } from './commands/serve-command.js';
@@ -22,6 +23,7 @@ registerCheckCommand(program);
 registerDemoCommand(program);
 registerEvalCommand(program);
 registerRoadnetCommand(program);
+registerPerceptionCommands(program);
 registerServeCommand(program);
 
 try {
