@@ -234,6 +234,24 @@ describe('Perception legacy import', () => {
     );
   });
 
+  it('merges the Dataset folders of several instances, file names kept per instance', async () => {
+    const dir = join(tmp.path, 'instances');
+    writeLegacyDataset(join(dir, 'instance-1'), 2);
+    writeLegacyDataset(join(dir, 'instance-2'), 2);
+    const path = join(dir, 'instance-2', 'Dataset', 'captures_000.json');
+    writeFileSync(path, readFileSync(path, 'utf8').replaceAll('"cap-', '"cap2-'));
+    const result = await importPerception(store, dir);
+    assert.equal(result.captures, 4);
+    const d = await loadDataset(store, result.run.id);
+    assert.deepEqual(d.captures.map((c) => c.file).sort(), [
+      'instance-1/RGB/rgb_0.png',
+      'instance-1/RGB/rgb_1.png',
+      'instance-2/RGB/rgb_0.png',
+      'instance-2/RGB/rgb_1.png',
+    ]);
+    assert.equal((await store.listAttachments(result.run.id)).filter((a) => a.t !== undefined).length, 4);
+  });
+
   it('converts Unity poses to the canonical frame (a car heading north-east, climbing)', async () => {
     const dir = join(tmp.path, 'poses');
     writeLegacyDataset(dir, 2);
