@@ -6,6 +6,9 @@ import { fileURLToPath } from 'node:url';
 import { serve } from '@hono/node-server';
 import { serveStatic } from '@hono/node-server/serve-static';
 import { Hono } from 'hono';
+import { IngestServer, type IngestServerOptions } from '../ingest/ingest-server.js';
+import { listenTcp, type TcpListener } from '../ingest/tcp-listener.js';
+import { INGEST_PATH, IngestWebSocketEndpoint } from '../ingest/websocket-endpoint.js';
 import type { StoreBackend } from '../model/store-port.js';
 import { createApi } from './http-api.js';
 import { LIVE_PATH, LiveUpdates } from './live-updates.js';
@@ -23,11 +26,16 @@ export interface ServerOptions {
   liveIntervalMs?: number;
   /** The recording switches; the viewer changes them, the ingest endpoints obey them. */
   settings?: RecordingSettings;
+  /** Simulators connect at /ingest (WebSocket) and, with `tcpPort`, over plain TCP on the same host. */
+  ingest?: Omit<IngestServerOptions, 'store' | 'isRecording'> & { tcpPort?: number };
 }
 
 export interface RunningServer {
   url: string;
   settings: RecordingSettings;
+  ingest: IngestServer;
+  /** The TCP ingest port, when one was asked for. */
+  ingestTcpPort: number | null;
   close(): Promise<void>;
 }
 
@@ -52,6 +60,13 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
 
   const live = new LiveUpdates(options.store, options.liveIntervalMs);
   settings.onChange((values) => live.broadcast({ type: 'settings', settings: values }));
+  const ingest = new IngestServer({
+    ...options.ingest,
+    store: options.store,
+    isRecording: () => settings.get().recordEveryRun,
+  });
+  settings.onChange((values) => ingest.setRecording(values.recordEveryRun));
+  const ingestWs = new IngestWebSocketEndpoint(ingest);
   const host = options.host ?? '127.0.0.1';
   const server = await new Promise<Server>((resolveServer, reject) => {
     const s = serve({ fetch: app.fetch, port: options.port ?? DEFAULT_PORT, hostname: host }, () =>
@@ -60,16 +75,26 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     (s as Server).once('error', reject);
   });
   server.on('upgrade', (request, socket, head) => {
-    if (new URL(request.url ?? '/', 'http://x').pathname === LIVE_PATH)
-      live.handleUpgrade(request, socket, head);
+    const path = new URL(request.url ?? '/', 'http://x').pathname;
+    if (path === LIVE_PATH) live.handleUpgrade(request, socket, head);
+    else if (path === INGEST_PATH) ingestWs.handleUpgrade(request, socket, head);
     else socket.destroy();
   });
+  const tcp: TcpListener | null =
+    options.ingest?.tcpPort === undefined
+      ? null
+      : await listenTcp(ingest, { port: options.ingest.tcpPort, host });
   const { port } = server.address() as AddressInfo;
   return {
     settings,
+    ingest,
+    ingestTcpPort: tcp?.port ?? null,
     url: `http://${host.includes(':') ? `[${host}]` : host}:${port}/`,
     async close() {
       live.close();
+      await ingest.close();
+      ingestWs.close();
+      await tcp?.close();
       server.closeAllConnections();
       await new Promise<void>((r) => server.close(() => r()));
     },

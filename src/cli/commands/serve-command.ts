@@ -9,14 +9,25 @@ export interface ServeOptions {
   host: string;
   /** A path to open in the viewer, e.g. `#/runs/3`. */
   path?: string;
+  /** Listen for simulators over plain TCP too (they always can at ws://.../ingest). */
+  ingestPort?: number;
+  /** Simulators must present this token (default: $SIMREC_INGEST_TOKEN). */
+  token?: string;
 }
 
 /** Serves the API and the viewer over `store` until SIGINT or SIGTERM, then closes both. */
 export async function serveUntilStopped(store: StoreBackend, options: ServeOptions): Promise<void> {
-  const server = await startServer({ store, port: options.port, host: options.host });
+  const token = options.token ?? process.env.SIMREC_INGEST_TOKEN;
+  const ingest: NonNullable<Parameters<typeof startServer>[0]['ingest']> = {};
+  if (options.ingestPort !== undefined) ingest.tcpPort = options.ingestPort;
+  if (token) ingest.token = token;
+  const server = await startServer({ store, port: options.port, host: options.host, ingest });
   process.stdout.write(
     `simrec viewer: ${server.url}${options.path ?? ''}  (store ${store.location}; Ctrl-C stops)\n`,
   );
+  const ws = server.url.replace(/^http/, 'ws').replace(/\/$/, '/ingest');
+  const tcp = server.ingestTcpPort === null ? '' : ` and tcp://${options.host}:${server.ingestTcpPort}`;
+  process.stdout.write(`simrec ingest: ${ws}${tcp}${token ? ' (token required)' : ''}\n`);
   await new Promise<void>((resolve) => {
     const stop = (): void => resolve();
     process.once('SIGINT', stop);
@@ -33,7 +44,11 @@ export const serveOptions = (command: Command): Command =>
       (v) => (v === '0' ? 0 : parsePositive('--port', v)),
       DEFAULT_PORT,
     )
-    .option('--host <host>', 'address to listen on; 0.0.0.0 serves the whole network', '127.0.0.1');
+    .option('--host <host>', 'address to listen on; 0.0.0.0 serves the whole network', '127.0.0.1')
+    .option('--ingest-port <n>', 'also take simulators over plain TCP on this port (0 picks one)', (v) =>
+      v === '0' ? 0 : parsePositive('--ingest-port', v),
+    )
+    .option('--token <token>', 'simulators must present this token (default: $SIMREC_INGEST_TOKEN)');
 
 export function registerServeCommand(program: Command): void {
   serveOptions(

@@ -1,0 +1,293 @@
+/**
+ * The ingest server: greets connections, keeps the sessions and the runs they record, keeps
+ * connections alive, and sends control messages to simulators. Transports (tcp-listener.ts,
+ * websocket-endpoint.ts) only move messages; everything about the protocol happens here and in
+ * ingest-session.ts.
+ */
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import type { JsonObject } from '../model/json.js';
+import type { EndReason } from '../model/run.js';
+import type { StoreBackend } from '../model/store-port.js';
+import { RunRecorder, type RecorderOptions } from '../record/run-recorder.js';
+import { DEFAULT_MAX_FRAME_BYTES, type DecodedMessage } from './framing.js';
+import {
+  IngestSession,
+  toErrorMessage,
+  type IngestConnection,
+  type SessionHost,
+  type SharedRun,
+} from './ingest-session.js';
+import {
+  messageRef,
+  parseClientMessage,
+  ProtocolError,
+  PROTOCOL_VERSION,
+  type ControlMessage,
+  type HelloMessage,
+} from './protocol.js';
+
+export interface IngestServerOptions {
+  store: StoreBackend;
+  /** When set, a hello without this token is refused. */
+  token?: string;
+  maxFrameBytes?: number;
+  /** The credit window: sequenced messages (and their bytes) a client may have unanswered. */
+  window?: { messages?: number; bytes?: number };
+  /** How often the server pings; a connection silent for `idleTimeoutMs` is dropped. */
+  keepaliveMs?: number;
+  idleTimeoutMs?: number;
+  /** How long a vanished client's session waits for it to reconnect before its run is interrupted. */
+  resumeGraceMs?: number;
+  /** The server's "record every run" switch; while it is off, begin is refused. */
+  isRecording?: () => boolean;
+  recorder?: RecorderOptions;
+}
+
+/** What a transport calls for one connection. */
+export interface ConnectionHandler {
+  message(decoded: DecodedMessage, size: number): void;
+  /** A frame that could not be decoded: the connection is answered and closed. */
+  frameError(error: unknown): void;
+  /** The connection closed (a half-written frame is dropped with it). */
+  closed(): void;
+}
+
+export interface IngestStats {
+  sessions: number;
+  connections: number;
+  runs: number[];
+}
+
+export class IngestServer implements SessionHost {
+  readonly window: { messages: number; bytes: number };
+  readonly maxFrameBytes: number;
+  readonly keepaliveMs: number;
+  readonly resumeGraceMs: number;
+  private readonly idleTimeoutMs: number;
+  private readonly store: StoreBackend;
+  private readonly token: Buffer | null;
+  private readonly recording: () => boolean;
+  private readonly recorderOptions: RecorderOptions;
+  private readonly sessions = new Map<string, IngestSession>();
+  private readonly runs = new Map<number, SharedRun>();
+  /** Connections that have not said hello yet, with when they connected. */
+  private readonly greeting = new Map<IngestConnection, number>();
+  private readonly timer: NodeJS.Timeout;
+  private closing = false;
+
+  constructor(options: IngestServerOptions) {
+    this.store = options.store;
+    this.token = options.token === undefined ? null : Buffer.from(options.token, 'utf8');
+    this.maxFrameBytes = options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES;
+    this.window = {
+      messages: options.window?.messages ?? 64,
+      // One message of the largest size must always fit, or a client could never send it.
+      bytes: Math.max(options.window?.bytes ?? 32 * 1024 * 1024, this.maxFrameBytes),
+    };
+    this.keepaliveMs = options.keepaliveMs ?? 10_000;
+    this.idleTimeoutMs = options.idleTimeoutMs ?? this.keepaliveMs * 3;
+    this.resumeGraceMs = options.resumeGraceMs ?? 30_000;
+    this.recording = options.isRecording ?? (() => true);
+    this.recorderOptions = options.recorder ?? {};
+    this.timer = setInterval(
+      () => this.keepalive(),
+      Math.max(10, Math.min(this.keepaliveMs, this.idleTimeoutMs / 2)),
+    );
+    this.timer.unref();
+  }
+
+  isRecording(): boolean {
+    return this.recording();
+  }
+
+  /** Starts handling a new connection from a transport. */
+  accept(connection: IngestConnection): ConnectionHandler {
+    if (this.closing) {
+      connection.send(
+        toErrorMessage(new ProtocolError('server_closing', 'the server is closing', { fatal: true }), {}),
+      );
+      connection.close({ fatal: true });
+      return { message() {}, frameError() {}, closed() {} };
+    }
+    this.greeting.set(connection, Date.now());
+    let session: Promise<IngestSession | null> | null = null;
+    let done = false;
+    const refuse = (error: unknown, ref: { type?: string; seq?: number } = {}): void => {
+      done = true;
+      this.greeting.delete(connection);
+      connection.send({ ...toErrorMessage(error, ref), fatal: true });
+      connection.close({ fatal: true });
+    };
+    return {
+      message: (decoded, size) => {
+        if (done) return;
+        if (session === null) {
+          this.greeting.delete(connection);
+          session = this.hello(connection, decoded).catch((error: unknown) => {
+            refuse(error, messageRef(decoded.header));
+            return null;
+          });
+          return;
+        }
+        // Messages sent before the welcome wait for the hello to be handled, in order.
+        void session.then((s) => {
+          if (s && s.isConnection(connection)) s.receive(decoded.header, decoded.body, size);
+        });
+      },
+      frameError: (error) => {
+        if (done) return;
+        if (session === null) refuse(error);
+        else {
+          done = true;
+          void session.then((s) => {
+            if (s && s.isConnection(connection)) s.fail(error, {});
+            else connection.close({ fatal: true });
+          });
+        }
+      },
+      closed: () => {
+        done = true;
+        this.greeting.delete(connection);
+        void session?.then((s) => s?.detach(connection));
+      },
+    };
+  }
+
+  private async hello(connection: IngestConnection, decoded: DecodedMessage): Promise<IngestSession> {
+    const message = parseClientMessage(decoded.header, decoded.body);
+    if (message.type !== 'hello')
+      throw new ProtocolError('out_of_order', `${message.type}: the first message must be hello`, {
+        fatal: true,
+      });
+    const hello = message as HelloMessage;
+    if (hello.protocol !== PROTOCOL_VERSION)
+      throw new ProtocolError(
+        'unsupported_version',
+        `hello.protocol: this server speaks protocol ${PROTOCOL_VERSION}, got ${hello.protocol}`,
+        { field: 'protocol', fatal: true },
+      );
+    if (this.token !== null) {
+      const given = Buffer.from(hello.token ?? '', 'utf8');
+      if (given.length !== this.token.length || !timingSafeEqual(given, this.token))
+        throw new ProtocolError('unauthorized', 'hello.token: missing or wrong token', {
+          field: 'token',
+          fatal: true,
+        });
+    }
+    if (hello.resume) {
+      const session = this.sessions.get(hello.resume.session);
+      if (!session)
+        throw new ProtocolError(
+          'unknown_session',
+          `hello.resume.session: no session ${JSON.stringify(hello.resume.session)} (it ended, or the server restarted)`,
+          { field: 'resume.session', fatal: true },
+        );
+      await session.attach(connection, hello.resume.pending, true);
+      return session;
+    }
+    const session = new IngestSession(this, randomBytes(12).toString('hex'), hello.simulator);
+    this.sessions.set(session.id, session);
+    await session.attach(connection, [], false);
+    return session;
+  }
+
+  async beginRun(
+    session: IngestSession,
+    init: { description?: string; metadata?: object; begin?: number },
+  ): Promise<SharedRun> {
+    const runInit: Parameters<typeof RunRecorder.begin>[1] = { simulator: session.simulator };
+    if (init.description !== undefined) runInit.description = init.description;
+    if (init.metadata !== undefined) runInit.metadata = init.metadata as JsonObject;
+    if (init.begin !== undefined) runInit.begin = init.begin;
+    const recorder = await RunRecorder.begin(this.store, runInit, this.recorderOptions);
+    const run: SharedRun = {
+      recorder,
+      participants: new Set([session]),
+      owners: new Map(),
+      sensors: new Map(),
+      interrupted: false,
+    };
+    this.runs.set(recorder.id, run);
+    return run;
+  }
+
+  findRun(id: number): SharedRun | undefined {
+    return this.runs.get(id);
+  }
+
+  async leaveRun(run: SharedRun, session: IngestSession, reason: EndReason): Promise<boolean> {
+    run.participants.delete(session);
+    if (run.participants.size > 0) return false;
+    this.runs.delete(run.recorder.id);
+    await run.recorder.end(run.interrupted ? 'interrupted' : reason);
+    return true;
+  }
+
+  forget(session: IngestSession): void {
+    this.sessions.delete(session.id);
+  }
+
+  /**
+   * Sends a control message to the simulators recording `run`, or to every connected simulator.
+   * Returns how many sessions it reached.
+   */
+  control(message: Omit<ControlMessage, 'type'>, target: { run?: number } = {}): number {
+    let reached = 0;
+    for (const session of this.sessions.values()) {
+      if (!session.attached) continue;
+      if (target.run !== undefined && session.runId !== target.run) continue;
+      session.send({ type: 'control', ...message });
+      reached++;
+    }
+    return reached;
+  }
+
+  /** Tells every simulator to start or stop recording (the server's "record every run" switch). */
+  setRecording(on: boolean): void {
+    this.control({ action: on ? 'start_recording' : 'stop_recording' });
+  }
+
+  stats(): IngestStats {
+    return {
+      sessions: this.sessions.size,
+      connections: [...this.sessions.values()].filter((s) => s.attached).length + this.greeting.size,
+      runs: [...this.runs.keys()],
+    };
+  }
+
+  private keepalive(): void {
+    const now = Date.now();
+    for (const [connection, since] of this.greeting)
+      if (now - since > this.idleTimeoutMs) {
+        this.greeting.delete(connection);
+        connection.send(
+          toErrorMessage(new ProtocolError('timeout', 'no hello in time', { fatal: true }), {}),
+        );
+        connection.close({ fatal: true });
+      }
+    for (const session of this.sessions.values()) {
+      if (!session.attached) continue;
+      if (now - session.lastHeard > this.idleTimeoutMs) {
+        // Not a violation: the network may be down. The session waits for a resume as after any drop.
+        session.send(
+          toErrorMessage(new ProtocolError('timeout', `nothing heard for ${now - session.lastHeard} ms`), {}),
+        );
+        session.dropConnection();
+      } else session.send({ type: 'ping' });
+    }
+  }
+
+  /** Closes every connection; runs still being recorded end as `interrupted`. */
+  async close(): Promise<void> {
+    this.closing = true;
+    clearInterval(this.timer);
+    for (const connection of this.greeting.keys()) connection.close();
+    this.greeting.clear();
+    const sessions = [...this.sessions.values()];
+    for (const session of sessions)
+      session.send(
+        toErrorMessage(new ProtocolError('server_closing', 'the server is closing', { fatal: true }), {}),
+      );
+    await Promise.all(sessions.map((s) => s.terminate()));
+  }
+}

@@ -1,0 +1,146 @@
+import { connect, type Socket } from 'node:net';
+import { join } from 'node:path';
+import { decodeMessage, encodeFrame, FrameDecoder } from '../../src/ingest/framing.js';
+import type { ServerMessage } from '../../src/ingest/protocol.js';
+import type { Sample, StreamDecl } from '../../src/model/stream.js';
+import type { StoreBackend } from '../../src/model/store-port.js';
+import type { RunInfo } from '../../src/model/run.js';
+import { startServer, type RunningServer, type ServerOptions } from '../../src/server/start-server.js';
+import { openStore } from '../../src/store/open-store.js';
+import { tempDir } from './paths.js';
+
+export interface IngestFixture {
+  store: StoreBackend;
+  server: RunningServer;
+  wsUrl: string;
+  tcpUrl: string;
+  tcpPort: number;
+  close(): Promise<void>;
+}
+
+/** A real server on loopback ports with a fresh SQLite store; short timeouts so tests are quick. */
+export async function startIngestFixture(ingest: ServerOptions['ingest'] = {}): Promise<IngestFixture> {
+  const dir = tempDir('simrec-ingest-');
+  const store = await openStore(join(dir.path, 'ingest.db'));
+  const server = await startServer({
+    store,
+    port: 0,
+    ingest: { tcpPort: 0, resumeGraceMs: 300, keepaliveMs: 2000, ...ingest },
+  });
+  const tcpPort = server.ingestTcpPort!;
+  return {
+    store,
+    server,
+    tcpPort,
+    wsUrl: server.url.replace(/^http/, 'ws') + 'ingest',
+    tcpUrl: `tcp://127.0.0.1:${tcpPort}`,
+    async close() {
+      await server.close();
+      await store.close();
+      dir.cleanup();
+    },
+  };
+}
+
+/** The stream every ingest test records: one number per step, so losses and repeats are visible. */
+export const poseStream = (actor: string): StreamDecl => ({
+  name: 'pose',
+  actor,
+  fields: [
+    { name: 'x', type: 'f64', unit: 'm' },
+    { name: 'v', type: 'f64', unit: 'm/s' },
+  ],
+});
+
+export const poseSample = (i: number): Sample => ({
+  t: 1_000_000 + i * 10_000,
+  step: i,
+  x: i * 0.5,
+  v: i / 3,
+});
+
+export async function readAll(store: StoreBackend, run: number, stream: string): Promise<Sample[]> {
+  const out: Sample[] = [];
+  for await (const batch of store.readSamples({ run, stream })) out.push(...batch);
+  return out;
+}
+
+export async function waitFor<T>(
+  probe: () => Promise<T | undefined | null | false> | T | undefined | null | false,
+  what: string,
+  timeoutMs = 10_000,
+): Promise<T> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value) return value;
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+export const closedRun = (store: StoreBackend, run: number): Promise<RunInfo> =>
+  waitFor(async () => {
+    const info = await store.getRun(run);
+    return info?.state === 'closed' ? info : null;
+  }, `run ${run} to close`);
+
+/** A TCP client that speaks frames by hand, for the bad-input tests. */
+export class RawClient {
+  readonly received: ServerMessage[] = [];
+  readonly closed: Promise<void>;
+  private readonly socket: Socket;
+  private readonly decoder = new FrameDecoder(Number.MAX_SAFE_INTEGER);
+
+  private constructor(socket: Socket) {
+    this.socket = socket;
+    socket.on('data', (chunk: Buffer) => {
+      for (const bytes of this.decoder.push(chunk))
+        this.received.push(decodeMessage(bytes).header as ServerMessage);
+    });
+    socket.on('error', () => {});
+    this.closed = new Promise((resolve) => socket.on('close', () => resolve()));
+  }
+
+  static connect(port: number): Promise<RawClient> {
+    return new Promise((resolve, reject) => {
+      const socket = connect({ host: '127.0.0.1', port }, () => resolve(new RawClient(socket)));
+      socket.once('error', reject);
+    });
+  }
+
+  /** Connects and says hello; resolves with the welcome. */
+  static async greeted(port: number, hello: object = {}): Promise<RawClient> {
+    const client = await RawClient.connect(port);
+    client.send({ type: 'hello', protocol: 1, simulator: { name: 'raw' }, ...hello });
+    await client.next((m) => m.type === 'welcome');
+    return client;
+  }
+
+  send(header: object, body?: Uint8Array): void {
+    this.socket.write(encodeFrame(header, body));
+  }
+
+  sendRaw(bytes: Uint8Array): void {
+    this.socket.write(bytes);
+  }
+
+  /** The first message (received so far or later) that matches, removed from the list. */
+  async next(match: (m: ServerMessage) => boolean, what = 'a message'): Promise<ServerMessage> {
+    return waitFor(() => {
+      const i = this.received.findIndex(match);
+      return i < 0 ? null : this.received.splice(i, 1)[0]!;
+    }, what);
+  }
+
+  ack(seq: number): Promise<ServerMessage> {
+    return this.next(
+      (m) => (m.type === 'ack' && m.seq === seq) || (m.type === 'error' && m.ref?.seq === seq),
+      `answer ${seq}`,
+    );
+  }
+
+  destroy(): void {
+    this.socket.destroy();
+  }
+}
