@@ -74,6 +74,7 @@ const EXTENSIONS: Record<string, string> = {
   'image/png': '.png',
   'image/jpeg': '.jpg',
   'image/bmp': '.bmp',
+  'image/x-portable-pixmap': '.ppm',
   'application/octet-stream': '.bin',
 };
 
