@@ -2,7 +2,9 @@ import assert from 'node:assert/strict';
 import { writeFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { tempDir } from './helpers/paths.js';
+import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { SIMREC_BIN, tempDir } from './helpers/paths.js';
 import { cliJson, runCli } from './helpers/run-cli.js';
 
 const dir = tempDir('simrec-cli-');
@@ -165,6 +167,27 @@ describe('simrec command line', () => {
     const bad = runCli(['vehicles', 'put', file], env);
     assert.equal(bad.status, 2);
     assert.match(bad.stderr, /sedan\.json: not valid JSON/);
+  });
+
+  it('demo without --no-serve records, serves the viewer on the new run, and stops on Ctrl-C', async () => {
+    const child = spawn(process.execPath, [SIMREC_BIN, 'demo', '--duration', '3', '--port', '0'], {
+      env: { ...process.env, ...env },
+    });
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    let url = '';
+    for await (const line of createInterface({ input: child.stdout })) {
+      const match = /^simrec viewer: (http:\/\/127\.0\.0\.1:\d+\/)#\/runs\/(\d+)/.exec(line);
+      if (match) {
+        url = match[1]!;
+        const runs = (await (await fetch(new URL('api/runs', url))).json()) as { id: number }[];
+        assert.equal(runs[0]!.id, Number(match[2]), 'the page opened is the run just recorded');
+        assert.match(await (await fetch(url)).text(), /<title>simrec viewer<\/title>/);
+        child.kill('SIGINT');
+        break;
+      }
+    }
+    assert.ok(url, 'the viewer address was printed');
+    assert.equal(await exited, 0, 'Ctrl-C stops it cleanly');
   });
 
   it('errors name what was wrong, go to stderr, and exit non-zero', () => {
