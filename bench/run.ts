@@ -13,6 +13,7 @@ import type { ChildJob, ChildReport, Workload } from './child.js';
 import { FULL_SIZE, QUICK_SIZE } from './generator.js';
 import { PEERS } from './peers/index.js';
 import { summarize, formatReport, type Measurement } from './report.js';
+import { formatViewer, measureViewer, type ViewerResults } from './viewer-playback.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 /** Compiled to dist/bench/run.js: the repository is two levels up. */
@@ -64,6 +65,7 @@ async function runChild(job: ChildJob): Promise<ChildReport> {
 }
 
 const started = performance.now();
+let viewer: ViewerResults = { skipped: 'not measured' };
 const scratch = mkdtempSync(join(tmpdir(), 'simrec-bench-'));
 const measurements: Measurement[] = [];
 const measure = async (workload: Workload, peer: string, rep: number, dir: string): Promise<void> => {
@@ -90,6 +92,8 @@ try {
         if (!peer.open || (workload === 'seek' && !peer.seekable)) continue;
         await measure(workload, peer.name, rep, join(scratch, `${peer.name}-0`));
       }
+  progress('viewer playback in headless Chromium');
+  viewer = await measureViewer(scratch, quick);
 } finally {
   rmSync(scratch, { recursive: true, force: true });
 }
@@ -113,6 +117,7 @@ const results = summarize(measurements, {
 const outDir = resolve(options.out ?? join(REPO_ROOT, 'bench', 'results'));
 mkdirSync(outDir, { recursive: true });
 const outFile = join(outDir, `${now.toISOString().slice(0, 10)}-${host}${quick ? '-quick' : ''}.json`);
-writeFileSync(outFile, JSON.stringify(results, null, 2) + '\n');
-if (options.json) process.stdout.write(JSON.stringify(results, null, 2) + '\n');
-else process.stdout.write(formatReport(results) + `\nresults: ${outFile}\n`);
+const withViewer = { ...results, viewer };
+writeFileSync(outFile, JSON.stringify(withViewer, null, 2) + '\n');
+if (options.json) process.stdout.write(JSON.stringify(withViewer, null, 2) + '\n');
+else process.stdout.write(formatReport(results) + `\n${formatViewer(viewer)}\nresults: ${outFile}\n`);
