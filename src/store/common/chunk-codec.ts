@@ -1,6 +1,12 @@
 import { deflateRawSync, inflateRawSync } from 'node:zlib';
 import { SimrecError } from '../../model/errors.js';
-import { inferFieldType, type FieldDecl, type FieldType, type Sample } from '../../model/stream.js';
+import {
+  FIELD_TYPES,
+  inferFieldType,
+  type FieldDecl,
+  type FieldType,
+  type Sample,
+} from '../../model/stream.js';
 
 /**
  * A chunk holds many consecutive samples of one stream, column by column, so that recording 200 actors
@@ -450,7 +456,25 @@ export class DecodedChunk {
   }
 }
 
+/** No chunk simrec writes comes near this; a header claiming more is damage, not data. */
+const MAX_CHUNK_SAMPLES = 1 << 22;
+/** Nor does any chunk body inflate past this: a larger claim is a damaged (or hostile) stream. */
+const MAX_INFLATED_BYTES = 256 * 1024 * 1024;
+
+/**
+ * Decodes a chunk; damage of any kind (a flipped bit in a deflated body, a header that lies about
+ * its sizes) becomes a `corrupt chunk` error naming where, never a crash or a huge allocation.
+ */
 export function decodeChunk(data: Uint8Array, where: string): DecodedChunk {
+  try {
+    return decodeChunkUnchecked(data, where);
+  } catch (error) {
+    if (error instanceof SimrecError) throw error;
+    throw new SimrecError('io', `${where}: corrupt chunk (${(error as Error).message})`, { cause: error });
+  }
+}
+
+function decodeChunkUnchecked(data: Uint8Array, where: string): DecodedChunk {
   const corrupt = (why: string): SimrecError => new SimrecError('io', `${where}: corrupt chunk (${why})`);
   const buf = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
   if (buf.length < 8 || buf.toString('latin1', 0, 4) !== MAGIC) throw corrupt('bad magic');
@@ -462,9 +486,13 @@ export function decodeChunk(data: Uint8Array, where: string): DecodedChunk {
   } catch {
     throw corrupt('header is not JSON');
   }
-  let body: Uint8Array = buf.subarray(8 + headerLength);
-  if (header.deflate) body = inflateRawSync(body);
+  if (typeof header !== 'object' || header === null || !Array.isArray(header.columns))
+    throw corrupt('header is not a chunk header');
   const n = header.n;
+  if (!Number.isSafeInteger(n) || n < 1 || n > MAX_CHUNK_SAMPLES)
+    throw corrupt(`header claims ${String(n)} samples, expected 1..${MAX_CHUNK_SAMPLES}`);
+  let body: Uint8Array = buf.subarray(8 + headerLength);
+  if (header.deflate) body = inflateRawSync(body, { maxOutputLength: MAX_INFLATED_BYTES });
   let offset = 0;
   const take = (bytes: number): Uint8Array => {
     if (offset + bytes > body.length)
@@ -484,6 +512,19 @@ export function decodeChunk(data: Uint8Array, where: string): DecodedChunk {
   const t = sequence(header.t);
   const step = sequence(header.step);
   const columns = header.columns.map((c): DecodedColumn => {
+    if (
+      typeof c !== 'object' ||
+      c === null ||
+      typeof c.name !== 'string' ||
+      !(FIELD_TYPES as readonly string[]).includes(c.type) ||
+      !Number.isSafeInteger(c.present) ||
+      c.present < 0 ||
+      c.present > n ||
+      !Number.isSafeInteger(c.bytes) ||
+      c.bytes < 0 ||
+      (c.type === 'vec' && !(Number.isSafeInteger(c.length) && c.length! > 0 && c.length! <= 4096))
+    )
+      throw corrupt(`column header ${JSON.stringify(c)?.slice(0, 80)} is malformed`);
     let rowIndex: Int32Array | null = null;
     let consumed = 0;
     if (c.present < n) {
