@@ -30,6 +30,13 @@ export function detectRoadNetworkFormat(text: string): RoadNetworkFormat | undef
 
 /** Reads a SUMO .net.xml or an OpenDRIVE .xodr given as text, whichever it is. */
 export function readRoadNetwork(text: string, options: RoadNetworkReadOptions = {}): ReadResult<RoadNetwork> {
+  // Neither SUMO nor OpenDRIVE uses a DTD; entity declarations in one are how "billion laughs" and
+  // external-entity attacks on XML readers start, so they are refused before any parsing.
+  const dtd = /<!DOCTYPE[^>[]*\[|<!ENTITY/i.exec(text);
+  if (dtd)
+    throw invalid(
+      `${options.file ?? '(input)'}: refused: the document declares entities (${describeValue(dtd[0])}); road networks need no DTD, and entity expansion is an attack on XML readers`,
+    );
   const format = detectRoadNetworkFormat(text);
   if (format === 'sumo') return readSumoNet(text, options);
   if (format === 'opendrive') return readOpenDrive(text, options);

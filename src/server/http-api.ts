@@ -1,4 +1,5 @@
 import { Hono, type Context } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
 import { SimrecError, type ErrorCode } from '../model/errors.js';
 import { STATE_STREAM } from '../model/standard-streams.js';
 import type { StoreBackend } from '../model/store-port.js';
@@ -56,15 +57,25 @@ export function createApi(store: StoreBackend, settings: RecordingSettings = new
   });
 
   api.get('/settings', (c) => json(c, settings.get()));
-  api.put('/settings', async (c) => {
-    let body: unknown;
-    try {
-      body = await c.req.json();
-    } catch {
-      throw new SimrecError('invalid', 'settings: the request body is not JSON');
-    }
-    return json(c, settings.update(body));
-  });
+  // A settings change is a few bytes; a larger body is refused before it is read into memory.
+  api.put(
+    '/settings',
+    bodyLimit({
+      maxSize: 64 * 1024,
+      onError: () => {
+        throw new SimrecError('invalid', 'settings: request body over 64 KiB; refused');
+      },
+    }),
+    async (c) => {
+      let body: unknown;
+      try {
+        body = await c.req.json();
+      } catch {
+        throw new SimrecError('invalid', 'settings: the request body is not JSON');
+      }
+      return json(c, settings.update(body));
+    },
+  );
 
   api.get('/health', (c) =>
     json(c, { store: { kind: store.kind, location: store.location, status: 'connected' } }),

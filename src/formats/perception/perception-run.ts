@@ -3,10 +3,11 @@
  * SOLO readers produce a PerceptionDataset; storeDataset writes it through RunRecorder; loadDataset
  * reads it back for the exporters (Perception, COCO, YOLO) and stats.
  */
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { readFile, realpath, stat } from 'node:fs/promises';
+import { isAbsolute, join, relative, sep } from 'node:path';
 import { invalid, notFound } from '../../model/errors.js';
 import type { JsonObject } from '../../model/json.js';
+import { MAX_ATTACHMENT_BYTES } from '../../model/attachment.js';
 import {
   actorToEgo,
   actorToSensor,
@@ -224,7 +225,21 @@ async function readDatasetFile(
   warn: Warn,
 ): Promise<Uint8Array | undefined> {
   try {
-    return await readFile(join(root, name));
+    // The name was checked to lie in the dataset; a symbolic link could still lead out of it, and a
+    // declared size could be absurd: both are refused before a byte is read.
+    const [realRoot, realFile] = await Promise.all([realpath(root), realpath(join(root, name))]);
+    const rel = relative(realRoot, realFile);
+    if (rel === '' || rel === '..' || rel.startsWith(`..${sep}`) || isAbsolute(rel))
+      throw invalid(
+        `${where}: file ${name} is a link that leads outside the dataset folder (to ${realFile}); refused`,
+      );
+    const info = await stat(realFile);
+    if (!info.isFile()) throw invalid(`${where}: file ${name} is not a regular file; refused`);
+    if (info.size > MAX_ATTACHMENT_BYTES)
+      throw invalid(
+        `${where}: file ${name} is ${info.size} bytes, over the limit of ${MAX_ATTACHMENT_BYTES}; refused`,
+      );
+    return await readFile(realFile);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
       warn(where, `file ${name} does not exist; the reference is kept, the file is not`);
