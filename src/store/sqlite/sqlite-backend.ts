@@ -122,11 +122,13 @@ export class SqliteBackend implements StoreBackend {
         // chunks freed, so a finished run's file holds its data and little else.
         db.pragma('auto_vacuum = INCREMENTAL');
         prepare();
+        // Immediate, and checked again inside: two processes may create the same new store at once.
         db.transaction(() => {
+          if (db.pragma('application_id', { simple: true }) === SIMREC_APPLICATION_ID) return;
           db.exec(SCHEMA_DDL);
           db.pragma(`application_id = ${SIMREC_APPLICATION_ID}`);
           db.pragma(`user_version = ${SCHEMA_VERSION}`);
-        })();
+        }).immediate();
       } else {
         checkStoreFile(db, path);
         prepare();
@@ -180,13 +182,15 @@ export class SqliteBackend implements StoreBackend {
   async endRun(id: number, end: { end: number; endReason: EndReason }): Promise<RunInfo> {
     this.lists.delete(id);
     let sealed: (() => void)[] = [];
-    this.db.transaction(() => {
-      sealed = this.sealTails(id);
-      const changed = this.stmt(
-        `UPDATE runs SET end_us = ?, end_reason = ?, state = 'closed', writer = NULL WHERE id = ? AND state = 'recording'`,
-      ).run(end.end, end.endReason, id).changes;
-      if (changed === 0) throw this.runStateError(id);
-    })();
+    this.db
+      .transaction(() => {
+        sealed = this.sealTails(id);
+        const changed = this.stmt(
+          `UPDATE runs SET end_us = ?, end_reason = ?, state = 'closed', writer = NULL WHERE id = ? AND state = 'recording'`,
+        ).run(end.end, end.endReason, id).changes;
+        if (changed === 0) throw this.runStateError(id);
+      })
+      .immediate();
     for (const apply of sealed) apply();
     this.db.pragma('incremental_vacuum');
     return (await this.getRun(id))!;
@@ -229,20 +233,22 @@ export class SqliteBackend implements StoreBackend {
        ON CONFLICT (run_id, id) DO UPDATE SET kind = excluded.kind, source_class = excluded.source_class,
          extents = excluded.extents, attributes = excluded.attributes, options = excluded.options, record = excluded.record`,
     );
-    this.db.transaction(() => {
-      for (const a of actors)
-        upsert.run({
-          run,
-          id: a.id,
-          ord: ord++,
-          kind: a.kind,
-          sourceClass: a.sourceClass ?? null,
-          extents: a.extents ? json(a.extents) : null,
-          attributes: json(a.attributes),
-          options: json(a.options),
-          record: a.record ? 1 : 0,
-        });
-    })();
+    this.db
+      .transaction(() => {
+        for (const a of actors)
+          upsert.run({
+            run,
+            id: a.id,
+            ord: ord++,
+            kind: a.kind,
+            sourceClass: a.sourceClass ?? null,
+            extents: a.extents ? json(a.extents) : null,
+            attributes: json(a.attributes),
+            options: json(a.options),
+            record: a.record ? 1 : 0,
+          });
+      })
+      .immediate();
   }
 
   async listActors(run: number): Promise<ActorInfo[]> {
@@ -274,12 +280,14 @@ export class SqliteBackend implements StoreBackend {
       `INSERT INTO streams (run_id, id, schema) VALUES (?, ?, ?)
        ON CONFLICT (run_id, id) DO UPDATE SET schema = excluded.schema`,
     );
-    this.db.transaction(() => {
-      for (const s of streams) {
-        upsert.run(run, s.id, json(s));
-        this.streamCache.delete(`${run}\0${s.id}`);
-      }
-    })();
+    this.db
+      .transaction(() => {
+        for (const s of streams) {
+          upsert.run(run, s.id, json(s));
+          this.streamCache.delete(`${run}\0${s.id}`);
+        }
+      })
+      .immediate();
   }
 
   async listStreams(run: number): Promise<StreamInfo[]> {
@@ -332,47 +340,49 @@ export class SqliteBackend implements StoreBackend {
       return id;
     };
     try {
-      this.db.transaction(() => {
-        const state = this.stmt('SELECT state FROM runs WHERE id = ?').get(run) as Row | undefined;
-        if (!state || state.state !== 'recording') throw this.runStateError(run);
-        for (const { stream, samples } of appends) {
-          if (samples.length === 0) continue;
-          const entry = this.streamEntry(run, stream);
-          const tail = newTails.get(entry) ?? entry.tail;
-          const pending = tail.samples.concat(samples);
-          let next: StreamTail;
-          if (pending.length >= this.chunkSamples) {
-            // Merge the small tail chunks with the new samples into sealed chunks.
-            for (const id of tail.chunkIds) {
-              deleteChunk.run(id);
-              changesOf(entry).deleted.add(id);
+      this.db
+        .transaction(() => {
+          const state = this.stmt('SELECT state FROM runs WHERE id = ?').get(run) as Row | undefined;
+          if (!state || state.state !== 'recording') throw this.runStateError(run);
+          for (const { stream, samples } of appends) {
+            if (samples.length === 0) continue;
+            const entry = this.streamEntry(run, stream);
+            const tail = newTails.get(entry) ?? entry.tail;
+            const pending = tail.samples.concat(samples);
+            let next: StreamTail;
+            if (pending.length >= this.chunkSamples) {
+              // Merge the small tail chunks with the new samples into sealed chunks.
+              for (const id of tail.chunkIds) {
+                deleteChunk.run(id);
+                changesOf(entry).deleted.add(id);
+              }
+              let start = 0;
+              for (; pending.length - start >= this.chunkSamples; start += this.chunkSamples)
+                write(entry, pending.slice(start, start + this.chunkSamples), true);
+              const rest = pending.slice(start);
+              next = rest.length
+                ? { chunkIds: [write(entry, rest, false)], samples: rest }
+                : { chunkIds: [], samples: [] };
+            } else {
+              next = { chunkIds: [...tail.chunkIds, write(entry, samples, false)], samples: pending };
             }
-            let start = 0;
-            for (; pending.length - start >= this.chunkSamples; start += this.chunkSamples)
-              write(entry, pending.slice(start, start + this.chunkSamples), true);
-            const rest = pending.slice(start);
-            next = rest.length
-              ? { chunkIds: [write(entry, rest, false)], samples: rest }
-              : { chunkIds: [], samples: [] };
-          } else {
-            next = { chunkIds: [...tail.chunkIds, write(entry, samples, false)], samples: pending };
+            newTails.set(entry, next);
+            const extras = mergeInferredFields(
+              newExtras.get(entry) ?? entry.extra,
+              samples,
+              entry.schema.fields,
+            );
+            newExtras.set(entry, extras);
+            updateStream.run(
+              samples.length,
+              samples[0]!.t,
+              samples[samples.length - 1]!.t,
+              json(extras),
+              entry.key,
+            );
           }
-          newTails.set(entry, next);
-          const extras = mergeInferredFields(
-            newExtras.get(entry) ?? entry.extra,
-            samples,
-            entry.schema.fields,
-          );
-          newExtras.set(entry, extras);
-          updateStream.run(
-            samples.length,
-            samples[0]!.t,
-            samples[samples.length - 1]!.t,
-            json(extras),
-            entry.key,
-          );
-        }
-      })();
+        })
+        .immediate();
     } catch (error) {
       throw wrapIoError(error, `${this.location}: appending to run ${run}`);
     }
@@ -385,32 +395,34 @@ export class SqliteBackend implements StoreBackend {
   async putDerivedStream(run: number, schema: StreamSchema, samples: Sample[]): Promise<void> {
     this.requireRun(run);
     try {
-      this.db.transaction(() => {
-        this.stmt(
-          `INSERT INTO streams (run_id, id, schema) VALUES (?, ?, ?)
-           ON CONFLICT (run_id, id) DO UPDATE SET schema = excluded.schema`,
-        ).run(run, schema.id, json(schema));
-        const key = (
-          this.stmt('SELECT key FROM streams WHERE run_id = ? AND id = ?').get(run, schema.id) as Row
-        ).key as number;
-        this.stmt('DELETE FROM chunks WHERE stream_key = ?').run(key);
-        for (let start = 0; start < samples.length; start += this.chunkSamples) {
-          const part = samples.slice(start, start + this.chunkSamples);
-          const data = encodeChunk(part, schema.fields, { deflateLevel: this.deflateLevel });
+      this.db
+        .transaction(() => {
           this.stmt(
-            'INSERT INTO chunks (stream_key, begin_us, end_us, count, data) VALUES (?, ?, ?, ?, ?)',
-          ).run(key, part[0]!.t, part[part.length - 1]!.t, part.length, data);
-        }
-        this.stmt(
-          'UPDATE streams SET samples = ?, begin_us = ?, end_us = ?, extra_fields = ? WHERE key = ?',
-        ).run(
-          samples.length,
-          samples[0]?.t ?? null,
-          samples.at(-1)?.t ?? null,
-          json(mergeInferredFields([], samples, schema.fields)),
-          key,
-        );
-      })();
+            `INSERT INTO streams (run_id, id, schema) VALUES (?, ?, ?)
+           ON CONFLICT (run_id, id) DO UPDATE SET schema = excluded.schema`,
+          ).run(run, schema.id, json(schema));
+          const key = (
+            this.stmt('SELECT key FROM streams WHERE run_id = ? AND id = ?').get(run, schema.id) as Row
+          ).key as number;
+          this.stmt('DELETE FROM chunks WHERE stream_key = ?').run(key);
+          for (let start = 0; start < samples.length; start += this.chunkSamples) {
+            const part = samples.slice(start, start + this.chunkSamples);
+            const data = encodeChunk(part, schema.fields, { deflateLevel: this.deflateLevel });
+            this.stmt(
+              'INSERT INTO chunks (stream_key, begin_us, end_us, count, data) VALUES (?, ?, ?, ?, ?)',
+            ).run(key, part[0]!.t, part[part.length - 1]!.t, part.length, data);
+          }
+          this.stmt(
+            'UPDATE streams SET samples = ?, begin_us = ?, end_us = ?, extra_fields = ? WHERE key = ?',
+          ).run(
+            samples.length,
+            samples[0]?.t ?? null,
+            samples.at(-1)?.t ?? null,
+            json(mergeInferredFields([], samples, schema.fields)),
+            key,
+          );
+        })
+        .immediate();
     } catch (error) {
       throw wrapIoError(error, `${this.location}: writing derived stream ${schema.id} of run ${run}`);
     }
