@@ -7,6 +7,7 @@ import { registerDemoCommand } from './commands/demo-command.js';
 import { registerEvalCommand } from './commands/eval-command.js';
 import { registerPerceptionCommands } from './commands/perception-commands.js';
 import { registerQueryCommands } from './commands/query-commands.js';
+import { registerRecordCommand } from './commands/record-command.js';
 import { registerRoadnetCommand } from './commands/roadnet-command.js';
 import { registerServeCommand } from './commands/serve-command.js';
 
@@ -25,6 +26,7 @@ registerEvalCommand(program);
 registerRoadnetCommand(program);
 registerPerceptionCommands(program);
 registerServeCommand(program);
+registerRecordCommand(program);
 
 try {
   await program.parseAsync(process.argv);

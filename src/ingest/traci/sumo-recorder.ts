@@ -1,0 +1,437 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { dirname, resolve } from 'node:path';
+import { XMLParser } from 'fast-xml-parser';
+import { describeValue, invalid, SimrecError } from '../../model/errors.js';
+import type { EndReason, RunInfo } from '../../model/run.js';
+import { STATE_FIELDS } from '../../model/standard-streams.js';
+import type { StoreBackend } from '../../model/store-port.js';
+import type { Sample } from '../../model/stream.js';
+import { sumoAngleToYaw } from '../../model/units.js';
+import { RunRecorder } from '../../record/run-recorder.js';
+import { readRoadNetworkFile } from '../../roadnet/read-roadnet.js';
+import { attachRoadNetwork } from '../../roadnet/roadnet-attachment.js';
+import { TraciClient, type SubscriptionResult } from './traci-client.js';
+import { VAR } from './traci-protocol.js';
+
+/** The oldest TraCI API this recorder has been tested with (SUMO 1.15 speaks 20). */
+const MIN_TRACI_API = 18;
+
+export type SumoArea = { kind: 'all' } | { kind: 'ego'; radius: number };
+
+export interface SumoRecordOptions {
+  /** A .sumocfg; or `net` (and `routes`) instead. */
+  config?: string;
+  net?: string;
+  routes?: string[];
+  /** Seconds per step; SUMO's own (from the config, or 1 s) when absent. */
+  stepLength?: number;
+  /** The vehicle recorded as the ego (LimSim's ego tracking). */
+  ego?: string;
+  /** Every vehicle (default), or those within a radius of the ego (tagged ego / AoI / outOfAoI). */
+  area?: SumoArea;
+  /** Simulated seconds to record at most. */
+  duration?: number;
+  /** The sumo binary; default $SUMO_BINARY or `sumo` on the PATH. */
+  sumoBinary?: string;
+  /** More arguments for SUMO (e.g. `--fcd-output FILE`). */
+  sumoArgs?: string[];
+  onStep?: (simSeconds: number) => void;
+  signal?: AbortSignal;
+}
+
+export interface SumoRecordResult {
+  run: RunInfo;
+  steps: number;
+  vehicles: number;
+  persons: number;
+  trafficLights: number;
+}
+
+const VEHICLE_VARS = [
+  VAR.POSITION3D,
+  VAR.ANGLE,
+  VAR.SPEED,
+  VAR.ACCELERATION,
+  VAR.LANE_ID,
+  VAR.LANEPOSITION,
+  VAR.ROUTE_INDEX,
+  VAR.TYPE,
+  VAR.LENGTH,
+  VAR.WIDTH,
+  VAR.SIGNALS,
+];
+const PERSON_VARS = [VAR.POSITION3D, VAR.ANGLE, VAR.SPEED, VAR.TYPE, VAR.LENGTH, VAR.WIDTH];
+const LIGHT_VARS = [
+  VAR.TL_RED_YELLOW_GREEN_STATE,
+  VAR.TL_CURRENT_PHASE,
+  VAR.TL_CURRENT_PROGRAM,
+  VAR.TL_NEXT_SWITCH,
+];
+
+/** SUMO's vehicle state, plus what LimSim records beside it: the route index, the signals, the tag. */
+const SUMO_STATE_FIELDS = [
+  ...STATE_FIELDS,
+  { name: 'routeIdx', type: 'i32' as const, optional: true },
+  {
+    name: 'signals',
+    type: 'i32' as const,
+    optional: true,
+    description: "SUMO's signal bits (blinkers, brake light...)",
+  },
+  {
+    name: 'vtag',
+    type: 'string' as const,
+    optional: true,
+    description: "LimSim's tag: ego, AoI or outOfAoI",
+  },
+];
+
+interface SumoInputs {
+  net: string;
+  routes: string[];
+  args: string[];
+  stepLength: number | undefined;
+}
+
+function configInputs(options: SumoRecordOptions): SumoInputs {
+  if (options.config) {
+    if (!existsSync(options.config))
+      throw new SimrecError('not_found', `${options.config}: no such SUMO configuration`);
+    const parser = new XMLParser({ ignoreAttributes: false, attributeNamePrefix: '' });
+    let doc: Record<string, Record<string, Record<string, Record<string, string>>>>;
+    try {
+      doc = parser.parse(readFileSync(options.config, 'utf8'));
+    } catch (error) {
+      throw invalid(`${options.config}: not XML: ${(error as Error).message}`);
+    }
+    const config = doc.configuration ?? doc.sumoConfiguration;
+    const value = (section: string, key: string): string | undefined => config?.[section]?.[key]?.value;
+    const net = value('input', 'net-file');
+    if (!net)
+      throw invalid(
+        `${options.config}: <input><net-file value=...> is missing; simrec records the network beside the run`,
+      );
+    const base = dirname(options.config);
+    const step = value('time', 'step-length');
+    return {
+      net: resolve(base, net),
+      routes: (value('input', 'route-files') ?? '')
+        .split(',')
+        .filter(Boolean)
+        .map((r) => resolve(base, r.trim())),
+      args: ['-c', options.config],
+      stepLength: step === undefined ? undefined : Number(step),
+    };
+  }
+  if (!options.net) throw invalid('record sumo: give a .sumocfg, or --net (and --routes)');
+  const routes = options.routes ?? [];
+  return {
+    net: options.net,
+    routes,
+    args: ['-n', options.net, ...(routes.length ? ['-r', routes.join(',')] : [])],
+    stepLength: undefined,
+  };
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolvePort(port));
+    });
+  });
+}
+
+const num = (v: unknown): number | undefined => (typeof v === 'number' ? v : undefined);
+
+/**
+ * Records a live SUMO simulation over TraCI: starts `sumo` headless on a free port, steps it, and
+ * records every vehicle (or the ego's area), persons and traffic lights, with the road network from
+ * the config's net file. Positions are the vehicle's centre (SUMO reports the front bumper), times
+ * are SUMO's step times (the state after a step carries the time the step began, as SUMO's own
+ * outputs label it). The run ends `completed` when SUMO has nothing left to simulate or reaches its
+ * end time, `user_request` when stopped (duration reached, aborted), `interrupted` when SUMO dies.
+ */
+export async function recordSumo(store: StoreBackend, options: SumoRecordOptions): Promise<SumoRecordResult> {
+  const inputs = configInputs(options);
+  const stepLength = options.stepLength ?? inputs.stepLength;
+  if (stepLength !== undefined && !(stepLength > 0))
+    throw invalid(`--step-length: expected a positive number of seconds, got ${describeValue(stepLength)}`);
+  const { network } = await readRoadNetworkFile(inputs.net);
+
+  const port = await freePort();
+  const binary = options.sumoBinary ?? process.env.SUMO_BINARY ?? 'sumo';
+  const args = [
+    ...inputs.args,
+    '--remote-port',
+    String(port),
+    '--no-step-log',
+    'true',
+    ...(stepLength ? ['--step-length', String(stepLength)] : []),
+    ...(options.sumoArgs ?? []),
+  ];
+  let sumoError = '';
+  let spawnFailure: Error | null = null;
+  let exited: { code: number | null; signal: NodeJS.Signals | null } | null = null;
+  const sumo: ChildProcess = spawn(binary, args, {
+    stdio: ['ignore', 'ignore', 'pipe'],
+    // SUMO warns on every start without it, and needs it for its XML schemas.
+    env: { SUMO_HOME: '/usr/share/sumo', ...process.env },
+  });
+  sumo.stderr!.on('data', (d: Buffer) => (sumoError = (sumoError + d.toString('utf8')).slice(-4000)));
+  sumo.on('error', (error) => (spawnFailure = error));
+  const sumoExited = new Promise<void>((r) =>
+    sumo.on('exit', (code, signal) => ((exited = { code, signal }), r())),
+  );
+  const failedToStart = (): Error | null => {
+    if (spawnFailure && (spawnFailure as NodeJS.ErrnoException).code === 'ENOENT')
+      return new SimrecError(
+        'unsupported',
+        `SUMO is not installed (no ${binary} on the PATH): install it with \`apt-get install sumo sumo-tools\` (Debian) and set SUMO_HOME=/usr/share/sumo, or set SUMO_BINARY`,
+      );
+    if (spawnFailure)
+      return new SimrecError('io', `cannot start ${binary}: ${(spawnFailure as Error).message}`);
+    if (exited)
+      return new SimrecError(
+        'invalid',
+        `SUMO refused to start (exit ${exited.code ?? exited.signal}): ${sumoError.trim() || 'no message'}`,
+      );
+    return null;
+  };
+
+  let client: TraciClient;
+  try {
+    client = await TraciClient.connect(port, { givenUp: failedToStart });
+  } catch (error) {
+    sumo.kill('SIGKILL');
+    throw error;
+  }
+  let recorder: RunRecorder | undefined;
+  try {
+    const version = await client.getVersion();
+    if (version.api < MIN_TRACI_API)
+      throw new SimrecError(
+        'unsupported',
+        `TraCI version mismatch: ${version.identifier} speaks API ${version.api}; simrec needs ${MIN_TRACI_API} or newer`,
+      );
+    await client.setOrder(1);
+    const sim = await client.subscribe('simulation', '', [
+      VAR.TIME,
+      VAR.DELTA_T,
+      VAR.DEPARTED_VEHICLES_IDS,
+      VAR.MIN_EXPECTED_VEHICLES,
+      VAR.DEPARTED_PERSONS_IDS,
+    ]);
+    const dt = num(sim?.values.get(VAR.DELTA_T)) ?? stepLength ?? 1;
+
+    const area = options.area ?? { kind: 'all' };
+    recorder = await RunRecorder.begin(store, {
+      simulator: { name: 'sumo', version: version.identifier.replace(/^SUMO\s*/, '') },
+      description: `SUMO ${options.config ?? inputs.net}`,
+      metadata: {
+        config: options.config ?? null,
+        net: inputs.net,
+        routes: inputs.routes,
+        stepLength: dt,
+        traciApi: version.api,
+        mode: area.kind === 'ego' ? 'ego tracking' : 'all vehicles',
+        ...(area.kind === 'ego' ? { radius: area.radius } : {}),
+        ...(options.ego ? { ego: options.ego } : {}),
+      },
+    });
+    const rec = recorder;
+    await attachRoadNetwork(store, rec.id, network);
+
+    const lights = await client.idList('trafficLight');
+    if (lights.length) {
+      await rec.declareActors(lights.map((id) => ({ id, kind: 'traffic_light' })));
+      await rec.declareStreams(
+        lights.map((id) => ({
+          name: 'signal',
+          actor: id,
+          fields: [
+            {
+              name: 'state',
+              type: 'string' as const,
+              description: 'one character per controlled link: r y g G o O u s',
+            },
+            { name: 'phase', type: 'i32' as const },
+            { name: 'program', type: 'string' as const },
+            { name: 'timeToSwitch', type: 'f64' as const, unit: 's' },
+          ],
+          rateHz: 1 / dt,
+        })),
+      );
+      for (const id of lights) await client.subscribe('trafficLight', id, LIGHT_VARS);
+    }
+
+    const declared = new Set<string>();
+    const begin = rec.run.begin;
+    let steps = 0;
+    let persons = 0;
+    let reason: EndReason = 'completed';
+    let pending: Promise<void> = Promise.resolve();
+    for (;;) {
+      if (options.signal?.aborted) {
+        reason = 'user_request';
+        break;
+      }
+      let results: SubscriptionResult[];
+      try {
+        results = await client.simulationStep();
+      } catch (error) {
+        // SUMO ends its simulation itself at its end time; anything else is a death mid-run.
+        await Promise.race([sumoExited, new Promise((r) => setTimeout(r, 2000))]);
+        const ended = exited as { code: number | null } | null;
+        reason = ended?.code === 0 ? 'completed' : 'interrupted';
+        if (reason === 'interrupted') sumoError ||= (error as Error).message;
+        break;
+      }
+      steps++;
+      const simValues = results.find((r) => r.domain === 'simulation')?.values;
+      const now = num(simValues?.get(VAR.TIME)) ?? steps * dt;
+      // The state after a step is the state of the step that began at now - dt (SUMO's fcd label).
+      const t = begin + Math.round((now - dt) * 1e6);
+      const step = Math.round((now - dt) / dt);
+      for (const id of (simValues?.get(VAR.DEPARTED_VEHICLES_IDS) as string[] | undefined) ?? []) {
+        const first = await client.subscribe('vehicle', id, VEHICLE_VARS);
+        if (first) results.push(first);
+      }
+      for (const id of (simValues?.get(VAR.DEPARTED_PERSONS_IDS) as string[] | undefined) ?? []) {
+        const first = await client.subscribe('person', id, PERSON_VARS);
+        if (first) results.push(first);
+        persons++;
+      }
+
+      const movers = results.filter(
+        (r) => (r.domain === 'vehicle' || r.domain === 'person') && r.values.has(VAR.POSITION3D),
+      );
+      const states = new Map(movers.map((r) => [r.id, centreState(r)]));
+      const ego = options.ego ? states.get(options.ego) : undefined;
+      const frame: { stream: string; samples: Sample[] }[] = [];
+      const newActors: {
+        id: string;
+        kind: string;
+        extents: { length: number; width: number; height: number };
+        attributes: Record<string, string>;
+      }[] = [];
+      for (const r of movers) {
+        const s = states.get(r.id)!;
+        let vtag: string | undefined;
+        if (area.kind === 'ego') {
+          if (!ego) continue;
+          const d = r.id === options.ego ? 0 : Math.hypot(s.x - ego.x, s.y - ego.y);
+          if (d > area.radius) continue;
+          vtag = r.id === options.ego ? 'ego' : d <= area.radius / 2 ? 'AoI' : 'outOfAoI';
+        } else if (options.ego) vtag = r.id === options.ego ? 'ego' : undefined;
+        if (!declared.has(r.id)) {
+          declared.add(r.id);
+          newActors.push({
+            id: r.id,
+            kind: r.id === options.ego ? 'ego' : r.domain === 'person' ? 'pedestrian' : 'vehicle',
+            extents: { length: s.length, width: s.width, height: r.domain === 'person' ? 1.8 : 1.5 },
+            attributes: { vType: String(r.values.get(VAR.TYPE) ?? '') },
+          });
+        }
+        const sample: Sample = { t, step, x: s.x, y: s.y, z: s.z, yaw: s.yaw, speed: s.speed };
+        for (const [key, v] of [
+          ['accel', num(r.values.get(VAR.ACCELERATION))],
+          ['lane', r.values.get(VAR.LANE_ID)],
+          ['lanePos', num(r.values.get(VAR.LANEPOSITION))],
+          ['routeIdx', num(r.values.get(VAR.ROUTE_INDEX))],
+          ['signals', num(r.values.get(VAR.SIGNALS))],
+          ['vtag', vtag],
+        ] as const)
+          if (v !== undefined && v !== '') sample[key] = v;
+        frame.push({ stream: `${r.id}/state`, samples: [sample] });
+      }
+      for (const r of results) {
+        if (r.domain !== 'trafficLight') continue;
+        const state = r.values.get(VAR.TL_RED_YELLOW_GREEN_STATE);
+        if (typeof state !== 'string') continue;
+        const nextSwitch = num(r.values.get(VAR.TL_NEXT_SWITCH)) ?? now;
+        frame.push({
+          stream: `${r.id}/signal`,
+          samples: [
+            {
+              t,
+              step,
+              state,
+              phase: num(r.values.get(VAR.TL_CURRENT_PHASE)) ?? 0,
+              program: String(r.values.get(VAR.TL_CURRENT_PROGRAM) ?? ''),
+              timeToSwitch: Math.max(0, nextSwitch - (now - dt)),
+            },
+          ],
+        });
+      }
+      if (newActors.length) {
+        await rec.declareActors(newActors);
+        await rec.declareStreams(
+          newActors.map((a) => ({ name: 'state', actor: a.id, fields: SUMO_STATE_FIELDS, rateHz: 1 / dt })),
+        );
+      }
+      // Durable every 100 steps: a simulator far ahead of the disk is slowed, not buffered without bound.
+      const appended = rec.appendMany(frame);
+      if (steps % 100 === 0) await pending;
+      pending = appended;
+      options.onStep?.(now - dt);
+      if (num(simValues?.get(VAR.MIN_EXPECTED_VEHICLES)) === 0 && steps > 1) {
+        reason = 'completed';
+        break;
+      }
+      if (options.duration !== undefined && now - dt >= options.duration) {
+        reason = 'user_request';
+        break;
+      }
+    }
+    await client.close();
+    await Promise.race([sumoExited, new Promise((r) => setTimeout(r, 5000))]);
+    if (reason === 'interrupted')
+      await rec
+        .attach({
+          name: 'sumo/stderr.txt',
+          mediaType: 'text/plain',
+          data: Buffer.from(sumoError || 'SUMO closed the connection'),
+        })
+        .catch(() => {});
+    const run = await rec.end(reason);
+    return { run, steps, vehicles: [...declared].length - persons, persons, trafficLights: lights.length };
+  } catch (error) {
+    // SUMO may accept the connection and then refuse its inputs: its own message says why.
+    if (!recorder) await Promise.race([sumoExited, new Promise((r) => setTimeout(r, 2000))]);
+    await client.close().catch(() => {});
+    sumo.kill('SIGKILL');
+    if (recorder) await recorder.end('inner_error').catch(() => {});
+    throw (!recorder && failedToStart()) || error;
+  } finally {
+    if (!exited) sumo.kill('SIGKILL');
+  }
+}
+
+/** SUMO reports the front bumper and a compass angle; the model wants the centre and a yaw. */
+function centreState(r: SubscriptionResult): {
+  x: number;
+  y: number;
+  z: number;
+  yaw: number;
+  speed: number;
+  length: number;
+  width: number;
+} {
+  const [fx, fy, fz] = r.values.get(VAR.POSITION3D) as number[];
+  const yaw = sumoAngleToYaw(num(r.values.get(VAR.ANGLE)) ?? 90);
+  const length = num(r.values.get(VAR.LENGTH)) ?? 4.5;
+  return {
+    x: fx! - (length / 2) * Math.cos(yaw),
+    y: fy! - (length / 2) * Math.sin(yaw),
+    z: fz ?? 0,
+    yaw,
+    speed: num(r.values.get(VAR.SPEED)) ?? 0,
+    length,
+    width: num(r.values.get(VAR.WIDTH)) ?? 1.8,
+  };
+}

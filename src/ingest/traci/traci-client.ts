@@ -1,0 +1,224 @@
+import { connect, type Socket } from 'node:net';
+import { SimrecError } from '../../model/errors.js';
+import {
+  commandsOf,
+  DOMAINS,
+  encodeCommand,
+  encodeMessage,
+  TRACI,
+  TraciReader,
+  TraciWriter,
+  type Domain,
+  type TraciValue,
+} from './traci-protocol.js';
+
+/** One object's subscribed values after a step: variable id -> value. */
+export interface SubscriptionResult {
+  domain: Domain;
+  id: string;
+  values: Map<number, TraciValue>;
+}
+
+const RESPONSE_TO_DOMAIN = new Map<number, Domain>(
+  (Object.entries(DOMAINS) as [Domain, { subscribe: number }][]).map(([domain, ids]) => [
+    ids.subscribe + 0x10,
+    domain,
+  ]),
+);
+
+/**
+ * A TraCI client: one request in flight at a time, as the protocol wants. Every method resolves with
+ * SUMO's answer or rejects with SUMO's own error text.
+ */
+export class TraciClient {
+  private readonly socket: Socket;
+  private buffered: Buffer = Buffer.alloc(0);
+  private waiting: { resolve(message: Buffer): void; reject(error: Error): void } | null = null;
+  private closedError: Error | null = null;
+  private queue: Promise<unknown> = Promise.resolve();
+
+  private constructor(socket: Socket) {
+    this.socket = socket;
+    socket.on('data', (data) => {
+      this.buffered = this.buffered.length ? Buffer.concat([this.buffered, data]) : data;
+      this.deliver();
+    });
+    const fail = (error: Error): void => {
+      this.closedError ??= error;
+      this.waiting?.reject(this.closedError);
+      this.waiting = null;
+    };
+    socket.on('error', fail);
+    socket.on('close', () => fail(new Error('TraCI: SUMO closed the connection')));
+  }
+
+  /** Connects, retrying while SUMO starts up (it listens only once it has loaded the network). */
+  static async connect(
+    port: number,
+    options: { host?: string; timeoutMs?: number; givenUp?: () => Error | null } = {},
+  ): Promise<TraciClient> {
+    const deadline = Date.now() + (options.timeoutMs ?? 30_000);
+    for (;;) {
+      const abandon = options.givenUp?.();
+      if (abandon) throw abandon;
+      try {
+        const socket = await new Promise<Socket>((resolve, reject) => {
+          const s = connect({ port, host: options.host ?? '127.0.0.1' }, () => resolve(s));
+          s.once('error', reject);
+        });
+        socket.setNoDelay(true);
+        return new TraciClient(socket);
+      } catch (error) {
+        if (Date.now() > deadline)
+          throw new SimrecError(
+            'io',
+            `TraCI: could not connect to SUMO on port ${port}: ${(error as Error).message}`,
+          );
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
+  }
+
+  private deliver(): void {
+    if (!this.waiting || this.buffered.length < 4) return;
+    const length = this.buffered.readInt32BE(0);
+    if (this.buffered.length < length) return;
+    const message = this.buffered.subarray(0, length);
+    this.buffered = this.buffered.subarray(length);
+    const waiting = this.waiting;
+    this.waiting = null;
+    waiting.resolve(message);
+  }
+
+  /** Sends one message and returns a reader over the answer (after its length). */
+  private exchange(commands: Buffer[]): Promise<TraciReader> {
+    const run = async (): Promise<TraciReader> => {
+      if (this.closedError) throw this.closedError;
+      const answer = new Promise<Buffer>((resolve, reject) => (this.waiting = { resolve, reject }));
+      this.socket.write(encodeMessage(commands));
+      this.deliver();
+      const message = await answer;
+      return new TraciReader(message, 4);
+    };
+    const result = this.queue.then(run, run);
+    this.queue = result.catch(() => {});
+    return result;
+  }
+
+  /** Reads the status answer to command `id`; throws SUMO's own error text. */
+  private static status(reader: TraciReader, id: number): void {
+    let length = reader.ubyte();
+    if (length === 0) length = reader.int();
+    const answered = reader.ubyte();
+    const result = reader.ubyte();
+    const description = reader.string();
+    if (answered !== id)
+      throw new SimrecError(
+        'io',
+        `TraCI: expected the status of command 0x${id.toString(16)}, got 0x${answered.toString(16)}`,
+      );
+    if (result !== TRACI.RTYPE_OK)
+      throw new SimrecError(
+        'io',
+        `SUMO refused TraCI command 0x${id.toString(16)}: ${description || (result === TRACI.RTYPE_NOTIMPLEMENTED ? 'not implemented' : 'error')}`,
+      );
+  }
+
+  async getVersion(): Promise<{ api: number; identifier: string }> {
+    const reader = await this.exchange([encodeCommand(TRACI.CMD_GETVERSION)]);
+    TraciClient.status(reader, TRACI.CMD_GETVERSION);
+    for (const command of commandsOf(reader, reader.buf.length))
+      if (command.id === TRACI.CMD_GETVERSION)
+        return { api: command.content.int(), identifier: command.content.string() };
+    throw new SimrecError('io', 'TraCI: SUMO sent no version');
+  }
+
+  async setOrder(order: number): Promise<void> {
+    const reader = await this.exchange([
+      encodeCommand(TRACI.CMD_SETORDER, new TraciWriter().int(order).toBuffer()),
+    ]);
+    TraciClient.status(reader, TRACI.CMD_SETORDER);
+  }
+
+  /** Advances one step (or to `targetTime` seconds); returns every subscription's values. */
+  async simulationStep(targetTime = 0): Promise<SubscriptionResult[]> {
+    const reader = await this.exchange([
+      encodeCommand(TRACI.CMD_SIMSTEP, new TraciWriter().double(targetTime).toBuffer()),
+    ]);
+    TraciClient.status(reader, TRACI.CMD_SIMSTEP);
+    const count = reader.int();
+    const results: SubscriptionResult[] = [];
+    for (const command of commandsOf(reader, reader.buf.length)) {
+      const result = TraciClient.subscriptionResult(command.id, command.content);
+      if (result) results.push(result);
+    }
+    if (results.length !== count)
+      throw new SimrecError(
+        'io',
+        `TraCI: SUMO announced ${count} subscription results and sent ${results.length}`,
+      );
+    return results;
+  }
+
+  /** Subscribes to variables of one object for the rest of the simulation; returns their current values. */
+  async subscribe(domain: Domain, id: string, variables: number[]): Promise<SubscriptionResult | undefined> {
+    const content = new TraciWriter()
+      .double(-1073741824)
+      .double(1073741824)
+      .string(id)
+      .ubyte(variables.length);
+    for (const v of variables) content.ubyte(v);
+    const command = DOMAINS[domain].subscribe;
+    const reader = await this.exchange([encodeCommand(command, content.toBuffer())]);
+    TraciClient.status(reader, command);
+    for (const c of commandsOf(reader, reader.buf.length)) {
+      const result = TraciClient.subscriptionResult(c.id, c.content);
+      if (result) return result;
+    }
+    return undefined;
+  }
+
+  /** The ids of every object of a domain (traffic lights, persons...). */
+  async idList(domain: Domain): Promise<string[]> {
+    const command = DOMAINS[domain].get;
+    const reader = await this.exchange([
+      encodeCommand(command, new TraciWriter().ubyte(TRACI.TRACI_ID_LIST).string('').toBuffer()),
+    ]);
+    TraciClient.status(reader, command);
+    for (const c of commandsOf(reader, reader.buf.length))
+      if (c.id === command + 0x10) {
+        c.content.ubyte(); // variable
+        c.content.string(); // object id
+        const value = c.content.typed();
+        return Array.isArray(value) ? (value as string[]) : [];
+      }
+    return [];
+  }
+
+  private static subscriptionResult(id: number, content: TraciReader): SubscriptionResult | undefined {
+    const domain = RESPONSE_TO_DOMAIN.get(id);
+    if (!domain) return undefined;
+    const objectId = content.string();
+    const count = content.ubyte();
+    const values = new Map<number, TraciValue>();
+    for (let i = 0; i < count; i++) {
+      const variable = content.ubyte();
+      const status = content.ubyte();
+      const value = content.typed();
+      if (status === TRACI.RTYPE_OK) values.set(variable, value);
+    }
+    return { domain, id: objectId, values };
+  }
+
+  /** Asks SUMO to end the simulation and close; resolves once it has answered or gone. */
+  async close(): Promise<void> {
+    if (!this.closedError)
+      try {
+        const reader = await this.exchange([encodeCommand(TRACI.CMD_CLOSE)]);
+        TraciClient.status(reader, TRACI.CMD_CLOSE);
+      } catch {
+        // SUMO may close the socket instead of answering; either way it is done.
+      }
+    this.socket.destroy();
+  }
+}

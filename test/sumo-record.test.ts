@@ -1,0 +1,202 @@
+/**
+ * Recording a real SUMO (Debian's sumo 1.15, installed by .ci/run) over TraCI, checked against SUMO's
+ * own --fcd-output of the same run: every vehicle at every step, positions within 1 cm.
+ */
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { XMLParser } from 'fast-xml-parser';
+import { recordSumo, type SumoRecordOptions } from '../src/ingest/traci/sumo-recorder.js';
+import { SimrecError } from '../src/model/errors.js';
+import type { StoreBackend } from '../src/model/store-port.js';
+import type { Sample } from '../src/model/stream.js';
+import { streamSamples } from '../src/replay/run-queries.js';
+import { loadRoadNetwork } from '../src/roadnet/roadnet-attachment.js';
+import { openStore } from '../src/store/open-store.js';
+import { fixture, tempDir } from './helpers/paths.js';
+import { runCli } from './helpers/run-cli.js';
+
+let sumoMissing: string | false = false;
+try {
+  execFileSync('sumo', ['--version'], { stdio: 'pipe' });
+} catch {
+  sumoMissing = 'sumo is not installed here (.ci/run installs it: apt-get install sumo sumo-tools)';
+}
+
+const dir = tempDir('simrec-sumo-');
+let store: StoreBackend;
+before(async () => {
+  store = await openStore(join(dir.path, 'sumo.db'));
+});
+after(async () => {
+  await store.close();
+  dir.cleanup();
+});
+
+interface FcdVehicle {
+  id: string;
+  x: string;
+  y: string;
+  angle: string;
+  speed: string;
+  lane: string;
+}
+
+/** SUMO's own record of the run: time -> vehicle id -> front-bumper position, angle, speed. */
+function readFcd(path: string): Map<number, Map<string, FcdVehicle>> {
+  const doc = new XMLParser({
+    ignoreAttributes: false,
+    attributeNamePrefix: '',
+    isArray: (name) => name === 'timestep' || name === 'vehicle',
+  }).parse(readFileSync(path, 'utf8')) as {
+    'fcd-export': { timestep?: { time: string; vehicle?: FcdVehicle[] }[] };
+  };
+  const out = new Map<number, Map<string, FcdVehicle>>();
+  for (const step of doc['fcd-export'].timestep ?? [])
+    out.set(Math.round(Number(step.time) * 1000), new Map((step.vehicle ?? []).map((v) => [v.id, v])));
+  return out;
+}
+
+/** Records with --fcd-output and compares every vehicle-step; returns the counts compared. */
+async function recordAndCompare(
+  options: SumoRecordOptions,
+): Promise<{ compared: number; runId: number; vehicles: number }> {
+  const fcdFile = join(dir.path, `fcd-${Date.now()}.xml`);
+  const result = await recordSumo(store, { ...options, sumoArgs: ['--fcd-output', fcdFile, '--seed', '42'] });
+  const fcd = readFcd(fcdFile);
+  const begin = result.run.begin;
+  const actors = await store.listActors(result.run.id);
+  let compared = 0;
+  const recorded = new Map<number, Set<string>>();
+  for (const actor of actors.filter((a) => a.kind !== 'traffic_light')) {
+    for await (const batch of streamSamples(store, result.run.id, `${actor.id}/state`))
+      for (const s of batch as (Sample & { x: number; y: number; yaw: number; speed: number })[]) {
+        const ms = Math.round((s.t - begin) / 1000);
+        const v = fcd.get(ms)?.get(actor.id);
+        assert.ok(v, `${actor.id} at ${ms / 1000} s is in SUMO's fcd output`);
+        // The model keeps the centre; SUMO's outputs give the front bumper.
+        const half = actor.extents!.length / 2;
+        const fx = s.x + half * Math.cos(s.yaw);
+        const fy = s.y + half * Math.sin(s.yaw);
+        assert.ok(
+          Math.abs(fx - Number(v.x)) <= 0.01 && Math.abs(fy - Number(v.y)) <= 0.01,
+          `${actor.id} at ${ms / 1000} s: (${fx}, ${fy}) vs fcd (${v.x}, ${v.y})`,
+        );
+        assert.ok(Math.abs(s.speed - Number(v.speed)) <= 0.01);
+        assert.equal(s.lane, v.lane);
+        if (!recorded.has(ms)) recorded.set(ms, new Set());
+        recorded.get(ms)!.add(actor.id);
+        compared++;
+      }
+  }
+  if (!options.area || options.area.kind === 'all')
+    for (const [ms, vehicles] of fcd)
+      for (const id of vehicles.keys())
+        assert.ok(recorded.get(ms)?.has(id), `fcd has ${id} at ${ms / 1000} s, the recording does too`);
+  return { compared, runId: result.run.id, vehicles: result.vehicles };
+}
+
+describe('recording SUMO over TraCI', { skip: sumoMissing }, () => {
+  it("esmini's straight road: every vehicle at every 10 ms step matches SUMO's fcd output within 1 cm", async () => {
+    const { compared, runId } = await recordAndCompare({
+      config: fixture('esmini', 'sumo', 'straight.sumocfg'),
+      duration: 20,
+    });
+    assert.ok(compared > 3500, `${compared} vehicle-steps compared`);
+    const run = await store.getRun(runId);
+    assert.equal(run!.endReason, 'user_request', 'stopped by --duration');
+    assert.equal(run!.simulator.name, 'sumo');
+    const net = await loadRoadNetwork(store, runId);
+    assert.ok(net && net.lanes.length > 0, 'the network from the config is kept with the run');
+  });
+
+  it("LimSim's bigInter net and routes, 0.1 s steps: every vehicle matches the fcd output", async () => {
+    const { compared, vehicles } = await recordAndCompare({
+      net: fixture('limsim-networks', 'bigInter', 'bigInter.net.xml'),
+      routes: [fixture('limsim-networks', 'bigInter', 'bigInter.rou.xml')],
+      stepLength: 0.1,
+      duration: 40,
+    });
+    assert.ok(vehicles >= 15, `${vehicles} vehicles`);
+    assert.ok(compared > 1000, `${compared} vehicle-steps compared`);
+  });
+
+  it("LimSim's ego tracking: only vehicles within the radius, tagged ego, AoI and outOfAoI", async () => {
+    const { runId } = await recordAndCompare({
+      net: fixture('limsim-networks', 'roundabout', 'roundabout.net.xml'),
+      routes: [fixture('limsim-networks', 'roundabout', 'roundabout.rou.xml')],
+      stepLength: 0.1,
+      duration: 30,
+      ego: '2',
+      area: { kind: 'ego', radius: 60 },
+    });
+    const actors = await store.listActors(runId);
+    assert.equal(actors.find((a) => a.id === '2')?.kind, 'ego');
+    const tags = new Set<string>();
+    for (const a of actors.filter((x) => x.kind !== 'traffic_light'))
+      for await (const batch of streamSamples(store, runId, `${a.id}/state`))
+        for (const s of batch) tags.add(String(s.vtag));
+    assert.ok(tags.has('ego') && tags.has('AoI'), `tags seen: ${[...tags]}`);
+    assert.ok([...tags].every((t) => ['ego', 'AoI', 'outOfAoI'].includes(t)));
+  });
+
+  it('SUMO dying mid-run leaves the run interrupted with its data', async () => {
+    const marker = join(dir.path, `dies-${Date.now()}.xml`);
+    let killed = false;
+    const result = await recordSumo(store, {
+      config: fixture('esmini', 'sumo', 'straight.sumocfg'),
+      sumoArgs: ['--fcd-output', marker],
+      onStep: (s) => {
+        if (s >= 5 && !killed) {
+          killed = true;
+          execFileSync('pkill', ['-9', '-f', marker]);
+        }
+      },
+    });
+    assert.equal(result.run.endReason, 'interrupted');
+    const samples: Sample[] = [];
+    for await (const batch of streamSamples(store, result.run.id, 'veh0/state')) samples.push(...batch);
+    assert.ok(samples.length >= 500, `${samples.length} samples kept`);
+    assert.ok((await store.listAttachments(result.run.id)).some((a) => a.name === 'sumo/stderr.txt'));
+  });
+
+  it('simrec record sumo records from the command line', () => {
+    const r = runCli(
+      ['record', 'sumo', fixture('esmini', 'sumo', 'straight.sumocfg'), '--duration', '2', '--json'],
+      { SIMREC_STORE: join(dir.path, 'cli.db') },
+    );
+    assert.equal(r.status, 0, r.stderr);
+    const result = JSON.parse(r.stdout) as { steps: number; vehicles: number; run: { endReason: string } };
+    assert.deepEqual([result.vehicles, result.run.endReason], [1, 'user_request']);
+    assert.ok(result.steps >= 200);
+    const bad = runCli(['record', 'sumo', '--area', 'ego:50'], { SIMREC_STORE: join(dir.path, 'cli.db') });
+    assert.equal(bad.status, 2);
+    assert.match(bad.stderr, /--area ego:RADIUS needs --ego ID/);
+  });
+
+  it('bad input: SUMO missing, a config SUMO refuses', async () => {
+    await assert.rejects(
+      recordSumo(store, {
+        config: fixture('esmini', 'sumo', 'straight.sumocfg'),
+        sumoBinary: '/nonexistent/sumo',
+      }),
+      (e: unknown) =>
+        e instanceof SimrecError &&
+        e.code === 'unsupported' &&
+        /SUMO is not installed.*apt-get install sumo sumo-tools/.test(e.message),
+    );
+    const broken = join(dir.path, 'broken.rou.xml');
+    writeFileSync(
+      broken,
+      '<routes><vehicle id="x" depart="0"><route edges="no_such_edge"/></vehicle></routes>',
+    );
+    const before = (await store.listRuns()).length;
+    await assert.rejects(
+      recordSumo(store, { net: fixture('esmini', 'sumo', 'straight.net.xml'), routes: [broken] }),
+      (e: unknown) => e instanceof SimrecError && /SUMO refused to start.*no_such_edge/s.test(e.message),
+    );
+    assert.equal((await store.listRuns()).length, before, 'no run was begun');
+  });
+});
