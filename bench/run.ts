@@ -14,6 +14,7 @@ import { FULL_SIZE, QUICK_SIZE } from './generator.js';
 import { PEERS } from './peers/index.js';
 import { summarize, formatReport, type Measurement } from './report.js';
 import { formatViewer, measureViewer, type ViewerResults } from './viewer-playback.js';
+import { formatSumoOverhead, measureSumoOverhead, type SumoOverhead } from './sumo-overhead.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 /** Compiled to dist/bench/run.js: the repository is two levels up. */
@@ -66,6 +67,7 @@ async function runChild(job: ChildJob): Promise<ChildReport> {
 
 const started = performance.now();
 let viewer: ViewerResults = { skipped: 'not measured' };
+let sumo: SumoOverhead = { skipped: 'not measured' };
 const scratch = mkdtempSync(join(tmpdir(), 'simrec-bench-'));
 const measurements: Measurement[] = [];
 const measure = async (workload: Workload, peer: string, rep: number, dir: string): Promise<void> => {
@@ -94,6 +96,8 @@ try {
       }
   progress('viewer playback in headless Chromium');
   viewer = await measureViewer(scratch, quick);
+  progress('recording a real SUMO');
+  sumo = await measureSumoOverhead(scratch, REPO_ROOT, quick);
 } finally {
   rmSync(scratch, { recursive: true, force: true });
 }
@@ -117,7 +121,10 @@ const results = summarize(measurements, {
 const outDir = resolve(options.out ?? join(REPO_ROOT, 'bench', 'results'));
 mkdirSync(outDir, { recursive: true });
 const outFile = join(outDir, `${now.toISOString().slice(0, 10)}-${host}${quick ? '-quick' : ''}.json`);
-const withViewer = { ...results, viewer };
+const withViewer = { ...results, viewer, sumo };
 writeFileSync(outFile, JSON.stringify(withViewer, null, 2) + '\n');
 if (options.json) process.stdout.write(JSON.stringify(withViewer, null, 2) + '\n');
-else process.stdout.write(formatReport(results) + `\n${formatViewer(viewer)}\nresults: ${outFile}\n`);
+else
+  process.stdout.write(
+    formatReport(results) + `\n${formatViewer(viewer)}\n${formatSumoOverhead(sumo)}\nresults: ${outFile}\n`,
+  );

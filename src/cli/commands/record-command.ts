@@ -7,9 +7,12 @@ import { withStore } from '../with-store.js';
 
 function parseArea(value: string): SumoArea {
   if (value === 'all') return { kind: 'all' };
-  const match = /^ego:(\d+(?:\.\d+)?)$/.exec(value);
-  if (!match) throw invalid(`--area: expected all or ego:RADIUS (metres), got ${describeValue(value)}`);
-  return { kind: 'ego', radius: Number(match[1]) };
+  const n = '(-?\\d+(?:\\.\\d+)?)';
+  const ego = new RegExp(`^ego:${n}$`).exec(value);
+  if (ego) return { kind: 'ego', radius: Number(ego[1]) };
+  const local = new RegExp(`^local:${n},${n},${n}$`).exec(value);
+  if (local) return { kind: 'local', x: Number(local[1]), y: Number(local[2]), radius: Number(local[3]) };
+  throw invalid(`--area: expected all, ego:RADIUS or local:X,Y,RADIUS (metres), got ${describeValue(value)}`);
 }
 
 interface SumoCommandOptions {
@@ -37,7 +40,7 @@ export function registerRecordCommand(program: Command): void {
     )
     .option('--ego <id>', 'the vehicle recorded as the ego')
     .addOption(
-      new Option('--area <area>', 'all, or ego:RADIUS to record only around the ego (LimSim ego tracking)')
+      new Option('--area <area>', 'all; ego:RADIUS around the ego (LimSim ego tracking); local:X,Y,RADIUS around a point (LimSim fixed scene)')
         .argParser(parseArea)
         .default({ kind: 'all' }, 'all'),
     )

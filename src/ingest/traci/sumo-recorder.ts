@@ -18,7 +18,13 @@ import { VAR } from './traci-protocol.js';
 /** The oldest TraCI API this recorder has been tested with (SUMO 1.15 speaks 20). */
 const MIN_TRACI_API = 18;
 
-export type SumoArea = { kind: 'all' } | { kind: 'ego'; radius: number };
+/**
+ * Which vehicles to record: all; those within `radius` of the ego (LimSim's ego tracking: AoI within
+ * half the radius, outOfAoI beyond); or those within 2 x `radius` of a fixed point (LimSim's fixed
+ * scene: AoI within the radius, outOfAoI beyond).
+ */
+export type SumoArea =
+  { kind: 'all' } | { kind: 'ego'; radius: number } | { kind: 'local'; x: number; y: number; radius: number };
 
 export interface SumoRecordOptions {
   /** A .sumocfg; or `net` (and `routes`) instead. */
@@ -229,20 +235,27 @@ export async function recordSumo(store: StoreBackend, options: SumoRecordOptions
     const dt = num(sim?.values.get(VAR.DELTA_T)) ?? stepLength ?? 1;
 
     const area = options.area ?? { kind: 'all' };
-    recorder = await RunRecorder.begin(store, {
-      simulator: { name: 'sumo', version: version.identifier.replace(/^SUMO\s*/, '') },
-      description: `SUMO ${options.config ?? inputs.net}`,
-      metadata: {
-        config: options.config ?? null,
-        net: inputs.net,
-        routes: inputs.routes,
-        stepLength: dt,
-        traciApi: version.api,
-        mode: area.kind === 'ego' ? 'ego tracking' : 'all vehicles',
-        ...(area.kind === 'ego' ? { radius: area.radius } : {}),
-        ...(options.ego ? { ego: options.ego } : {}),
+    // Steps come every few hundred microseconds; one fsync each would make SUMO wait on the disk.
+    // Commits gather 200 ms of steps (the loop still waits for durability every 100 steps).
+    recorder = await RunRecorder.begin(
+      store,
+      {
+        simulator: { name: 'sumo', version: version.identifier.replace(/^SUMO\s*/, '') },
+        description: `SUMO ${options.config ?? inputs.net}`,
+        metadata: {
+          config: options.config ?? null,
+          net: inputs.net,
+          routes: inputs.routes,
+          stepLength: dt,
+          traciApi: version.api,
+          mode: area.kind === 'ego' ? 'ego tracking' : area.kind === 'local' ? 'local area' : 'all vehicles',
+          ...(area.kind !== 'all' ? { radius: area.radius } : {}),
+          ...(area.kind === 'local' ? { localPos: [area.x, area.y] } : {}),
+          ...(options.ego ? { ego: options.ego } : {}),
+        },
       },
-    });
+      { commitIntervalMs: 200 },
+    );
     const rec = recorder;
     await attachRoadNetwork(store, rec.id, network);
 
@@ -327,6 +340,10 @@ export async function recordSumo(store: StoreBackend, options: SumoRecordOptions
           const d = r.id === options.ego ? 0 : Math.hypot(s.x - ego.x, s.y - ego.y);
           if (d > area.radius) continue;
           vtag = r.id === options.ego ? 'ego' : d <= area.radius / 2 ? 'AoI' : 'outOfAoI';
+        } else if (area.kind === 'local') {
+          const d = Math.hypot(s.x - area.x, s.y - area.y);
+          if (d > 2 * area.radius) continue;
+          vtag = d <= area.radius ? 'AoI' : 'outOfAoI';
         } else if (options.ego) vtag = r.id === options.ego ? 'ego' : undefined;
         if (!declared.has(r.id)) {
           declared.add(r.id);

@@ -1,0 +1,91 @@
+/**
+ * Recording overhead on a real SUMO: the same simulation run plain (SUMO alone) and recorded by simrec
+ * over TraCI, steps per second of each, and simrec's recorded actor-states per second beside LimSim's
+ * write ceiling (its writer thread inserts at most 1,000 rows a second).
+ */
+import { execFileSync, spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { recordSumo } from '../src/ingest/traci/sumo-recorder.js';
+import { openStore } from '../src/store/open-store.js';
+
+const LIMSIM_ROWS_PER_SECOND = 1000;
+
+export interface SumoOverhead {
+  skipped?: string;
+  simulatedSeconds?: number;
+  steps?: number;
+  plainStepsPerSecond?: number;
+  recordedStepsPerSecond?: number;
+  actorStatesPerSecond?: number;
+  limsimCeilingRatio?: number;
+}
+
+export async function measureSumoOverhead(
+  scratch: string,
+  repoRoot: string,
+  quick: boolean,
+): Promise<SumoOverhead> {
+  try {
+    execFileSync('sumo', ['--version'], { stdio: 'pipe' });
+  } catch {
+    return { skipped: 'sumo is not installed (apt-get install sumo sumo-tools)' };
+  }
+  const fixtures = join(repoRoot, '..', 'shared', 'fixtures', 'limsim-networks', 'bigInter');
+  const net = join(fixtures, 'bigInter.net.xml');
+  const routes = join(fixtures, 'bigInter.rou.xml');
+  const seconds = quick ? 60 : 600;
+  const stepLength = 0.1;
+  const env = { ...process.env, SUMO_HOME: process.env.SUMO_HOME ?? '/usr/share/sumo' };
+  const plainStart = performance.now();
+  const plain = spawnSync(
+    'sumo',
+    [
+      '-n',
+      net,
+      '-r',
+      routes,
+      '--step-length',
+      String(stepLength),
+      '--end',
+      String(seconds),
+      '--no-step-log',
+      'true',
+    ],
+    { env, stdio: 'pipe' },
+  );
+  if (plain.status !== 0) return { skipped: `sumo failed: ${plain.stderr.toString().slice(0, 200)}` };
+  const plainSeconds = (performance.now() - plainStart) / 1000;
+  const store = await openStore(join(scratch, 'sumo-overhead.db'));
+  try {
+    const start = performance.now();
+    const result = await recordSumo(store, {
+      net,
+      routes: [routes],
+      stepLength,
+      duration: seconds - stepLength,
+    });
+    const recordedSeconds = (performance.now() - start) / 1000;
+    const samples = (await store.listRuns())[0]!.samples;
+    const steps = Math.round(seconds / stepLength);
+    const statesPerSecond = samples / recordedSeconds;
+    return {
+      simulatedSeconds: seconds,
+      steps: result.steps,
+      plainStepsPerSecond: Math.round(steps / plainSeconds),
+      recordedStepsPerSecond: Math.round(result.steps / recordedSeconds),
+      actorStatesPerSecond: Math.round(statesPerSecond),
+      limsimCeilingRatio: Math.round((statesPerSecond / LIMSIM_ROWS_PER_SECOND) * 10) / 10,
+    };
+  } finally {
+    await store.close();
+  }
+}
+
+export function formatSumoOverhead(o: SumoOverhead): string {
+  if (o.skipped) return `SUMO recording overhead: skipped: ${o.skipped}`;
+  return [
+    `SUMO recording overhead (LimSim's bigInter, ${o.simulatedSeconds} s at 0.1 s steps):`,
+    `  SUMO alone ${o.plainStepsPerSecond} steps/s; recorded by simrec over TraCI ${o.recordedStepsPerSecond} steps/s (${(o.recordedStepsPerSecond! / o.plainStepsPerSecond!).toFixed(2)}x)`,
+    `  ${o.actorStatesPerSecond} actor-states/s recorded: ${o.limsimCeilingRatio}x LimSim's ceiling of ${LIMSIM_ROWS_PER_SECOND} rows/s`,
+  ].join('\n');
+}
