@@ -1,0 +1,188 @@
+/**
+ * Format rates: reading a 1 MB SUMO network, and importing a generated Unity Perception dataset of
+ * 2,500 and 10,000 captures (captures per second, and peak memory at both sizes, in child processes,
+ * so memory growth with the dataset shows).
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { importPerception } from '../src/formats/perception/index.js';
+import { encodePng } from '../src/formats/perception/image-files.js';
+import { readRoadNetwork } from '../src/roadnet/read-roadnet.js';
+import { openStore } from '../src/store/open-store.js';
+import { median } from './stats.js';
+
+export interface FormatResults {
+  roadnet: { bytes: number; lanes: number; medianMs: number; mbPerSecond: number };
+  perception: { captures: number; seconds: number; capturesPerSecond: number; peakRssMiB: number }[];
+}
+
+/** A SUMO grid network: n x n junctions, two-lane edges both ways, internal shapes left out. */
+function gridNet(n: number): string {
+  const lines = [
+    '<?xml version="1.0" encoding="UTF-8"?>',
+    '<net version="1.9">',
+    `  <location netOffset="0.00,0.00" convBoundary="0,0,${(n - 1) * 100},${(n - 1) * 100}" origBoundary="0,0,1,1" projParameter="!"/>`,
+  ];
+  const edge = (from: string, to: string, ax: number, ay: number, bx: number, by: number): void => {
+    const id = `${from}_${to}`;
+    const nx = by === ay ? 0 : 1;
+    const ny = by === ay ? 1 : 0;
+    const sign = bx > ax || by > ay ? -1 : 1;
+    lines.push(`  <edge id="${id}" from="${from}" to="${to}" priority="1">`);
+    for (let k = 0; k < 2; k++) {
+      const off = sign * (1.6 + 3.2 * k);
+      const shape = Array.from(
+        { length: 11 },
+        (_, i) =>
+          `${(ax + ((bx - ax) * i) / 10 + nx * off).toFixed(2)},${(ay + ((by - ay) * i) / 10 + ny * off).toFixed(2)}`,
+      ).join(' ');
+      lines.push(
+        `    <lane id="${id}_${k}" index="${k}" speed="13.89" length="100.00" width="3.20" shape="${shape}"/>`,
+      );
+    }
+    lines.push('  </edge>');
+  };
+  for (let i = 0; i < n; i++)
+    for (let j = 0; j < n; j++) {
+      if (i + 1 < n) {
+        edge(`J${i}_${j}`, `J${i + 1}_${j}`, i * 100, j * 100, (i + 1) * 100, j * 100);
+        edge(`J${i + 1}_${j}`, `J${i}_${j}`, (i + 1) * 100, j * 100, i * 100, j * 100);
+      }
+      if (j + 1 < n) {
+        edge(`J${i}_${j}`, `J${i}_${j + 1}`, i * 100, j * 100, i * 100, (j + 1) * 100);
+        edge(`J${i}_${j + 1}`, `J${i}_${j}`, i * 100, (j + 1) * 100, i * 100, j * 100);
+      }
+    }
+  for (let i = 0; i < n; i++)
+    for (let j = 0; j < n; j++)
+      lines.push(
+        `  <junction id="J${i}_${j}" type="priority" x="${i * 100}" y="${j * 100}" incLanes="" intLanes="" shape="${i * 100 - 7},${j * 100 - 7} ${i * 100 + 7},${j * 100 - 7} ${i * 100 + 7},${j * 100 + 7} ${i * 100 - 7},${j * 100 + 7}"/>`,
+      );
+  lines.push('</net>');
+  return lines.join('\n');
+}
+
+/** A legacy Perception dataset as Unity's writer lays it out, with tiny PNGs. */
+function writeDataset(root: string, captures: number): void {
+  const dataset = join(root, 'Dataset');
+  mkdirSync(join(root, 'RGB'), { recursive: true });
+  mkdirSync(dataset, { recursive: true });
+  const write = (name: string, body: object): void =>
+    writeFileSync(join(dataset, name), JSON.stringify({ version: '0.0.1', ...body }));
+  write('egos.json', { egos: [{ id: 'ego', description: 'car' }] });
+  write('sensors.json', {
+    sensors: [{ id: 'cam', ego_id: 'ego', modality: 'camera', description: 'front' }],
+  });
+  write('annotation_definitions.json', {
+    annotation_definitions: [
+      { id: 'bbox', name: 'bounding box', format: 'JSON', spec: [{ label_id: 1, label_name: 'car' }] },
+    ],
+  });
+  write('metric_definitions.json', { metric_definitions: [] });
+  const png = encodePng(8, 8, 3, new Uint8Array(192).fill(80));
+  for (let f = 0; f * 150 < captures; f++) {
+    const records = [];
+    for (let i = f * 150; i < Math.min(captures, f * 150 + 150); i++) {
+      writeFileSync(join(root, 'RGB', `rgb_${i}.png`), png);
+      records.push({
+        id: `c${i}`,
+        sequence_id: 's',
+        step: i,
+        timestamp: i * 0.05,
+        sensor: {
+          sensor_id: 'cam',
+          ego_id: 'ego',
+          modality: 'camera',
+          translation: [0, 1.5, 0],
+          rotation: [0, 0, 0, 1],
+          camera_intrinsic: [
+            [1, 0, 0],
+            [0, 1, 0],
+            [0, 0, 1],
+          ],
+        },
+        ego: {
+          ego_id: 'ego',
+          translation: [0, 0, i],
+          rotation: [0, 0, 0, 1],
+          velocity: null,
+          acceleration: null,
+        },
+        filename: `RGB/rgb_${i}.png`,
+        format: 'PNG',
+        annotations: [
+          {
+            id: `a${i}`,
+            annotation_definition: 'bbox',
+            values: [{ label_id: 1, label_name: 'car', instance_id: 1, x: 1, y: 1, width: 3, height: 2 }],
+          },
+        ],
+      });
+    }
+    write(`captures_${String(f).padStart(3, '0')}.json`, { captures: records });
+  }
+}
+
+async function perceptionChild(dir: string, captures: number): Promise<void> {
+  writeDataset(join(dir, 'dataset'), captures);
+  const store = await openStore(join(dir, 'perception.db'));
+  const start = performance.now();
+  await importPerception(store, join(dir, 'dataset'));
+  const seconds = (performance.now() - start) / 1000;
+  await store.close();
+  process.stdout.write(
+    JSON.stringify({ captures, seconds, peakRssMiB: Math.round(process.resourceUsage().maxRSS / 1024) }),
+  );
+}
+
+export function measureFormats(scratch: string, quick: boolean): FormatResults {
+  const text = gridNet(quick ? 8 : 22);
+  const times: number[] = [];
+  let lanes = 0;
+  for (let i = 0; i < 5; i++) {
+    const start = performance.now();
+    lanes = readRoadNetwork(text, { file: 'grid.net.xml' }).network.lanes.length;
+    times.push(performance.now() - start);
+  }
+  const medianMs = median(times);
+  const bytes = Buffer.byteLength(text);
+  const perception = (quick ? [250, 1000] : [2500, 10_000]).map((captures) => {
+    const dir = join(scratch, `perception-${captures}`);
+    mkdirSync(dir, { recursive: true });
+    const out = execFileSync(
+      process.execPath,
+      [fileURLToPath(import.meta.url), 'perception', dir, String(captures)],
+      { maxBuffer: 1 << 20 },
+    );
+    const r = JSON.parse(out.toString()) as { captures: number; seconds: number; peakRssMiB: number };
+    return { ...r, capturesPerSecond: Math.round(r.captures / r.seconds) };
+  });
+  return {
+    roadnet: {
+      bytes,
+      lanes,
+      medianMs: Math.round(medianMs * 10) / 10,
+      mbPerSecond: Math.round((bytes / 1e6 / (medianMs / 1000)) * 10) / 10,
+    },
+    perception,
+  };
+}
+
+export function formatFormats(f: FormatResults): string {
+  const [small, large] = f.perception;
+  return [
+    'formats:',
+    `  SUMO network of ${(f.roadnet.bytes / 1e6).toFixed(2)} MB (${f.roadnet.lanes} lanes) read in ${f.roadnet.medianMs} ms (${f.roadnet.mbPerSecond} MB/s)`,
+    ...f.perception.map(
+      (p) =>
+        `  Perception import of ${p.captures} captures: ${p.capturesPerSecond} captures/s, peak ${p.peakRssMiB} MiB`,
+    ),
+    small && large
+      ? `  memory grows ${(large.peakRssMiB / small.peakRssMiB).toFixed(2)}x for ${large.captures / small.captures}x the captures`
+      : '',
+  ].join('\n');
+}
+
+if (process.argv[2] === 'perception') await perceptionChild(process.argv[3]!, Number(process.argv[4]));
