@@ -1,0 +1,86 @@
+import { describeValue, invalid } from '../../model/errors.js';
+import type { JsonObject } from '../../model/json.js';
+import type { ActorInfo } from '../../model/run.js';
+import type { StreamDecl } from '../../model/stream.js';
+
+/**
+ * SODA.Sim's database layout (../shared/formats/soda-sim-and-deepdrive.md, section 1): which
+ * collections exist in each generation, and the constants its writers use.
+ */
+
+/** SODA.Sim's `MaxDocsPerPart` (G1) and `GetMaxBatchSize()` (G3): rows per batch document per actor. */
+export const MAX_ROWS_PER_BATCH = 10_000;
+/** Below MongoDB's 16 MiB document limit with room for the envelope; SODA.Sim never gets near it. */
+export const MAX_BATCH_BYTES = 15 * 1024 * 1024;
+
+export const SODA_ACTOR_TYPES = ['ego', 'vehicle', 'pedestrian', 'opendrive'] as const;
+export type SodaActorType = (typeof SODA_ACTOR_TYPES)[number];
+
+/** `inputs.gear` in SODA.Sim: a gear state, not a gear number. */
+export const SODA_GEARS = { neutral: 0, drive: 1, reverse: 2, park: 3 } as const;
+/** `wheels[].4wd_ind`: front-left, front-right, rear-left, rear-right. */
+export const WHEEL_POSITIONS = ['fl', 'fr', 'rl', 'rr'] as const;
+
+/** G3 `files.type`. */
+export const FILE_TYPES = { vehicle: 0, vehicleComponent: 1, level: 2, actor: 3 } as const;
+
+export type CollectionRole =
+  | { role: 'datasets' | 'scenarios' | 'vehicles' | 'files' }
+  /** `dataset12` (G1, G2: described by `datasets`) or `dataset_12` (G3: describes itself). */
+  | { role: 'dataset'; id: number; selfDescribed: boolean };
+
+/** What a collection is in SODA.Sim's layout, or undefined if SODA.Sim never writes it. */
+export function collectionRole(name: string): CollectionRole | undefined {
+  if (name === 'datasets' || name === 'scenarios' || name === 'vehicles' || name === 'files')
+    return { role: name };
+  const match = /^dataset(_?)(0|[1-9]\d{0,15})$/.exec(name);
+  if (!match || !Number.isSafeInteger(Number(match[2]))) return undefined;
+  return { role: 'dataset', id: Number(match[2]), selfDescribed: match[1] === '_' };
+}
+
+export const datasetCollection = (id: number): string => `dataset${id}`;
+
+/**
+ * What simrec knows that SODA.Sim's layout has no field for (the run's simulator, description and
+ * metadata; each actor's kind, extents, attributes; each stream's declaration and the fields its
+ * samples had), so that a run exported and imported again is the same run. It is one string field,
+ * `simrec`, on the `datasets` document: SODA.Sim never reads datasets back, its users' queries do
+ * not select it, and as a string it holds keys MongoDB would refuse as field names (dots, `$`).
+ */
+export const EXTENSION_FIELD = 'simrec';
+
+export interface ExtensionStream {
+  decl: StreamDecl;
+  /** Fields that samples of the stream had; a field SODA.Sim's row always carries is dropped otherwise. */
+  present: string[];
+}
+
+export interface ExtensionEntry {
+  /** The `actors[].name` it explains. */
+  soda: string;
+  /** The simrec actor; absent for run-level streams and for a road network without an actor. */
+  actor?: ActorInfo;
+  streams: ExtensionStream[];
+}
+
+export interface SimrecExtension {
+  version: 1;
+  run: { simulator: { name: string; version?: string }; description: string; metadata: JsonObject };
+  entries: ExtensionEntry[];
+}
+
+export function parseExtension(text: unknown, where: string): SimrecExtension {
+  if (typeof text !== 'string')
+    throw invalid(`${where}.${EXTENSION_FIELD}: expected a string of JSON, got ${describeValue(text)}`);
+  let value: SimrecExtension;
+  try {
+    value = JSON.parse(text) as SimrecExtension;
+  } catch (error) {
+    throw invalid(`${where}.${EXTENSION_FIELD}: not JSON: ${(error as Error).message}`);
+  }
+  if (value?.version !== 1 || typeof value.run !== 'object' || !Array.isArray(value.entries))
+    throw invalid(
+      `${where}.${EXTENSION_FIELD}: expected simrec's extension version 1 {version, run, entries}`,
+    );
+  return value;
+}
