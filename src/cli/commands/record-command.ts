@@ -40,7 +40,10 @@ export function registerRecordCommand(program: Command): void {
     )
     .option('--ego <id>', 'the vehicle recorded as the ego')
     .addOption(
-      new Option('--area <area>', 'all; ego:RADIUS around the ego (LimSim ego tracking); local:X,Y,RADIUS around a point (LimSim fixed scene)')
+      new Option(
+        '--area <area>',
+        'all; ego:RADIUS around the ego (LimSim ego tracking); local:X,Y,RADIUS around a point (LimSim fixed scene)',
+      )
         .argParser(parseArea)
         .default({ kind: 'all' }, 'all'),
     )
