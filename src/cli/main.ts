@@ -10,6 +10,7 @@ import { registerQueryCommands } from './commands/query-commands.js';
 import { registerRecordCommand } from './commands/record-command.js';
 import { registerRoadnetCommand } from './commands/roadnet-command.js';
 import { registerServeCommand } from './commands/serve-command.js';
+import { registerSodaCommands } from './commands/soda-commands.js';
 
 const program = new Command('simrec')
   .description('record, store, query, replay, score and convert driving-simulation runs')
@@ -26,6 +27,7 @@ registerEvalCommand(program);
 registerRoadnetCommand(program);
 registerPerceptionCommands(program);
 registerServeCommand(program);
+registerSodaCommands(program);
 registerRecordCommand(program);
 
 try {

@@ -33,7 +33,11 @@ export class SodaDatabase implements SodaSource, SodaSink {
     const location = redactUrl(url);
     let client: MongoClient;
     try {
-      client = new MongoClient(url, { serverSelectionTimeoutMS: 5000 });
+      // The driver waits 30 s for a server by default; a command line should say sooner that none is there.
+      client = new MongoClient(
+        url,
+        /serverSelectionTimeoutMS=/i.test(url) ? {} : { serverSelectionTimeoutMS: 5000 },
+      );
     } catch (error) {
       throw new SimrecError('invalid', `${location}: not a MongoDB URL: ${(error as Error).message}`);
     }
