@@ -16,6 +16,7 @@ import { summarize, formatReport, type Measurement } from './report.js';
 import { formatViewer, measureViewer, type ViewerResults } from './viewer-playback.js';
 import { formatSumoOverhead, measureSumoOverhead, type SumoOverhead } from './sumo-overhead.js';
 import { formatFormats, measureFormats, type FormatResults } from './formats.js';
+import { formatEvaluation, measureEvaluation, type EvaluationSpeed } from './evaluation.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 /** Compiled to dist/bench/run.js: the repository is two levels up. */
@@ -70,6 +71,7 @@ const started = performance.now();
 let viewer: ViewerResults = { skipped: 'not measured' };
 let sumo: SumoOverhead = { skipped: 'not measured' };
 let formats: FormatResults | null = null;
+let evaluation: EvaluationSpeed | null = null;
 const scratch = mkdtempSync(join(tmpdir(), 'simrec-bench-'));
 const measurements: Measurement[] = [];
 const measure = async (workload: Workload, peer: string, rep: number, dir: string): Promise<void> => {
@@ -98,6 +100,8 @@ try {
       }
   progress('viewer playback in headless Chromium');
   viewer = await measureViewer(scratch, quick);
+  progress('evaluation speed');
+  evaluation = await measureEvaluation(scratch, quick);
   progress('format rates');
   formats = measureFormats(scratch, quick);
   progress('recording a real SUMO');
@@ -125,11 +129,11 @@ const results = summarize(measurements, {
 const outDir = resolve(options.out ?? join(REPO_ROOT, 'bench', 'results'));
 mkdirSync(outDir, { recursive: true });
 const outFile = join(outDir, `${now.toISOString().slice(0, 10)}-${host}${quick ? '-quick' : ''}.json`);
-const withViewer = { ...results, viewer, sumo, formats };
+const withViewer = { ...results, viewer, sumo, formats, evaluation };
 writeFileSync(outFile, JSON.stringify(withViewer, null, 2) + '\n');
 if (options.json) process.stdout.write(JSON.stringify(withViewer, null, 2) + '\n');
 else
   process.stdout.write(
     formatReport(results) +
-      `\n${formatViewer(viewer)}\n${formatSumoOverhead(sumo)}\n${formats ? formatFormats(formats) : ''}\nresults: ${outFile}\n`,
+      `\n${formatViewer(viewer)}\n${formatSumoOverhead(sumo)}\n${formats ? formatFormats(formats) : ''}\n${evaluation ? formatEvaluation(evaluation) : ''}\nresults: ${outFile}\n`,
   );

@@ -18,6 +18,7 @@ export class ActorTrack {
   readonly length: number;
   readonly width: number;
   readonly t: number[] = [];
+  readonly step: number[] = [];
   readonly x: number[] = [];
   readonly y: number[] = [];
   readonly yaw: number[] = [];
@@ -73,6 +74,7 @@ export async function loadTracks(
         const y = num(s.y);
         if (x === null || y === null) continue;
         track.t.push(s.t);
+        track.step.push(s.step);
         track.x.push(x);
         track.y.push(y);
         track.yaw.push(num(s.yaw) ?? 0);

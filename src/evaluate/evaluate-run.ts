@@ -372,7 +372,8 @@ export async function evaluateRun(
 
     const sample: Sample = {
       t,
-      step: i,
+      // The scored actor's own step (a LimSim frame, a SUMO step), so metrics line up with its data.
+      step: ego.step[i]!,
       discomfort: discomfort(jerk),
       consumption: consumption(speed, accel),
       accel,
