@@ -7,6 +7,7 @@ import { startServer, type RunningServer } from '../src/server/start-server.js';
 import { openStore } from '../src/store/open-store.js';
 import { recordLaneRun } from './helpers/lane-run.js';
 import { fixture, tempDir } from './helpers/paths.js';
+import { WebSocket } from 'ws';
 
 const dir = tempDir('simrec-api-');
 let store: StoreBackend;
@@ -129,6 +130,32 @@ describe('HTTP API', () => {
     assert.match(((await unknown.json()) as { error: string }).error, /settings.autoDelete: unknown setting/);
     assert.equal((await put('not json')).status, 400);
     await put('{"recordEveryRun": true}');
+  });
+
+  it('with a token, refuses the API and the live channel to whoever lacks it', async () => {
+    const guarded = await startServer({ store, port: 0, apiToken: 's3cret' });
+    try {
+      const at = (path: string, headers: Record<string, string> = {}) =>
+        fetch(new URL(path, guarded.url), { headers });
+      const refused = await at('/api/runs');
+      assert.equal(refused.status, 401);
+      assert.match(((await refused.json()) as { error: string }).error, /requires a token/);
+      assert.equal((await at('/api/runs', { authorization: 'Bearer wrong' })).status, 401);
+      assert.equal((await at('/api/runs', { authorization: 'Bearer s3cret' })).status, 200);
+      assert.equal((await at('/api/runs?token=s3cret')).status, 200);
+      assert.equal((await at('/')).status, 200, 'the page itself is public; it holds no data');
+      const live = (query: string) =>
+        new Promise<string>((resolve) => {
+          const ws = new WebSocket(new URL(`/api/live${query}`, guarded.url.replace('http', 'ws')));
+          ws.on('message', () => (ws.close(), resolve('open')));
+          ws.on('unexpected-response', (_req, res) => resolve(String(res.statusCode)));
+          ws.on('error', () => resolve('error'));
+        });
+      assert.equal(await live(''), '401');
+      assert.equal(await live('?token=s3cret'), 'open');
+    } finally {
+      await guarded.close();
+    }
   });
 
   it('serves the viewer for page paths', async () => {

@@ -237,6 +237,19 @@ describe('viewer in Chromium', () => {
     await other.close();
   });
 
+  it('works with a token-guarded server when opened from the address it prints', async () => {
+    const guarded = await startServer({ store, port: 0, apiToken: 'viewer-token' });
+    try {
+      const page = await browser.newPage();
+      await page.goto(new URL('?token=viewer-token#/', guarded.url).toString());
+      await page.locator('tbody tr[data-run]').first().waitFor();
+      await expectConnected(page);
+      await page.close();
+    } finally {
+      await guarded.close();
+    }
+  });
+
   it('says when the server goes away, and reconnects when it is back', async () => {
     const page = await openPage('#/');
     await expectConnected(page);

@@ -13,6 +13,7 @@ import type { StoreBackend } from '../model/store-port.js';
 import { createApi } from './http-api.js';
 import { LIVE_PATH, LiveUpdates } from './live-updates.js';
 import { RecordingSettings } from './recording-settings.js';
+import { requireToken, upgradeHasToken } from './api-token.js';
 
 /** The built viewer (Vite writes it to dist/web; this file runs from dist/src/server). */
 export const VIEWER_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', 'web');
@@ -28,6 +29,8 @@ export interface ServerOptions {
   settings?: RecordingSettings;
   /** Simulators connect at /ingest (WebSocket) and, with `tcpPort`, over plain TCP on the same host. */
   ingest?: Omit<IngestServerOptions, 'store' | 'isRecording'> & { tcpPort?: number };
+  /** When set, the API and the viewer's live channel require it (see api-token.ts). */
+  apiToken?: string;
 }
 
 export interface RunningServer {
@@ -44,6 +47,7 @@ export const DEFAULT_PORT = 8470;
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
   const app = new Hono();
   const settings = options.settings ?? new RecordingSettings();
+  if (options.apiToken) app.use('/api/*', requireToken(options.apiToken));
   app.route('/api', createApi(options.store, settings));
   // Mounted apps do not answer for paths they lack; without this the viewer's fallback would.
   app.all('/api/*', (c) =>
@@ -76,8 +80,13 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   });
   server.on('upgrade', (request, socket, head) => {
     const path = new URL(request.url ?? '/', 'http://x').pathname;
-    if (path === LIVE_PATH) live.handleUpgrade(request, socket, head);
-    else if (path === INGEST_PATH) ingestWs.handleUpgrade(request, socket, head);
+    if (path === LIVE_PATH) {
+      if (options.apiToken && !upgradeHasToken(request, options.apiToken)) {
+        socket.end('HTTP/1.1 401 Unauthorized\r\nConnection: close\r\n\r\n');
+        return;
+      }
+      live.handleUpgrade(request, socket, head);
+    } else if (path === INGEST_PATH) ingestWs.handleUpgrade(request, socket, head);
     else socket.destroy();
   });
   const tcp: TcpListener | null =

@@ -43,8 +43,14 @@ export class ApiError extends Error {
   }
 }
 
+/** The token the server asked for, from the address it printed (`?token=...`). */
+const token = new URLSearchParams(location.search).get('token');
+const withToken = (url: string): string =>
+  token ? `${url}${url.includes('?') ? '&' : '?'}token=${encodeURIComponent(token)}` : url;
+const authHeaders = (): Record<string, string> => (token ? { authorization: `Bearer ${token}` } : {});
+
 async function get<T>(path: string): Promise<T> {
-  const response = await fetch(`api${path}`);
+  const response = await fetch(`api${path}`, { headers: authHeaders() });
   if (!response.ok) {
     let message = `${response.status} ${response.statusText}`;
     try {
@@ -76,14 +82,15 @@ export const api = {
   putSettings: async (patch: Partial<Settings>): Promise<Settings> => {
     const response = await fetch('api/settings', {
       method: 'PUT',
-      headers: { 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json', ...authHeaders() },
       body: JSON.stringify(patch),
     });
     if (!response.ok)
       throw new ApiError(response.status, ((await response.json()) as { error: string }).error);
     return (await response.json()) as Settings;
   },
-  attachmentUrl: (id: number, name: string) => `api/runs/${id}/attachment?name=${encodeURIComponent(name)}`,
+  attachmentUrl: (id: number, name: string) =>
+    withToken(`api/runs/${id}/attachment?name=${encodeURIComponent(name)}`),
 };
 
 /** The live channel: run-list updates pushed by the server, reconnecting when it goes away. */
@@ -97,7 +104,7 @@ export function connectLive(
   let retry: ReturnType<typeof setTimeout> | undefined;
   const open = (): void => {
     onState('connecting');
-    const url = new URL('api/live', location.href);
+    const url = new URL(withToken('api/live'), location.href);
     url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
     socket = new WebSocket(url);
     socket.onopen = () => onState('connected');

@@ -11,20 +11,32 @@ export interface ServeOptions {
   path?: string;
   /** Listen for simulators over plain TCP too (they always can at ws://.../ingest). */
   ingestPort?: number;
-  /** Simulators must present this token (default: $SIMREC_INGEST_TOKEN). */
+  /** Simulators and viewers must present this token (default: $SIMREC_TOKEN, or $SIMREC_INGEST_TOKEN). */
   token?: string;
 }
 
 /** Serves the API and the viewer over `store` until SIGINT or SIGTERM, then closes both. */
 export async function serveUntilStopped(store: StoreBackend, options: ServeOptions): Promise<void> {
-  const token = options.token ?? process.env.SIMREC_INGEST_TOKEN;
+  const token = options.token ?? process.env.SIMREC_TOKEN ?? process.env.SIMREC_INGEST_TOKEN;
   const ingest: NonNullable<Parameters<typeof startServer>[0]['ingest']> = {};
   if (options.ingestPort !== undefined) ingest.tcpPort = options.ingestPort;
   if (token) ingest.token = token;
-  const server = await startServer({ store, port: options.port, host: options.host, ingest });
+  const server = await startServer({
+    store,
+    port: options.port,
+    host: options.host,
+    ingest,
+    ...(token ? { apiToken: token } : {}),
+  });
+  // With a token, the address printed carries it: that is the link to open the viewer with.
+  const query = token ? `?token=${encodeURIComponent(token)}` : '';
   process.stdout.write(
-    `simrec viewer: ${server.url}${options.path ?? ''}  (store ${store.location}; Ctrl-C stops)\n`,
+    `simrec viewer: ${server.url}${query}${options.path ?? ''}  (store ${store.location}; Ctrl-C stops)\n`,
   );
+  if (!token && !['127.0.0.1', 'localhost', '::1'].includes(options.host))
+    process.stderr.write(
+      `simrec: serving ${options.host} without a token: anyone on the network can read and record; set --token\n`,
+    );
   const ws = server.url.replace(/^http/, 'ws').replace(/\/$/, '/ingest');
   const tcp = server.ingestTcpPort === null ? '' : ` and tcp://${options.host}:${server.ingestTcpPort}`;
   process.stdout.write(`simrec ingest: ${ws}${tcp}${token ? ' (token required)' : ''}\n`);
@@ -48,7 +60,7 @@ export const serveOptions = (command: Command): Command =>
     .option('--ingest-port <n>', 'also take simulators over plain TCP on this port (0 picks one)', (v) =>
       v === '0' ? 0 : parsePositive('--ingest-port', v),
     )
-    .option('--token <token>', 'simulators must present this token (default: $SIMREC_INGEST_TOKEN)');
+    .option('--token <token>', 'simulators and viewers must present this token (default: $SIMREC_TOKEN)');
 
 export function registerServeCommand(program: Command): void {
   serveOptions(
