@@ -31,7 +31,7 @@ export function roadsToLaneMarks(roads: KeyValuePairs[], where: string): LaneMar
         const shape = array(value, at).map((p, i): RoadPoint => {
           const [x, y, z] = vec3(p, `${at}[${i}]`);
           const c = unrealLocationToCanonical({ x, y, z });
-          return [c.x, c.y, c.z];
+          return [c.x + 0, c.y + 0, c.z + 0];
         });
         const mark: LaneMark = { id: `road${r}.mark${k}`, type: markType(type), shape, extra: { road: r } };
         if (mark.type === 'custom' || type !== mark.type.replace(/_/g, ' ')) mark.extra!.sodaType = type;

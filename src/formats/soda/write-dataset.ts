@@ -17,6 +17,7 @@ import {
   type BsonDoc,
 } from './bson-fields.js';
 import { LANE_MARKS_ATTACHMENT, laneMarksToRoads } from './lane-marks.js';
+import { readExtents } from './read-rows.js';
 import {
   EXTENSION_FIELD,
   MAX_BATCH_BYTES,
@@ -99,21 +100,9 @@ function description(actor: ActorInfo | undefined, rows: RowKind): BsonDoc {
 }
 
 /** The pivot offset of an actor whose SODA.Sim description says where its box sits. */
-function pivotOffsetOf(desc: BsonDoc): Triple | undefined {
-  const e = (desc.extents ?? desc.Extents) as BsonDoc | undefined;
-  if (!e || typeof e !== 'object') return undefined;
-  const get = (lower: string): number => {
-    const v = e[lower] ?? e[lower[0]!.toUpperCase() + lower.slice(1)];
-    return typeof (v as { value?: unknown })?.value === 'number' ? (v as { value: number }).value : 0;
-  };
-  return pivotToCentre({
-    forward: get('forward'),
-    backward: get('backward'),
-    left: get('left'),
-    right: get('right'),
-    up: get('up'),
-    down: get('down'),
-  });
+function pivotOffsetOf(desc: BsonDoc, actor: string): Triple | undefined {
+  const extents = readExtents(desc, `actor ${actor} attributes.soda.description`);
+  return extents && pivotToCentre(extents);
 }
 
 /** Plans the `actors[]` entries: SODA.Sim's own types where the streams fit, generic entries otherwise. */
@@ -163,7 +152,7 @@ function planEntries(actors: ActorInfo[], streams: StreamInfo[], hasRoadNetwork:
         actor,
         streams: core,
       };
-      const offset = pivotOffsetOf(desc);
+      const offset = pivotOffsetOf(desc, actor.id);
       if (offset) entry.pivotOffset = offset;
       entries.push(entry);
     }
