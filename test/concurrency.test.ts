@@ -34,14 +34,25 @@ function startWriter(location: string, batch: number): Writer {
       stdio: ['ignore', 'pipe', 'inherit'],
     },
   );
-  const waiters: { n: number; resolve(): void }[] = [];
+  const waiters: { n: number; resolve(): void; reject(error: Error): void }[] = [];
   let resolveRun!: (id: number) => void;
+  let rejectRun!: (error: Error) => void;
   const writer: Writer = {
     child,
-    run: new Promise((r) => (resolveRun = r)),
+    run: new Promise((resolve, reject) => ((resolveRun = resolve), (rejectRun = reject))),
     acked: 0,
-    exited: new Promise((r) => child.on('exit', () => r())),
-    reach: (n) => new Promise((resolve) => waiters.push({ n, resolve })),
+    exited: new Promise((r) =>
+      child.on('exit', (code, signal) => {
+        // A writer that dies before reaching what a test waits for fails it, rather than hanging it.
+        const error = new Error(
+          `recorder exited (${code ?? signal}) after ${writer.acked} acknowledged samples`,
+        );
+        for (const w of waiters.splice(0)) w.reject(error);
+        rejectRun(error);
+        r();
+      }),
+    ),
+    reach: (n) => new Promise((resolve, reject) => waiters.push({ n, resolve, reject })),
   };
   void (async () => {
     for await (const line of createInterface({ input: child.stdout! })) {
@@ -61,6 +72,8 @@ describe('concurrent processes on one store', () => {
     const location = join(dir.path, 'shared.db');
     // Both recorders open (and create) the store at the same moment.
     const writers = [startWriter(location, 3), startWriter(location, 11)];
+    // Whatever fails, no recorder outlives the test.
+    after(() => writers.forEach((w) => w.child.kill('SIGKILL')));
     const runs = await Promise.all(writers.map((w) => w.run));
     assert.notEqual(runs[0], runs[1], 'each recorder got its own run id');
     await Promise.all(writers.map((w) => w.reach(300)));

@@ -101,10 +101,13 @@ export class SqliteBackend implements StoreBackend {
 
   /** Opens (creating if absent) a store file; refuses files that are not simrec stores. */
   static open(path: string, options: SqliteStoreOptions = {}): SqliteBackend {
-    const fresh = !existsSync(path) || statSync(path).size === 0;
+    let fresh = !existsSync(path) || statSync(path).size === 0;
     let db: Database.Database;
     try {
       db = new Database(path);
+      // First of all: another process may hold the file (creating it, switching it to WAL), and
+      // every statement after this one must wait for it rather than fail at once.
+      db.pragma('busy_timeout = 10000');
     } catch (error) {
       throw new SimrecError('io', `${path}: cannot open the store: ${(error as Error).message}`, {
         cause: error,
@@ -112,11 +115,14 @@ export class SqliteBackend implements StoreBackend {
     }
     try {
       const prepare = (): void => {
-        db.pragma('journal_mode = WAL');
+        // Switching to WAL needs the file to itself for a moment, and SQLite answers "busy" at once
+        // (without its busy timeout) when another process is opening the same new store.
+        retryWhileBusy(() => db.pragma('journal_mode = WAL'));
         db.pragma(`synchronous = ${options.durability === 'normal' ? 'NORMAL' : 'FULL'}`);
         db.pragma('foreign_keys = ON');
-        db.pragma('busy_timeout = 10000');
       };
+      // A file another process is creating this very moment has no schema yet: it is new, not foreign.
+      if (!fresh) fresh = isEmptyDatabase(db);
       if (fresh) {
         // Before any table exists, or it has no effect: lets endRun hand back the pages that tail
         // chunks freed, so a finished run's file holds its data and little else.
@@ -432,33 +438,60 @@ export class SqliteBackend implements StoreBackend {
 
   async *readSamples(args: ReadSamplesArgs): AsyncIterable<Sample[]> {
     const entry = this.streamEntry(args.run, args.stream);
-    const from = args.from ?? Number.MIN_SAFE_INTEGER;
+    let from = args.from ?? Number.MIN_SAFE_INTEGER;
     const to = args.to ?? Number.MAX_SAFE_INTEGER;
-    const index = this.chunkIndex(entry);
-    // Chunks that may hold samples in [from, to]: those that begin with the one containing `from`
-    // (every chunk that begins at the same time as it, too), up to the last that begins by `to`.
-    const last = lastBeginAtOrBefore(index, from);
-    let k = last < 0 ? 0 : firstBeginAtOrAfter(index, index[last]!.begin);
-    // Copied: a write while this generator is paused replaces the index, it does not change this one.
-    const refs = index.slice(k, lastBeginAtOrBefore(index, to) + 1);
-    for (k = 0; k < refs.length; k++) {
-      const ref = refs[k]!;
-      args.signal?.throwIfAborted();
-      if (ref.end < from) continue;
-      const chunk = this.chunk(ref.id);
-      const lo = chunk.firstAtOrAfter(from);
-      const hi = chunk.lastAtOrBefore(to) + 1;
-      if (hi > lo) yield chunk.samples(lo, hi);
+    // Samples already yielded at time `from`: skipped when a read resumes there (time may stand still).
+    let alreadyAtFrom = 0;
+    reading: for (;;) {
+      const index = this.chunkIndex(entry);
+      // Chunks that may hold samples in [from, to]: those that begin with the one containing `from`
+      // (every chunk that begins at the same time as it, too), up to the last that begins by `to`.
+      const last = lastBeginAtOrBefore(index, from);
+      const first = last < 0 ? 0 : firstBeginAtOrAfter(index, index[last]!.begin);
+      // Copied: a write while this generator is paused replaces the index, it does not change this one.
+      const refs = index.slice(first, lastBeginAtOrBefore(index, to) + 1);
+      for (const ref of refs) {
+        args.signal?.throwIfAborted();
+        if (ref.end < from) continue;
+        const chunk = this.chunkIfPresent(ref.id);
+        if (!chunk) {
+          // Another process merged this stream's small chunks while we read: read on from where we
+          // were in the merged ones.
+          this.forgetIndexes();
+          continue reading;
+        }
+        let lo = chunk.firstAtOrAfter(from);
+        const hi = chunk.lastAtOrBefore(to) + 1;
+        for (let skip = alreadyAtFrom; skip > 0 && lo < hi && chunk.t[lo] === from; skip--) lo++;
+        if (hi <= lo) continue;
+        const batch = chunk.samples(lo, hi);
+        const lastT = batch[batch.length - 1]!.t;
+        let atLast = 0;
+        for (let i = batch.length - 1; i >= 0 && batch[i]!.t === lastT; i--) atLast++;
+        alreadyAtFrom = lastT === from ? alreadyAtFrom + atLast : atLast;
+        from = lastT;
+        yield batch;
+      }
+      return;
     }
   }
 
   async sampleBracket(run: number, stream: string, t: number): Promise<SampleBracket> {
     const entry = this.streamEntry(run, stream);
-    const index = this.chunkIndex(entry);
+    // A chunk can vanish under a stale index when another process merges a stream's tail: look again.
+    for (let attempt = 0; ; attempt++) {
+      const bracket = this.bracketFromIndex(this.chunkIndex(entry), t);
+      if (bracket || attempt === 3) return bracket ?? {};
+      this.forgetIndexes();
+    }
+  }
+
+  private bracketFromIndex(index: ChunkRef[], t: number): SampleBracket | undefined {
     const bracket: SampleBracket = {};
     const k = lastBeginAtOrBefore(index, t);
     if (k >= 0) {
-      const chunk = this.chunk(index[k]!.id);
+      const chunk = this.chunkIfPresent(index[k]!.id);
+      if (!chunk) return undefined;
       const row = chunk.lastAtOrBefore(t);
       bracket.before = chunk.sample(row);
       if (row + 1 < chunk.n) {
@@ -467,7 +500,11 @@ export class SqliteBackend implements StoreBackend {
       }
     }
     const next = index[k + 1];
-    if (next) bracket.after = this.chunk(next.id).sample(0);
+    if (next) {
+      const chunk = this.chunkIfPresent(next.id);
+      if (!chunk) return undefined;
+      bracket.after = chunk.sample(0);
+    }
     return bracket;
   }
 
@@ -691,22 +728,25 @@ export class SqliteBackend implements StoreBackend {
       this.checkedThisTurn = false;
     });
     const version = (this.stmt('PRAGMA data_version').get() as Row).data_version as number;
-    if (this.dataVersion !== null && version !== this.dataVersion) {
-      this.lists.clear();
-      for (const entry of this.streamCache.values()) entry.index = null;
-    }
+    if (this.dataVersion !== null && version !== this.dataVersion) this.forgetIndexes();
     this.dataVersion = version;
   }
 
-  private chunk(id: number): DecodedChunk {
+  /** The chunk, or undefined when another connection has just replaced it (tail chunks merged). */
+  private chunkIfPresent(id: number): DecodedChunk | undefined {
     let chunk = this.decoded.get(id);
     if (!chunk) {
       const row = this.stmt('SELECT data FROM chunks WHERE id = ?').get(id) as Row | undefined;
-      if (!row) throw new SimrecError('io', `${this.location}: chunk ${id} vanished while reading`);
+      if (!row) return undefined;
       chunk = decodeChunk(row.data as Buffer, `${this.location} chunk ${id}`);
       this.decoded.set(id, chunk);
     }
     return chunk;
+  }
+
+  private forgetIndexes(): void {
+    this.lists.clear();
+    for (const entry of this.streamCache.values()) entry.index = null;
   }
 
   private scenarioCatalog(): CatalogPort<Scenario, ScenarioSummary, bigint> {
@@ -773,6 +813,27 @@ export class SqliteBackend implements StoreBackend {
         return db.prepare('DELETE FROM vehicles WHERE name = ?').run(name).changes > 0;
       },
     };
+  }
+}
+
+function retryWhileBusy<T>(work: () => T, attempts = 200): T {
+  for (let i = 1; ; i++)
+    try {
+      return work();
+    } catch (error) {
+      if ((error as { code?: string }).code !== 'SQLITE_BUSY' || i >= attempts) throw error;
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10);
+    }
+}
+
+/** An SQLite file with no tables and no application id: one that is being created, or never was. */
+function isEmptyDatabase(db: Database.Database): boolean {
+  try {
+    const tables = (db.prepare('SELECT COUNT(*) AS n FROM sqlite_master').get() as { n: number }).n;
+    return tables === 0 && db.pragma('application_id', { simple: true }) === 0;
+  } catch {
+    // Not SQLite at all: checkStoreFile says so, naming the file.
+    return false;
   }
 }
 
