@@ -4,13 +4,15 @@
  * crash with another kind of error, hang, or leave a partial run behind.
  */
 import assert from 'node:assert/strict';
-import { cpSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import fc from 'fast-check';
 import { SimrecError } from '../src/model/errors.js';
 import { STATE_FIELDS } from '../src/model/standard-streams.js';
 import { importPerception } from '../src/formats/perception/index.js';
+import { exportSoda, importSoda, SodaFolder } from '../src/formats/soda/index.js';
+import { recordSyntheticRun } from '../src/demo/synthetic-run.js';
 import { decodeMessage, FrameDecoder } from '../src/ingest/framing.js';
 import { parseClientMessage, ProtocolError } from '../src/ingest/protocol.js';
 import { readRoadNetwork } from '../src/roadnet/read-roadnet.js';
@@ -147,6 +149,46 @@ describe('fuzzing the readers (seeded)', () => {
       ),
       { seed: SEED, numRuns: 3000 },
     );
+  });
+
+  it('SODA.Sim mongoexport files: 150 damaged dataset files are imported or refused, never half-imported', async () => {
+    const store = await openStore(join(dir.path, 'soda.db'));
+    const demo = await recordSyntheticRun(store, { duration: 3 });
+    const source = join(dir.path, 'soda-source');
+    await exportSoda(store, demo.id, await SodaFolder.openForWrite(source), {});
+    const batches = readdirSync(source).find((f) => /^dataset\d+\.json$/.test(f))!;
+    const original = readFileSync(join(source, batches));
+    let refused = 0;
+    let imported = 0;
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(mutation(original.length), { minLength: 1, maxLength: 3 }),
+        async (mutations) => {
+          const copy = join(dir.path, 'soda-copy');
+          rmSync(copy, { recursive: true, force: true });
+          cpSync(source, copy, { recursive: true });
+          writeFileSync(join(copy, batches), mutate(original, mutations));
+          const before = (await store.listRuns()).length;
+          try {
+            await importSoda(store, await SodaFolder.openForRead(copy));
+            imported++;
+          } catch (error) {
+            if (!(error instanceof SimrecError)) throw error;
+            refused++;
+            assert.equal(
+              (await store.listRuns()).length,
+              before,
+              `a refused import left a run behind: ${error.message}`,
+            );
+          }
+          return true;
+        },
+      ),
+      { seed: SEED, numRuns: 150 },
+    );
+    assert.ok(refused > 0, `damaged files are refused (refused ${refused}, imported ${imported})`);
+    assert.deepEqual((await store.checkIntegrity()).problems, []);
+    await store.close();
   });
 
   it('Unity Perception: 150 damaged datasets are imported or refused, never half-imported', async () => {
