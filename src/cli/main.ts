@@ -3,6 +3,7 @@ import { Command, CommanderError } from 'commander';
 import { SimrecError } from '../model/errors.js';
 import { registerCatalogCommands } from './commands/catalog-commands.js';
 import { registerCheckCommand } from './commands/check-command.js';
+import { registerConvertCommands } from './commands/convert-commands.js';
 import { registerDemoCommand } from './commands/demo-command.js';
 import { registerEvalCommand } from './commands/eval-command.js';
 import { registerPerceptionCommands } from './commands/perception-commands.js';
@@ -29,6 +30,7 @@ registerPerceptionCommands(program);
 registerServeCommand(program);
 registerSodaCommands(program);
 registerRecordCommand(program);
+registerConvertCommands(program);
 
 try {
   await program.parseAsync(process.argv);

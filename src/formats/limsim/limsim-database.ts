@@ -1,0 +1,222 @@
+import Database from 'better-sqlite3';
+import { closeSync, openSync, readSync } from 'node:fs';
+import { describeValue, invalid, SimrecError } from '../../model/errors.js';
+import { LIMSIM_TABLES, tableRequirement, type LimSimVariant } from './limsim-schema.js';
+
+export type SqlValue = string | number | bigint | Buffer | null;
+export type Row = Record<string, SqlValue>;
+
+export interface ColumnInfo {
+  name: string;
+  /** The declared type, upper case: INT, REAL, TEXT, TIMESTAMP, BLOB... */
+  type: string;
+}
+
+/**
+ * A LimSim database opened for reading: which variant it is, which tables and columns it has, and
+ * checked reads of its rows by column name (LimSim's own replay unpacks `SELECT *` by position; simrec
+ * does not, so reordered or extra columns are fine).
+ */
+export class LimSimDatabase {
+  readonly file: string;
+  readonly variant: LimSimVariant;
+  readonly db: Database.Database;
+  private readonly columns: Map<string, ColumnInfo[]>;
+
+  private constructor(
+    file: string,
+    db: Database.Database,
+    columns: Map<string, ColumnInfo[]>,
+    variant: LimSimVariant,
+  ) {
+    this.file = file;
+    this.db = db;
+    this.columns = columns;
+    this.variant = variant;
+  }
+
+  static open(file: string): LimSimDatabase {
+    checkSqliteHeader(file);
+    const db = new Database(file, { readonly: true, fileMustExist: true });
+    try {
+      const names = (
+        db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table'`).all() as { name: string }[]
+      ).map((r) => r.name);
+      const columns = new Map<string, ColumnInfo[]>();
+      for (const name of names)
+        columns.set(
+          name,
+          (db.prepare(`SELECT name, type FROM pragma_table_info(?)`).all(name) as ColumnInfo[]).map((c) => ({
+            name: c.name,
+            type: c.type.toUpperCase(),
+          })),
+        );
+      const variant = detectVariant(file, columns);
+      const database = new LimSimDatabase(file, db, columns, variant);
+      database.checkSchema();
+      return database;
+    } catch (error) {
+      db.close();
+      if (error instanceof SimrecError) throw error;
+      throw invalid(`${file}: cannot read as an SQLite database: ${(error as Error).message}`);
+    }
+  }
+
+  close(): void {
+    this.db.close();
+  }
+
+  has(table: string): boolean {
+    return this.columns.has(table);
+  }
+
+  columnsOf(table: string): ColumnInfo[] {
+    return this.columns.get(table) ?? [];
+  }
+
+  hasColumn(table: string, column: string): boolean {
+    return this.columnsOf(table).some((c) => c.name === column);
+  }
+
+  count(table: string): number {
+    if (!this.has(table)) return 0;
+    return (this.db.prepare(`SELECT COUNT(*) AS n FROM "${table}"`).get() as { n: number }).n;
+  }
+
+  /** The columns of a LimSim table this import reads: its required ones and the optional ones present. */
+  readColumns(table: string): string[] {
+    const req = tableRequirement(this.variant, table);
+    return [...req.required, ...req.optional.filter((c) => this.hasColumn(table, c))];
+  }
+
+  /**
+   * The rows of a LimSim table, checked: NOT NULL columns hold a value, numeric columns a finite
+   * number, text columns text. Errors name the file, table, row and column.
+   */
+  *rows(table: string, options: { orderBy?: string; columns?: string[] } = {}): Generator<Row> {
+    if (!this.has(table)) return;
+    const columns = options.columns ?? this.readColumns(table);
+    const req = tableRequirement(this.variant, table);
+    const declared = new Map(this.columnsOf(table).map((c) => [c.name, c.type]));
+    const list = columns.map((c) => `"${c}"`).join(', ');
+    const order = options.orderBy ? ` ORDER BY ${options.orderBy}` : '';
+    const statement = this.db.prepare(`SELECT rowid AS _rowid_, ${list} FROM "${table}"${order}`);
+    for (const raw of statement.iterate() as Iterable<Row>) {
+      const row: Row = {};
+      for (const c of columns) {
+        const value = raw[c] ?? null;
+        const where = (): string =>
+          `${this.file}: ${table} row ${String(raw._rowid_)}${rowKey(table, raw)}, column ${c}`;
+        if (value === null) {
+          if (req.notNull.includes(c))
+            throw invalid(`${where()}: NULL, but LimSim's schema declares it NOT NULL`);
+          row[c] = null;
+          continue;
+        }
+        row[c] = checkValue(value, declared.get(c) ?? '', where);
+      }
+      yield row;
+    }
+  }
+
+  all(table: string, options: { orderBy?: string; columns?: string[] } = {}): Row[] {
+    return [...this.rows(table, options)];
+  }
+
+  private checkSchema(): void {
+    for (const table of LIMSIM_TABLES) {
+      const req = tableRequirement(this.variant, table.name);
+      if (!this.has(table.name)) {
+        if (req.mayBeAbsent) continue;
+        throw invalid(
+          `${this.file}: table ${table.name} is missing; a ${variantName(this.variant)} recording has it (tables found: ${[...this.columns.keys()].join(', ') || 'none'})`,
+        );
+      }
+      const missing = req.required.filter((c) => !this.hasColumn(table.name, c));
+      if (missing.length)
+        throw invalid(
+          `${this.file}: table ${table.name}: column${missing.length > 1 ? 's' : ''} ${missing.join(', ')} missing; ${variantName(this.variant)} writes (${req.required.join(', ')})`,
+        );
+    }
+  }
+}
+
+export const variantName = (variant: LimSimVariant): string => (variant === 'limsim' ? 'LimSim' : 'LimSim++');
+
+function checkSqliteHeader(file: string): void {
+  let fd: number;
+  try {
+    fd = openSync(file, 'r');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') throw new SimrecError('not_found', `${file}: no such file`);
+    throw new SimrecError('io', `${file}: cannot read: ${(error as Error).message}`, { cause: error });
+  }
+  const header = Buffer.alloc(16);
+  try {
+    readSync(fd, header, 0, 16, 0);
+  } finally {
+    closeSync(fd);
+  }
+  if (header.toString('latin1') !== 'SQLite format 3\0')
+    throw invalid(
+      `${file}: not an SQLite database (it begins with ${describeValue(header.toString('latin1').replace(/\0+$/, ''))}); a LimSim recording is the .db file LimSim writes`,
+    );
+}
+
+function detectVariant(file: string, columns: Map<string, ColumnInfo[]>): LimSimVariant {
+  const sim = columns.get('simINFO')?.map((c) => c.name);
+  const limsimTables = LIMSIM_TABLES.map((t) => t.name);
+  if (!sim) {
+    const found = [...columns.keys()];
+    const ours = found.filter((t) => (limsimTables as readonly string[]).includes(t));
+    throw invalid(
+      ours.length
+        ? `${file}: table simINFO is missing; a LimSim recording has it (tables found: ${found.join(', ')})`
+        : `${file}: not a LimSim recording: none of LimSim's tables (${limsimTables.join(', ')}) is in it; found ${found.join(', ') || 'no tables'}`,
+    );
+  }
+  if (sim.includes('startTime')) return 'limsim';
+  if (sim.includes('excuteTime')) return 'limsim++';
+  throw invalid(
+    `${file}: table simINFO has neither startTime (LimSim) nor excuteTime (LimSim++); its columns are ${sim.join(', ')}`,
+  );
+}
+
+const KEYS: Record<string, string[]> = {
+  frameINFO: ['frame', 'vid'],
+  trafficLightStates: ['frame', 'id'],
+  evaluationINFO: ['frame'],
+  vehicleINFO: ['vid'],
+  connectionINFO: ['fromLane', 'toLane'],
+  geohashINFO: ['ghx', 'ghy'],
+};
+
+function rowKey(table: string, raw: Row): string {
+  const keys = KEYS[table] ?? ['id'];
+  const parts = keys.filter((k) => k in raw).map((k) => `${k}=${describeValue(raw[k])}`);
+  return parts.length ? ` (${parts.join(', ')})` : '';
+}
+
+/** SQLite's column affinity, from the declared type (its rules, section 3.1 of "Datatypes"). */
+function affinity(type: string): 'integer' | 'text' | 'blob' | 'real' | 'numeric' {
+  if (type.includes('INT')) return 'integer';
+  if (/CHAR|CLOB|TEXT/.test(type)) return 'text';
+  if (type === '' || type.includes('BLOB')) return 'blob';
+  if (/REAL|FLOA|DOUB/.test(type)) return 'real';
+  return 'numeric';
+}
+
+function checkValue(value: SqlValue, type: string, where: () => string): SqlValue {
+  const kind = affinity(type);
+  if (kind === 'integer' || kind === 'real') {
+    const n = typeof value === 'bigint' ? Number(value) : value;
+    if (typeof n !== 'number' || !Number.isFinite(n))
+      throw invalid(`${where()}: expected a finite number (${type}), got ${describeValue(n)}`);
+    return n;
+  }
+  // LimSim writes ids and strings into TEXT columns; a number there (SQLite keeps what it is given in
+  // an untyped column) is read as its text.
+  if (kind === 'text' && (typeof value === 'number' || typeof value === 'bigint')) return String(value);
+  return value;
+}

@@ -1,0 +1,366 @@
+import Database from 'better-sqlite3';
+import { existsSync, renameSync, rmSync } from 'node:fs';
+import { conflict } from '../../model/errors.js';
+import type { JsonObject } from '../../model/json.js';
+import type { RoadNetwork } from '../../model/roadnet.js';
+import type { ActorInfo, RunInfo } from '../../model/run.js';
+import type { StoreBackend } from '../../model/store-port.js';
+import type { Sample, StreamInfo } from '../../model/stream.js';
+import { describeRun } from '../../replay/run-queries.js';
+import { loadRoadNetwork } from '../../roadnet/roadnet-attachment.js';
+import { LaneIndex } from '../../roadnet/spatial-index.js';
+import { formatNetBoundary, formatRoute, formatStartTime, parseStartTime } from './limsim-encodings.js';
+import { onFrameGrid, type FrameSample } from './limsim-frames.js';
+import { limSimRowsFromNetwork } from './limsim-network-tables.js';
+import {
+  createTableSql,
+  LIMSIM_EXTRA_INDEXES,
+  LIMSIM_TABLES,
+  type LimSimTableName,
+} from './limsim-schema.js';
+import {
+  EVALUATION_COLUMNS,
+  EVALUATION_STREAM,
+  LIMSIM_EVALUATION_STREAM,
+  limSimYaw,
+  SIGNAL_STREAM,
+} from './limsim-streams.js';
+
+export interface LimSimExportOptions {
+  /** Replace the file if it exists (LimSim itself deletes an existing file first). */
+  overwrite?: boolean;
+  warn?: (message: string) => void;
+  /** Samples written so far of all samples to write. */
+  onProgress?: (done: number, total: number) => void;
+}
+
+export interface LimSimExportResult {
+  file: string;
+  /** Rows written, by table. */
+  rows: Record<string, number>;
+  /** The streams that were not on LimSim's 0.1 s grid and were resampled onto it. */
+  resampled: string[];
+}
+
+type Row = Record<string, string | number | null>;
+
+/** LimSim's AoI: vehicles within 50 m of the ego are in it, those further out are `outOfAoI`. */
+const AOI_RADIUS = 50;
+const NOT_VEHICLES = new Set(['traffic_light', 'sensor', 'map', 'static']);
+const OBSTACLE_TABLES: Record<string, LimSimTableName> = {
+  'limsim.circleObs': 'circleObsINFO',
+  'limsim.rectangleObs': 'rectangleObsINFO',
+};
+const DEFAULT_EXTENTS = { length: 4.5, width: 1.8 };
+
+/**
+ * Writes a run as a LimSim database that LimSim's replay opens: LimSim master's exact schema, frames
+ * on its 0.1 s grid counted from the run's begin, centre positions, LimSim's yaw, lanes and routes,
+ * the network tables and geohash grid from the run's road network, traffic-light rows and, when the
+ * run has been evaluated, evaluationINFO. The file appears only once it is complete.
+ */
+export async function exportLimSim(
+  store: StoreBackend,
+  runId: number,
+  file: string,
+  options: LimSimExportOptions = {},
+): Promise<LimSimExportResult> {
+  const warn = options.warn ?? (() => {});
+  if (existsSync(file) && !options.overwrite)
+    throw conflict(`${file} exists; LimSim would delete it first, simrec asks: pass --force to replace it`);
+  const { run, actors, streams } = await describeRun(store, runId);
+  const network = await loadRoadNetwork(store, runId);
+  const byId = new Map(streams.map((s) => [s.id, s]));
+  const egos = actors.filter((a) => a.kind === 'ego' && byId.has(`${a.id}/state`));
+  if (egos.length > 1)
+    warn(`run ${runId} has ${egos.length} egos; LimSim has one: ${egos[0]!.id} is written as the ego`);
+  const ego = egos[0];
+  if (!ego)
+    warn(`run ${runId} has no ego with states: simINFO.egoID is empty, which LimSim's replay refuses`);
+  const vehicles = actors.filter((a) => !NOT_VEHICLES.has(a.kind) && byId.has(`${a.id}/state`));
+  const lights = actors.filter((a) => a.kind === 'traffic_light' && signalStream(a, byId));
+  const total = [
+    ...vehicles.map((a) => byId.get(`${a.id}/state`)!),
+    ...lights.map((a) => signalStream(a, byId)!),
+  ].reduce((n, s) => n + s.samples, 0);
+  let done = 0;
+  const resampled: string[] = [];
+  const read = async (stream: StreamInfo, angles: ReadonlySet<string>): Promise<FrameSample[]> => {
+    const samples: Sample[] = [];
+    for await (const batch of store.readSamples({ run: runId, stream: stream.id })) samples.push(...batch);
+    const { frames, resampled: moved } = onFrameGrid(samples, run.begin, angles);
+    if (moved) resampled.push(stream.id);
+    done += samples.length;
+    options.onProgress?.(done, total);
+    const early = frames.findIndex((f) => f.frame >= 0);
+    if (early > 0 || (early === -1 && frames.length))
+      warn(`${stream.id}: samples before the run's begin have no LimSim frame; left out`);
+    return early === -1 ? [] : frames.slice(early);
+  };
+
+  const partial = `${file}.partial-${process.pid}`;
+  rmSync(partial, { force: true });
+  const db = new Database(partial);
+  const rows: Record<string, number> = {};
+  try {
+    for (const table of LIMSIM_TABLES) db.exec(createTableSql(table));
+    for (const index of LIMSIM_EXTRA_INDEXES) db.exec(index);
+    const insert = (table: LimSimTableName, values: Row[]): void => {
+      const columns = LIMSIM_TABLES.find((t) => t.name === table)!.columns.map((c) => c.name);
+      const statement = db.prepare(
+        `INSERT INTO ${table} (${columns.map((c) => `"${c}"`).join(', ')}) VALUES (${columns.map(() => '?').join(', ')})`,
+      );
+      db.transaction(() => {
+        for (const row of values) statement.run(columns.map((c) => row[c] ?? null));
+      })();
+      rows[table] = (rows[table] ?? 0) + values.length;
+    };
+
+    const egoFrames = ego ? await read(byId.get(`${ego.id}/state`)!, YAW) : [];
+    const egoAt = new Map(egoFrames.map((f) => [f.frame, f.sample]));
+    const locator = new LaneLocator(network);
+    for (const actor of vehicles) {
+      const frames = actor === ego ? egoFrames : await read(byId.get(`${actor.id}/state`)!, YAW);
+      const { frameRows, route } = vehicleFrames(actor, frames, ego, egoAt, locator);
+      insert('frameINFO', frameRows);
+      insert('vehicleINFO', [vehicleRow(actor, route, warn)]);
+    }
+    if (locator.missed)
+      warn(
+        `${locator.missed} frames have no lane: laneID is written empty (no lane within 10 m of the vehicle)`,
+      );
+    for (const light of lights)
+      insert('trafficLightStates', lightRows(light, await read(signalStream(light, byId)!, NONE), network));
+    const evaluation = evaluationStream(ego, byId);
+    if (evaluation) insert('evaluationINFO', evaluationRows(await read(evaluation, NONE)));
+    insert('simINFO', [simRow(run, ego, network)]);
+    for (const actor of actors) {
+      const table = OBSTACLE_TABLES[actor.sourceClass ?? ''];
+      if (table) insert(table, [{ ...(actor.attributes as Row), id: actor.id }]);
+    }
+    if (network) {
+      const { rows: tables, warnings } = limSimRowsFromNetwork(network);
+      warnings.forEach(warn);
+      for (const table of [
+        'edgeINFO',
+        'laneINFO',
+        'junctionLaneINFO',
+        'junctionINFO',
+        'tlLogicINFO',
+        'connectionINFO',
+        'geohashINFO',
+      ] as const)
+        insert(table, tables[table] as unknown as Row[]);
+    } else
+      warn(`run ${runId} has no road network: the network tables are empty, and LimSim's replay needs them`);
+    db.close();
+    renameSync(partial, file);
+  } catch (error) {
+    if (db.open) db.close();
+    rmSync(partial, { force: true });
+    throw error;
+  }
+  return { file, rows, resampled };
+}
+
+const YAW = new Set(['yaw']);
+const NONE = new Set<string>();
+
+function signalStream(actor: ActorInfo, byId: Map<string, StreamInfo>): StreamInfo | undefined {
+  const own = [...byId.values()].filter(
+    (s) => s.actor === actor.id && s.fields.some((f) => f.name === 'state'),
+  );
+  return own.find((s) => s.name === SIGNAL_STREAM) ?? own[0];
+}
+
+function evaluationStream(ego: ActorInfo | undefined, byId: Map<string, StreamInfo>): StreamInfo | undefined {
+  const names = [EVALUATION_STREAM, LIMSIM_EVALUATION_STREAM];
+  if (ego) for (const name of names) if (byId.has(`${ego.id}/${name}`)) return byId.get(`${ego.id}/${name}`);
+  return byId.get(LIMSIM_EVALUATION_STREAM);
+}
+
+/** Lanes for vehicles whose samples carry none, from the road network. */
+class LaneLocator {
+  private index: LaneIndex | undefined;
+  private readonly network: RoadNetwork | undefined;
+  readonly edgeOf = new Map<string, string>();
+  missed = 0;
+  constructor(network: RoadNetwork | undefined) {
+    this.network = network;
+    for (const lane of network?.lanes ?? [])
+      if (lane.function === 'normal') this.edgeOf.set(lane.id, lane.edge);
+  }
+  locate(x: number, y: number): { lane: string; lanePos: number } {
+    if (this.network) {
+      this.index ??= LaneIndex.build(this.network);
+      const at = this.index.locate(x, y);
+      if (at) return { lane: at.lane.id, lanePos: at.s };
+    }
+    this.missed++;
+    return { lane: '', lanePos: 0 };
+  }
+  /** A normal lane's edge; internal (`:`) lanes have none a route names. */
+  edge(lane: string): string | undefined {
+    if (lane.startsWith(':') || lane === '') return undefined;
+    return this.edgeOf.get(lane) ?? lane.replace(/_\d+$/, '');
+  }
+}
+
+const num = (v: unknown): number | undefined => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
+
+function vehicleFrames(
+  actor: ActorInfo,
+  frames: FrameSample[],
+  ego: ActorInfo | undefined,
+  egoAt: Map<number, Sample>,
+  locator: LaneLocator,
+): { frameRows: Row[]; route: string[] } {
+  const declared = Array.isArray(actor.attributes.route) ? (actor.attributes.route as string[]) : undefined;
+  const route: string[] = declared ? [...declared] : [];
+  let routeIdx = 0;
+  const frameRows: Row[] = [];
+  frames.forEach(({ frame, sample: s }, k) => {
+    const x = s.x as number;
+    const y = s.y as number;
+    const previous = frames[k - 1];
+    const next = frames[k + 1];
+    const neighbour = next ?? previous;
+    const span = neighbour ? (neighbour.frame - frame) * 0.1 : 0;
+    const speed =
+      num(s.speed) ??
+      (num(s.vx) !== undefined && num(s.vy) !== undefined
+        ? Math.hypot(s.vx as number, s.vy as number)
+        : neighbour
+          ? Math.hypot((neighbour.sample.x as number) - x, (neighbour.sample.y as number) - y) /
+            Math.abs(span)
+          : 0);
+    const at =
+      typeof s.lane === 'string' ? { lane: s.lane, lanePos: num(s.lanePos) ?? 0 } : locator.locate(x, y);
+    const edge = locator.edge(at.lane);
+    if (edge !== undefined) {
+      if (!declared && route[route.length - 1] !== edge) route.push(edge);
+      const found = route.indexOf(edge, routeIdx);
+      if (found >= 0) routeIdx = found;
+    }
+    const onJunction = at.lane.startsWith(':') && routeIdx + 1 < route.length;
+    let vtag = typeof s.vtag === 'string' ? s.vtag : undefined;
+    if (vtag === undefined) {
+      const e = egoAt.get(frame);
+      vtag =
+        actor === ego
+          ? 'ego'
+          : !e || Math.hypot((e.x as number) - x, (e.y as number) - y) <= AOI_RADIUS
+            ? 'AoI'
+            : 'outOfAoI';
+    }
+    frameRows.push({
+      frame,
+      vid: actor.id,
+      vtag,
+      x,
+      y,
+      yaw: limSimYaw(s.yaw as number, num(s.yawTurns) ?? 0),
+      speed,
+      accel: num(s.accel) ?? 0,
+      laneID: at.lane,
+      lanePos: at.lanePos,
+      routeIdx: num(s.routeIdx) ?? (onJunction ? routeIdx + 1 : routeIdx),
+    });
+  });
+  // A measured acceleration where the run has none: the change of speed between frames.
+  frames.forEach(({ sample }, k) => {
+    if (num(sample.accel) !== undefined) return;
+    const a = frameRows[k - 1] ?? frameRows[k]!;
+    const b = frameRows[k - 1] ? frameRows[k]! : (frameRows[k + 1] ?? frameRows[k]!);
+    const dt = ((b.frame as number) - (a.frame as number)) * 0.1;
+    frameRows[k]!.accel = dt > 0 ? ((b.speed as number) - (a.speed as number)) / dt : 0;
+  });
+  return { frameRows, route };
+}
+
+function vehicleRow(actor: ActorInfo, route: string[], warn: (m: string) => void): Row {
+  const a = actor.attributes;
+  if (!actor.extents)
+    warn(
+      `actor ${actor.id} has no extents: vehicleINFO gets ${DEFAULT_EXTENTS.length} x ${DEFAULT_EXTENTS.width} m`,
+    );
+  const extents = actor.extents ?? DEFAULT_EXTENTS;
+  const vType = [a.vType, a.vehicleType, actor.sourceClass, actor.kind].find(
+    (v) => typeof v === 'string' && v !== '',
+  );
+  return {
+    vid: actor.id,
+    length: extents.length,
+    width: extents.width,
+    maxAccel: num(a.maxAccel) ?? null,
+    maxDecel: num(a.maxDecel) ?? null,
+    maxSpeed: num(a.maxSpeed) ?? null,
+    vTypeID: vType as string,
+    routes: formatRoute(route),
+  };
+}
+
+function lightRows(light: ActorInfo, frames: FrameSample[], network: RoadNetwork | undefined): Row[] {
+  const programs = network?.trafficLights.find((t) => t.id === light.id)?.programs ?? [];
+  return frames.map(({ frame, sample: s }) => {
+    const state = typeof s.state === 'string' ? s.state : null;
+    let nextPhase = typeof s.nextPhase === 'string' ? s.nextPhase : null;
+    if (nextPhase === null && state !== null) {
+      // As LimSim does: the next entry of the program's phase list, cyclically.
+      const program = programs.find((p) => p.programId === s.program) ?? programs[0];
+      const phases = program?.phases ?? [];
+      const index =
+        typeof s.phase === 'number' && phases[s.phase]?.state === state
+          ? s.phase
+          : phases.findIndex((p) => p.state === state);
+      if (index >= 0) nextPhase = phases[(index + 1) % phases.length]!.state;
+    }
+    const timeToSwitch = num(s.timeToSwitch);
+    const switchTime =
+      num(s.switchTime) ?? (timeToSwitch === undefined ? null : Math.round(timeToSwitch * 10) / 10);
+    return { frame, id: light.id, currPhase: state, nextPhase, switchTime };
+  });
+}
+
+function evaluationRows(frames: FrameSample[]): Row[] {
+  return frames.map(({ frame, sample }) => {
+    const row: Row = { frame };
+    for (const c of EVALUATION_COLUMNS) row[c] = num(sample[c]) ?? null;
+    return row;
+  });
+}
+
+/** The startTime text an import kept, if the run still begins then (LimSim's spelling of it comes back). */
+function keptStartTime(m: JsonObject, begin: number): string | undefined {
+  if (m.source !== 'limsim' || typeof m.startTime !== 'string') return undefined;
+  try {
+    return parseStartTime(m.startTime, 'startTime') === begin ? m.startTime : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function simRow(run: RunInfo, ego: ActorInfo | undefined, network: RoadNetwork | undefined): Row {
+  const m = run.metadata as JsonObject;
+  const localPos =
+    Array.isArray(m.localPos) && m.localPos.length === 2 ? (m.localPos as number[]) : undefined;
+  const boundary =
+    network?.geoReference?.convBoundary ??
+    (Array.isArray(m.netBoundary) && m.netBoundary.length === 4
+      ? (m.netBoundary as [number, number, number, number])
+      : undefined) ??
+    (network
+      ? ([...network.boundary.min, ...network.boundary.max] as [number, number, number, number])
+      : undefined);
+  return {
+    startTime: keptStartTime(m, run.begin) ?? formatStartTime(run.begin),
+    localPosx: localPos?.[0] ?? null,
+    localPosy: localPos?.[1] ?? null,
+    // LimSim keeps a radius only for a fixed scene, with its centre; ego tracking writes NULL.
+    radius: localPos && typeof m.radius === 'number' ? m.radius : null,
+    egoID: ego?.id ?? '',
+    netBoundary: boundary ? formatNetBoundary(boundary) : null,
+    description: typeof m.description === 'string' ? m.description : ego ? 'ego track' : 'local area',
+    note: typeof m.note === 'string' ? m.note : run.description,
+  };
+}
