@@ -82,6 +82,8 @@ export function networkFromLimSimRows(rows: NetworkRowsIn): ReadResult<RoadNetwo
     const stray = (extra[STRAY_LANES] ??= []) as JsonObject[];
     stray.push({ ...row } as unknown as JsonObject);
   }
+  // The mapper opens an internal edge for every junction-lane row; those whose lanes all stayed out are empty.
+  network.edges = network.edges.filter((e) => e.function === 'normal' || e.lanes.length > 0);
   const edges = new Map(network.edges.map((e) => [e.id, e]));
   for (const row of edgeINFO) {
     const edge = edges.get(row.id)!;
