@@ -6,44 +6,35 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { XMLParser } from 'fast-xml-parser';
 import { recordSyntheticRun } from '../src/demo/synthetic-run.js';
 import { exportLimSim } from '../src/formats/limsim/limsim-writer.js';
 import { importLimSim } from '../src/formats/limsim/limsim-reader.js';
 import { createTableSql, LIMSIM_TABLES } from '../src/formats/limsim/limsim-schema.js';
 import { stateStream } from '../src/model/standard-streams.js';
-import type { StoreBackend } from '../src/model/store-port.js';
 import { normalizeStream, type Sample } from '../src/model/stream.js';
 import { RunRecorder } from '../src/record/run-recorder.js';
 import { readRoadNetworkFile } from '../src/roadnet/read-roadnet.js';
 import { attachRoadNetwork } from '../src/roadnet/roadnet-attachment.js';
-import { openStore } from '../src/store/open-store.js';
-import { LIMSIM_FIXTURE, tableRows, tableSql, type Row } from './helpers/limsim-files.js';
-import { fixture, tempDir } from './helpers/paths.js';
+import { LIMSIM_FIXTURE, storeForTests, tableRows, tableSql, type Row } from './helpers/limsim-files.js';
+import { fixture } from './helpers/paths.js';
 
-const dir = tempDir('simrec-limsim-export-');
-let store: StoreBackend;
-before(async () => {
-  store = await openStore(join(dir.path, 'store.db'));
-});
-after(async () => {
-  await store.close();
-  dir.cleanup();
-});
+const tests = storeForTests('simrec-limsim-export-');
+const dir = { path: tests.dir };
 
 async function samples(run: number, stream: string): Promise<Sample[]> {
   const out: Sample[] = [];
-  for await (const batch of store.readSamples({ run, stream })) out.push(...batch);
+  for await (const batch of tests.store.readSamples({ run, stream })) out.push(...batch);
   return out;
 }
 
 describe('the demo run as a LimSim database', () => {
   it("has LimSim's schema byte for byte and imports back to the same states", async () => {
-    const run = await recordSyntheticRun(store, { duration: 6, rateHz: 10, vehicles: 3 });
+    const run = await recordSyntheticRun(tests.store, { duration: 6, rateHz: 10, vehicles: 3 });
     const file = join(dir.path, 'demo.db');
     const warnings: string[] = [];
-    const result = await exportLimSim(store, run.id, file, { warn: (m) => warnings.push(m) });
+    const result = await exportLimSim(tests.store, run.id, file, { warn: (m) => warnings.push(m) });
     const sql = tableSql(file);
     for (const [name, text] of tableSql(LIMSIM_FIXTURE)) assert.equal(sql.get(name), text, name);
     for (const table of LIMSIM_TABLES) assert.equal(sql.get(table.name), createTableSql(table));
@@ -61,7 +52,7 @@ describe('the demo run as a LimSim database', () => {
     const lights = tableRows(file, 'trafficLightStates');
     assert.ok(lights.length > 0 && lights.every((r) => r.id === 'tl1' && typeof r.currPhase === 'string'));
 
-    const back = await importLimSim(store, file);
+    const back = await importLimSim(tests.store, file);
     assert.equal(back.run.begin, run.begin);
     for (const id of ['ego', 'veh2']) {
       const original = await samples(run.id, `${id}/state`);
@@ -82,10 +73,10 @@ describe('the demo run as a LimSim database', () => {
   });
 
   it('resamples a 25 Hz run onto the 0.1 s grid', async () => {
-    const fast = await recordSyntheticRun(store, { duration: 4, rateHz: 25, vehicles: 2 });
-    const slow = await recordSyntheticRun(store, { duration: 4, rateHz: 10, vehicles: 2 });
+    const fast = await recordSyntheticRun(tests.store, { duration: 4, rateHz: 25, vehicles: 2 });
+    const slow = await recordSyntheticRun(tests.store, { duration: 4, rateHz: 10, vehicles: 2 });
     const file = join(dir.path, 'fast.db');
-    const result = await exportLimSim(store, fast.id, file);
+    const result = await exportLimSim(tests.store, fast.id, file);
     assert.ok(result.resampled.includes('ego/state'));
     const rows = tableRows(file, 'frameINFO').filter((r) => r.vid === 'veh1');
     assert.deepEqual(
@@ -109,7 +100,7 @@ describe('a run on a SUMO network as a LimSim database', () => {
     const netFile = fixture('limsim-networks', 'corridor', 'corridor.net.xml');
     const { network } = await readRoadNetworkFile(netFile);
     const lane = network.lanes.find((l) => l.function === 'normal' && l.centerLine.length >= 2)!;
-    const rec = await RunRecorder.begin(store, { simulator: { name: 'test' } });
+    const rec = await RunRecorder.begin(tests.store, { simulator: { name: 'test' } });
     await rec.declareActor({ id: 'car', kind: 'ego', extents: { length: 4.6, width: 1.9, height: 1.5 } });
     await rec.declareStream(stateStream('car'));
     const a = lane.centerLine[0]!;
@@ -127,9 +118,9 @@ describe('a run on a SUMO network as a LimSim database', () => {
       });
     }
     await rec.end('completed');
-    await attachRoadNetwork(store, rec.id, network);
+    await attachRoadNetwork(tests.store, rec.id, network);
     const file = join(dir.path, 'corridor.db');
-    await exportLimSim(store, rec.id, file);
+    await exportLimSim(tests.store, rec.id, file);
 
     const frames = tableRows(file, 'frameINFO');
     assert.ok(
@@ -225,7 +216,7 @@ function limSimRowsFromXml(text: string): Record<XmlTable, Row[]> {
 
 describe('a run evaluated by simrec as a LimSim database', () => {
   it("writes evaluationINFO from the ego's evaluation stream, before LimSim's stored rows", async () => {
-    const { run } = await importLimSim(store, LIMSIM_FIXTURE);
+    const { run } = await importLimSim(tests.store, LIMSIM_FIXTURE);
     const stored = await samples(run.id, '69/limsim_evaluation');
     const fields = ['offset', 'discomfort', 'collision', 'orientation', 'consumption'];
     const schema = normalizeStream({
@@ -233,7 +224,7 @@ describe('a run evaluated by simrec as a LimSim database', () => {
       actor: '69',
       fields: fields.map((name) => ({ name, type: 'f64' as const, optional: true })),
     });
-    await store.putDerivedStream(
+    await tests.store.putDerivedStream(
       run.id,
       schema,
       stored.map((s) => ({
@@ -247,7 +238,7 @@ describe('a run evaluated by simrec as a LimSim database', () => {
       })),
     );
     const file = join(dir.path, 'evaluated.db');
-    await exportLimSim(store, run.id, file);
+    await exportLimSim(tests.store, run.id, file);
     const rows = tableRows(file, 'evaluationINFO');
     assert.equal(rows.length, stored.length);
     assert.deepEqual(rows[0], {
@@ -261,10 +252,10 @@ describe('a run evaluated by simrec as a LimSim database', () => {
   });
 
   it('refuses to overwrite a file unless asked', async () => {
-    const { run } = await importLimSim(store, LIMSIM_FIXTURE);
+    const { run } = await importLimSim(tests.store, LIMSIM_FIXTURE);
     const file = join(dir.path, 'twice.db');
-    await exportLimSim(store, run.id, file);
-    await assert.rejects(exportLimSim(store, run.id, file), /exists.*--force/);
-    await exportLimSim(store, run.id, file, { overwrite: true });
+    await exportLimSim(tests.store, run.id, file);
+    await assert.rejects(exportLimSim(tests.store, run.id, file), /exists.*--force/);
+    await exportLimSim(tests.store, run.id, file, { overwrite: true });
   });
 });

@@ -38,6 +38,11 @@ export interface FormatCodec {
 
 export const FORMAT_CODECS: Record<string, () => Promise<FormatCodec>> = {
   limsim: async () => (await import('./limsim/index.js')).limsimCodec,
+  perception: async () => (await import('./perception/codec.js')).perceptionCodec,
+  solo: async () => (await import('./solo/codec.js')).soloCodec,
+  coco: async () => (await import('./coco/codec.js')).cocoCodec,
+  yolo: async () => (await import('./yolo/codec.js')).yoloCodec,
+  soda: async () => (await import('./soda/codec.js')).sodaCodec,
 };
 
 export const formatNames = (): string[] => Object.keys(FORMAT_CODECS);

@@ -1,7 +1,10 @@
 import Database from 'better-sqlite3';
 import { copyFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fixture } from './paths.js';
+import { after, before } from 'node:test';
+import type { StoreBackend } from '../../src/model/store-port.js';
+import { openStore } from '../../src/store/open-store.js';
+import { fixture, tempDir } from './paths.js';
 
 export const LIMSIM_FIXTURE = fixture('limsim-db', 'egoTrackingTest.db');
 
@@ -48,4 +51,23 @@ export function sameValue(a: unknown, b: unknown): boolean {
   if (typeof a === 'number' && typeof b === 'number')
     return Math.abs(a - b) <= 1e-9 * Math.max(1, Math.abs(a), Math.abs(b));
   return a === b;
+}
+
+/** A store in a fresh directory for the tests of one file: opened before them, removed after. */
+export function storeForTests(prefix: string): { readonly dir: string; readonly store: StoreBackend } {
+  const dir = tempDir(prefix);
+  let store: StoreBackend | undefined;
+  before(async () => {
+    store = await openStore(join(dir.path, 'store.db'));
+  });
+  after(async () => {
+    await store?.close();
+    dir.cleanup();
+  });
+  return {
+    dir: dir.path,
+    get store(): StoreBackend {
+      return store!;
+    },
+  };
 }
