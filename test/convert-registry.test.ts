@@ -1,0 +1,45 @@
+/** `simrec import FORMAT` / `simrec export RUN FORMAT` reach every registered codec, as a user types them. */
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { fixture, tempDir } from './helpers/paths.js';
+import { cliJson, runCli } from './helpers/run-cli.js';
+
+const dir = tempDir('simrec-convert-');
+after(() => dir.cleanup());
+const env = { SIMREC_STORE: join(dir.path, 'convert.db') };
+
+describe('the generic import and export commands', () => {
+  it('perception in, perception, coco, yolo and soda out, soda and perception back in', () => {
+    const first = cliJson<{ run: { id: number }; captures: number }>(
+      ['import', 'perception', fixture('perception-simrun', 'datasetinsights'), '--json'],
+      env,
+    );
+    const run = String(first.run.id);
+    for (const format of ['perception', 'coco', 'yolo', 'soda']) {
+      const out = join(dir.path, format);
+      const r = runCli(['export', run, format, out], env);
+      assert.equal(r.status, 0, `${format}: ${r.stderr}`);
+      assert.ok(existsSync(out), `${format} wrote ${out}`);
+    }
+    assert.ok(existsSync(join(dir.path, 'perception', 'Dataset', 'captures_000.json')));
+    assert.ok(existsSync(join(dir.path, 'yolo', 'classes.txt')));
+    const again = cliJson<{ run: { id: number }; captures: number }>(
+      ['import', 'perception', join(dir.path, 'perception'), '--json'],
+      env,
+    );
+    assert.equal(again.captures, first.captures, 'the exported dataset reads back with every capture');
+    const soda = cliJson<{ run: { id: number } }>(['import', 'soda', join(dir.path, 'soda'), '--json'], env);
+    assert.ok(soda.run.id > again.run.id);
+  });
+
+  it('says which direction a codec does not support, and lists the formats for an unknown one', () => {
+    const coco = runCli(['import', 'coco', dir.path], env);
+    assert.notEqual(coco.status, 0);
+    assert.match(coco.stderr, /coco: import is not supported/);
+    const unknown = runCli(['import', 'nuplan', dir.path], env);
+    assert.notEqual(unknown.status, 0);
+    assert.match(unknown.stderr, /limsim.*perception.*solo.*coco.*yolo.*soda/);
+  });
+});
