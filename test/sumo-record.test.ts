@@ -14,6 +14,8 @@ import type { StoreBackend } from '../src/model/store-port.js';
 import type { Sample } from '../src/model/stream.js';
 import { streamSamples } from '../src/replay/run-queries.js';
 import { loadRoadNetwork } from '../src/roadnet/roadnet-attachment.js';
+import { exportLimSim } from '../src/formats/limsim/index.js';
+import Database from 'better-sqlite3';
 import { openStore } from '../src/store/open-store.js';
 import { fixture, tempDir } from './helpers/paths.js';
 import { runCli } from './helpers/run-cli.js';
@@ -37,6 +39,7 @@ after(async () => {
 
 interface FcdVehicle {
   id: string;
+  pos: string;
   x: string;
   y: string;
   angle: string;
@@ -85,6 +88,10 @@ async function recordAndCompare(
           `${actor.id} at ${ms / 1000} s: (${fx}, ${fy}) vs fcd (${v.x}, ${v.y})`,
         );
         assert.ok(Math.abs(s.speed - Number(v.speed)) <= 0.01);
+        assert.ok(
+          Math.abs((s.lanePos as number) + half - Number(v.pos)) <= 0.01,
+          `${actor.id} lane position of the centre`,
+        );
         assert.equal(s.lane, v.lane);
         if (!recorded.has(ms)) recorded.set(ms, new Set());
         recorded.get(ms)!.add(actor.id);
@@ -140,6 +147,72 @@ describe('recording SUMO over TraCI', { skip: sumoMissing }, () => {
         for (const s of batch) tags.add(String(s.vtag));
     assert.ok(tags.has('ego') && tags.has('AoI'), `tags seen: ${[...tags]}`);
     assert.ok([...tags].every((t) => ['ego', 'AoI', 'outOfAoI'].includes(t)));
+  });
+
+  it('exported to LimSim, an ego-tracking recording holds what LimSim writes for the same simulation', async () => {
+    const { runId } = await recordAndCompare({
+      net: fixture('limsim-networks', 'roundabout', 'roundabout.net.xml'),
+      routes: [fixture('limsim-networks', 'roundabout', 'roundabout.rou.xml')],
+      stepLength: 0.1,
+      duration: 30,
+      ego: '2',
+      area: { kind: 'ego', radius: 100 },
+    });
+    const file = join(dir.path, `limsim-${runId}.db`);
+    await exportLimSim(store, runId, file);
+    const db = new Database(file, { readonly: true });
+    try {
+      const sim = db.prepare('SELECT egoID, netBoundary FROM simINFO').get() as {
+        egoID: string;
+        netBoundary: string;
+      };
+      assert.equal(sim.egoID, '2');
+      const rows = db
+        .prepare(
+          'SELECT frame, vid, vtag, x, y, yaw, speed, laneID, lanePos FROM frameINFO ORDER BY frame, vid',
+        )
+        .all() as {
+        frame: number;
+        vid: string;
+        vtag: string;
+        x: number;
+        y: number;
+        yaw: number;
+        speed: number;
+        laneID: string;
+        lanePos: number;
+      }[];
+      // One row per vehicle per 0.1 s frame, the ego in every frame from its departure, tagged as LimSim
+      // tags (AoI within 50 m of the ego, outOfAoI to 100 m); positions and lane positions of centres.
+      const egoFrames = rows.filter((r) => r.vid === '2');
+      assert.ok(egoFrames.length > 50);
+      assert.ok(egoFrames.every((r) => r.vtag === 'ego'));
+      for (let i = 1; i < egoFrames.length; i++)
+        assert.equal(egoFrames[i]!.frame, egoFrames[i - 1]!.frame + 1);
+      const byFrame = new Map(egoFrames.map((r) => [r.frame, r]));
+      for (const r of rows) {
+        const ego = byFrame.get(r.frame);
+        if (!ego || r.vid === '2') continue;
+        const d = Math.hypot(r.x - ego.x, r.y - ego.y);
+        assert.ok(d <= 100.5, `${r.vid} at frame ${r.frame} is ${d} m from the ego`);
+        assert.equal(r.vtag, d <= 50 ? 'AoI' : 'outOfAoI', `${r.vid} at frame ${r.frame}, ${d} m away`);
+      }
+      const vehicles = db.prepare('SELECT vid, length, routes FROM vehicleINFO').all() as {
+        vid: string;
+        length: number;
+        routes: string;
+      }[];
+      assert.ok(
+        vehicles.some((v) => v.vid === '2' && v.routes.length > 0),
+        "the ego's route is kept",
+      );
+      assert.ok(
+        (db.prepare('SELECT COUNT(*) AS n FROM laneINFO').get() as { n: number }).n > 0,
+        'the network tables are filled',
+      );
+    } finally {
+      db.close();
+    }
   });
 
   it("LimSim's fixed local area: vehicles within twice the radius of a point, tagged AoI and outOfAoI", async () => {

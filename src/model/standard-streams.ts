@@ -30,7 +30,14 @@ export const STATE_FIELDS: FieldDecl[] = [
   f('wy', 'rad/s'),
   f('wz', 'rad/s'),
   { name: 'lane', type: 'string', optional: true, description: 'lane id the actor is on' },
-  f('lanePos', 'm'),
+  // Of the actor's centre, like x and y (SUMO counts from the front bumper; LimSim, like simrec, not).
+  {
+    name: 'lanePos',
+    type: 'f64',
+    unit: 'm',
+    optional: true,
+    description: "distance along the lane to the actor's centre",
+  },
 ];
 
 export const CONTROL_FIELDS: FieldDecl[] = [

@@ -358,7 +358,7 @@ export async function recordSumo(store: StoreBackend, options: SumoRecordOptions
         for (const [key, v] of [
           ['accel', num(r.values.get(VAR.ACCELERATION))],
           ['lane', r.values.get(VAR.LANE_ID)],
-          ['lanePos', num(r.values.get(VAR.LANEPOSITION))],
+          ['lanePos', centreLanePos(num(r.values.get(VAR.LANEPOSITION)), s.length)],
           ['routeIdx', num(r.values.get(VAR.ROUTE_INDEX))],
           ['signals', num(r.values.get(VAR.SIGNALS))],
           ['vtag', vtag],
@@ -428,6 +428,10 @@ export async function recordSumo(store: StoreBackend, options: SumoRecordOptions
     if (!exited) sumo.kill('SIGKILL');
   }
 }
+
+/** SUMO's lane position is the front bumper's; the model's, like LimSim's, is the centre's. */
+const centreLanePos = (front: number | undefined, length: number): number | undefined =>
+  front === undefined ? undefined : front - length / 2;
 
 /** SUMO reports the front bumper and a compass angle; the model wants the centre and a yaw. */
 function centreState(r: SubscriptionResult): {
