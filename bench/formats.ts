@@ -8,12 +8,48 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { importPerception } from '../src/formats/perception/index.js';
+import { exportLimSim, importLimSim } from '../src/formats/limsim/index.js';
+import { TrafficGenerator, type BenchSize } from './generator.js';
+import { simrecPeer } from './peers/simrec.js';
 import { encodePng } from '../src/formats/perception/image-files.js';
 import { readRoadNetwork } from '../src/roadnet/read-roadnet.js';
 import { openStore } from '../src/store/open-store.js';
 import { median } from './stats.js';
 
+export interface LimSimRates {
+  rows: number;
+  exportRowsPerSecond: number;
+  importRowsPerSecond: number;
+}
+
+/** LimSim: a generated run (actors x steps at 10 Hz) exported to LimSim's database and imported back. */
+async function measureLimSim(scratch: string, quick: boolean): Promise<LimSimRates> {
+  const size: BenchSize = { actors: quick ? 20 : 100, steps: quick ? 100 : 600, hz: 10 };
+  const dir = join(scratch, 'limsim');
+  mkdirSync(dir, { recursive: true });
+  await simrecPeer.record({ dir, frames: new TrafficGenerator(size), commitEverySteps: 100 });
+  const store = await openStore(join(dir, 'bench.simrec.db'));
+  try {
+    const file = join(dir, 'export.db');
+    let start = performance.now();
+    await exportLimSim(store, 1, file);
+    const exportSeconds = (performance.now() - start) / 1000;
+    start = performance.now();
+    await importLimSim(store, file);
+    const importSeconds = (performance.now() - start) / 1000;
+    const rows = size.actors * size.steps;
+    return {
+      rows,
+      exportRowsPerSecond: Math.round(rows / exportSeconds),
+      importRowsPerSecond: Math.round(rows / importSeconds),
+    };
+  } finally {
+    await store.close();
+  }
+}
+
 export interface FormatResults {
+  limsim?: LimSimRates;
   roadnet: { bytes: number; lanes: number; medianMs: number; mbPerSecond: number };
   perception: { captures: number; seconds: number; capturesPerSecond: number; peakRssMiB: number }[];
 }
@@ -137,7 +173,7 @@ async function perceptionChild(dir: string, captures: number): Promise<void> {
   );
 }
 
-export function measureFormats(scratch: string, quick: boolean): FormatResults {
+export async function measureFormats(scratch: string, quick: boolean): Promise<FormatResults> {
   const text = gridNet(quick ? 8 : 22);
   const times: number[] = [];
   let lanes = 0;
@@ -159,7 +195,9 @@ export function measureFormats(scratch: string, quick: boolean): FormatResults {
     const r = JSON.parse(out.toString()) as { captures: number; seconds: number; peakRssMiB: number };
     return { ...r, capturesPerSecond: Math.round(r.captures / r.seconds) };
   });
+  const limsim = await measureLimSim(scratch, quick);
   return {
+    limsim,
     roadnet: {
       bytes,
       lanes,
@@ -179,6 +217,9 @@ export function formatFormats(f: FormatResults): string {
       (p) =>
         `  Perception import of ${p.captures} captures: ${p.capturesPerSecond} captures/s, peak ${p.peakRssMiB} MiB`,
     ),
+    f.limsim
+      ? `  LimSim database of ${f.limsim.rows} frame rows: export ${f.limsim.exportRowsPerSecond} rows/s, import ${f.limsim.importRowsPerSecond} rows/s`
+      : '',
     small && large
       ? `  memory grows ${(large.peakRssMiB / small.peakRssMiB).toFixed(2)}x for ${large.captures / small.captures}x the captures`
       : '',

@@ -103,7 +103,7 @@ try {
   progress('evaluation speed');
   evaluation = await measureEvaluation(scratch, quick);
   progress('format rates');
-  formats = measureFormats(scratch, quick);
+  formats = await measureFormats(scratch, quick);
   progress('recording a real SUMO');
   sumo = await measureSumoOverhead(scratch, REPO_ROOT, quick);
 } finally {
