@@ -1,16 +1,14 @@
 import type { FormatCodec } from '../registry.js';
-import { exportPerception, importPerception } from './index.js';
+import { exportPerception, importPerception, type ImportOptions, type ImportResult } from './index.js';
+import type { StoreBackend } from '../../model/store-port.js';
 
-/** Unity Perception's legacy dataset through `simrec import/export`. */
-export const perceptionCodec: FormatCodec = {
-  name: 'perception',
-  description: "Unity Perception's legacy dataset (Dataset*/captures_*.json, definitions, images)",
-  async importRun(store, location, options) {
-    const result = await importPerception(
-      store,
-      location,
-      options.onProgress ? { onProgress: options.onProgress } : {},
-    );
+/** A Perception-family importer (legacy or SOLO) as a registry codec's importRun. */
+export const perceptionImportRun =
+  (
+    read: (store: StoreBackend, dir: string, options: ImportOptions) => Promise<ImportResult>,
+  ): FormatCodec['importRun'] =>
+  async (store, location, options) => {
+    const result = await read(store, location, options.onProgress ? { onProgress: options.onProgress } : {});
     for (const w of result.warnings) options.warn?.(w);
     return {
       run: result.run,
@@ -21,7 +19,13 @@ export const perceptionCodec: FormatCodec = {
         warnings: result.warnings.length,
       },
     };
-  },
+  };
+
+/** Unity Perception's legacy dataset through `simrec import/export`. */
+export const perceptionCodec: FormatCodec = {
+  name: 'perception',
+  description: "Unity Perception's legacy dataset (Dataset*/captures_*.json, definitions, images)",
+  importRun: perceptionImportRun(importPerception),
   async exportRun(store, run, location, options) {
     const result = await exportPerception(store, run, location, {
       warn: (where, message) => options.warn?.(`${where}: ${message}`),
