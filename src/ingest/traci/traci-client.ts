@@ -17,11 +17,19 @@ export interface SubscriptionResult {
   domain: Domain;
   id: string;
   values: Map<number, TraciValue>;
+  /** For a context subscription: every object in range, id -> its values. */
+  context?: Map<string, Map<number, TraciValue>>;
 }
 
 const RESPONSE_TO_DOMAIN = new Map<number, Domain>(
   (Object.entries(DOMAINS) as [Domain, { subscribe: number }][]).map(([domain, ids]) => [
     ids.subscribe + 0x10,
+    domain,
+  ]),
+);
+const CONTEXT_RESPONSE_TO_DOMAIN = new Map<number, Domain>(
+  (Object.entries(DOMAINS) as [Domain, { subscribeContext: number }][]).map(([domain, ids]) => [
+    ids.subscribeContext + 0x10,
     domain,
   ]),
 );
@@ -178,6 +186,35 @@ export class TraciClient {
     return undefined;
   }
 
+  /**
+   * A context subscription: every object of `contextDomain` within `range` metres of object `id`,
+   * with the given variables, after every step (LimSim's area of interest, done by SUMO).
+   */
+  async subscribeContext(
+    domain: Domain,
+    id: string,
+    contextDomain: Domain,
+    range: number,
+    variables: number[],
+  ): Promise<SubscriptionResult | undefined> {
+    const content = new TraciWriter()
+      .double(-1073741824)
+      .double(1073741824)
+      .string(id)
+      .ubyte(DOMAINS[contextDomain].get)
+      .double(range)
+      .ubyte(variables.length);
+    for (const v of variables) content.ubyte(v);
+    const command = DOMAINS[domain].subscribeContext;
+    const reader = await this.exchange([encodeCommand(command, content.toBuffer())]);
+    TraciClient.status(reader, command);
+    for (const c of commandsOf(reader, reader.buf.length)) {
+      const result = TraciClient.subscriptionResult(c.id, c.content);
+      if (result) return result;
+    }
+    return undefined;
+  }
+
   /** The ids of every object of a domain (traffic lights, persons...). */
   async idList(domain: Domain): Promise<string[]> {
     const command = DOMAINS[domain].get;
@@ -196,6 +233,8 @@ export class TraciClient {
   }
 
   private static subscriptionResult(id: number, content: TraciReader): SubscriptionResult | undefined {
+    const contextDomain = CONTEXT_RESPONSE_TO_DOMAIN.get(id);
+    if (contextDomain) return TraciClient.contextResult(contextDomain, content);
     const domain = RESPONSE_TO_DOMAIN.get(id);
     if (!domain) return undefined;
     const objectId = content.string();
@@ -208,6 +247,26 @@ export class TraciClient {
       if (status === TRACI.RTYPE_OK) values.set(variable, value);
     }
     return { domain, id: objectId, values };
+  }
+
+  private static contextResult(domain: Domain, content: TraciReader): SubscriptionResult {
+    const objectId = content.string();
+    content.ubyte(); // the context domain
+    const variables = content.ubyte();
+    const objects = content.int();
+    const context = new Map<string, Map<number, TraciValue>>();
+    for (let o = 0; o < objects; o++) {
+      const oid = content.string();
+      const values = new Map<number, TraciValue>();
+      for (let v = 0; v < variables; v++) {
+        const variable = content.ubyte();
+        const status = content.ubyte();
+        const value = content.typed();
+        if (status === TRACI.RTYPE_OK) values.set(variable, value);
+      }
+      context.set(oid, values);
+    }
+    return { domain, id: objectId, values: new Map(), context };
   }
 
   /** Asks SUMO to end the simulation and close; resolves once it has answered or gone. */

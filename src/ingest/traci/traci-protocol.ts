@@ -17,10 +17,10 @@ export const TRACI = {
 
 /** Get/subscribe command ids per domain, and their response ids (get + 0x10, subscribe + 0x10). */
 export const DOMAINS = {
-  vehicle: { get: 0xa4, subscribe: 0xd4 },
-  person: { get: 0xae, subscribe: 0xde },
-  trafficLight: { get: 0xa2, subscribe: 0xd2 },
-  simulation: { get: 0xab, subscribe: 0xdb },
+  vehicle: { get: 0xa4, subscribe: 0xd4, subscribeContext: 0x84 },
+  person: { get: 0xae, subscribe: 0xde, subscribeContext: 0x8e },
+  trafficLight: { get: 0xa2, subscribe: 0xd2, subscribeContext: 0x82 },
+  simulation: { get: 0xab, subscribe: 0xdb, subscribeContext: 0x8b },
 } as const;
 export type Domain = keyof typeof DOMAINS;
 
