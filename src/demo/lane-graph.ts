@@ -1,0 +1,181 @@
+import { invalid } from '../model/errors.js';
+import { isTrafficLane, type Connection, type RoadLane, type RoadNetwork } from '../model/roadnet.js';
+import { Path } from './polyline.js';
+
+/** A lane as vehicles see it: its path, limit and where it leads. */
+export interface GraphLane {
+  lane: RoadLane;
+  path: Path;
+  /** m/s; lanes without a declared limit get SUMO's default, 13.89. */
+  speedLimit: number;
+  internal: boolean;
+  /** Connections leaving this lane (for normal lanes, towards the next edge; for internal ones, onwards). */
+  out: Connection[];
+}
+
+/** SUMO's vehicle classes that a lane with no `allow` still refuses by default are not modelled here. */
+const DEFAULT_SPEED = 13.89;
+
+/**
+ * The network's lanes and connections as a graph for driving: which lane follows which (through the
+ * internal lanes that cross junctions, however many SUMO chains), which lanes a vehicle class may use,
+ * and routes between edges.
+ */
+export class LaneGraph {
+  readonly net: RoadNetwork;
+  readonly lanes = new Map<string, GraphLane>();
+  /** Normal edges and their lanes, rightmost first. */
+  readonly edgeLanes = new Map<string, GraphLane[]>();
+  /** For internal lanes, the connection they are the `via` of (its light and link index). */
+  readonly viaOf = new Map<string, Connection>();
+
+  constructor(net: RoadNetwork) {
+    this.net = net;
+    for (const lane of net.lanes)
+      this.lanes.set(lane.id, {
+        lane,
+        path: new Path(lane.centerLine, lane.length),
+        speedLimit: lane.speedLimit ?? DEFAULT_SPEED,
+        internal: lane.function === 'internal',
+        out: [],
+      });
+    for (const edge of net.edges) {
+      if (edge.function !== 'normal' && edge.function !== 'connector') continue;
+      this.edgeLanes.set(
+        edge.id,
+        edge.lanes.map((id) => this.lanes.get(id)!),
+      );
+    }
+    for (const c of net.connections) {
+      this.lanes.get(c.fromLane)?.out.push(c);
+      if (c.via !== undefined) this.viaOf.set(c.via, c);
+    }
+  }
+
+  /** Whether `vClass` may drive on a lane (SUMO's `ignoring` class may drive anywhere). */
+  allows(lane: RoadLane, vClass: string): boolean {
+    if (vClass === 'ignoring') return true;
+    if (lane.function === 'crossing' || lane.function === 'walkingarea') return false;
+    if (!isTrafficLane(lane) && lane.function !== 'internal') return false;
+    if (lane.allow) return lane.allow.includes(vClass) || lane.allow.includes('all');
+    if (lane.disallow) return !lane.disallow.includes(vClass) && !lane.disallow.includes('all');
+    if (lane.type === 'sidewalk' || lane.type === 'footway') return false;
+    return true;
+  }
+
+  drivableLanes(edge: string, vClass: string): GraphLane[] {
+    return (this.edgeLanes.get(edge) ?? []).filter((l) => this.allows(l.lane, vClass));
+  }
+
+  /** Every normal lane any vehicle of the class may drive on. */
+  hasDrivableLane(vClass: string): boolean {
+    for (const lanes of this.edgeLanes.values())
+      if (lanes.some((l) => this.allows(l.lane, vClass))) return true;
+    return false;
+  }
+
+  /** The internal lanes from `from` to `to` (a normal lane on the next edge), or undefined if none lead there. */
+  linkLanes(from: string, to: string): string[] | undefined {
+    const chain: string[] = [];
+    let current = from;
+    for (let guard = 0; guard < 16; guard++) {
+      const c = this.lanes.get(current)?.out.find((x) => x.toLane === to);
+      if (!c) return undefined;
+      if (c.via === undefined) return chain;
+      chain.push(c.via);
+      current = c.via;
+    }
+    return undefined;
+  }
+
+  /** The edges that follow `edge` for a vehicle class. */
+  nextEdges(edge: string, vClass: string): string[] {
+    const next = new Set<string>();
+    for (const l of this.drivableLanes(edge, vClass))
+      for (const c of l.out) {
+        const to = this.lanes.get(c.toLane);
+        if (to && this.allows(to.lane, vClass)) next.add(to.lane.edge);
+      }
+    return [...next];
+  }
+
+  edgeLength(edge: string): number {
+    return this.edgeLanes.get(edge)?.[0]?.lane.length ?? 0;
+  }
+
+  /** The shortest route (by length) from one edge to another, both included; undefined if there is none. */
+  route(from: string, to: string, vClass: string): string[] | undefined {
+    const dist = new Map<string, number>([[from, 0]]);
+    const prev = new Map<string, string>();
+    const open = new Set<string>([from]);
+    while (open.size) {
+      let best: string | undefined;
+      for (const e of open) if (best === undefined || dist.get(e)! < dist.get(best)!) best = e;
+      open.delete(best!);
+      if (best === to) {
+        const edges = [to];
+        while (edges[0] !== from) edges.unshift(prev.get(edges[0]!)!);
+        return edges;
+      }
+      const d = dist.get(best!)! + this.edgeLength(best!);
+      for (const next of this.nextEdges(best!, vClass))
+        if (d < (dist.get(next) ?? Infinity)) {
+          dist.set(next, d);
+          prev.set(next, best!);
+          open.add(next);
+        }
+    }
+    return undefined;
+  }
+
+  /**
+   * The lanes a vehicle drives for a route of edges, internal lanes included. Vehicles here do not
+   * change lanes, so each edge's lane is chosen, from the end backwards, among those that still lead
+   * to the route's end. Throws (with `what` in the message) when the route cannot be driven.
+   */
+  lanePath(
+    edges: readonly string[],
+    vClass: string,
+    what: string,
+    choice: { departLane?: number; arrivalLane?: number; pick: (lanes: GraphLane[]) => GraphLane },
+  ): string[] {
+    if (edges.length === 0) throw invalid(`${what}: the route has no edges`);
+    for (const e of edges)
+      if (!this.edgeLanes.has(e))
+        throw invalid(`${what}: the route's edge ${JSON.stringify(e)} is not on the network`);
+    const feasible: GraphLane[][] = new Array(edges.length);
+    for (let k = edges.length - 1; k >= 0; k--) {
+      let lanes = this.drivableLanes(edges[k]!, vClass);
+      if (lanes.length === 0)
+        throw invalid(`${what}: edge ${JSON.stringify(edges[k])} has no lane a ${vClass} may drive on`);
+      if (k === edges.length - 1 && choice.arrivalLane !== undefined) {
+        const wanted = lanes.filter((l) => l.lane.index === choice.arrivalLane);
+        if (wanted.length) lanes = wanted;
+      }
+      if (k < edges.length - 1) {
+        const next = feasible[k + 1]!;
+        lanes = lanes.filter((l) => next.some((m) => this.linkLanes(l.lane.id, m.lane.id) !== undefined));
+        if (lanes.length === 0)
+          throw invalid(
+            `${what}: no connection from edge ${JSON.stringify(edges[k])} to ${JSON.stringify(edges[k + 1])}`,
+          );
+      }
+      feasible[k] = lanes;
+    }
+    const first = feasible[0]!;
+    let current =
+      (choice.departLane !== undefined && first.find((l) => l.lane.index === choice.departLane)) ||
+      choice.pick(first);
+    const path = [current.lane.id];
+    for (let k = 1; k < edges.length; k++) {
+      const options = feasible[k]!.filter((m) => this.linkLanes(current.lane.id, m.lane.id) !== undefined);
+      options.sort(
+        (a, b) => Math.abs(a.lane.index - current.lane.index) - Math.abs(b.lane.index - current.lane.index),
+      );
+      const next = options[0]!;
+      path.push(...this.linkLanes(current.lane.id, next.lane.id)!, next.lane.id);
+      current = next;
+    }
+    return path;
+  }
+}
