@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { recordDemoRun, type DemoRunOptions } from '../src/demo/demo-run.js';
@@ -8,7 +9,7 @@ import type { StoreBackend } from '../src/model/store-port.js';
 import type { Sample } from '../src/model/stream.js';
 import { loadRoadNetwork } from '../src/roadnet/roadnet-attachment.js';
 import { openStore } from '../src/store/open-store.js';
-import { tempDir } from './helpers/paths.js';
+import { fixture, tempDir } from './helpers/paths.js';
 
 const dir = tempDir('simrec-demo-');
 let store: StoreBackend;
@@ -271,5 +272,136 @@ describe('simrec demo: the default town', () => {
     const c = await record({ duration: 8, seed: 4 });
     assert.equal(strip(a), strip(b));
     assert.notEqual(strip(a), strip(c));
+  });
+});
+
+describe('simrec demo: route files on their networks', () => {
+  const cases = [
+    ...['bigInter', 'corridor', 'roundabout'].map((n) => ({
+      name: `limsim ${n}`,
+      net: fixture('limsim-networks', n, `${n}.net.xml`),
+      routes: [fixture('limsim-networks', n, `${n}.rou.xml`)],
+      expected: { bigInter: 13, corridor: 5, roundabout: 13 }[n]!,
+    })),
+    ...['e6mini', 'fabriksgatan', 'straight'].map((n) => ({
+      name: `esmini ${n}`,
+      net: fixture('esmini', 'sumo', `${n}.net.xml`),
+      routes: [fixture('esmini', 'sumo', `${n}.rou.xml`)],
+      expected: { e6mini: 6, fabriksgatan: 3, straight: 2 }[n]!,
+    })),
+  ];
+  for (const c of cases)
+    it(`${c.name}: every vehicle departs and drives without overlap, above limits or through red`, async () => {
+      const run = await record({ net: c.net, routes: c.routes, duration: 25, seed: 1 });
+      const vehicles = [...run.actors.values()].filter(isVehicle);
+      assert.equal(vehicles.length, c.expected, run.warnings.join('\n'));
+      assert.equal(vehicles.filter((a) => a.kind === 'ego').length, 1);
+      assert.deepEqual(run.warnings, []);
+      for (const v of vehicles) {
+        const samples = run.states.get(v.id)!;
+        // Departed in the last seconds: not yet far from where it started.
+        if (samples.length < 40) continue;
+        const start = samples[0]!;
+        const moved = samples.some(
+          (s) => s.lane !== start.lane || (s.lanePos as number) > (start.lanePos as number) + 5,
+        );
+        assert.ok(moved, `${v.id} moves`);
+      }
+      assertNoOverlap(run);
+      assertSpeedLimits(run);
+      assertNoRedRunning(run);
+    });
+
+  it('takes types and vehicles from separate files, as SUMO does', async () => {
+    const types = join(dir.path, 'types.rou.xml');
+    const cars = join(dir.path, 'cars.rou.xml');
+    writeFileSync(types, '<routes><vType id="slow" maxSpeed="5" length="4" accel="1.5" decel="3"/></routes>');
+    writeFileSync(
+      cars,
+      `<routes>
+        <flow id="f" type="slow" begin="0" end="20" period="4" from="-E3" to="-E0"/>
+        <trip id="t" depart="1" from="E0" to="E1"/>
+      </routes>`,
+    );
+    const run = await record({
+      net: fixture('limsim-networks', 'bigInter', 'bigInter.net.xml'),
+      routes: [types, cars],
+      duration: 20,
+    });
+    assert.deepEqual(run.warnings, []);
+    const flow = [...run.actors.values()].filter((a) => a.id.startsWith('f.'));
+    assert.equal(flow.length, 6, 'a flow every 4 s from 0 to 20 s');
+    for (const a of flow) {
+      assert.equal(a.attributes.vType, 'slow');
+      assert.ok(run.states.get(a.id)!.every((s) => (s.speed as number) <= 5 + 1e-9));
+    }
+    assert.deepEqual(run.actors.get('t')!.attributes.route, ['E0', 'E1']);
+  });
+});
+
+describe('simrec demo: bad input', () => {
+  const net = fixture('limsim-networks', 'bigInter', 'bigInter.net.xml');
+  const routes = (name: string, body: string): string => {
+    const file = join(dir.path, name);
+    writeFileSync(file, `<routes>${body}</routes>`);
+    return file;
+  };
+
+  it('warns, naming the vehicle, for a route off the network and an undefined type', async () => {
+    const file = routes(
+      'bad.rou.xml',
+      `<vehicle id="lost" depart="0"><route edges="E0 nowhere"/></vehicle>
+       <vehicle id="stuck" depart="0"><route edges="E0 -E0"/></vehicle>
+       <vehicle id="typo" type="sedann" depart="0"><route edges="E0 E1"/></vehicle>`,
+    );
+    const run = await record({ net, routes: [file], duration: 3 });
+    assert.equal(run.warnings.length, 3, run.warnings.join('\n'));
+    assert.match(
+      run.warnings[0]!,
+      /bad\.rou\.xml: <vehicle id="typo"> \(line 3\): vehicle "typo" has type "sedann", defined nowhere; it gets the default type/,
+    );
+    assert.match(
+      run.warnings[1]!,
+      /<vehicle id="lost"> \(line 1\): the route's edge "nowhere" is not on the network; vehicle "lost" skipped/,
+    );
+    assert.match(
+      run.warnings[2]!,
+      /<vehicle id="stuck"> .*no connection from edge "E0" to "-E0"; vehicle "stuck" skipped/,
+    );
+    assert.deepEqual(
+      [...run.actors.values()].filter(isVehicle).map((a) => [a.id, a.kind]),
+      [['typo', 'ego']],
+    );
+  });
+
+  it('refuses a vehicle type with impossible parameters, naming file, type and attribute', async () => {
+    const file = routes(
+      'impossible.rou.xml',
+      '<vType id="rocket" accel="-3"/><vehicle id="a" type="rocket" depart="0" route="r"/>',
+    );
+    await assert.rejects(
+      recordDemoRun(store, { net, routes: [file], duration: 1 }),
+      /impossible\.rou\.xml: <vType id="rocket"> \(line 1\) attribute accel: impossible value "-3": expected a number > 0/,
+    );
+    await assert.rejects(
+      recordDemoRun(store, { net, routes: [join(dir.path, 'missing.rou.xml')], duration: 1 }),
+      /missing\.rou\.xml: no such route file/,
+    );
+  });
+
+  it('refuses a network with no drivable lane', async () => {
+    const file = join(dir.path, 'footpath.net.xml');
+    writeFileSync(
+      file,
+      `<net version="1.9">
+        <edge id="walk" from="a" to="b"><lane id="walk_0" index="0" allow="pedestrian" speed="1" length="50" shape="0,0 50,0"/></edge>
+        <junction id="a" type="dead_end" x="0" y="0" incLanes="" intLanes="" shape="0,0"/>
+        <junction id="b" type="dead_end" x="50" y="0" incLanes="walk_0" intLanes="" shape="50,0"/>
+      </net>`,
+    );
+    await assert.rejects(
+      recordDemoRun(store, { net: file, duration: 1 }),
+      /road network: no lane a vehicle may drive on/,
+    );
   });
 });

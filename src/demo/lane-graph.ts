@@ -74,18 +74,28 @@ export class LaneGraph {
     return false;
   }
 
-  /** The internal lanes from `from` to `to` (a normal lane on the next edge), or undefined if none lead there. */
-  linkLanes(from: string, to: string): string[] | undefined {
-    const chain: string[] = [];
-    let current = from;
-    for (let guard = 0; guard < 16; guard++) {
-      const c = this.lanes.get(current)?.out.find((x) => x.toLane === to);
-      if (!c) return undefined;
-      if (c.via === undefined) return chain;
-      chain.push(c.via);
-      current = c.via;
+  /**
+   * The internal lanes of the link from `from` to `to` (a normal lane on the next edge), and the lane
+   * they really end on: some SUMO networks chain a link's internal lane to another lane of the target
+   * edge than the link names. Undefined if no link leads there.
+   */
+  linkChain(from: string, to: string): { via: string[]; end: string } | undefined {
+    const first = this.lanes.get(from)?.out.find((x) => x.toLane === to);
+    if (!first) return undefined;
+    const via: string[] = [];
+    let c = first;
+    for (let guard = 0; c.via !== undefined && guard < 16; guard++) {
+      via.push(c.via);
+      const out = this.lanes.get(c.via)?.out ?? [];
+      const next = out.find((x) => x.toLane === to) ?? out[0];
+      if (!next) return { via, end: to };
+      c = next;
     }
-    return undefined;
+    return { via, end: c.toLane };
+  }
+
+  linkLanes(from: string, to: string): string[] | undefined {
+    return this.linkChain(from, to)?.via;
   }
 
   /** The edges that follow `edge` for a vehicle class. */
@@ -148,6 +158,7 @@ export class LaneGraph {
       let lanes = this.drivableLanes(edges[k]!, vClass);
       if (lanes.length === 0)
         throw invalid(`${what}: edge ${JSON.stringify(edges[k])} has no lane a ${vClass} may drive on`);
+      // Without lane changes an arrival lane may be out of reach; then any lane will do.
       if (k === edges.length - 1 && choice.arrivalLane !== undefined) {
         const wanted = lanes.filter((l) => l.lane.index === choice.arrivalLane);
         if (wanted.length) lanes = wanted;
@@ -172,9 +183,9 @@ export class LaneGraph {
       options.sort(
         (a, b) => Math.abs(a.lane.index - current.lane.index) - Math.abs(b.lane.index - current.lane.index),
       );
-      const next = options[0]!;
-      path.push(...this.linkLanes(current.lane.id, next.lane.id)!, next.lane.id);
-      current = next;
+      const chain = this.linkChain(current.lane.id, options[0]!.lane.id)!;
+      path.push(...chain.via, chain.end);
+      current = this.lanes.get(chain.end)!;
     }
     return path;
   }

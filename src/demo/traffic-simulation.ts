@@ -236,12 +236,22 @@ export class TrafficSimulation {
   ): Vehicle | undefined {
     const edges = this.resolveEdges(d);
     const departLane = typeof d.departLane === 'number' ? d.departLane : undefined;
-    const path = this.graph.lanePath(edges, d.type.vClass, d.where, {
-      ...(departLane === undefined ? {} : { departLane }),
-      ...(d.arrivalLane === undefined ? {} : { arrivalLane: d.arrivalLane }),
-      pick: (lanes) =>
-        d.departLane === 'random' || how.pos === 'random' ? this.random.pick(lanes) : lanes[0]!,
-    });
+    const pick = (lanes: GraphLane[]): GraphLane =>
+      d.departLane === 'random' || how.pos === 'random' ? this.random.pick(lanes) : lanes[0]!;
+    const lanePath = (arrivalLane?: number): string[] =>
+      this.graph.lanePath(edges, d.type.vClass, d.where, {
+        ...(departLane === undefined ? {} : { departLane }),
+        ...(arrivalLane === undefined ? {} : { arrivalLane }),
+        pick,
+      });
+    let path: string[];
+    try {
+      path = lanePath(d.arrivalLane);
+    } catch (error) {
+      // Without lane changes an arrival lane may be out of reach; then any lane will do.
+      if (d.arrivalLane === undefined) throw error;
+      path = lanePath();
+    }
     const first = this.graph.lanes.get(path[0]!)!;
     const length = first.path.length;
     const type = d.type;
@@ -348,7 +358,7 @@ export class TrafficSimulation {
       } catch (error) {
         this.options.warn(`${(error as Error).message}; vehicle ${JSON.stringify(d.id)} skipped`);
         // The ego's part passes to the next vehicle to depart.
-        if (d.id === this.egoId) this.egoId = this.pending.find((x) => x.depart >= d.depart && x !== d)?.id;
+        if (d.id === this.egoId) this.egoId = this.pending[this.pending.indexOf(d) + 1]?.id;
       }
     }
     this.pending = still;
@@ -539,7 +549,8 @@ export class TrafficSimulation {
     const reachable = targets.filter((t) => this.graph.linkLanes(lastLane.lane.id, t.lane.id) !== undefined);
     const target: GraphLane | undefined = reachable[0];
     if (!target) return;
-    v.path.push(...this.graph.linkLanes(lastLane.lane.id, target.lane.id)!, target.lane.id);
+    const chain = this.graph.linkChain(lastLane.lane.id, target.lane.id)!;
+    v.path.push(...chain.via, chain.end);
   }
 
   /** Advances the world by one step. */
