@@ -26,7 +26,7 @@ describe('simrec command line', () => {
   before(() => {
     const r = runCli(['demo', '--no-serve', '--duration', '20', '--rate', '10'], env);
     assert.equal(r.status, 0, r.stderr);
-    assert.match(r.stdout, /recorded run 1 into .*cli\.db/);
+    assert.match(r.stdout, /recorded run 1 into .*cli\.db: \d+ vehicles, 16 pedestrians, 6 traffic lights/);
     assert.equal(r.stderr, '', 'piped output shows no progress bar');
     [run] = cliJson<RunRow[]>(['ls', '--json'], env) as [RunRow];
   });
@@ -35,14 +35,17 @@ describe('simrec command line', () => {
     assert.equal(run.id, 1);
     assert.equal(run.endReason, 'scenario_stop_trigger');
     assert.equal(run.end - run.begin, 20_000_000, '20 simulated seconds');
-    assert.equal(run.actors, 8);
-    // 7 moving actors' states + ego control + ego wheels + one light, 201 samples each.
-    assert.equal(run.samples, 10 * 201);
+    // The ego, at least 20 other vehicles, 16 pedestrians and the town's 6 traffic lights.
+    assert.ok(run.actors >= 1 + 20 + 16 + 6, `${run.actors} actors`);
+    // Lights, pedestrians, ego (state, control, wheels) at every one of 201 steps, and vehicles as they drive.
+    assert.ok(run.samples > (6 + 16 + 3 + 20) * 201 * 0.9, `${run.samples} samples`);
     const table = runCli(['ls'], env);
     assert.match(table.stdout, /^ID\s+BEGIN\s+DURATION_S\s+END_REASON/);
     assert.match(
       table.stdout,
-      /\n1\s+\S+\s+20\.000\s+scenario_stop_trigger\s+simrec-demo 0\.1\.0\s+8\s+2010/,
+      new RegExp(
+        `\\n1\\s+\\S+\\s+20\\.000\\s+scenario_stop_trigger\\s+simrec-demo 0\\.2\\.0\\s+${run.actors}\\s+${run.samples}`,
+      ),
     );
   });
 
@@ -58,11 +61,18 @@ describe('simrec command line', () => {
         end: number;
       }[];
     }>(['info', '1', '--json'], env);
+    const kinds = info.actors.map((a) => a.kind);
+    assert.deepEqual(kinds.slice(0, 23), [
+      ...Array<string>(6).fill('traffic_light'),
+      ...Array<string>(16).fill('pedestrian'),
+      'ego',
+    ]);
+    assert.ok(kinds.slice(23).every((k) => k === 'vehicle'));
+    assert.equal(info.actors[22]!.extents!.length, 5);
     assert.deepEqual(
-      info.actors.map((a) => a.kind),
-      ['ego', 'vehicle', 'vehicle', 'vehicle', 'vehicle', 'vehicle', 'pedestrian', 'traffic_light'],
+      info.streams.filter((s) => s.actor === 'J0_0').map((s) => [s.id, s.samples]),
+      [['J0_0/signal', 201]],
     );
-    assert.equal(info.actors[0]!.extents!.length, 4.6);
     const wheels = info.streams.find((s) => s.id === 'ego/wheels')!;
     assert.deepEqual(
       [wheels.actor, wheels.samples, wheels.end - wheels.begin, wheels.fields.map((f) => f.name)],
@@ -76,15 +86,13 @@ describe('simrec command line', () => {
       actors: { id: string; kind: string; x: number; y: number; yaw: number; speed: number; t: number }[];
     }>(['scene', '1', '--at', '12.34', '--json'], env);
     assert.equal(scene.t, run.begin + 12_340_000);
-    assert.equal(
-      scene.actors.length,
-      7,
-      'the six vehicles and the pedestrian (the light has no state stream)',
-    );
+    // The lights have no state stream; every pedestrian and the vehicles on the road do.
+    assert.deepEqual([...new Set(scene.actors.map((a) => a.kind))].sort(), ['ego', 'pedestrian', 'vehicle']);
+    assert.equal(scene.actors.filter((a) => a.kind === 'pedestrian').length, 16);
     const ego = scene.actors.find((a) => a.id === 'ego')!;
     assert.equal(ego.kind, 'ego');
     assert.equal(ego.t, run.begin + 12_300_000, 'the latest sample at or before 12.34 s');
-    assert.ok(Math.abs(Math.hypot(ego.x, ego.y) - 60) < 1e-9, 'on the 60 m ring');
+    assert.ok(ego.x > -120 && ego.x < 440 && ego.y > -120 && ego.y < 280, 'in the generated town');
     const interpolated = cliJson<{ actors: { id: string; t: number }[] }>(
       ['scene', '1', '--at', '12.34', '--interpolate', '--json'],
       env,
@@ -108,21 +116,15 @@ describe('simrec command line', () => {
   });
 
   it('samples prints any stream as JSON lines', () => {
-    const r = runCli(['samples', '1', 'tl1/phase', '--to', '0.5', '--json'], env);
+    const r = runCli(['samples', '1', 'J0_0/signal', '--to', '0.5', '--json'], env);
     const lines = r.stdout
       .trim()
       .split('\n')
       .map((l) => JSON.parse(l) as { state: string; step: number });
     assert.deepEqual(
       lines.map((l) => [l.step, l.state]),
-      [
-        [0, 'G'],
-        [1, 'G'],
-        [2, 'G'],
-        [3, 'G'],
-        [4, 'G'],
-        [5, 'G'],
-      ],
+      // J0_0 starts its program at once: east-west traffic and the crossings over the north-south arms go.
+      [0, 1, 2, 3, 4, 5].map((step) => [step, 'gGgrrrgGgrrrrGrG']),
     );
   });
 

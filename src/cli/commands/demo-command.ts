@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
-import { recordSyntheticRun } from '../../demo/synthetic-run.js';
+import { recordDemoRun } from '../../demo/demo-run.js';
+import { describeValue, invalid } from '../../model/errors.js';
 import { parsePositive } from '../args.js';
 import { printJson, Progress } from '../output.js';
 import { withStore } from '../with-store.js';
@@ -7,9 +8,20 @@ import { serveOptions, serveUntilStopped, type ServeOptions } from './serve-comm
 
 interface DemoOptions extends ServeOptions {
   serve: boolean;
+  net?: string;
+  routes?: string[];
   duration: number;
   rate: number;
+  vehicles: number;
+  seed: number;
   json?: boolean;
+}
+
+function parseCount(name: string, value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0)
+    throw invalid(`${name}: expected a whole number >= 0, got ${describeValue(value)}`);
+  return n;
 }
 
 /** The main job: record a demo run into the store, then show it in the viewer. */
@@ -17,23 +29,37 @@ export function registerDemoCommand(program: Command): void {
   serveOptions(
     program
       .command('demo')
-      .description('record a demo run into the store, then serve the viewer on it (Ctrl-C stops)')
+      .description('record a demo traffic run into the store, then serve the viewer on it (Ctrl-C stops)')
       .option('--no-serve', 'record only; do not start the viewer')
+      .option('--net <file>', 'a SUMO .net.xml or OpenDRIVE road network (default: a generated town)')
+      .option('--routes <files>', 'SUMO route files, comma-separated (default: generated traffic)', (v) =>
+        v.split(',').filter((f) => f !== ''),
+      )
       .option('--duration <seconds>', 'simulated seconds', (v) => parsePositive('--duration', v), 60)
       .option('--rate <hz>', 'samples per simulated second', (v) => parsePositive('--rate', v), 10)
+      .option('--vehicles <n>', 'generated vehicles besides the ego', (v) => parseCount('--vehicles', v), 30)
+      .option('--seed <n>', 'the same seed gives the same run', (v) => parseCount('--seed', v), 1)
       .option('--json', 'print the recorded run as JSON'),
   ).action(async (opts: DemoOptions, command: Command) =>
     withStore(command, async (store) => {
       const progress = new Progress('recording demo');
-      const run = await recordSyntheticRun(store, {
+      const result = await recordDemoRun(store, {
+        ...(opts.net ? { net: opts.net } : {}),
+        ...(opts.routes ? { routes: opts.routes } : {}),
         duration: opts.duration,
         rateHz: opts.rate,
+        vehicles: opts.vehicles,
+        seed: opts.seed,
         onProgress: (f) => progress.update(f),
       });
       progress.done();
-      if (opts.json) printJson(run);
+      for (const w of result.warnings) process.stderr.write(`simrec: warning: ${w}\n`);
+      const { run } = result;
+      if (opts.json) printJson({ ...run, warnings: result.warnings });
       else
-        process.stdout.write(`recorded run ${run.id} into ${store.location}; try: simrec info ${run.id}\n`);
+        process.stdout.write(
+          `recorded run ${run.id} into ${store.location}: ${result.vehicles} vehicles, ${result.pedestrians} pedestrians, ${result.trafficLights} traffic lights; try: simrec info ${run.id}\n`,
+        );
       if (opts.serve)
         await serveUntilStopped(store, { port: opts.port, host: opts.host, path: `#/runs/${run.id}` });
     }),
