@@ -4,3 +4,9 @@ export { openStore, resolveStoreLocation, DEFAULT_STORE, type OpenStoreOptions }
 export { RunRecorder, type RecorderOptions } from './record/run-recorder.js';
 export * from './replay/run-queries.js';
 export { recordSyntheticRun, type SyntheticRunOptions } from './demo/synthetic-run.js';
+export {
+  recordDemoRun,
+  simulateDemoTraffic,
+  type DemoRunOptions,
+  type DemoRunResult,
+} from './demo/demo-run.js';

@@ -35,6 +35,11 @@ it('npm run bench -- --quick runs every workload and writes a results file', () 
     assert.ok(results.ratios.seek['limsim-sqlite']!.speedupMedian > 0);
     assert.ok(results.ratios.trajectory['mcap-per-state']!.speedup > 0);
     assert.equal(results.targets.length, 6);
+    const { demo } = results as BenchResults & { demo: { actorSteps: number; recordingOnToOff: number } };
+    assert.ok(
+      demo.actorSteps > 0 && demo.recordingOnToOff > 0,
+      'demo actor-steps/s with recording on and off',
+    );
   } finally {
     out.cleanup();
   }

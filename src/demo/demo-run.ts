@@ -1,6 +1,6 @@
 import { basename } from 'node:path';
 import type { JsonObject } from '../model/json.js';
-import type { RoadLane } from '../model/roadnet.js';
+import type { RoadLane, RoadNetwork } from '../model/roadnet.js';
 import type { ActorDecl, RunInfo } from '../model/run.js';
 import { controlStream, stateStream, wheelsStream } from '../model/standard-streams.js';
 import type { StoreBackend, StreamAppend } from '../model/store-port.js';
@@ -56,15 +56,27 @@ const SIGNAL_FIELDS: StreamDecl['fields'] = [
   { name: 'timeToSwitch', type: 'f64', unit: 's' },
 ];
 
-/**
- * Records a demo run: a traffic simulation on a road network, through the same recording API a
- * simulator uses. The network is attached to the run; each traffic light is an actor with a `signal`
- * stream; the ego has `state`, `control` and `wheels`; other vehicles and pedestrians have `state`.
- */
-export async function recordDemoRun(
-  store: StoreBackend,
-  options: DemoRunOptions = {},
-): Promise<DemoRunResult> {
+/** Where the simulation loop hands its output: a RunRecorder, or nothing (the benchmark's "recording off"). */
+interface DemoSink {
+  declareActors(decls: ActorDecl[]): Promise<unknown>;
+  declareStreams(decls: StreamDecl[]): Promise<unknown>;
+  appendMany(frame: StreamAppend[]): Promise<void>;
+}
+
+/** A demo ready to drive: the network read, the traffic placed, the recording's metadata. */
+interface PreparedDemo {
+  network: RoadNetwork;
+  netName: string;
+  sim: TrafficSimulation;
+  metadata: JsonObject;
+  warnings: string[];
+  warn: (message: string) => void;
+  duration: number;
+  rateHz: number;
+  substeps: number;
+}
+
+async function prepareDemo(options: DemoRunOptions): Promise<PreparedDemo> {
   const duration = options.duration ?? 60;
   const rateHz = options.rateHz ?? 10;
   const seed = options.seed ?? 1;
@@ -93,161 +105,203 @@ export async function recordDemoRun(
     pedestrians: Math.round(options.pedestrians ?? 16),
     warn,
   });
-
   const netName = options.net ? basename(options.net) : DEFAULT_NETWORK_NAME;
   const metadata: JsonObject = { network: netName, seed, rateHz, duration, stepLength: dt };
   if (options.routes?.length) metadata.routes = options.routes.map((r) => basename(r));
   else metadata.vehicles = options.vehicles ?? 30;
+  return { network, netName, sim, metadata, warnings, warn, duration, rateHz, substeps };
+}
+
+/**
+ * Records a demo run: a traffic simulation on a road network, through the same recording API a
+ * simulator uses. The network is attached to the run; each traffic light is an actor with a `signal`
+ * stream; the ego has `state`, `control` and `wheels`; other vehicles and pedestrians have `state`.
+ */
+export async function recordDemoRun(
+  store: StoreBackend,
+  options: DemoRunOptions = {},
+): Promise<DemoRunResult> {
+  const demo = await prepareDemo(options);
   const recorder = await RunRecorder.begin(store, {
     simulator: { ...DEMO_SIMULATOR },
-    description: `simrec demo traffic on ${netName}${options.routes?.length ? ` with ${metadata.routes!.toString()}` : ''}`,
-    metadata,
+    description: `simrec demo traffic on ${demo.netName}${options.routes?.length ? ` with ${demo.metadata.routes!.toString()}` : ''}`,
+    metadata: demo.metadata,
   });
   try {
-    await attachRoadNetwork(store, recorder.id, network);
-    const lightIds = new Set(sim.lights.map((l) => l.id));
-    const pedestrianIds = new Set(sim.pedestrians.walkers.map((p) => p.id));
-    await recorder.declareActors([
-      ...sim.lights.map((l): ActorDecl => ({ id: l.id, kind: 'traffic_light', sourceClass: 'sumo.tlLogic' })),
-      ...sim.pedestrians.walkers.map((p): ActorDecl => ({
-        id: p.id,
-        kind: 'pedestrian',
-        sourceClass: 'demo.walker',
-        extents: { length: 0.3, width: 0.5, height: 1.75 },
-        attributes: { speed: round(p.speed) },
-      })),
-    ]);
-    await recorder.declareStreams([
-      ...sim.lights.map((l): StreamDecl => ({ name: 'signal', actor: l.id, fields: SIGNAL_FIELDS, rateHz })),
-      ...sim.pedestrians.walkers.map((p) => stateStream(p.id, { rateHz })),
-    ]);
-    // Vehicle ids come from route files; one that names a light or pedestrian is recorded under another id.
-    const actorIds = new Map<Vehicle, string>();
-    const declared = new Set<string>([...lightIds, ...pedestrianIds]);
-    const declareVehicles = async (vehicles: Vehicle[]): Promise<void> => {
-      if (vehicles.length === 0) return;
-      const decls: ActorDecl[] = [];
-      const streams: StreamDecl[] = [];
-      for (const v of vehicles) {
-        let id = v.id;
-        while (declared.has(id)) id = `${id}#vehicle`;
-        if (id !== v.id)
-          warn(
-            `vehicle ${JSON.stringify(v.id)} is recorded as ${JSON.stringify(id)}: its id names another actor`,
-          );
-        declared.add(id);
-        actorIds.set(v, id);
-        decls.push(vehicleActor(v, id, (lane) => sim.graph.lanes.get(lane)!.lane));
-        streams.push(stateStream(id, { rateHz }));
-        if (v.ego) streams.push(controlStream(id, { rateHz }), wheelsStream(id, { rateHz }));
-      }
-      await recorder.declareActors(decls);
-      await recorder.declareStreams(streams);
-    };
-    await declareVehicles(sim.vehicles);
-
-    const ego = new EgoDynamics();
-    const begin = recorder.run.begin;
-    const steps = Math.round(duration * rateHz);
-    let participants = sim.vehicles.length;
-    for (let step = 0; step <= steps; step++) {
-      if (step > 0) {
-        const departed: Vehicle[] = [];
-        for (let k = 0; k < substeps; k++) {
-          sim.step();
-          departed.push(...sim.departed);
-        }
-        // A vehicle that came and went within one recording interval is never seen.
-        const present = departed.filter((v) => sim.vehicles.includes(v));
-        participants += present.length;
-        await declareVehicles(present);
-      }
-      const t = begin + Math.round((step / rateHz) * MICROS_PER_SECOND);
-      const frame: StreamAppend[] = [];
-      for (const v of sim.vehicles) {
-        const id = actorIds.get(v)!;
-        const sample: Sample = {
-          t,
-          step,
-          x: round(v.x),
-          y: round(v.y),
-          yaw: v.yaw,
-          speed: v.speed,
-          vx: v.speed * Math.cos(v.yaw),
-          vy: v.speed * Math.sin(v.yaw),
-          accel: v.accel,
-          wz: v.yawRate,
-          lane: v.lane,
-          lanePos: v.lanePos,
-        };
-        if (v.ego) {
-          const details = ego.update(
-            { speed: v.speed, accel: v.accel, yaw: v.yaw, yawRate: v.yawRate, curvature: v.curvature },
-            step === 0 ? 0 : 1 / rateHz,
-          );
-          Object.assign(sample, {
-            z: 0,
-            roll: details.roll,
-            pitch: details.pitch,
-            vz: 0,
-            ax: details.ax,
-            ay: details.ay,
-            az: 0,
-            wx: details.wx,
-            wy: details.wy,
-          });
-          frame.push(
-            { stream: `${id}/control`, samples: [{ t, step, ...details.control }] },
-            { stream: `${id}/wheels`, samples: [{ t, step, wheels: details.wheels }] },
-          );
-        }
-        frame.push({ stream: `${id}/state`, samples: [sample] });
-      }
-      for (const p of sim.pedestrians.walkers) {
-        const on = sim.pedestrians.laneOf(p);
-        frame.push({
-          stream: `${p.id}/state`,
-          samples: [
-            {
-              t,
-              step,
-              x: round(p.x),
-              y: round(p.y),
-              yaw: p.yaw,
-              speed: step === 0 ? 0 : (p.moved * rateHz) / substeps,
-              lane: on.lane,
-              lanePos: on.lanePos,
-            },
-          ],
-        });
-      }
-      for (const light of sim.lights) {
-        const s = sim.signals.get(light.id)!;
-        frame.push({ stream: `${light.id}/signal`, samples: [{ t, step, ...s }] });
-      }
-      const durable = recorder.appendMany(frame);
-      // Waiting once per simulated second bounds what is held in memory without an fsync per step.
-      if (step % Math.max(1, Math.round(rateHz)) === 0 || step === steps) {
-        await durable;
-        options.onProgress?.(step / steps);
-      }
-    }
-    for (const d of sim.waiting)
-      warn(
-        `${d.where}: vehicle ${JSON.stringify(d.id)} could not depart by the end (no room on its first lane)`,
-      );
+    await attachRoadNetwork(store, recorder.id, demo.network);
+    const { participants } = await driveTraffic(demo, recorder, recorder.run.begin, options.onProgress);
     const run = await recorder.end('scenario_stop_trigger');
     return {
       run,
-      warnings,
+      warnings: demo.warnings,
       vehicles: participants,
-      pedestrians: sim.pedestrians.walkers.length,
-      trafficLights: sim.lights.length,
+      pedestrians: demo.sim.pedestrians.walkers.length,
+      trafficLights: demo.sim.lights.length,
     };
   } catch (error) {
     await recorder.end('inner_error').catch(() => {});
     throw error;
   }
+}
+
+/**
+ * The demo's traffic with recording off: every sample is built as for a recording and then dropped.
+ * The benchmark sets this beside `recordDemoRun` to show what recording costs the simulation.
+ */
+export async function simulateDemoTraffic(
+  options: DemoRunOptions = {},
+): Promise<{ actorSteps: number; warnings: string[] }> {
+  const demo = await prepareDemo(options);
+  const discard: DemoSink = {
+    declareActors: async () => {},
+    declareStreams: async () => {},
+    appendMany: async () => {},
+  };
+  const { actorSteps } = await driveTraffic(demo, discard, 0, options.onProgress);
+  return { actorSteps, warnings: demo.warnings };
+}
+
+/** Steps the simulation for the demo's duration, handing every actor's samples to `sink` at each step. */
+async function driveTraffic(
+  demo: PreparedDemo,
+  sink: DemoSink,
+  begin: number,
+  onProgress: ((fraction: number) => void) | undefined,
+): Promise<{ participants: number; actorSteps: number }> {
+  const { sim, warn, rateHz, substeps, duration } = demo;
+  const lightIds = new Set(sim.lights.map((l) => l.id));
+  const pedestrianIds = new Set(sim.pedestrians.walkers.map((p) => p.id));
+  await sink.declareActors([
+    ...sim.lights.map((l): ActorDecl => ({ id: l.id, kind: 'traffic_light', sourceClass: 'sumo.tlLogic' })),
+    ...sim.pedestrians.walkers.map((p): ActorDecl => ({
+      id: p.id,
+      kind: 'pedestrian',
+      sourceClass: 'demo.walker',
+      extents: { length: 0.3, width: 0.5, height: 1.75 },
+      attributes: { speed: round(p.speed) },
+    })),
+  ]);
+  await sink.declareStreams([
+    ...sim.lights.map((l): StreamDecl => ({ name: 'signal', actor: l.id, fields: SIGNAL_FIELDS, rateHz })),
+    ...sim.pedestrians.walkers.map((p) => stateStream(p.id, { rateHz })),
+  ]);
+  // Vehicle ids come from route files; one that names a light or pedestrian is recorded under another id.
+  const actorIds = new Map<Vehicle, string>();
+  const declared = new Set<string>([...lightIds, ...pedestrianIds]);
+  const declareVehicles = async (vehicles: Vehicle[]): Promise<void> => {
+    if (vehicles.length === 0) return;
+    const decls: ActorDecl[] = [];
+    const streams: StreamDecl[] = [];
+    for (const v of vehicles) {
+      let id = v.id;
+      while (declared.has(id)) id = `${id}#vehicle`;
+      if (id !== v.id)
+        warn(
+          `vehicle ${JSON.stringify(v.id)} is recorded as ${JSON.stringify(id)}: its id names another actor`,
+        );
+      declared.add(id);
+      actorIds.set(v, id);
+      decls.push(vehicleActor(v, id, (lane) => sim.graph.lanes.get(lane)!.lane));
+      streams.push(stateStream(id, { rateHz }));
+      if (v.ego) streams.push(controlStream(id, { rateHz }), wheelsStream(id, { rateHz }));
+    }
+    await sink.declareActors(decls);
+    await sink.declareStreams(streams);
+  };
+  await declareVehicles(sim.vehicles);
+
+  const ego = new EgoDynamics();
+  const steps = Math.round(duration * rateHz);
+  let participants = sim.vehicles.length;
+  let actorSteps = 0;
+  for (let step = 0; step <= steps; step++) {
+    if (step > 0) {
+      const departed: Vehicle[] = [];
+      for (let k = 0; k < substeps; k++) {
+        sim.step();
+        departed.push(...sim.departed);
+      }
+      // A vehicle that came and went within one recording interval is never seen.
+      const present = departed.filter((v) => sim.vehicles.includes(v));
+      participants += present.length;
+      await declareVehicles(present);
+    }
+    const t = begin + Math.round((step / rateHz) * MICROS_PER_SECOND);
+    const frame: StreamAppend[] = [];
+    for (const v of sim.vehicles) {
+      const id = actorIds.get(v)!;
+      const sample: Sample = {
+        t,
+        step,
+        x: round(v.x),
+        y: round(v.y),
+        yaw: v.yaw,
+        speed: v.speed,
+        vx: v.speed * Math.cos(v.yaw),
+        vy: v.speed * Math.sin(v.yaw),
+        accel: v.accel,
+        wz: v.yawRate,
+        lane: v.lane,
+        lanePos: v.lanePos,
+      };
+      if (v.ego) {
+        const details = ego.update(
+          { speed: v.speed, accel: v.accel, yaw: v.yaw, yawRate: v.yawRate, curvature: v.curvature },
+          step === 0 ? 0 : 1 / rateHz,
+        );
+        Object.assign(sample, {
+          z: 0,
+          roll: details.roll,
+          pitch: details.pitch,
+          vz: 0,
+          ax: details.ax,
+          ay: details.ay,
+          az: 0,
+          wx: details.wx,
+          wy: details.wy,
+        });
+        frame.push(
+          { stream: `${id}/control`, samples: [{ t, step, ...details.control }] },
+          { stream: `${id}/wheels`, samples: [{ t, step, wheels: details.wheels }] },
+        );
+      }
+      frame.push({ stream: `${id}/state`, samples: [sample] });
+    }
+    for (const p of sim.pedestrians.walkers) {
+      const on = sim.pedestrians.laneOf(p);
+      frame.push({
+        stream: `${p.id}/state`,
+        samples: [
+          {
+            t,
+            step,
+            x: round(p.x),
+            y: round(p.y),
+            yaw: p.yaw,
+            speed: step === 0 ? 0 : (p.moved * rateHz) / substeps,
+            lane: on.lane,
+            lanePos: on.lanePos,
+          },
+        ],
+      });
+    }
+    for (const light of sim.lights) {
+      const s = sim.signals.get(light.id)!;
+      frame.push({ stream: `${light.id}/signal`, samples: [{ t, step, ...s }] });
+    }
+    actorSteps += sim.vehicles.length + sim.pedestrians.walkers.length + sim.lights.length;
+    const durable = sink.appendMany(frame);
+    const perSecond = Math.max(1, Math.round(rateHz));
+    if (step % perSecond === 0) onProgress?.(step / steps);
+    // Waiting for durability every ten simulated seconds bounds what is held in memory; waiting every
+    // second cost the demo half its speed in fsyncs (see the benchmark's demo line).
+    if (step % (perSecond * 10) === 0 || step === steps) await durable;
+  }
+  for (const d of sim.waiting)
+    warn(
+      `${d.where}: vehicle ${JSON.stringify(d.id)} could not depart by the end (no room on its first lane)`,
+    );
+  return { participants, actorSteps };
 }
 
 // Positions to the millimetre's thousandth: the noise bits below say nothing and cost space.
