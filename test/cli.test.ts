@@ -49,7 +49,7 @@ describe('simrec command line', () => {
     );
   });
 
-  it('info describes actors and streams with their schemas', () => {
+  it('info describes actors, streams with their schemas, and the road network kept with the run', () => {
     const info = cliJson<{
       actors: { id: string; kind: string; extents?: { length: number } }[];
       streams: {
@@ -77,6 +77,11 @@ describe('simrec command line', () => {
     assert.deepEqual(
       [wheels.actor, wheels.samples, wheels.end - wheels.begin, wheels.fields.map((f) => f.name)],
       ['ego', 201, 20_000_000, ['wheels']],
+    );
+    const table = runCli(['info', '1'], env).stdout;
+    assert.match(
+      table,
+      /\nroadnet\/network\.json\s+application\/vnd\.simrec\.roadnet\+json\s+\d+\s+-\s+\{"format":"sumo"/,
     );
   });
 

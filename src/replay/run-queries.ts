@@ -1,4 +1,5 @@
 import { notFound } from '../model/errors.js';
+import type { AttachmentInfo } from '../model/attachment.js';
 import type { ActorInfo, RunInfo } from '../model/run.js';
 import { STATE_STREAM } from '../model/standard-streams.js';
 import type { StoreBackend } from '../model/store-port.js';
@@ -9,6 +10,8 @@ export interface RunDescription {
   run: RunInfo;
   actors: ActorInfo[];
   streams: StreamInfo[];
+  /** Blobs kept with the run: the road network, camera frames, the scenario... */
+  attachments: AttachmentInfo[];
   /** First and last sample time over all streams (microseconds), null if the run has no samples. */
   timeRange: { begin: number; end: number } | null;
   samples: number;
@@ -22,7 +25,11 @@ export async function requireRun(store: StoreBackend, id: number): Promise<RunIn
 
 export async function describeRun(store: StoreBackend, id: number): Promise<RunDescription> {
   const run = await requireRun(store, id);
-  const [actors, streams] = await Promise.all([store.listActors(id), store.listStreams(id)]);
+  const [actors, streams, attachments] = await Promise.all([
+    store.listActors(id),
+    store.listStreams(id),
+    store.listAttachments(id),
+  ]);
   let begin = Infinity;
   let end = -Infinity;
   let samples = 0;
@@ -31,7 +38,7 @@ export async function describeRun(store: StoreBackend, id: number): Promise<RunD
     if (s.begin !== null && s.begin < begin) begin = s.begin;
     if (s.end !== null && s.end > end) end = s.end;
   }
-  return { run, actors, streams, timeRange: samples ? { begin, end } : null, samples };
+  return { run, actors, streams, attachments, timeRange: samples ? { begin, end } : null, samples };
 }
 
 export interface SceneActor {

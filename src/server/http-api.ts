@@ -85,12 +85,7 @@ export function createApi(store: StoreBackend, settings: RecordingSettings = new
 
   api.get('/runs/:run', async (c) => {
     const d = await describeRun(store, runParam(c));
-    const attachments = await store.listAttachments(d.run.id);
-    return json(c, {
-      ...d,
-      attachments,
-      hasRoadNetwork: attachments.some((a) => a.name === ROADNET_ATTACHMENT),
-    });
+    return json(c, { ...d, hasRoadNetwork: d.attachments.some((a) => a.name === ROADNET_ATTACHMENT) });
   });
 
   api.get('/runs/:run/scene', async (c) => {

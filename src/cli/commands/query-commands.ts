@@ -6,6 +6,9 @@ import { formatNumber, formatSeconds, formatTime, printJson, printTable } from '
 import { withStore } from '../with-store.js';
 import type { Sample } from '../../model/stream.js';
 
+/** `simrec info` lists this many attachments; a dataset's thousands of camera frames go to --json. */
+const INFO_ATTACHMENT_ROWS = 20;
+
 interface JsonOption {
   json?: boolean;
 }
@@ -51,6 +54,7 @@ export function registerQueryCommands(program: Command): void {
             samples: d.samples,
             actors: d.actors,
             streams: d.streams,
+            attachments: d.attachments,
           });
         const r = d.run;
         process.stdout.write(
@@ -90,6 +94,23 @@ export function registerQueryCommands(program: Command): void {
             ].join(' '),
           ]),
         );
+        if (d.attachments.length) {
+          process.stdout.write('\n');
+          printTable(
+            ['ATTACHMENT', 'MEDIA_TYPE', 'BYTES', 'AT_S', 'METADATA'],
+            d.attachments
+              .slice(0, INFO_ATTACHMENT_ROWS)
+              .map((a) => [
+                a.name,
+                a.mediaType,
+                a.size,
+                a.t === undefined ? null : formatSeconds(a.t - r.begin),
+                a.metadata ? JSON.stringify(a.metadata) : null,
+              ]),
+          );
+          const more = d.attachments.length - INFO_ATTACHMENT_ROWS;
+          if (more > 0) process.stdout.write(`... and ${more} more attachments (--json lists them all)\n`);
+        }
       }),
     );
 
