@@ -222,6 +222,34 @@ describe('evaluation', () => {
     );
   });
 
+  it('a queue stopped on one lane is one blocked event at its head; pedestrians passing are no collision', async () => {
+    const stopped =
+      (x: number): Track =>
+      () => ({ x, y: -1.6, yaw: 0, speed: 0, lane: 'E0_0', lanePos: x });
+    const run = await recordScene(
+      {
+        ego: { kind: 'ego', track: (_k, s) => ({ x: 10 * s, y: 1.6, yaw: 0, speed: 10 }) },
+        head: { kind: 'vehicle', track: stopped(150) },
+        second: { kind: 'vehicle', track: stopped(143) },
+        third: { kind: 'vehicle', track: stopped(136) },
+        // Alone 60 m further back: a queue of its own.
+        apart: { kind: 'vehicle', track: stopped(76) },
+        walker1: { kind: 'pedestrian', track: (_k, s) => ({ x: 20 + s, y: 10, yaw: 0, speed: 1 }) },
+        walker2: { kind: 'pedestrian', track: (_k, s) => ({ x: 28 - s, y: 10.2, yaw: Math.PI, speed: 1 }) },
+      },
+      8,
+    );
+    const summary = await evaluateRun(store, run, { blockedSeconds: 5 });
+    assert.deepEqual(
+      summary.events
+        .filter((e) => e.kind === 'blocked')
+        .map((e) => e.actors.join())
+        .sort(),
+      ['apart', 'head'],
+    );
+    assert.equal(summary.events.filter((e) => e.kind === 'collision').length, 0);
+  });
+
   it('says when a run has no ego, and scores the actor asked for', async () => {
     const run = await recordScene(
       { car: { kind: 'vehicle', track: (_k, s) => ({ x: s, y: 0, yaw: 0, speed: 1 }) } },

@@ -530,6 +530,12 @@ export async function evaluateRun(
         for (let gy = cy - 1; gy <= cy + 1; gy++)
           for (const m of grid.get(`${gx},${gy}`) ?? []) {
             if (m <= n || !boxesOverlap(b, boxes[m]!)) continue;
+            // Pedestrians brushing past each other are no driving event.
+            if (
+              present[n]!.track.actor.kind === 'pedestrian' &&
+              present[m]!.track.actor.kind === 'pedestrian'
+            )
+              continue;
             const ids = [present[n]!.track.actor.id, present[m]!.track.actor.id].sort();
             const key = ids.join('\u0000');
             trackers.collision.hold(
@@ -544,8 +550,11 @@ export async function evaluateRun(
     });
     trackers.collision.endFrame(heldCollisions, t);
     const heldBlocked = new Set<string>();
+    const queued = queuedBehindStoppedLeader(present);
     for (const { track, k } of present) {
       if (track.actor.kind === 'pedestrian' || track.speed[k]! >= STOPPED) continue;
+      // A queue is one event, at its head: the vehicles behind wait for it, not for the road.
+      if (queued.has(track)) continue;
       const lane = track.lane[k] ?? (road ? road.index.locate(track.x[k]!, track.y[k]!)?.lane.id : undefined);
       const waiting =
         lane !== undefined &&
@@ -661,4 +670,26 @@ export async function evaluateRun(
     skipped,
     streams,
   };
+}
+
+/** How far behind a stopped vehicle (front to front, m) another stopped one on its lane is in its queue. */
+const QUEUE_SPACING = 15;
+
+/** The stopped vehicles that wait behind another stopped vehicle on the same lane. */
+function queuedBehindStoppedLeader(present: { track: ActorTrack; k: number }[]): Set<ActorTrack> {
+  const stoppedByLane = new Map<string, { track: ActorTrack; pos: number }[]>();
+  for (const { track, k } of present) {
+    const lane = track.lane[k];
+    const pos = track.lanePos[k];
+    if (track.actor.kind === 'pedestrian' || track.speed[k]! >= STOPPED || lane == null || pos == null)
+      continue;
+    stoppedByLane.set(lane, [...(stoppedByLane.get(lane) ?? []), { track, pos }]);
+  }
+  const queued = new Set<ActorTrack>();
+  for (const stopped of stoppedByLane.values()) {
+    stopped.sort((a, b) => b.pos - a.pos);
+    for (let n = 1; n < stopped.length; n++)
+      if (stopped[n - 1]!.pos - stopped[n]!.pos <= QUEUE_SPACING) queued.add(stopped[n]!.track);
+  }
+  return queued;
 }
