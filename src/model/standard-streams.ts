@@ -4,6 +4,10 @@ import type { FieldDecl, StreamDecl } from './stream.js';
  * The streams simrec's own tools understand: every format maps its actor poses to `state`, its
  * driver inputs to `control` and its wheel data to `wheels`. Simulators may add any other stream.
  * Positions are of the actor's centre (not SUMO's front bumper, not Unreal's pivot).
+ *
+ * Frames: x, y, z and the vectors vx..vz, ax..az and wx..wz are in the world frame (right-handed,
+ * z up), not the vehicle's; `speed` is the signed speed along the heading (negative reversing) and
+ * `accel` its derivative, the longitudinal acceleration. roll, pitch, yaw are intrinsic Z-Y-X.
  */
 export const STATE_STREAM = 'state';
 export const CONTROL_STREAM = 'control';
@@ -44,7 +48,12 @@ export const CONTROL_FIELDS: FieldDecl[] = [
   { name: 'throttle', type: 'f64', unit: '1', optional: true, description: '0..1' },
   { name: 'brake', type: 'f64', unit: '1', optional: true, description: '0..1' },
   { name: 'steer', type: 'f64', unit: '1', optional: true, description: '-1 (left)..1 (right)' },
-  { name: 'gear', type: 'i32', optional: true },
+  {
+    name: 'gear',
+    type: 'i32',
+    optional: true,
+    description: 'engaged gear: 1.. forward, 0 neutral, -1 reverse (as CARLA and Unreal report it)',
+  },
   { name: 'handbrake', type: 'bool', optional: true },
 ];
 
