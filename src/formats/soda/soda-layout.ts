@@ -8,6 +8,10 @@ import type { StreamDecl } from '../../model/stream.js';
  * collections exist in each generation, and the constants its writers use.
  */
 
+/** SODA.Sim's connection defaults (`USodaUserSettings` / `USodaMongoDBSettings`). */
+export const SODA_DEFAULT_URL = 'mongodb://localhost:27017';
+export const SODA_DEFAULT_DATABASE = 'sodasim';
+
 /** SODA.Sim's `MaxDocsPerPart` (G1) and `GetMaxBatchSize()` (G3): rows per batch document per actor. */
 export const MAX_ROWS_PER_BATCH = 10_000;
 /** Below MongoDB's 16 MiB document limit with room for the envelope; SODA.Sim never gets near it. */

@@ -30,6 +30,7 @@ import {
   type StreamInfo,
   type StreamSchema,
 } from '../../model/stream.js';
+import { connectMongo } from './connect-mongo.js';
 import { decodeChunk, encodeChunk, type DecodedChunk } from '../common/chunk-codec.js';
 import { LruCache } from '../common/lru-cache.js';
 
@@ -139,23 +140,15 @@ export class MongoBackend implements StoreBackend {
 
   /** Connects (the URL's path names the database, default `simrec`) and makes the indexes it serves. */
   static async open(url: string, options: MongoStoreOptions = {}): Promise<MongoBackend> {
-    const safe = url.replace(/\/\/[^@/]*@/, '//***@');
-    // A URL's own serverSelectionTimeoutMS wins; otherwise give up on an absent server after 10 s.
-    const client = new MongoClient(
-      url,
-      /serverSelectionTimeoutMS=/i.test(url) ? {} : { serverSelectionTimeoutMS: 10_000 },
-    );
-    try {
-      await client.connect();
-      await client.db('admin').command({ ping: 1 });
-    } catch (error) {
-      await client.close().catch(() => {});
-      throw new SimrecError('io', `${safe}: cannot connect to MongoDB: ${(error as Error).message}`, {
-        cause: error,
-      });
-    }
-    const dbName = new URL(url).pathname.replace(/^\//, '') || 'simrec';
-    const db = client.db(dbName);
+    // Give up on an absent server after 10 s (a URL's own serverSelectionTimeoutMS wins).
+    const {
+      client,
+      db,
+      location: safe,
+    } = await connectMongo(url, {
+      defaultDatabase: 'simrec',
+      serverSelectionTimeoutMS: 10_000,
+    });
     const backend = new MongoBackend(client, db, safe, options);
     await Promise.all([
       backend.chunks().createIndex({ run: 1, stream: 1, begin: 1 }),
