@@ -41,9 +41,15 @@ import { LruCache } from '../common/lru-cache.js';
  *
  * Scale: run ids come from an atomic counter (`$inc` on `simrec_counters`), not "largest id + 1",
  * which races between two simulators. Samples are chunked as in SQLite (a few hundred KB a document,
- * far below the 16 MB limit). Every write waits for the majority, journaled. Recommended shard key
- * for `simrec_chunks` on a sharded cluster: `{ run: 1, stream: 1, begin: 1 }` — reads are always by
- * run and stream over a time range, so they hit one shard range, and concurrent runs spread out.
+ * far below the 16 MB limit). Every write waits for the majority, journaled.
+ *
+ * Recommended shard key for `simrec_chunks` on a sharded cluster: `{ run: 'hashed', stream: 1, begin: 1 }`.
+ * Reads are always one run's stream over a time range: with `run` leading, a read goes to the shard
+ * holding that run, never to all. Hashing `run` matters because run ids only grow: a ranged
+ * `{ run: 1, ... }` key would send every new run's inserts to the last chunk, one shard taking all
+ * writes; hashed, concurrent runs land on different shards. `stream, begin` after it let one long
+ * run split into chunks instead of becoming one jumbo chunk. The other collections are small (one
+ * document per run, actor, stream) and stay unsharded.
  */
 const DURABLE: WriteConcernSettings = { w: 'majority', journal: true };
 
