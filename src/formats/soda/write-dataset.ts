@@ -23,6 +23,7 @@ import {
   EXTENSION_FIELD,
   MAX_BATCH_BYTES,
   MAX_ROWS_PER_BATCH,
+  stepRuns,
   WHEEL_POSITIONS,
   type ExtensionEntry,
   type SimrecExtension,
@@ -293,6 +294,8 @@ export async function writeDataset(
         const present = new Set<string>();
         for (const s of list) for (const key in s) if (key !== 't' && key !== 'step') present.add(key);
         x.streams[k]!.present = [...present];
+        const steps = stepRuns(list.map((sample) => sample.step));
+        if (steps) x.streams[k]!.steps = steps;
       });
       let rowIndex = 0;
       for (const row of entryRows(entry, samples, base, drop)) {
