@@ -1,8 +1,7 @@
 /**
  * The MongoDB backend runs the same conformance suite as SQLite, against a real server named by
- * SIMREC_TEST_MONGODB_URL (e.g. mongodb://127.0.0.1:27017). These machines have no MongoDB server
- * (it is in neither Debian's packages nor the npm registry as a binary), so without that variable the
- * suite is skipped, by name, saying why. It is never run against a fake.
+ * SIMREC_MONGO_URL (e.g. mongodb://127.0.0.1:27017; see mongodb-test-url.ts). Without one the suite
+ * is skipped, by name, saying why. It is never run against a fake.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
@@ -10,24 +9,15 @@ import { SimrecError } from '../src/model/errors.js';
 import { openStore } from '../src/store/open-store.js';
 import { runStoreConformance } from './store-conformance.js';
 import { runCli } from './helpers/run-cli.js';
+import { freshMongoDatabase, skipWithoutMongo } from './mongodb-test-url.js';
 
-const url = process.env.SIMREC_TEST_MONGODB_URL;
-const SKIP_REASON =
-  'no MongoDB server on this machine; set SIMREC_TEST_MONGODB_URL=mongodb://HOST:PORT to run the MongoDB conformance suite';
+const skip = skipWithoutMongo('the MongoDB conformance suite');
 
-if (url) {
-  let counter = 0;
-  runStoreConformance({
-    name: 'mongodb',
-    freshLocation: () => {
-      const u = new URL(url);
-      u.pathname = `/simrec_test_${process.pid}_${Date.now()}_${++counter}`;
-      return u.toString();
-    },
-  });
+if (!skip) {
+  runStoreConformance({ name: 'mongodb', freshLocation: () => freshMongoDatabase('simrec_test') });
 } else {
   describe('store conformance: mongodb', () => {
-    it('runs every store conformance test against a real MongoDB server', { skip: SKIP_REASON }, () => {});
+    it('runs every store conformance test against a real MongoDB server', { skip }, () => {});
   });
 }
 

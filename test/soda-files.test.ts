@@ -8,7 +8,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { BSON, Double, Int32, Long } from 'mongodb';
+import { recordDemoRun } from '../src/demo/demo-run.js';
 import { recordSyntheticRun } from '../src/demo/synthetic-run.js';
+import { LANE_MARKS_ATTACHMENT } from '../src/formats/soda/lane-marks.js';
 import { exportSoda, importSoda, SodaFolder } from '../src/formats/soda/index.js';
 import { bsonTypeOf, type BsonDoc } from '../src/formats/soda/bson-fields.js';
 import { SimrecError } from '../src/model/errors.js';
@@ -148,6 +150,40 @@ describe('soda files: export -> import of the demo run', () => {
         warnings.some((w) => w.startsWith(stream) && fields.every((f) => w.includes(f))),
         `a warning names ${stream}: ${fields.join(', ')}`,
       );
+  });
+});
+
+describe("soda files: export -> import of `simrec demo`'s run (traffic on the generated town)", () => {
+  it('gives the same run, actors, streams and samples, but for the fields each warning names', async () => {
+    const { run } = await recordDemoRun(store, { duration: 4, vehicles: 4, pedestrians: 2 });
+    const { folder, warnings } = await exportTo(run.id, 'demo-town');
+    const imported = (await importSoda(store, await SodaFolder.openForRead(folder))).runs[0]!.run;
+    assert.deepEqual({ ...imported, id: 0 }, { ...run, id: 0 });
+    assert.deepEqual(await store.listActors(imported.id), await store.listActors(run.id));
+    const dropped = new Map(
+      warnings.map((w) => {
+        const [, stream, fields] = /^(\S+): fields (.+) have no place/.exec(w)!;
+        return [stream!, fields!.split(', ')];
+      }),
+    );
+    const streams = await store.listStreams(run.id);
+    assert.ok(streams.some((s) => s.id === 'ego/wheels') && streams.some((s) => s.name === 'signal'));
+    for (const stream of streams) {
+      const want = await samplesOf(run.id, stream.id);
+      const got = await samplesOf(imported.id, stream.id);
+      assert.equal(got.length, want.length, stream.id);
+      want.forEach((w, i) => {
+        const expected: Record<string, unknown> = { ...w };
+        for (const key of dropped.get(stream.id) ?? []) delete expected[key];
+        assertClose(got[i], expected, `${stream.id}[${i}]`);
+      });
+    }
+    // The SUMO network has no place in SODA.Sim's layout (its `xdor` holds OpenDRIVE only); its
+    // lane marks travel as SODA.Sim's own opendrive actor does.
+    assert.deepEqual(
+      (await store.listAttachments(imported.id)).map((a) => a.name),
+      [LANE_MARKS_ATTACHMENT],
+    );
   });
 });
 
@@ -313,6 +349,65 @@ describe('soda files: the layout field by field, type by type', () => {
   });
 });
 
+describe('soda files: scenarios and vehicles, field by field, type by type', () => {
+  it('scenarios {_id int64, timestamp int64, description, bin binary 0}; vehicles {_id, timestamp int64, soda.sim document}', async () => {
+    const catalog = await openStore(join(dir, 'catalog.db'));
+    try {
+      const run = await recordSyntheticRun(catalog, { duration: 1, rateHz: 10, vehicles: 1 });
+      const gvas = new Uint8Array(Buffer.from('GVAS\x02\x00\x00\x00++UE5+Release-5.4', 'latin1'));
+      await catalog.scenarios.put({
+        id: 7n,
+        timestamp: 1_700_000_000_000_000,
+        description: 'cut-in',
+        bin: gvas,
+      });
+      const vehicle = { __class__: 'SodaSampleVeh03_C', pitch: 0, mass: 1500.5, wheels: [{ radius: 32 }] };
+      await catalog.vehicles.put({ name: 'SodaSampleVeh03', timestamp: 1_700_000_000_000_001, doc: vehicle });
+      const folder = join(dir, 'catalog-out');
+      await exportSoda(catalog, run.id, await SodaFolder.openForWrite(folder));
+      const [scenario, ...moreScenarios] = await lines(join(folder, 'scenarios.json'));
+      assert.equal(moreScenarios.length, 0);
+      assert.deepEqual(shape(scenario!), [
+        ['_id', 'int64'],
+        ['timestamp', 'int64'],
+        ['description', 'string'],
+        ['bin', 'binary'],
+      ]);
+      const bin = scenario!.bin as { sub_type: number; buffer: Uint8Array };
+      assert.equal(bin.sub_type, 0);
+      assert.deepEqual(new Uint8Array(bin.buffer), gvas);
+      const [v] = await lines(join(folder, 'vehicles.json'));
+      assert.deepEqual(shape(v!), [
+        ['_id', 'string'],
+        ['timestamp', 'int64'],
+        ['soda.sim', 'document'],
+      ]);
+      // JSON -> BSON as bsoncxx::from_json does it: integers int32, fractions double.
+      assert.deepEqual(shape(v!['soda.sim'] as BsonDoc), [
+        ['__class__', 'string'],
+        ['pitch', 'int32'],
+        ['mass', 'double'],
+        ['wheels', 'array'],
+      ]);
+      // And back: the catalogs of a store that imports the folder are the same.
+      const again = await openStore(join(dir, 'catalog-again.db'));
+      try {
+        const result = await importSoda(again, await SodaFolder.openForRead(folder));
+        assert.deepEqual([result.scenarios, result.vehicles], [1, 1]);
+        assert.deepEqual(await again.scenarios.get(7n), await catalog.scenarios.get(7n));
+        assert.deepEqual(
+          await again.vehicles.get('SodaSampleVeh03'),
+          await catalog.vehicles.get('SodaSampleVeh03'),
+        );
+      } finally {
+        await again.close();
+      }
+    } finally {
+      await catalog.close();
+    }
+  });
+});
+
 describe('soda files: batches of 10,000 rows per actor', () => {
   let run: RunInfo;
   before(async () => {
@@ -434,6 +529,22 @@ describe('soda files: bad input', () => {
       'dataset4.json': `{"name":"car","part":{"$numberInt":"0"},"batch":[${rows}]}\n`,
     });
     await rejects(folder, /10001 rows in one batch; SODA\.Sim writes at most 10000/);
+  });
+
+  it('a row too big for a batch document is refused on export, naming it, and nothing is written', async () => {
+    const rec = await RunRecorder.begin(store, { simulator: { name: 'test' } });
+    await rec.declareStream({ name: 'notes', fields: [{ name: 'text', type: 'string' }] });
+    await rec.append('notes', { t: rec.run.begin, step: 0, text: 'short' });
+    await rec.append('notes', { t: rec.run.begin + 1, step: 1, text: 'x'.repeat(16 * 1024 * 1024) });
+    const run = await rec.end('user_request');
+    const folder = join(dir, 'huge-row');
+    await assert.rejects(
+      exportSoda(store, run.id, await SodaFolder.openForWrite(folder)),
+      (e: unknown) =>
+        e instanceof SimrecError &&
+        /^notes row 2: \d+ bytes; a SODA\.Sim batch document must stay under \d+ bytes/.test(e.message),
+    );
+    assert.deepEqual(await readdir(folder), []);
   });
 
   it('a missing part, an unknown actor, a broken line', async () => {

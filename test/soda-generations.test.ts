@@ -135,6 +135,142 @@ describe('soda G2: CamelCase rows, nested components', () => {
   });
 });
 
+describe("soda G1: the manual's layout as SODA.Sim's code writes it", () => {
+  // Synchronous mode: sim_ts counts from the start of the run, not from 1970.
+  const egoRow = (k: number): string =>
+    `{"sim_ts":${i64(k * 10_000)},"render_ts":${i64(k * 10_000 + 7)},"step":${i32(k)},"loc":${v3(100 + k * 10, 200, 0)},` +
+    `"rot":${v3(10, 90, 0)},"vel":${v3(1000, 0, 0)},"acc":${v3(50, 0, 0)},"ang_vel":${v3(0, 0, 0.2)},"load":${d(0.4)},` +
+    `"inputs":{"break":${d(0)},"steer":${d(0.1)},"throttle":${d(0.6)},"gear":${i32(2)}},` +
+    `"wheels":[${[0, 1, 2, 3].map((w) => `{"4wd_ind":${i32(w)},"ang_vel":${d(31.25)},"req_torq":${d(80)},"req_brake_torq":${d(0)},"steer":${d(0)},"sus":${d(2)},"long_slip":${d(0)},"lat_slip":${d(0)}}`).join(',')}]}`;
+  const gvas = Buffer.from('GVAS\x02\x00\x00\x00++UE5+Release-5.4', 'latin1');
+  let run: number;
+  let vehicles: number;
+  let scenarios: number;
+
+  before(async () => {
+    const marks = `[{"type":"solid","points":[${v3(0, 0, 0)},${v3(1000, 0, 0)}],"type":"broken","points":[${v3(0, -350, 0)},${v3(1000, -350, 0)}]}]`;
+    const folder = await folderWith('g1', {
+      'datasets.json': [
+        `{"_id":${i64(12)},"begin_ts":${i64(BEGIN)},"unreal_soda_ver":"1.0.0","actors":[` +
+          `{"name":"SodaVehicle","type":"ego","class":"SodaSampleVeh03_C","description":{"extents":{"forward":${d(230)},"backward":${d(230)},"left":${d(95)},"right":${d(95)},"up":${d(75)},"down":${d(75)}},` +
+          `"track_width":${d(160)},"wheel_base_width":${d(280)},"mass":${d(1500)},"wheels":[{"4wd_ind":${i32(0)},"radius":${d(32)},"location":${v3(140, -80, -40)}}]}},` +
+          `{"name":"Ghost1","type":"vehicle","class":"GhostVehicle_C","description":{"extents":{"forward":${d(200)},"backward":${d(200)},"left":${d(90)},"right":${d(90)},"up":${d(70)},"down":${d(70)}}}},` +
+          `{"name":"Walker1","type":"pedestrian","class":"GhostPedestrian_C","description":{}},` +
+          `{"name":"OpenDrive","type":"opendrive","class":"OpenDriveTool","description":{"road_lanes_marks":${marks}}}],` +
+          `"end_ts":${i64(BEGIN + 1_000_000)},"end_reason":"scenario_stop_trigger"}`,
+      ],
+      'dataset12.json': [
+        `{"_id":{"$oid":"65f000000000000000000011"},"name":"SodaVehicle","part":${i32(0)},"batch":[${egoRow(0)},${egoRow(1)}]}`,
+        `{"_id":{"$oid":"65f000000000000000000012"},"name":"Ghost1","part":${i32(0)},"batch":[{"ts":${i64(0)},"loc":${v3(0, 0, 0)},"rot":${v3(0, -90, 0)},"vel":${v3(500, 0, 0)},"acc":${v3(-20, 0, 0)},"route":{"name":"main"}}]}`,
+        `{"_id":{"$oid":"65f000000000000000000013"},"name":"Walker1","part":${i32(0)},"batch":[{"ts":${i64(10_000)},"loc":${v3(0, 0, 0)},"rot":${v3(0, 0, 0)},"vel":${v3(120, 0, 0)},"route":{"name":""}}]}`,
+        `{"_id":{"$oid":"65f000000000000000000014"},"name":"OpenDrive","part":${i32(0)},"batch":[]}`,
+      ],
+      'scenarios.json': [
+        `{"_id":${i64(0)},"timestamp":${i64(BEGIN - 3_600_000_000)},"description":"cut-in","bin":{"$binary":{"base64":"${gvas.toString('base64')}","subType":"00"}}}`,
+      ],
+      'vehicles.json': [
+        `{"_id":"SodaSampleVeh03","timestamp":${i64(BEGIN - 7_200_000_000)},"soda.sim":{"__class__":"SodaSampleVeh03_C","pitch":${i32(0)},"mass":${d(1500.5)},"big":${i64(5_000_000_000)}}}`,
+      ],
+    });
+    const result = await importSoda(store, await SodaFolder.openForRead(folder));
+    assert.deepEqual(
+      result.runs.map((r) => [r.dataset, r.collection]),
+      [[12, 'dataset12']],
+    );
+    run = result.runs[0]!.run.id;
+    ({ vehicles, scenarios } = result);
+  });
+
+  it('the dataset: begin, end, end reason, version; actors with their types and classes', async () => {
+    const info = (await store.getRun(run))!;
+    assert.equal(info.begin, BEGIN);
+    assert.equal(info.end, BEGIN + 1_000_000);
+    assert.equal(info.endReason, 'scenario_stop_trigger');
+    assert.deepEqual(info.simulator, { name: 'SODA.Sim', version: '1.0.0' });
+    const actors = await store.listActors(run);
+    assert.deepEqual(
+      actors.map((a) => [a.id, a.kind, a.sourceClass]),
+      [
+        ['SodaVehicle', 'ego', 'SodaSampleVeh03_C'],
+        ['Ghost1', 'vehicle', 'GhostVehicle_C'],
+        ['Walker1', 'pedestrian', 'GhostPedestrian_C'],
+        ['OpenDrive', 'map', 'OpenDriveTool'],
+      ],
+    );
+    assert.deepEqual(actors[0]!.extents, { length: 4.6, width: 1.9, height: 1.5 });
+  });
+
+  it('ego rows: synchronous-mode sim_ts on the run clock, [pitch, yaw, roll], inputs with break, load, wheels', async () => {
+    const states = await samplesOf(run, 'SodaVehicle/state');
+    assert.deepEqual(
+      states.map((s) => [s.t, s.step]),
+      [
+        [BEGIN, 0],
+        [BEGIN + 10_000, 1],
+      ],
+    );
+    const s = states[1]!;
+    close(s.x, 1.1, 'x (cm to m)');
+    close(s.y, -2, 'y (left-handed to right-handed)');
+    close(s.yaw, -Math.PI / 2, 'yaw (Unreal 90 is clockwise)');
+    close(s.pitch, (-10 * Math.PI) / 180, 'pitch (Unreal nose-up 10 is canonical -10)');
+    close(s.speed, 10, 'speed');
+    assert.equal(s.renderT, BEGIN + 10_007);
+    const [c] = await samplesOf(run, 'SodaVehicle/control');
+    assert.deepEqual(
+      { ...c, t: 0 },
+      { t: 0, step: 0, throttle: 0.6, brake: 0, steer: 0.1, gear: 2, load: 0.4 },
+    );
+    const [w] = await samplesOf(run, 'SodaVehicle/wheels');
+    assert.deepEqual(
+      (w!.wheels as { position: string; suspension: number }[]).map((x) => [x.position, x.suspension]),
+      [
+        ['fl', 0.02],
+        ['fr', 0.02],
+        ['rl', 0.02],
+        ['rr', 0.02],
+      ],
+    );
+  });
+
+  it('ghost vehicle and pedestrian rows; the opendrive actor with an empty batch and both lane-mark pairs', async () => {
+    const [g] = await samplesOf(run, 'Ghost1/state');
+    assert.equal(g!.t, BEGIN);
+    assert.equal(g!.route, 'main');
+    close(g!.yaw, Math.PI / 2, 'ghost yaw');
+    close(g!.accel, -0.2, 'ghost accel');
+    const [p] = await samplesOf(run, 'Walker1/state');
+    assert.equal(p!.t, BEGIN + 10_000);
+    assert.equal(p!.accel, undefined);
+    const attachment = (await store.getAttachment(run, LANE_MARKS_ATTACHMENT))!;
+    const marks = JSON.parse(Buffer.from(attachment.data).toString('utf8')) as LaneMark[];
+    assert.deepEqual(
+      marks.map((m) => [m.type, m.shape[1]]),
+      [
+        ['solid', [10, 0, 0]],
+        ['broken', [10, 3.5, 0]],
+      ],
+    );
+  });
+
+  it('scenarios keep their GVAS blob; vehicles their soda.sim document with its numbers', async () => {
+    assert.equal(scenarios, 1);
+    assert.equal(vehicles, 1);
+    const scenario = (await store.scenarios.get(0n))!;
+    assert.equal(scenario.description, 'cut-in');
+    assert.equal(scenario.timestamp, BEGIN - 3_600_000_000);
+    assert.deepEqual(Buffer.from(scenario.bin), gvas);
+    const vehicle = (await store.vehicles.get('SodaSampleVeh03'))!;
+    assert.equal(vehicle.timestamp, BEGIN - 7_200_000_000);
+    assert.deepEqual(vehicle.doc, {
+      __class__: 'SodaSampleVeh03_C',
+      pitch: 0,
+      mass: 1500.5,
+      big: 5_000_000_000,
+    });
+  });
+});
+
 /** Builds BSON bytes by hand, so that a document can repeat a key as SODA.Sim's writer does. */
 const enc = new TextEncoder();
 const int32le = (n: number): Uint8Array => new Uint8Array(new Int32Array([n]).buffer);

@@ -1,6 +1,6 @@
 /**
  * SODA.Sim's layout in a live MongoDB, through the same document code as the files. These machines
- * have no MongoDB server, so the live tests run only when SIMREC_TEST_MONGODB_URL names one and are
+ * have no MongoDB server, so the live tests run only when SIMREC_MONGO_URL names one and are
  * otherwise skipped by name, saying why; they never run against a fake.
  */
 import assert from 'node:assert/strict';
@@ -14,10 +14,9 @@ import { exportSoda, importSoda, openSodaSink, openSodaSource } from '../src/for
 import { SimrecError } from '../src/model/errors.js';
 import type { StoreBackend } from '../src/model/store-port.js';
 import { openStore } from '../src/store/open-store.js';
+import { freshMongoDatabase, skipWithoutMongo } from './mongodb-test-url.js';
 
-const url = process.env.SIMREC_TEST_MONGODB_URL;
-const SKIP =
-  'no MongoDB server on this machine; set SIMREC_TEST_MONGODB_URL=mongodb://HOST:PORT to run the live SODA.Sim layout tests';
+const SKIP = skipWithoutMongo('the live SODA.Sim layout tests');
 
 let dir: string;
 let store: StoreBackend;
@@ -30,13 +29,9 @@ after(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-function freshDatabase(): string {
-  const u = new URL(url!);
-  u.pathname = `/soda_test_${process.pid}_${Date.now()}_${Math.floor(Math.random() * 1e6)}`;
-  return u.toString();
-}
+const freshDatabase = (): string => freshMongoDatabase('soda_test');
 
-describe('soda live layout', { skip: url ? false : SKIP }, () => {
+describe('soda live layout', { skip: SKIP }, () => {
   it('export -> import through a live database gives the run back', async () => {
     const location = freshDatabase();
     const run = await recordSyntheticRun(store, { duration: 3, rateHz: 10, vehicles: 2 });

@@ -39,42 +39,43 @@ function runParam(c: Context): number {
   return Number(raw);
 }
 
-const json = (c: Context, value: unknown): Response =>
+export const json = (c: Context, value: unknown): Response =>
   c.body(toJson(value, 0), 200, { 'content-type': 'application/json' });
 
-/**
- * The HTTP API over a store: everything the viewer shows, as JSON. Errors become answers in one
- * place (`onError`), with the status their code implies; the server never crashes on a bad request.
- */
+/** Errors become answers here, with the status their code implies; the server never crashes on a bad request. */
+export function answerError(error: Error, c: Context): Response {
+  if (error instanceof SimrecError)
+    return c.json({ error: error.message, code: error.code }, STATUS[error.code]);
+  console.error(error);
+  return c.json({ error: `internal error: ${error.message}`, code: 'io' }, 500);
+}
+
+/** A settings change is a few bytes; a larger body is refused before it is read into memory. */
+export const smallBody = (what: string) =>
+  bodyLimit({
+    maxSize: 64 * 1024,
+    onError: () => {
+      throw new SimrecError('invalid', `${what}: request body over 64 KiB; refused`);
+    },
+  });
+
+export async function jsonBody(c: Context, what: string): Promise<unknown> {
+  try {
+    return await c.req.json();
+  } catch {
+    throw new SimrecError('invalid', `${what}: the request body is not JSON`);
+  }
+}
+
+/** The HTTP API over a store: everything the viewer shows, as JSON. Errors become answers in `answerError`. */
 export function createApi(store: StoreBackend, settings: RecordingSettings = new RecordingSettings()): Hono {
   const api = new Hono();
 
-  api.onError((error, c) => {
-    if (error instanceof SimrecError)
-      return c.json({ error: error.message, code: error.code }, STATUS[error.code]);
-    console.error(error);
-    return c.json({ error: `internal error: ${error.message}`, code: 'io' }, 500);
-  });
+  api.onError(answerError);
 
   api.get('/settings', (c) => json(c, settings.get()));
-  // A settings change is a few bytes; a larger body is refused before it is read into memory.
-  api.put(
-    '/settings',
-    bodyLimit({
-      maxSize: 64 * 1024,
-      onError: () => {
-        throw new SimrecError('invalid', 'settings: request body over 64 KiB; refused');
-      },
-    }),
-    async (c) => {
-      let body: unknown;
-      try {
-        body = await c.req.json();
-      } catch {
-        throw new SimrecError('invalid', 'settings: the request body is not JSON');
-      }
-      return json(c, settings.update(body));
-    },
+  api.put('/settings', smallBody('settings'), async (c) =>
+    json(c, settings.update(await jsonBody(c, 'settings'))),
   );
 
   api.get('/health', (c) =>

@@ -14,6 +14,10 @@ import { createApi } from './http-api.js';
 import { LIVE_PATH, LiveUpdates } from './live-updates.js';
 import { RecordingSettings } from './recording-settings.js';
 import { requireToken, upgradeHasToken } from './api-token.js';
+import { loadSettingsFile } from './settings-file.js';
+import { SodaConnection, type SodaConnectionOptions } from './soda-connection.js';
+import { connectionView, createSodaConnectionApi } from './soda-connection-api.js';
+import { SodaConnectionSettings } from './soda-connection-settings.js';
 
 /** The built viewer (Vite writes it to dist/web; this file runs from dist/src/server). */
 export const VIEWER_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', 'web');
@@ -31,11 +35,17 @@ export interface ServerOptions {
   ingest?: Omit<IngestServerOptions, 'store' | 'isRecording'> & { tcpPort?: number };
   /** When set, the API and the viewer's live channel require it (see api-token.ts). */
   apiToken?: string;
+  /** Where the switches are kept across restarts (see settings-file.ts); without it they live in memory. */
+  settingsFile?: string;
+  /** The SODA.Sim MongoDB connection (see soda-connection.ts). */
+  mongodb?: Pick<SodaConnectionOptions, 'pollMs' | 'serverSelectionTimeoutMS'>;
 }
 
 export interface RunningServer {
   url: string;
   settings: RecordingSettings;
+  /** SODA.Sim's connection: its settings and the connection itself. */
+  mongodb: { settings: SodaConnectionSettings; connection: SodaConnection };
   ingest: IngestServer;
   /** The TCP ingest port, when one was asked for. */
   ingestTcpPort: number | null;
@@ -46,8 +56,17 @@ export const DEFAULT_PORT = 8470;
 
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
   const app = new Hono();
-  const settings = options.settings ?? new RecordingSettings();
+  const saved = options.settingsFile ? loadSettingsFile(options.settingsFile, options.settings) : undefined;
+  const settings = saved?.recording ?? options.settings ?? new RecordingSettings();
+  const mongoSettings = saved?.mongodb ?? new SodaConnectionSettings();
+  const mongo = new SodaConnection({
+    ...options.mongodb,
+    store: options.store,
+    settings: mongoSettings,
+    recordEveryRun: () => settings.get().recordEveryRun,
+  });
   if (options.apiToken) app.use('/api/*', requireToken(options.apiToken));
+  app.route('/api/mongodb', createSodaConnectionApi(mongoSettings, mongo));
   app.route('/api', createApi(options.store, settings));
   // Mounted apps do not answer for paths they lack; without this the viewer's fallback would.
   app.all('/api/*', (c) =>
@@ -64,6 +83,12 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
 
   const live = new LiveUpdates(options.store, options.liveIntervalMs);
   settings.onChange((values) => live.broadcast({ type: 'settings', settings: values }));
+  const announceMongo = (): void =>
+    void live.broadcast({ type: 'mongodb', ...connectionView(mongoSettings, mongo) });
+  mongoSettings.onChange(announceMongo);
+  mongo.onChange(announceMongo);
+  // SODA.Sim's bAutoConnect: the server starts at once; the viewer shows the attempt as it goes.
+  if (mongoSettings.get().autoConnect) void mongo.connect();
   const ingest = new IngestServer({
     ...options.ingest,
     store: options.store,
@@ -96,10 +121,12 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const { port } = server.address() as AddressInfo;
   return {
     settings,
+    mongodb: { settings: mongoSettings, connection: mongo },
     ingest,
     ingestTcpPort: tcp?.port ?? null,
     url: `http://${host.includes(':') ? `[${host}]` : host}:${port}/`,
     async close() {
+      await mongo.close();
       live.close();
       await ingest.close();
       ingestWs.close();

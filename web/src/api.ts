@@ -63,6 +63,19 @@ async function get<T>(path: string): Promise<T> {
   return (await response.json()) as T;
 }
 
+/** A request with a JSON body (or none), answering JSON; an error answer becomes an ApiError with its message. */
+export async function send<T>(method: 'POST' | 'PUT', path: string, body?: unknown): Promise<T> {
+  const response = await fetch(`api${path}`, {
+    method,
+    headers: { 'content-type': 'application/json', ...authHeaders() },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  if (!response.ok) throw new ApiError(response.status, ((await response.json()) as { error: string }).error);
+  return (await response.json()) as T;
+}
+
+export { get as getJson };
+
 export const api = {
   health: () => get<{ store: { kind: string; location: string; status: string } }>('/health'),
   runs: () => get<RunSummary[]>('/runs'),
@@ -79,16 +92,7 @@ export const api = {
     ),
   roadnet: (id: number) => get<RoadNetwork>(`/runs/${id}/roadnet`),
   settings: () => get<Settings>('/settings'),
-  putSettings: async (patch: Partial<Settings>): Promise<Settings> => {
-    const response = await fetch('api/settings', {
-      method: 'PUT',
-      headers: { 'content-type': 'application/json', ...authHeaders() },
-      body: JSON.stringify(patch),
-    });
-    if (!response.ok)
-      throw new ApiError(response.status, ((await response.json()) as { error: string }).error);
-    return (await response.json()) as Settings;
-  },
+  putSettings: (patch: Partial<Settings>) => send<Settings>('PUT', '/settings', patch),
   attachmentUrl: (id: number, name: string) =>
     withToken(`api/runs/${id}/attachment?name=${encodeURIComponent(name)}`),
 };
@@ -98,6 +102,8 @@ export function connectLive(
   onRuns: (runs: RunSummary[]) => void,
   onSettings: (settings: Settings) => void,
   onState: (state: 'connecting' | 'connected' | 'disconnected' | 'error', detail?: string) => void,
+  /** Every message, for panels that listen to their own types. */
+  onMessage?: (message: { type: string }) => void,
 ): () => void {
   let socket: WebSocket | null = null;
   let stopped = false;
@@ -121,6 +127,7 @@ export function connectLive(
         onRuns(message.runs);
       }
       if (message.type === 'store-error') onState('error', message.error);
+      onMessage?.(message);
     };
     socket.onclose = () => {
       if (stopped) return;

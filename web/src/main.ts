@@ -3,6 +3,7 @@ import { api, connectLive, type RunSummary } from './api.js';
 import { el } from './format.js';
 import { RunList } from './run-list.js';
 import { RunView } from './run-view.js';
+import { SodaPanel, type MongoView } from './soda-panel.js';
 
 const app = document.getElementById('app')!;
 const status = document.getElementById('store-status')!;
@@ -53,6 +54,8 @@ void api.health().then((h) => {
   if (status.dataset.state === 'connected') status.textContent = `● ${storeLabel}`;
 });
 const recordSwitch = document.getElementById('record-every-run') as HTMLInputElement;
+const mongoPanel = new SodaPanel();
+status.before(mongoPanel.root);
 async function syncSettings(): Promise<void> {
   recordSwitch.checked = (await api.settings()).recordEveryRun;
 }
@@ -71,7 +74,10 @@ connectLive(
   (settings) => (recordSwitch.checked = settings.recordEveryRun),
   (state, detail) => {
     // The switch and the runs are fetched afresh on each (re)connection: they may have changed meanwhile.
-    if (state === 'connected' && status.dataset.state !== 'connected') void syncSettings();
+    if (state === 'connected' && status.dataset.state !== 'connected') {
+      void syncSettings();
+      void mongoPanel.refresh();
+    }
     status.dataset.state = state;
     status.textContent =
       state === 'connected'
@@ -81,6 +87,9 @@ connectLive(
           : state === 'connecting'
             ? 'connecting…'
             : 'disconnected: reconnecting…';
+  },
+  (message) => {
+    if (message.type === 'mongodb') mongoPanel.show(message as unknown as MongoView);
   },
 );
 void route();

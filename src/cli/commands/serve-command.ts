@@ -1,5 +1,7 @@
 import type { Command } from 'commander';
 import type { StoreBackend } from '../../model/store-port.js';
+import { defaultSettingsPath } from '../../server/settings-file.js';
+import { reportMongoConnection } from '../../server/soda-connection.js';
 import { DEFAULT_PORT, startServer } from '../../server/start-server.js';
 import { openStore, resolveStoreLocation } from '../../store/open-store.js';
 import { parsePositive } from '../args.js';
@@ -13,6 +15,8 @@ export interface ServeOptions {
   ingestPort?: number;
   /** Simulators and viewers must present this token (default: $SIMREC_TOKEN, or $SIMREC_INGEST_TOKEN). */
   token?: string;
+  /** The settings file (default: $SIMREC_SETTINGS, or ~/.config/simrec/settings.json). */
+  settings?: string;
 }
 
 /** Serves the API and the viewer over `store` until SIGINT or SIGTERM, then closes both. */
@@ -27,7 +31,9 @@ export async function serveUntilStopped(store: StoreBackend, options: ServeOptio
     host: options.host,
     ingest,
     ...(token ? { apiToken: token } : {}),
+    settingsFile: options.settings ?? defaultSettingsPath(),
   });
+  reportMongoConnection(server.mongodb.connection);
   // With a token, the address printed carries it: that is the link to open the viewer with.
   const query = token ? `?token=${encodeURIComponent(token)}` : '';
   process.stdout.write(
@@ -60,7 +66,11 @@ export const serveOptions = (command: Command): Command =>
     .option('--ingest-port <n>', 'also take simulators over plain TCP on this port (0 picks one)', (v) =>
       v === '0' ? 0 : parsePositive('--ingest-port', v),
     )
-    .option('--token <token>', 'simulators and viewers must present this token (default: $SIMREC_TOKEN)');
+    .option('--token <token>', 'simulators and viewers must present this token (default: $SIMREC_TOKEN)')
+    .option(
+      '--settings <file>',
+      'where the switches (record every run, the SODA.Sim MongoDB connection) are kept (default: $SIMREC_SETTINGS or ~/.config/simrec/settings.json)',
+    );
 
 export function registerServeCommand(program: Command): void {
   serveOptions(

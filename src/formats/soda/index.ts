@@ -5,6 +5,7 @@ import type { Scenario, VehicleConfig } from '../../model/catalog.js';
 import type { RunInfo } from '../../model/run.js';
 import type { StoreBackend } from '../../model/store-port.js';
 import { requireRun } from '../../replay/run-queries.js';
+import { isMongoUrl } from '../../store/mongodb/mongodb-url.js';
 import {
   binary,
   doc,
@@ -25,17 +26,15 @@ import { writeDataset } from './write-dataset.js';
 export { SodaFolder } from './soda-files.js';
 export type { SodaSource, SodaSink, SodaDocument } from './soda-source.js';
 
-const isUrl = (location: string): boolean => /^mongodb(\+srv)?:\/\//.test(location);
-
 /** A folder of mongoexport files, or a live database for a `mongodb://` URL (its driver loaded then). */
 export async function openSodaSource(location: string): Promise<SodaSource> {
-  if (!isUrl(location)) return SodaFolder.openForRead(location);
+  if (!isMongoUrl(location)) return SodaFolder.openForRead(location);
   const { SodaDatabase } = await import('./soda-mongodb.js');
   return SodaDatabase.open(location);
 }
 
 export async function openSodaSink(location: string): Promise<SodaSink> {
-  if (!isUrl(location)) return SodaFolder.openForWrite(location);
+  if (!isMongoUrl(location)) return SodaFolder.openForWrite(location);
   const { SodaDatabase } = await import('./soda-mongodb.js');
   return SodaDatabase.open(location);
 }

@@ -1,7 +1,7 @@
 import { describeValue, invalid } from '../../model/errors.js';
 import type { JsonObject } from '../../model/json.js';
 import type { ActorDecl, RunInfo } from '../../model/run.js';
-import { CONTROL_FIELDS, STATE_FIELDS, WHEELS_FIELDS } from '../../model/standard-streams.js';
+import { CONTROL_FIELDS, STATE_FIELDS, STATE_STREAM, WHEELS_FIELDS } from '../../model/standard-streams.js';
 import type { StoreBackend } from '../../model/store-port.js';
 import type { Sample, StreamDecl } from '../../model/stream.js';
 import { RunRecorder } from '../../record/run-recorder.js';
@@ -11,7 +11,13 @@ import { array, doc, int32, int64, string, toCanonicalJson, type BsonDoc } from 
 import { LANE_MARKS_KEY, type KeyValuePairs } from './duplicate-keys.js';
 import { LANE_MARKS_ATTACHMENT, roadsToLaneMarks } from './lane-marks.js';
 import { checkBatchRows, readEgoRow, readExtents, readGenericRow, readGhostRow } from './read-rows.js';
-import { EXTENSION_FIELD, MAX_ROWS_PER_BATCH, parseExtension, type ExtensionEntry } from './soda-layout.js';
+import {
+  EXTENSION_FIELD,
+  MAX_ROWS_PER_BATCH,
+  parseExtension,
+  stepsFromRuns,
+  type ExtensionEntry,
+} from './soda-layout.js';
 import type { SodaDocument, SodaSource } from './soda-source.js';
 import { pivotToCentre, type Triple } from './unreal-frame.js';
 
@@ -36,6 +42,8 @@ interface Plan {
   pivotOffset?: Triple;
   /** Canonical stream name -> fields to keep (from simrec's extension). */
   present?: Map<string, Set<string>>;
+  /** The steps of rows that have none (ghosts), by row index (from simrec's extension). */
+  steps?: number[];
   index: number;
 }
 
@@ -151,6 +159,8 @@ export async function readDataset(
     if (ext) {
       if (ext.actor) addActor(ext.actor);
       plan.present = new Map(ext.streams.map((s) => [s.decl.name, new Set(s.present)]));
+      const stateSteps = ext.streams.find((s) => s.decl.name === STATE_STREAM)?.steps;
+      if (rows === 'ghost' && stateSteps) plan.steps = stepsFromRuns(stateSteps);
       for (const s of ext.streams) streams.push(s.decl);
       if (rows === 'generic') {
         const decl = ext.streams[0]?.decl;
@@ -267,7 +277,7 @@ export async function readDataset(
             : readGhostRow(row, at, plan.pivotOffset);
         base ??= timeBase(read.ts, begin);
         const t = read.ts + base;
-        const step = read.step ?? index;
+        const step = read.step ?? plan.steps?.[index] ?? index;
         for (const [stream, fields] of read.fields) {
           if (stream === 'state' && typeof fields.renderT === 'number') fields.renderT += base;
           const id = `${plan.actor}/${stream}`;

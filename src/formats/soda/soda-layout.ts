@@ -8,6 +8,10 @@ import type { StreamDecl } from '../../model/stream.js';
  * collections exist in each generation, and the constants its writers use.
  */
 
+/** SODA.Sim's connection defaults (`USodaUserSettings` / `USodaMongoDBSettings`). */
+export const SODA_DEFAULT_URL = 'mongodb://localhost:27017';
+export const SODA_DEFAULT_DATABASE = 'sodasim';
+
 /** SODA.Sim's `MaxDocsPerPart` (G1) and `GetMaxBatchSize()` (G3): rows per batch document per actor. */
 export const MAX_ROWS_PER_BATCH = 10_000;
 /** Below MongoDB's 16 MiB document limit with room for the envelope; SODA.Sim never gets near it. */
@@ -53,6 +57,30 @@ export interface ExtensionStream {
   decl: StreamDecl;
   /** Fields that samples of the stream had; a field SODA.Sim's row always carries is dropped otherwise. */
   present: string[];
+  /**
+   * The samples' steps as runs of consecutive steps, [first, count], when they are not simply
+   * 0, 1, 2...: SODA.Sim's ghost rows have no step field (an actor that appears at step 29 would
+   * come back starting at 0).
+   */
+  steps?: [number, number][];
+}
+
+/** Steps as runs of consecutive values; undefined when they are 0, 1, 2... (what a reader assumes). */
+export function stepRuns(steps: Iterable<number>): [number, number][] | undefined {
+  const runs: [number, number][] = [];
+  for (const step of steps) {
+    const last = runs[runs.length - 1];
+    if (last && last[0] + last[1] === step) last[1]++;
+    else runs.push([step, 1]);
+  }
+  return runs.length === 0 || (runs.length === 1 && runs[0]![0] === 0) ? undefined : runs;
+}
+
+/** The step of the index-th sample, from runs written by stepRuns. */
+export function stepsFromRuns(runs: [number, number][]): number[] {
+  const out: number[] = [];
+  for (const [first, count] of runs) for (let k = 0; k < count; k++) out.push(first + k);
+  return out;
 }
 
 export interface ExtensionEntry {

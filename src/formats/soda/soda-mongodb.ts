@@ -1,16 +1,24 @@
 import { BSON, Long, MongoClient, MongoServerError, type Db, type WriteConcernSettings } from 'mongodb';
 import { SimrecError } from '../../model/errors.js';
-import { int64, type BsonDoc } from './bson-fields.js';
+import { connectMongo } from '../../store/mongodb/connect-mongo.js';
+import { int64, string, type BsonDoc } from './bson-fields.js';
 import { laneMarksFromBson } from './duplicate-keys.js';
-import { datasetCollection } from './soda-layout.js';
+import { collectionRole, datasetCollection, SODA_DEFAULT_DATABASE } from './soda-layout.js';
 import type { DatasetSinkWrite, SodaDocument, SodaSink, SodaSource } from './soda-source.js';
 
 const DURABLE: WriteConcernSettings = { w: 'majority', journal: true };
 const DUPLICATE_KEY = 11000;
 
-/** The URL as it may be shown: without its password. */
-export function redactUrl(url: string): string {
-  return url.replace(/\/\/[^@/]*@/, '//***@');
+/** A dataset as a list shows it. Times are Unix microseconds, as SODA.Sim writes them. */
+export interface SodaDatasetSummary {
+  id: number;
+  collection: string;
+  generation: 'G1/G2' | 'G3';
+  begin: number;
+  end: number | null;
+  endReason: string | null;
+  version: string | null;
+  actors: number;
 }
 
 /**
@@ -29,30 +37,21 @@ export class SodaDatabase implements SodaSource, SodaSink {
     this.db = db;
   }
 
-  static async open(url: string): Promise<SodaDatabase> {
-    const location = redactUrl(url);
-    let client: MongoClient;
-    try {
-      // The driver waits 30 s for a server by default; a command line should say sooner that none is there.
-      client = new MongoClient(
-        url,
-        /serverSelectionTimeoutMS=/i.test(url) ? {} : { serverSelectionTimeoutMS: 5000 },
-      );
-    } catch (error) {
-      throw new SimrecError('invalid', `${location}: not a MongoDB URL: ${(error as Error).message}`);
-    }
-    const name = new URL(url.replace(/^mongodb\+srv:/, 'mongodb:')).pathname.replace(/^\//, '') || 'sodasim';
-    try {
-      await client.connect();
-      // SODA.Sim's own connection check.
-      await client.db(name).command({ ping: 1 });
-    } catch (error) {
-      await client.close().catch(() => {});
-      throw new SimrecError('io', `${location}: cannot connect to MongoDB: ${(error as Error).message}`, {
-        cause: error,
-      });
-    }
-    return new SodaDatabase(location, client, client.db(name));
+  /**
+   * Connects to SODA.Sim's database: the URL's own (`mongodb://HOST/DB`), or `options.database`, or
+   * SODA.Sim's default `sodasim`. A command line should hear sooner than the driver's 30 s that no
+   * server is there.
+   */
+  static async open(
+    url: string,
+    options: { database?: string; serverSelectionTimeoutMS?: number } = {},
+  ): Promise<SodaDatabase> {
+    const { client, db, location } = await connectMongo(url, {
+      defaultDatabase: SODA_DEFAULT_DATABASE,
+      serverSelectionTimeoutMS: options.serverSelectionTimeoutMS ?? 5000,
+      ...(options.database === undefined ? {} : { database: options.database }),
+    });
+    return new SodaDatabase(location, client, db);
   }
 
   async collections(): Promise<string[]> {
@@ -93,7 +92,10 @@ export class SodaDatabase implements SodaSource, SodaSink {
       while (existing.has(datasetCollection(id))) id++;
       write = await build(id);
       try {
-        await datasets.insertOne(write.head, { writeConcern: DURABLE });
+        // The claim already carries an end: should this process die before the real end is set, the
+        // dataset left behind says it failed (SODA.Sim's `inner_error`) instead of looking unfinished.
+        const claim: BsonDoc = { ...write.head, end_ts: write.head.begin_ts, end_reason: 'inner_error' };
+        await datasets.insertOne(claim, { writeConcern: DURABLE });
         break;
       } catch (error) {
         if (error instanceof MongoServerError && error.code === DUPLICATE_KEY) {
@@ -108,9 +110,14 @@ export class SodaDatabase implements SodaSource, SodaSink {
     const batches = this.db.collection(datasetCollection(id));
     try {
       for await (const doc of write.batches) await batches.insertOne(doc, { writeConcern: DURABLE });
+      const tail = write.tail();
+      // A run exported while still recording has no end yet: it then reads as unfinished, as SODA.Sim's would.
+      const unset = Object.fromEntries(
+        ['end_ts', 'end_reason'].filter((k) => !(k in tail)).map((k) => [k, '' as const]),
+      );
       await datasets.updateOne(
         { _id: Long.fromNumber(id) },
-        { $set: write.tail() },
+        { $set: tail, ...(Object.keys(unset).length ? { $unset: unset } : {}) },
         { writeConcern: DURABLE },
       );
     } catch (error) {
@@ -125,6 +132,58 @@ export class SodaDatabase implements SodaSource, SodaSink {
       );
     }
     return id;
+  }
+
+  /**
+   * The datasets in the database, newest first, from their descriptors only (never their batches):
+   * G1/G2's `datasets` documents, and the descriptor of each G3 `dataset_<N>`.
+   */
+  async datasetSummaries(): Promise<SodaDatasetSummary[]> {
+    const summaries: SodaDatasetSummary[] = [];
+    const summary = (
+      d: BsonDoc,
+      id: number,
+      collection: string,
+      generation: SodaDatasetSummary['generation'],
+      where: string,
+    ): SodaDatasetSummary => ({
+      id,
+      collection,
+      generation,
+      begin: int64(d.begin_ts, `${where}.begin_ts`),
+      end: 'end_ts' in d ? int64(d.end_ts, `${where}.end_ts`) : null,
+      endReason: 'end_reason' in d ? string(d.end_reason, `${where}.end_reason`) : null,
+      version: 'unreal_soda_ver' in d ? string(d.unreal_soda_ver, `${where}.unreal_soda_ver`) : null,
+      actors: Array.isArray(d.actors) ? d.actors.length : Array.isArray(d.objects) ? d.objects.length : 0,
+    });
+    const names = await this.collections();
+    const projection = {
+      _id: 1,
+      begin_ts: 1,
+      end_ts: 1,
+      end_reason: 1,
+      unreal_soda_ver: 1,
+      actors: 1,
+      objects: 1,
+    };
+    if (names.includes('datasets'))
+      for (const d of await this.db
+        .collection<BsonDoc>('datasets')
+        .find({}, { projection, promoteValues: false })
+        .toArray()) {
+        const where = `${this.db.databaseName}.datasets document ${describeId(d._id)}`;
+        const id = int64(d._id, `${where}._id`);
+        summaries.push(summary(d, id, datasetCollection(id), 'G1/G2', where));
+      }
+    for (const name of names) {
+      const role = collectionRole(name);
+      if (role?.role !== 'dataset' || !role.selfDescribed) continue;
+      const d = await this.db
+        .collection<BsonDoc>(name)
+        .findOne({ batch: { $exists: false } }, { projection, promoteValues: false });
+      if (d) summaries.push(summary(d, role.id, name, 'G3', `${this.db.databaseName}.${name} descriptor`));
+    }
+    return summaries.sort((a, b) => b.begin - a.begin || b.id - a.id);
   }
 
   async upsert(collection: 'scenarios' | 'vehicles', docs: BsonDoc[]): Promise<void> {

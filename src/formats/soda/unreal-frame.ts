@@ -4,7 +4,6 @@ import {
   canonicalToUnrealRotator,
   unrealLocationToCanonical,
   unrealRotatorToCanonical,
-  wrapAngle,
   type Euler,
 } from '../../model/units.js';
 
@@ -138,10 +137,21 @@ export function unrealToState(
 ): { [field: string]: number } {
   const p = unrealLocationToCanonical({ x: u.loc[0], y: u.loc[1], z: u.loc[2] });
   const e = unrealRotatorToCanonical(u.rot);
-  const euler: Euler = { roll: e.roll + 0, pitch: e.pitch + 0, yaw: wrapAngle(e.yaw) + 0 };
+  // The yaw is kept as recorded, not wrapped: an FRotator may hold 270 degrees, and a run exported
+  // and imported again must give the same yaw back, not only the same heading.
+  const euler: Euler = { roll: e.roll + 0, pitch: e.pitch + 0, yaw: e.yaw + 0 };
   const [ox, oy, oz] = centreOffsetWorld(euler, pivotOffset);
   const velLocal = unrealToLocal(u.vel);
   const [vx, vy, vz] = toWorld(euler, velLocal);
+  // speed is the velocity's magnitude, negative when moving backwards, and accel its derivative: a
+  // car pitched on its suspension while it drives on the level has a forward velocity component
+  // below its speed, and the exported run must come back with the speed it was recorded with.
+  const magnitude = Math.hypot(...velLocal);
+  const direction = velLocal[0] < 0 ? -1 : 1;
+  const along = (v: Triple): number =>
+    magnitude > 0
+      ? (direction * (v[0] * velLocal[0] + v[1] * velLocal[1] + v[2] * velLocal[2])) / magnitude
+      : v[0];
   const out: { [field: string]: number } = {
     x: p.x + ox,
     y: p.y + oy,
@@ -149,7 +159,7 @@ export function unrealToState(
     roll: euler.roll,
     pitch: euler.pitch,
     yaw: euler.yaw,
-    speed: velLocal[0],
+    speed: direction * magnitude + 0,
     vx,
     vy,
     vz,
@@ -157,7 +167,7 @@ export function unrealToState(
   if (u.acc) {
     const accLocal = unrealToLocal(u.acc);
     const [ax, ay, az] = toWorld(euler, accLocal);
-    Object.assign(out, { accel: accLocal[0], ax, ay, az });
+    Object.assign(out, { accel: along(accLocal) + 0, ax, ay, az });
   }
   if (u.angVel) Object.assign(out, { wx: -u.angVel[0] + 0, wy: u.angVel[1] + 0, wz: -u.angVel[2] + 0 });
   return out;

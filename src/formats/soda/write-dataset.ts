@@ -1,4 +1,5 @@
 import { BSON } from 'mongodb';
+import { invalid } from '../../model/errors.js';
 import type { JsonObject, JsonValue } from '../../model/json.js';
 import type { LaneMark } from '../../model/roadnet.js';
 import type { ActorInfo, RunInfo } from '../../model/run.js';
@@ -22,6 +23,7 @@ import {
   EXTENSION_FIELD,
   MAX_BATCH_BYTES,
   MAX_ROWS_PER_BATCH,
+  stepRuns,
   WHEEL_POSITIONS,
   type ExtensionEntry,
   type SimrecExtension,
@@ -292,9 +294,18 @@ export async function writeDataset(
         const present = new Set<string>();
         for (const s of list) for (const key in s) if (key !== 't' && key !== 'step') present.add(key);
         x.streams[k]!.present = [...present];
+        const steps = stepRuns(list.map((sample) => sample.step));
+        if (steps) x.streams[k]!.steps = steps;
       });
+      let rowIndex = 0;
       for (const row of entryRows(entry, samples, base, drop)) {
+        rowIndex++;
         const size = BSON.calculateObjectSize(row);
+        // Only a row with a huge unknown field gets here; MongoDB would refuse its batch document.
+        if (size > MAX_BATCH_BYTES)
+          throw invalid(
+            `${entry.name} row ${rowIndex}: ${size} bytes; a SODA.Sim batch document must stay under ${MAX_BATCH_BYTES} bytes (MongoDB's limit is 16 MiB)`,
+          );
         if (rows.length === MAX_ROWS_PER_BATCH || (rows.length > 0 && bytes + size > MAX_BATCH_BYTES))
           yield batch();
         rows.push(row);

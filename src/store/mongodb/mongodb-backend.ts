@@ -30,6 +30,7 @@ import {
   type StreamInfo,
   type StreamSchema,
 } from '../../model/stream.js';
+import { connectMongo } from './connect-mongo.js';
 import { decodeChunk, encodeChunk, type DecodedChunk } from '../common/chunk-codec.js';
 import { LruCache } from '../common/lru-cache.js';
 
@@ -40,9 +41,15 @@ import { LruCache } from '../common/lru-cache.js';
  *
  * Scale: run ids come from an atomic counter (`$inc` on `simrec_counters`), not "largest id + 1",
  * which races between two simulators. Samples are chunked as in SQLite (a few hundred KB a document,
- * far below the 16 MB limit). Every write waits for the majority, journaled. Recommended shard key
- * for `simrec_chunks` on a sharded cluster: `{ run: 1, stream: 1, begin: 1 }` — reads are always by
- * run and stream over a time range, so they hit one shard range, and concurrent runs spread out.
+ * far below the 16 MB limit). Every write waits for the majority, journaled.
+ *
+ * Recommended shard key for `simrec_chunks` on a sharded cluster: `{ run: 'hashed', stream: 1, begin: 1 }`.
+ * Reads are always one run's stream over a time range: with `run` leading, a read goes to the shard
+ * holding that run, never to all. Hashing `run` matters because run ids only grow: a ranged
+ * `{ run: 1, ... }` key would send every new run's inserts to the last chunk, one shard taking all
+ * writes; hashed, concurrent runs land on different shards. `stream, begin` after it let one long
+ * run split into chunks instead of becoming one jumbo chunk. The other collections are small (one
+ * document per run, actor, stream) and stay unsharded.
  */
 const DURABLE: WriteConcernSettings = { w: 'majority', journal: true };
 
@@ -139,23 +146,15 @@ export class MongoBackend implements StoreBackend {
 
   /** Connects (the URL's path names the database, default `simrec`) and makes the indexes it serves. */
   static async open(url: string, options: MongoStoreOptions = {}): Promise<MongoBackend> {
-    const safe = url.replace(/\/\/[^@/]*@/, '//***@');
-    // A URL's own serverSelectionTimeoutMS wins; otherwise give up on an absent server after 10 s.
-    const client = new MongoClient(
-      url,
-      /serverSelectionTimeoutMS=/i.test(url) ? {} : { serverSelectionTimeoutMS: 10_000 },
-    );
-    try {
-      await client.connect();
-      await client.db('admin').command({ ping: 1 });
-    } catch (error) {
-      await client.close().catch(() => {});
-      throw new SimrecError('io', `${safe}: cannot connect to MongoDB: ${(error as Error).message}`, {
-        cause: error,
-      });
-    }
-    const dbName = new URL(url).pathname.replace(/^\//, '') || 'simrec';
-    const db = client.db(dbName);
+    // Give up on an absent server after 10 s (a URL's own serverSelectionTimeoutMS wins).
+    const {
+      client,
+      db,
+      location: safe,
+    } = await connectMongo(url, {
+      defaultDatabase: 'simrec',
+      serverSelectionTimeoutMS: 10_000,
+    });
     const backend = new MongoBackend(client, db, safe, options);
     await Promise.all([
       backend.chunks().createIndex({ run: 1, stream: 1, begin: 1 }),
