@@ -35,6 +35,8 @@ it('npm run bench -- --quick runs every workload and writes a results file', () 
     assert.ok(results.ratios.seek['limsim-sqlite']!.speedupMedian > 0);
     assert.ok(results.ratios.trajectory['mcap-per-state']!.speedup > 0);
     assert.equal(results.targets.length, 6);
+    const didrive = (results as unknown as { didrive: { exportFramesPerSecond: number } }).didrive;
+    assert.ok(didrive.exportFramesPerSecond > 0, 'DI-drive export and import rates are measured');
   } finally {
     out.cleanup();
   }

@@ -421,10 +421,13 @@ async function storeEpisode(
           ],
         });
       }
-      await rec.appendMany(appends);
-      if ((i + 1) % 100 === 0) progress(100);
+      const durable = rec.appendMany(appends);
+      // Waiting once per 100 frames shares one commit among them; each append is still checked at once.
+      if ((i + 1) % 100 === 0 || i === episode.vectors.length - 1) {
+        await durable;
+        progress((i % 100) + 1);
+      }
     }
-    progress(episode.vectors.length % 100);
 
     // The other LMDB values, read again here rather than held in memory (a birdview is 700 kB a frame).
     const others = new Set(episode.otherKeys);
