@@ -18,6 +18,7 @@ import { formatSumoOverhead, measureSumoOverhead, type SumoOverhead } from './su
 import { formatFormats, measureFormats, type FormatResults } from './formats.js';
 import { formatEvaluation, measureEvaluation, type EvaluationSpeed } from './evaluation.js';
 import { formatDemo, measureDemo, type DemoSpeed } from './demo.js';
+import { formatDidrive, measureDidrive, type DidriveRates } from './didrive.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 /** Compiled to dist/bench/run.js: the repository is two levels up. */
@@ -74,6 +75,7 @@ let sumo: SumoOverhead = { skipped: 'not measured' };
 let formats: FormatResults | null = null;
 let evaluation: EvaluationSpeed | null = null;
 let demo: DemoSpeed | null = null;
+let didrive: DidriveRates | null = null;
 const scratch = mkdtempSync(join(tmpdir(), 'simrec-bench-'));
 const measurements: Measurement[] = [];
 const measure = async (workload: Workload, peer: string, rep: number, dir: string): Promise<void> => {
@@ -108,6 +110,8 @@ try {
   demo = await measureDemo(scratch, quick);
   progress('format rates');
   formats = await measureFormats(scratch, quick);
+  progress('DI-drive rates');
+  didrive = await measureDidrive(scratch, quick);
   progress('recording a real SUMO');
   sumo = await measureSumoOverhead(scratch, REPO_ROOT, quick);
 } finally {
@@ -133,11 +137,11 @@ const results = summarize(measurements, {
 const outDir = resolve(options.out ?? join(REPO_ROOT, 'bench', 'results'));
 mkdirSync(outDir, { recursive: true });
 const outFile = join(outDir, `${now.toISOString().slice(0, 10)}-${host}${quick ? '-quick' : ''}.json`);
-const withViewer = { ...results, viewer, sumo, formats, evaluation, demo };
+const withViewer = { ...results, viewer, sumo, formats, evaluation, demo, didrive };
 writeFileSync(outFile, JSON.stringify(withViewer, null, 2) + '\n');
 if (options.json) process.stdout.write(JSON.stringify(withViewer, null, 2) + '\n');
 else
   process.stdout.write(
     formatReport(results) +
-      `\n${formatViewer(viewer)}\n${formatSumoOverhead(sumo)}\n${formats ? formatFormats(formats) : ''}\n${evaluation ? formatEvaluation(evaluation) : ''}\n${demo ? formatDemo(demo) : ''}\nresults: ${outFile}\n`,
+      `\n${formatViewer(viewer)}\n${formatSumoOverhead(sumo)}\n${formats ? formatFormats(formats) : ''}\n${evaluation ? formatEvaluation(evaluation) : ''}\n${demo ? formatDemo(demo) : ''}\n${didrive ? formatDidrive(didrive) : ''}\nresults: ${outFile}\n`,
   );

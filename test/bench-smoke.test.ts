@@ -40,6 +40,8 @@ it('npm run bench -- --quick runs every workload and writes a results file', () 
       demo.actorSteps > 0 && demo.recordingOnToOff > 0,
       'demo actor-steps/s with recording on and off',
     );
+    const didrive = (results as unknown as { didrive: { exportFramesPerSecond: number } }).didrive;
+    assert.ok(didrive.exportFramesPerSecond > 0, 'DI-drive export and import rates are measured');
   } finally {
     out.cleanup();
   }

@@ -17,6 +17,8 @@ export interface CodecOptions {
 export interface ExportOptions extends CodecOptions {
   /** Replace what is at the location. */
   overwrite?: boolean;
+  /** Add to the dataset already at the location (formats that hold several runs, such as didrive). */
+  append?: boolean;
 }
 
 export interface FormatCodec {
@@ -34,6 +36,13 @@ export interface FormatCodec {
     location: string,
     options: ExportOptions,
   ): Promise<{ details: JsonObject }>;
+  /** Several runs into one location, for formats whose datasets hold several runs (as episodes). */
+  exportRuns?(
+    store: StoreBackend,
+    runs: number[],
+    location: string,
+    options: ExportOptions,
+  ): Promise<{ details: JsonObject }>;
 }
 
 export const FORMAT_CODECS: Record<string, () => Promise<FormatCodec>> = {
@@ -43,6 +52,7 @@ export const FORMAT_CODECS: Record<string, () => Promise<FormatCodec>> = {
   coco: async () => (await import('./coco/codec.js')).cocoCodec,
   yolo: async () => (await import('./yolo/codec.js')).yoloCodec,
   soda: async () => (await import('./soda/codec.js')).sodaCodec,
+  didrive: async () => (await import('./didrive/index.js')).didriveCodec,
 };
 
 export const formatNames = (): string[] => Object.keys(FORMAT_CODECS);

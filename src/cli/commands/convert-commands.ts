@@ -46,33 +46,51 @@ export function registerConvertCommands(program: Command): void {
   program
     .command('export')
     .description(`write a run in another format (formats: ${formatNames().join(', ')})`)
-    .argument('<run>', 'run id', parseRunId)
+    .argument('<run>', 'run id; several, comma-separated, for formats holding several runs (didrive)', (v) =>
+      v.split(',').map(parseRunId),
+    )
     .argument('<format>', formatNames().join(' | '))
-    .argument('<location>', 'where to write it (LimSim: a .db file)')
+    .argument('[location]', 'where to write it (LimSim: a .db file); not needed with --episode-of')
     .option('--force', 'replace what is at the location')
+    .option('--episode-of <dataset>', 'add the run(s) as the next episodes of the dataset there (didrive)')
     .option('--json', 'print JSON')
     .action(
       async (
-        run: number,
+        runs: number[],
         format: string,
-        location: string,
-        opts: { force?: boolean; json?: boolean },
+        positional: string | undefined,
+        opts: { force?: boolean; json?: boolean; episodeOf?: string },
         command: Command,
       ) => {
         const codec = await loadCodec(format);
+        const location = opts.episodeOf ?? positional;
+        if (location === undefined)
+          throw invalid('LOCATION: expected where to write, or --episode-of DATASET');
+        if (opts.episodeOf !== undefined && positional !== undefined && positional !== opts.episodeOf)
+          throw invalid(`LOCATION: ${positional} and --episode-of ${opts.episodeOf} disagree; give one`);
+        if ((runs.length > 1 || opts.episodeOf !== undefined) && !codec.exportRuns)
+          throw invalid(
+            `${format}: writes one run to a location; several runs and --episode-of are for didrive`,
+          );
         const warnings: string[] = [];
         const progress = new Progress(`export ${format}`);
+        const options = {
+          overwrite: Boolean(opts.force),
+          append: opts.episodeOf !== undefined,
+          warn: (m: string) => warnings.push(m),
+          onProgress: (done: number, total: number) =>
+            progress.update(total ? done / total : 1, `${done}/${total}`),
+        };
         const result = await withStore(command, (store) =>
-          codec.exportRun(store, run, location, {
-            overwrite: Boolean(opts.force),
-            warn: (m) => warnings.push(m),
-            onProgress: (done, total) => progress.update(total ? done / total : 1, `${done}/${total}`),
-          }),
+          codec.exportRuns
+            ? codec.exportRuns(store, runs, location, options)
+            : codec.exportRun(store, runs[0]!, location, options),
         );
         progress.done();
-        if (opts.json) return printJson({ run, format, location, ...result.details, warnings });
+        if (opts.json)
+          return printJson({ run: runs[0], runs, format, location, ...result.details, warnings });
         reportWarnings(warnings, opts.json);
-        process.stdout.write(`run ${run} -> ${location}\n`);
+        process.stdout.write(`run ${runs.join(',')} -> ${location}\n`);
       },
     );
 }

@@ -1,0 +1,452 @@
+/**
+ * Runs out as a DI-drive benchmark dataset: `metainfo.json`, one `episode_%05d/` per run with
+ * `episode_metainfo.json`, `measurements.lmdb/` and `<camera>_%05d.png`, and `index.txt`.
+ *
+ * A run imported from DI-drive keeps its measurement vectors (stream `<ego>/didrive`), its other LMDB
+ * values and its metadata files' text; those are written back as they came, so export -> import ->
+ * export gives the same bytes. Any other run has its vectors derived from the ego's canonical state
+ * on DI-drive's 0.1 s step, converted to CARLA's frame (left-handed: y mirrored, yaw negated) here.
+ */
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+import { conflict, invalid, notFound } from '../../model/errors.js';
+import type { JsonObject } from '../../model/json.js';
+import { CAPTURES_STREAM } from '../../model/perception.js';
+import type { ActorInfo, RunInfo } from '../../model/run.js';
+import { CONTROL_STREAM, STATE_STREAM } from '../../model/standard-streams.js';
+import type { StoreBackend } from '../../model/store-port.js';
+import type { Sample, StreamInfo } from '../../model/stream.js';
+import { interpolateSample, requireRun } from '../../replay/run-queries.js';
+import { loadRoadNetwork } from '../../roadnet/roadnet-attachment.js';
+import {
+  DATASET_METAINFO,
+  EPISODE_METAINFO,
+  EPISODE_PATTERN,
+  episodeName,
+  frameName,
+  INDEX_FILE,
+  LEN_KEY,
+  MEASUREMENTS_KEY,
+  MEASUREMENTS_LMDB,
+  MEASUREMENT_LAYOUTS,
+  pythonJsonDumps,
+  STEP_MICROS,
+} from './didrive-layout.js';
+import {
+  DIDRIVE_STREAM,
+  EPISODE_METAINFO_ATTACHMENT,
+  EXTRA_FILE_PREFIX,
+  LMDB_VALUE_PREFIX,
+  METAINFO_ATTACHMENT,
+  obsNameOf,
+} from './didrive-run.js';
+import { LmdbWriter } from './lmdb-file.js';
+import { frameContexts, sampleAt, type SignalTimeline } from './route-context.js';
+
+export interface DidriveExportOptions {
+  /** Replace what is at the location. */
+  overwrite?: boolean;
+  /** Add the runs as the next episodes of the dataset already at the location. */
+  append?: boolean;
+  warn?: (message: string) => void;
+  onProgress?: (done: number, total: number) => void;
+}
+
+export interface DidriveExportResult {
+  episodes: { run: number; episode: string; frames: number; images: number; derived: boolean }[];
+  frames: number;
+}
+
+const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
+const encoder = new TextEncoder();
+
+/** One episode ready to write: everything but the big values, which are read as they are written. */
+interface EpisodeSource {
+  run: RunInfo;
+  vectors: Float32Array[];
+  /** LMDB keys besides len and measurements, with the attachment that holds each value. */
+  lmdbValues: Map<string, string>;
+  images: { file: string; attachment: string }[];
+  extraFiles: { file: string; attachment: string }[];
+  episodeMetainfo: Uint8Array;
+  datasetMetainfo?: Uint8Array;
+  obs: Set<string>;
+  derived: boolean;
+}
+
+export async function exportDidrive(
+  store: StoreBackend,
+  runs: number[],
+  location: string,
+  options: DidriveExportOptions = {},
+): Promise<DidriveExportResult> {
+  if (runs.length === 0) throw invalid('RUN: expected at least one run to export');
+  const warn = options.warn ?? (() => {});
+  const sources: EpisodeSource[] = [];
+  for (const run of runs) sources.push(await loadEpisode(store, run, warn));
+  const totalFrames = sources.reduce((n, s) => n + s.vectors.length, 0);
+  let done = 0;
+  const progress = (frames: number): void => {
+    done += frames;
+    options.onProgress?.(done, totalFrames);
+  };
+
+  const result: DidriveExportResult = { episodes: [], frames: totalFrames };
+  if (options.append) {
+    const first = nextEpisodeNumber(location);
+    // Episodes are written under hidden names and renamed only once all of them are complete.
+    const staged: [string, string][] = [];
+    try {
+      for (const [k, source] of sources.entries()) {
+        const name = episodeName(first + k);
+        const temp = join(location, `.${name}.partial-${process.pid}`);
+        staged.push([temp, join(location, name)]);
+        await writeEpisode(store, source, temp, progress);
+        result.episodes.push(summary(source, name));
+      }
+      const index = join(location, INDEX_FILE);
+      const before = existsSync(index) ? readFileSync(index, 'utf8') : '';
+      const lines = sources.map((s, k) => indexLines(episodeName(first + k), s.vectors)).join('');
+      writeFileSync(`${index}.partial`, before + lines);
+      for (const [temp, final] of staged) renameSync(temp, final);
+      renameSync(`${index}.partial`, index);
+    } catch (error) {
+      for (const [temp] of staged) rmSync(temp, { recursive: true, force: true });
+      rmSync(join(location, `${INDEX_FILE}.partial`), { force: true });
+      throw error;
+    }
+    return result;
+  }
+
+  if (existsSync(location) && !(statSync(location).isDirectory() && readdirSync(location).length === 0)) {
+    if (!options.overwrite)
+      throw conflict(
+        `${location} already exists and is not empty; use --force to replace it, or --episode-of to add episodes to it`,
+      );
+  }
+  const temp = join(dirname(location), `.${basename(location)}.partial-${process.pid}`);
+  rmSync(temp, { recursive: true, force: true });
+  try {
+    mkdirSync(temp, { recursive: true });
+    writeFileSync(join(temp, DATASET_METAINFO[0]), datasetMetainfo(sources));
+    for (const [k, source] of sources.entries()) {
+      const name = episodeName(k);
+      await writeEpisode(store, source, join(temp, name), progress);
+      result.episodes.push(summary(source, name));
+    }
+    writeFileSync(
+      join(temp, INDEX_FILE),
+      sources.map((s, k) => indexLines(episodeName(k), s.vectors)).join(''),
+    );
+    rmSync(location, { recursive: true, force: true });
+    renameSync(temp, location);
+  } catch (error) {
+    rmSync(temp, { recursive: true, force: true });
+    throw error;
+  }
+  return result;
+}
+
+const summary = (s: EpisodeSource, episode: string): DidriveExportResult['episodes'][number] => ({
+  run: s.run.id,
+  episode,
+  frames: s.vectors.length,
+  images: s.images.length,
+  derived: s.derived,
+});
+
+/** `make_index`: one line per frame, the command truncated to an int as Python's int() does. */
+const indexLines = (episode: string, vectors: Float32Array[]): string =>
+  vectors.map((v, i) => `${episode},${i},${Math.trunc(v[11]!)}\n`).join('');
+
+function nextEpisodeNumber(location: string): number {
+  if (!existsSync(location) || !statSync(location).isDirectory())
+    throw notFound(`--episode-of ${location}: no DI-drive dataset there (not a folder)`);
+  const names = readdirSync(location);
+  const numbers = names
+    .map((n) => EPISODE_PATTERN.exec(n))
+    .filter((m) => m !== null)
+    .map((m) => Number(m[1]));
+  if (numbers.length === 0 && !DATASET_METAINFO.some((n) => names.includes(n)))
+    throw notFound(
+      `--episode-of ${location}: no DI-drive dataset there (no ${DATASET_METAINFO.join(' or ')} and no episode_%05d folders)`,
+    );
+  return numbers.length ? Math.max(...numbers) + 1 : 0;
+}
+
+/** The first run's kept metainfo.json, or one in DI-drive's shape: the collector's settings plus obs. */
+function datasetMetainfo(sources: EpisodeSource[]): Uint8Array {
+  const kept = sources.find((s) => s.datasetMetainfo)?.datasetMetainfo;
+  if (kept) return kept;
+  const obs: JsonObject = {};
+  for (const name of [...new Set(sources.flatMap((s) => [...s.obs]))].sort()) obs[name] = { type: 'rgb' };
+  return encoder.encode(pythonJsonDumps({ n_episode: sources.length, obs, writer: 'simrec' }));
+}
+
+async function writeEpisode(
+  store: StoreBackend,
+  source: EpisodeSource,
+  dir: string,
+  progress: (frames: number) => void,
+): Promise<void> {
+  mkdirSync(dir, { recursive: true });
+  const run = source.run.id;
+  writeFileSync(join(dir, EPISODE_METAINFO[0]), source.episodeMetainfo);
+  const values = new Map<string, () => Promise<Uint8Array>>();
+  values.set(LEN_KEY, async () => encoder.encode(String(source.vectors.length)));
+  source.vectors.forEach((v, i) =>
+    values.set(
+      frameName(MEASUREMENTS_KEY, i),
+      async () => new Uint8Array(v.buffer, v.byteOffset, v.byteLength),
+    ),
+  );
+  for (const [key, attachment] of source.lmdbValues)
+    if (!values.has(key)) values.set(key, async () => (await requireAttachment(store, run, attachment)).data);
+  const keys = [...values.keys()].map((k) => Buffer.from(k, 'latin1')).sort(Buffer.compare);
+  const lmdb = new LmdbWriter(join(dir, MEASUREMENTS_LMDB));
+  try {
+    for (const key of keys) lmdb.add(key, await values.get(key.toString('latin1'))!());
+    lmdb.finish();
+  } catch (error) {
+    lmdb.abandon();
+    throw error;
+  }
+  for (const { file, attachment } of [...source.images, ...source.extraFiles])
+    writeFileSync(join(dir, file), (await requireAttachment(store, run, attachment)).data);
+  progress(source.vectors.length);
+}
+
+async function requireAttachment(store: StoreBackend, run: number, name: string) {
+  const attachment = await store.getAttachment(run, name);
+  if (!attachment) throw notFound(`run ${run}: attachment ${name} is listed but cannot be read`);
+  return attachment;
+}
+
+async function readAll(store: StoreBackend, run: number, stream: string): Promise<Sample[]> {
+  const out: Sample[] = [];
+  for await (const batch of store.readSamples({ run, stream })) for (const s of batch) out.push(s);
+  return out;
+}
+
+async function loadEpisode(
+  store: StoreBackend,
+  runId: number,
+  warn: (message: string) => void,
+): Promise<EpisodeSource> {
+  const run = await requireRun(store, runId);
+  const [actors, streams, attachments] = await Promise.all([
+    store.listActors(runId),
+    store.listStreams(runId),
+    store.listAttachments(runId),
+  ]);
+  const ego = actors.find((a) => a.kind === 'ego');
+  if (!ego)
+    throw invalid(
+      `run ${runId}: no actor of kind ego; DI-drive's measurements are the ego's, nothing to export`,
+    );
+  const streamOf = new Map(streams.map((s) => [s.id, s] as const));
+  const raw = streamOf.get(`${ego.id}/${DIDRIVE_STREAM}`);
+  let vectors: Float32Array[];
+  let frameTimes: number[];
+  let derived = false;
+  if (raw && raw.samples > 0) {
+    const samples = await readAll(store, runId, raw.id);
+    vectors = samples.map((s, i) => keptVector(s, runId, i));
+    frameTimes = samples.map((s) => s.t);
+  } else {
+    ({ vectors, frameTimes } = await deriveVectors(store, run, ego, streams, actors));
+    derived = true;
+  }
+
+  const names = new Set(attachments.map((a) => a.name));
+  const lmdbValues = new Map<string, string>();
+  const extraFiles: EpisodeSource['extraFiles'] = [];
+  for (const a of attachments) {
+    if (a.name.startsWith(LMDB_VALUE_PREFIX))
+      lmdbValues.set(decodeURIComponent(a.name.slice(LMDB_VALUE_PREFIX.length)), a.name);
+    else if (a.name.startsWith(EXTRA_FILE_PREFIX))
+      extraFiles.push({ file: basename(a.name.slice(EXTRA_FILE_PREFIX.length)), attachment: a.name });
+  }
+  const { images, obs } = await cameraFrames(store, run, actors, streamOf, frameTimes, names, warn);
+  const keptEpisode = names.has(EPISODE_METAINFO_ATTACHMENT)
+    ? (await store.getAttachment(runId, EPISODE_METAINFO_ATTACHMENT))?.data
+    : undefined;
+  const keptDataset = names.has(METAINFO_ATTACHMENT)
+    ? (await store.getAttachment(runId, METAINFO_ATTACHMENT))?.data
+    : undefined;
+  return {
+    run,
+    vectors,
+    lmdbValues,
+    images,
+    extraFiles,
+    episodeMetainfo: keptEpisode ?? encoder.encode(pythonJsonDumps(episodeParams(run))),
+    ...(keptDataset ? { datasetMetainfo: keptDataset } : {}),
+    obs,
+    derived,
+  };
+}
+
+function keptVector(s: Sample, run: number, i: number): Float32Array {
+  const m = s.measurements;
+  if (!Array.isArray(m) || !MEASUREMENT_LAYOUTS[m.length] || m.some((v) => typeof v !== 'number'))
+    throw invalid(
+      `run ${run} stream ${DIDRIVE_STREAM} sample ${i}: measurements must be 20 or 29 numbers, got ${Array.isArray(m) ? `${m.length} values` : typeof m}`,
+    );
+  return Float32Array.from(m as number[]);
+}
+
+/** The collector's env_param as far as the run says it (town, weather, ...), and where it came from. */
+function episodeParams(run: RunInfo): JsonObject {
+  const params: JsonObject = {};
+  for (const key of ['town', 'weather', 'start', 'end', 'col_is_failure', 'n_vehicles', 'n_pedestrians'])
+    if (run.metadata[key] !== undefined) params[key] = run.metadata[key]!;
+  if (params.town === undefined && typeof run.metadata.network === 'string')
+    params.town = run.metadata.network;
+  params.simrec_run = run.id;
+  params.simulator = `${run.simulator.name}${run.simulator.version ? ` ${run.simulator.version}` : ''}`;
+  return params;
+}
+
+/** The ego's state on DI-drive's step, from its first state sample to its last. */
+async function deriveVectors(
+  store: StoreBackend,
+  run: RunInfo,
+  ego: ActorInfo,
+  streams: StreamInfo[],
+  actors: ActorInfo[],
+): Promise<{ vectors: Float32Array[]; frameTimes: number[] }> {
+  const stateInfo = streams.find((s) => s.id === `${ego.id}/${STATE_STREAM}`);
+  if (!stateInfo || stateInfo.samples === 0)
+    throw invalid(`run ${run.id}: the ego ${ego.id} has no ${STATE_STREAM} samples; nothing to export`);
+  const states = await readAll(store, run.id, stateInfo.id);
+  const controls = streams.some((s) => s.id === `${ego.id}/${CONTROL_STREAM}`)
+    ? await readAll(store, run.id, `${ego.id}/${CONTROL_STREAM}`)
+    : [];
+  const t0 = states[0]!.t;
+  const count = Math.floor((states.at(-1)!.t - t0) / STEP_MICROS) + 1;
+  const frames: Sample[] = [];
+  let k = 0;
+  for (let i = 0; i < count; i++) {
+    const t = t0 + i * STEP_MICROS;
+    while (k + 1 < states.length && states[k + 1]!.t <= t) k++;
+    const a = states[k]!;
+    const b = states[k + 1];
+    const s = a.t === t || !b ? { ...a, t } : interpolateSample(a, b, t, stateInfo.fields);
+    if (b && a.lane !== b.lane && typeof a.lanePos === 'number') s.lanePos = a.lanePos;
+    frames.push({ ...s, step: i });
+  }
+
+  const lightIds = new Set(actors.filter((a) => a.kind === 'traffic_light').map((a) => a.id));
+  const signals = new Map<string, SignalTimeline>();
+  for (const s of streams)
+    if (s.actor !== null && lightIds.has(s.actor) && s.name === 'signal')
+      signals.set(s.actor, await readAll(store, run.id, s.id));
+  const contexts = frameContexts(frames, await loadRoadNetwork(store, run.id), signals);
+
+  const vectors = frames.map((s, i) => {
+    const num = (v: unknown, fallback = 0): number => (typeof v === 'number' ? v : fallback);
+    const yaw = num(s.yaw);
+    const pitch = num(s.pitch);
+    const accel = num(s.accel);
+    const speed = typeof s.speed === 'number' ? s.speed : Math.hypot(num(s.vx), num(s.vy), num(s.vz));
+    const c = sampleAt(controls, s.t) ?? { t: s.t, step: 0 };
+    const steer = num(c.steer);
+    const throttle = num(c.throttle);
+    const brake = num(c.brake);
+    const context = contexts[i]!;
+    // CARLA's frame: x as is, y mirrored, yaw negated; forward vector's x, y include cos(pitch).
+    return Float32Array.from([
+      i,
+      (s.t - run.begin) / 1e6,
+      Math.cos(pitch) * Math.cos(yaw),
+      -Math.cos(pitch) * Math.sin(yaw),
+      num(s.ax, accel * Math.cos(yaw)),
+      -num(s.ay, accel * Math.sin(yaw)),
+      num(s.az),
+      num(s.x),
+      -num(s.y),
+      num(s.z),
+      speed * 3.6,
+      context.command,
+      steer,
+      throttle,
+      brake,
+      steer,
+      throttle,
+      brake,
+      context.tlState,
+      context.tlDistance,
+    ]);
+  });
+  return { vectors, frameTimes: frames.map((f) => f.t) };
+}
+
+/** Camera captures with PNG files, each on the nearest frame (within half a step). */
+async function cameraFrames(
+  store: StoreBackend,
+  run: RunInfo,
+  actors: ActorInfo[],
+  streamOf: Map<string, StreamInfo>,
+  frameTimes: number[],
+  attachmentNames: Set<string>,
+  warn: (message: string) => void,
+): Promise<{ images: EpisodeSource['images']; obs: Set<string> }> {
+  const cameras = actors.filter((a) => streamOf.has(`${a.id}/${CAPTURES_STREAM}`));
+  const images: EpisodeSource['images'] = [];
+  const obs = new Set<string>();
+  for (const camera of cameras) {
+    const name = obsNameOf(camera, cameras.length);
+    const taken = new Set<number>();
+    for (const s of await readAll(store, run.id, `${camera.id}/${CAPTURES_STREAM}`)) {
+      if (typeof s.file !== 'string' || !attachmentNames.has(s.file)) continue;
+      const frame = nearestFrame(frameTimes, s.t);
+      const where = `run ${run.id} camera ${camera.id} capture at ${((s.t - run.begin) / 1e6).toFixed(3)} s`;
+      if (frame === undefined) {
+        warn(`${where}: no DI-drive frame within ${STEP_MICROS / 2000} ms; left out`);
+        continue;
+      }
+      if (taken.has(frame)) {
+        warn(`${where}: frame ${frame} already has an image from this camera; left out`);
+        continue;
+      }
+      const attachment = await requireAttachment(store, run.id, s.file);
+      if (!Buffer.from(attachment.data.subarray(0, 8)).equals(PNG_SIGNATURE)) {
+        warn(`${where}: ${s.file} is ${attachment.mediaType}, not PNG; DI-drive's frames are PNG, left out`);
+        continue;
+      }
+      taken.add(frame);
+      obs.add(name);
+      images.push({ file: `${frameName(name, frame)}.png`, attachment: s.file });
+    }
+  }
+  return { images, obs };
+}
+
+function nearestFrame(times: number[], t: number): number | undefined {
+  let lo = 0;
+  let hi = times.length - 1;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (times[mid]! < t) lo = mid + 1;
+    else hi = mid;
+  }
+  const candidates = [lo - 1, lo].filter((i) => i >= 0 && i < times.length);
+  let best: number | undefined;
+  for (const i of candidates)
+    if (
+      Math.abs(times[i]! - t) <= STEP_MICROS / 2 &&
+      (best === undefined || Math.abs(times[i]! - t) < Math.abs(times[best]! - t))
+    )
+      best = i;
+  return best;
+}
