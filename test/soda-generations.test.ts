@@ -100,7 +100,18 @@ describe('soda G2: CamelCase rows, nested components', () => {
 
   it('inputs with Break, wheels with Ind, and the NavSensor component as a stream', async () => {
     const [c] = await samplesOf(run, 'Ego/control');
-    assert.deepEqual({ ...c, t: 0 }, { t: 0, step: 0, throttle: 0.5, brake: 0.25, steer: -0.1, gear: 1 });
+    assert.deepEqual(
+      { ...c, t: 0 },
+      {
+        t: 0,
+        step: 0,
+        throttle: 0.5,
+        brake: 0.25,
+        steer: -0.1,
+        gear: 1,
+        gearState: 1,
+      },
+    );
     const [w] = await samplesOf(run, 'Ego/wheels');
     assert.deepEqual((w!.wheels as object[])[0], {
       position: 'fl',
@@ -219,7 +230,8 @@ describe("soda G1: the manual's layout as SODA.Sim's code writes it", () => {
     const [c] = await samplesOf(run, 'SodaVehicle/control');
     assert.deepEqual(
       { ...c, t: 0 },
-      { t: 0, step: 0, throttle: 0.6, brake: 0, steer: 0.1, gear: 2, load: 0.4 },
+      { t: 0, step: 0, throttle: 0.6, brake: 0, steer: 0.1, gear: -1, gearState: 2, load: 0.4 },
+      'SODA.Sim gear state 2 is reverse: gear -1, the state kept as recorded',
     );
     const [w] = await samplesOf(run, 'SodaVehicle/wheels');
     assert.deepEqual(

@@ -67,6 +67,12 @@ const STATE_DECL_FIELDS = [
 const CONTROL_DECL_FIELDS = [
   ...CONTROL_FIELDS,
   { name: 'load', type: 'f64' as const, unit: '1', optional: true, description: 'engine load' },
+  {
+    name: 'gearState',
+    type: 'i32' as const,
+    optional: true,
+    description: "SODA.Sim's inputs.gear as recorded: 0 neutral, 1 drive, 2 reverse, 3 park",
+  },
 ];
 
 export interface DatasetReadOptions {
@@ -192,7 +198,6 @@ export async function readDataset(
             name: 'control',
             actor: entry.name,
             fields: CONTROL_DECL_FIELDS,
-            metadata: { gear: 'SODA.Sim gear state: 0 neutral, 1 drive, 2 reverse, 3 park' },
           },
           { name: 'wheels', actor: entry.name, fields: WHEELS_FIELDS },
         );

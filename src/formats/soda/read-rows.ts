@@ -1,7 +1,7 @@
 import { invalid } from '../../model/errors.js';
 import type { JsonObject, JsonValue } from '../../model/json.js';
 import { array, doc, double, int32, int64, string, toPlainJson, vec3, type BsonDoc } from './bson-fields.js';
-import { WHEEL_POSITIONS } from './soda-layout.js';
+import { gearFromSodaState, WHEEL_POSITIONS } from './soda-layout.js';
 import { unrealToState, type Triple } from './unreal-frame.js';
 
 /**
@@ -152,8 +152,12 @@ export function readEgoRow(
       throttle: double(i[n.throttle], `${ia}.${n.throttle}`),
       brake: double(i[n.brake], `${ia}.${n.brake}`),
       steer: double(i[n.steer], `${ia}.${n.steer}`),
-      gear: int32(i[n.gear], `${ia}.${n.gear}`),
     };
+    // SODA.Sim records a gear state (drive, reverse...); the model's gear is a gear number.
+    const gearState = int32(i[n.gear], `${ia}.${n.gear}`);
+    const gear = gearFromSodaState(gearState);
+    if (gear !== undefined) control.gear = gear;
+    control.gearState = gearState;
     if (n.load && n.load in row) control.load = double(row[n.load], `${where}.${n.load}`);
     fields.set('control', control);
   }

@@ -22,6 +22,27 @@ export type SodaActorType = (typeof SODA_ACTOR_TYPES)[number];
 
 /** `inputs.gear` in SODA.Sim: a gear state, not a gear number. */
 export const SODA_GEARS = { neutral: 0, drive: 1, reverse: 2, park: 3 } as const;
+
+/**
+ * The canonical gear number (1.. forward, 0 neutral, -1 reverse) of a SODA.Sim gear state; undefined for
+ * a state SODA.Sim does not define. Park holds the car, so it is no gear engaged.
+ */
+export function gearFromSodaState(state: number): number | undefined {
+  if (state === SODA_GEARS.drive) return 1;
+  if (state === SODA_GEARS.reverse) return -1;
+  if (state === SODA_GEARS.neutral || state === SODA_GEARS.park) return 0;
+  return undefined;
+}
+
+/**
+ * The SODA.Sim gear state to write: the state a SODA import kept (`gearState`), else the one the gear
+ * number implies (any forward gear is drive).
+ */
+export function sodaStateOfGear(gear: number | undefined, keptState: number | undefined): number {
+  if (keptState !== undefined) return keptState;
+  if (gear === undefined || gear === 0) return SODA_GEARS.neutral;
+  return gear > 0 ? SODA_GEARS.drive : SODA_GEARS.reverse;
+}
 /** `wheels[].4wd_ind`: front-left, front-right, rear-left, rear-right. */
 export const WHEEL_POSITIONS = ['fl', 'fr', 'rl', 'rr'] as const;
 

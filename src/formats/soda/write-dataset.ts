@@ -23,6 +23,7 @@ import {
   EXTENSION_FIELD,
   MAX_BATCH_BYTES,
   MAX_ROWS_PER_BATCH,
+  sodaStateOfGear,
   stepRuns,
   WHEEL_POSITIONS,
   type ExtensionEntry,
@@ -275,6 +276,8 @@ export async function writeDataset(
     set.add(key);
     dropped.set(stream, set);
   };
+  const gearsNarrowed = new Set<string>();
+  const narrowGear = (stream: string): void => void gearsNarrowed.add(stream);
   let batchesDone = false;
 
   async function* batches(): AsyncIterable<BsonDoc> {
@@ -298,7 +301,7 @@ export async function writeDataset(
         if (steps) x.streams[k]!.steps = steps;
       });
       let rowIndex = 0;
-      for (const row of entryRows(entry, samples, base, drop)) {
+      for (const row of entryRows(entry, samples, base, drop, narrowGear)) {
         rowIndex++;
         const size = BSON.calculateObjectSize(row);
         // Only a row with a huge unknown field gets here; MongoDB would refuse its batch document.
@@ -315,6 +318,10 @@ export async function writeDataset(
     }
     for (const [stream, keys] of dropped)
       warn(`${stream}: fields ${[...keys].join(', ')} have no place in a SODA.Sim row and are not exported`);
+    for (const stream of gearsNarrowed)
+      warn(
+        `${stream}: gears 2 and above are written as SODA.Sim's gear state drive (it records neutral, drive, reverse or park, not the gear engaged)`,
+      );
     batchesDone = true;
   }
 
@@ -374,7 +381,7 @@ const GHOST_STATE_KEYS = new Set([
   'az',
   'route',
 ]);
-const CONTROL_KEYS = new Set(['throttle', 'brake', 'steer', 'gear', 'load']);
+const CONTROL_KEYS = new Set(['throttle', 'brake', 'steer', 'gear', 'gearState', 'load']);
 
 /** The rows of one entry, in time order. */
 function* entryRows(
@@ -382,6 +389,7 @@ function* entryRows(
   samples: Sample[][],
   base: number,
   drop: (stream: string, key: string) => void,
+  narrowGear: (stream: string) => void,
 ): Iterable<BsonDoc> {
   const checkKeys = (s: Sample, keys: Set<string>, stream: StreamInfo): void => {
     for (const key in s) if (key !== 't' && key !== 'step' && !keys.has(key)) drop(stream.id, key);
@@ -430,12 +438,16 @@ function* entryRows(
       if (c) {
         checkKeys(c, CONTROL_KEYS, entry.streams[1]!);
         const n = (key: string): number => (typeof c[key] === 'number' ? (c[key] as number) : 0);
+        const given = (key: string): number | undefined => (typeof c[key] === 'number' ? n(key) : undefined);
+        const gear = given('gear');
+        if (gear !== undefined && gear > 1 && given('gearState') === undefined)
+          narrowGear(entry.streams[1]!.id);
         row.load = toDouble(n('load'));
         row.inputs = {
           break: toDouble(n('brake')),
           steer: toDouble(n('steer')),
           throttle: toDouble(n('throttle')),
-          gear: toInt32(n('gear')),
+          gear: toInt32(sodaStateOfGear(gear, given('gearState'))),
         };
       }
       const w = wheelsAt.get(s.t);
