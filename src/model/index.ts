@@ -9,3 +9,4 @@ export * from './standard-streams.js';
 export type * from './store-port.js';
 export * from './roadnet.js';
 export * from './perception.js';
+export type * from './codec-port.js';

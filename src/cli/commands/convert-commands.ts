@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { describeValue, invalid } from '../../model/errors.js';
-import { FORMAT_CODECS, formatNames, type FormatCodec } from '../../formats/registry.js';
+import { FORMAT_CODECS, formatNames } from '../../formats/registry.js';
+import type { FormatCodec } from '../../model/codec-port.js';
 import { parseRunId } from '../args.js';
 import { printJson, Progress } from '../output.js';
 import { withStore } from '../with-store.js';

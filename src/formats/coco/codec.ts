@@ -1,5 +1,5 @@
 import { SimrecError } from '../../model/errors.js';
-import type { FormatCodec } from '../registry.js';
+import type { FormatCodec } from '../../model/codec-port.js';
 import { exportCoco } from './export-coco.js';
 
 /** COCO instances and keypoints: export only (what Perception's users train on). */

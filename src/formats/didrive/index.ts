@@ -1,5 +1,5 @@
 /** DI-drive's benchmark dataset (CARLA): metadata JSON, PNG camera frames, LMDB measurements. */
-import type { FormatCodec } from '../registry.js';
+import type { FormatCodec } from '../../model/codec-port.js';
 import { importDidrive } from './read-didrive.js';
 import { exportDidrive } from './write-didrive.js';
 

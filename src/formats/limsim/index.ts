@@ -1,4 +1,4 @@
-import type { FormatCodec } from '../registry.js';
+import type { FormatCodec } from '../../model/codec-port.js';
 import { exportLimSim } from './limsim-writer.js';
 import { importLimSim } from './limsim-reader.js';
 

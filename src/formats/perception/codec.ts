@@ -1,4 +1,4 @@
-import type { FormatCodec } from '../registry.js';
+import type { FormatCodec } from '../../model/codec-port.js';
 import { exportPerception, importPerception, type ImportOptions, type ImportResult } from './index.js';
 import type { StoreBackend } from '../../model/store-port.js';
 

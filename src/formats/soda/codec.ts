@@ -1,5 +1,5 @@
 import { SimrecError } from '../../model/errors.js';
-import type { FormatCodec } from '../registry.js';
+import type { FormatCodec } from '../../model/codec-port.js';
 import { exportSoda, importSoda, openSodaSink, openSodaSource } from './index.js';
 
 /**

@@ -1,5 +1,5 @@
 import { SimrecError } from '../../model/errors.js';
-import type { FormatCodec } from '../registry.js';
+import type { FormatCodec } from '../../model/codec-port.js';
 import { perceptionImportRun } from '../perception/codec.js';
 import { importSolo } from './read-solo.js';
 

@@ -1,5 +1,5 @@
 import { SimrecError } from '../../model/errors.js';
-import type { FormatCodec } from '../registry.js';
+import type { FormatCodec } from '../../model/codec-port.js';
 import { exportYolo } from './export-yolo.js';
 
 /** YOLO labels with a contiguous class map: export only. */
