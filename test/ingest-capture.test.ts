@@ -10,17 +10,10 @@ import type { CaptureSink, Snapshot } from '../src/record/capture/snapshot.js';
 import { StoreSink } from '../src/record/capture/store-sink.js';
 import { openStore } from '../src/store/open-store.js';
 import { readAll } from './helpers/ingest-helpers.js';
-import { writeRegion, type RegionCamera, type RegionCapture } from './helpers/ingest-deepdrive-region.js';
+import { regionCamera, writeRegion, type RegionCapture } from './helpers/ingest-deepdrive-region.js';
 import { tempDir } from './helpers/paths.js';
 
-const camera = (id: number, width = 3, height = 2): RegionCamera => ({
-  id,
-  type: 1,
-  width,
-  height,
-  rgb: Uint16Array.from({ length: width * height * 3 }, (_, i) => 0x3c00 + i),
-  depth: Uint16Array.from({ length: width * height }, (_, i) => 0x2000 + i),
-});
+const camera = regionCamera;
 
 const capture = (messageId: number, extra: Partial<RegionCapture> = {}): RegionCapture => ({
   messageId,

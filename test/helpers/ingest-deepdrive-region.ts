@@ -18,6 +18,16 @@ export interface RegionCamera {
   depth: Uint16Array;
 }
 
+/** A camera with recognisable pixels: half floats counting up from 1.0 (RGB) and from 2^-7 (depth). */
+export const regionCamera = (id: number, width = 3, height = 2): RegionCamera => ({
+  id,
+  type: 1,
+  width,
+  height,
+  rgb: Uint16Array.from({ length: width * height * 3 }, (_, i) => 0x3c00 + i),
+  depth: Uint16Array.from({ length: width * height }, (_, i) => 0x2000 + i),
+});
+
 export interface RegionCapture {
   messageId: number;
   sequence: number;

@@ -1,7 +1,9 @@
 import { Option, type Command } from 'commander';
+import { recordDeepDrive, type DeepDriveRecordOptions } from '../../ingest/deepdrive-recorder.js';
 import { recordSumo, type SumoArea, type SumoRecordOptions } from '../../ingest/traci/sumo-recorder.js';
 import { describeValue, invalid } from '../../model/errors.js';
-import { parsePositive } from '../args.js';
+import { DEEPDRIVE_SHM_PATH } from '../../record/capture/deepdrive-region.js';
+import { parsePositive, parseSeconds } from '../args.js';
 import { printJson, Progress } from '../output.js';
 import { withStore } from '../with-store.js';
 
@@ -26,7 +28,28 @@ interface SumoCommandOptions {
   json?: boolean;
 }
 
-/** `record sumo`: record a live simulator. */
+interface DeepDriveCommandOptions {
+  shm?: string;
+  interval?: number;
+  disk?: string;
+  snapshots?: number;
+  idle?: number;
+  json?: boolean;
+}
+
+/** Runs a recording until it ends or Ctrl-C, which ends it cleanly rather than killing it. */
+async function untilInterrupted<T>(work: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  const abort = new AbortController();
+  const stop = (): void => abort.abort();
+  process.once('SIGINT', stop);
+  try {
+    return await work(abort.signal);
+  } finally {
+    process.off('SIGINT', stop);
+  }
+}
+
+/** `record sumo`, `record deepdrive`: record a live simulator. */
 export function registerRecordCommand(program: Command): void {
   const record = program.command('record').description('record a live simulator');
   record
@@ -56,32 +79,70 @@ export function registerRecordCommand(program: Command): void {
       withStore(command, async (store) => {
         if (opts.area.kind === 'ego' && !opts.ego) throw invalid('--area ego:RADIUS needs --ego ID');
         const progress = new Progress('recording SUMO');
-        const abort = new AbortController();
-        const stop = (): void => abort.abort();
-        process.once('SIGINT', stop);
-        const args: SumoRecordOptions = {
-          area: opts.area,
-          signal: abort.signal,
-          onStep: (s) => progress.update(opts.duration ? s / opts.duration : 0, `${s.toFixed(1)} s`),
-        };
-        if (config) args.config = config;
-        if (opts.net) args.net = opts.net;
-        if (opts.routes) args.routes = opts.routes.split(',');
-        if (opts.stepLength) args.stepLength = opts.stepLength;
-        if (opts.ego) args.ego = opts.ego;
-        if (opts.duration) args.duration = opts.duration;
-        if (opts.sumoArgs) args.sumoArgs = opts.sumoArgs.split(' ').filter(Boolean);
-        try {
-          const result = await recordSumo(store, args);
-          progress.done();
-          if (opts.json) printJson(result);
-          else
-            process.stdout.write(
-              `recorded run ${result.run.id} (${result.run.endReason}): ${result.steps} steps, ${result.vehicles} vehicles, ${result.persons} persons, ${result.trafficLights} traffic lights\n`,
-            );
-        } finally {
-          process.off('SIGINT', stop);
-        }
+        const result = await untilInterrupted((signal) => {
+          const args: SumoRecordOptions = {
+            area: opts.area,
+            signal,
+            onStep: (s) => progress.update(opts.duration ? s / opts.duration : 0, `${s.toFixed(1)} s`),
+          };
+          if (config) args.config = config;
+          if (opts.net) args.net = opts.net;
+          if (opts.routes) args.routes = opts.routes.split(',');
+          if (opts.stepLength) args.stepLength = opts.stepLength;
+          if (opts.ego) args.ego = opts.ego;
+          if (opts.duration) args.duration = opts.duration;
+          if (opts.sumoArgs) args.sumoArgs = opts.sumoArgs.split(' ').filter(Boolean);
+          return recordSumo(store, args);
+        });
+        progress.done();
+        if (opts.json) printJson(result);
+        else
+          process.stdout.write(
+            `recorded run ${result.run.id} (${result.run.endReason}): ${result.steps} steps, ${result.vehicles} vehicles, ${result.persons} persons, ${result.trafficLights} traffic lights\n`,
+          );
+      }),
+    );
+  record
+    .command('deepdrive')
+    .description(
+      "read deepdrive's shared-memory capture region and record each new snapshot once: the agent's state and every camera (half-float RGB and depth)",
+    )
+    .option('--shm <path>', `the region file (default ${DEEPDRIVE_SHM_PATH})`)
+    .option(
+      '--interval <seconds>',
+      'capture interval: 0 every snapshot, > 0 at most once per that many seconds',
+      (v) => parseSeconds('--interval', v),
+    )
+    .option(
+      '--disk <dir>',
+      'also keep the snapshots in a folder: one folder per camera, agent.jsonl beside them',
+    )
+    .option('--snapshots <n>', 'end after this many snapshots', (v) => parsePositive('--snapshots', v))
+    .option('--idle <seconds>', 'end when no new snapshot came for this long (default 10)', (v) =>
+      parsePositive('--idle', v),
+    )
+    .option('--json', 'print the result as JSON')
+    .action(async (opts: DeepDriveCommandOptions, command: Command) =>
+      withStore(command, async (store) => {
+        const progress = new Progress('recording deepdrive');
+        const result = await untilInterrupted((signal) => {
+          const args: DeepDriveRecordOptions = {
+            signal,
+            onSnapshot: (n) => progress.update(opts.snapshots ? n / opts.snapshots : 0, `${n} snapshots`),
+          };
+          if (opts.shm) args.shm = opts.shm;
+          if (opts.interval !== undefined) args.interval = opts.interval;
+          if (opts.disk) args.diskDir = opts.disk;
+          if (opts.snapshots) args.maxSnapshots = opts.snapshots;
+          if (opts.idle) args.idleSeconds = opts.idle;
+          return recordDeepDrive(store, args);
+        });
+        progress.done();
+        if (opts.json) printJson(result);
+        else
+          process.stdout.write(
+            `recorded run ${result.run.id} (${result.run.endReason}): ${result.snapshots} snapshots, ${result.captured} captured, ${result.frames} camera frames${result.diskDir ? `, also in ${result.diskDir}` : ''}\n`,
+          );
       }),
     );
 }
