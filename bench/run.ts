@@ -19,6 +19,7 @@ import { formatFormats, measureFormats, type FormatResults } from './formats.js'
 import { formatEvaluation, measureEvaluation, type EvaluationSpeed } from './evaluation.js';
 import { formatDemo, measureDemo, type DemoSpeed } from './demo.js';
 import { formatDidrive, measureDidrive, type DidriveRates } from './didrive.js';
+import { formatIngest, measureIngest, type IngestSpeed } from './ingest.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 /** Compiled to dist/bench/run.js: the repository is two levels up. */
@@ -76,6 +77,7 @@ let formats: FormatResults | null = null;
 let evaluation: EvaluationSpeed | null = null;
 let demo: DemoSpeed | null = null;
 let didrive: DidriveRates | null = null;
+let ingest: IngestSpeed | null = null;
 const scratch = mkdtempSync(join(tmpdir(), 'simrec-bench-'));
 const measurements: Measurement[] = [];
 const measure = async (workload: Workload, peer: string, rep: number, dir: string): Promise<void> => {
@@ -112,6 +114,8 @@ try {
   formats = await measureFormats(scratch, quick);
   progress('DI-drive rates');
   didrive = await measureDidrive(scratch, quick);
+  progress('ingest over loopback');
+  ingest = await measureIngest(scratch, quick);
   progress('recording a real SUMO');
   sumo = await measureSumoOverhead(scratch, REPO_ROOT, quick);
 } finally {
@@ -137,11 +141,11 @@ const results = summarize(measurements, {
 const outDir = resolve(options.out ?? join(REPO_ROOT, 'bench', 'results'));
 mkdirSync(outDir, { recursive: true });
 const outFile = join(outDir, `${now.toISOString().slice(0, 10)}-${host}${quick ? '-quick' : ''}.json`);
-const withViewer = { ...results, viewer, sumo, formats, evaluation, demo, didrive };
+const withViewer = { ...results, viewer, sumo, formats, evaluation, demo, didrive, ingest };
 writeFileSync(outFile, JSON.stringify(withViewer, null, 2) + '\n');
 if (options.json) process.stdout.write(JSON.stringify(withViewer, null, 2) + '\n');
 else
   process.stdout.write(
     formatReport(results) +
-      `\n${formatViewer(viewer)}\n${formatSumoOverhead(sumo)}\n${formats ? formatFormats(formats) : ''}\n${evaluation ? formatEvaluation(evaluation) : ''}\n${demo ? formatDemo(demo) : ''}\n${didrive ? formatDidrive(didrive) : ''}\nresults: ${outFile}\n`,
+      `\n${formatViewer(viewer)}\n${formatSumoOverhead(sumo)}\n${formats ? formatFormats(formats) : ''}\n${evaluation ? formatEvaluation(evaluation) : ''}\n${demo ? formatDemo(demo) : ''}\n${didrive ? formatDidrive(didrive) : ''}\n${ingest ? formatIngest(ingest) : ''}\nresults: ${outFile}\n`,
   );

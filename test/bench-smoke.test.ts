@@ -42,6 +42,13 @@ it('npm run bench -- --quick runs every workload and writes a results file', () 
     );
     const didrive = (results as unknown as { didrive: { exportFramesPerSecond: number } }).didrive;
     assert.ok(didrive.exportFramesPerSecond > 0, 'DI-drive export and import rates are measured');
+    const { ingest } = results as unknown as {
+      ingest: { loopbackToInProcess: number; serverPeakMiB: number; serverBaselineMiB: number };
+    };
+    assert.ok(
+      ingest.loopbackToInProcess > 0 && ingest.serverPeakMiB >= ingest.serverBaselineMiB,
+      'ingest over loopback beside in-process, and the server memory under a flood',
+    );
   } finally {
     out.cleanup();
   }
