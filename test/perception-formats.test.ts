@@ -8,6 +8,7 @@ import {
   exportPerception,
   importPerception,
   loadDataset,
+  RECORDS_PER_FILE,
   type LoadedDataset,
 } from '../src/formats/perception/index.js';
 import { importSolo } from '../src/formats/solo/read-solo.js';
@@ -329,6 +330,64 @@ describe('Perception export and round trip', () => {
     );
     assert.equal(second.captures.length, 320);
     assert.deepEqual(second.info.sequences, ['seq-a', 'seq-b']);
+  });
+});
+
+describe('Perception: streamed import and interrupted export', () => {
+  it('reads captures files out of time order, each capture once and in time order per sensor', async () => {
+    const dir = join(tmp.path, 'shuffled');
+    writeLegacyDataset(dir, 320);
+    // The last file's captures come first in the folder's order: the second pass must hold two files.
+    const data = join(dir, 'Dataset');
+    const first = readFileSync(join(data, 'captures_000.json'));
+    writeFileSync(join(data, 'captures_000.json'), readFileSync(join(data, 'captures_002.json')));
+    writeFileSync(join(data, 'captures_002.json'), first);
+    const result = await importPerception(store, dir);
+    assert.equal(result.captures, 320);
+    const loaded = await loadDataset(store, result.run.id);
+    const ids = loaded.captures.map((c) => c.id);
+    assert.equal(new Set(ids).size, 320);
+    const bySensor = new Map<string, number[]>();
+    for (const c of loaded.captures) bySensor.set(c.sensor, [...(bySensor.get(c.sensor) ?? []), c.t]);
+    for (const [sensor, times] of bySensor)
+      assert.ok(
+        times.every((t, i) => i === 0 || t >= times[i - 1]!),
+        `captures of sensor ${sensor} in time order`,
+      );
+  });
+
+  it('an export stopped after its first captures file is a dataset that imports, definitions and all', async () => {
+    const dir = join(tmp.path, 'to-interrupt');
+    writeLegacyDataset(dir, 320);
+    const source = await importPerception(store, dir);
+    const out = join(tmp.path, 'interrupted-export');
+    const abort = new AbortController();
+    await assert.rejects(
+      exportPerception(store, source.run.id, out, {
+        warn: ignore,
+        signal: abort.signal,
+        onProgress: (done) => done >= RECORDS_PER_FILE && abort.abort(),
+      }),
+      { name: 'AbortError' },
+    );
+    const files = readdirSync(join(out, 'Dataset'));
+    assert.ok(files.includes('captures_000.json') && !files.includes('captures_001.json'), files.join(' '));
+    const partial = await importPerception(store, out);
+    assert.equal(partial.captures, RECORDS_PER_FILE);
+    const whole = await loadDataset(store, source.run.id);
+    const got = await loadDataset(store, partial.run.id);
+    assert.deepEqual(
+      got.annotationDefinitions.map((d) => d.id),
+      whole.annotationDefinitions.map((d) => d.id),
+    );
+    assert.deepEqual(
+      got.sensors.map((x) => x.id),
+      whole.sensors.map((x) => x.id),
+    );
+    assert.ok(
+      !partial.warnings.some((w) => /has no (sensors|annotation_definitions)\.json/.test(w)),
+      partial.warnings.join('\n'),
+    );
   });
 });
 

@@ -1,7 +1,12 @@
 /** Unity Perception's legacy dataset: import into a run, export a run. */
 import type { RunInfo } from '../../model/run.js';
 import type { StoreBackend } from '../../model/store-port.js';
-import { storeDataset, type PerceptionDataset } from './perception-run.js';
+import {
+  captureCountOf,
+  storeDataset,
+  type PerceptionDataset,
+  type StreamedDataset,
+} from './perception-run.js';
 import { readPerceptionDataset } from './read-perception.js';
 import type { Warn } from './source-values.js';
 
@@ -24,11 +29,14 @@ export interface ImportResult {
   warnings: string[];
 }
 
-/** Reads with `read`, then stores; nothing is written unless the whole dataset reads. */
+/**
+ * Reads with `read`, then stores; nothing is written unless the whole dataset reads (a streaming reader
+ * has checked every file before its captures are stored), and a failure while storing deletes the run.
+ */
 export async function importDataset(
   store: StoreBackend,
   dir: string,
-  read: (dir: string, warn: Warn) => Promise<{ dataset: PerceptionDataset; root: string }>,
+  read: (dir: string, warn: Warn) => Promise<{ dataset: PerceptionDataset | StreamedDataset; root: string }>,
   options: ImportOptions & { simulator: { name: string; version?: string } },
 ): Promise<ImportResult> {
   const warnings: string[] = [];
@@ -45,7 +53,7 @@ export async function importDataset(
   });
   return {
     run,
-    captures: dataset.captures.length,
+    captures: captureCountOf(dataset),
     metrics: dataset.metrics.length,
     sensors: dataset.sensors.length,
     warnings,

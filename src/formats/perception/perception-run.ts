@@ -54,6 +54,18 @@ export interface PerceptionDataset {
   metrics: PerceptionMetric[];
 }
 
+/**
+ * A dataset whose captures are read as they are stored, not held: a reader that streams gives them in
+ * time order and says beforehand how many there are (for progress).
+ */
+export interface StreamedDataset extends Omit<PerceptionDataset, 'captures'> {
+  captures: AsyncIterable<PerceptionCapture>;
+  captureCount: number;
+}
+
+export const captureCountOf = (dataset: PerceptionDataset | StreamedDataset): number =>
+  'captureCount' in dataset ? dataset.captureCount : dataset.captures.length;
+
 export interface DatasetDefinitions {
   annotationDefinitions: AnnotationDefinition[];
   metricDefinitions: MetricDefinition[];
@@ -80,7 +92,7 @@ const CAPTURE_BATCH = 256;
  */
 export async function storeDataset(
   store: StoreBackend,
-  dataset: PerceptionDataset,
+  dataset: PerceptionDataset | StreamedDataset,
   options: StoreDatasetOptions,
 ): Promise<RunInfo> {
   const rec = await RunRecorder.begin(store, {
@@ -113,16 +125,18 @@ export async function storeDataset(
     const sensors = new Map(dataset.sensors.map((s) => [s.id, s] as const));
     const attached = new Set<string>();
     let batch = new Map<string, Sample[]>();
-    const total = dataset.captures.length;
+    const total = captureCountOf(dataset);
     const flush = async (): Promise<void> => {
       if (batch.size === 0) return;
       const appends = [...batch].map(([stream, samples]) => ({ stream, samples }));
       batch = new Map();
       await rec.appendMany(appends);
     };
-    for (let i = 0; i < total; i++) {
+    let i = 0;
+    let lastCaptureT = 0;
+    for await (const capture of dataset.captures) {
       options.signal?.throwIfAborted();
-      const capture = dataset.captures[i]!;
+      lastCaptureT = Math.max(lastCaptureT, capture.t);
       const sensor = sensors.get(capture.sensor);
       if (!sensor) throw invalid(`capture ${capture.id}: sensor ${capture.sensor} is not in the dataset`);
       await attachCaptureFiles(rec, capture, sensor, attached, options);
@@ -131,9 +145,9 @@ export async function storeDataset(
       const sample = captureToSample({ ...capture, t: capture.t + options.begin });
       if (list) list.push(sample);
       else batch.set(stream, [sample]);
-      if ((i + 1) % CAPTURE_BATCH === 0) {
+      if (++i % CAPTURE_BATCH === 0) {
         await flush();
-        options.onProgress?.(i + 1, total);
+        options.onProgress?.(i, total);
       }
     }
     await flush();
@@ -145,7 +159,7 @@ export async function storeDataset(
     // Image sizes and K are known only once the images are read: the sensors are declared again.
     await rec.declareActors(dataset.sensors.map((s) => sensorToActor(s, egoIds)));
     options.onProgress?.(total, total);
-    const last = Math.max(dataset.captures.at(-1)?.t ?? 0, dataset.metrics.at(-1)?.t ?? 0);
+    const last = Math.max(lastCaptureT, dataset.metrics.at(-1)?.t ?? 0);
     return await rec.end('completed', { end: options.begin + last });
   } catch (error) {
     await rec.flush().catch(() => {});

@@ -24,8 +24,8 @@ import {
   type PerceptionSensor,
   type Projection,
 } from '../../model/perception.js';
-import type { PerceptionDataset } from './perception-run.js';
-import { layOutSequences, resolveMetricTimes } from './sequence-clock.js';
+import type { PerceptionDataset, StreamedDataset } from './perception-run.js';
+import { layOutSequences, resolveMetricTimes, type ClockedCapture } from './sequence-clock.js';
 import {
   datasetFileName,
   extraFields,
@@ -47,7 +47,7 @@ const TABLE_FILE = /^(captures|metrics)_(\d+)\.json$/;
 const SINGLE_TABLES = ['egos', 'sensors', 'annotation_definitions', 'metric_definitions'] as const;
 
 export interface ReadPerceptionResult {
-  dataset: PerceptionDataset;
+  dataset: StreamedDataset;
   /** The folder attachment names are relative to. */
   root: string;
 }
@@ -88,6 +88,12 @@ async function readTable(path: string, shownAs: string, table: string, warn: War
   return file;
 }
 
+/**
+ * Reads a legacy dataset in two passes so that its captures are never held together: the first reads
+ * every file (so a malformed one stops the import before anything is stored), keeping of each capture
+ * only what the clock and the metrics need; the second reads the captures files again as the store
+ * takes the captures, in time order, one file in memory at a time when the files are in time order.
+ */
 export async function readPerceptionDataset(dir: string, warn: Warn): Promise<ReadPerceptionResult> {
   const top = resolve(dir);
   const folders = await findDatasetFolders(top);
@@ -99,6 +105,9 @@ export async function readPerceptionDataset(dir: string, warn: Warn): Promise<Re
   const show = (path: string): string => relative(root, path) || basename(path);
 
   const reader = new DatasetReader(root, warn);
+  const captureFiles: CapturesFile[] = [];
+  const metricFiles: string[] = [];
+  // Every instance's definitions first, so a capture reads the same whichever pass reads it.
   for (const folder of folders) {
     const entries = await readdir(folder);
     for (const table of SINGLE_TABLES) {
@@ -117,19 +126,98 @@ export async function readPerceptionDataset(dir: string, warn: Warn): Promise<Re
       entries
         .filter((e) => TABLE_FILE.exec(e)?.[1] === prefix)
         .sort((a, b) => Number(TABLE_FILE.exec(a)![2]) - Number(TABLE_FILE.exec(b)![2]));
-    const base = dirname(folder);
     for (const name of numbered('captures')) {
-      const file = await readTable(join(folder, name), show(join(folder, name)), 'captures', warn);
-      reader.noteVersion(file);
-      file.rows.forEach((row, i) => reader.readCapture(row, `${file.shownAs}: captures[${i}]`, base));
+      const path = join(folder, name);
+      captureFiles.push({ path, shownAs: show(path), base: dirname(folder) });
     }
-    for (const name of numbered('metrics')) {
-      const file = await readTable(join(folder, name), show(join(folder, name)), 'metrics', warn);
-      reader.noteVersion(file);
-      file.rows.forEach((row, i) => reader.readMetric(row, `${file.shownAs}: metrics[${i}]`));
-    }
+    for (const name of numbered('metrics')) metricFiles.push(join(folder, name));
   }
-  return { dataset: reader.finish(), root };
+  // Metrics before captures: whether captures must remember their annotations' ids depends on them.
+  for (const path of metricFiles) {
+    const file = await readTable(path, show(path), 'metrics', warn);
+    reader.noteVersion(file);
+    file.rows.forEach((row, i) => reader.readMetric(row, `${file.shownAs}: metrics[${i}]`));
+  }
+  const index: IndexedCapture[] = [];
+  const keepAnnotationIds = reader.metricsNameAnnotations;
+  for (const [k, f] of captureFiles.entries()) {
+    const file = await readTable(f.path, f.shownAs, 'captures', warn);
+    reader.noteVersion(file);
+    file.rows.forEach((row, i) => {
+      const c = reader.readCapture(row, `${file.shownAs}: captures[${i}]`, f.base);
+      const annotations = keepAnnotationIds ? c.annotations.map((a) => ({ id: a.id })) : NO_ANNOTATIONS;
+      index.push({
+        file: k,
+        row: i,
+        id: c.id,
+        sequence: c.sequence,
+        step: c.step,
+        timestamp: c.timestamp,
+        t: 0,
+        annotations,
+      });
+    });
+  }
+  const dataset = reader.finish(index);
+  const order = index.map((_, i) => i).sort((a, b) => index[a]!.t - index[b]!.t || a - b);
+  return {
+    dataset: {
+      ...dataset,
+      captures: rereadCaptures(reader, captureFiles, index, order),
+      captureCount: index.length,
+    },
+    root,
+  };
+}
+
+const NO_ANNOTATIONS: readonly { id: string }[] = Object.freeze([]);
+
+interface CapturesFile {
+  path: string;
+  shownAs: string;
+  /** The folder the file names in it are relative to. */
+  base: string;
+}
+
+/** What the first pass keeps of a capture: where it is, and what the clock and the metrics need. */
+interface IndexedCapture extends ClockedCapture {
+  file: number;
+  row: number;
+}
+
+/**
+ * The captures again, in time order: each file is read when its first capture is due and dropped when
+ * its last has been given. Warnings were all given by the first pass.
+ */
+async function* rereadCaptures(
+  reader: DatasetReader,
+  files: CapturesFile[],
+  index: IndexedCapture[],
+  order: number[],
+): AsyncIterable<PerceptionCapture> {
+  reader.silence();
+  const left = files.map(() => 0);
+  for (const c of index) left[c.file]!++;
+  const open = new Map<number, JsonValue[]>();
+  const quiet: Warn = () => {};
+  for (const i of order) {
+    const entry = index[i]!;
+    let rows = open.get(entry.file);
+    if (!rows) {
+      const f = files[entry.file]!;
+      rows = (await readTable(f.path, f.shownAs, 'captures', quiet)).rows;
+      open.set(entry.file, rows);
+    }
+    const f = files[entry.file]!;
+    const capture = reader.readCapture(rows[entry.row]!, `${f.shownAs}: captures[${entry.row}]`, f.base);
+    if (capture.id !== entry.id)
+      throw invalid(
+        `${f.shownAs}: changed while it was imported (captures[${entry.row}] is no longer ${entry.id})`,
+      );
+    capture.t = entry.t;
+    if (--left[entry.file]! === 0) open.delete(entry.file);
+    yield capture;
+  }
 }
 
 class DatasetReader {
@@ -137,16 +225,25 @@ class DatasetReader {
   private readonly sensors = new Map<string, PerceptionSensor>();
   private readonly annotationDefinitions = new Map<string, AnnotationDefinition>();
   private readonly metricDefinitions = new Map<string, MetricDefinition>();
-  private readonly captures: PerceptionCapture[] = [];
   private readonly captureIds = new Set<string>();
   private readonly metrics: { metric: PerceptionMetric; where: string }[] = [];
   private readonly versions = new Map<string, string>();
   private readonly root: string;
-  private readonly warn: Warn;
+  private warn: Warn;
 
   constructor(root: string, warn: Warn) {
     this.root = root;
     this.warn = warn;
+  }
+
+  /** For the second pass: what it reads was read, and warned about, by the first. */
+  silence(): void {
+    this.warn = () => {};
+  }
+
+  /** Whether a metric refers to an annotation (only then must captures' annotation ids be kept). */
+  get metricsNameAnnotations(): boolean {
+    return this.metrics.some(({ metric }) => metric.annotation !== undefined);
   }
 
   noteVersion(file: TableFile): void {
@@ -216,7 +313,7 @@ class DatasetReader {
     });
   }
 
-  readCapture(row: JsonValue, where: string, base: string): void {
+  readCapture(row: JsonValue, where: string, base: string): PerceptionCapture {
     if (!isObject(row)) throw invalid(`${where}: expected an object`);
     const id = readId(row.id, `${where}.id`);
     if (this.captureIds.has(id)) this.warn(`${where}.id`, `capture id ${id} appears again`);
@@ -306,7 +403,7 @@ class DatasetReader {
     ]);
     if (captureExtra) extra.capture = captureExtra;
     if (Object.keys(extra).length) capture.extra = extra;
-    this.captures.push(capture);
+    return capture;
   }
 
   private readIntrinsics(s: JsonObject, where: string): CameraIntrinsics | undefined {
@@ -438,16 +535,15 @@ class DatasetReader {
     this.metrics.push({ metric, where });
   }
 
-  finish(): PerceptionDataset {
+  /** Everything but the captures, once the first pass has laid the captures on the run's clock. */
+  finish(captures: ClockedCapture[]): Omit<PerceptionDataset, 'captures'> {
     if (this.versions.size > 1)
       this.warn(
         'dataset',
         `files disagree on the schema version: ${[...this.versions].map(([v, f]) => `${v} (${f})`).join(', ')}`,
       );
-    const sequences = layOutSequences(this.captures);
-    resolveMetricTimes(this.captures, this.metrics, this.warn);
-    const captures = this.captures.map((c, i) => ({ c, i }));
-    captures.sort((a, b) => a.c.t - b.c.t || a.i - b.i);
+    const sequences = layOutSequences(captures);
+    resolveMetricTimes(captures, this.metrics, this.warn);
     const metrics = this.metrics.map(({ metric }, i) => ({ metric, i }));
     metrics.sort((a, b) => a.metric.t - b.metric.t || a.i - b.i);
     const info: PerceptionDataset['info'] = { layout: 'perception', sequences };
@@ -459,7 +555,6 @@ class DatasetReader {
       sensors: [...this.sensors.values()],
       annotationDefinitions: [...this.annotationDefinitions.values()],
       metricDefinitions: [...this.metricDefinitions.values()],
-      captures: captures.map((x) => x.c),
       metrics: metrics.map((x) => x.metric),
     };
   }

@@ -8,8 +8,13 @@ import { secondsToMicros } from '../../model/units.js';
 import type { PerceptionCapture, PerceptionMetric } from '../../model/perception.js';
 import type { Warn } from './source-values.js';
 
+/** What the clock needs of a capture: a reader may keep just this of each while it streams the rest. */
+export type ClockedCapture = Pick<PerceptionCapture, 'id' | 'sequence' | 'step' | 'timestamp' | 't'> & {
+  annotations: readonly { id: string }[];
+};
+
 /** Sets each capture's `t` (from the run's begin); returns the sequence ids in clock order. */
-export function layOutSequences(captures: PerceptionCapture[]): string[] {
+export function layOutSequences(captures: ClockedCapture[]): string[] {
   const bySequence = new Map<string, { min: number; max: number; times: Set<number> }>();
   for (const c of captures) {
     const s = bySequence.get(c.sequence);
@@ -43,13 +48,13 @@ export function layOutSequences(captures: PerceptionCapture[]): string[] {
  * warnings (the mock has three kinds).
  */
 export function resolveMetricTimes(
-  captures: readonly PerceptionCapture[],
+  captures: readonly ClockedCapture[],
   metrics: { metric: PerceptionMetric; where: string }[],
   warn: Warn,
 ): void {
   const byId = new Map(captures.map((c) => [c.id, c] as const));
-  const annotationOwner = new Map<string, PerceptionCapture>();
-  const byStep = new Map<string, PerceptionCapture>();
+  const annotationOwner = new Map<string, ClockedCapture>();
+  const byStep = new Map<string, ClockedCapture>();
   const sequenceStart = new Map<string, number>();
   for (const c of captures) {
     for (const a of c.annotations) if (!annotationOwner.has(a.id)) annotationOwner.set(a.id, c);
