@@ -18,7 +18,7 @@ import { after, before, describe, it } from 'node:test';
 import { decode as decodePng } from 'fast-png';
 import { REGION_DATA_OFFSET } from '../src/record/capture/deepdrive-region.js';
 import { AGENT_FILE, DiskSink, FRAMES_INDEX } from '../src/record/capture/disk-sink.js';
-import type { Snapshot } from '../src/record/capture/snapshot.js';
+import type { Snapshot } from '../src/model/capture-port.js';
 import { openStore } from '../src/store/open-store.js';
 import { readAll } from './helpers/ingest-helpers.js';
 import {

@@ -6,7 +6,7 @@ import { RunRecorder } from '../src/record/run-recorder.js';
 import { CapturePipeline } from '../src/record/capture/capture-pipeline.js';
 import { DeepDriveRegionSource, parseDeepDriveRegion } from '../src/record/capture/deepdrive-region.js';
 import { LiveSink } from '../src/record/capture/live-sink.js';
-import type { CaptureSink, Snapshot } from '../src/record/capture/snapshot.js';
+import type { CaptureSink, Snapshot } from '../src/model/capture-port.js';
 import { StoreSink } from '../src/record/capture/store-sink.js';
 import { openStore } from '../src/store/open-store.js';
 import { readAll } from './helpers/ingest-helpers.js';

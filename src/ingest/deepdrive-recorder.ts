@@ -9,7 +9,7 @@ import type { StoreBackend } from '../model/store-port.js';
 import { CapturePipeline } from '../record/capture/capture-pipeline.js';
 import { DEEPDRIVE_SHM_PATH, DeepDriveRegionSource } from '../record/capture/deepdrive-region.js';
 import { DiskSink } from '../record/capture/disk-sink.js';
-import type { CaptureSink } from '../record/capture/snapshot.js';
+import type { CaptureSink } from '../model/capture-port.js';
 import { StoreSink } from '../record/capture/store-sink.js';
 import { RunRecorder } from '../record/run-recorder.js';
 

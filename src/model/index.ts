@@ -10,3 +10,4 @@ export type * from './store-port.js';
 export * from './roadnet.js';
 export * from './perception.js';
 export type * from './codec-port.js';
+export * from './capture-port.js';

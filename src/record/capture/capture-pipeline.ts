@@ -1,4 +1,4 @@
-import type { CaptureSink, Snapshot } from './snapshot.js';
+import type { CaptureSink, Snapshot } from '../../model/capture-port.js';
 
 /**
  * Decides which snapshots and frames are captured, and hands them to the sinks. A capture interval is

@@ -6,7 +6,7 @@
 import { open, type FileHandle } from 'node:fs/promises';
 import { invalid } from '../../model/errors.js';
 import { unrealLocationToCanonical, unrealRotatorToCanonical, radToDeg } from '../../model/units.js';
-import type { CameraFrame, CaptureSource, Snapshot } from './snapshot.js';
+import type { CameraFrame, CaptureSource, Snapshot } from '../../model/capture-port.js';
 
 export const DEEPDRIVE_SHM_PATH = '/tmp/deepdrive_shared_memory';
 /** USharedMemCaptureSinkComponent's MaxSharedMemSize. */

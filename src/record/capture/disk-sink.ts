@@ -16,7 +16,12 @@ import { appendFile, mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { encode as encodePng } from 'fast-png';
 import { invalid } from '../../model/errors.js';
-import { BYTES_PER_PIXEL, type CameraFrame, type CaptureSink, type Snapshot } from './snapshot.js';
+import {
+  BYTES_PER_PIXEL,
+  type CameraFrame,
+  type CaptureSink,
+  type Snapshot,
+} from '../../model/capture-port.js';
 
 export const AGENT_FILE = 'agent.jsonl';
 export const FRAMES_INDEX = 'frames.jsonl';

@@ -1,4 +1,4 @@
-import type { CaptureSink, Snapshot } from './snapshot.js';
+import type { CaptureSink, Snapshot } from '../../model/capture-port.js';
 
 /** One connected client's queue of snapshots. */
 export interface LiveSubscription {

@@ -1,6 +1,6 @@
 import type { FieldDecl } from '../../model/stream.js';
 import type { RunRecorder } from '../run-recorder.js';
-import type { CameraFrame, CaptureSink, Snapshot } from './snapshot.js';
+import type { CameraFrame, CaptureSink, Snapshot } from '../../model/capture-port.js';
 
 /** Raw frames are kept as they came; the encoding and size travel in the attachment's metadata. */
 export const RAW_FRAME_MEDIA_TYPE = 'application/vnd.simrec.frame';

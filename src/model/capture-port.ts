@@ -2,9 +2,9 @@
  * The capture pipeline's data (deepdrive's architecture, DESIGN.md): a snapshot is the agent's state
  * at one moment plus any number of camera frames, handed to sinks that keep or forward it.
  *
- * These ports belong in src/model by the layering rule; they live here until the model takes them.
+ * The capture source and sink are ports: the model names them, src/record/capture implements them.
  */
-import type { JsonValue } from '../../model/json.js';
+import type { JsonValue } from './json.js';
 
 /** How a frame's pixels are laid out: 8-bit RGB, half-float RGB (HDR), depth as half or full float. */
 export const FRAME_ENCODINGS = ['rgb8', 'rgb16f', 'depth16f', 'depth32f'] as const;
