@@ -186,6 +186,12 @@ describe('simrec record deepdrive', () => {
     assert.equal((await listRuns(storeFile)).length, before);
   });
 
+  it('refuses a negative --interval (capture on request only), which would record nothing', () => {
+    const r = runCli(['record', 'deepdrive', '--shm', shm, '--store', storeFile, '--interval', '-1']);
+    assert.notEqual(r.status, 0);
+    assert.match(r.stderr, /--interval: expected 0 or a positive number of seconds, got -1/);
+  });
+
   it('a region that goes quiet: the run ends interrupted after --idle', async () => {
     overwriteRegion(shm, writeRegion(capture(31)));
     const r = runCli(['record', 'deepdrive', '--shm', shm, '--store', storeFile, '--idle', '0.5', '--json']);

@@ -51,8 +51,9 @@ export async function recordDeepDrive(
 ): Promise<DeepDriveRecordResult> {
   const path = options.shm ?? DEEPDRIVE_SHM_PATH;
   const interval = options.interval ?? 0;
-  if (!Number.isFinite(interval))
-    throw invalid(`--interval: expected a number of seconds, got ${describeValue(interval)}`);
+  // A negative interval captures only on request, and nothing here makes requests: it would record nothing.
+  if (!Number.isFinite(interval) || interval < 0)
+    throw invalid(`--interval: expected 0 or a positive number of seconds, got ${describeValue(interval)}`);
   await access(path).catch(() => {
     throw invalid(
       `${path}: no deepdrive capture region there (is deepdrive running with its shared-memory capture sink?)`,
