@@ -100,8 +100,8 @@ function gridNet(n: number): string {
   return lines.join('\n');
 }
 
-/** A legacy Perception dataset as Unity's writer lays it out, with tiny PNGs. */
-function writeDataset(root: string, captures: number): void {
+/** A legacy Perception dataset as Unity's writer lays it out, with tiny PNGs and a metric per capture. */
+export function writeDataset(root: string, captures: number): void {
   const dataset = join(root, 'Dataset');
   mkdirSync(join(root, 'RGB'), { recursive: true });
   mkdirSync(dataset, { recursive: true });
@@ -116,7 +116,9 @@ function writeDataset(root: string, captures: number): void {
       { id: 'bbox', name: 'bounding box', format: 'JSON', spec: [{ label_id: 1, label_name: 'car' }] },
     ],
   });
-  write('metric_definitions.json', { metric_definitions: [] });
+  write('metric_definitions.json', {
+    metric_definitions: [{ id: 'count', name: 'object count', description: 'objects per label', spec: [] }],
+  });
   const png = encodePng(8, 8, 3, new Uint8Array(192).fill(80));
   for (let f = 0; f * 150 < captures; f++) {
     const records = [];
@@ -158,6 +160,17 @@ function writeDataset(root: string, captures: number): void {
       });
     }
     write(`captures_${String(f).padStart(3, '0')}.json`, { captures: records });
+    // One metric per capture, as Perception's object-count labeler writes them, 150 to a file.
+    write(`metrics_${String(f).padStart(3, '0')}.json`, {
+      metrics: records.map((r) => ({
+        capture_id: r.id,
+        annotation_id: null,
+        sequence_id: 's',
+        step: r.step,
+        metric_definition: 'count',
+        values: [{ label_id: 1, label_name: 'car', count: 1 }],
+      })),
+    });
   }
 }
 

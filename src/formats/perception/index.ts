@@ -2,7 +2,7 @@
 import type { RunInfo } from '../../model/run.js';
 import type { StoreBackend } from '../../model/store-port.js';
 import {
-  captureCountOf,
+  datasetCounts,
   storeDataset,
   type PerceptionDataset,
   type StreamedDataset,
@@ -53,8 +53,7 @@ export async function importDataset(
   });
   return {
     run,
-    captures: captureCountOf(dataset),
-    metrics: dataset.metrics.length,
+    ...datasetCounts(dataset),
     sensors: dataset.sensors.length,
     warnings,
   };

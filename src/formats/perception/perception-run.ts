@@ -55,16 +55,21 @@ export interface PerceptionDataset {
 }
 
 /**
- * A dataset whose captures are read as they are stored, not held: a reader that streams gives them in
- * time order and says beforehand how many there are (for progress).
+ * A dataset whose captures and metrics are read as they are stored, not held: a reader that streams
+ * gives each in time order and says beforehand how many there are (for progress).
  */
-export interface StreamedDataset extends Omit<PerceptionDataset, 'captures'> {
+export interface StreamedDataset extends Omit<PerceptionDataset, 'captures' | 'metrics'> {
   captures: AsyncIterable<PerceptionCapture>;
-  captureCount: number;
+  metrics: AsyncIterable<PerceptionMetric>;
+  counts: { captures: number; metrics: number };
 }
 
-export const captureCountOf = (dataset: PerceptionDataset | StreamedDataset): number =>
-  'captureCount' in dataset ? dataset.captureCount : dataset.captures.length;
+export const datasetCounts = (
+  dataset: PerceptionDataset | StreamedDataset,
+): { captures: number; metrics: number } =>
+  'counts' in dataset
+    ? dataset.counts
+    : { captures: dataset.captures.length, metrics: dataset.metrics.length };
 
 export interface DatasetDefinitions {
   annotationDefinitions: AnnotationDefinition[];
@@ -85,6 +90,8 @@ export interface StoreDatasetOptions {
 
 /** Captures appended per commit: big enough to amortise the fsync, small enough to stay streamed. */
 const CAPTURE_BATCH = 256;
+/** Metrics are small: more of them share a commit. */
+const METRIC_BATCH = 4096;
 
 /**
  * Writes a dataset as a new run. On any error the run is deleted, so a failed import leaves nothing
@@ -125,7 +132,7 @@ export async function storeDataset(
     const sensors = new Map(dataset.sensors.map((s) => [s.id, s] as const));
     const attached = new Set<string>();
     let batch = new Map<string, Sample[]>();
-    const total = captureCountOf(dataset);
+    const total = datasetCounts(dataset).captures;
     const flush = async (): Promise<void> => {
       if (batch.size === 0) return;
       const appends = [...batch].map(([stream, samples]) => ({ stream, samples }));
@@ -151,15 +158,21 @@ export async function storeDataset(
       }
     }
     await flush();
-    if (dataset.metrics.length)
-      await rec.appendBatch(
-        METRICS_STREAM,
-        dataset.metrics.map((m) => metricToSample({ ...m, t: m.t + options.begin })),
-      );
+    let metrics: Sample[] = [];
+    let lastMetricT = 0;
+    for await (const metric of dataset.metrics) {
+      lastMetricT = Math.max(lastMetricT, metric.t);
+      metrics.push(metricToSample({ ...metric, t: metric.t + options.begin }));
+      if (metrics.length === METRIC_BATCH) {
+        await rec.appendBatch(METRICS_STREAM, metrics);
+        metrics = [];
+      }
+    }
+    if (metrics.length) await rec.appendBatch(METRICS_STREAM, metrics);
     // Image sizes and K are known only once the images are read: the sensors are declared again.
     await rec.declareActors(dataset.sensors.map((s) => sensorToActor(s, egoIds)));
     options.onProgress?.(total, total);
-    const last = Math.max(lastCaptureT, dataset.metrics.at(-1)?.t ?? 0);
+    const last = Math.max(lastCaptureT, lastMetricT);
     return await rec.end('completed', { end: options.begin + last });
   } catch (error) {
     await rec.flush().catch(() => {});

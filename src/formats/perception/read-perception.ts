@@ -89,10 +89,10 @@ async function readTable(path: string, shownAs: string, table: string, warn: War
 }
 
 /**
- * Reads a legacy dataset in two passes so that its captures are never held together: the first reads
- * every file (so a malformed one stops the import before anything is stored), keeping of each capture
- * only what the clock and the metrics need; the second reads the captures files again as the store
- * takes the captures, in time order, one file in memory at a time when the files are in time order.
+ * Reads a legacy dataset in two passes so that its captures and metrics are never held together: the
+ * first reads every file (so a malformed one stops the import before anything is stored), keeping of
+ * each record only what the clock and the references need; the second reads the files again as the
+ * store takes the records, in time order, one file in memory at a time when the files are in time order.
  */
 export async function readPerceptionDataset(dir: string, warn: Warn): Promise<ReadPerceptionResult> {
   const top = resolve(dir);
@@ -105,9 +105,9 @@ export async function readPerceptionDataset(dir: string, warn: Warn): Promise<Re
   const show = (path: string): string => relative(root, path) || basename(path);
 
   const reader = new DatasetReader(root, warn);
-  const captureFiles: CapturesFile[] = [];
-  const metricFiles: string[] = [];
-  // Every instance's definitions first, so a capture reads the same whichever pass reads it.
+  const captureFiles: RecordsFile[] = [];
+  const metricFiles: RecordsFile[] = [];
+  // Every instance's definitions first, so a record reads the same whichever pass reads it.
   for (const folder of folders) {
     const entries = await readdir(folder);
     for (const table of SINGLE_TABLES) {
@@ -122,101 +122,168 @@ export async function readPerceptionDataset(dir: string, warn: Warn): Promise<Re
       reader.noteVersion(file);
       reader.readDefinitions(table, file);
     }
-    const numbered = (prefix: string): string[] =>
+    const numbered = (table: RecordsFile['table']): RecordsFile[] =>
       entries
-        .filter((e) => TABLE_FILE.exec(e)?.[1] === prefix)
-        .sort((a, b) => Number(TABLE_FILE.exec(a)![2]) - Number(TABLE_FILE.exec(b)![2]));
-    for (const name of numbered('captures')) {
-      const path = join(folder, name);
-      captureFiles.push({ path, shownAs: show(path), base: dirname(folder) });
-    }
-    for (const name of numbered('metrics')) metricFiles.push(join(folder, name));
+        .filter((e) => TABLE_FILE.exec(e)?.[1] === table)
+        .sort((a, b) => Number(TABLE_FILE.exec(a)![2]) - Number(TABLE_FILE.exec(b)![2]))
+        .map((name) => ({
+          table,
+          path: join(folder, name),
+          shownAs: show(join(folder, name)),
+          base: dirname(folder),
+        }));
+    captureFiles.push(...numbered('captures'));
+    metricFiles.push(...numbered('metrics'));
   }
   // Metrics before captures: whether captures must remember their annotations' ids depends on them.
-  for (const path of metricFiles) {
-    const file = await readTable(path, show(path), 'metrics', warn);
-    reader.noteVersion(file);
-    file.rows.forEach((row, i) => reader.readMetric(row, `${file.shownAs}: metrics[${i}]`));
-  }
-  const index: IndexedCapture[] = [];
-  const keepAnnotationIds = reader.metricsNameAnnotations;
-  for (const [k, f] of captureFiles.entries()) {
-    const file = await readTable(f.path, f.shownAs, 'captures', warn);
-    reader.noteVersion(file);
-    file.rows.forEach((row, i) => {
-      const c = reader.readCapture(row, `${file.shownAs}: captures[${i}]`, f.base);
-      const annotations = keepAnnotationIds ? c.annotations.map((a) => ({ id: a.id })) : NO_ANNOTATIONS;
-      index.push({
-        file: k,
-        row: i,
-        id: c.id,
-        sequence: c.sequence,
-        step: c.step,
-        timestamp: c.timestamp,
-        t: 0,
-        annotations,
-      });
+  const metrics: IndexedMetric[] = [];
+  // Entries are built as plain literals, not by spread or rest: V8 gives objects made those ways a
+  // hidden class each, which for 40,000 captures was most of the import's memory.
+  await readEach(metricFiles, warn, reader, (row, where, at) => {
+    // The values are read again when stored; the first pass needs only the references.
+    const m = reader.readMetric(row, where);
+    const metric: PerceptionMetric = { definition: m.definition, step: m.step, t: 0, values: NO_VALUES };
+    if (m.capture !== undefined) metric.capture = m.capture;
+    if (m.annotation !== undefined) metric.annotation = m.annotation;
+    if (m.sequence !== undefined) metric.sequence = m.sequence;
+    metrics.push(new IndexedMetric(metricFiles, at, metric));
+  });
+  const captures: IndexedCapture[] = [];
+  const keepAnnotationIds = metrics.some(({ metric }) => metric.annotation !== undefined);
+  await readEach(captureFiles, warn, reader, (row, where, at, base) => {
+    const c = reader.readCapture(row, where, base);
+    const annotations = keepAnnotationIds ? c.annotations.map((a) => ({ id: a.id })) : NO_ANNOTATIONS;
+    captures.push({
+      file: at.file,
+      row: at.row,
+      id: c.id,
+      sequence: c.sequence,
+      step: c.step,
+      timestamp: c.timestamp,
+      t: 0,
+      annotations,
     });
-  }
-  const dataset = reader.finish(index);
-  const order = index.map((_, i) => i).sort((a, b) => index[a]!.t - index[b]!.t || a - b);
+  });
+  const dataset = reader.finish(captures, metrics);
+  const inTimeOrder = <T>(list: T[], t: (item: T) => number): number[] =>
+    list.map((_, i) => i).sort((a, b) => t(list[a]!) - t(list[b]!) || a - b);
   return {
     dataset: {
       ...dataset,
-      captures: rereadCaptures(reader, captureFiles, index, order),
-      captureCount: index.length,
+      captures: rereadInOrder(
+        reader,
+        captureFiles,
+        captures,
+        inTimeOrder(captures, (c) => c.t),
+        (row, where, entry, base) => {
+          const capture = reader.readCapture(row, where, base);
+          if (capture.id !== entry.id)
+            throw invalid(`${where}: changed while it was imported (no longer capture ${entry.id})`);
+          capture.t = entry.t;
+          return capture;
+        },
+      ),
+      metrics: rereadInOrder(
+        reader,
+        metricFiles,
+        metrics,
+        inTimeOrder(metrics, (m) => m.metric.t),
+        (row, where, entry) => ({
+          ...reader.readMetric(row, where),
+          t: entry.metric.t,
+        }),
+      ),
+      counts: { captures: captures.length, metrics: metrics.length },
     },
     root,
   };
 }
 
 const NO_ANNOTATIONS: readonly { id: string }[] = Object.freeze([]);
+const NO_VALUES: JsonValue[] = [];
 
-interface CapturesFile {
+interface RecordsFile {
+  table: 'captures' | 'metrics';
   path: string;
   shownAs: string;
   /** The folder the file names in it are relative to. */
   base: string;
 }
 
-/** What the first pass keeps of a capture: where it is, and what the clock and the metrics need. */
-interface IndexedCapture extends ClockedCapture {
+/** Where the first pass found a record. */
+interface RecordAt {
   file: number;
   row: number;
 }
 
-/**
- * The captures again, in time order: each file is read when its first capture is due and dropped when
- * its last has been given. Warnings were all given by the first pass.
- */
-async function* rereadCaptures(
+/** What the first pass keeps of a capture: what the clock and the metrics need. */
+type IndexedCapture = RecordAt & ClockedCapture;
+
+/** What the first pass keeps of a metric: its references (and the time they resolve to), not its values. */
+class IndexedMetric implements RecordAt {
+  readonly file: number;
+  readonly row: number;
+  readonly metric: PerceptionMetric;
+  private readonly files: RecordsFile[];
+
+  constructor(files: RecordsFile[], at: RecordAt, metric: PerceptionMetric) {
+    this.files = files;
+    this.file = at.file;
+    this.row = at.row;
+    this.metric = metric;
+  }
+
+  /** Made when a warning needs it: kept for every metric, the strings would outweigh the metric. */
+  get where(): string {
+    return `${this.files[this.file]!.shownAs}: metrics[${this.row}]`;
+  }
+}
+
+/** The first pass over a table's files: every row read (and warned about) once. */
+async function readEach(
+  files: RecordsFile[],
+  warn: Warn,
   reader: DatasetReader,
-  files: CapturesFile[],
-  index: IndexedCapture[],
+  read: (row: JsonValue, where: string, at: RecordAt, base: string) => void,
+): Promise<void> {
+  for (const [k, f] of files.entries()) {
+    const file = await readTable(f.path, f.shownAs, f.table, warn);
+    reader.noteVersion(file);
+    file.rows.forEach((row, i) =>
+      read(row, `${file.shownAs}: ${f.table}[${i}]`, { file: k, row: i }, f.base),
+    );
+  }
+}
+
+/**
+ * The second pass: the records again, in `order`. A file is read when its first record is due and
+ * dropped when its last has been given; warnings were all given by the first pass.
+ */
+async function* rereadInOrder<E extends RecordAt, T>(
+  reader: DatasetReader,
+  files: RecordsFile[],
+  entries: E[],
   order: number[],
-): AsyncIterable<PerceptionCapture> {
+  read: (row: JsonValue, where: string, entry: E, base: string) => T,
+): AsyncIterable<T> {
   reader.silence();
   const left = files.map(() => 0);
-  for (const c of index) left[c.file]!++;
+  for (const e of entries) left[e.file]!++;
   const open = new Map<number, JsonValue[]>();
   const quiet: Warn = () => {};
   for (const i of order) {
-    const entry = index[i]!;
+    const entry = entries[i]!;
+    const f = files[entry.file]!;
     let rows = open.get(entry.file);
     if (!rows) {
-      const f = files[entry.file]!;
-      rows = (await readTable(f.path, f.shownAs, 'captures', quiet)).rows;
+      rows = (await readTable(f.path, f.shownAs, f.table, quiet)).rows;
       open.set(entry.file, rows);
     }
-    const f = files[entry.file]!;
-    const capture = reader.readCapture(rows[entry.row]!, `${f.shownAs}: captures[${entry.row}]`, f.base);
-    if (capture.id !== entry.id)
-      throw invalid(
-        `${f.shownAs}: changed while it was imported (captures[${entry.row}] is no longer ${entry.id})`,
-      );
-    capture.t = entry.t;
+    const row = rows[entry.row];
+    const where = `${f.shownAs}: ${f.table}[${entry.row}]`;
+    if (row === undefined) throw invalid(`${where}: the file changed while it was imported`);
     if (--left[entry.file]! === 0) open.delete(entry.file);
-    yield capture;
+    yield read(row, where, entry, f.base);
   }
 }
 
@@ -226,7 +293,6 @@ class DatasetReader {
   private readonly annotationDefinitions = new Map<string, AnnotationDefinition>();
   private readonly metricDefinitions = new Map<string, MetricDefinition>();
   private readonly captureIds = new Set<string>();
-  private readonly metrics: { metric: PerceptionMetric; where: string }[] = [];
   private readonly versions = new Map<string, string>();
   private readonly root: string;
   private warn: Warn;
@@ -239,11 +305,6 @@ class DatasetReader {
   /** For the second pass: what it reads was read, and warned about, by the first. */
   silence(): void {
     this.warn = () => {};
-  }
-
-  /** Whether a metric refers to an annotation (only then must captures' annotation ids be kept). */
-  get metricsNameAnnotations(): boolean {
-    return this.metrics.some(({ metric }) => metric.annotation !== undefined);
   }
 
   noteVersion(file: TableFile): void {
@@ -506,7 +567,7 @@ class DatasetReader {
     return annotation;
   }
 
-  readMetric(row: JsonValue, where: string): void {
+  readMetric(row: JsonValue, where: string): PerceptionMetric {
     if (!isObject(row)) throw invalid(`${where}: expected an object`);
     const definition = readId(row.metric_definition, `${where}.metric_definition`);
     if (!this.metricDefinitions.has(definition))
@@ -532,20 +593,21 @@ class DatasetReader {
       'values',
     ]);
     if (extra) metric.extra = extra;
-    this.metrics.push({ metric, where });
+    return metric;
   }
 
-  /** Everything but the captures, once the first pass has laid the captures on the run's clock. */
-  finish(captures: ClockedCapture[]): Omit<PerceptionDataset, 'captures'> {
+  /** The dataset's tables; the captures and metrics (from the first pass) get their times on the run's clock. */
+  finish(
+    captures: ClockedCapture[],
+    metrics: { metric: PerceptionMetric; where: string }[],
+  ): Omit<PerceptionDataset, 'captures' | 'metrics'> {
     if (this.versions.size > 1)
       this.warn(
         'dataset',
         `files disagree on the schema version: ${[...this.versions].map(([v, f]) => `${v} (${f})`).join(', ')}`,
       );
     const sequences = layOutSequences(captures);
-    resolveMetricTimes(captures, this.metrics, this.warn);
-    const metrics = this.metrics.map(({ metric }, i) => ({ metric, i }));
-    metrics.sort((a, b) => a.metric.t - b.metric.t || a.i - b.i);
+    resolveMetricTimes(captures, metrics, this.warn);
     const info: PerceptionDataset['info'] = { layout: 'perception', sequences };
     const version = this.versions.keys().next().value;
     if (version !== undefined) info.version = version;
@@ -555,7 +617,6 @@ class DatasetReader {
       sensors: [...this.sensors.values()],
       annotationDefinitions: [...this.annotationDefinitions.values()],
       metricDefinitions: [...this.metricDefinitions.values()],
-      metrics: metrics.map((x) => x.metric),
     };
   }
 }
