@@ -154,6 +154,30 @@ describe('simrec record deepdrive', () => {
     assert.deepEqual([result.run.endReason, result.snapshots], ['user_request', 1]);
   });
 
+  it('killed (SIGKILL), leaves a run the next open closes as interrupted with every snapshot it completed', async () => {
+    const disk = join(dir.path, 'disk-kill');
+    const db = join(dir.path, 'killed.db');
+    overwriteRegion(shm, writeRegion(capture(41)));
+    const { child, exit } = startRecording(['--shm', shm, '--store', db, '--disk', disk]);
+    for (const id of [42, 43]) {
+      await until(`snapshot ${id - 1} taken`, () => lineCount(join(disk, AGENT_FILE)) === id - 41);
+      overwriteRegion(shm, writeRegion(capture(id)));
+    }
+    await until('snapshot 43 taken', () => lineCount(join(disk, AGENT_FILE)) === 3);
+    child.kill('SIGKILL');
+    await exit;
+    const store = await openStore(db);
+    try {
+      assert.equal((await store.getRun(1))?.endReason, 'interrupted');
+      // Snapshot 43 is in the folder, so 41 and 42 went through every sink before it was offered.
+      const stored = (await readAll(store, 1, 'ego/snapshot')).map((s) => s.step);
+      assert.ok(stored.length >= 2, `${stored.length} snapshots stored`);
+      assert.deepEqual(stored, [410, 420, 430].slice(0, stored.length), 'no gap and no repeat');
+    } finally {
+      await store.close();
+    }
+  });
+
   it('a malformed region: the error names the offset, and the snapshots before it stay recorded', async () => {
     const disk = join(dir.path, 'disk-bad');
     overwriteRegion(shm, writeRegion(capture(21)));

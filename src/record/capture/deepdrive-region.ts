@@ -4,7 +4,7 @@
  * pthread mutex) and one message slot, overwritten in place. Only a Capture message is a snapshot.
  */
 import { open, type FileHandle } from 'node:fs/promises';
-import { invalid } from '../../model/errors.js';
+import { invalid, SimrecError } from '../../model/errors.js';
 import { unrealLocationToCanonical, unrealRotatorToCanonical, radToDeg } from '../../model/units.js';
 import type { CameraFrame, CaptureSource, Snapshot } from '../../model/capture-port.js';
 
@@ -203,10 +203,14 @@ export function parseDeepDriveRegion(
 }
 
 /**
- * Polls a deepdrive region and yields each new capture once (a message id it has not seen). Like
- * deepdrive's own reader it sees only the latest snapshot: captures written faster than it polls are
- * missed. Without the plugin's mutex (Node cannot take a pthread mutex), a message overwritten while it
- * was read is detected by reading its id again afterwards.
+ * Polls a deepdrive region and yields each new capture once: a message id it has not seen (as
+ * deepdrive's own reader decides) whose sequence number is not the last one taken. Like deepdrive's
+ * reader it sees only the latest snapshot: captures written faster than it polls are missed.
+ *
+ * It reads the 16-byte message header first and the message only when the id is new: the plugin's file
+ * is 150 MiB whatever the message holds. Node cannot take the plugin's pthread mutex, so a message
+ * overwritten while it was read is told by its id having changed afterwards; such a read is dropped,
+ * and a message that does not parse is read once more before it is called malformed.
  */
 export class DeepDriveRegionSource implements CaptureSource {
   private readonly path: string;
@@ -214,6 +218,8 @@ export class DeepDriveRegionSource implements CaptureSource {
   private readonly size: number;
   private file: FileHandle | null = null;
   private lastId = 0;
+  private lastSequence: number | null = null;
+  private lastTimestamp: number | null = null;
   private firstT: number | null = null;
 
   constructor(options: { path?: string; pollMs?: number; size?: number } = {}) {
@@ -222,28 +228,39 @@ export class DeepDriveRegionSource implements CaptureSource {
     this.size = options.size ?? DEEPDRIVE_SHM_SIZE;
   }
 
-  /** The run's clock starts at `begin`; capture times are laid on it from the source's own clock. */
-  begin = Date.now() * 1000;
+  /**
+   * The first snapshot's time on the run's clock (µs); later ones follow deepdrive's own clock from it.
+   * Unset, it is the moment the first snapshot is taken.
+   */
+  begin: number | undefined;
 
   async next(signal?: AbortSignal): Promise<Snapshot | null> {
-    this.file ??= await open(this.path, 'r');
+    this.file ??= await this.openRegion();
+    /** A message id that failed to parse once: failing again, it is malformed, not torn. */
+    let suspect: number | null = null;
     while (!signal?.aborted) {
-      const { size } = await this.file.stat();
-      const buffer = new Uint8Array(Math.min(size, this.size));
-      await this.file.read(buffer, 0, buffer.length, 0);
-      const message = parseDeepDriveRegion(buffer, this.path);
-      // A different id after the read means the writer overwrote the slot meanwhile: read again.
-      const check = new Uint8Array(4);
-      await this.file.read(check, 0, 4, REGION_DATA_OFFSET + 8);
-      const stable = message !== null && new DataView(check.buffer).getUint32(0, true) === message.messageId;
-      if (message && stable && message.messageId !== this.lastId) {
-        this.lastId = message.messageId;
-        this.firstT ??= message.creationTimestamp;
-        return {
-          t: this.begin + Math.round((message.creationTimestamp - this.firstT) * 1_000_000),
-          step: message.sequenceNumber,
-          ...message.snapshot,
-        };
+      const header = await this.read(0, REGION_DATA_OFFSET + 16);
+      const id = header.byteLength >= REGION_DATA_OFFSET + 12 ? readU32(header, REGION_DATA_OFFSET + 8) : 0;
+      // An empty file is a region the plugin has created but not yet sized: no snapshot yet.
+      if (header.byteLength > 0 && (id !== this.lastId || header.byteLength < REGION_DATA_OFFSET + 16)) {
+        const size =
+          header.byteLength >= REGION_DATA_OFFSET + 8 ? readU32(header, REGION_DATA_OFFSET + 4) : 0;
+        const { size: fileSize } = await this.file.stat();
+        const region = await this.read(0, Math.min(REGION_DATA_OFFSET + size, fileSize, this.size));
+        let message: DeepDriveMessage | null = null;
+        try {
+          message = parseDeepDriveRegion(region, this.path);
+          // No capture in the slot (id 0, or another message type): not worth reading again until it changes.
+          if (!message) this.lastId = id;
+        } catch (error) {
+          if ((await this.currentId()) === id && suspect === id) throw error;
+          suspect = id;
+        }
+        if (message && (await this.currentId()) === message.messageId) {
+          this.lastId = message.messageId;
+          // The same capture published again under a new message id is not a new snapshot.
+          if (message.sequenceNumber !== this.lastSequence) return this.take(message);
+        }
       }
       await new Promise((r) => setTimeout(r, this.pollMs));
     }
@@ -254,4 +271,52 @@ export class DeepDriveRegionSource implements CaptureSource {
     await this.file?.close();
     this.file = null;
   }
+
+  private take(message: DeepDriveMessage): Snapshot {
+    const timestamp = message.creationTimestamp;
+    if (this.lastTimestamp !== null && !(timestamp >= this.lastTimestamp))
+      throw invalid(
+        `${this.path}: creation_timestamp at offset ${REGION_DATA_OFFSET + CAPTURE_OFFSETS.creationTimestamp} went back from ${this.lastTimestamp} to ${timestamp} s (message ${message.messageId}); a restarted deepdrive is a new run`,
+      );
+    this.lastTimestamp = timestamp;
+    this.lastSequence = message.sequenceNumber;
+    this.firstT ??= timestamp;
+    const begin = (this.begin ??= Date.now() * 1000);
+    return {
+      t: begin + Math.round((timestamp - this.firstT) * 1_000_000),
+      step: message.sequenceNumber,
+      ...message.snapshot,
+    };
+  }
+
+  private async openRegion(): Promise<FileHandle> {
+    try {
+      return await open(this.path, 'r');
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT')
+        throw new SimrecError(
+          'not_found',
+          `no deepdrive region at ${this.path}: start deepdrive with its shared-memory capture sink, or name the region's file`,
+        );
+      throw new SimrecError(
+        'io',
+        `cannot open the deepdrive region ${this.path}: ${(error as Error).message}`,
+      );
+    }
+  }
+
+  private async read(position: number, length: number): Promise<Uint8Array> {
+    const buffer = new Uint8Array(Math.max(0, length));
+    const { bytesRead } = await this.file!.read(buffer, 0, buffer.length, position);
+    return buffer.subarray(0, bytesRead);
+  }
+
+  private async currentId(): Promise<number> {
+    const bytes = await this.read(REGION_DATA_OFFSET + 8, 4);
+    return bytes.byteLength === 4 ? readU32(bytes, 0) : 0;
+  }
 }
+
+const readU32 = (bytes: Uint8Array, at: number): number =>
+  new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength).getUint32(at, true);
