@@ -13,7 +13,7 @@ import { RunRecorder } from '../src/record/run-recorder.js';
 import { describeRun, streamSamples } from '../src/replay/run-queries.js';
 import { readRoadNetwork } from '../src/roadnet/read-roadnet.js';
 import { startServer, type RunningServer } from '../src/server/start-server.js';
-import { decodeChunk } from '../src/store/common/chunk-codec.js';
+import { decodeChunk } from '../src/store/common/chunk-v1.js';
 import { openStore } from '../src/store/open-store.js';
 import { fixture, tempDir } from './helpers/paths.js';
 
@@ -134,7 +134,7 @@ describe('hostile content', () => {
     assert.equal((await store.listRuns()).length, before, 'no run left behind');
   });
 
-  it('a chunk that claims a billion samples is refused at once, without allocating them', () => {
+  it('a chunk of the first layout that claims a billion samples is refused at once, without allocating them', () => {
     const header = Buffer.from(
       JSON.stringify({
         n: 1e9,

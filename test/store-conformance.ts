@@ -8,7 +8,8 @@ import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { describe, it, type TestContext } from 'node:test';
 import { SimrecError } from '../src/model/errors.js';
-import { controlStream, stateStream, wheelsStream } from '../src/model/standard-streams.js';
+import { samplesToColumns } from '../src/model/columns.js';
+import { controlStream, STATE_FIELDS, stateStream, wheelsStream } from '../src/model/standard-streams.js';
 import type { StoreBackend, WriterIdentity } from '../src/model/store-port.js';
 import type { Sample, StreamDecl } from '../src/model/stream.js';
 import { writeDerivedStream } from '../src/record/derived-streams.js';
@@ -425,8 +426,11 @@ export function runStoreConformance(target: ConformanceTarget): void {
       );
       await expectError(rec.end(), 'conflict', /already ended/);
       await expectError(
-        store.appendSamples(rec.id, [
-          { stream: 'car/state', samples: [{ t: BEGIN + 2, step: 2, x: 0, y: 0, yaw: 0 }] },
+        store.appendColumns(rec.id, [
+          {
+            stream: 'car/state',
+            batch: samplesToColumns([{ t: BEGIN + 2, step: 2, x: 0, y: 0, yaw: 0 }], STATE_FIELDS),
+          },
         ]),
         'conflict',
         /is closed/,

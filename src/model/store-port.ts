@@ -1,6 +1,7 @@
 import type { Attachment, AttachmentInfo } from './attachment.js';
 import type { Scenario, ScenarioSummary, VehicleConfig } from './catalog.js';
 import type { ActorInfo, EndReason, RunInfo, RunSummary } from './run.js';
+import type { ColumnBatch } from './columns.js';
 import type { Sample, StreamInfo, StreamSchema } from './stream.js';
 
 /**
@@ -29,6 +30,19 @@ export interface ReadSamplesArgs {
   signal?: AbortSignal;
 }
 
+export interface ReadColumnsArgs extends ReadSamplesArgs {
+  /** Only these fields (t and step always); all when absent. Blocks are decoded only for these. */
+  fields?: readonly string[];
+}
+
+export interface BracketArgs {
+  /** Stream ids; the answer has one bracket per stream, in this order. */
+  streams: readonly string[];
+  t: number;
+  /** Only these fields in the samples; all when absent. */
+  fields?: readonly string[];
+}
+
 export interface SampleBracket {
   /** The latest sample at or before t. */
   before?: Sample;
@@ -36,10 +50,16 @@ export interface SampleBracket {
   after?: Sample;
 }
 
-/** One stream's share of an atomic write. */
+/** One stream's share of an atomic write, as sample objects (RunRecorder's convenience form). */
 export interface StreamAppend {
   stream: string;
   samples: Sample[];
+}
+
+/** One stream's share of an atomic write, as columns validated by the model (see model/columns.ts). */
+export interface ColumnAppend {
+  stream: string;
+  batch: ColumnBatch;
 }
 
 export interface CatalogPort<Item, Summary, Key> {
@@ -75,17 +95,24 @@ export interface StoreBackend {
   putStreams(run: number, streams: StreamSchema[]): Promise<void>;
   listStreams(run: number): Promise<StreamInfo[]>;
 
-  /** Appends samples to several streams in one atomic, durable write. Samples are in time order. */
-  appendSamples(run: number, appends: StreamAppend[]): Promise<void>;
+  /**
+   * Appends columns to several streams in one atomic, durable write. Samples are in time order and
+   * already validated (model/columns.ts); the backend may keep the arrays until the promise settles.
+   */
+  appendColumns(run: number, appends: ColumnAppend[]): Promise<void>;
   /**
    * Writes a derived stream whole (metrics computed after the run, by `simrec eval` say), replacing
    * any earlier version of it, in one atomic, durable write. Unlike appends it is allowed on a closed
    * run: derived data does not change what was recorded.
    */
   putDerivedStream(run: number, schema: StreamSchema, samples: Sample[]): Promise<void>;
-  /** Yields the stream's samples in time order, a batch at a time. */
+  /** Yields the stream's samples in time order as columns, a block at a time. */
+  readColumns(args: ReadColumnsArgs): AsyncIterable<ColumnBatch>;
+  /** Yields the stream's samples in time order, a batch at a time (objects built from readColumns). */
   readSamples(args: ReadSamplesArgs): AsyncIterable<Sample[]>;
-  /** The samples either side of t, for the scene at t. */
+  /** The samples either side of t, for each of several streams: the scene at t in one call. */
+  bracketMany(run: number, args: BracketArgs): Promise<SampleBracket[]>;
+  /** The samples either side of t, for one stream. */
   sampleBracket(run: number, stream: string, t: number): Promise<SampleBracket>;
 
   putAttachment(run: number, attachment: Attachment): Promise<void>;

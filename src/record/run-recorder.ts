@@ -12,15 +12,24 @@ import {
   type RunInfo,
   type RunInit,
 } from '../model/run.js';
-import type { StoreBackend, StreamAppend, WriterIdentity } from '../model/store-port.js';
 import {
+  normalizeColumns,
+  type ColumnBatchInput,
+  type ColumnValues,
+  type FrameInput,
+} from '../model/columns.js';
+import type { ColumnAppend, StoreBackend, StreamAppend, WriterIdentity } from '../model/store-port.js';
+import {
+  inferFieldType,
   normalizeStream,
   validateSample,
+  type FieldType,
   type Sample,
   type StreamDecl,
   type StreamSchema,
 } from '../model/stream.js';
 import { currentWriter } from '../store/common/writer-identity.js';
+import { ColumnBuilder } from './column-builder.js';
 
 export interface RecorderOptions {
   /**
@@ -38,6 +47,8 @@ export interface RecorderOptions {
 
 interface StreamState {
   schema: StreamSchema;
+  /** The schema's fields as JSON: streams of a frame that share it are validated once for all. */
+  signature: string;
   actor: ActorInfo | null;
   /** Time of the last accepted sample, to refuse time going backwards. */
   lastT: number | null;
@@ -126,7 +137,7 @@ function newGroup(): CommitGroup {
 export class RunRecorder {
   private readonly streams = new Map<string, StreamState>();
   private readonly actors = new Map<string, ActorInfo>();
-  private pending = new Map<string, Sample[]>();
+  private pending = new Map<StreamState, ColumnBuilder>();
   private pendingCount = 0;
   private group: CommitGroup | null = null;
   /** Cancels the scheduled commit, if one is scheduled. */
@@ -199,6 +210,7 @@ export class RunRecorder {
     for (const schema of schemas)
       this.streams.set(schema.id, {
         schema,
+        signature: JSON.stringify(schema.fields),
         actor: schema.actor === null ? null : this.actors.get(schema.actor)!,
         lastT: null,
         isPlainValid: plainSampleCheck(schema),
@@ -230,7 +242,7 @@ export class RunRecorder {
   /** Appends samples of several streams (a frame of the whole scene, say), all or none. */
   appendMany(appends: StreamAppend[]): Promise<void> {
     this.checkOpen();
-    const accepted: { state: StreamState; samples: Sample[]; lastT: number }[] = [];
+    const accepted: { state: StreamState; samples: Sample[]; lastT: number; plain: boolean }[] = [];
     const lastT = new Map<StreamState, number | null>();
     for (const { stream, samples } of appends) {
       const state = this.streams.get(stream);
@@ -238,23 +250,106 @@ export class RunRecorder {
       if (!Array.isArray(samples))
         throw invalid(`stream ${stream}: expected an array of samples, got ${describeValue(samples)}`);
       let previous = lastT.has(state) ? lastT.get(state)! : state.lastT;
+      // Plain: declared scalar fields only, so there is no undeclared field's type to infer.
+      let plain = true;
       for (const sample of samples) {
-        if (!state.isPlainValid(sample, previous)) validateSample(state.schema, sample, previous);
+        if (!state.isPlainValid(sample, previous)) {
+          validateSample(state.schema, sample, previous);
+          plain = false;
+        }
         previous = sample.t;
       }
       lastT.set(state, previous);
       if (samples.length && (state.actor === null || state.actor.record))
-        accepted.push({ state, samples, lastT: previous! });
+        accepted.push({ state, samples, lastT: previous!, plain });
     }
     for (const [state, t] of lastT) state.lastT = t;
     if (accepted.length === 0) return Promise.resolve();
-    for (const { state, samples, lastT: t } of accepted) {
-      const queue = this.pending.get(state.schema.id);
-      if (queue) for (const s of samples) queue.push(s);
-      else this.pending.set(state.schema.id, samples.slice());
+    for (const { state, samples, lastT: t, plain } of accepted) {
+      const builder = this.builderOf(state);
+      const types = plain ? NO_TYPES : undeclaredTypes(state.schema, samples);
+      for (const s of samples) builder.appendSample(s, types);
       this.pendingCount += samples.length;
       if (this.lastSampleT === null || t > this.lastSampleT) this.lastSampleT = t;
     }
+    return this.joinCommit();
+  }
+
+  /**
+   * Appends a batch of one stream as columns (typed arrays or plain arrays, see model/columns.ts):
+   * validated column by column, with no object per sample. All or none; the caller may reuse its
+   * arrays as soon as this returns. Resolves when durable.
+   */
+  appendColumns(stream: string, input: ColumnBatchInput): Promise<void> {
+    this.checkOpen();
+    const state = this.streams.get(stream);
+    if (!state) throw invalid(`run ${this.run.id} has no declared stream ${describeValue(stream)}`);
+    const batch = normalizeColumns(state.schema, input, state.lastT);
+    const n = batch.t.length;
+    if (n === 0) return Promise.resolve();
+    state.lastT = batch.t[n - 1]!;
+    if (state.actor !== null && !state.actor.record) return Promise.resolve();
+    this.builderOf(state).appendBatch(batch);
+    this.pendingCount += n;
+    if (this.lastSampleT === null || state.lastT > this.lastSampleT) this.lastSampleT = state.lastT;
+    return this.joinCommit();
+  }
+
+  /**
+   * Appends one step of many actors' streams named `name` (their `state`, say): each column holds one
+   * value per actor, in the order of `frame.actors`. Validated column by column across the actors (once
+   * for all actors whose streams share a schema); all or none. Resolves when durable.
+   */
+  appendFrame(name: string, frame: FrameInput): Promise<void> {
+    this.checkOpen();
+    const actors = frame.actors;
+    if (!Array.isArray(actors))
+      throw invalid(`frame of ${name}: actors: expected an array of actor ids, got ${describeValue(actors)}`);
+    const n = actors.length;
+    if (n === 0) return Promise.resolve();
+    const states: StreamState[] = new Array(n);
+    for (let i = 0; i < n; i++) {
+      const state = this.streams.get(`${actors[i]}/${name}`);
+      if (!state)
+        throw invalid(`run ${this.run.id} has no declared stream ${describeValue(`${actors[i]}/${name}`)} (frame actor ${i})`);
+      if (state.lastT !== null && frame.t < state.lastT)
+        throw invalid(`stream ${state.schema.id} sample at t=${frame.t}: time goes backwards (previous sample at t=${state.lastT})`);
+      states[i] = state;
+    }
+    const schema = states[0]!.schema;
+    if (!states.every((s) => s.signature === states[0]!.signature))
+      throw invalid(`frame of ${name}: the actors' ${name} streams declare different fields; append them apart`);
+    const t = new Float64Array(n).fill(frame.t);
+    const step = new Float64Array(n).fill(frame.step);
+    const batch = normalizeColumns(schema, { t, step, columns: frame.columns }, null, (i, ti) =>
+      `stream ${states[i]!.schema.id} sample at t=${ti}`,
+    );
+    const widths: Record<string, number> = {};
+    for (const c in batch.columns) {
+      const v: ColumnValues = batch.columns[c]!;
+      widths[c] = v instanceof Float64Array ? v.length / n : 1;
+    }
+    let recorded = 0;
+    for (let i = 0; i < n; i++) {
+      const state = states[i]!;
+      state.lastT = frame.t;
+      if (state.actor !== null && !state.actor.record) continue;
+      this.builderOf(state).appendFrameRow(frame.t, frame.step, batch.columns, widths, i);
+      recorded++;
+    }
+    if (recorded === 0) return Promise.resolve();
+    this.pendingCount += recorded;
+    if (this.lastSampleT === null || frame.t > this.lastSampleT) this.lastSampleT = frame.t;
+    return this.joinCommit();
+  }
+
+  private builderOf(state: StreamState): ColumnBuilder {
+    let builder = this.pending.get(state);
+    if (!builder) this.pending.set(state, (builder = new ColumnBuilder(state.schema.fields)));
+    return builder;
+  }
+
+  private joinCommit(): Promise<void> {
     this.group ??= newGroup();
     const promise = this.group.promise;
     this.scheduleCommit();
@@ -332,20 +427,22 @@ export class RunRecorder {
     this.cancelScheduled?.();
     this.cancelScheduled = null;
     const group = this.group;
-    const appends: StreamAppend[] = [...this.pending].map(([stream, samples]) => ({ stream, samples }));
+    const appends: ColumnAppend[] = [];
+    let batchEnd: number | null = null;
+    for (const [state, builder] of this.pending) {
+      if (builder.length === 0) continue;
+      const t = builder.lastT!;
+      if (batchEnd === null || t > batchEnd) batchEnd = t;
+      appends.push({ stream: state.schema.id, batch: builder.take() });
+    }
     this.pending = new Map();
     this.pendingCount = 0;
     this.group = null;
     if (!group) return;
-    let batchEnd: number | null = null;
-    for (const { samples } of appends) {
-      const t = samples[samples.length - 1]?.t;
-      if (t !== undefined && (batchEnd === null || t > batchEnd)) batchEnd = t;
-    }
     this.commitChain = this.commitChain.then(async () => {
       if (this.failure) return group.reject(this.failure);
       try {
-        await this.store.appendSamples(this.run.id, appends);
+        await this.store.appendColumns(this.run.id, appends);
         if (batchEnd !== null && (this.lastDurableT === null || batchEnd > this.lastDurableT))
           this.lastDurableT = batchEnd;
         group.resolve();
@@ -355,4 +452,16 @@ export class RunRecorder {
       }
     });
   }
+}
+
+const NO_TYPES: ReadonlyMap<string, FieldType> = new Map();
+
+/** The types of a batch's undeclared fields, as its values show them (empty in the usual case). */
+function undeclaredTypes(schema: StreamSchema, samples: readonly Sample[]): Map<string, FieldType> {
+  const types = new Map<string, FieldType>();
+  const declared = new Set(schema.fields.map((f) => f.name));
+  const names = new Set<string>();
+  for (const s of samples) for (const key in s) if (key !== 't' && key !== 'step' && !declared.has(key)) names.add(key);
+  for (const name of names) types.set(name, inferFieldType(samples.map((s) => s[name])));
+  return types;
 }

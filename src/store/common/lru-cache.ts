@@ -20,4 +20,8 @@ export class LruCache<K, V> {
     this.map.set(key, value);
     if (this.map.size > this.capacity) this.map.delete(this.map.keys().next().value as K);
   }
+
+  clear(): void {
+    this.map.clear();
+  }
 }

@@ -20,19 +20,29 @@ import type {
   StoreBackend,
   IntegrityProblem,
   IntegrityReport,
-  StreamAppend,
+  BracketArgs,
+  ColumnAppend,
+  ReadColumnsArgs,
   WriterIdentity,
 } from '../../model/store-port.js';
 import {
-  mergeInferredFields,
   type InferredField,
   type Sample,
   type StreamInfo,
   type StreamSchema,
 } from '../../model/stream.js';
 import { connectMongo } from './connect-mongo.js';
-import { decodeChunk, encodeChunk, type DecodedChunk } from '../common/chunk-codec.js';
-import { LruCache } from '../common/lru-cache.js';
+import { sampleAt, samplesToColumns, type ColumnBatch } from '../../model/columns.js';
+import {
+  ChunkCache,
+  firstAtOrAfter,
+  lastAtOrBefore,
+  openChunk,
+  sliceBatch,
+  type ChunkView,
+} from '../common/chunk-reader.js';
+import { readSamplesViaColumns, sampleBracketViaMany } from '../common/sample-reads.js';
+import { DEFAULT_TAIL_OPTIONS, encodeChunks, type ChunkToWrite, type StreamTailOptions } from '../common/stream-tail.js';
 
 /**
  * The central store: every simulator of a team writes into one MongoDB. simrec's runs live in
@@ -117,8 +127,7 @@ const bytes = (b: Binary): Uint8Array => new Uint8Array(b.buffer.buffer, b.buffe
 
 export interface MongoStoreOptions {
   chunkSamples?: number;
-  deflateLevel?: number;
-  cacheChunks?: number;
+  cacheBlocks?: number;
 }
 
 export class MongoBackend implements StoreBackend {
@@ -128,18 +137,19 @@ export class MongoBackend implements StoreBackend {
   readonly vehicles: CatalogPort<VehicleConfig, VehicleConfig, string>;
   private readonly client: MongoClient;
   private readonly db: Db;
-  private readonly decoded: LruCache<string, DecodedChunk>;
-  private readonly chunkSamples: number;
-  private readonly deflateLevel: number;
+  private readonly cache: ChunkCache<string>;
+  private readonly tailOptions: StreamTailOptions;
   private readonly schemas = new Map<string, StreamDoc>();
 
   private constructor(client: MongoClient, db: Db, location: string, options: MongoStoreOptions) {
     this.client = client;
     this.db = db;
     this.location = location;
-    this.chunkSamples = options.chunkSamples ?? 1024;
-    this.deflateLevel = options.deflateLevel ?? 1;
-    this.decoded = new LruCache(options.cacheChunks ?? 2048);
+    this.tailOptions = {
+      ...DEFAULT_TAIL_OPTIONS,
+      ...(options.chunkSamples ? { chunkSamples: options.chunkSamples } : {}),
+    };
+    this.cache = new ChunkCache({ blocks: options.cacheBlocks ?? 8192 });
     this.scenarios = this.scenarioCatalog();
     this.vehicles = this.vehicleCatalog();
   }
@@ -351,27 +361,22 @@ export class MongoBackend implements StoreBackend {
    * Chunks first, then the stream's counters. Without a replica-set transaction the two writes are
    * separate; a writer dying between them leaves counters behind the chunks, which
    * closeAbandonedRuns recounts. The chunks themselves are never partial: one insertMany, ordered.
+   * Each append is its stream's chunks as they are (a document per commit and stream, in the chunk
+   * format of every backend); there are no tails to seal, the server being a round trip away.
    */
-  async appendSamples(run: number, appends: StreamAppend[]): Promise<void> {
+  async appendColumns(run: number, appends: ColumnAppend[]): Promise<void> {
     const state = await this.runs().findOne({ _id: run }, { projection: { state: 1 } });
     if (!state || state.state !== 'recording') throw await this.runStateError(run);
     const docs: ChunkDoc[] = [];
     const updates: { id: string; count: number; begin: number; end: number; extra: InferredField[] }[] = [];
-    for (const { stream, samples } of appends) {
-      if (!samples.length) continue;
+    for (const { stream, batch } of appends) {
+      const n = batch.t.length;
+      if (!n) continue;
       const entry = await this.stream(run, stream);
-      for (let start = 0; start < samples.length; start += this.chunkSamples) {
-        const part = samples.slice(start, start + this.chunkSamples);
-        docs.push(this.chunkDoc(run, stream, part, entry.schema));
-      }
-      entry.extraFields = mergeInferredFields(entry.extraFields, samples, entry.schema.fields);
-      updates.push({
-        id: stream,
-        count: samples.length,
-        begin: samples[0]!.t,
-        end: samples.at(-1)!.t,
-        extra: entry.extraFields,
-      });
+      const { chunks, extras } = encodeChunks(entry.schema.fields, batch, this.tailOptions);
+      for (const c of chunks) docs.push(chunkDoc(run, stream, c));
+      entry.extraFields = mergeExtras(entry.extraFields, extras);
+      updates.push({ id: stream, count: n, begin: batch.t[0]!, end: batch.t[n - 1]!, extra: entry.extraFields });
     }
     if (!docs.length) return;
     try {
@@ -403,9 +408,8 @@ export class MongoBackend implements StoreBackend {
 
   async putDerivedStream(run: number, schema: StreamSchema, samples: Sample[]): Promise<void> {
     await this.requireRun(run);
-    const docs: ChunkDoc[] = [];
-    for (let start = 0; start < samples.length; start += this.chunkSamples)
-      docs.push(this.chunkDoc(run, schema.id, samples.slice(start, start + this.chunkSamples), schema));
+    const { chunks, extras } = encodeChunks(schema.fields, samplesToColumns(samples, schema.fields), this.tailOptions);
+    const docs = chunks.map((c) => chunkDoc(run, schema.id, c));
     // Replaced in the order that never shows a mixture: old chunks out, new in, then the counters.
     await this.chunks().deleteMany({ run, stream: schema.id }, { writeConcern: DURABLE });
     if (docs.length) await this.chunks().insertMany(docs, { ordered: true, writeConcern: DURABLE });
@@ -413,7 +417,7 @@ export class MongoBackend implements StoreBackend {
       { _id: { run, id: schema.id } },
       {
         schema,
-        extraFields: mergeInferredFields([], samples, schema.fields),
+        extraFields: extras,
         samples: samples.length,
         begin: samples[0]?.t ?? null,
         end: samples.at(-1)?.t ?? null,
@@ -423,10 +427,11 @@ export class MongoBackend implements StoreBackend {
     this.schemas.delete(`${run}\0${schema.id}`);
   }
 
-  async *readSamples(args: ReadSamplesArgs): AsyncIterable<Sample[]> {
+  async *readColumns(args: ReadColumnsArgs): AsyncIterable<ColumnBatch> {
     await this.stream(args.run, args.stream);
     const from = args.from ?? Number.MIN_SAFE_INTEGER;
     const to = args.to ?? Number.MAX_SAFE_INTEGER;
+    const fields = args.fields ? new Set<string>(args.fields) : undefined;
     const first = await this.chunks()
       .find({ run: args.run, stream: args.stream, begin: { $lte: from } }, { projection: { begin: 1 } })
       .sort({ begin: -1 })
@@ -438,27 +443,54 @@ export class MongoBackend implements StoreBackend {
     for await (const doc of cursor) {
       args.signal?.throwIfAborted();
       if (doc.end < from) continue;
-      const chunk = this.decode(doc);
-      const lo = chunk.firstAtOrAfter(from);
-      const hi = chunk.lastAtOrBefore(to) + 1;
-      if (hi > lo) yield chunk.samples(lo, hi);
+      const view = this.view(doc);
+      for (let b = Math.max(0, view.blockAtOrBefore(from)); b < view.blocks.length; b++) {
+        const block = view.blocks[b]!;
+        if (block.begin > to) break;
+        if (block.end < from) continue;
+        const batch = this.cache.block(String(doc._id), view, b, fields);
+        const lo = firstAtOrAfter(batch.t, from);
+        const hi = lastAtOrBefore(batch.t, to) + 1;
+        if (hi > lo) yield sliceBatch(batch, view.columns, lo, hi);
+      }
     }
   }
 
-  async sampleBracket(run: number, stream: string, t: number): Promise<SampleBracket> {
+  readSamples(args: ReadSamplesArgs): AsyncIterable<Sample[]> {
+    return readSamplesViaColumns(this, args);
+  }
+
+  async bracketMany(run: number, args: BracketArgs): Promise<SampleBracket[]> {
+    const fields = args.fields ? new Set<string>(args.fields) : undefined;
+    return Promise.all(args.streams.map((stream: string) => this.bracket(run, stream, args.t, fields)));
+  }
+
+  sampleBracket(run: number, stream: string, t: number): Promise<SampleBracket> {
+    return sampleBracketViaMany(this, run, stream, t);
+  }
+
+  private async bracket(run: number, stream: string, t: number, fields?: ReadonlySet<string>): Promise<SampleBracket> {
     await this.stream(run, stream);
     const bracket: SampleBracket = {};
+    const rowOf = (doc: ChunkDoc, view: ChunkView, block: number, row: number): Sample =>
+      sampleAt(this.cache.block(String(doc._id), view, block, fields), view.columns, row);
     const before = await this.chunks()
       .find({ run, stream, begin: { $lte: t } })
       .sort({ begin: -1, _id: -1 })
       .limit(1)
       .next();
     if (before) {
-      const chunk = this.decode(before);
-      const row = chunk.lastAtOrBefore(t);
-      bracket.before = chunk.sample(row);
-      if (row + 1 < chunk.n) {
-        bracket.after = chunk.sample(row + 1);
+      const view = this.view(before);
+      const b = view.blockAtOrBefore(t);
+      const batch = this.cache.block(String(before._id), view, b, fields);
+      const row = lastAtOrBefore(batch.t, t);
+      bracket.before = rowOf(before, view, b, row);
+      if (row + 1 < batch.t.length) {
+        bracket.after = rowOf(before, view, b, row + 1);
+        return bracket;
+      }
+      if (b + 1 < view.blocks.length) {
+        bracket.after = rowOf(before, view, b + 1, 0);
         return bracket;
       }
     }
@@ -467,7 +499,7 @@ export class MongoBackend implements StoreBackend {
       .sort({ begin: 1, _id: 1 })
       .limit(1)
       .next();
-    if (after) bracket.after = this.decode(after).sample(0);
+    if (after) bracket.after = rowOf(after, this.view(after), 0, 0);
     return bracket;
   }
 
@@ -544,7 +576,8 @@ export class MongoBackend implements StoreBackend {
         .sort({ begin: 1, _id: 1 })) {
         chunks++;
         try {
-          const chunk = decodeChunk(bytes(doc.data), `${where} chunk ${String(doc._id)}`);
+          const chunk = openChunk(bytes(doc.data), `${where} chunk ${String(doc._id)}`);
+          chunk.decodeAll();
           if (chunk.n !== doc.count)
             throw new Error(`holds ${chunk.n} samples, its document says ${doc.count}`);
         } catch (error) {
@@ -593,26 +626,9 @@ export class MongoBackend implements StoreBackend {
 
   // ---- internals -----------------------------------------------------------------------------------
 
-  private chunkDoc(run: number, stream: string, samples: Sample[], schema: StreamSchema): ChunkDoc {
-    const data = encodeChunk(samples, schema.fields, { deflateLevel: this.deflateLevel });
-    return {
-      run,
-      stream,
-      begin: samples[0]!.t,
-      end: samples.at(-1)!.t,
-      count: samples.length,
-      data: new Binary(data),
-    };
-  }
-
-  private decode(doc: ChunkDoc): DecodedChunk {
+  private view(doc: ChunkDoc): ChunkView {
     const key = String(doc._id);
-    let chunk = this.decoded.get(key);
-    if (!chunk) {
-      chunk = decodeChunk(bytes(doc.data), `${this.location} chunk ${key}`);
-      this.decoded.set(key, chunk);
-    }
-    return chunk;
+    return this.cache.chunk(key, () => openChunk(bytes(doc.data), `${this.location} chunk ${key}`))!;
   }
 
   private async requireRun(run: number): Promise<void> {
@@ -729,4 +745,19 @@ function attachmentInfo(doc: AttachmentDoc): Omit<AttachmentInfo, 'size'> {
   if (doc.t !== undefined) info.t = doc.t;
   if (doc.metadata !== undefined) info.metadata = doc.metadata;
   return info;
+}
+
+function chunkDoc(run: number, stream: string, c: ChunkToWrite): ChunkDoc {
+  return { run, stream, begin: c.begin, end: c.end, count: c.count, data: new Binary(c.data) };
+}
+
+/** Undeclared fields known so far and those of a new chunk; a field seen with two types is json. */
+function mergeExtras(known: InferredField[], seen: InferredField[]): InferredField[] {
+  const out = known.map((f) => ({ ...f }));
+  for (const f of seen) {
+    const k = out.find((o) => o.name === f.name);
+    if (!k) out.push({ ...f });
+    else if (k.type !== f.type) k.type = 'json';
+  }
+  return out;
 }

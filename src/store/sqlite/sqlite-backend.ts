@@ -2,30 +2,41 @@ import { existsSync, statSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import type { Attachment, AttachmentInfo } from '../../model/attachment.js';
 import type { Scenario, ScenarioSummary, VehicleConfig } from '../../model/catalog.js';
+import { samplesToColumns, sampleAt, type ColumnBatch } from '../../model/columns.js';
 import { notFound, SimrecError } from '../../model/errors.js';
 import type { JsonObject } from '../../model/json.js';
 import type { ActorInfo, EndReason, RunInfo, RunSummary } from '../../model/run.js';
 import type {
+  BracketArgs,
   CatalogPort,
+  ColumnAppend,
+  IntegrityProblem,
+  IntegrityReport,
   ListRunsArgs,
+  ReadColumnsArgs,
   ReadSamplesArgs,
   SampleBracket,
   StoreBackend,
-  IntegrityProblem,
-  IntegrityReport,
-  StreamAppend,
   WriterIdentity,
 } from '../../model/store-port.js';
+import type { InferredField, Sample, StreamInfo, StreamSchema } from '../../model/stream.js';
 import {
-  mergeInferredFields,
-  type InferredField,
-  type Sample,
-  type StreamInfo,
-  type StreamSchema,
-} from '../../model/stream.js';
-import { decodeChunk, encodeChunk, type DecodedChunk } from '../common/chunk-codec.js';
-import { LruCache } from '../common/lru-cache.js';
-import { SCHEMA_DDL, SCHEMA_VERSION, SIMREC_APPLICATION_ID } from './sqlite-schema.js';
+  bracketRows,
+  ChunkCache,
+  firstAtOrAfter,
+  firstBeginAtOrAfter,
+  lastAtOrBefore,
+  lastBeginAtOrBefore,
+  openChunk,
+  sliceBatch,
+  type ChunkRef,
+  type ChunkView,
+} from '../common/chunk-reader.js';
+import { readSamplesViaColumns, sampleBracketViaMany } from '../common/sample-reads.js';
+import { DEFAULT_TAIL_OPTIONS, encodeChunks, type StreamTailOptions } from '../common/stream-tail.js';
+import { SCHEMA_DDL, SCHEMA_VERSION, SIMREC_APPLICATION_ID, upgradeSchema } from './sqlite-schema.js';
+import { SqliteChunkWriter, wrapIoError } from './sqlite-chunk-writer.js';
+import { configureConnection, InlineWriter, WriterThread, type ChunkWriterPort } from './sqlite-writer-thread.js';
 
 export interface SqliteStoreOptions {
   /**
@@ -33,43 +44,20 @@ export interface SqliteStoreOptions {
    * `normal`: survives a crash of the process but not of the machine; faster on slow disks.
    */
   durability?: 'full' | 'normal';
-  /** Samples per sealed chunk. */
+  /** Samples per sealed chunk (see stream-tail.ts). */
   chunkSamples?: number;
+  /** Most samples in a block, the unit a scene decodes. */
+  blockSamples?: number;
+  /** Decoded blocks kept in memory for queries. */
+  cacheBlocks?: number;
   /**
-   * zlib level for sealed chunk bodies, 0 = none. The default, 1, makes the store ~15% smaller than 0
-   * and records ~20% slower (measured by `npm run bench`); tail chunks are never deflated.
+   * Encode and write chunks on a worker thread (the default), so that the appending thread only
+   * appends; `false` writes them on the caller's thread (simpler to debug, and what tests of the
+   * writer itself use).
    */
-  deflateLevel?: number;
-  /** Decoded chunks kept in memory for queries. */
-  cacheChunks?: number;
-}
-
-/** Samples of a stream that are in small chunks at its tail, waiting to be merged into a sealed one. */
-interface StreamTail {
-  chunkIds: number[];
-  samples: Sample[];
-}
-
-/** Where a chunk is, for the in-memory index that replaces an SQL query per seek. */
-interface ChunkRef {
-  id: number;
-  begin: number;
-  end: number;
-}
-
-interface StreamEntry {
-  key: number;
-  schema: StreamSchema;
-  extra: InferredField[];
-  tail: StreamTail;
-  /** The stream's chunks by (begin, id), loaded on the first read; null until then. */
-  index: ChunkRef[] | null;
-}
-
-/** What one write did to a stream's chunks, applied to its index once the write has committed. */
-interface ChunkChanges {
-  deleted: Set<number>;
-  inserted: ChunkRef[];
+  writerThread?: boolean;
+  /** Open for reading only: nothing is written, not even the closing of abandoned runs. */
+  readonly?: boolean;
 }
 
 type Row = Record<string, unknown>;
@@ -77,34 +65,53 @@ type Row = Record<string, unknown>;
 const json = (value: unknown): string => JSON.stringify(value);
 const parse = <T>(text: unknown): T => JSON.parse(text as string) as T;
 
+interface StreamMeta {
+  key: number;
+  id: string;
+}
+
+/**
+ * The embedded store: one SQLite file (better-sqlite3). Runs, actors, streams and attachments are
+ * rows; samples are chunks (chunk-format.ts) written by the store's writer thread. Reads go through an
+ * index of each run's chunks, read in one query the first time a run is read and dropped when another
+ * connection commits (SQLite's data_version), and through a cache of opened chunks and decoded blocks.
+ */
 export class SqliteBackend implements StoreBackend {
   readonly kind = 'sqlite';
-  private readonly streamCache = new Map<string, StreamEntry>();
-  private readonly decoded: LruCache<number, DecodedChunk>;
-  private readonly chunkSamples: number;
-  private readonly deflateLevel: number;
   readonly scenarios: CatalogPort<Scenario, ScenarioSummary, bigint>;
   readonly vehicles: CatalogPort<VehicleConfig, VehicleConfig, string>;
-
-  private readonly db: Database.Database;
   readonly location: string;
 
-  private constructor(db: Database.Database, location: string, options: SqliteStoreOptions) {
+  private readonly db: Database.Database;
+  private readonly tailOptions: StreamTailOptions;
+  private readonly cache: ChunkCache<number>;
+  private readonly writer: ChunkWriterPort;
+  /** Per run: each stream's chunks by (begin, id), keyed by stream id; loaded on the first read. */
+  private readonly indexes = new Map<number, Map<string, ChunkRef<number>[]>>();
+
+  private constructor(db: Database.Database, path: string, options: SqliteStoreOptions) {
     this.db = db;
-    this.location = location;
-    this.chunkSamples = options.chunkSamples ?? 1024;
-    this.deflateLevel = options.deflateLevel ?? 1;
-    this.decoded = new LruCache(options.cacheChunks ?? 2048);
+    this.location = path;
+    this.tailOptions = {
+      ...DEFAULT_TAIL_OPTIONS,
+      ...(options.chunkSamples ? { chunkSamples: options.chunkSamples } : {}),
+      ...(options.blockSamples ? { maxBlockRows: options.blockSamples } : {}),
+    };
+    this.cache = new ChunkCache({ blocks: options.cacheBlocks ?? 8192 });
+    this.writer =
+      options.writerThread === false || options.readonly
+        ? new InlineWriter(new SqliteChunkWriter(db, path, this.tailOptions))
+        : new WriterThread({ path, location: path, durability: options.durability ?? 'full', tail: this.tailOptions });
     this.scenarios = this.scenarioCatalog();
     this.vehicles = this.vehicleCatalog();
   }
 
   /** Opens (creating if absent) a store file; refuses files that are not simrec stores. */
   static open(path: string, options: SqliteStoreOptions = {}): SqliteBackend {
-    let fresh = !existsSync(path) || statSync(path).size === 0;
+    let fresh = !options.readonly && (!existsSync(path) || statSync(path).size === 0);
     let db: Database.Database;
     try {
-      db = new Database(path);
+      db = new Database(path, options.readonly ? { readonly: true, fileMustExist: true } : {});
       // First of all: another process may hold the file (creating it, switching it to WAL), and
       // every statement after this one must wait for it rather than fail at once.
       db.pragma('busy_timeout = 10000');
@@ -114,15 +121,15 @@ export class SqliteBackend implements StoreBackend {
       });
     }
     try {
+      const durability = options.durability ?? 'full';
       const prepare = (): void => {
         // Switching to WAL needs the file to itself for a moment, and SQLite answers "busy" at once
         // (without its busy timeout) when another process is opening the same new store.
-        retryWhileBusy(() => db.pragma('journal_mode = WAL'));
-        db.pragma(`synchronous = ${options.durability === 'normal' ? 'NORMAL' : 'FULL'}`);
-        db.pragma('foreign_keys = ON');
+        if (!options.readonly) retryWhileBusy(() => db.pragma('journal_mode = WAL'));
+        configureConnection(db, durability);
       };
       // A file another process is creating this very moment has no schema yet: it is new, not foreign.
-      if (!fresh) fresh = isEmptyDatabase(db);
+      if (!fresh && !options.readonly) fresh = isEmptyDatabase(db);
       if (fresh) {
         // Before any table exists, or it has no effect: lets endRun hand back the pages that tail
         // chunks freed, so a finished run's file holds its data and little else.
@@ -136,8 +143,9 @@ export class SqliteBackend implements StoreBackend {
           db.pragma(`user_version = ${SCHEMA_VERSION}`);
         }).immediate();
       } else {
-        checkStoreFile(db, path);
+        const version = checkStoreFile(db, path);
         prepare();
+        if (version < SCHEMA_VERSION && !options.readonly) upgradeSchema(db, version);
       }
     } catch (error) {
       db.close();
@@ -186,40 +194,39 @@ export class SqliteBackend implements StoreBackend {
   }
 
   async endRun(id: number, end: { end: number; endReason: EndReason }): Promise<RunInfo> {
-    this.lists.delete(id);
-    let sealed: (() => void)[] = [];
-    this.db
-      .transaction(() => {
-        sealed = this.sealTails(id);
-        const changed = this.stmt(
-          `UPDATE runs SET end_us = ?, end_reason = ?, state = 'closed', writer = NULL WHERE id = ? AND state = 'recording'`,
-        ).run(end.end, end.endReason, id).changes;
-        if (changed === 0) throw this.runStateError(id);
-      })
-      .immediate();
-    for (const apply of sealed) apply();
-    this.db.pragma('incremental_vacuum');
+    this.forgetRun(id);
+    await this.writer.endRun(id, end.end, end.endReason);
+    this.forgetRun(id);
     return (await this.getRun(id))!;
   }
 
   async deleteRun(id: number): Promise<boolean> {
-    this.lists.delete(id);
-    for (const key of this.streamCache.keys()) if (key.startsWith(`${id}\0`)) this.streamCache.delete(key);
+    this.forgetRun(id);
+    this.writer.forgetRun(id);
     return this.stmt('DELETE FROM runs WHERE id = ?').run(id).changes > 0;
   }
 
   async closeAbandonedRuns(isAlive: (writer: WriterIdentity) => boolean): Promise<number[]> {
     const rows = this.stmt(`SELECT id, begin_us, writer FROM runs WHERE state = 'recording'`).all() as Row[];
     const closed: number[] = [];
+    // On this thread: the runs are a dead writer's, and closing seals their tail chunks like endRun.
+    const writer = new SqliteChunkWriter(this.db, this.location, this.tailOptions);
     for (const row of rows) {
-      const writer = row.writer ? parse<WriterIdentity>(row.writer) : null;
-      if (writer && isAlive(writer)) continue;
+      const w = row.writer ? parse<WriterIdentity>(row.writer) : null;
+      if (w && isAlive(w)) continue;
       const last = this.stmt('SELECT MAX(end_us) AS t FROM streams WHERE run_id = ?').get(row.id) as Row;
       const end = (last.t as number | null) ?? (row.begin_us as number);
-      const changed = this.stmt(
-        `UPDATE runs SET end_us = ?, end_reason = 'interrupted', state = 'closed', writer = NULL WHERE id = ? AND state = 'recording'`,
-      ).run(end, row.id).changes;
-      if (changed) closed.push(row.id as number);
+      try {
+        writer.endRun(row.id as number, end, 'interrupted');
+        closed.push(row.id as number);
+      } catch (error) {
+        // A read-only file or a full disk: the run stays open for a later writer to close; reading
+        // must not depend on it.
+        if (isCannotWrite(error)) break;
+        if (error instanceof SimrecError && error.code === 'conflict') continue; // closed meanwhile
+        throw error;
+      }
+      this.forgetRun(row.id as number);
     }
     return closed;
   }
@@ -288,10 +295,7 @@ export class SqliteBackend implements StoreBackend {
     );
     this.db
       .transaction(() => {
-        for (const s of streams) {
-          upsert.run(run, s.id, json(s));
-          this.streamCache.delete(`${run}\0${s.id}`);
-        }
+        for (const s of streams) upsert.run(run, s.id, json(s));
       })
       .immediate();
   }
@@ -315,91 +319,19 @@ export class SqliteBackend implements StoreBackend {
 
   // ---- samples -------------------------------------------------------------------------------------
 
-  async appendSamples(run: number, appends: StreamAppend[]): Promise<void> {
-    const insertChunk = this.stmt(
-      'INSERT INTO chunks (stream_key, begin_us, end_us, count, data) VALUES (?, ?, ?, ?, ?)',
-    );
-    const deleteChunk = this.stmt('DELETE FROM chunks WHERE id = ?');
-    const updateStream = this.stmt(
-      `UPDATE streams SET samples = samples + ?, begin_us = COALESCE(begin_us, ?), end_us = ?, extra_fields = ? WHERE key = ?`,
-    );
-    // The in-memory tails and indexes change only once the transaction has committed.
-    const newTails = new Map<StreamEntry, StreamTail>();
-    const newExtras = new Map<StreamEntry, InferredField[]>();
-    const changes = new Map<StreamEntry, ChunkChanges>();
-    const changesOf = (entry: StreamEntry): ChunkChanges => {
-      let c = changes.get(entry);
-      if (!c) changes.set(entry, (c = { deleted: new Set(), inserted: [] }));
-      return c;
-    };
-    // A tail chunk lives until its stream has a full chunk's worth, so it is written the cheap way; the
-    // sealed chunk that replaces it is the one kept, in the store's chosen compression.
-    const write = (entry: StreamEntry, samples: Sample[], sealed: boolean): number => {
-      const first = samples[0]!;
-      const last = samples[samples.length - 1]!;
-      const data = encodeChunk(samples, entry.schema.fields, {
-        deflateLevel: sealed ? this.deflateLevel : 0,
-        floatPacking: 'leading-zero-bytes',
-      });
-      const id = Number(insertChunk.run(entry.key, first.t, last.t, samples.length, data).lastInsertRowid);
-      changesOf(entry).inserted.push({ id, begin: first.t, end: last.t });
-      return id;
-    };
+  async appendColumns(run: number, appends: ColumnAppend[]): Promise<void> {
     try {
-      this.db
-        .transaction(() => {
-          const state = this.stmt('SELECT state FROM runs WHERE id = ?').get(run) as Row | undefined;
-          if (!state || state.state !== 'recording') throw this.runStateError(run);
-          for (const { stream, samples } of appends) {
-            if (samples.length === 0) continue;
-            const entry = this.streamEntry(run, stream);
-            const tail = newTails.get(entry) ?? entry.tail;
-            const pending = tail.samples.concat(samples);
-            let next: StreamTail;
-            if (pending.length >= this.chunkSamples) {
-              // Merge the small tail chunks with the new samples into sealed chunks.
-              for (const id of tail.chunkIds) {
-                deleteChunk.run(id);
-                changesOf(entry).deleted.add(id);
-              }
-              let start = 0;
-              for (; pending.length - start >= this.chunkSamples; start += this.chunkSamples)
-                write(entry, pending.slice(start, start + this.chunkSamples), true);
-              const rest = pending.slice(start);
-              next = rest.length
-                ? { chunkIds: [write(entry, rest, false)], samples: rest }
-                : { chunkIds: [], samples: [] };
-            } else {
-              next = { chunkIds: [...tail.chunkIds, write(entry, samples, false)], samples: pending };
-            }
-            newTails.set(entry, next);
-            const extras = mergeInferredFields(
-              newExtras.get(entry) ?? entry.extra,
-              samples,
-              entry.schema.fields,
-            );
-            newExtras.set(entry, extras);
-            updateStream.run(
-              samples.length,
-              samples[0]!.t,
-              samples[samples.length - 1]!.t,
-              json(extras),
-              entry.key,
-            );
-          }
-        })
-        .immediate();
-    } catch (error) {
-      throw wrapIoError(error, `${this.location}: appending to run ${run}`);
+      await this.writer.append(run, appends);
+    } finally {
+      // The writer committed on its own connection: what this one cached of the run is stale.
+      this.forgetRun(run);
     }
-    this.lists.delete(run);
-    for (const [entry, tail] of newTails) entry.tail = tail;
-    for (const [entry, extra] of newExtras) entry.extra = extra;
-    for (const [entry, change] of changes) applyChanges(entry, change);
   }
 
   async putDerivedStream(run: number, schema: StreamSchema, samples: Sample[]): Promise<void> {
     this.requireRun(run);
+    const batch = samplesToColumns(samples, schema.fields);
+    const { chunks, extras } = encodeChunks(schema.fields, batch, this.tailOptions);
     try {
       this.db
         .transaction(() => {
@@ -411,101 +343,100 @@ export class SqliteBackend implements StoreBackend {
             this.stmt('SELECT key FROM streams WHERE run_id = ? AND id = ?').get(run, schema.id) as Row
           ).key as number;
           this.stmt('DELETE FROM chunks WHERE stream_key = ?').run(key);
-          for (let start = 0; start < samples.length; start += this.chunkSamples) {
-            const part = samples.slice(start, start + this.chunkSamples);
-            const data = encodeChunk(part, schema.fields, { deflateLevel: this.deflateLevel });
+          for (const c of chunks)
             this.stmt(
-              'INSERT INTO chunks (stream_key, begin_us, end_us, count, data) VALUES (?, ?, ?, ?, ?)',
-            ).run(key, part[0]!.t, part[part.length - 1]!.t, part.length, data);
-          }
+              'INSERT INTO chunks (stream_key, begin_us, end_us, count, sealed, data) VALUES (?, ?, ?, ?, 1, ?)',
+            ).run(key, c.begin, c.end, c.count, c.data);
           this.stmt(
             'UPDATE streams SET samples = ?, begin_us = ?, end_us = ?, extra_fields = ? WHERE key = ?',
-          ).run(
-            samples.length,
-            samples[0]?.t ?? null,
-            samples.at(-1)?.t ?? null,
-            json(mergeInferredFields([], samples, schema.fields)),
-            key,
-          );
+          ).run(samples.length, samples[0]?.t ?? null, samples.at(-1)?.t ?? null, json(extras), key);
         })
         .immediate();
     } catch (error) {
       throw wrapIoError(error, `${this.location}: writing derived stream ${schema.id} of run ${run}`);
     }
-    this.streamCache.delete(`${run}\0${schema.id}`);
-    this.lists.delete(run);
+    this.forgetRun(run);
   }
 
-  async *readSamples(args: ReadSamplesArgs): AsyncIterable<Sample[]> {
-    const entry = this.streamEntry(args.run, args.stream);
+  async *readColumns(args: ReadColumnsArgs): AsyncIterable<ColumnBatch> {
+    const stream = this.streamMeta(args.run, args.stream);
     let from = args.from ?? Number.MIN_SAFE_INTEGER;
     const to = args.to ?? Number.MAX_SAFE_INTEGER;
-    // Samples already yielded at time `from`: skipped when a read resumes there (time may stand still).
+    const fields = args.fields ? new Set(args.fields) : undefined;
+    // Rows already yielded at time `from`: skipped when a read resumes there (time may stand still).
     let alreadyAtFrom = 0;
     reading: for (;;) {
-      const index = this.chunkIndex(entry);
-      // Chunks that may hold samples in [from, to]: those that begin with the one containing `from`
-      // (every chunk that begins at the same time as it, too), up to the last that begins by `to`.
+      const index = this.chunkIndex(args.run, stream.id);
+      // Chunks that may hold samples in [from, to]: from the one containing `from` (and every chunk that
+      // begins at the same time as it) up to the last that begins by `to`. Copied: a write while this
+      // generator is paused replaces the index, it does not change this one.
       const last = lastBeginAtOrBefore(index, from);
       const first = last < 0 ? 0 : firstBeginAtOrAfter(index, index[last]!.begin);
-      // Copied: a write while this generator is paused replaces the index, it does not change this one.
       const refs = index.slice(first, lastBeginAtOrBefore(index, to) + 1);
       for (const ref of refs) {
         args.signal?.throwIfAborted();
         if (ref.end < from) continue;
-        const chunk = this.chunkIfPresent(ref.id);
-        if (!chunk) {
-          // Another process merged this stream's small chunks while we read: read on from where we
-          // were in the merged ones.
-          this.forgetIndexes();
+        const view = this.openChunk(args.run, stream.id, ref.id);
+        if (!view) {
+          // Another connection merged this stream's tail chunks while we read: read on from where we
+          // were, in the merged ones.
+          this.forgetRun(args.run);
           continue reading;
         }
-        let lo = chunk.firstAtOrAfter(from);
-        const hi = chunk.lastAtOrBefore(to) + 1;
-        for (let skip = alreadyAtFrom; skip > 0 && lo < hi && chunk.t[lo] === from; skip--) lo++;
-        if (hi <= lo) continue;
-        const batch = chunk.samples(lo, hi);
-        const lastT = batch[batch.length - 1]!.t;
-        let atLast = 0;
-        for (let i = batch.length - 1; i >= 0 && batch[i]!.t === lastT; i--) atLast++;
-        alreadyAtFrom = lastT === from ? alreadyAtFrom + atLast : atLast;
-        from = lastT;
-        yield batch;
+        for (let b = Math.max(0, view.blockAtOrBefore(from)); b < view.blocks.length; b++) {
+          const block = view.blocks[b]!;
+          if (block.begin > to) break;
+          if (block.end < from) continue;
+          const batch = this.cache.block(ref.id, view, b, fields);
+          let lo = firstAtOrAfter(batch.t, from);
+          const hi = lastAtOrBefore(batch.t, to) + 1;
+          for (let skip = alreadyAtFrom; skip > 0 && lo < hi && batch.t[lo] === from; skip--) lo++;
+          if (hi <= lo) continue;
+          const lastT = batch.t[hi - 1]!;
+          let atLast = 0;
+          for (let i = hi - 1; i >= lo && batch.t[i] === lastT; i--) atLast++;
+          alreadyAtFrom = lastT === from ? alreadyAtFrom + atLast : atLast;
+          from = lastT;
+          yield sliceBatch(batch, view.columns, lo, hi);
+        }
       }
       return;
     }
   }
 
-  async sampleBracket(run: number, stream: string, t: number): Promise<SampleBracket> {
-    const entry = this.streamEntry(run, stream);
-    // A chunk can vanish under a stale index when another process merges a stream's tail: look again.
-    for (let attempt = 0; ; attempt++) {
-      const bracket = this.bracketFromIndex(this.chunkIndex(entry), t);
-      if (bracket || attempt === 3) return bracket ?? {};
-      this.forgetIndexes();
-    }
+  readSamples(args: ReadSamplesArgs): AsyncIterable<Sample[]> {
+    return readSamplesViaColumns(this, args);
   }
 
-  private bracketFromIndex(index: ChunkRef[], t: number): SampleBracket | undefined {
-    const bracket: SampleBracket = {};
-    const k = lastBeginAtOrBefore(index, t);
-    if (k >= 0) {
-      const chunk = this.chunkIfPresent(index[k]!.id);
-      if (!chunk) return undefined;
-      const row = chunk.lastAtOrBefore(t);
-      bracket.before = chunk.sample(row);
-      if (row + 1 < chunk.n) {
-        bracket.after = chunk.sample(row + 1);
-        return bracket;
+  async bracketMany(run: number, args: BracketArgs): Promise<SampleBracket[]> {
+    const fields = args.fields ? new Set(args.fields) : undefined;
+    return args.streams.map((id) => {
+      const stream = this.streamMeta(run, id);
+      // A chunk can vanish under a stale index when another connection merges a tail: look again.
+      for (let attempt = 0; ; attempt++) {
+        const rows = bracketRows(
+          this.chunkIndex(run, stream.id),
+          args.t,
+          (ref) => this.openChunk(run, stream.id, ref.id),
+          (ref, view, b) => this.cache.block(ref.id, view, b, fields),
+        );
+        if (rows || attempt === 3) {
+          const bracket: SampleBracket = {};
+          if (rows?.before) bracket.before = this.sampleOf(rows.before, fields);
+          if (rows?.after) bracket.after = this.sampleOf(rows.after, fields);
+          return bracket;
+        }
+        this.forgetRun(run);
       }
-    }
-    const next = index[k + 1];
-    if (next) {
-      const chunk = this.chunkIfPresent(next.id);
-      if (!chunk) return undefined;
-      bracket.after = chunk.sample(0);
-    }
-    return bracket;
+    });
+  }
+
+  sampleBracket(run: number, stream: string, t: number): Promise<SampleBracket> {
+    return sampleBracketViaMany(this, run, stream, t);
+  }
+
+  private sampleOf(at: { ref: ChunkRef<number>; view: ChunkView; block: number; row: number }, fields?: ReadonlySet<string>): Sample {
+    return sampleAt(this.cache.block(at.ref.id, at.view, at.block, fields), at.view.columns, at.row);
   }
 
   // ---- attachments ---------------------------------------------------------------------------------
@@ -563,11 +494,12 @@ export class SqliteBackend implements StoreBackend {
       let end: number | null = null;
       for (const row of rows) {
         chunks++;
-        let chunk: DecodedChunk;
         try {
-          chunk = decodeChunk(row.data as Buffer, `${where} chunk ${row.id}`);
-          if (chunk.n !== row.count) throw new Error(`holds ${chunk.n} samples, its row says ${row.count}`);
-          if (chunk.t[0] !== row.begin_us || chunk.t[chunk.n - 1] !== row.end_us)
+          // Every block decoded: a checksum proves the bytes are as written, decoding that they parse.
+          const view = openChunk(row.data as Buffer, `${where} chunk ${row.id}`);
+          const batch = view.decodeAll();
+          if (view.n !== row.count) throw new Error(`holds ${view.n} samples, its row says ${row.count}`);
+          if (batch.t[0] !== row.begin_us || batch.t[view.n - 1] !== row.end_us)
             throw new Error('its time range disagrees with its row');
         } catch (error) {
           if (repair) this.stmt('DELETE FROM chunks WHERE id = ?').run(row.id);
@@ -578,7 +510,7 @@ export class SqliteBackend implements StoreBackend {
           });
           continue;
         }
-        count += chunk.n;
+        count += row.count as number;
         begin ??= row.begin_us as number;
         end = row.end_us as number;
       }
@@ -600,21 +532,18 @@ export class SqliteBackend implements StoreBackend {
     }
     if (repair) {
       this.lists.clear();
-      this.streamCache.clear();
+      this.indexes.clear();
+      this.cache.clear();
     }
     const runs = (this.stmt('SELECT COUNT(*) AS n FROM runs').get() as Row).n as number;
-    return {
-      ok: problems.every((p) => p.repaired),
-      runs,
-      streams: streams.length,
-      chunks,
-      samples,
-      problems,
-    };
+    return { ok: problems.every((p) => p.repaired), runs, streams: streams.length, chunks, samples, problems };
   }
 
   async close(): Promise<void> {
+    // This connection first, at once: a caller that does not await close() finds the file released
+    // (the writer thread, if it ever started, has its own connection and finishes what it was given).
     if (this.db.open) this.db.close();
+    await this.writer.close();
   }
 
   // ---- internals -----------------------------------------------------------------------------------
@@ -635,64 +564,48 @@ export class SqliteBackend implements StoreBackend {
       throw notFound(`run ${run} does not exist in ${this.location}`);
   }
 
-  private runStateError(run: number): SimrecError {
-    const row = this.stmt('SELECT state FROM runs WHERE id = ?').get(run) as Row | undefined;
-    return row
-      ? new SimrecError('conflict', `run ${run} is closed; it cannot be changed`)
-      : notFound(`run ${run} does not exist in ${this.location}`);
+  private streamMeta(run: number, stream: string): StreamMeta {
+    const info = this.listsOf(run).streams ?? (this.listsOf(run).streams = this.queryStreams(run));
+    const found = info.find((s) => s.id === stream);
+    if (!found) {
+      this.requireRun(run);
+      throw notFound(`run ${run} has no stream ${JSON.stringify(stream)}`);
+    }
+    return { key: 0, id: found.id };
   }
 
-  private streamEntry(run: number, stream: string): StreamEntry {
-    const cacheKey = `${run}\0${stream}`;
-    let entry = this.streamCache.get(cacheKey);
-    if (!entry) {
-      const row = this.stmt('SELECT key, schema, extra_fields FROM streams WHERE run_id = ? AND id = ?').get(
-        run,
-        stream,
-      ) as Row | undefined;
-      if (!row) {
-        this.requireRun(run);
-        throw notFound(`run ${run} has no stream ${JSON.stringify(stream)}`);
+  /** A stream's chunks in (begin, id) order; every stream of the run indexed by one query. */
+  private chunkIndex(run: number, stream: string): ChunkRef<number>[] {
+    this.syncWithOtherConnections();
+    let index = this.indexes.get(run);
+    if (!index) {
+      index = new Map();
+      const rows = this.stmt(
+        `SELECT s.id AS stream, c.id, c.begin_us, c.end_us FROM chunks c JOIN streams s ON c.stream_key = s.key
+         WHERE s.run_id = ? ORDER BY c.stream_key, c.begin_us, c.id`,
+      ).all(run) as Row[];
+      for (const row of rows) {
+        const id = row.stream as string;
+        let refs = index.get(id);
+        if (!refs) index.set(id, (refs = []));
+        refs.push({ id: row.id as number, begin: row.begin_us as number, end: row.end_us as number });
       }
-      entry = {
-        key: row.key as number,
-        schema: parse(row.schema),
-        extra: parse(row.extra_fields),
-        tail: { chunkIds: [], samples: [] },
-        index: null,
-      };
-      this.streamCache.set(cacheKey, entry);
+      this.indexes.set(run, index);
     }
-    return entry;
+    return index.get(stream) ?? [];
   }
 
-  /**
-   * Merges each stream's small tail chunks into one, so a finished run is compact. Returns what to
-   * change in memory once the transaction has committed.
-   */
-  private sealTails(run: number): (() => void)[] {
-    const afterCommit: (() => void)[] = [];
-    for (const [key, entry] of this.streamCache) {
-      if (!key.startsWith(`${run}\0`) || entry.tail.chunkIds.length < 2) continue;
-      const deleteChunk = this.stmt('DELETE FROM chunks WHERE id = ?');
-      for (const id of entry.tail.chunkIds) deleteChunk.run(id);
-      const samples = entry.tail.samples;
-      const data = encodeChunk(samples, entry.schema.fields, {
-        deflateLevel: this.deflateLevel,
-        floatPacking: 'leading-zero-bytes',
-      });
-      const begin = samples[0]!.t;
-      const end = samples[samples.length - 1]!.t;
-      const id = this.stmt(
-        'INSERT INTO chunks (stream_key, begin_us, end_us, count, data) VALUES (?, ?, ?, ?, ?)',
-      ).run(entry.key, begin, end, samples.length, data).lastInsertRowid;
-      const change = { deleted: new Set(entry.tail.chunkIds), inserted: [{ id: Number(id), begin, end }] };
-      afterCommit.push(() => {
-        applyChanges(entry, change);
-        entry.tail = { chunkIds: [], samples: [] };
-      });
-    }
-    return afterCommit;
+  /** The chunk, or undefined when another connection has just replaced it (tail chunks merged). */
+  private openChunk(run: number, stream: string, id: number): ChunkView | undefined {
+    return this.cache.chunk(id, () => {
+      const row = this.stmt('SELECT data FROM chunks WHERE id = ?').get(id) as Row | undefined;
+      return row && openChunk(row.data as Buffer, `${this.location} run ${run} stream ${stream} chunk ${id}`);
+    });
+  }
+
+  private forgetRun(run: number): void {
+    this.lists.delete(run);
+    this.indexes.delete(run);
   }
 
   /** Runs, actors and streams change rarely and are read on every scene: kept until a write. */
@@ -704,20 +617,12 @@ export class SqliteBackend implements StoreBackend {
     return lists;
   }
 
-  private chunkIndex(entry: StreamEntry): ChunkRef[] {
-    this.syncWithOtherConnections();
-    entry.index ??= (
-      this.stmt('SELECT id, begin_us, end_us FROM chunks WHERE stream_key = ? ORDER BY begin_us, id').all(
-        entry.key,
-      ) as Row[]
-    ).map((row) => ({ id: row.id as number, begin: row.begin_us as number, end: row.end_us as number }));
-    return entry.index;
-  }
-
   /**
-   * Another process may be writing the store (a recorder while a viewer reads): SQLite's data_version
-   * changes when another connection commits, and then the in-memory indexes and lists are dropped.
-   * Checked once per turn of the event loop, so a scene of 200 actors asks once, not 200 times.
+   * Another connection may be writing the store (this store's writer thread, a recorder in another
+   * process while a viewer reads): SQLite's data_version changes when another connection commits, and
+   * then the in-memory indexes and lists are dropped. Checked once per turn of the event loop, so a
+   * scene of 200 actors asks once, not 200 times. Chunk ids are never reused (AUTOINCREMENT), so the
+   * cache of opened chunks stays valid.
    */
   private dataVersion: number | null = null;
   private checkedThisTurn = false;
@@ -728,25 +633,11 @@ export class SqliteBackend implements StoreBackend {
       this.checkedThisTurn = false;
     });
     const version = (this.stmt('PRAGMA data_version').get() as Row).data_version as number;
-    if (this.dataVersion !== null && version !== this.dataVersion) this.forgetIndexes();
-    this.dataVersion = version;
-  }
-
-  /** The chunk, or undefined when another connection has just replaced it (tail chunks merged). */
-  private chunkIfPresent(id: number): DecodedChunk | undefined {
-    let chunk = this.decoded.get(id);
-    if (!chunk) {
-      const row = this.stmt('SELECT data FROM chunks WHERE id = ?').get(id) as Row | undefined;
-      if (!row) return undefined;
-      chunk = decodeChunk(row.data as Buffer, `${this.location} chunk ${id}`);
-      this.decoded.set(id, chunk);
+    if (this.dataVersion !== null && version !== this.dataVersion) {
+      this.lists.clear();
+      this.indexes.clear();
     }
-    return chunk;
-  }
-
-  private forgetIndexes(): void {
-    this.lists.clear();
-    for (const entry of this.streamCache.values()) entry.index = null;
+    this.dataVersion = version;
   }
 
   private scenarioCatalog(): CatalogPort<Scenario, ScenarioSummary, bigint> {
@@ -837,7 +728,8 @@ function isEmptyDatabase(db: Database.Database): boolean {
   }
 }
 
-function checkStoreFile(db: Database.Database, path: string): void {
+/** Checks the file is a simrec store this simrec reads; returns its schema version. */
+function checkStoreFile(db: Database.Database, path: string): number {
   let applicationId: number;
   let version: number;
   try {
@@ -859,6 +751,13 @@ function checkStoreFile(db: Database.Database, path: string): void {
       'unsupported',
       `${path} is from a newer simrec: store schema version ${version}, this simrec reads up to ${SCHEMA_VERSION}; upgrade simrec`,
     );
+  return version;
+}
+
+/** SQLite could not write (a read-only file, a full disk): not a reason to refuse reading. */
+function isCannotWrite(error: unknown): boolean {
+  const code = ((error as { cause?: { code?: string } }).cause?.code ?? (error as { code?: string }).code) as string | undefined;
+  return code === 'SQLITE_READONLY' || code === 'SQLITE_FULL' || code === 'SQLITE_CANTOPEN' || code === 'SQLITE_IOERR';
 }
 
 function runFromRow(row: Row): RunInfo {
@@ -886,42 +785,3 @@ function attachmentFromRow(row: Row): Omit<AttachmentInfo, 'size'> {
   return info;
 }
 
-/** Index of the last chunk that begins at or before t, or -1. */
-function lastBeginAtOrBefore(index: readonly ChunkRef[], t: number): number {
-  let lo = 0;
-  let hi = index.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1;
-    if (index[mid]!.begin <= t) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo - 1;
-}
-
-/** Index of the first chunk that begins at or after t, or the index's length. */
-function firstBeginAtOrAfter(index: readonly ChunkRef[], t: number): number {
-  let lo = 0;
-  let hi = index.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1;
-    if (index[mid]!.begin < t) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}
-
-/** Writes only ever replace chunks at a stream's tail and add after them, so order is kept by appending. */
-function applyChanges(entry: StreamEntry, change: ChunkChanges): void {
-  if (!entry.index) return;
-  const kept = change.deleted.size
-    ? entry.index.filter((r) => !change.deleted.has(r.id))
-    : entry.index.slice();
-  for (const ref of change.inserted) kept.push(ref);
-  entry.index = kept;
-}
-
-/** SQLite's own errors (disk full, I/O) become `io` errors naming the store; ours pass through. */
-function wrapIoError(error: unknown, where: string): unknown {
-  if (error instanceof SimrecError) return error;
-  return new SimrecError('io', `${where}: ${(error as Error).message}`, { cause: error });
-}

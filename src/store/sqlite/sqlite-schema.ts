@@ -1,9 +1,16 @@
+import type Database from 'better-sqlite3';
+
 /**
+ * Version history: 1 (simrec 0.1.0): chunks in the SRC1 layout. 2: chunks in the SRC2 layout
+ * (blocks, checksums) and the chunks.sealed column. A version 1 store opens and reads as it is (both
+ * layouts are read); the first writable open adds the column and marks it version 2, so that a simrec
+ * that reads only SRC1 refuses it instead of misreading it.
+ *
  * The SQLite store's layout. `application_id` marks the file as a simrec store; `user_version` is
  * the layout's version, so an older simrec refuses a newer file instead of misreading it.
  */
 export const SIMREC_APPLICATION_ID = 0x53524543; // "SREC"
-export const SCHEMA_VERSION = 1;
+export const SCHEMA_VERSION = 2;
 
 export const SCHEMA_DDL = `
 CREATE TABLE runs (
@@ -55,6 +62,8 @@ CREATE TABLE chunks (
   begin_us INTEGER NOT NULL,
   end_us INTEGER NOT NULL,
   count INTEGER NOT NULL,
+  -- 0 for a tail chunk (one commit's samples, to be merged into a sealed chunk), 1 once sealed.
+  sealed INTEGER NOT NULL DEFAULT 1,
   data BLOB NOT NULL
 );
 CREATE INDEX chunks_by_time ON chunks(stream_key, begin_us);
@@ -82,3 +91,11 @@ CREATE TABLE vehicles (
   doc TEXT NOT NULL
 );
 `;
+
+/** Brings a store of an older version to this one, in one transaction. */
+export function upgradeSchema(db: Database.Database, from: number): void {
+  db.transaction(() => {
+    if (from < 2) db.exec('ALTER TABLE chunks ADD COLUMN sealed INTEGER NOT NULL DEFAULT 1');
+    db.pragma(`user_version = ${SCHEMA_VERSION}`);
+  }).immediate();
+}

@@ -1,14 +1,15 @@
-import { deflateRawSync, inflateRawSync } from 'node:zlib';
+import { inflateRawSync } from 'node:zlib';
 import { SimrecError } from '../../model/errors.js';
 import {
   FIELD_TYPES,
-  inferFieldType,
-  type FieldDecl,
   type FieldType,
   type Sample,
 } from '../../model/stream.js';
 
 /**
+ * The first chunk layout ("SRC1", simrec 0.1.0), kept to read the stores it wrote; nothing writes it
+ * any more (chunk-format.ts is today's). What follows is its original description.
+ *
  * A chunk holds many consecutive samples of one stream, column by column, so that recording 200 actors
  * at 100 Hz writes a few large rows rather than millions of small ones. Chunks describe themselves
  * (field names and types are in their header), so a stream's schema may grow - undeclared fields
@@ -55,190 +56,11 @@ interface ChunkHeader {
   deflate: boolean;
 }
 
-export interface ChunkEncodeOptions {
-  /** zlib level 1..9, or 0 for no compression. */
-  deflateLevel?: number;
-  /**
-   * How float columns are laid out when the chunk is not deflated: `fixed` (8 bytes a value, the
-   * default: no compression at all) or `leading-zero-bytes` (lin-lzb, compact and cheap to write).
-   * Deflated chunks always use fixed-width transposed residuals, which deflate codes best.
-   */
-  floatPacking?: 'fixed' | 'leading-zero-bytes';
-}
-
-/**
- * The fields the chunk stores: the declared ones that some sample has (an optional field nobody sent
- * costs no pass over the samples), then every undeclared field that appears, with its inferred type.
- */
-function chunkFields(samples: readonly Sample[], declared: readonly FieldDecl[]): FieldDecl[] {
-  const seen = new Set<string>();
-  // Samples of one stream nearly always share their keys; one object's keys stand for a run of them.
-  let previousKeys: string[] = [];
-  for (const s of samples) {
-    const keys = Object.keys(s);
-    if (sameKeys(keys, previousKeys)) continue;
-    for (const key of keys) seen.add(key);
-    previousKeys = keys;
-  }
-  const fields = declared.filter((f) => seen.has(f.name));
-  const declaredNames = new Set(declared.map((f) => f.name));
-  for (const name of seen)
-    if (name !== 't' && name !== 'step' && !declaredNames.has(name))
-      fields.push({ name, type: inferFieldType(samples.map((s) => s[name])) });
-  return fields;
-}
-
-function sameKeys(a: readonly string[], b: readonly string[]): boolean {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
-}
-
-export function encodeChunk(
-  samples: readonly Sample[],
-  declared: readonly FieldDecl[],
-  options: ChunkEncodeOptions = {},
-): Uint8Array {
-  const n = samples.length;
-  if (n === 0) throw new Error('encodeChunk: a chunk needs at least one sample');
-  const parts: Uint8Array[] = [];
-  const t = encodeSequence(samples, 't', parts);
-  const step = encodeSequence(samples, 'step', parts);
-  const columns: ColumnHeader[] = [];
-  const level = options.deflateLevel ?? 0;
-  const deflate = level > 0;
-  const packFloats = !deflate && options.floatPacking === 'leading-zero-bytes';
-  for (const field of chunkFields(samples, declared)) {
-    const column = encodeColumn(samples, field, parts, packFloats);
-    if (column) columns.push(column);
-  }
-  let body = concat(parts);
-  if (deflate) body = deflateRawSync(body, { level });
-  const header: ChunkHeader = { n, t, step, columns, deflate };
-  const headerBytes = Buffer.from(JSON.stringify(header), 'utf8');
-  const out = Buffer.allocUnsafe(8 + headerBytes.length + body.length);
-  out.write(MAGIC, 0, 'latin1');
-  out.writeUInt32LE(headerBytes.length, 4);
-  headerBytes.copy(out, 8);
-  out.set(body, 8 + headerBytes.length);
-  return out;
-}
-
-function encodeSequence(samples: readonly Sample[], key: 't' | 'step', parts: Uint8Array[]): SequenceHeader {
-  const first = samples[0]![key];
-  const delta = samples.length > 1 ? samples[1]![key] - first : 0;
-  let arithmetic = true;
-  for (let i = 1; i < samples.length; i++)
-    if (samples[i]![key] !== first + delta * i) {
-      arithmetic = false;
-      break;
-    }
-  if (arithmetic) return { kind: 'arith', start: first, delta };
-  const values = new Float64Array(samples.length);
-  for (let i = 0; i < samples.length; i++) values[i] = samples[i]![key];
-  const bytes = xorShuffle(values);
-  parts.push(bytes);
-  return { kind: 'f64', bytes: bytes.length };
-}
-
-function encodeColumn(
-  samples: readonly Sample[],
-  field: FieldDecl,
-  parts: Uint8Array[],
-  packFloats: boolean,
-): ColumnHeader | null {
-  const n = samples.length;
-  const name = field.name;
-  const keepsNull = field.type === 'json';
-  const values: unknown[] = [];
-  for (let i = 0; i < n; i++) {
-    const v = samples[i]![name];
-    if (v !== undefined && (v !== null || keepsNull)) values.push(v);
-  }
-  const present = values.length;
-  if (present === 0) return null;
-  let bytes = 0;
-  if (present < n) {
-    const bitmap = new Uint8Array((n + 7) >> 3);
-    for (let i = 0; i < n; i++) {
-      const v = samples[i]![name];
-      if (v !== undefined && (v !== null || keepsNull)) bitmap[i >> 3]! |= 1 << (i & 7);
-    }
-    parts.push(bitmap);
-    bytes += bitmap.length;
-  }
-  const { data, codec } = encodeValues(field, values, packFloats);
-  parts.push(data);
-  bytes += data.length;
-  const header: ColumnHeader = { name, type: field.type, present, bytes };
-  if (codec) header.codec = codec;
-  if (field.type === 'vec') header.length = field.length!;
-  return header;
-}
-
-function encodeValues(
-  field: FieldDecl,
-  values: unknown[],
-  packFloats: boolean,
-): { data: Uint8Array; codec?: ColumnCodec } {
-  switch (field.type) {
-    case 'f64':
-    case 'i64': {
-      const floats = toFloat64(values as number[]);
-      return packFloats
-        ? { data: encodeLinLzb(floats), codec: 'lin-lzb' }
-        : { data: shuffleBytes(linearResiduals(floats), 8), codec: 'lin-xor' };
-    }
-    case 'f32':
-      return { data: shuffleBytes(new Uint8Array(Float32Array.from(values as number[]).buffer), 4) };
-    case 'i32':
-      // Counters and indexes (gear, route index) mostly stand still or step by one: predicted, they cost
-      // half a byte a value instead of four.
-      return packFloats
-        ? { data: encodeLinLzb(toFloat64(values as number[])), codec: 'lin-lzb' }
-        : { data: new Uint8Array(Int32Array.from(values as number[]).buffer) };
-    case 'bool':
-      return { data: Uint8Array.from(values as boolean[], (b) => (b ? 1 : 0)) };
-    case 'vec': {
-      const len = field.length!;
-      const flat = new Float64Array(values.length * len);
-      // Stored component by component so each component's XOR runs over its own history.
-      for (let c = 0; c < len; c++)
-        for (let i = 0; i < values.length; i++) flat[c * values.length + i] = (values[i] as number[])[c]!;
-      return { data: xorShuffle(flat) };
-    }
-    case 'string':
-      return { data: encodeDictRle(values as string[]), codec: 'dict-rle' };
-    case 'json':
-      return { data: Buffer.from(JSON.stringify(values), 'utf8') };
-  }
-}
-
-/** A plain loop: Float64Array.from goes through the iterator protocol, several times slower. */
-function toFloat64(values: readonly number[]): Float64Array {
-  const out = new Float64Array(values.length);
-  for (let i = 0; i < values.length; i++) out[i] = values[i]!;
-  return out;
-}
-
 /** The linear prediction of value i from the two before it; finite, so its bits are the same everywhere. */
 function predict(values: Float64Array, i: number): number {
   if (i < 2) return i === 0 ? 0 : values[0]!;
   const p = 2 * values[i - 1]! - values[i - 2]!;
   return Number.isFinite(p) ? p : values[i - 1]!;
-}
-
-function linearResiduals(values: Float64Array): Uint8Array {
-  const words = new Uint32Array(values.buffer, values.byteOffset, values.length * 2);
-  const out = new Uint32Array(words.length);
-  const prediction = new Float64Array(1);
-  const p = new Uint32Array(prediction.buffer);
-  for (let i = 0; i < values.length; i++) {
-    prediction[0] = predict(values, i);
-    out[2 * i] = words[2 * i]! ^ p[0]!;
-    out[2 * i + 1] = words[2 * i + 1]! ^ p[1]!;
-  }
-  return new Uint8Array(out.buffer);
 }
 
 function undoLinearResiduals(residuals: Uint8Array, n: number): Float64Array {
@@ -253,26 +75,6 @@ function undoLinearResiduals(residuals: Uint8Array, n: number): Float64Array {
     words[2 * i + 1] = r[2 * i + 1]! ^ p[1]!;
   }
   return values;
-}
-
-function encodeLinLzb(values: Float64Array): Uint8Array {
-  const n = values.length;
-  const words = new Uint32Array(values.buffer, values.byteOffset, n * 2);
-  const prediction = new Float64Array(1);
-  const p = new Uint32Array(prediction.buffer);
-  const nibbles = (n + 1) >> 1;
-  const out = new Uint8Array(nibbles + n * 8);
-  let pos = nibbles;
-  for (let i = 0; i < n; i++) {
-    prediction[0] = predict(values, i);
-    const lo = (words[2 * i]! ^ p[0]!) >>> 0;
-    const hi = (words[2 * i + 1]! ^ p[1]!) >>> 0;
-    const zeros = hi !== 0 ? Math.clz32(hi) >> 3 : lo !== 0 ? 4 + (Math.clz32(lo) >> 3) : 8;
-    out[i >> 1]! |= zeros << ((i & 1) << 2);
-    const length = 8 - zeros;
-    for (let k = 0; k < length; k++) out[pos++] = k < 4 ? lo >>> (k << 3) : hi >>> ((k - 4) << 3);
-  }
-  return out.subarray(0, pos);
 }
 
 function decodeLinLzb(bytes: Uint8Array, n: number, corrupt: (why: string) => SimrecError): Float64Array {
@@ -298,27 +100,6 @@ function decodeLinLzb(bytes: Uint8Array, n: number, corrupt: (why: string) => Si
   return values;
 }
 
-function encodeDictRle(values: readonly string[]): Uint8Array {
-  const dict: string[] = [];
-  const index = new Map<string, number>();
-  const runs: number[] = [];
-  let current = -1;
-  for (const v of values) {
-    let k = index.get(v);
-    if (k === undefined) {
-      k = dict.length;
-      dict.push(v);
-      index.set(v, k);
-    }
-    if (k === current) runs[runs.length - 1]!++;
-    else {
-      runs.push(k, 1);
-      current = k;
-    }
-  }
-  return Buffer.from(JSON.stringify({ dict, runs }), 'utf8');
-}
-
 function decodeDictRle(parsed: unknown, n: number, corrupt: (why: string) => SimrecError): string[] {
   const { dict, runs } = parsed as { dict: string[]; runs: number[] };
   if (!Array.isArray(dict) || !Array.isArray(runs)) throw corrupt('string column is not a dictionary');
@@ -332,32 +113,10 @@ function decodeDictRle(parsed: unknown, n: number, corrupt: (why: string) => Sim
   return out;
 }
 
-/** XOR each float64 with its predecessor, then transpose bytes (all byte 0s, then all byte 1s...). */
-function xorShuffle(values: Float64Array): Uint8Array {
-  const words = new Uint32Array(values.buffer, values.byteOffset, values.length * 2);
-  const xored = new Uint32Array(words.length);
-  if (words.length > 0) {
-    xored[0] = words[0]!;
-    xored[1] = words[1]!;
-  }
-  for (let i = 2; i < words.length; i++) xored[i] = words[i]! ^ words[i - 2]!;
-  return shuffleBytes(new Uint8Array(xored.buffer), 8);
-}
-
 function unXorShuffle(bytes: Uint8Array, count: number): Float64Array {
   const words = new Uint32Array(unshuffleBytes(bytes, 8, count).buffer);
   for (let i = 2; i < words.length; i++) words[i] = words[i]! ^ words[i - 2]!;
   return new Float64Array(words.buffer, 0, count);
-}
-
-function shuffleBytes(bytes: Uint8Array, width: number): Uint8Array {
-  const count = bytes.length / width;
-  const out = new Uint8Array(bytes.length);
-  for (let b = 0; b < width; b++) {
-    const base = b * count;
-    for (let i = 0; i < count; i++) out[base + i] = bytes[i * width + b]!;
-  }
-  return out;
 }
 
 function unshuffleBytes(bytes: Uint8Array, width: number, count: number): Uint8Array {
@@ -365,18 +124,6 @@ function unshuffleBytes(bytes: Uint8Array, width: number, count: number): Uint8A
   for (let b = 0; b < width; b++) {
     const base = b * count;
     for (let i = 0; i < count; i++) out[i * width + b] = bytes[base + i]!;
-  }
-  return out;
-}
-
-function concat(parts: Uint8Array[]): Uint8Array {
-  let size = 0;
-  for (const p of parts) size += p.length;
-  const out = new Uint8Array(size);
-  let offset = 0;
-  for (const p of parts) {
-    out.set(p, offset);
-    offset += p.length;
   }
   return out;
 }

@@ -1,0 +1,320 @@
+import { describeValue, invalid } from './errors.js';
+import { checkJsonValue } from './json.js';
+import { inferFieldType, type FieldDecl, type FieldType, type Sample, type StreamSchema } from './stream.js';
+
+/**
+ * Samples as columns: the form recording, ingest, reads for exports and the viewer use on their hot
+ * paths, because a typed array per field costs nothing per sample while an object per sample costs an
+ * allocation, a hidden class and a garbage collection.
+ *
+ * How each field type is held (one entry per row):
+ * - f64, f32, i32, i64, bool: a Float64Array; NaN marks a row without a value (NaN is never a value:
+ *   simrec refuses it). bool is 0 or 1. f32 holds values already rounded to float32.
+ * - vec: a Float64Array of rows x length, row-major; NaN in a row's first component marks it absent.
+ * - string: an array of strings, undefined where absent.
+ * - json: an array of JSON values, undefined where absent (null is a value).
+ */
+export type ColumnValues = Float64Array | unknown[];
+
+export interface ColumnBatch {
+  /** Sample times, integer microseconds, never decreasing. */
+  t: Float64Array;
+  /** Steps, integers. */
+  step: Float64Array;
+  /** Values by field name. A field without a column is absent in every row. */
+  columns: Record<string, ColumnValues>;
+  /** The types of undeclared columns, as the sender's values showed them (else inferred from the array). */
+  types?: Record<string, FieldType>;
+}
+
+/** What a caller may hand over for a column: typed arrays of any kind, or plain arrays. */
+export type ColumnInput =
+  | Float64Array
+  | Float32Array
+  | Int32Array
+  | Uint32Array
+  | Int16Array
+  | Uint16Array
+  | Int8Array
+  | Uint8Array
+  | readonly unknown[];
+
+export interface ColumnBatchInput {
+  t: ArrayLike<number>;
+  step: ArrayLike<number>;
+  columns: Record<string, ColumnInput>;
+}
+
+/**
+ * One step of many actors' streams of the same name (a whole scene's `state`, say): one value per actor
+ * in each column, in the order of `actors`. Actor i's sample goes to stream `actors[i]/name`.
+ */
+export interface FrameInput {
+  t: number;
+  step: number;
+  actors: readonly string[];
+  columns: Record<string, ColumnInput>;
+}
+
+export const batchLength = (batch: ColumnBatch): number => batch.t.length;
+
+const isNumeric = (type: FieldType): boolean =>
+  type === 'f64' || type === 'f32' || type === 'i32' || type === 'i64' || type === 'bool';
+
+/** The type a column of an undeclared field is kept as. */
+export function inferColumnType(values: ColumnValues | ColumnInput): FieldType {
+  if (ArrayBuffer.isView(values)) return values instanceof Float64Array || values instanceof Float32Array ? 'f64' : 'i64';
+  return inferFieldType(values as readonly unknown[]);
+}
+
+const INT32_MIN = -(2 ** 31);
+const INT32_MAX = 2 ** 31 - 1;
+
+/** Why a numeric value does not fit its field type, or null when it fits. */
+function numericMismatch(type: FieldType, v: number): string | null {
+  switch (type) {
+    case 'f64':
+    case 'f32':
+      return Number.isFinite(v) ? null : 'a finite number';
+    case 'i32':
+      return Number.isInteger(v) && v >= INT32_MIN && v <= INT32_MAX ? null : 'a 32-bit integer';
+    case 'i64':
+      return Number.isSafeInteger(v) ? null : 'an integer within +-2^53';
+    case 'bool':
+      return v === 0 || v === 1 ? null : 'a boolean (0 or 1 in a column)';
+    default:
+      return null;
+  }
+}
+
+/**
+ * Validates a batch against its stream's schema, column by column (no object per sample), and returns
+ * it in the engine's form (see ColumnValues), copied: the caller may reuse its arrays at once.
+ * Time must not go backwards from `previousT` nor within the batch.
+ */
+export function normalizeColumns(
+  schema: StreamSchema,
+  input: ColumnBatchInput,
+  previousT: number | null,
+  /** How errors name a row; by default the stream and the row's time. */
+  rowName: (i: number, t: number) => string = (_i, t) => `stream ${schema.id} sample at t=${t}`,
+): ColumnBatch {
+  if (typeof input !== 'object' || input === null)
+    throw invalid(`stream ${schema.id}: expected a column batch, got ${describeValue(input)}`);
+  const n = input.t?.length;
+  if (!Number.isInteger(n))
+    throw invalid(`stream ${schema.id}: batch.t: expected an array of times, got ${describeValue(input.t)}`);
+  if (input.step?.length !== n)
+    throw invalid(
+      `stream ${schema.id}: batch.step: expected ${n} steps (one per time), got ${describeValue(input.step)}`,
+    );
+  const t = new Float64Array(n);
+  const step = new Float64Array(n);
+  let last = previousT;
+  for (let i = 0; i < n; i++) {
+    const ti = input.t[i]!;
+    if (!Number.isSafeInteger(ti))
+      throw invalid(
+        `stream ${schema.id} row ${i}: t: expected an integer number of microseconds, got ${describeValue(ti)}`,
+      );
+    if (last !== null && ti < last)
+      throw invalid(`${rowName(i, ti)}: time goes backwards (previous sample at t=${last})`);
+    const si = input.step[i]!;
+    if (!Number.isSafeInteger(si))
+      throw invalid(`${rowName(i, ti)}: field step: expected an integer, got ${describeValue(si)}`);
+    t[i] = ti;
+    step[i] = si;
+    last = ti;
+  }
+  const columns: Record<string, ColumnValues> = {};
+  const types: Record<string, FieldType> = {};
+  const declared = new Map(schema.fields.map((f) => [f.name, f] as const));
+  for (const name of Object.keys(input.columns ?? {})) {
+    const values = input.columns[name]!;
+    if (values === undefined) continue;
+    if (!ArrayBuffer.isView(values) && !Array.isArray(values))
+      throw invalid(`stream ${schema.id}: column ${name}: expected an array, got ${describeValue(values)}`);
+    const field = declared.get(name) ?? { name, type: inferColumnType(values), optional: true };
+    if (!declared.has(name) && !/^[A-Za-z_][A-Za-z0-9_.:-]*$/.test(name))
+      throw invalid(`stream ${schema.id}: field name ${describeValue(name)} is not a valid name`);
+    columns[name] = normalizeColumn(schema, field, values, t, rowName);
+    if (!declared.has(name)) types[name] = field.type;
+  }
+  for (const field of schema.fields)
+    if (!field.optional && !(field.name in columns) && n > 0)
+      throw invalid(
+        `${rowName(0, t[0]!)}: field ${field.name} is required (${field.type}) but absent`,
+      );
+  return Object.keys(types).length ? { t, step, columns, types } : { t, step, columns };
+}
+
+function normalizeColumn(
+  schema: StreamSchema,
+  field: FieldDecl,
+  values: ColumnInput,
+  t: Float64Array,
+  rowName: (i: number, t: number) => string,
+): ColumnValues {
+  const n = t.length;
+  const where = (i: number): string => `${rowName(i, t[i]!)}: field ${field.name}`;
+  const unit = field.unit ? ` (${field.unit})` : '';
+  const absent = (i: number): never => {
+    throw invalid(`${where(i)} is required (${field.type}) but absent`);
+  };
+  if (field.type === 'vec') {
+    const len = field.length!;
+    if (values.length !== n * len)
+      throw invalid(
+        `stream ${schema.id}: column ${field.name}: expected ${n} rows x ${len} components = ${n * len} numbers, got ${values.length}`,
+      );
+    const out = new Float64Array(n * len);
+    for (let i = 0; i < n; i++) {
+      const first = values[i * len];
+      if (typeof first === 'number' && Number.isNaN(first)) {
+        if (!field.optional) absent(i);
+        for (let k = 0; k < len; k++) out[i * len + k] = NaN;
+        continue;
+      }
+      for (let k = 0; k < len; k++) {
+        const v = values[i * len + k];
+        if (typeof v !== 'number' || !Number.isFinite(v))
+          throw invalid(`${where(i)}: expected an array of ${len} finite numbers${unit}, got ${describeValue(v)} at [${k}]`);
+        out[i * len + k] = v;
+      }
+    }
+    return out;
+  }
+  if (values.length !== n)
+    throw invalid(`stream ${schema.id}: column ${field.name}: expected ${n} values (one per time), got ${values.length}`);
+  if (isNumeric(field.type)) {
+    const out = new Float64Array(n);
+    const typed = ArrayBuffer.isView(values);
+    for (let i = 0; i < n; i++) {
+      let v = values[i] as unknown;
+      if (!typed) {
+        if (v === undefined || v === null) v = NaN;
+        else if (field.type === 'bool' && typeof v === 'boolean') v = v ? 1 : 0;
+        else if (typeof v !== 'number')
+          throw invalid(`${where(i)}: expected ${field.type === 'bool' ? 'a boolean' : 'a number'}${unit}, got ${describeValue(v)}`);
+      }
+      const x = v as number;
+      if (Number.isNaN(x)) {
+        if (!field.optional) absent(i);
+        out[i] = NaN;
+        continue;
+      }
+      const expected = numericMismatch(field.type, x);
+      if (expected !== null) throw invalid(`${where(i)}: expected ${expected}${unit}, got ${describeValue(x)}`);
+      out[i] = field.type === 'f32' ? Math.fround(x) : x;
+    }
+    return out;
+  }
+  if (ArrayBuffer.isView(values))
+    throw invalid(`stream ${schema.id}: column ${field.name}: a ${field.type} field needs a plain array, got a typed array`);
+  const out = new Array<unknown>(n);
+  for (let i = 0; i < n; i++) {
+    const v = (values as readonly unknown[])[i];
+    if (v === undefined || (v === null && field.type !== 'json')) {
+      if (!field.optional) absent(i);
+      out[i] = undefined;
+      continue;
+    }
+    if (field.type === 'string' && typeof v !== 'string')
+      throw invalid(`${where(i)}: expected a string, got ${describeValue(v)}`);
+    if (field.type === 'json') checkJsonValue(v, where(i));
+    out[i] = v;
+  }
+  return out;
+}
+
+/** Sample objects as columns (the convenience path; samples already validated by validateSample). */
+export function samplesToColumns(samples: readonly Sample[], fields: readonly FieldDecl[]): ColumnBatch {
+  const n = samples.length;
+  const t = new Float64Array(n);
+  const step = new Float64Array(n);
+  for (let i = 0; i < n; i++) {
+    t[i] = samples[i]!.t;
+    step[i] = samples[i]!.step;
+  }
+  const columns: Record<string, ColumnValues> = {};
+  const declared = new Map(fields.map((f) => [f.name, f] as const));
+  const names = new Set<string>();
+  let previousKeys: string[] = [];
+  for (const s of samples) {
+    const keys = Object.keys(s);
+    if (keys.length === previousKeys.length && keys.every((k, i) => k === previousKeys[i])) continue;
+    for (const k of keys) if (k !== 't' && k !== 'step') names.add(k);
+    previousKeys = keys;
+  }
+  const types: Record<string, FieldType> = {};
+  for (const name of names) {
+    let field = declared.get(name);
+    if (!field) {
+      const type = inferFieldType(samples.map((s) => s[name]));
+      field = { name, type };
+      types[name] = type;
+    }
+    if (isNumeric(field.type)) {
+      const out = new Float64Array(n);
+      for (let i = 0; i < n; i++) {
+        const v = samples[i]![name];
+        out[i] = v === undefined || v === null ? NaN : typeof v === 'boolean' ? (v ? 1 : 0) : field.type === 'f32' ? Math.fround(v as number) : (v as number);
+      }
+      columns[name] = out;
+    } else if (field.type === 'vec') {
+      const len = field.length!;
+      const out = new Float64Array(n * len).fill(NaN);
+      for (let i = 0; i < n; i++) {
+        const v = samples[i]![name] as number[] | undefined | null;
+        if (v) for (let k = 0; k < len; k++) out[i * len + k] = v[k]!;
+      }
+      columns[name] = out;
+    } else {
+      const keepNull = field.type === 'json';
+      const out = new Array<unknown>(n);
+      for (let i = 0; i < n; i++) {
+        const v = samples[i]![name];
+        out[i] = v === null && !keepNull ? undefined : v;
+      }
+      columns[name] = out;
+    }
+  }
+  return Object.keys(types).length ? { t, step, columns, types } : { t, step, columns };
+}
+
+/** The declared type of each column of a batch: declared fields first, undeclared ones inferred. */
+export function columnFields(batch: ColumnBatch, declared: readonly FieldDecl[]): FieldDecl[] {
+  const byName = new Map(declared.map((f) => [f.name, f] as const));
+  const out: FieldDecl[] = [];
+  for (const f of declared) if (f.name in batch.columns) out.push(f);
+  for (const name of Object.keys(batch.columns))
+    if (!byName.has(name)) out.push({ name, type: batch.types?.[name] ?? inferColumnType(batch.columns[name]!) });
+  return out;
+}
+
+/** Row `i` of a batch as a sample object (absent fields left out, as they were sent). */
+export function sampleAt(
+  batch: ColumnBatch,
+  fields: readonly FieldDecl[],
+  i: number,
+): Sample {
+  const s: Sample = { t: batch.t[i]!, step: batch.step[i]! };
+  for (const f of fields) {
+    const values = batch.columns[f.name];
+    if (values === undefined) continue;
+    if (f.type === 'vec') {
+      const len = f.length!;
+      const v = values as Float64Array;
+      if (Number.isNaN(v[i * len]!)) continue;
+      s[f.name] = Array.from(v.subarray(i * len, i * len + len));
+    } else if (values instanceof Float64Array) {
+      const v = values[i]!;
+      if (Number.isNaN(v)) continue;
+      s[f.name] = f.type === 'bool' ? v === 1 : v;
+    } else {
+      const v = values[i];
+      if (v !== undefined) s[f.name] = v;
+    }
+  }
+  return s;
+}

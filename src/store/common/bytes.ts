@@ -1,0 +1,121 @@
+/**
+ * Growable byte writer and bounds-checked reader for the chunk format: unsigned LEB128 varints (up to
+ * 2^53, the integers a JavaScript number holds exactly), zig-zag for signed ones, little-endian floats.
+ */
+export class ByteWriter {
+  private buf: Uint8Array;
+  private view: DataView;
+  private pos = 0;
+
+  constructor(capacity = 256) {
+    this.buf = new Uint8Array(Math.max(16, capacity));
+    this.view = new DataView(this.buf.buffer);
+  }
+
+  get length(): number {
+    return this.pos;
+  }
+
+  private ensure(extra: number): void {
+    if (this.pos + extra <= this.buf.length) return;
+    const bigger = new Uint8Array(Math.max(this.buf.length * 2, this.pos + extra));
+    bigger.set(this.buf.subarray(0, this.pos));
+    this.buf = bigger;
+    this.view = new DataView(bigger.buffer);
+  }
+
+  u8(v: number): void {
+    this.ensure(1);
+    this.buf[this.pos++] = v;
+  }
+
+  /** A non-negative integer up to 2^53. */
+  varint(v: number): void {
+    this.ensure(8);
+    while (v >= 0x80) {
+      this.buf[this.pos++] = (v % 0x80) | 0x80;
+      v = Math.floor(v / 0x80);
+    }
+    this.buf[this.pos++] = v;
+  }
+
+  /** A signed integer within +-2^52. */
+  zigzag(v: number): void {
+    this.varint(v >= 0 ? 2 * v : -2 * v - 1);
+  }
+
+  f64(v: number): void {
+    this.ensure(8);
+    this.view.setFloat64(this.pos, v, true);
+    this.pos += 8;
+  }
+
+  bytes(b: Uint8Array): void {
+    this.ensure(b.length);
+    this.buf.set(b, this.pos);
+    this.pos += b.length;
+  }
+
+  string(s: string): void {
+    const b = Buffer.from(s, 'utf8');
+    this.varint(b.length);
+    this.bytes(b);
+  }
+
+  finish(): Uint8Array {
+    return this.buf.subarray(0, this.pos);
+  }
+}
+
+export class ByteReader {
+  private readonly buf: Uint8Array;
+  offset = 0;
+
+  constructor(buf: Uint8Array) {
+    this.buf = buf;
+  }
+
+  get done(): boolean {
+    return this.offset >= this.buf.length;
+  }
+
+  u8(): number {
+    if (this.offset >= this.buf.length) throw new Error('record cut short');
+    return this.buf[this.offset++]!;
+  }
+
+  varint(): number {
+    let v = 0;
+    let scale = 1;
+    for (let i = 0; ; i++) {
+      if (i >= 8) throw new Error('varint longer than 8 bytes');
+      const b = this.u8();
+      v += (b & 0x7f) * scale;
+      if (b < 0x80) return v;
+      scale *= 0x80;
+    }
+  }
+
+  zigzag(): number {
+    const z = this.varint();
+    return z % 2 === 0 ? z / 2 : -(z + 1) / 2;
+  }
+
+  f64(): number {
+    const bytes = this.take(8);
+    return new DataView(bytes.buffer, bytes.byteOffset, 8).getFloat64(0, true);
+  }
+
+  take(length: number): Uint8Array {
+    if (length < 0 || this.offset + length > this.buf.length)
+      throw new Error(`field of ${length} bytes runs past the end (${this.buf.length - this.offset} left)`);
+    const out = this.buf.subarray(this.offset, this.offset + length);
+    this.offset += length;
+    return out;
+  }
+
+  string(): string {
+    const b = this.take(this.varint());
+    return Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('utf8');
+  }
+}

@@ -1,0 +1,745 @@
+import { crc32, deflateRawSync, inflateRawSync } from 'node:zlib';
+import type { ColumnBatch, ColumnValues } from '../../model/columns.js';
+import { SimrecError } from '../../model/errors.js';
+import { FIELD_TYPES, type FieldType } from '../../model/stream.js';
+import {
+  packFloat32,
+  packFloat64,
+  packIntegers,
+  unpackFloat32,
+  unpackFloat64,
+  unpackIntegers,
+} from './bit-codec.js';
+import { ByteReader, ByteWriter } from './bytes.js';
+
+/**
+ * The chunk: many consecutive samples of one stream, column by column, in blocks.
+ *
+ * A block is the unit of decoding: its columns are packed on their own (no prediction crosses into
+ * the block before), so the scene at t decodes one block of each actor's chunk, and only the fields it
+ * asks for. A chunk is the unit of storage: one row (SQLite) or document (MongoDB), large enough that
+ * the database's per-row cost and its last half-filled page are small beside it. When a recording
+ * commits, each stream's new samples become one block of a small tail chunk; when a stream's tail holds
+ * a full chunk's worth, its blocks are concatenated into a sealed chunk as they are (no re-encoding),
+ * only blocks too small to compress well being merged and packed again.
+ *
+ * Layout ("SRC2", little-endian):
+ *   "SRC2" | u32 header length | header JSON {n, begin, columns: ["name:type[:length]", ...]}
+ *   | varint block count | per block: varint rows, varint bytes, varint first t - begin, varint last t - first t
+ *   | blocks | u32 CRC-32 of everything before it
+ * A block is a sequence of column records: varint index (0 t, 1 step, 2 + the column's place in the
+ * header's list), u8 codec (bit 7: a presence bitmap precedes the values), varint payload length, payload.
+ * Every byte counts: at 100 samples a block, each byte of framing is 0.01 byte per sample.
+ *
+ * The checksum is checked on every read: damage becomes an error naming the chunk, never wrong samples.
+ */
+
+const MAGIC = 'SRC2';
+const T_INDEX = 0;
+const STEP_INDEX = 1;
+const FIRST_FIELD_INDEX = 2;
+
+const CODEC = {
+  constant: 1,
+  floatLinear: 2,
+  floatPrevious: 3,
+  float32: 4,
+  intDelta: 5,
+  intDeltaOfDelta: 6,
+  bits: 7,
+  dictionary: 8,
+  jsonText: 9,
+  jsonShape: 10,
+  jsonDeflated: 11,
+  vector: 12,
+  /** A safe integer repeated: zig-zag varint. */
+  constantInteger: 13,
+  /** start (zig-zag varint; for t, from the block's first time) and step (zig-zag varint). */
+  arithmetic: 14,
+} as const;
+
+/** Bit 7 of the codec byte: a presence bitmap precedes the values. */
+const FLAG_PRESENCE = 0x80;
+
+/** JSON text at least this long is tried with deflate: labels and small objects are not worth a call. */
+const DEFLATE_JSON_FROM = 512;
+
+export interface ChunkColumn {
+  name: string;
+  type: FieldType;
+  length?: number;
+}
+
+export interface EncodedBlock {
+  rows: number;
+  begin: number;
+  end: number;
+  bytes: Uint8Array;
+}
+
+export const describeColumn = (c: ChunkColumn): string =>
+  c.type === 'vec' ? `${c.name}:vec:${c.length}` : `${c.name}:${c.type}`;
+
+function parseColumn(text: unknown, corrupt: (why: string) => Error): ChunkColumn {
+  if (typeof text !== 'string') throw corrupt('a column description is not a string');
+  const [name, type, length] = text.split(':');
+  if (!name || !(FIELD_TYPES as readonly string[]).includes(type!))
+    throw corrupt(`column description ${JSON.stringify(text).slice(0, 60)} is malformed`);
+  const column: ChunkColumn = { name, type: type as FieldType };
+  if (type === 'vec') {
+    const len = Number(length);
+    if (!(Number.isInteger(len) && len > 0 && len <= 4096)) throw corrupt(`vec column ${name} has length ${length}`);
+    column.length = len;
+  }
+  return column;
+}
+
+// ---- encoding --------------------------------------------------------------------------------------
+
+/**
+ * Rows [from, to) of a batch as one block. `columns` is the stream's column list (its declared fields,
+ * then the undeclared ones in order of appearance); a column of the batch must be in it.
+ */
+export function encodeBlock(
+  batch: ColumnBatch,
+  columns: readonly ChunkColumn[],
+  indexOf: ReadonlyMap<string, number>,
+  from: number,
+  to: number,
+): EncodedBlock {
+  const rows = to - from;
+  if (rows <= 0) throw new Error('encodeBlock: a block needs at least one row');
+  const out = new ByteWriter(rows * 48);
+  writeIntegerRecord(out, T_INDEX, batch.t.subarray(from, to), 2);
+  writeIntegerRecord(out, STEP_INDEX, batch.step.subarray(from, to), 1);
+  for (const name in batch.columns) {
+    const index = indexOf.get(name);
+    if (index === undefined) throw new Error(`encodeBlock: column ${name} is not in the stream's column list`);
+    writeColumnRecord(out, index + FIRST_FIELD_INDEX, columns[index]!, batch.columns[name]!, from, to);
+  }
+  return { rows, begin: batch.t[from]!, end: batch.t[to - 1]!, bytes: out.finish() };
+}
+
+function writeRecord(out: ByteWriter, index: number, codec: number, presence: Uint8Array | null, payload: Uint8Array): void {
+  out.varint(index);
+  out.u8(presence ? codec | FLAG_PRESENCE : codec);
+  out.varint((presence?.length ?? 0) + payload.length);
+  if (presence) out.bytes(presence);
+  out.bytes(payload);
+}
+
+function writeIntegerRecord(out: ByteWriter, index: number, values: Float64Array, order: 1 | 2): void {
+  const arithmetic = arithmeticBytes(values, index === T_INDEX ? values[0]! : 0);
+  if (arithmetic) return writeRecord(out, index, CODEC.arithmetic, null, arithmetic);
+  const packed = packIntegers(values, order);
+  if (packed) writeRecord(out, index, order === 2 ? CODEC.intDeltaOfDelta : CODEC.intDelta, null, packed);
+  else writeFloatRecord(out, index, null, values);
+}
+
+function writeFloatRecord(out: ByteWriter, index: number, presence: Uint8Array | null, values: Float64Array): void {
+  if (isConstant(values)) return writeConstant(out, index, presence, values[0]!);
+  const { predictor, bytes } = packFloat64(values);
+  writeRecord(out, index, predictor === 'linear' ? CODEC.floatLinear : CODEC.floatPrevious, presence, bytes);
+}
+
+function writeColumnRecord(
+  out: ByteWriter,
+  index: number,
+  column: ChunkColumn,
+  values: ColumnValues,
+  from: number,
+  to: number,
+): void {
+  const rows = to - from;
+  if (column.type === 'vec') {
+    const len = column.length!;
+    const all = values as Float64Array;
+    const present: number[] = [];
+    for (let i = from; i < to; i++) if (!Number.isNaN(all[i * len]!)) present.push(i);
+    if (present.length === 0) return;
+    const presence = present.length < rows ? bitmapOf(rows, (i) => !Number.isNaN(all[(from + i) * len]!)) : null;
+    // Component by component, so each one's prediction runs over its own history.
+    const parts = new ByteWriter(present.length * len * 6);
+    const component = new Float64Array(present.length);
+    for (let k = 0; k < len; k++) {
+      for (let j = 0; j < present.length; j++) component[j] = all[present[j]! * len + k]!;
+      writeFloatRecord(parts, k, null, component);
+    }
+    return writeRecord(out, index, CODEC.vector, presence, parts.finish());
+  }
+  if (values instanceof Float64Array) {
+    const slice = values.subarray(from, to);
+    let count = 0;
+    for (let i = 0; i < rows; i++) if (!Number.isNaN(slice[i]!)) count++;
+    if (count === 0) return;
+    let presence: Uint8Array | null = null;
+    let dense = slice;
+    if (count < rows) {
+      presence = bitmapOf(rows, (i) => !Number.isNaN(slice[i]!));
+      dense = new Float64Array(count);
+      for (let i = 0, j = 0; i < rows; i++) if (!Number.isNaN(slice[i]!)) dense[j++] = slice[i]!;
+    }
+    switch (column.type) {
+      case 'bool':
+        return writeRecord(out, index, CODEC.bits, presence, bitmapOf(count, (i) => dense[i] === 1));
+      case 'f32':
+        if (isConstant(dense)) return writeConstant(out, index, presence, dense[0]!);
+        return writeRecord(out, index, CODEC.float32, presence, packFloat32(dense));
+      case 'i32':
+      case 'i64': {
+        if (isConstant(dense)) return writeConstant(out, index, presence, dense[0]!);
+        const packed = packIntegers(dense, 1);
+        if (packed) return writeRecord(out, index, CODEC.intDelta, presence, packed);
+        return writeFloatRecord(out, index, presence, dense);
+      }
+      default:
+        return writeFloatRecord(out, index, presence, dense);
+    }
+  }
+  const list = values as unknown[];
+  const dense: unknown[] = [];
+  for (let i = from; i < to; i++) if (list[i] !== undefined) dense.push(list[i]);
+  if (dense.length === 0) return;
+  const presence = dense.length < rows ? bitmapOf(rows, (i) => list[from + i] !== undefined) : null;
+  if (column.type === 'string') return writeRecord(out, index, CODEC.dictionary, presence, dictionaryBytes(dense as string[]));
+  const shaped = jsonShapeBytes(dense);
+  if (shaped) return writeRecord(out, index, CODEC.jsonShape, presence, shaped);
+  const text = Buffer.from(JSON.stringify(dense), 'utf8');
+  if (text.length >= DEFLATE_JSON_FROM) {
+    const deflated = deflateRawSync(text, { level: 1 });
+    if (deflated.length < text.length * 0.8) return writeRecord(out, index, CODEC.jsonDeflated, presence, deflated);
+  }
+  writeRecord(out, index, CODEC.jsonText, presence, text);
+}
+
+/** A fixed-rate sequence (the usual time and step column): two small varints for the whole block. */
+function arithmeticBytes(values: Float64Array, origin: number): Uint8Array | null {
+  const n = values.length;
+  const start = values[0]! - origin;
+  const delta = n > 1 ? values[1]! - values[0]! : 0;
+  if (!(Math.abs(start) < 2 ** 52 && Math.abs(delta) < 2 ** 52)) return null;
+  for (let i = 1; i < n; i++) if (values[i] !== values[0]! + delta * i) return null;
+  const out = new ByteWriter(12);
+  out.zigzag(start);
+  out.zigzag(delta);
+  return out.finish();
+}
+
+/** A repeated value: a small integer as a varint, anything else as its eight bytes. */
+function writeConstant(out: ByteWriter, index: number, presence: Uint8Array | null, v: number): void {
+  if (Number.isSafeInteger(v) && !Object.is(v, -0) && Math.abs(v) < 2 ** 52) {
+    const w = new ByteWriter(10);
+    w.zigzag(v);
+    return writeRecord(out, index, CODEC.constantInteger, presence, w.finish());
+  }
+  writeRecord(out, index, CODEC.constant, presence, float64Bytes(v));
+}
+
+function isConstant(values: Float64Array): boolean {
+  const n = values.length;
+  if (n < 2) return n === 1;
+  const w = new Uint32Array(values.buffer, values.byteOffset, n * 2);
+  const lo = w[0]!;
+  const hi = w[1]!;
+  for (let i = 1; i < n; i++) if (w[2 * i] !== lo || w[2 * i + 1] !== hi) return false;
+  return true;
+}
+
+function float64Bytes(v: number): Uint8Array {
+  const out = new Uint8Array(8);
+  new DataView(out.buffer).setFloat64(0, v, true);
+  return out;
+}
+
+function bitmapOf(n: number, has: (i: number) => boolean): Uint8Array {
+  const bitmap = new Uint8Array((n + 7) >> 3);
+  for (let i = 0; i < n; i++) if (has(i)) bitmap[i >> 3]! |= 1 << (i & 7);
+  return bitmap;
+}
+
+/** Distinct strings once, then runs of their indexes: a lane id changes a few times a minute. */
+function dictionaryBytes(values: readonly string[]): Uint8Array {
+  const dict: string[] = [];
+  const index = new Map<string, number>();
+  const runs: number[] = [];
+  let current = -1;
+  for (const v of values) {
+    let k = index.get(v);
+    if (k === undefined) {
+      k = dict.length;
+      dict.push(v);
+      index.set(v, k);
+    }
+    if (k === current) runs[runs.length - 1]!++;
+    else {
+      runs.push(k, 1);
+      current = k;
+    }
+  }
+  const out = new ByteWriter(16 + values.length);
+  out.varint(dict.length);
+  for (const d of dict) out.string(d);
+  out.varint(runs.length / 2);
+  for (const r of runs) out.varint(r);
+  return out.finish();
+}
+
+/**
+ * JSON values of one shape (per-wheel states: the same keys, the same strings, only numbers change) as
+ * the shape once and a float column per number: the numbers compress like any other float column
+ * instead of as decimal text. Null when the values differ in shape, or a key would be unsafe to rebuild.
+ */
+function jsonShapeBytes(values: readonly unknown[]): Uint8Array | null {
+  const leaves: number[] = [];
+  const shape = shapeOf(values[0], leaves);
+  if (shape === null) return null;
+  const perValue = leaves.length;
+  if (perValue === 0) return null;
+  for (let i = 1; i < values.length; i++) if (shapeOf(values[i], leaves) !== shape) return null;
+  const out = new ByteWriter(leaves.length * 6 + shape.length + 16);
+  const shapeBytes = Buffer.from(shape, 'utf8');
+  out.varint(shapeBytes.length);
+  out.bytes(shapeBytes);
+  out.varint(perValue);
+  const column = new Float64Array(values.length);
+  for (let k = 0; k < perValue; k++) {
+    for (let i = 0; i < values.length; i++) column[i] = leaves[i * perValue + k]!;
+    writeFloatRecord(out, k, null, column);
+  }
+  return out.finish();
+}
+
+/** A value's JSON with every number as `#`, its numbers pushed to `leaves`; null if not rebuildable. */
+function shapeOf(value: unknown, leaves: number[]): string | null {
+  switch (typeof value) {
+    case 'number':
+      leaves.push(value);
+      return '#';
+    case 'string':
+    case 'boolean':
+      return JSON.stringify(value);
+    case 'object': {
+      if (value === null) return 'null';
+      if (Array.isArray(value)) {
+        let s = '[';
+        for (let i = 0; i < value.length; i++) {
+          const item = shapeOf(value[i], leaves);
+          if (item === null) return null;
+          s += (i ? ',' : '') + item;
+        }
+        return s + ']';
+      }
+      let s = '{';
+      let first = true;
+      for (const key of Object.keys(value)) {
+        const item = (value as Record<string, unknown>)[key];
+        if (item === undefined) continue;
+        if (key === '__proto__') return null;
+        const inner = shapeOf(item, leaves);
+        if (inner === null) return null;
+        s += (first ? '' : ',') + JSON.stringify(key) + ':' + inner;
+        first = false;
+      }
+      return s + '}';
+    }
+    default:
+      return null;
+  }
+}
+
+/** Assembles blocks (of one stream, in time order) into a chunk. */
+export function assembleChunk(columns: readonly ChunkColumn[], blocks: readonly EncodedBlock[]): Uint8Array {
+  const n = blocks.reduce((sum, b) => sum + b.rows, 0);
+  const begin = blocks[0]!.begin;
+  const header = Buffer.from(JSON.stringify({ n, begin, columns: columns.map(describeColumn) }), 'utf8');
+  const table = new ByteWriter(blocks.length * 12 + 8);
+  table.varint(blocks.length);
+  for (const b of blocks) {
+    table.varint(b.rows);
+    table.varint(b.bytes.length);
+    table.varint(b.begin - begin);
+    table.varint(b.end - b.begin);
+  }
+  const tableBytes = table.finish();
+  const size = 8 + header.length + tableBytes.length + blocks.reduce((sum, b) => sum + b.bytes.length, 0) + 4;
+  const out = Buffer.allocUnsafe(size);
+  out.write(MAGIC, 0, 'latin1');
+  out.writeUInt32LE(header.length, 4);
+  header.copy(out, 8);
+  let offset = 8 + header.length;
+  out.set(tableBytes, offset);
+  offset += tableBytes.length;
+  for (const b of blocks) {
+    out.set(b.bytes, offset);
+    offset += b.bytes.length;
+  }
+  out.writeUInt32LE(crc32(out.subarray(0, offset)), offset);
+  return out;
+}
+
+// ---- decoding --------------------------------------------------------------------------------------
+
+/** No chunk simrec writes comes near these; a header claiming more is damage, not data. */
+const MAX_CHUNK_SAMPLES = 1 << 22;
+const MAX_INFLATED_BYTES = 256 * 1024 * 1024;
+
+export interface BlockRef {
+  rows: number;
+  /** Index of the block's first row in the chunk. */
+  firstRow: number;
+  begin: number;
+  end: number;
+  offset: number;
+  bytes: number;
+}
+
+export const isChunkV2 = (data: Uint8Array): boolean =>
+  data.length >= 4 && data[0] === 0x53 && data[1] === 0x52 && data[2] === 0x43 && data[3] === 0x32;
+
+/** A chunk whose checksum and layout have been checked; blocks are decoded on demand. */
+export class ParsedChunk {
+  readonly n: number;
+  readonly columns: readonly ChunkColumn[];
+  readonly blocks: readonly BlockRef[];
+  private readonly data: Uint8Array;
+  private readonly where: string;
+
+  private constructor(data: Uint8Array, where: string, n: number, columns: ChunkColumn[], blocks: BlockRef[]) {
+    this.data = data;
+    this.where = where;
+    this.n = n;
+    this.columns = columns;
+    this.blocks = blocks;
+  }
+
+  /** Checks the chunk's checksum and structure; `where` names it in errors (run, stream, chunk id). */
+  static parse(data: Uint8Array, where: string): ParsedChunk {
+    const corrupt = (why: string): SimrecError => new SimrecError('io', `${where}: corrupt chunk (${why})`);
+    if (!isChunkV2(data)) throw corrupt('bad magic');
+    if (data.length < 12) throw corrupt('shorter than its frame');
+    const buf = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+    const stored = buf.readUInt32LE(buf.length - 4);
+    const actual = crc32(buf.subarray(0, buf.length - 4));
+    if (stored !== actual)
+      throw corrupt(`checksum mismatch: stored ${hex(stored)}, computed ${hex(actual)}; the stored bytes are damaged`);
+    try {
+      const headerLength = buf.readUInt32LE(4);
+      if (8 + headerLength > buf.length - 4) throw corrupt('header runs past the end');
+      const header = JSON.parse(buf.toString('utf8', 8, 8 + headerLength)) as {
+        n: unknown;
+        begin: unknown;
+        columns: unknown;
+      };
+      if (!Number.isSafeInteger(header.begin)) throw corrupt(`header's begin is ${String(header.begin)}`);
+      const chunkBegin = header.begin as number;
+      const n = header.n;
+      if (!Number.isSafeInteger(n) || (n as number) < 1 || (n as number) > MAX_CHUNK_SAMPLES)
+        throw corrupt(`header claims ${String(n)} samples, expected 1..${MAX_CHUNK_SAMPLES}`);
+      if (!Array.isArray(header.columns)) throw corrupt('header has no column list');
+      const columns = header.columns.map((c) => parseColumn(c, corrupt));
+      const table = new ByteReader(buf.subarray(8 + headerLength, buf.length - 4));
+      const count = table.varint();
+      const blocks: BlockRef[] = [];
+      let rows = 0;
+      let bodyBytes = 0;
+      for (let i = 0; i < count; i++) {
+        const r = table.varint();
+        const b = table.varint();
+        const begin = chunkBegin + table.varint();
+        const end = begin + table.varint();
+        if (r < 1) throw corrupt(`block ${i} has ${r} rows`);
+        blocks.push({ rows: r, firstRow: rows, begin, end, offset: bodyBytes, bytes: b });
+        rows += r;
+        bodyBytes += b;
+      }
+      if (rows !== n) throw corrupt(`blocks hold ${rows} rows, the header says ${n}`);
+      const bodyStart = 8 + headerLength + table.offset;
+      if (bodyStart + bodyBytes !== buf.length - 4)
+        throw corrupt(`blocks take ${bodyBytes} bytes, the chunk has ${buf.length - 4 - bodyStart}`);
+      for (const b of blocks) b.offset += bodyStart;
+      return new ParsedChunk(data, where, n as number, columns, blocks);
+    } catch (error) {
+      if (error instanceof SimrecError) throw error;
+      throw corrupt((error as Error).message);
+    }
+  }
+
+  /** Index of the last block that begins at or before t, or -1. */
+  blockAtOrBefore(t: number): number {
+    let lo = 0;
+    let hi = this.blocks.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (this.blocks[mid]!.begin <= t) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo - 1;
+  }
+
+  /** Decodes block i; only the fields named in `fields` when given (t and step always). */
+  decodeBlock(i: number, fields?: ReadonlySet<string>): ColumnBatch {
+    const ref = this.blocks[i]!;
+    const corrupt = (why: string): SimrecError =>
+      new SimrecError('io', `${this.where}: corrupt chunk (block ${i}: ${why})`);
+    try {
+      const bytes = this.data.subarray(ref.offset, ref.offset + ref.bytes);
+      return decodeBlockBytes(bytes, ref.rows, ref.begin, this.columns, fields);
+    } catch (error) {
+      if (error instanceof SimrecError) throw error;
+      throw corrupt((error as Error).message);
+    }
+  }
+
+  /** The whole chunk as one batch (the blocks' columns concatenated). */
+  decodeAll(fields?: ReadonlySet<string>): ColumnBatch {
+    if (this.blocks.length === 1) return this.decodeBlock(0, fields);
+    return concatBatches(this.blocks.map((_, i) => this.decodeBlock(i, fields)), this.columns);
+  }
+
+  /** The encoded blocks, to be concatenated into a larger chunk without decoding them. */
+  encodedBlocks(): EncodedBlock[] {
+    return this.blocks.map((b) => ({
+      rows: b.rows,
+      begin: b.begin,
+      end: b.end,
+      bytes: this.data.subarray(b.offset, b.offset + b.bytes),
+    }));
+  }
+}
+
+/** An encoded block on its own (a tail block about to be packed again with its neighbours). */
+export function decodeEncodedBlock(block: EncodedBlock, columns: readonly ChunkColumn[]): ColumnBatch {
+  return decodeBlockBytes(block.bytes, block.rows, block.begin, columns, undefined);
+}
+
+const hex = (v: number): string => `0x${v.toString(16).padStart(8, '0')}`;
+
+function decodeBlockBytes(
+  bytes: Uint8Array,
+  rows: number,
+  begin: number,
+  columns: readonly ChunkColumn[],
+  fields: ReadonlySet<string> | undefined,
+): ColumnBatch {
+  const input = new ByteReader(bytes);
+  let t: Float64Array | null = null;
+  let step: Float64Array | null = null;
+  const out: Record<string, ColumnValues> = {};
+  while (!input.done) {
+    const index = input.varint();
+    const codecByte = input.u8();
+    const codec = codecByte & ~FLAG_PRESENCE;
+    const length = input.varint();
+    const payload = input.take(length);
+    if (index === T_INDEX || index === STEP_INDEX) {
+      const values = decodeNumbers(codec, payload, rows, index === T_INDEX ? begin : 0);
+      if (index === T_INDEX) t = values;
+      else step = values;
+      continue;
+    }
+    const column = columns[index - FIRST_FIELD_INDEX];
+    if (!column) throw new Error(`record for column ${index - FIRST_FIELD_INDEX}, the chunk has ${columns.length}`);
+    if (fields && !fields.has(column.name)) continue;
+    let presence: Uint8Array | null = null;
+    let body = payload;
+    let present = rows;
+    if (codecByte & FLAG_PRESENCE) {
+      const size = (rows + 7) >> 3;
+      if (payload.length < size) throw new Error(`column ${column.name}: presence bitmap cut short`);
+      presence = payload.subarray(0, size);
+      body = payload.subarray(size);
+      present = 0;
+      for (let i = 0; i < rows; i++) if (presence[i >> 3]! & (1 << (i & 7))) present++;
+    }
+    out[column.name] = decodeColumn(column, codec, body, present, rows, presence);
+  }
+  if (!t || !step) throw new Error('block has no time or step column');
+  return { t, step, columns: out };
+}
+
+function decodeNumbers(codec: number, payload: Uint8Array, n: number, origin = 0): Float64Array {
+  switch (codec) {
+    case CODEC.constantInteger:
+      return new Float64Array(n).fill(new ByteReader(payload).zigzag());
+    case CODEC.arithmetic: {
+      const input = new ByteReader(payload);
+      const start = origin + input.zigzag();
+      const delta = input.zigzag();
+      const out = new Float64Array(n);
+      for (let i = 0; i < n; i++) out[i] = start + delta * i;
+      return out;
+    }
+    case CODEC.constant: {
+      if (payload.length !== 8) throw new Error(`constant of ${payload.length} bytes`);
+      return new Float64Array(n).fill(readFloat64(payload));
+    }
+    case CODEC.floatLinear:
+      return unpackFloat64(aligned(payload), n, 'linear');
+    case CODEC.floatPrevious:
+      return unpackFloat64(aligned(payload), n, 'previous');
+    case CODEC.float32:
+      return unpackFloat32(aligned(payload), n);
+    case CODEC.intDelta:
+      return unpackIntegers(aligned(payload), n, 1);
+    case CODEC.intDeltaOfDelta:
+      return unpackIntegers(aligned(payload), n, 2);
+    default:
+      throw new Error(`codec ${codec} is not a numeric codec`);
+  }
+}
+
+function decodeColumn(
+  column: ChunkColumn,
+  codec: number,
+  body: Uint8Array,
+  present: number,
+  rows: number,
+  presence: Uint8Array | null,
+): ColumnValues {
+  const has = (i: number): boolean => presence === null || (presence[i >> 3]! & (1 << (i & 7))) !== 0;
+  if (column.type === 'vec') {
+    if (codec !== CODEC.vector) throw new Error(`vec column ${column.name} with codec ${codec}`);
+    const len = column.length!;
+    const components = readSubRecords(body, present, len);
+    const out = new Float64Array(rows * len);
+    for (let i = 0, j = 0; i < rows; i++) {
+      if (!has(i)) {
+        for (let k = 0; k < len; k++) out[i * len + k] = NaN;
+        continue;
+      }
+      for (let k = 0; k < len; k++) out[i * len + k] = components[k]![j]!;
+      j++;
+    }
+    return out;
+  }
+  if (column.type === 'string' || column.type === 'json') {
+    let dense: unknown[];
+    if (codec === CODEC.bits) dense = Array.from(decodeBits(body, present), (v) => v === 1);
+    else if (codec !== CODEC.dictionary && codec !== CODEC.jsonShape && codec !== CODEC.jsonText && codec !== CODEC.jsonDeflated)
+      // A field that changed type mid-recording became json; its earlier records are numbers.
+      dense = Array.from(decodeNumbers(codec, body, present));
+    else if (codec === CODEC.dictionary) dense = decodeDictionary(body, present);
+    else if (codec === CODEC.jsonShape) dense = decodeJsonShape(body, present);
+    else if (codec === CODEC.jsonText || codec === CODEC.jsonDeflated) {
+      const text = codec === CODEC.jsonText ? body : inflateRawSync(body, { maxOutputLength: MAX_INFLATED_BYTES });
+      const parsed = JSON.parse(Buffer.from(text.buffer, text.byteOffset, text.byteLength).toString('utf8')) as unknown;
+      if (!Array.isArray(parsed) || parsed.length !== present)
+        throw new Error(`column ${column.name} holds ${Array.isArray(parsed) ? parsed.length : 'no'} values, expected ${present}`);
+      dense = parsed;
+    } else throw new Error(`column ${column.name} (${column.type}) with codec ${codec}`);
+    if (presence === null) return dense;
+    const out = new Array<unknown>(rows);
+    for (let i = 0, j = 0; i < rows; i++) out[i] = has(i) ? dense[j++] : undefined;
+    return out;
+  }
+  const dense =
+    codec === CODEC.bits ? decodeBits(body, present) : decodeNumbers(codec, body, present);
+  if (presence === null) return dense;
+  const out = new Float64Array(rows);
+  for (let i = 0, j = 0; i < rows; i++) out[i] = has(i) ? dense[j++]! : NaN;
+  return out;
+}
+
+function decodeBits(body: Uint8Array, n: number): Float64Array {
+  if (body.length < (n + 7) >> 3) throw new Error('bool column cut short');
+  const out = new Float64Array(n);
+  for (let i = 0; i < n; i++) out[i] = body[i >> 3]! & (1 << (i & 7)) ? 1 : 0;
+  return out;
+}
+
+/** Float sub-records (vector components, JSON leaves), indexed 0..count-1. */
+function readSubRecords(body: Uint8Array, n: number, count: number): Float64Array[] {
+  const input = new ByteReader(body);
+  const out: Float64Array[] = [];
+  while (!input.done) {
+    const index = input.varint();
+    const codec = input.u8() & ~FLAG_PRESENCE;
+    const payload = input.take(input.varint());
+    if (index !== out.length) throw new Error(`sub-record ${index} out of order`);
+    out.push(decodeNumbers(codec, payload, n));
+  }
+  if (out.length !== count) throw new Error(`${out.length} sub-records, expected ${count}`);
+  return out;
+}
+
+function decodeDictionary(body: Uint8Array, n: number): string[] {
+  const input = new ByteReader(body);
+  const size = input.varint();
+  if (size > n) throw new Error(`string dictionary of ${size} values for ${n} rows`);
+  const dict: string[] = [];
+  for (let i = 0; i < size; i++) dict.push(input.string());
+  const runs = input.varint();
+  const out: string[] = [];
+  for (let r = 0; r < runs; r++) {
+    const v = dict[input.varint()];
+    const count = input.varint();
+    if (v === undefined) throw new Error('string column names a value it does not have');
+    if (out.length + count > n) throw new Error(`string column has more than ${n} values`);
+    for (let k = 0; k < count; k++) out.push(v);
+  }
+  if (out.length !== n) throw new Error(`string column has ${out.length} values, expected ${n}`);
+  return out;
+}
+
+function decodeJsonShape(body: Uint8Array, n: number): unknown[] {
+  const input = new ByteReader(body);
+  const shape = Buffer.from(input.take(input.varint())).toString('utf8');
+  const perValue = input.varint();
+  const leaves = readSubRecords(body.subarray(input.offset), n, perValue);
+  // The shape with zeros parses to a skeleton; each value is the skeleton with its own numbers.
+  const skeleton = JSON.parse(shape.replace(/#/g, '0')) as unknown;
+  const out = new Array<unknown>(n);
+  for (let i = 0; i < n; i++) {
+    let k = 0;
+    const fill = (node: unknown): unknown => {
+      if (typeof node === 'number') return leaves[k++]![i]!;
+      if (typeof node !== 'object' || node === null) return node;
+      if (Array.isArray(node)) return node.map(fill);
+      const o: Record<string, unknown> = {};
+      for (const key of Object.keys(node)) o[key] = fill((node as Record<string, unknown>)[key]);
+      return o;
+    };
+    out[i] = fill(skeleton);
+    if (k !== perValue) throw new Error(`JSON shape has ${k} numbers, its column ${perValue}`);
+  }
+  return out;
+}
+
+function readFloat64(bytes: Uint8Array): number {
+  return new DataView(bytes.buffer, bytes.byteOffset, 8).getFloat64(0, true);
+}
+
+/** Bit streams are read as 32-bit words: a payload at an odd offset is copied to an aligned one. */
+const aligned = (bytes: Uint8Array): Uint8Array => (bytes.byteOffset % 4 === 0 ? bytes : new Uint8Array(bytes));
+
+/** Batches of one stream, in time order, as one (columns absent in some are absent in those rows). */
+export function concatBatches(batches: readonly ColumnBatch[], columns: readonly ChunkColumn[]): ColumnBatch {
+  if (batches.length === 1) return batches[0]!;
+  const n = batches.reduce((sum, b) => sum + b.t.length, 0);
+  const t = new Float64Array(n);
+  const step = new Float64Array(n);
+  let offset = 0;
+  for (const b of batches) {
+    t.set(b.t, offset);
+    step.set(b.step, offset);
+    offset += b.t.length;
+  }
+  const out: Record<string, ColumnValues> = {};
+  for (const column of columns) {
+    if (!batches.some((b) => column.name in b.columns)) continue;
+    const width = column.type === 'vec' ? column.length! : 1;
+    const numeric = column.type !== 'string' && column.type !== 'json';
+    const values: ColumnValues = numeric ? new Float64Array(n * width).fill(NaN) : new Array<unknown>(n);
+    let row = 0;
+    for (const b of batches) {
+      const part = b.columns[column.name];
+      if (part !== undefined) {
+        if (numeric) (values as Float64Array).set(part as Float64Array, row * width);
+        else for (let i = 0; i < b.t.length; i++) (values as unknown[])[row + i] = (part as unknown[])[i];
+      }
+      row += b.t.length;
+    }
+    out[column.name] = values;
+  }
+  return { t, step, columns: out };
+}

@@ -1,0 +1,226 @@
+import type { ColumnBatch, ColumnValues } from '../../model/columns.js';
+import { ParsedChunk, concatBatches, isChunkV2, type ChunkColumn, type EncodedBlock } from './chunk-format.js';
+import { decodeChunk as decodeChunkV1, type DecodedChunk } from './chunk-v1.js';
+import { LruCache } from './lru-cache.js';
+
+/** A stored chunk, whichever layout wrote it: its blocks, decoded on demand. */
+export interface ChunkView {
+  readonly n: number;
+  readonly columns: readonly ChunkColumn[];
+  readonly blocks: readonly { rows: number; firstRow: number; begin: number; end: number }[];
+  blockAtOrBefore(t: number): number;
+  decodeBlock(i: number, fields?: ReadonlySet<string>): ColumnBatch;
+  decodeAll(fields?: ReadonlySet<string>): ColumnBatch;
+  encodedBlocks(): EncodedBlock[];
+}
+
+/** Opens a chunk of either layout; damage is an `io` error naming `where`. */
+export function openChunk(data: Uint8Array, where: string): ChunkView {
+  return isChunkV2(data) ? ParsedChunk.parse(data, where) : new V1Chunk(decodeChunkV1(data, where), where);
+}
+
+/** A chunk of the first layout: one block, decoded whole (it has no blocks, nor a checksum). */
+class V1Chunk implements ChunkView {
+  readonly n: number;
+  readonly columns: ChunkColumn[];
+  readonly blocks: { rows: number; firstRow: number; begin: number; end: number }[];
+  private readonly batch: ColumnBatch;
+  private readonly where: string;
+
+  constructor(decoded: DecodedChunk, where: string) {
+    this.where = where;
+    this.n = decoded.n;
+    this.columns = decoded.columns.map((c) => ({ name: c.name, type: c.type, ...(c.length ? { length: c.length } : {}) }));
+    this.blocks = [{ rows: decoded.n, firstRow: 0, begin: decoded.t[0]!, end: decoded.t[decoded.n - 1]! }];
+    const columns: Record<string, ColumnValues> = {};
+    for (const c of decoded.columns) {
+      const numeric = c.type !== 'string' && c.type !== 'json';
+      const width = c.type === 'vec' ? c.length! : 1;
+      const count = c.values.length / width;
+      const out: ColumnValues = numeric ? new Float64Array(decoded.n * width).fill(NaN) : new Array<unknown>(decoded.n);
+      for (let row = 0; row < decoded.n; row++) {
+        const index = c.rowIndex ? c.rowIndex[row]! : row;
+        if (index < 0) continue;
+        if (c.type === 'vec')
+          for (let k = 0; k < width; k++) (out as Float64Array)[row * width + k] = c.values[k * count + index] as number;
+        else if (numeric) (out as Float64Array)[row] = Number(c.values[index]);
+        else (out as unknown[])[row] = c.values[index];
+      }
+      columns[c.name] = out;
+    }
+    this.batch = { t: decoded.t, step: decoded.step, columns };
+  }
+
+  blockAtOrBefore(t: number): number {
+    return this.blocks[0]!.begin <= t ? 0 : -1;
+  }
+
+  decodeBlock(_i: number, fields?: ReadonlySet<string>): ColumnBatch {
+    if (!fields) return this.batch;
+    const columns: Record<string, ColumnValues> = {};
+    for (const name of fields) if (name in this.batch.columns) columns[name] = this.batch.columns[name]!;
+    return { t: this.batch.t, step: this.batch.step, columns };
+  }
+
+  decodeAll(fields?: ReadonlySet<string>): ColumnBatch {
+    return this.decodeBlock(0, fields);
+  }
+
+  encodedBlocks(): EncodedBlock[] {
+    throw new Error(`${this.where}: a chunk of simrec 0.1.0's layout cannot be merged into a new one`);
+  }
+}
+
+/** Where a chunk is: what an index of a stream's chunks holds, in (begin, id) order. */
+export interface ChunkRef<Id> {
+  id: Id;
+  begin: number;
+  end: number;
+}
+
+/**
+ * Opened chunks and decoded blocks, least recently used first out. A scene touches one block per
+ * actor; with 200 actors and a few hundred samples a block the cache holds minutes of a run.
+ */
+export class ChunkCache<Id> {
+  private readonly chunks: LruCache<Id, ChunkView>;
+  private readonly blocks: LruCache<string, ColumnBatch>;
+
+  constructor(options: { chunks?: number; blocks?: number } = {}) {
+    this.chunks = new LruCache(options.chunks ?? 1024);
+    this.blocks = new LruCache(options.blocks ?? 8192);
+  }
+
+  chunk(id: Id, load: () => ChunkView | undefined): ChunkView | undefined {
+    let view = this.chunks.get(id);
+    if (!view) {
+      view = load();
+      if (view) this.chunks.set(id, view);
+    }
+    return view;
+  }
+
+  block(id: Id, view: ChunkView, i: number, fields?: ReadonlySet<string>): ColumnBatch {
+    const key = `${String(id)}/${i}${fields ? `/${[...fields].join(',')}` : ''}`;
+    let batch = this.blocks.get(key);
+    if (!batch) {
+      batch = view.decodeBlock(i, fields);
+      this.blocks.set(key, batch);
+    }
+    return batch;
+  }
+
+  clear(): void {
+    this.chunks.clear();
+    this.blocks.clear();
+  }
+}
+
+/** Index of the last ref that begins at or before t, or -1. */
+export function lastBeginAtOrBefore<Id>(index: readonly ChunkRef<Id>[], t: number): number {
+  let lo = 0;
+  let hi = index.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (index[mid]!.begin <= t) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo - 1;
+}
+
+/** Index of the first ref that begins at or after t, or the index's length. */
+export function firstBeginAtOrAfter<Id>(index: readonly ChunkRef<Id>[], t: number): number {
+  let lo = 0;
+  let hi = index.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (index[mid]!.begin < t) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/** Row of the last time <= t in sorted times, or -1. */
+export function lastAtOrBefore(t: Float64Array, time: number): number {
+  let lo = 0;
+  let hi = t.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (t[mid]! <= time) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo - 1;
+}
+
+/** Row of the first time >= t in sorted times, or t.length. */
+export function firstAtOrAfter(t: Float64Array, time: number): number {
+  let lo = 0;
+  let hi = t.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (t[mid]! < time) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/** Rows [from, to) of a batch, sharing its arrays. */
+export function sliceBatch(batch: ColumnBatch, columns: readonly ChunkColumn[], from: number, to: number): ColumnBatch {
+  if (from === 0 && to === batch.t.length) return batch;
+  const out: Record<string, ColumnValues> = {};
+  for (const c of columns) {
+    const values = batch.columns[c.name];
+    if (values === undefined) continue;
+    const width = c.type === 'vec' ? c.length! : 1;
+    out[c.name] = values instanceof Float64Array ? values.subarray(from * width, to * width) : values.slice(from, to);
+  }
+  return { t: batch.t.subarray(from, to), step: batch.step.subarray(from, to), columns: out };
+}
+
+/** A row's place: which chunk, which block, which row of the block. */
+export interface RowAt<Id> {
+  ref: ChunkRef<Id>;
+  view: ChunkView;
+  block: number;
+  row: number;
+}
+
+/**
+ * The latest row at or before t and the first after it, over a stream's chunk index. `open` gives a
+ * chunk's view, or undefined when it vanished under a stale index (the caller reloads and retries).
+ */
+export function bracketRows<Id>(
+  index: readonly ChunkRef<Id>[],
+  t: number,
+  open: (ref: ChunkRef<Id>) => ChunkView | undefined,
+  decode: (ref: ChunkRef<Id>, view: ChunkView, block: number) => ColumnBatch,
+): { before?: RowAt<Id>; after?: RowAt<Id> } | undefined {
+  const out: { before?: RowAt<Id>; after?: RowAt<Id> } = {};
+  const k = lastBeginAtOrBefore(index, t);
+  if (k >= 0) {
+    const ref = index[k]!;
+    const view = open(ref);
+    if (!view) return undefined;
+    const b = view.blockAtOrBefore(t);
+    const batch = decode(ref, view, b);
+    const row = lastAtOrBefore(batch.t, t);
+    out.before = { ref, view, block: b, row };
+    if (row + 1 < batch.t.length) {
+      out.after = { ref, view, block: b, row: row + 1 };
+      return out;
+    }
+    if (b + 1 < view.blocks.length) {
+      out.after = { ref, view, block: b + 1, row: 0 };
+      return out;
+    }
+  }
+  const next = index[k + 1];
+  if (next) {
+    const view = open(next);
+    if (!view) return undefined;
+    out.after = { ref: next, view, block: 0, row: 0 };
+  }
+  return out;
+}
+
+export { concatBatches };

@@ -1,0 +1,170 @@
+import type Database from 'better-sqlite3';
+import type { ColumnBatch } from '../../model/columns.js';
+import { notFound, SimrecError } from '../../model/errors.js';
+import type { EndReason } from '../../model/run.js';
+import type { InferredField, StreamSchema } from '../../model/stream.js';
+import { openChunk } from '../common/chunk-reader.js';
+import { StreamTail, type StreamTailOptions } from '../common/stream-tail.js';
+
+export interface ColumnAppendWithKey {
+  stream: string;
+  batch: ColumnBatch;
+}
+
+type Row = Record<string, unknown>;
+
+/**
+ * Everything that writes samples into an SQLite store: tail chunks at each commit, sealed chunks that
+ * replace them, the streams' counters, the closing of a run. Synchronous, on a connection of its own:
+ * it runs on the store's writer thread (sqlite-writer-thread.ts), so that encoding, SQLite and fsync
+ * never hold up the thread a simulator appends from. It is the only writer of the `chunks` table while
+ * a run records; the main thread writes runs, actors, streams and attachments, and reads.
+ */
+export class SqliteChunkWriter {
+  private readonly db: Database.Database;
+  private readonly options: StreamTailOptions;
+  private readonly location: string;
+  /** Tails by run, then stream id; loaded from the store on first use (sealed = 0 chunks). */
+  private readonly tails = new Map<number, Map<string, { key: number; tail: StreamTail<number> }>>();
+  private readonly statements = new Map<string, Database.Statement>();
+
+  constructor(db: Database.Database, location: string, options: StreamTailOptions) {
+    this.db = db;
+    this.location = location;
+    this.options = options;
+  }
+
+  private stmt(sql: string): Database.Statement {
+    let s = this.statements.get(sql);
+    if (!s) this.statements.set(sql, (s = this.db.prepare(sql)));
+    return s;
+  }
+
+  /** Appends to several streams of a run in one durable transaction. */
+  append(run: number, appends: readonly ColumnAppendWithKey[]): void {
+    const touched: { key: number; tail: StreamTail<number> }[] = [];
+    try {
+      this.db
+        .transaction(() => {
+          const state = this.stmt('SELECT state FROM runs WHERE id = ?').get(run) as Row | undefined;
+          if (!state || state.state !== 'recording') throw this.runStateError(run);
+          const insert = this.stmt(
+            'INSERT INTO chunks (stream_key, begin_us, end_us, count, sealed, data) VALUES (?, ?, ?, ?, ?, ?)',
+          );
+          const counters = this.stmt(
+            `UPDATE streams SET samples = samples + ?, begin_us = COALESCE(begin_us, ?), end_us = ? WHERE key = ?`,
+          );
+          for (const { stream, batch } of appends) {
+            const n = batch.t.length;
+            if (n === 0) continue;
+            const entry = this.tailOf(run, stream);
+            touched.push(entry);
+            const { chunk, blocks, extrasChanged } = entry.tail.append(batch);
+            const id = Number(insert.run(entry.key, chunk.begin, chunk.end, chunk.count, 0, chunk.data).lastInsertRowid);
+            entry.tail.appended(id, blocks);
+            counters.run(n, batch.t[0]!, batch.t[n - 1]!, entry.key);
+            if (extrasChanged) this.saveExtras(entry.key, entry.tail.extraFields);
+            if (entry.tail.dueForSeal) this.sealTail(entry);
+          }
+        })
+        .immediate();
+    } catch (error) {
+      // What the failed transaction did to the tails in memory is undone by loading them again.
+      for (const entry of touched) this.forgetStream(run, entry.key);
+      throw wrapIoError(error, `${this.location}: appending to run ${run}`);
+    }
+  }
+
+  /** Seals every tail of the run and closes it, in one transaction. */
+  endRun(run: number, end: number, reason: EndReason): void {
+    try {
+      this.db
+        .transaction(() => {
+          this.sealRun(run);
+          const changed = this.stmt(
+            `UPDATE runs SET end_us = ?, end_reason = ?, state = 'closed', writer = NULL WHERE id = ? AND state = 'recording'`,
+          ).run(end, reason, run).changes;
+          if (changed === 0) throw this.runStateError(run);
+        })
+        .immediate();
+    } catch (error) {
+      this.tails.delete(run);
+      throw wrapIoError(error, `${this.location}: ending run ${run}`);
+    }
+    this.tails.delete(run);
+    this.db.pragma('incremental_vacuum');
+  }
+
+  /** Drops what it keeps of a run (deleted by the main thread). */
+  forgetRun(run: number): void {
+    this.tails.delete(run);
+  }
+
+  private forgetStream(run: number, key: number): void {
+    const streams = this.tails.get(run);
+    if (!streams) return;
+    for (const [id, entry] of streams) if (entry.key === key) streams.delete(id);
+  }
+
+  /** Merges every stream's tail chunks of a run into sealed chunks (inside the caller's transaction). */
+  private sealRun(run: number): void {
+    const keys = this.stmt(
+      `SELECT DISTINCT s.id FROM chunks c JOIN streams s ON c.stream_key = s.key WHERE s.run_id = ? AND c.sealed = 0`,
+    ).all(run) as Row[];
+    for (const row of keys) this.sealTail(this.tailOf(run, row.id as string));
+  }
+
+  private sealTail(entry: { key: number; tail: StreamTail<number> }): void {
+    const seal = entry.tail.seal();
+    if (seal) {
+      const remove = this.stmt('DELETE FROM chunks WHERE id = ?');
+      for (const id of seal.replaces) remove.run(id);
+      const insert = this.stmt(
+        'INSERT INTO chunks (stream_key, begin_us, end_us, count, sealed, data) VALUES (?, ?, ?, ?, 1, ?)',
+      );
+      for (const c of seal.chunks) insert.run(entry.key, c.begin, c.end, c.count, c.data);
+    } else this.stmt('UPDATE chunks SET sealed = 1 WHERE stream_key = ? AND sealed = 0').run(entry.key);
+    entry.tail.sealed();
+  }
+
+  private saveExtras(key: number, extras: InferredField[]): void {
+    this.stmt('UPDATE streams SET extra_fields = ? WHERE key = ?').run(JSON.stringify(extras), key);
+  }
+
+  private tailOf(run: number, stream: string): { key: number; tail: StreamTail<number> } {
+    let streams = this.tails.get(run);
+    if (!streams) this.tails.set(run, (streams = new Map()));
+    let entry = streams.get(stream);
+    if (entry) return entry;
+    const row = this.stmt('SELECT key, schema, extra_fields FROM streams WHERE run_id = ? AND id = ?').get(run, stream) as
+      | Row
+      | undefined;
+    if (!row) throw notFound(`run ${run} has no stream ${JSON.stringify(stream)}`);
+    const schema = JSON.parse(row.schema as string) as StreamSchema;
+    const tail = new StreamTail<number>(schema.fields, JSON.parse(row.extra_fields as string) as InferredField[], this.options);
+    const key = row.key as number;
+    const tailRows = this.stmt('SELECT id, data FROM chunks WHERE stream_key = ? AND sealed = 0 ORDER BY begin_us, id').all(
+      key,
+    ) as Row[];
+    for (const r of tailRows) {
+      const id = r.id as number;
+      tail.adopt(id, openChunk(r.data as Buffer, `${this.location} run ${run} stream ${stream} chunk ${id}`).encodedBlocks());
+    }
+    entry = { key, tail };
+    streams.set(stream, entry);
+    return entry;
+  }
+
+  private runStateError(run: number): SimrecError {
+    const row = this.stmt('SELECT state FROM runs WHERE id = ?').get(run) as Row | undefined;
+    return row
+      ? new SimrecError('conflict', `run ${run} is closed; it cannot be changed`)
+      : notFound(`run ${run} does not exist in ${this.location}`);
+  }
+}
+
+/** SQLite's own errors (disk full, I/O) become `io` errors naming the store; ours pass through. */
+export function wrapIoError(error: unknown, where: string): unknown {
+  if (error instanceof SimrecError) return error;
+  return new SimrecError('io', `${where}: ${(error as Error).message}`, { cause: error });
+}

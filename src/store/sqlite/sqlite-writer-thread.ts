@@ -1,0 +1,138 @@
+import { Worker } from 'node:worker_threads';
+import type Database from 'better-sqlite3';
+import type { ColumnBatch } from '../../model/columns.js';
+import { SimrecError, type ErrorCode } from '../../model/errors.js';
+import type { EndReason } from '../../model/run.js';
+import { packBatches, type WireBatches } from '../common/column-wire.js';
+import type { StreamTailOptions } from '../common/stream-tail.js';
+import { SqliteChunkWriter } from './sqlite-chunk-writer.js';
+
+export interface WriterThreadConfig {
+  path: string;
+  location: string;
+  durability: 'full' | 'normal';
+  tail: StreamTailOptions;
+}
+
+type WriterRequestBody =
+  | { op: 'append'; run: number; batches: WireBatches }
+  | { op: 'end'; run: number; end: number; reason: EndReason }
+  | { op: 'forget'; run: number }
+  | { op: 'close' };
+
+export type WriterRequest = { id: number } & WriterRequestBody;
+
+export type WriterResponse = { id: number } & ({ ok: true } | { ok: false; code: ErrorCode; message: string });
+
+/** The pragmas every connection to a store runs with, the writer thread's included. */
+export function configureConnection(db: Database.Database, durability: 'full' | 'normal'): void {
+  db.pragma('busy_timeout = 10000');
+  db.pragma(`synchronous = ${durability === 'normal' ? 'NORMAL' : 'FULL'}`);
+  db.pragma('foreign_keys = ON');
+}
+
+/** What the backend asks of whoever writes its chunks: the writer thread, or the same thread. */
+export interface ChunkWriterPort {
+  append(run: number, appends: readonly { stream: string; batch: ColumnBatch }[]): Promise<void>;
+  endRun(run: number, end: number, reason: EndReason): Promise<void>;
+  forgetRun(run: number): void;
+  close(): Promise<void>;
+}
+
+/**
+ * The store's chunks are encoded and written on a worker thread, with a connection of its own, so that
+ * the thread a simulator appends from only validates and copies (these machines have two cores; SQLite's
+ * fsync alone holds a thread for milliseconds). Durability is unchanged: an append resolves when the
+ * writer has committed it, and requests run in the order they were made.
+ */
+export class WriterThread implements ChunkWriterPort {
+  private worker: Worker | null = null;
+  private readonly config: WriterThreadConfig;
+  private nextId = 1;
+  private readonly waiting = new Map<number, { resolve(): void; reject(e: unknown): void }>();
+  private failure: Error | null = null;
+
+  constructor(config: WriterThreadConfig) {
+    this.config = config;
+  }
+
+  /** Started on the first write: a store opened to read never starts a thread. */
+  private start(): Worker {
+    if (this.worker) return this.worker;
+    const worker = new Worker(new URL('./sqlite-writer-worker.js', import.meta.url), { workerData: this.config });
+    worker.on('message', (response: WriterResponse) => {
+      const pending = this.waiting.get(response.id);
+      if (!pending) return;
+      this.waiting.delete(response.id);
+      if (this.waiting.size === 0) worker.unref();
+      if (response.ok) pending.resolve();
+      else pending.reject(new SimrecError(response.code, response.message));
+    });
+    const fail = (error: Error): void => {
+      this.failure = new SimrecError('io', `${this.config.location}: the store's writer thread stopped: ${error.message}`, {
+        cause: error,
+      });
+      for (const pending of this.waiting.values()) pending.reject(this.failure);
+      this.waiting.clear();
+      this.worker = null;
+    };
+    worker.on('error', fail);
+    worker.on('exit', (code) => {
+      if (this.waiting.size > 0) fail(new Error(`exited with code ${code}`));
+      this.worker = null;
+    });
+    worker.unref();
+    this.worker = worker;
+    return worker;
+  }
+
+  private request(body: WriterRequestBody, transfer: ArrayBuffer[] = []): Promise<void> {
+    if (this.failure) return Promise.reject(this.failure);
+    const worker = this.start();
+    const id = this.nextId++;
+    return new Promise<void>((resolve, reject) => {
+      this.waiting.set(id, { resolve, reject });
+      worker.ref();
+      worker.postMessage({ ...body, id } as WriterRequest, transfer);
+    });
+  }
+
+  append(run: number, appends: readonly { stream: string; batch: ColumnBatch }[]): Promise<void> {
+    const batches = packBatches(appends);
+    return this.request({ op: 'append', run, batches }, [batches.arena.buffer as ArrayBuffer]);
+  }
+
+  endRun(run: number, end: number, reason: EndReason): Promise<void> {
+    return this.request({ op: 'end', run, end, reason });
+  }
+
+  forgetRun(run: number): void {
+    if (this.worker) this.request({ op: 'forget', run }).catch(() => {});
+  }
+
+  async close(): Promise<void> {
+    if (!this.worker) return;
+    const worker = this.worker;
+    await this.request({ op: 'close' }).catch(() => {});
+    await worker.terminate();
+    this.worker = null;
+  }
+}
+
+/** The same writer on the caller's thread and connection (a store opened with `writerThread: false`). */
+export class InlineWriter implements ChunkWriterPort {
+  private readonly writer: SqliteChunkWriter;
+  constructor(writer: SqliteChunkWriter) {
+    this.writer = writer;
+  }
+  async append(run: number, appends: readonly { stream: string; batch: ColumnBatch }[]): Promise<void> {
+    this.writer.append(run, appends);
+  }
+  async endRun(run: number, end: number, reason: EndReason): Promise<void> {
+    this.writer.endRun(run, end, reason);
+  }
+  forgetRun(run: number): void {
+    this.writer.forgetRun(run);
+  }
+  async close(): Promise<void> {}
+}
