@@ -99,8 +99,10 @@ describe('fuzzing the readers (seeded)', () => {
     }));
     const chunks = [300, 64].map(
       (maxBlockRows) =>
-        encodeChunks(STATE_FIELDS, samplesToColumns(samples, STATE_FIELDS), { ...DEFAULT_TAIL_OPTIONS, maxBlockRows })
-          .chunks[0]!.data,
+        encodeChunks(STATE_FIELDS, samplesToColumns(samples, STATE_FIELDS), {
+          ...DEFAULT_TAIL_OPTIONS,
+          maxBlockRows,
+        }).chunks[0]!.data,
     );
     const restamp = (bytes: Uint8Array): Uint8Array => {
       const out = Buffer.from(bytes);
@@ -116,7 +118,8 @@ describe('fuzzing the readers (seeded)', () => {
             const batch = openChunk(restamp(mutate(chunks[which]!, mutations)), 'fuzz chunk').decodeAll();
             // What decodes is well formed: one time per row, every column as long as the rows.
             for (const values of Object.values(batch.columns))
-              if (values.length % batch.t.length !== 0) throw new Error('a column of the wrong length decoded');
+              if (values.length % batch.t.length !== 0)
+                throw new Error('a column of the wrong length decoded');
           }),
       ),
       { seed: SEED, numRuns: 3000 },

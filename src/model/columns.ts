@@ -63,7 +63,8 @@ const isNumeric = (type: FieldType): boolean =>
 
 /** The type a column of an undeclared field is kept as. */
 export function inferColumnType(values: ColumnValues | ColumnInput): FieldType {
-  if (ArrayBuffer.isView(values)) return values instanceof Float64Array || values instanceof Float32Array ? 'f64' : 'i64';
+  if (ArrayBuffer.isView(values))
+    return values instanceof Float64Array || values instanceof Float32Array ? 'f64' : 'i64';
   return inferFieldType(values as readonly unknown[]);
 }
 
@@ -142,9 +143,7 @@ export function normalizeColumns(
   }
   for (const field of schema.fields)
     if (!field.optional && !(field.name in columns) && n > 0)
-      throw invalid(
-        `${rowName(0, t[0]!)}: field ${field.name} is required (${field.type}) but absent`,
-      );
+      throw invalid(`${rowName(0, t[0]!)}: field ${field.name} is required (${field.type}) but absent`);
   return Object.keys(types).length ? { t, step, columns, types } : { t, step, columns };
 }
 
@@ -178,14 +177,18 @@ function normalizeColumn(
       for (let k = 0; k < len; k++) {
         const v = values[i * len + k];
         if (typeof v !== 'number' || !Number.isFinite(v))
-          throw invalid(`${where(i)}: expected an array of ${len} finite numbers${unit}, got ${describeValue(v)} at [${k}]`);
+          throw invalid(
+            `${where(i)}: expected an array of ${len} finite numbers${unit}, got ${describeValue(v)} at [${k}]`,
+          );
         out[i * len + k] = v;
       }
     }
     return out;
   }
   if (values.length !== n)
-    throw invalid(`stream ${schema.id}: column ${field.name}: expected ${n} values (one per time), got ${values.length}`);
+    throw invalid(
+      `stream ${schema.id}: column ${field.name}: expected ${n} values (one per time), got ${values.length}`,
+    );
   if (isNumeric(field.type)) {
     const out = new Float64Array(n);
     const typed = ArrayBuffer.isView(values);
@@ -195,7 +198,9 @@ function normalizeColumn(
         if (v === undefined || v === null) v = NaN;
         else if (field.type === 'bool' && typeof v === 'boolean') v = v ? 1 : 0;
         else if (typeof v !== 'number')
-          throw invalid(`${where(i)}: expected ${field.type === 'bool' ? 'a boolean' : 'a number'}${unit}, got ${describeValue(v)}`);
+          throw invalid(
+            `${where(i)}: expected ${field.type === 'bool' ? 'a boolean' : 'a number'}${unit}, got ${describeValue(v)}`,
+          );
       }
       const x = v as number;
       if (Number.isNaN(x)) {
@@ -204,13 +209,16 @@ function normalizeColumn(
         continue;
       }
       const expected = numericMismatch(field.type, x);
-      if (expected !== null) throw invalid(`${where(i)}: expected ${expected}${unit}, got ${describeValue(x)}`);
+      if (expected !== null)
+        throw invalid(`${where(i)}: expected ${expected}${unit}, got ${describeValue(x)}`);
       out[i] = field.type === 'f32' ? Math.fround(x) : x;
     }
     return out;
   }
   if (ArrayBuffer.isView(values))
-    throw invalid(`stream ${schema.id}: column ${field.name}: a ${field.type} field needs a plain array, got a typed array`);
+    throw invalid(
+      `stream ${schema.id}: column ${field.name}: a ${field.type} field needs a plain array, got a typed array`,
+    );
   const out = new Array<unknown>(n);
   for (let i = 0; i < n; i++) {
     const v = (values as readonly unknown[])[i];
@@ -258,7 +266,16 @@ export function samplesToColumns(samples: readonly Sample[], fields: readonly Fi
       const out = new Float64Array(n);
       for (let i = 0; i < n; i++) {
         const v = samples[i]![name];
-        out[i] = v === undefined || v === null ? NaN : typeof v === 'boolean' ? (v ? 1 : 0) : field.type === 'f32' ? Math.fround(v as number) : (v as number);
+        out[i] =
+          v === undefined || v === null
+            ? NaN
+            : typeof v === 'boolean'
+              ? v
+                ? 1
+                : 0
+              : field.type === 'f32'
+                ? Math.fround(v as number)
+                : (v as number);
       }
       columns[name] = out;
     } else if (field.type === 'vec') {
@@ -288,16 +305,13 @@ export function columnFields(batch: ColumnBatch, declared: readonly FieldDecl[])
   const out: FieldDecl[] = [];
   for (const f of declared) if (f.name in batch.columns) out.push(f);
   for (const name of Object.keys(batch.columns))
-    if (!byName.has(name)) out.push({ name, type: batch.types?.[name] ?? inferColumnType(batch.columns[name]!) });
+    if (!byName.has(name))
+      out.push({ name, type: batch.types?.[name] ?? inferColumnType(batch.columns[name]!) });
   return out;
 }
 
 /** Row `i` of a batch as a sample object (absent fields left out, as they were sent). */
-export function sampleAt(
-  batch: ColumnBatch,
-  fields: readonly FieldDecl[],
-  i: number,
-): Sample {
+export function sampleAt(batch: ColumnBatch, fields: readonly FieldDecl[], i: number): Sample {
   const s: Sample = { t: batch.t[i]!, step: batch.step[i]! };
   for (const f of fields) {
     const values = batch.columns[f.name];

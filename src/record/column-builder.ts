@@ -94,7 +94,13 @@ export class ColumnBuilder {
   }
 
   /** Appends row `row` of a validated frame's columns (one value per actor). */
-  appendFrameRow(t: number, step: number, columns: Record<string, ColumnValues>, widths: Record<string, number>, row: number): void {
+  appendFrameRow(
+    t: number,
+    step: number,
+    columns: Record<string, ColumnValues>,
+    widths: Record<string, number>,
+    row: number,
+  ): void {
     this.grow(1);
     const at = this.n;
     this.t[at] = t;
@@ -131,7 +137,8 @@ export class ColumnBuilder {
         for (let k = 0; k < width; k++) target[at * width + k] = (v as number[])[k]!;
       } else if (isNumericType(type)) {
         if (v === null) continue;
-        this.numberColumn(name, 1)[at] = typeof v === 'boolean' ? (v ? 1 : 0) : type === 'f32' ? Math.fround(v as number) : (v as number);
+        this.numberColumn(name, 1)[at] =
+          typeof v === 'boolean' ? (v ? 1 : 0) : type === 'f32' ? Math.fround(v as number) : (v as number);
       } else if (v !== null || type === 'json') {
         const list = this.listColumn(name);
         list.push(v);

@@ -311,18 +311,27 @@ export class RunRecorder {
     for (let i = 0; i < n; i++) {
       const state = this.streams.get(`${actors[i]}/${name}`);
       if (!state)
-        throw invalid(`run ${this.run.id} has no declared stream ${describeValue(`${actors[i]}/${name}`)} (frame actor ${i})`);
+        throw invalid(
+          `run ${this.run.id} has no declared stream ${describeValue(`${actors[i]}/${name}`)} (frame actor ${i})`,
+        );
       if (state.lastT !== null && frame.t < state.lastT)
-        throw invalid(`stream ${state.schema.id} sample at t=${frame.t}: time goes backwards (previous sample at t=${state.lastT})`);
+        throw invalid(
+          `stream ${state.schema.id} sample at t=${frame.t}: time goes backwards (previous sample at t=${state.lastT})`,
+        );
       states[i] = state;
     }
     const schema = states[0]!.schema;
     if (!states.every((s) => s.signature === states[0]!.signature))
-      throw invalid(`frame of ${name}: the actors' ${name} streams declare different fields; append them apart`);
+      throw invalid(
+        `frame of ${name}: the actors' ${name} streams declare different fields; append them apart`,
+      );
     const t = new Float64Array(n).fill(frame.t);
     const step = new Float64Array(n).fill(frame.step);
-    const batch = normalizeColumns(schema, { t, step, columns: frame.columns }, null, (i, ti) =>
-      `stream ${states[i]!.schema.id} sample at t=${ti}`,
+    const batch = normalizeColumns(
+      schema,
+      { t, step, columns: frame.columns },
+      null,
+      (i, ti) => `stream ${states[i]!.schema.id} sample at t=${ti}`,
     );
     const widths: Record<string, number> = {};
     for (const c in batch.columns) {
@@ -461,7 +470,8 @@ function undeclaredTypes(schema: StreamSchema, samples: readonly Sample[]): Map<
   const types = new Map<string, FieldType>();
   const declared = new Set(schema.fields.map((f) => f.name));
   const names = new Set<string>();
-  for (const s of samples) for (const key in s) if (key !== 't' && key !== 'step' && !declared.has(key)) names.add(key);
+  for (const s of samples)
+    for (const key in s) if (key !== 't' && key !== 'step' && !declared.has(key)) names.add(key);
   for (const name of names) types.set(name, inferFieldType(samples.map((s) => s[name])));
   return types;
 }

@@ -68,7 +68,8 @@ export class BitReader {
   private left = 0;
 
   constructor(bytes: Uint8Array) {
-    if (bytes.byteLength % 4 !== 0) throw new Error(`bit stream of ${bytes.byteLength} bytes, not whole words`);
+    if (bytes.byteLength % 4 !== 0)
+      throw new Error(`bit stream of ${bytes.byteLength} bytes, not whole words`);
     // Aligned view when possible; otherwise a copy (a Buffer slice may start anywhere).
     this.words =
       bytes.byteOffset % 4 === 0

@@ -88,7 +88,8 @@ function parseColumn(text: unknown, corrupt: (why: string) => Error): ChunkColum
   const column: ChunkColumn = { name, type: type as FieldType };
   if (type === 'vec') {
     const len = Number(length);
-    if (!(Number.isInteger(len) && len > 0 && len <= 4096)) throw corrupt(`vec column ${name} has length ${length}`);
+    if (!(Number.isInteger(len) && len > 0 && len <= 4096))
+      throw corrupt(`vec column ${name} has length ${length}`);
     column.length = len;
   }
   return column;
@@ -114,13 +115,20 @@ export function encodeBlock(
   writeIntegerRecord(out, STEP_INDEX, batch.step.subarray(from, to), 1);
   for (const name in batch.columns) {
     const index = indexOf.get(name);
-    if (index === undefined) throw new Error(`encodeBlock: column ${name} is not in the stream's column list`);
+    if (index === undefined)
+      throw new Error(`encodeBlock: column ${name} is not in the stream's column list`);
     writeColumnRecord(out, index + FIRST_FIELD_INDEX, columns[index]!, batch.columns[name]!, from, to);
   }
   return { rows, begin: batch.t[from]!, end: batch.t[to - 1]!, bytes: out.finish() };
 }
 
-function writeRecord(out: ByteWriter, index: number, codec: number, presence: Uint8Array | null, payload: Uint8Array): void {
+function writeRecord(
+  out: ByteWriter,
+  index: number,
+  codec: number,
+  presence: Uint8Array | null,
+  payload: Uint8Array,
+): void {
   out.varint(index);
   out.u8(presence ? codec | FLAG_PRESENCE : codec);
   out.varint((presence?.length ?? 0) + payload.length);
@@ -136,7 +144,12 @@ function writeIntegerRecord(out: ByteWriter, index: number, values: Float64Array
   else writeFloatRecord(out, index, null, values);
 }
 
-function writeFloatRecord(out: ByteWriter, index: number, presence: Uint8Array | null, values: Float64Array): void {
+function writeFloatRecord(
+  out: ByteWriter,
+  index: number,
+  presence: Uint8Array | null,
+  values: Float64Array,
+): void {
   if (isConstant(values)) return writeConstant(out, index, presence, values[0]!);
   const { predictor, bytes } = packFloat64(values);
   writeRecord(out, index, predictor === 'linear' ? CODEC.floatLinear : CODEC.floatPrevious, presence, bytes);
@@ -157,7 +170,8 @@ function writeColumnRecord(
     const present: number[] = [];
     for (let i = from; i < to; i++) if (!Number.isNaN(all[i * len]!)) present.push(i);
     if (present.length === 0) return;
-    const presence = present.length < rows ? bitmapOf(rows, (i) => !Number.isNaN(all[(from + i) * len]!)) : null;
+    const presence =
+      present.length < rows ? bitmapOf(rows, (i) => !Number.isNaN(all[(from + i) * len]!)) : null;
     // Component by component, so each one's prediction runs over its own history.
     const parts = new ByteWriter(present.length * len * 6);
     const component = new Float64Array(present.length);
@@ -181,7 +195,13 @@ function writeColumnRecord(
     }
     switch (column.type) {
       case 'bool':
-        return writeRecord(out, index, CODEC.bits, presence, bitmapOf(count, (i) => dense[i] === 1));
+        return writeRecord(
+          out,
+          index,
+          CODEC.bits,
+          presence,
+          bitmapOf(count, (i) => dense[i] === 1),
+        );
       case 'f32':
         if (isConstant(dense)) return writeConstant(out, index, presence, dense[0]!);
         return writeRecord(out, index, CODEC.float32, presence, packFloat32(dense));
@@ -201,13 +221,15 @@ function writeColumnRecord(
   for (let i = from; i < to; i++) if (list[i] !== undefined) dense.push(list[i]);
   if (dense.length === 0) return;
   const presence = dense.length < rows ? bitmapOf(rows, (i) => list[from + i] !== undefined) : null;
-  if (column.type === 'string') return writeRecord(out, index, CODEC.dictionary, presence, dictionaryBytes(dense as string[]));
+  if (column.type === 'string')
+    return writeRecord(out, index, CODEC.dictionary, presence, dictionaryBytes(dense as string[]));
   const shaped = jsonShapeBytes(dense);
   if (shaped) return writeRecord(out, index, CODEC.jsonShape, presence, shaped);
   const text = Buffer.from(JSON.stringify(dense), 'utf8');
   if (text.length >= DEFLATE_JSON_FROM) {
     const deflated = deflateRawSync(text, { level: 1 });
-    if (deflated.length < text.length * 0.8) return writeRecord(out, index, CODEC.jsonDeflated, presence, deflated);
+    if (deflated.length < text.length * 0.8)
+      return writeRecord(out, index, CODEC.jsonDeflated, presence, deflated);
   }
   writeRecord(out, index, CODEC.jsonText, presence, text);
 }
@@ -404,7 +426,13 @@ export class ParsedChunk {
   private readonly data: Uint8Array;
   private readonly where: string;
 
-  private constructor(data: Uint8Array, where: string, n: number, columns: ChunkColumn[], blocks: BlockRef[]) {
+  private constructor(
+    data: Uint8Array,
+    where: string,
+    n: number,
+    columns: ChunkColumn[],
+    blocks: BlockRef[],
+  ) {
     this.data = data;
     this.where = where;
     this.n = n;
@@ -421,7 +449,9 @@ export class ParsedChunk {
     const stored = buf.readUInt32LE(buf.length - 4);
     const actual = crc32(buf.subarray(0, buf.length - 4));
     if (stored !== actual)
-      throw corrupt(`checksum mismatch: stored ${hex(stored)}, computed ${hex(actual)}; the stored bytes are damaged`);
+      throw corrupt(
+        `checksum mismatch: stored ${hex(stored)}, computed ${hex(actual)}; the stored bytes are damaged`,
+      );
     try {
       const headerLength = buf.readUInt32LE(4);
       if (8 + headerLength > buf.length - 4) throw corrupt('header runs past the end');
@@ -493,7 +523,10 @@ export class ParsedChunk {
   /** The whole chunk as one batch (the blocks' columns concatenated). */
   decodeAll(fields?: ReadonlySet<string>): ColumnBatch {
     if (this.blocks.length === 1) return this.decodeBlock(0, fields);
-    return concatBatches(this.blocks.map((_, i) => this.decodeBlock(i, fields)), this.columns);
+    return concatBatches(
+      this.blocks.map((_, i) => this.decodeBlock(i, fields)),
+      this.columns,
+    );
   }
 
   /** The encoded blocks, to be concatenated into a larger chunk without decoding them. */
@@ -538,7 +571,8 @@ function decodeBlockBytes(
       continue;
     }
     const column = columns[index - FIRST_FIELD_INDEX];
-    if (!column) throw new Error(`record for column ${index - FIRST_FIELD_INDEX}, the chunk has ${columns.length}`);
+    if (!column)
+      throw new Error(`record for column ${index - FIRST_FIELD_INDEX}, the chunk has ${columns.length}`);
     if (fields && !fields.has(column.name)) continue;
     let presence: Uint8Array | null = null;
     let body = payload;
@@ -615,16 +649,26 @@ function decodeColumn(
   if (column.type === 'string' || column.type === 'json') {
     let dense: unknown[];
     if (codec === CODEC.bits) dense = Array.from(decodeBits(body, present), (v) => v === 1);
-    else if (codec !== CODEC.dictionary && codec !== CODEC.jsonShape && codec !== CODEC.jsonText && codec !== CODEC.jsonDeflated)
+    else if (
+      codec !== CODEC.dictionary &&
+      codec !== CODEC.jsonShape &&
+      codec !== CODEC.jsonText &&
+      codec !== CODEC.jsonDeflated
+    )
       // A field that changed type mid-recording became json; its earlier records are numbers.
       dense = Array.from(decodeNumbers(codec, body, present));
     else if (codec === CODEC.dictionary) dense = decodeDictionary(body, present);
     else if (codec === CODEC.jsonShape) dense = decodeJsonShape(body, present);
     else if (codec === CODEC.jsonText || codec === CODEC.jsonDeflated) {
-      const text = codec === CODEC.jsonText ? body : inflateRawSync(body, { maxOutputLength: MAX_INFLATED_BYTES });
-      const parsed = JSON.parse(Buffer.from(text.buffer, text.byteOffset, text.byteLength).toString('utf8')) as unknown;
+      const text =
+        codec === CODEC.jsonText ? body : inflateRawSync(body, { maxOutputLength: MAX_INFLATED_BYTES });
+      const parsed = JSON.parse(
+        Buffer.from(text.buffer, text.byteOffset, text.byteLength).toString('utf8'),
+      ) as unknown;
       if (!Array.isArray(parsed) || parsed.length !== present)
-        throw new Error(`column ${column.name} holds ${Array.isArray(parsed) ? parsed.length : 'no'} values, expected ${present}`);
+        throw new Error(
+          `column ${column.name} holds ${Array.isArray(parsed) ? parsed.length : 'no'} values, expected ${present}`,
+        );
       dense = parsed;
     } else throw new Error(`column ${column.name} (${column.type}) with codec ${codec}`);
     if (presence === null) return dense;
@@ -632,8 +676,7 @@ function decodeColumn(
     for (let i = 0, j = 0; i < rows; i++) out[i] = has(i) ? dense[j++] : undefined;
     return out;
   }
-  const dense =
-    codec === CODEC.bits ? decodeBits(body, present) : decodeNumbers(codec, body, present);
+  const dense = codec === CODEC.bits ? decodeBits(body, present) : decodeNumbers(codec, body, present);
   if (presence === null) return dense;
   const out = new Float64Array(rows);
   for (let i = 0, j = 0; i < rows; i++) out[i] = has(i) ? dense[j++]! : NaN;
@@ -710,7 +753,8 @@ function readFloat64(bytes: Uint8Array): number {
 }
 
 /** Bit streams are read as 32-bit words: a payload at an odd offset is copied to an aligned one. */
-const aligned = (bytes: Uint8Array): Uint8Array => (bytes.byteOffset % 4 === 0 ? bytes : new Uint8Array(bytes));
+const aligned = (bytes: Uint8Array): Uint8Array =>
+  bytes.byteOffset % 4 === 0 ? bytes : new Uint8Array(bytes);
 
 /** Batches of one stream, in time order, as one (columns absent in some are absent in those rows). */
 export function concatBatches(batches: readonly ColumnBatch[], columns: readonly ChunkColumn[]): ColumnBatch {

@@ -1,5 +1,11 @@
 import type { ColumnBatch, ColumnValues } from '../../model/columns.js';
-import { ParsedChunk, concatBatches, isChunkV2, type ChunkColumn, type EncodedBlock } from './chunk-format.js';
+import {
+  ParsedChunk,
+  concatBatches,
+  isChunkV2,
+  type ChunkColumn,
+  type EncodedBlock,
+} from './chunk-format.js';
 import { decodeChunk as decodeChunkV1, type DecodedChunk } from './chunk-v1.js';
 import { LruCache } from './lru-cache.js';
 
@@ -30,19 +36,26 @@ class V1Chunk implements ChunkView {
   constructor(decoded: DecodedChunk, where: string) {
     this.where = where;
     this.n = decoded.n;
-    this.columns = decoded.columns.map((c) => ({ name: c.name, type: c.type, ...(c.length ? { length: c.length } : {}) }));
+    this.columns = decoded.columns.map((c) => ({
+      name: c.name,
+      type: c.type,
+      ...(c.length ? { length: c.length } : {}),
+    }));
     this.blocks = [{ rows: decoded.n, firstRow: 0, begin: decoded.t[0]!, end: decoded.t[decoded.n - 1]! }];
     const columns: Record<string, ColumnValues> = {};
     for (const c of decoded.columns) {
       const numeric = c.type !== 'string' && c.type !== 'json';
       const width = c.type === 'vec' ? c.length! : 1;
       const count = c.values.length / width;
-      const out: ColumnValues = numeric ? new Float64Array(decoded.n * width).fill(NaN) : new Array<unknown>(decoded.n);
+      const out: ColumnValues = numeric
+        ? new Float64Array(decoded.n * width).fill(NaN)
+        : new Array<unknown>(decoded.n);
       for (let row = 0; row < decoded.n; row++) {
         const index = c.rowIndex ? c.rowIndex[row]! : row;
         if (index < 0) continue;
         if (c.type === 'vec')
-          for (let k = 0; k < width; k++) (out as Float64Array)[row * width + k] = c.values[k * count + index] as number;
+          for (let k = 0; k < width; k++)
+            (out as Float64Array)[row * width + k] = c.values[k * count + index] as number;
         else if (numeric) (out as Float64Array)[row] = Number(c.values[index]);
         else (out as unknown[])[row] = c.values[index];
       }
@@ -165,14 +178,20 @@ export function firstAtOrAfter(t: Float64Array, time: number): number {
 }
 
 /** Rows [from, to) of a batch, sharing its arrays. */
-export function sliceBatch(batch: ColumnBatch, columns: readonly ChunkColumn[], from: number, to: number): ColumnBatch {
+export function sliceBatch(
+  batch: ColumnBatch,
+  columns: readonly ChunkColumn[],
+  from: number,
+  to: number,
+): ColumnBatch {
   if (from === 0 && to === batch.t.length) return batch;
   const out: Record<string, ColumnValues> = {};
   for (const c of columns) {
     const values = batch.columns[c.name];
     if (values === undefined) continue;
     const width = c.type === 'vec' ? c.length! : 1;
-    out[c.name] = values instanceof Float64Array ? values.subarray(from * width, to * width) : values.slice(from, to);
+    out[c.name] =
+      values instanceof Float64Array ? values.subarray(from * width, to * width) : values.slice(from, to);
   }
   return { t: batch.t.subarray(from, to), step: batch.step.subarray(from, to), columns: out };
 }

@@ -1,10 +1,6 @@
 import { inflateRawSync } from 'node:zlib';
 import { SimrecError } from '../../model/errors.js';
-import {
-  FIELD_TYPES,
-  type FieldType,
-  type Sample,
-} from '../../model/stream.js';
+import { FIELD_TYPES, type FieldType, type Sample } from '../../model/stream.js';
 
 /**
  * The first chunk layout ("SRC1", simrec 0.1.0), kept to read the stores it wrote; nothing writes it

@@ -53,7 +53,8 @@ export function packBatches(appends: readonly { stream: string; batch: ColumnBat
     const columns: WireColumn[] = [];
     for (const name in batch.columns) {
       const v = batch.columns[name]!;
-      if (v instanceof Float64Array) columns.push({ name, kind: 'numbers', offset: put(v), length: v.length });
+      if (v instanceof Float64Array)
+        columns.push({ name, kind: 'numbers', offset: put(v), length: v.length });
       else if (isStrings(v)) {
         const at = offset;
         for (let i = 0; i < v.length; i++) {

@@ -7,7 +7,10 @@ import type { FieldDecl, Sample } from '../../model/stream.js';
  * The sample-object reads every backend offers, on top of its columnar ones: one implementation, so
  * that a backend implements reading once (readColumns, bracketMany) and objects are built the same way.
  */
-export async function* readSamplesViaColumns(store: StoreBackend, args: ReadSamplesArgs): AsyncIterable<Sample[]> {
+export async function* readSamplesViaColumns(
+  store: StoreBackend,
+  args: ReadSamplesArgs,
+): AsyncIterable<Sample[]> {
   const fields = await fieldsOf(store, args.run, args.stream);
   for await (const batch of store.readColumns(args)) {
     const out = new Array<Sample>(batch.t.length);

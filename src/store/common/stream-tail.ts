@@ -18,7 +18,11 @@ export interface StreamTailOptions {
   minBlockRows: number;
 }
 
-export const DEFAULT_TAIL_OPTIONS: StreamTailOptions = { chunkSamples: 2048, maxBlockRows: 256, minBlockRows: 64 };
+export const DEFAULT_TAIL_OPTIONS: StreamTailOptions = {
+  chunkSamples: 2048,
+  maxBlockRows: 256,
+  minBlockRows: 64,
+};
 
 /** A chunk to write: its bytes and the time range and count its row or document keeps beside it. */
 export interface ChunkToWrite {
@@ -51,7 +55,8 @@ export class StreamTail<Id> {
     this.options = options;
     this.extras = extras.map((f) => ({ ...f }));
     this.columns = [];
-    for (const f of declared) this.addColumn({ name: f.name, type: f.type, ...(f.type === 'vec' ? { length: f.length! } : {}) });
+    for (const f of declared)
+      this.addColumn({ name: f.name, type: f.type, ...(f.type === 'vec' ? { length: f.length! } : {}) });
     for (const f of extras) this.addColumn({ name: f.name, type: f.type });
   }
 
@@ -119,7 +124,8 @@ export class StreamTail<Id> {
   seal(): { chunks: ChunkToWrite[]; replaces: Id[] } | null {
     if (this.chunkIds.length === 0) return null;
     const blocks = this.repack(this.blocks);
-    if (this.chunkIds.length === 1 && blocks === this.blocks && this.rows <= this.options.chunkSamples * 1.5) return null;
+    if (this.chunkIds.length === 1 && blocks === this.blocks && this.rows <= this.options.chunkSamples * 1.5)
+      return null;
     const groups: EncodedBlock[][] = [[]];
     let rows = 0;
     for (const b of blocks) {
@@ -131,7 +137,8 @@ export class StreamTail<Id> {
       rows += b.rows;
     }
     // A short remainder joins the chunk before it rather than standing alone.
-    if (groups.length > 1 && rows < this.options.chunkSamples / 2) groups[groups.length - 2]!.push(...groups.pop()!);
+    if (groups.length > 1 && rows < this.options.chunkSamples / 2)
+      groups[groups.length - 2]!.push(...groups.pop()!);
     const chunks = groups.map((g) => this.chunkOf(g));
     return { chunks, replaces: this.chunkIds.slice() };
   }
@@ -171,7 +178,13 @@ export class StreamTail<Id> {
         const parts = Math.ceil(n / this.options.maxBlockRows);
         for (let k = 0; k < parts; k++)
           out.push(
-            encodeBlock(batch, this.columns, this.indexOf, Math.floor((k * n) / parts), Math.floor(((k + 1) * n) / parts)),
+            encodeBlock(
+              batch,
+              this.columns,
+              this.indexOf,
+              Math.floor((k * n) / parts),
+              Math.floor(((k + 1) * n) / parts),
+            ),
           );
       }
       run = [];
@@ -212,7 +225,9 @@ export class StreamTail<Id> {
       }
       const values = batch.columns[field.name]!;
       if (values instanceof Float64Array) {
-        const json = Array.from(values, (v): unknown => (Number.isNaN(v) ? undefined : field.type === 'bool' ? v === 1 : v));
+        const json = Array.from(values, (v): unknown =>
+          Number.isNaN(v) ? undefined : field.type === 'bool' ? v === 1 : v,
+        );
         out = { ...out, columns: { ...out.columns, [field.name]: json } };
       }
     }

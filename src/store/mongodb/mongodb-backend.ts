@@ -25,12 +25,7 @@ import type {
   ReadColumnsArgs,
   WriterIdentity,
 } from '../../model/store-port.js';
-import {
-  type InferredField,
-  type Sample,
-  type StreamInfo,
-  type StreamSchema,
-} from '../../model/stream.js';
+import { type InferredField, type Sample, type StreamInfo, type StreamSchema } from '../../model/stream.js';
 import { connectMongo } from './connect-mongo.js';
 import { sampleAt, samplesToColumns, type ColumnBatch } from '../../model/columns.js';
 import {
@@ -42,7 +37,12 @@ import {
   type ChunkView,
 } from '../common/chunk-reader.js';
 import { readSamplesViaColumns, sampleBracketViaMany } from '../common/sample-reads.js';
-import { DEFAULT_TAIL_OPTIONS, encodeChunks, type ChunkToWrite, type StreamTailOptions } from '../common/stream-tail.js';
+import {
+  DEFAULT_TAIL_OPTIONS,
+  encodeChunks,
+  type ChunkToWrite,
+  type StreamTailOptions,
+} from '../common/stream-tail.js';
 
 /**
  * The central store: every simulator of a team writes into one MongoDB. simrec's runs live in
@@ -376,7 +376,13 @@ export class MongoBackend implements StoreBackend {
       const { chunks, extras } = encodeChunks(entry.schema.fields, batch, this.tailOptions);
       for (const c of chunks) docs.push(chunkDoc(run, stream, c));
       entry.extraFields = mergeExtras(entry.extraFields, extras);
-      updates.push({ id: stream, count: n, begin: batch.t[0]!, end: batch.t[n - 1]!, extra: entry.extraFields });
+      updates.push({
+        id: stream,
+        count: n,
+        begin: batch.t[0]!,
+        end: batch.t[n - 1]!,
+        extra: entry.extraFields,
+      });
     }
     if (!docs.length) return;
     try {
@@ -408,7 +414,11 @@ export class MongoBackend implements StoreBackend {
 
   async putDerivedStream(run: number, schema: StreamSchema, samples: Sample[]): Promise<void> {
     await this.requireRun(run);
-    const { chunks, extras } = encodeChunks(schema.fields, samplesToColumns(samples, schema.fields), this.tailOptions);
+    const { chunks, extras } = encodeChunks(
+      schema.fields,
+      samplesToColumns(samples, schema.fields),
+      this.tailOptions,
+    );
     const docs = chunks.map((c) => chunkDoc(run, schema.id, c));
     // Replaced in the order that never shows a mixture: old chunks out, new in, then the counters.
     await this.chunks().deleteMany({ run, stream: schema.id }, { writeConcern: DURABLE });
@@ -469,7 +479,12 @@ export class MongoBackend implements StoreBackend {
     return sampleBracketViaMany(this, run, stream, t);
   }
 
-  private async bracket(run: number, stream: string, t: number, fields?: ReadonlySet<string>): Promise<SampleBracket> {
+  private async bracket(
+    run: number,
+    stream: string,
+    t: number,
+    fields?: ReadonlySet<string>,
+  ): Promise<SampleBracket> {
     await this.stream(run, stream);
     const bracket: SampleBracket = {};
     const rowOf = (doc: ChunkDoc, view: ChunkView, block: number, row: number): Sample =>

@@ -36,7 +36,12 @@ import { readSamplesViaColumns, sampleBracketViaMany } from '../common/sample-re
 import { DEFAULT_TAIL_OPTIONS, encodeChunks, type StreamTailOptions } from '../common/stream-tail.js';
 import { SCHEMA_DDL, SCHEMA_VERSION, SIMREC_APPLICATION_ID, upgradeSchema } from './sqlite-schema.js';
 import { SqliteChunkWriter, wrapIoError } from './sqlite-chunk-writer.js';
-import { configureConnection, InlineWriter, WriterThread, type ChunkWriterPort } from './sqlite-writer-thread.js';
+import {
+  configureConnection,
+  InlineWriter,
+  WriterThread,
+  type ChunkWriterPort,
+} from './sqlite-writer-thread.js';
 
 export interface SqliteStoreOptions {
   /**
@@ -101,7 +106,12 @@ export class SqliteBackend implements StoreBackend {
     this.writer =
       options.writerThread === false || options.readonly
         ? new InlineWriter(new SqliteChunkWriter(db, path, this.tailOptions))
-        : new WriterThread({ path, location: path, durability: options.durability ?? 'full', tail: this.tailOptions });
+        : new WriterThread({
+            path,
+            location: path,
+            durability: options.durability ?? 'full',
+            tail: this.tailOptions,
+          });
     this.scenarios = this.scenarioCatalog();
     this.vehicles = this.vehicleCatalog();
   }
@@ -435,7 +445,10 @@ export class SqliteBackend implements StoreBackend {
     return sampleBracketViaMany(this, run, stream, t);
   }
 
-  private sampleOf(at: { ref: ChunkRef<number>; view: ChunkView; block: number; row: number }, fields?: ReadonlySet<string>): Sample {
+  private sampleOf(
+    at: { ref: ChunkRef<number>; view: ChunkView; block: number; row: number },
+    fields?: ReadonlySet<string>,
+  ): Sample {
     return sampleAt(this.cache.block(at.ref.id, at.view, at.block, fields), at.view.columns, at.row);
   }
 
@@ -536,7 +549,14 @@ export class SqliteBackend implements StoreBackend {
       this.cache.clear();
     }
     const runs = (this.stmt('SELECT COUNT(*) AS n FROM runs').get() as Row).n as number;
-    return { ok: problems.every((p) => p.repaired), runs, streams: streams.length, chunks, samples, problems };
+    return {
+      ok: problems.every((p) => p.repaired),
+      runs,
+      streams: streams.length,
+      chunks,
+      samples,
+      problems,
+    };
   }
 
   async close(): Promise<void> {
@@ -756,8 +776,14 @@ function checkStoreFile(db: Database.Database, path: string): number {
 
 /** SQLite could not write (a read-only file, a full disk): not a reason to refuse reading. */
 function isCannotWrite(error: unknown): boolean {
-  const code = ((error as { cause?: { code?: string } }).cause?.code ?? (error as { code?: string }).code) as string | undefined;
-  return code === 'SQLITE_READONLY' || code === 'SQLITE_FULL' || code === 'SQLITE_CANTOPEN' || code === 'SQLITE_IOERR';
+  const code = ((error as { cause?: { code?: string } }).cause?.code ?? (error as { code?: string }).code) as
+    string | undefined;
+  return (
+    code === 'SQLITE_READONLY' ||
+    code === 'SQLITE_FULL' ||
+    code === 'SQLITE_CANTOPEN' ||
+    code === 'SQLITE_IOERR'
+  );
 }
 
 function runFromRow(row: Row): RunInfo {
@@ -784,4 +810,3 @@ function attachmentFromRow(row: Row): Omit<AttachmentInfo, 'size'> {
   if (row.metadata !== null) info.metadata = parse(row.metadata);
   return info;
 }
-

@@ -60,7 +60,9 @@ export class SqliteChunkWriter {
             const entry = this.tailOf(run, stream);
             touched.push(entry);
             const { chunk, blocks, extrasChanged } = entry.tail.append(batch);
-            const id = Number(insert.run(entry.key, chunk.begin, chunk.end, chunk.count, 0, chunk.data).lastInsertRowid);
+            const id = Number(
+              insert.run(entry.key, chunk.begin, chunk.end, chunk.count, 0, chunk.data).lastInsertRowid,
+            );
             entry.tail.appended(id, blocks);
             counters.run(n, batch.t[0]!, batch.t[n - 1]!, entry.key);
             if (extrasChanged) this.saveExtras(entry.key, entry.tail.extraFields);
@@ -136,19 +138,30 @@ export class SqliteChunkWriter {
     if (!streams) this.tails.set(run, (streams = new Map()));
     let entry = streams.get(stream);
     if (entry) return entry;
-    const row = this.stmt('SELECT key, schema, extra_fields FROM streams WHERE run_id = ? AND id = ?').get(run, stream) as
-      | Row
-      | undefined;
+    const row = this.stmt('SELECT key, schema, extra_fields FROM streams WHERE run_id = ? AND id = ?').get(
+      run,
+      stream,
+    ) as Row | undefined;
     if (!row) throw notFound(`run ${run} has no stream ${JSON.stringify(stream)}`);
     const schema = JSON.parse(row.schema as string) as StreamSchema;
-    const tail = new StreamTail<number>(schema.fields, JSON.parse(row.extra_fields as string) as InferredField[], this.options);
+    const tail = new StreamTail<number>(
+      schema.fields,
+      JSON.parse(row.extra_fields as string) as InferredField[],
+      this.options,
+    );
     const key = row.key as number;
-    const tailRows = this.stmt('SELECT id, data FROM chunks WHERE stream_key = ? AND sealed = 0 ORDER BY begin_us, id').all(
-      key,
-    ) as Row[];
+    const tailRows = this.stmt(
+      'SELECT id, data FROM chunks WHERE stream_key = ? AND sealed = 0 ORDER BY begin_us, id',
+    ).all(key) as Row[];
     for (const r of tailRows) {
       const id = r.id as number;
-      tail.adopt(id, openChunk(r.data as Buffer, `${this.location} run ${run} stream ${stream} chunk ${id}`).encodedBlocks());
+      tail.adopt(
+        id,
+        openChunk(
+          r.data as Buffer,
+          `${this.location} run ${run} stream ${stream} chunk ${id}`,
+        ).encodedBlocks(),
+      );
     }
     entry = { key, tail };
     streams.set(stream, entry);

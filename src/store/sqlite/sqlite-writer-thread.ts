@@ -22,7 +22,9 @@ type WriterRequestBody =
 
 export type WriterRequest = { id: number } & WriterRequestBody;
 
-export type WriterResponse = { id: number } & ({ ok: true } | { ok: false; code: ErrorCode; message: string });
+export type WriterResponse = { id: number } & (
+  { ok: true } | { ok: false; code: ErrorCode; message: string }
+);
 
 /** The pragmas every connection to a store runs with, the writer thread's included. */
 export function configureConnection(db: Database.Database, durability: 'full' | 'normal'): void {
@@ -59,7 +61,9 @@ export class WriterThread implements ChunkWriterPort {
   /** Started on the first write: a store opened to read never starts a thread. */
   private start(): Worker {
     if (this.worker) return this.worker;
-    const worker = new Worker(new URL('./sqlite-writer-worker.js', import.meta.url), { workerData: this.config });
+    const worker = new Worker(new URL('./sqlite-writer-worker.js', import.meta.url), {
+      workerData: this.config,
+    });
     worker.on('message', (response: WriterResponse) => {
       const pending = this.waiting.get(response.id);
       if (!pending) return;
@@ -69,9 +73,13 @@ export class WriterThread implements ChunkWriterPort {
       else pending.reject(new SimrecError(response.code, response.message));
     });
     const fail = (error: Error): void => {
-      this.failure = new SimrecError('io', `${this.config.location}: the store's writer thread stopped: ${error.message}`, {
-        cause: error,
-      });
+      this.failure = new SimrecError(
+        'io',
+        `${this.config.location}: the store's writer thread stopped: ${error.message}`,
+        {
+          cause: error,
+        },
+      );
       for (const pending of this.waiting.values()) pending.reject(this.failure);
       this.waiting.clear();
       this.worker = null;

@@ -7,7 +7,12 @@ import Database from 'better-sqlite3';
 import { SimrecError } from '../../model/errors.js';
 import { unpackBatches } from '../common/column-wire.js';
 import { SqliteChunkWriter } from './sqlite-chunk-writer.js';
-import { configureConnection, type WriterRequest, type WriterResponse, type WriterThreadConfig } from './sqlite-writer-thread.js';
+import {
+  configureConnection,
+  type WriterRequest,
+  type WriterResponse,
+  type WriterThreadConfig,
+} from './sqlite-writer-thread.js';
 
 const config = workerData as WriterThreadConfig;
 const db = new Database(config.path);
