@@ -34,8 +34,29 @@ const { values: options } = parseArgs({
     out: { type: 'string' },
     actors: { type: 'string' },
     steps: { type: 'string' },
+    only: { type: 'string' },
   },
 });
+
+/** The bench's sections, each selectable with --only (a comma-separated list); all by default. */
+const SECTIONS = [
+  'record',
+  'seek',
+  'trajectory',
+  'viewer',
+  'evaluation',
+  'demo',
+  'formats',
+  'didrive',
+  'ingest',
+  'sumo',
+] as const;
+type Section = (typeof SECTIONS)[number];
+const only = new Set<string>(options.only ? options.only.split(',').map((s) => s.trim()) : SECTIONS);
+for (const name of only)
+  if (!(SECTIONS as readonly string[]).includes(name))
+    throw new Error(`bench: --only ${JSON.stringify(name)} is not a section (known: ${SECTIONS.join(', ')})`);
+const wants = (section: Section): boolean => only.has(section);
 
 const quick = options.quick!;
 const config = {
@@ -88,9 +109,12 @@ const measure = async (workload: Workload, peer: string, rep: number, dir: strin
 };
 
 try {
-  for (let rep = 0; rep < config.reps; rep++) await measure('generate', 'generator', rep, scratch);
-  // Repetitions interleave peers, so a slow spell of the machine does not land on one peer only.
-  for (let rep = 0; rep < config.reps; rep++)
+  const reads = wants('seek') || wants('trajectory');
+  if (wants('record') || reads)
+    for (let rep = 0; rep < config.reps; rep++) await measure('generate', 'generator', rep, scratch);
+  // Repetitions interleave peers, so a slow spell of the machine does not land on one peer only. The
+  // read workloads read the first repetition's files, so they record one repetition even alone.
+  for (let rep = 0; rep < (wants('record') ? config.reps : reads ? 1 : 0); rep++)
     for (const peer of PEERS) {
       const dir = join(scratch, `${peer.name}-${rep}`);
       mkdirSync(dir);
@@ -99,25 +123,39 @@ try {
       if (rep > 0 || !peer.open) rmSync(dir, { recursive: true, force: true });
     }
   for (const workload of ['seek', 'trajectory'] as const)
-    for (let rep = 0; rep < config.reps; rep++)
+    for (let rep = 0; rep < (wants(workload) ? config.reps : 0); rep++)
       for (const peer of PEERS) {
         if (!peer.open || (workload === 'seek' && !peer.seekable)) continue;
         await measure(workload, peer.name, rep, join(scratch, `${peer.name}-0`));
       }
-  progress('viewer playback in headless Chromium');
-  viewer = await measureViewer(scratch, quick);
-  progress('evaluation speed');
-  evaluation = await measureEvaluation(scratch, quick);
-  progress('demo traffic, recording off and on');
-  demo = await measureDemo(scratch, quick);
-  progress('format rates');
-  formats = await measureFormats(scratch, quick);
-  progress('DI-drive rates');
-  didrive = await measureDidrive(scratch, quick);
-  progress('ingest over loopback');
-  ingest = await measureIngest(scratch, quick);
-  progress('recording a real SUMO');
-  sumo = await measureSumoOverhead(scratch, REPO_ROOT, quick);
+  if (wants('viewer')) {
+    progress('viewer playback in headless Chromium');
+    viewer = await measureViewer(scratch, quick);
+  }
+  if (wants('evaluation')) {
+    progress('evaluation speed');
+    evaluation = await measureEvaluation(scratch, quick);
+  }
+  if (wants('demo')) {
+    progress('demo traffic, recording off and on');
+    demo = await measureDemo(scratch, quick);
+  }
+  if (wants('formats')) {
+    progress('format rates');
+    formats = await measureFormats(scratch, quick);
+  }
+  if (wants('didrive')) {
+    progress('DI-drive rates');
+    didrive = await measureDidrive(scratch, quick);
+  }
+  if (wants('ingest')) {
+    progress('ingest over loopback');
+    ingest = await measureIngest(scratch, quick);
+  }
+  if (wants('sumo')) {
+    progress('recording a real SUMO');
+    sumo = await measureSumoOverhead(scratch, REPO_ROOT, quick);
+  }
 } finally {
   rmSync(scratch, { recursive: true, force: true });
 }

@@ -3,12 +3,13 @@ import { jsonLinesPeer } from './json-lines.js';
 import { limsimPeer } from './limsim-sqlite.js';
 import { mcapPerFramePeer, mcapPerStatePeer } from './mcap.js';
 import { rawFilePeer, rawSqlitePeer } from './raw-limit.js';
-import { simrecNormalPeer, simrecPeer } from './simrec.js';
+import { simrecF32Peer, simrecNormalPeer, simrecPeer } from './simrec.js';
 
 /** simrec first: every ratio is simrec against one of the others. */
 export const PEERS: Peer[] = [
   simrecPeer,
   simrecNormalPeer,
+  simrecF32Peer,
   limsimPeer,
   mcapPerStatePeer,
   mcapPerFramePeer,

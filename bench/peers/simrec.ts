@@ -1,9 +1,9 @@
 import { join } from 'node:path';
 import { controlStream, STATE_FIELDS, stateStream, wheelsStream } from '../../src/model/standard-streams.js';
-import type { StoreBackend, StreamAppend } from '../../src/model/store-port.js';
-import type { Sample } from '../../src/model/stream.js';
+import type { StoreBackend } from '../../src/model/store-port.js';
+import type { FieldDecl } from '../../src/model/stream.js';
 import { RunRecorder } from '../../src/record/run-recorder.js';
-import { sceneAt, trajectory } from '../../src/replay/run-queries.js';
+import { sceneAt, trajectoryColumns } from '../../src/replay/run-queries.js';
 import { openStore } from '../../src/store/open-store.js';
 import { SqliteBackend } from '../../src/store/sqlite/sqlite-backend.js';
 import { actorId, BEGIN_US, LANE_IDS } from '../generator.js';
@@ -12,9 +12,22 @@ import type { Peer, RecordArgs } from '../peer.js';
 const STORE_FILE = 'bench.simrec.db';
 
 /** LimSim's routeIdx has no standard field; a simulator declares such extras on its state stream. */
-const BENCH_STATE_FIELDS = [...STATE_FIELDS, { name: 'routeIdx', type: 'i32' as const }];
+const BENCH_STATE_FIELDS: FieldDecl[] = [...STATE_FIELDS, { name: 'routeIdx', type: 'i32' }];
+/** The same fields declared float32: a simulator whose floats are single precision says so. */
+const F32_STATE_FIELDS: FieldDecl[] = BENCH_STATE_FIELDS.map((f) =>
+  f.type === 'f64' ? { ...f, type: 'f32' } : f,
+);
 
-async function record(store: StoreBackend, { frames, commitEverySteps }: RecordArgs): Promise<void> {
+/**
+ * A simulator's recording loop, as simrec asks to be fed: each step is one frame of every actor's state
+ * (typed arrays, one value per actor, `appendFrame`), the ego's control and wheels beside it. The lane
+ * ids are the strings a simulator has; converting the generator's indexes to them is billed to simrec.
+ */
+async function record(
+  store: StoreBackend,
+  { frames, commitEverySteps }: RecordArgs,
+  fields: FieldDecl[],
+): Promise<void> {
   const { actors, steps, hz } = frames.size;
   const rec = await RunRecorder.begin(store, {
     simulator: { name: 'simrec-bench', version: '1' },
@@ -24,36 +37,34 @@ async function record(store: StoreBackend, { frames, commitEverySteps }: RecordA
   const ids = Array.from({ length: actors }, (_, i) => actorId(i));
   await rec.declareActors(ids.map((id, i) => ({ id, kind: i === 0 ? 'ego' : 'vehicle' })));
   await rec.declareStreams([
-    ...ids.map((id) => stateStream(id, { rateHz: hz, fields: BENCH_STATE_FIELDS })),
+    ...ids.map((id) => stateStream(id, { rateHz: hz, fields })),
     controlStream('ego', { rateHz: hz }),
     wheelsStream('ego', { rateHz: hz }),
   ]);
-  const stateIds = ids.map((id) => `${id}/state`);
+  const lane = new Array<string>(actors);
   for (let s = 0; s < steps; s++) {
     const f = frames.next();
-    const appends: StreamAppend[] = new Array(actors + 2);
-    for (let i = 0; i < actors; i++) {
-      const sample: Sample = {
-        t: f.t,
-        step: f.step,
-        x: f.x[i]!,
-        y: f.y[i]!,
-        yaw: f.yaw[i]!,
-        speed: f.speed[i]!,
-        accel: f.accel[i]!,
-        lane: LANE_IDS[f.lane[i]!]!,
-        lanePos: f.lanePos[i]!,
-        routeIdx: f.routeIdx[i]!,
-      };
-      appends[i] = { stream: stateIds[i]!, samples: [sample] };
-    }
-    appends[actors] = { stream: 'ego/control', samples: [{ t: f.t, step: f.step, ...f.control }] };
-    appends[actors + 1] = {
-      stream: 'ego/wheels',
-      samples: [{ t: f.t, step: f.step, wheels: f.wheels.map((w) => ({ ...w })) }],
-    };
-    const durable = rec.appendMany(appends);
-    if ((s + 1) % commitEverySteps === 0) await durable;
+    for (let i = 0; i < actors; i++) lane[i] = LANE_IDS[f.lane[i]!]!;
+    rec.appendFrame('state', {
+      t: f.t,
+      step: f.step,
+      actors: ids,
+      columns: {
+        x: f.x,
+        y: f.y,
+        yaw: f.yaw,
+        speed: f.speed,
+        accel: f.accel,
+        lane,
+        lanePos: f.lanePos,
+        routeIdx: f.routeIdx,
+      },
+    });
+    rec.appendMany([
+      { stream: 'ego/control', samples: [{ t: f.t, step: f.step, ...f.control }] },
+      { stream: 'ego/wheels', samples: [{ t: f.t, step: f.step, wheels: f.wheels.map((w) => ({ ...w })) }] },
+    ]);
+    if ((s + 1) % commitEverySteps === 0) await rec.flush();
   }
   await rec.end('completed');
   await store.close();
@@ -62,15 +73,15 @@ async function record(store: StoreBackend, { frames, commitEverySteps }: RecordA
 /** simrec as a user opens it: `openStore` with its defaults (synchronous=FULL). */
 export const simrecPeer: Peer = {
   name: 'simrec',
-  description: 'RunRecorder.appendMany per step into the SQLite store (defaults: durability full)',
-  record: async (args) => record(await openStore(join(args.dir, STORE_FILE)), args),
+  description: 'RunRecorder.appendFrame per step into the SQLite store (defaults: durability full)',
+  record: async (args) => record(await openStore(join(args.dir, STORE_FILE)), args, BENCH_STATE_FIELDS),
   async open(dir) {
     const store = await openStore(join(dir, STORE_FILE));
     const [run] = await store.listRuns();
     const id = run!.id;
     return {
       scene: async (t) => (await sceneAt(store, id, { t })).actors.length,
-      trajectory: async (actor) => (await trajectory(store, id, { actor })).samples.length,
+      trajectory: async (actor) => (await trajectoryColumns(store, id, { actor })).t.length,
       close: () => store.close(),
     };
   },
@@ -82,6 +93,18 @@ export const simrecNormalPeer: Peer = {
   name: 'simrec-normal',
   description: 'as simrec, with durability: normal (survives a process crash, not a power cut)',
   record: async (args) =>
-    record(SqliteBackend.open(join(args.dir, STORE_FILE), { durability: 'normal' }), args),
+    record(
+      SqliteBackend.open(join(args.dir, STORE_FILE), { durability: 'normal' }),
+      args,
+      BENCH_STATE_FIELDS,
+    ),
   readNote: 'same file layout as simrec; read workloads would measure the same thing',
+};
+
+/** The same data with the state's floats declared f32: what a single-precision simulator would store. */
+export const simrecF32Peer: Peer = {
+  name: 'simrec-f32',
+  description: 'as simrec, with the state fields declared f32 (values rounded to float32 as stored)',
+  record: async (args) => record(await openStore(join(args.dir, STORE_FILE)), args, F32_STATE_FIELDS),
+  readNote: 'same read path as simrec',
 };

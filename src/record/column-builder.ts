@@ -19,6 +19,8 @@ export class ColumnBuilder {
   private readonly numbers = new Map<string, { values: Float64Array; width: number }>();
   private readonly lists = new Map<string, unknown[]>();
   private types: Record<string, FieldType> | undefined;
+  /** Rows the last commit held: the next one starts at that capacity instead of growing to it again. */
+  private expected = 16;
 
   constructor(declared: readonly FieldDecl[]) {
     this.declared = new Map(declared.map((f) => [f.name, f] as const));
@@ -34,7 +36,7 @@ export class ColumnBuilder {
 
   private grow(rows: number): void {
     if (this.n + rows <= this.capacity) return;
-    const capacity = Math.max(16, this.capacity * 2, this.n + rows);
+    const capacity = Math.max(this.expected, this.capacity * 2, this.n + rows);
     const t = new Float64Array(capacity);
     t.set(this.t.subarray(0, this.n));
     this.t = t;
@@ -158,6 +160,7 @@ export class ColumnBuilder {
     }
     const batch: ColumnBatch = { t: this.t.subarray(0, n), step: this.step.subarray(0, n), columns };
     if (this.types) batch.types = this.types;
+    this.expected = Math.max(16, n);
     this.n = 0;
     this.capacity = 0;
     this.t = new Float64Array(0);

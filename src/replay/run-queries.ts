@@ -1,3 +1,4 @@
+import type { ColumnBatch, ColumnValues } from '../model/columns.js';
 import { notFound } from '../model/errors.js';
 import type { AttachmentInfo } from '../model/attachment.js';
 import type { ActorInfo, RunInfo } from '../model/run.js';
@@ -72,20 +73,23 @@ export async function sceneAt(store: StoreBackend, run: number, args: SceneArgs)
     streams.filter((s) => s.name === STATE_STREAM && s.actor !== null).map((s) => [s.actor!, s]),
   );
   const scene: Scene = { t: args.t, actors: [] };
-  const brackets = await Promise.all(
-    actors.map(async (actor) => {
-      const stream = stateStreams.get(actor.id);
-      if (!stream || stream.samples === 0) return null;
-      return { actor, stream, bracket: await store.sampleBracket(run, stream.id, args.t) };
-    }),
-  );
-  for (const item of brackets) {
-    if (!item?.bracket.before) continue;
-    const { before, after } = item.bracket;
+  // One call for every actor's bracket: the backend answers from its index and block cache without a
+  // promise per actor.
+  const present = actors.filter((a) => (stateStreams.get(a.id)?.samples ?? 0) > 0);
+  const brackets = await store.bracketMany(run, {
+    streams: present.map((a) => stateStreams.get(a.id)!.id),
+    t: args.t,
+  });
+  for (let i = 0; i < present.length; i++) {
+    const { before, after } = brackets[i]!;
+    if (!before) continue;
+    const actor = present[i]!;
     const sample =
-      args.interpolate && after ? interpolateSample(before, after, args.t, item.stream.fields) : before;
+      args.interpolate && after
+        ? interpolateSample(before, after, args.t, stateStreams.get(actor.id)!.fields)
+        : before;
     const { t, step: _step, ...fields } = sample;
-    scene.actors.push({ id: item.actor.id, kind: item.actor.kind, t, ...fields });
+    scene.actors.push({ id: actor.id, kind: actor.kind, t, ...fields });
   }
   return scene;
 }
@@ -132,6 +136,69 @@ export async function trajectory(
   for await (const batch of streamSamples(store, run, streamId(args.actor, STATE_STREAM), args))
     samples.push(...batch);
   return { actor: args.actor, samples };
+}
+
+/**
+ * An actor's `state` over a time window as columns (typed arrays per field): what a plot, the viewer's
+ * state window or an exporter wants, without an object per sample.
+ */
+export async function trajectoryColumns(
+  store: StoreBackend,
+  run: number,
+  args: TrajectoryArgs & { fields?: readonly string[] },
+): Promise<ColumnBatch> {
+  await requireRun(store, run);
+  const read: Parameters<StoreBackend['readColumns']>[0] = {
+    run,
+    stream: streamId(args.actor, STATE_STREAM),
+  };
+  if (args.from !== undefined) read.from = args.from;
+  if (args.to !== undefined) read.to = args.to;
+  if (args.signal !== undefined) read.signal = args.signal;
+  if (args.fields !== undefined) read.fields = args.fields;
+  const batches: ColumnBatch[] = [];
+  const columns = new Map<string, ChunkColumnLike>();
+  for await (const batch of store.readColumns(read)) {
+    batches.push(batch);
+    for (const name in batch.columns) {
+      const v = batch.columns[name]!;
+      if (!columns.has(name))
+        columns.set(name, {
+          name,
+          width: v instanceof Float64Array ? v.length / Math.max(1, batch.t.length) : 0,
+        });
+    }
+  }
+  return concatColumns(batches, [...columns.values()]);
+}
+
+interface ChunkColumnLike {
+  name: string;
+  /** Numbers per row for numeric columns, 0 for plain arrays. */
+  width: number;
+}
+
+function concatColumns(batches: ColumnBatch[], columns: ChunkColumnLike[]): ColumnBatch {
+  if (batches.length === 1) return batches[0]!;
+  const n = batches.reduce((sum, b) => sum + b.t.length, 0);
+  const t = new Float64Array(n);
+  const step = new Float64Array(n);
+  const out: Record<string, ColumnValues> = {};
+  for (const c of columns)
+    out[c.name] = c.width ? new Float64Array(n * c.width).fill(NaN) : new Array<unknown>(n);
+  let row = 0;
+  for (const b of batches) {
+    t.set(b.t, row);
+    step.set(b.step, row);
+    for (const c of columns) {
+      const part = b.columns[c.name];
+      if (part === undefined) continue;
+      if (c.width) (out[c.name] as Float64Array).set(part as Float64Array, row * c.width);
+      else for (let i = 0; i < b.t.length; i++) (out[c.name] as unknown[])[row + i] = (part as unknown[])[i];
+    }
+    row += b.t.length;
+  }
+  return { t, step, columns: out };
 }
 
 export interface WindowArgs {

@@ -202,24 +202,53 @@ export function packFloat64(values: Float64Array): { predictor: FloatPredictor; 
 }
 
 export function unpackFloat64(bytes: Uint8Array, n: number, predictor: FloatPredictor): Float64Array {
-  const input = new BitReader(bytes);
   const values = new Float64Array(n);
+  if (n === 0) return values;
+  if (bytes.byteLength % 4 !== 0 || bytes.byteOffset % 4 !== 0)
+    throw new Error(
+      `bit stream of ${bytes.byteLength} bytes at offset ${bytes.byteOffset}, not whole aligned words`,
+    );
+  // The reader inlined: this loop is most of a scene's decoding time.
+  const src = new Uint32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength >>> 2);
+  const end = src.length;
+  let pos = 0;
+  let acc = 0;
+  let left = 0;
+  const read = (k: number): number => {
+    if (k === 0) return 0;
+    if (k <= left) {
+      const v = k === 32 ? acc : acc & ((1 << k) - 1);
+      acc = k === 32 ? 0 : acc >>> k;
+      left -= k;
+      return v >>> 0;
+    }
+    if (pos >= end) throw new Error('bit stream ends early');
+    const next = src[pos++]!;
+    const have = left;
+    const low = acc;
+    const need = k - have;
+    const high = need === 32 ? next : next & ((1 << need) - 1);
+    acc = need === 32 ? 0 : next >>> need;
+    left = 32 - need;
+    return (low | (high << have)) >>> 0;
+  };
   const words = new Uint32Array(values.buffer);
   const linear = predictor === 'linear';
-  if (n > 0) {
-    words[0] = input.read(32);
-    words[1] = input.read(32);
-  }
+  words[0] = read(32);
+  words[1] = read(32);
   let width = 0;
   for (let g = 1; g < n; g += GROUP) {
-    const end = Math.min(n, g + GROUP);
-    width = readWidth(input, width, 64);
-    for (let i = g; i < end; i++) {
-      const lo = width <= 32 ? input.read(width) : input.read(32);
-      const hi = width <= 32 ? 0 : input.read(width - 32);
+    const groupEnd = g + GROUP < n ? g + GROUP : n;
+    const code = read(3);
+    width = code === 7 ? read(7) : width + code - 3;
+    if (width < 0 || width > 64) throw new Error(`group width ${width} out of 0..64`);
+    const lowBits = width <= 32 ? width : 32;
+    const highBits = width <= 32 ? 0 : width - 32;
+    for (let i = g; i < groupEnd; i++) {
+      const lo = read(lowBits);
+      const hi = read(highBits);
       let p: number;
-      if (i === 0) p = 0;
-      else if (i === 1 || !linear) p = values[i - 1]!;
+      if (i === 1 || !linear) p = values[i - 1]!;
       else {
         p = 2 * values[i - 1]! - values[i - 2]!;
         if (!Number.isFinite(p)) p = values[i - 1]!;

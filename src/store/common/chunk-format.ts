@@ -110,7 +110,7 @@ export function encodeBlock(
 ): EncodedBlock {
   const rows = to - from;
   if (rows <= 0) throw new Error('encodeBlock: a block needs at least one row');
-  const out = new ByteWriter(rows * 48);
+  const out = new ByteWriter(rows * 40 + 64);
   writeIntegerRecord(out, T_INDEX, batch.t.subarray(from, to), 2);
   writeIntegerRecord(out, STEP_INDEX, batch.step.subarray(from, to), 1);
   for (const name in batch.columns) {

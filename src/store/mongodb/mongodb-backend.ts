@@ -149,7 +149,7 @@ export class MongoBackend implements StoreBackend {
       ...DEFAULT_TAIL_OPTIONS,
       ...(options.chunkSamples ? { chunkSamples: options.chunkSamples } : {}),
     };
-    this.cache = new ChunkCache({ blocks: options.cacheBlocks ?? 8192 });
+    this.cache = new ChunkCache(options.cacheBlocks ? { blocks: options.cacheBlocks } : {});
     this.scenarios = this.scenarioCatalog();
     this.vehicles = this.vehicleCatalog();
   }

@@ -102,7 +102,7 @@ export class SqliteBackend implements StoreBackend {
       ...(options.chunkSamples ? { chunkSamples: options.chunkSamples } : {}),
       ...(options.blockSamples ? { maxBlockRows: options.blockSamples } : {}),
     };
-    this.cache = new ChunkCache({ blocks: options.cacheBlocks ?? 8192 });
+    this.cache = new ChunkCache(options.cacheBlocks ? { blocks: options.cacheBlocks } : {});
     this.writer =
       options.writerThread === false || options.readonly
         ? new InlineWriter(new SqliteChunkWriter(db, path, this.tailOptions))
