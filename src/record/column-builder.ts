@@ -5,8 +5,8 @@ const isNumericType = (type: FieldType): boolean => type !== 'string' && type !=
 
 /**
  * One stream's samples waiting for a commit, as growing columns: what RunRecorder hands the store.
- * Rows come as whole batches (appendColumns), one row of a frame (appendFrame), or sample objects
- * (appendMany); all end as the same columns. `take()` gives them away and starts afresh, because the
+ * Rows come as whole batches (appendColumns, and frames drained from a FrameBuffer) or sample objects
+ * (appendMany); both end as the same columns. `take()` gives them away and starts afresh, because the
  * store may hold the arrays until the commit is durable.
  */
 export class ColumnBuilder {
@@ -93,30 +93,6 @@ export class ColumnBuilder {
       }
     }
     this.n += rows;
-  }
-
-  /** Appends row `row` of a validated frame's columns (one value per actor). */
-  appendFrameRow(
-    t: number,
-    step: number,
-    columns: Record<string, ColumnValues>,
-    widths: Record<string, number>,
-    row: number,
-  ): void {
-    this.grow(1);
-    const at = this.n;
-    this.t[at] = t;
-    this.step[at] = step;
-    for (const name in columns) {
-      const values = columns[name]!;
-      if (values instanceof Float64Array) {
-        const width = widths[name]!;
-        const target = this.numberColumn(name, width);
-        if (width === 1) target[at] = values[row]!;
-        else for (let k = 0; k < width; k++) target[at * width + k] = values[row * width + k]!;
-      } else this.listColumn(name).push(values[row]);
-    }
-    this.n++;
   }
 
   /** Appends a sample object already validated by validateSample; undeclared fields get `types`. */

@@ -12,12 +12,7 @@ import {
   type RunInfo,
   type RunInit,
 } from '../model/run.js';
-import {
-  normalizeColumns,
-  type ColumnBatchInput,
-  type ColumnValues,
-  type FrameInput,
-} from '../model/columns.js';
+import { normalizeColumns, type ColumnBatchInput, type FrameInput } from '../model/columns.js';
 import type { ColumnAppend, StoreBackend, StreamAppend, WriterIdentity } from '../model/store-port.js';
 import {
   inferFieldType,
@@ -30,6 +25,7 @@ import {
 } from '../model/stream.js';
 import { currentWriter } from '../store/common/writer-identity.js';
 import { ColumnBuilder } from './column-builder.js';
+import { FrameBuffer } from './frame-buffer.js';
 
 export interface RecorderOptions {
   /**
@@ -137,7 +133,10 @@ function newGroup(): CommitGroup {
 export class RunRecorder {
   private readonly streams = new Map<string, StreamState>();
   private readonly actors = new Map<string, ActorInfo>();
-  private pending = new Map<StreamState, ColumnBuilder>();
+  private readonly pending = new Map<StreamState, ColumnBuilder>();
+  /** Frames of the last appendFrame's actors, kept frame-major until the commit (frame-buffer.ts). */
+  private frames: FrameBuffer | null = null;
+  private readonly framed = new Set<StreamState>();
   private pendingCount = 0;
   private group: CommitGroup | null = null;
   /** Cancels the scheduled commit, if one is scheduled. */
@@ -333,26 +332,49 @@ export class RunRecorder {
       null,
       (i, ti) => `stream ${states[i]!.schema.id} sample at t=${ti}`,
     );
-    const widths: Record<string, number> = {};
-    for (const c in batch.columns) {
-      const v: ColumnValues = batch.columns[c]!;
-      widths[c] = v instanceof Float64Array ? v.length / n : 1;
+    const recorded = states.filter((state) => state.actor === null || state.actor.record);
+    for (const state of states) state.lastT = frame.t;
+    if (recorded.length === 0) return Promise.resolve();
+    let columns = batch.columns;
+    if (recorded.length < n) {
+      // Actors whose record switch is off: their values are dropped before the buffer.
+      const keep = states.map((s, i) => (recorded.includes(s) ? i : -1)).filter((i) => i >= 0);
+      columns = {};
+      for (const name in batch.columns) {
+        const v = batch.columns[name]!;
+        const width = v instanceof Float64Array ? v.length / n : 1;
+        if (v instanceof Float64Array) {
+          const out = new Float64Array(keep.length * width);
+          keep.forEach((i, j) => out.set(v.subarray(i * width, (i + 1) * width), j * width));
+          columns[name] = out;
+        } else columns[name] = keep.map((i) => v[i]);
+      }
     }
-    let recorded = 0;
-    for (let i = 0; i < n; i++) {
-      const state = states[i]!;
-      state.lastT = frame.t;
-      if (state.actor !== null && !state.actor.record) continue;
-      this.builderOf(state).appendFrameRow(frame.t, frame.step, batch.columns, widths, i);
-      recorded++;
+    const ids = recorded.map((s) => s.schema.id);
+    if (!this.frames?.matches(ids)) {
+      this.drainFrames();
+      this.frames = new FrameBuffer(ids, batch.types);
+      for (const s of recorded) this.framed.add(s);
     }
-    if (recorded === 0) return Promise.resolve();
-    this.pendingCount += recorded;
+    this.frames.append(frame.t, frame.step, columns);
+    this.pendingCount += recorded.length;
     if (this.lastSampleT === null || frame.t > this.lastSampleT) this.lastSampleT = frame.t;
     return this.joinCommit();
   }
 
+  /** Moves buffered frames into the streams' builders, so that rows of other kinds follow them in order. */
+  private drainFrames(): void {
+    const frames = this.frames;
+    if (!frames) return;
+    this.frames = null;
+    this.framed.clear();
+    for (const { stream, batch } of frames.take())
+      this.builderOf(this.streams.get(stream)!).appendBatch(batch);
+  }
+
   private builderOf(state: StreamState): ColumnBuilder {
+    // A stream with frames waiting gets its other rows after them.
+    if (this.framed.has(state)) this.drainFrames();
     let builder = this.pending.get(state);
     if (!builder) this.pending.set(state, (builder = new ColumnBuilder(state.schema.fields)));
     return builder;
@@ -437,14 +459,15 @@ export class RunRecorder {
     this.cancelScheduled = null;
     const group = this.group;
     const appends: ColumnAppend[] = [];
-    let batchEnd: number | null = null;
+    let batchEnd: number | null = this.frames?.lastT ?? null;
     for (const [state, builder] of this.pending) {
       if (builder.length === 0) continue;
       const t = builder.lastT!;
       if (batchEnd === null || t > batchEnd) batchEnd = t;
       appends.push({ stream: state.schema.id, batch: builder.take() });
     }
-    this.pending = new Map();
+    // A stream is either in the frame buffer or in a builder this commit (drainFrames keeps it so).
+    if (this.frames?.length) for (const a of this.frames.take()) appends.push(a);
     this.pendingCount = 0;
     this.group = null;
     if (!group) return;

@@ -5,13 +5,18 @@
  * that every acknowledged sample is in the store.
  */
 import { openStore } from '../../src/store/open-store.js';
+import { SqliteBackend } from '../../src/store/sqlite/sqlite-backend.js';
 import { RunRecorder } from '../../src/record/run-recorder.js';
 import { stateStream } from '../../src/model/standard-streams.js';
 import { crashSample } from './crash-sample.js';
 
 const location = process.argv[2]!;
 const batch = Number(process.argv[3] ?? 7);
-const store = await openStore(location);
+// argv[4]: samples per sealed chunk (SQLite only): small, so that the writer thread seals all the time.
+const chunkSamples = process.argv[4] ? Number(process.argv[4]) : undefined;
+const store = chunkSamples
+  ? SqliteBackend.open(location, { chunkSamples, blockSamples: 16 })
+  : await openStore(location);
 const rec = await RunRecorder.begin(
   store,
   { simulator: { name: 'crash-writer' }, begin: 1_000_000 },

@@ -56,7 +56,16 @@ const CODEC = {
   constantInteger: 13,
   /** start (zig-zag varint; for t, from the block's first time) and step (zig-zag varint). */
   arithmetic: 14,
+  /** Float64 values as they are, 8 bytes each: a tail block, written at the cost of a copy. */
+  raw: 15,
 } as const;
+
+/**
+ * `packed` (sealed chunks): each column in its smallest form. `raw` (tail chunks, one per commit): the
+ * numbers as they are, because the thread that commits must not spend on packing what sealing will
+ * pack again anyway.
+ */
+export type BlockPacking = 'packed' | 'raw';
 
 /** Bit 7 of the codec byte: a presence bitmap precedes the values. */
 const FLAG_PRESENCE = 0x80;
@@ -75,6 +84,16 @@ export interface EncodedBlock {
   begin: number;
   end: number;
   bytes: Uint8Array;
+}
+
+const columnLists = new WeakMap<readonly ChunkColumn[], { count: number; json: string }>();
+/** The header's JSON list of columns, kept per list (which only grows: undeclared fields are appended). */
+function columnList(columns: readonly ChunkColumn[]): string {
+  const known = columnLists.get(columns);
+  if (known && known.count === columns.length && !columns.some((c) => c.type === 'json')) return known.json;
+  const json = JSON.stringify(columns.map(describeColumn));
+  columnLists.set(columns, { count: columns.length, json });
+  return json;
 }
 
 export const describeColumn = (c: ChunkColumn): string =>
@@ -107,17 +126,19 @@ export function encodeBlock(
   indexOf: ReadonlyMap<string, number>,
   from: number,
   to: number,
+  packing: BlockPacking = 'packed',
 ): EncodedBlock {
   const rows = to - from;
   if (rows <= 0) throw new Error('encodeBlock: a block needs at least one row');
-  const out = new ByteWriter(rows * 40 + 64);
+  const raw = packing === 'raw';
+  const out = new ByteWriter(rows * (raw ? 80 : 40) + 64);
   writeIntegerRecord(out, T_INDEX, batch.t.subarray(from, to), 2);
   writeIntegerRecord(out, STEP_INDEX, batch.step.subarray(from, to), 1);
   for (const name in batch.columns) {
     const index = indexOf.get(name);
     if (index === undefined)
       throw new Error(`encodeBlock: column ${name} is not in the stream's column list`);
-    writeColumnRecord(out, index + FIRST_FIELD_INDEX, columns[index]!, batch.columns[name]!, from, to);
+    writeColumnRecord(out, index + FIRST_FIELD_INDEX, columns[index]!, batch.columns[name]!, from, to, raw);
   }
   return { rows, begin: batch.t[from]!, end: batch.t[to - 1]!, bytes: out.finish() };
 }
@@ -149,7 +170,16 @@ function writeFloatRecord(
   index: number,
   presence: Uint8Array | null,
   values: Float64Array,
+  raw = false,
 ): void {
+  if (raw)
+    return writeRecord(
+      out,
+      index,
+      CODEC.raw,
+      presence,
+      new Uint8Array(values.buffer, values.byteOffset, values.byteLength),
+    );
   if (isConstant(values)) return writeConstant(out, index, presence, values[0]!);
   const { predictor, bytes } = packFloat64(values);
   writeRecord(out, index, predictor === 'linear' ? CODEC.floatLinear : CODEC.floatPrevious, presence, bytes);
@@ -162,6 +192,7 @@ function writeColumnRecord(
   values: ColumnValues,
   from: number,
   to: number,
+  raw: boolean,
 ): void {
   const rows = to - from;
   if (column.type === 'vec') {
@@ -177,7 +208,7 @@ function writeColumnRecord(
     const component = new Float64Array(present.length);
     for (let k = 0; k < len; k++) {
       for (let j = 0; j < present.length; j++) component[j] = all[present[j]! * len + k]!;
-      writeFloatRecord(parts, k, null, component);
+      writeFloatRecord(parts, k, null, component, raw);
     }
     return writeRecord(out, index, CODEC.vector, presence, parts.finish());
   }
@@ -193,6 +224,7 @@ function writeColumnRecord(
       dense = new Float64Array(count);
       for (let i = 0, j = 0; i < rows; i++) if (!Number.isNaN(slice[i]!)) dense[j++] = slice[i]!;
     }
+    if (raw && column.type !== 'bool') return writeFloatRecord(out, index, presence, dense, true);
     switch (column.type) {
       case 'bool':
         return writeRecord(
@@ -223,10 +255,10 @@ function writeColumnRecord(
   const presence = dense.length < rows ? bitmapOf(rows, (i) => list[from + i] !== undefined) : null;
   if (column.type === 'string')
     return writeRecord(out, index, CODEC.dictionary, presence, dictionaryBytes(dense as string[]));
-  const shaped = jsonShapeBytes(dense);
+  const shaped = raw ? null : jsonShapeBytes(dense);
   if (shaped) return writeRecord(out, index, CODEC.jsonShape, presence, shaped);
   const text = Buffer.from(JSON.stringify(dense), 'utf8');
-  if (text.length >= DEFLATE_JSON_FROM) {
+  if (text.length >= DEFLATE_JSON_FROM && !raw) {
     const deflated = deflateRawSync(text, { level: 1 });
     if (deflated.length < text.length * 0.8)
       return writeRecord(out, index, CODEC.jsonDeflated, presence, deflated);
@@ -335,7 +367,8 @@ function jsonShapeBytes(values: readonly unknown[]): Uint8Array | null {
 function shapeOf(value: unknown, leaves: number[]): string | null {
   switch (typeof value) {
     case 'number':
-      leaves.push(value);
+      // As JSON keeps it: a json field's -0 reads back as 0 whichever way its column was stored.
+      leaves.push(value === 0 ? 0 : value);
       return '#';
     case 'string':
     case 'boolean':
@@ -373,7 +406,8 @@ function shapeOf(value: unknown, leaves: number[]): string | null {
 export function assembleChunk(columns: readonly ChunkColumn[], blocks: readonly EncodedBlock[]): Uint8Array {
   const n = blocks.reduce((sum, b) => sum + b.rows, 0);
   const begin = blocks[0]!.begin;
-  const header = Buffer.from(JSON.stringify({ n, begin, columns: columns.map(describeColumn) }), 'utf8');
+  // Written by hand: the column list is the same string for every chunk of a stream.
+  const header = Buffer.from(`{"n":${n},"begin":${begin},"columns":${columnList(columns)}}`, 'utf8');
   const table = new ByteWriter(blocks.length * 12 + 8);
   table.varint(blocks.length);
   for (const b of blocks) {
@@ -595,6 +629,13 @@ function decodeNumbers(codec: number, payload: Uint8Array, n: number, origin = 0
   switch (codec) {
     case CODEC.constantInteger:
       return new Float64Array(n).fill(new ByteReader(payload).zigzag());
+    case CODEC.raw: {
+      if (payload.length !== n * 8) throw new Error(`raw column of ${payload.length} bytes for ${n} values`);
+      // Copied: the payload may sit at any offset, and a Float64Array needs 8-byte alignment.
+      const out = new Float64Array(n);
+      new Uint8Array(out.buffer).set(payload);
+      return out;
+    }
     case CODEC.arithmetic: {
       const input = new ByteReader(payload);
       const start = origin + input.zigzag();

@@ -105,7 +105,7 @@ export class SqliteBackend implements StoreBackend {
     this.cache = new ChunkCache(options.cacheBlocks ? { blocks: options.cacheBlocks } : {});
     this.writer =
       options.writerThread === false || options.readonly
-        ? new InlineWriter(new SqliteChunkWriter(db, path, this.tailOptions))
+        ? new InlineWriter(new SqliteChunkWriter(db, path, this.tailOptions, options.durability))
         : new WriterThread({
             path,
             location: path,
@@ -167,6 +167,10 @@ export class SqliteBackend implements StoreBackend {
   // ---- runs ----------------------------------------------------------------------------------------
 
   async createRun(run: Omit<RunInfo, 'id'>, writer: WriterIdentity): Promise<RunInfo> {
+    return this.guard('creating a run', () => this.createRunNow(run, writer));
+  }
+
+  private createRunNow(run: Omit<RunInfo, 'id'>, writer: WriterIdentity): RunInfo {
     const result = this.stmt(
       `INSERT INTO runs (begin_us, end_us, end_reason, state, simulator, simulator_version, description, metadata, writer)
          VALUES (?, NULL, NULL, 'recording', ?, ?, ?, ?, ?)`,
@@ -244,6 +248,10 @@ export class SqliteBackend implements StoreBackend {
   // ---- actors and streams --------------------------------------------------------------------------
 
   async putActors(run: number, actors: ActorInfo[]): Promise<void> {
+    this.guard(`declaring actors of run ${run}`, () => this.putActorsNow(run, actors));
+  }
+
+  private putActorsNow(run: number, actors: ActorInfo[]): void {
     this.requireRun(run);
     this.lists.delete(run);
     const ordRow = this.stmt('SELECT COALESCE(MAX(ord), -1) AS ord FROM actors WHERE run_id = ?').get(
@@ -297,6 +305,10 @@ export class SqliteBackend implements StoreBackend {
   }
 
   async putStreams(run: number, streams: StreamSchema[]): Promise<void> {
+    this.guard(`declaring streams of run ${run}`, () => this.putStreamsNow(run, streams));
+  }
+
+  private putStreamsNow(run: number, streams: StreamSchema[]): void {
     this.requireRun(run);
     this.lists.delete(run);
     const upsert = this.stmt(
@@ -455,6 +467,10 @@ export class SqliteBackend implements StoreBackend {
   // ---- attachments ---------------------------------------------------------------------------------
 
   async putAttachment(run: number, a: Attachment): Promise<void> {
+    this.guard(`attaching ${JSON.stringify(a.name)} to run ${run}`, () => this.putAttachmentNow(run, a));
+  }
+
+  private putAttachmentNow(run: number, a: Attachment): void {
     this.requireRun(run);
     this.stmt(
       `INSERT INTO attachments (run_id, name, media_type, t_us, metadata, data) VALUES (?, ?, ?, ?, ?, ?)
@@ -567,6 +583,15 @@ export class SqliteBackend implements StoreBackend {
   }
 
   // ---- internals -----------------------------------------------------------------------------------
+
+  /** SQLite's failures (a full disk, a read-only file) become `io` errors that say what was being done. */
+  private guard<T>(what: string, work: () => T): T {
+    try {
+      return work();
+    } catch (error) {
+      throw wrapIoError(error, `${this.location}: ${what}`);
+    }
+  }
 
   /** Prepared statements, compiled once per store: the hot paths run them millions of times. */
   private readonly statements = new Map<string, Database.Statement>();

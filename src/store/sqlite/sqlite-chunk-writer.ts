@@ -27,8 +27,17 @@ export class SqliteChunkWriter {
   /** Tails by run, then stream id; loaded from the store on first use (sealed = 0 chunks). */
   private readonly tails = new Map<number, Map<string, { key: number; tail: StreamTail<number> }>>();
   private readonly statements = new Map<string, Database.Statement>();
+  /** Tails that hold a chunk's worth, waiting for sealDue (the writer thread calls it between commits). */
+  private readonly due = new Set<{ run: number; key: number; tail: StreamTail<number> }>();
+  private readonly durability: 'full' | 'normal';
 
-  constructor(db: Database.Database, location: string, options: StreamTailOptions) {
+  constructor(
+    db: Database.Database,
+    location: string,
+    options: StreamTailOptions,
+    durability: 'full' | 'normal' = 'full',
+  ) {
+    this.durability = durability;
     this.db = db;
     this.location = location;
     this.options = options;
@@ -66,7 +75,7 @@ export class SqliteChunkWriter {
             entry.tail.appended(id, blocks);
             counters.run(n, batch.t[0]!, batch.t[n - 1]!, entry.key);
             if (extrasChanged) this.saveExtras(entry.key, entry.tail.extraFields);
-            if (entry.tail.dueForSeal) this.sealTail(entry);
+            if (entry.tail.dueForSeal) this.due.add({ run, ...entry });
           }
         })
         .immediate();
@@ -75,6 +84,43 @@ export class SqliteChunkWriter {
       for (const entry of touched) this.forgetStream(run, entry.key);
       throw wrapIoError(error, `${this.location}: appending to run ${run}`);
     }
+  }
+
+  get hasDue(): boolean {
+    return this.due.size > 0;
+  }
+
+  /**
+   * Seals tails that hold a chunk's worth, about `budgetRows` samples' worth at a time, in one
+   * transaction. It commits without an fsync of its own: it replaces durable samples with the same
+   * samples, so a seal lost in a power cut leaves the tails, and the next commit's fsync (the WAL is one
+   * file, in order) makes it durable. Returns whether more are due.
+   */
+  sealDue(budgetRows = 16_384): boolean {
+    const batch: { run: number; key: number; tail: StreamTail<number> }[] = [];
+    let rows = 0;
+    for (const entry of this.due) {
+      batch.push(entry);
+      this.due.delete(entry);
+      rows += entry.tail.rows;
+      if (rows >= budgetRows) break;
+    }
+    if (batch.length === 0) return false;
+    if (this.durability === 'full') this.db.pragma('synchronous = NORMAL');
+    try {
+      this.db
+        .transaction(() => {
+          for (const entry of batch) this.sealTail(entry);
+        })
+        .immediate();
+    } catch (error) {
+      // Nothing lost: the tails are still there; their in-memory state is loaded again on next use.
+      for (const entry of batch) this.forgetStream(entry.run, entry.key);
+      throw wrapIoError(error, `${this.location}: sealing chunks of run ${batch[0]!.run}`);
+    } finally {
+      if (this.durability === 'full') this.db.pragma('synchronous = FULL');
+    }
+    return this.due.size > 0;
   }
 
   /** Seals every tail of the run and closes it, in one transaction. */
@@ -90,22 +136,23 @@ export class SqliteChunkWriter {
         })
         .immediate();
     } catch (error) {
-      this.tails.delete(run);
+      this.forgetRun(run);
       throw wrapIoError(error, `${this.location}: ending run ${run}`);
     }
-    this.tails.delete(run);
+    this.forgetRun(run);
     this.db.pragma('incremental_vacuum');
   }
 
-  /** Drops what it keeps of a run (deleted by the main thread). */
+  /** Drops what it keeps of a run (deleted by the main thread, or closed). */
   forgetRun(run: number): void {
     this.tails.delete(run);
+    for (const entry of this.due) if (entry.run === run) this.due.delete(entry);
   }
 
   private forgetStream(run: number, key: number): void {
     const streams = this.tails.get(run);
-    if (!streams) return;
-    for (const [id, entry] of streams) if (entry.key === key) streams.delete(id);
+    if (streams) for (const [id, entry] of streams) if (entry.key === key) streams.delete(id);
+    for (const entry of this.due) if (entry.run === run && entry.key === key) this.due.delete(entry);
   }
 
   /** Merges every stream's tail chunks of a run into sealed chunks (inside the caller's transaction). */

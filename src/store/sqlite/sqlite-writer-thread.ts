@@ -135,6 +135,8 @@ export class InlineWriter implements ChunkWriterPort {
   }
   async append(run: number, appends: readonly { stream: string; batch: ColumnBatch }[]): Promise<void> {
     this.writer.append(run, appends);
+    // No thread to seal in the background: seal now, after the commit.
+    while (this.writer.sealDue());
   }
   async endRun(run: number, end: number, reason: EndReason): Promise<void> {
     this.writer.endRun(run, end, reason);

@@ -17,7 +17,31 @@ import {
 const config = workerData as WriterThreadConfig;
 const db = new Database(config.path);
 configureConnection(db, config.durability);
-const writer = new SqliteChunkWriter(db, config.location, config.tail);
+// A larger WAL before each checkpoint: tail chunks live a few seconds, and a page rewritten several
+// times between checkpoints is copied into the database once (the default, 1,000 pages, checkpointed
+// every few commits at 200 actors). Bounded: the WAL is reused, not grown, after each checkpoint.
+db.pragma('wal_autocheckpoint = 8192');
+db.pragma('cache_size = -16384');
+const writer = new SqliteChunkWriter(db, config.location, config.tail, config.durability);
+
+/**
+ * Sealing runs between requests, a slice at a time: a commit that arrives meanwhile waits for one
+ * slice at most, and the thread seals while the simulator is busy with its next steps.
+ */
+let sealing = false;
+function sealInBackground(): void {
+  if (sealing || !writer.hasDue) return;
+  sealing = true;
+  setImmediate(() => {
+    sealing = false;
+    try {
+      writer.sealDue();
+    } catch {
+      // The tails stay as they are (readable, durable); the run's end seals them again.
+    }
+    sealInBackground();
+  });
+}
 
 parentPort!.on('message', (request: WriterRequest) => {
   let response: WriterResponse;
@@ -47,4 +71,5 @@ parentPort!.on('message', (request: WriterRequest) => {
     };
   }
   parentPort!.postMessage(response);
+  if (request.op !== 'close') sealInBackground();
 });

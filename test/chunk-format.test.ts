@@ -1,0 +1,297 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { normalizeColumns, samplesToColumns, type ColumnBatch } from '../src/model/columns.js';
+import { SimrecError } from '../src/model/errors.js';
+import { STATE_FIELDS } from '../src/model/standard-streams.js';
+import { normalizeStream, type FieldDecl, type Sample } from '../src/model/stream.js';
+import { packFloat64, packIntegers, unpackFloat64, unpackIntegers } from '../src/store/common/bit-codec.js';
+import { assembleChunk, encodeBlock, type ChunkColumn } from '../src/store/common/chunk-format.js';
+import { openChunk } from '../src/store/common/chunk-reader.js';
+import { DEFAULT_TAIL_OPTIONS, encodeChunks, StreamTail } from '../src/store/common/stream-tail.js';
+
+/** Bit patterns, so -0 and 0 (and every NaN-free double) compare as what they are. */
+const bits = (v: number): string => {
+  const b = Buffer.alloc(8);
+  b.writeDoubleLE(v);
+  return b.toString('hex');
+};
+
+function assertSameFloats(actual: ArrayLike<number>, expected: ArrayLike<number>, what: string): void {
+  assert.equal(actual.length, expected.length, `${what}: length`);
+  for (let i = 0; i < expected.length; i++)
+    if (bits(actual[i]!) !== bits(expected[i]!))
+      assert.fail(
+        `${what}[${i}]: read ${actual[i]} (${bits(actual[i]!)}), wrote ${expected[i]} (${bits(expected[i]!)})`,
+      );
+}
+
+/** Every double a simulator could send that is hard to keep: signs, extremes, subnormals, near-ties. */
+const HARD_DOUBLES = [
+  0,
+  -0,
+  5e-324,
+  -5e-324,
+  2.2250738585072014e-308,
+  Number.MAX_VALUE,
+  -Number.MAX_VALUE,
+  Number.MIN_VALUE,
+  1,
+  1 + Number.EPSILON,
+  -1,
+  Math.PI,
+  1e300,
+  -1e-300,
+  123456.789,
+  0.1 + 0.2,
+  Number.MAX_SAFE_INTEGER,
+  -Number.MAX_SAFE_INTEGER,
+];
+
+const FIELDS: FieldDecl[] = [
+  { name: 'f64', type: 'f64', optional: true },
+  { name: 'f32', type: 'f32', optional: true },
+  { name: 'i32', type: 'i32', optional: true },
+  { name: 'i64', type: 'i64', optional: true },
+  { name: 'flag', type: 'bool', optional: true },
+  { name: 'label', type: 'string', optional: true },
+  { name: 'pos', type: 'vec', length: 3, optional: true },
+  { name: 'doc', type: 'json', optional: true },
+];
+const SCHEMA = normalizeStream({ name: 'everything', actor: 'car', fields: FIELDS });
+const COLUMNS: ChunkColumn[] = FIELDS.map((f) => ({
+  name: f.name,
+  type: f.type,
+  ...(f.length ? { length: f.length } : {}),
+}));
+const INDEX = new Map(COLUMNS.map((c, i) => [c.name, i] as const));
+
+/** Rows with every field type, some absent, the hard doubles among them. */
+function hardRows(n: number): Sample[] {
+  return Array.from({ length: n }, (_, i) => {
+    const s: Sample = { t: 1_700_000_000_000_000 + i * 10_000 + (i % 3), step: i };
+    if (i % 5 !== 4) s.f64 = HARD_DOUBLES[i % HARD_DOUBLES.length]!;
+    if (i % 4 !== 1) s.f32 = Math.fround(i * 0.1 - 3.3);
+    s.i32 = i % 2 ? -(2 ** 31) : 2 ** 31 - 1;
+    s.i64 = Number.MAX_SAFE_INTEGER - i * 1_000_003;
+    s.flag = i % 3 === 0;
+    if (i % 7 !== 3) s.label = `lane-${i >> 3}`;
+    if (i % 6 !== 5) s.pos = [HARD_DOUBLES[(i + 3) % HARD_DOUBLES.length]!, -i, i * 1e-310];
+    if (i % 2 === 0)
+      s.doc = {
+        wheels: [
+          { w: i * 0.5, slip: -0.01 * i },
+          { w: -i, slip: 5e-324 },
+        ],
+        tag: 'x',
+      };
+    else if (i % 9 === 1) s.doc = [null, 'mixed', i];
+    return s;
+  });
+}
+
+function roundTrip(rows: Sample[], packing: 'packed' | 'raw'): ColumnBatch {
+  const batch = samplesToColumns(rows, FIELDS);
+  const chunk = assembleChunk(COLUMNS, [encodeBlock(batch, COLUMNS, INDEX, 0, rows.length, packing)]);
+  return openChunk(chunk, 'test chunk').decodeAll();
+}
+
+function assertSameBatch(actual: ColumnBatch, expected: ColumnBatch, what: string): void {
+  assertSameFloats(actual.t, expected.t, `${what} t`);
+  assertSameFloats(actual.step, expected.step, `${what} step`);
+  assert.deepEqual(
+    Object.keys(actual.columns).sort(),
+    Object.keys(expected.columns).sort(),
+    `${what}: columns`,
+  );
+  for (const name of Object.keys(expected.columns)) {
+    const a = actual.columns[name]!;
+    const e = expected.columns[name]!;
+    if (e instanceof Float64Array) assertSameFloats(a as Float64Array, e, `${what} ${name}`);
+    // A json field is JSON: its -0 is 0, as JSON.stringify writes it.
+    else if (name === 'doc')
+      assert.deepStrictEqual(
+        a,
+        e.map((v) => (v === undefined ? v : JSON.parse(JSON.stringify(v)))),
+        `${what} ${name}`,
+      );
+    else assert.deepStrictEqual(a, e, `${what} ${name}`);
+  }
+}
+
+describe('chunk format: every bit back', () => {
+  for (const packing of ['packed', 'raw'] as const)
+    it(`${packing} blocks: every field type, absent values, -0, subnormals, extremes, int64 near 2^53`, () => {
+      for (const n of [1, 2, 3, 5, 64, 257]) {
+        const rows = hardRows(n);
+        assertSameBatch(roundTrip(rows, packing), samplesToColumns(rows, FIELDS), `${packing} n=${n}`);
+      }
+    });
+
+  it('constant columns, one-sample chunks, irregular and repeated times', () => {
+    const constant = Array.from({ length: 100 }, (_, i) => ({
+      t: 1000 + i,
+      step: 7,
+      f64: -0,
+      i64: 2 ** 53 - 1,
+    }));
+    const repeated = Array.from({ length: 50 }, (_, i) => ({
+      t: 1000 + (i >> 2) * 13 + (i % 5 === 0 ? 1 : 0),
+      step: i,
+      f64: i,
+    }));
+    repeated.sort((a, b) => a.t - b.t);
+    for (const rows of [constant, constant.slice(0, 1), repeated])
+      assertSameBatch(roundTrip(rows, 'packed'), samplesToColumns(rows, FIELDS), `${rows.length} rows`);
+  });
+
+  it('float packing is exact on random bit patterns (no prediction can lose a bit)', () => {
+    let seed = 12345;
+    const next = (): number => (seed = (seed * 1103515245 + 12345) % 2 ** 31);
+    const words = new Uint32Array(2 * 4096);
+    for (let i = 0; i < words.length; i++) words[i] = next() * 2 + (next() & 1);
+    const values = new Float64Array(words.buffer).map((v) => (Number.isFinite(v) ? v : 1.5));
+    const { predictor, bytes } = packFloat64(values);
+    assertSameFloats(unpackFloat64(bytes, values.length, predictor), values, 'random doubles');
+    const ints = Float64Array.from(
+      { length: 1000 },
+      (_, i) => 1_750_000_000_000_000 + i * 10_000 + (i % 7) * 3,
+    );
+    assertSameFloats(unpackIntegers(packIntegers(ints, 2)!, ints.length, 2), ints, 'times');
+    assert.equal(
+      packIntegers(Float64Array.of(0, 2 ** 40), 1),
+      null,
+      'a delta past 32 bits falls back to floats',
+    );
+  });
+
+  it('f32 fields keep float32 values exactly, in under half the bytes of f64', () => {
+    const fields: FieldDecl[] = STATE_FIELDS.map((f) => (f.type === 'f64' ? { ...f, type: 'f32' } : f));
+    const rows = Array.from({ length: 2000 }, (_, i) => ({
+      t: i * 10_000,
+      step: i,
+      x: 1000 + i * 0.1234567 + Math.sin(i) * 1e-3,
+      y: Math.cos(i / 100) * 50,
+      yaw: i * 1e-3,
+      speed: 10 + Math.sin(i / 7),
+    }));
+    const f32 = encodeChunks(fields, samplesToColumns(rows, fields), DEFAULT_TAIL_OPTIONS).chunks[0]!;
+    const f64 = encodeChunks(STATE_FIELDS, samplesToColumns(rows, STATE_FIELDS), DEFAULT_TAIL_OPTIONS)
+      .chunks[0]!;
+    const back = openChunk(f32.data, 'f32').decodeAll();
+    assertSameFloats(
+      back.columns.x as Float64Array,
+      Float64Array.from(rows, (r) => Math.fround(r.x)),
+      'x as f32',
+    );
+    assert.ok(
+      f32.data.length < f64.data.length / 2,
+      `f32 ${f32.data.length} bytes vs f64 ${f64.data.length}`,
+    );
+  });
+
+  it('NaN, Infinity, a wrong type and time going backwards are refused naming stream, field, time and value', () => {
+    const cases: [Record<string, unknown>, RegExp][] = [
+      [{ f64: [1, NaN] }, /stream car\/everything sample at t=2: field f64 is required \(f64\) but absent/],
+      [{ f64: [1, Infinity] }, /field f64: expected a finite number, got Infinity/],
+      [{ i32: [1, 2 ** 31] }, /field i32: expected a 32-bit integer, got 2147483648/],
+      [{ label: ['a', 3] }, /field label: expected a string, got 3/],
+    ];
+    const strict = normalizeStream({
+      name: 'everything',
+      actor: 'car',
+      fields: [{ name: 'f64', type: 'f64' }, ...FIELDS.slice(1)],
+    });
+    for (const [columns, pattern] of cases)
+      assert.throws(
+        () => normalizeColumns(strict, { t: [1, 2], step: [0, 1], columns: columns as never }, null),
+        (e: unknown) => e instanceof SimrecError && e.code === 'invalid' && pattern.test(e.message),
+        String(pattern),
+      );
+    assert.throws(
+      () => normalizeColumns(SCHEMA, { t: [5, 4], step: [0, 1], columns: {} }, null),
+      /sample at t=4: time goes backwards \(previous sample at t=5\)/,
+    );
+    assert.throws(
+      () => normalizeColumns(SCHEMA, { t: [5], step: [0], columns: {} }, 9),
+      /time goes backwards/,
+    );
+    // Time may stand still.
+    assert.equal(normalizeColumns(SCHEMA, { t: [5, 5], step: [0, 1], columns: {} }, 5).t.length, 2);
+  });
+});
+
+describe('chunk format: damage is found, never read as data', () => {
+  it('every single bit flipped anywhere in a stored chunk is detected', () => {
+    const rows = hardRows(40);
+    const chunk = encodeChunks(FIELDS, samplesToColumns(rows, FIELDS), DEFAULT_TAIL_OPTIONS).chunks[0]!.data;
+    let detected = 0;
+    for (let bit = 0; bit < chunk.length * 8; bit++) {
+      const damaged = Buffer.from(chunk);
+      damaged[bit >> 3]! ^= 1 << (bit & 7);
+      try {
+        openChunk(damaged, 'run 3 stream car/everything chunk 12').decodeAll();
+      } catch (error) {
+        assert.ok(error instanceof SimrecError && error.code === 'io', String(error));
+        assert.match(error.message, /^run 3 stream car\/everything chunk 12: corrupt chunk/);
+        detected++;
+        continue;
+      }
+      assert.fail(`bit ${bit} of ${chunk.length * 8} flipped and the chunk still read`);
+    }
+    assert.equal(detected, chunk.length * 8);
+  });
+
+  it('a checksum mismatch says so, with both values', () => {
+    const chunk = Buffer.from(
+      encodeChunks(FIELDS, samplesToColumns(hardRows(5), FIELDS), DEFAULT_TAIL_OPTIONS).chunks[0]!.data,
+    );
+    chunk[20]! ^= 0x10;
+    assert.throws(
+      () => openChunk(chunk, 'c'),
+      /c: corrupt chunk \(checksum mismatch: stored 0x[0-9a-f]{8}, computed 0x[0-9a-f]{8}/,
+    );
+  });
+});
+
+describe('stream tails', () => {
+  it('commits become raw tail blocks; sealing packs them, smaller, into chunks of about chunkSamples', () => {
+    const options = { chunkSamples: 300, maxBlockRows: 128 };
+    const tail = new StreamTail<number>(STATE_FIELDS, [], options);
+    const rows = Array.from({ length: 1000 }, (_, i) => ({
+      t: i * 10_000,
+      step: i,
+      x: i * 0.3,
+      y: Math.sin(i / 9),
+      yaw: 0.1,
+      lane: `l${i >> 8}`,
+    }));
+    let id = 0;
+    let tailBytes = 0;
+    for (let i = 0; i < rows.length; i += 10) {
+      const { chunk, blocks } = tail.append(samplesToColumns(rows.slice(i, i + 10), STATE_FIELDS));
+      tailBytes += chunk.data.length;
+      tail.appended(++id, blocks);
+    }
+    assert.ok(tail.dueForSeal);
+    const sealed = tail.seal()!;
+    assert.equal(sealed.replaces.length, 100);
+    assert.deepEqual(
+      sealed.chunks.map((c) => c.count),
+      [333, 333, 334],
+    );
+    const sealedBytes = sealed.chunks.reduce((sum, c) => sum + c.data.length, 0);
+    assert.ok(sealedBytes < tailBytes / 3, `sealed ${sealedBytes} bytes, tails ${tailBytes}`);
+    const back = sealed.chunks.map((c) => openChunk(c.data, 'sealed').decodeAll());
+    const all = back.flatMap((b) => Array.from(b.columns.x as Float64Array));
+    assertSameFloats(
+      all,
+      rows.map((r) => r.x),
+      'x',
+    );
+    assert.deepEqual(
+      back.flatMap((b) => b.columns.lane as string[]),
+      rows.map((r) => r.lane),
+    );
+    for (const c of sealed.chunks) assert.ok(openChunk(c.data, 'sealed').blocks.every((b) => b.rows <= 128));
+  });
+});

@@ -1,0 +1,336 @@
+/**
+ * The SQLite store's recording engine beyond the conformance suite: the previous version's files,
+ * stored damage, the columnar append paths, sealing on the writer thread and SIGKILL while it seals.
+ */
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { chmodSync, copyFileSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { after, describe, it } from 'node:test';
+import Database from 'better-sqlite3';
+import { SimrecError } from '../src/model/errors.js';
+import { stateStream } from '../src/model/standard-streams.js';
+import type { Sample } from '../src/model/stream.js';
+import { RunRecorder } from '../src/record/run-recorder.js';
+import { sceneAt, streamSamples, trajectoryColumns } from '../src/replay/run-queries.js';
+import { openStore } from '../src/store/open-store.js';
+import { SqliteBackend } from '../src/store/sqlite/sqlite-backend.js';
+import { SCHEMA_VERSION } from '../src/store/sqlite/sqlite-schema.js';
+import { crashSample } from './helpers/crash-sample.js';
+import { REPO_ROOT, tempDir } from './helpers/paths.js';
+import { runCli } from './helpers/run-cli.js';
+
+const dir = tempDir('simrec-engine-');
+after(() => dir.cleanup());
+const V1 = join(REPO_ROOT, 'test', 'fixtures', 'store-v1', 'simrec-0.1.0.sqlite3');
+const V1_EXPECTED = join(REPO_ROOT, 'test', 'fixtures', 'store-v1', 'simrec-0.1.0.expected.json');
+
+async function collect(iterable: AsyncIterable<Sample[]>): Promise<Sample[]> {
+  const out: Sample[] = [];
+  for await (const batch of iterable) out.push(...batch);
+  return out;
+}
+
+/** What simrec 0.1.0 read from its file, with "-0" back as -0. */
+function expectedV1(): { runs: { run: { id: number }; streams: Record<string, { samples: Sample[] }> }[] } {
+  return JSON.parse(readFileSync(V1_EXPECTED, 'utf8'), (_k, v: unknown) => (v === '-0' ? -0 : v)) as never;
+}
+
+let files = 0;
+const fresh = (): string => join(dir.path, `store-${++files}.db`);
+
+describe('a store written by simrec 0.1.0', () => {
+  it('opens read-only and reads every sample as 0.1.0 did, bit for bit, leaving the file as it was', async () => {
+    const path = fresh();
+    copyFileSync(V1, path);
+    chmodSync(path, 0o444);
+    const before = readFileSync(path);
+    const store = SqliteBackend.open(path, { readonly: true });
+    for (const expected of expectedV1().runs)
+      for (const [stream, { samples }] of Object.entries(expected.streams)) {
+        const got = await collect(store.readSamples({ run: expected.run.id, stream }));
+        assert.deepStrictEqual(got, samples, `run ${expected.run.id} stream ${stream}`);
+      }
+    await store.close();
+    assert.deepEqual(readFileSync(path), before);
+  });
+
+  it('opened to write: upgraded in place, its old runs read the same, new runs are recorded beside them', async () => {
+    const path = fresh();
+    copyFileSync(V1, path);
+    const store = await openStore(path);
+    const db = new Database(path, { readonly: true });
+    assert.equal(db.pragma('user_version', { simple: true }), SCHEMA_VERSION);
+    db.close();
+    // The run 0.1.0 left recording (a writer on another host, not known dead) stays open.
+    assert.deepEqual(
+      (await store.listRuns({ newestFirst: false })).map((r) => r.state),
+      ['closed', 'recording'],
+    );
+    const rec = await RunRecorder.begin(store, { begin: 5_000_000 });
+    await rec.declareActor({ id: 'car', kind: 'vehicle' });
+    await rec.declareStream(stateStream('car'));
+    await rec.appendBatch('car/state', [{ t: 5_000_000, step: 0, x: 1, y: 2, yaw: 3 }]);
+    await rec.end('completed');
+    for (const expected of expectedV1().runs)
+      for (const [stream, { samples }] of Object.entries(expected.streams))
+        assert.deepStrictEqual(await collect(store.readSamples({ run: expected.run.id, stream })), samples);
+    const report = await store.checkIntegrity();
+    assert.deepEqual(report.problems, []);
+    await store.close();
+    const check = runCli(['check', '--store', path]);
+    assert.equal(check.status, 0, check.stderr);
+  });
+});
+
+describe('stored damage', () => {
+  it('a flipped bit in a stored chunk is an error naming run, stream and chunk, and simrec check finds it', async () => {
+    const path = fresh();
+    const store = await openStore(path);
+    const rec = await RunRecorder.begin(store, { begin: 1_000_000 });
+    await rec.declareActor({ id: 'car', kind: 'vehicle' });
+    await rec.declareStream(stateStream('car'));
+    await rec.appendBatch(
+      'car/state',
+      Array.from({ length: 500 }, (_, i) => ({ t: 1_000_000 + i * 1000, step: i, x: i * 0.1, y: 0, yaw: 0 })),
+    );
+    await rec.end('completed');
+    await store.close();
+    const db = new Database(path);
+    const row = db.prepare('SELECT id, data FROM chunks').get() as { id: number; data: Buffer };
+    row.data[Math.floor(row.data.length / 2)]! ^= 0x04;
+    db.prepare('UPDATE chunks SET data = ? WHERE id = ?').run(row.data, row.id);
+    db.close();
+    const reopened = await openStore(path);
+    await assert.rejects(
+      collect(streamSamples(reopened, 1, 'car/state')),
+      (e: unknown) =>
+        e instanceof SimrecError &&
+        e.code === 'io' &&
+        new RegExp(`run 1 stream car/state chunk ${row.id}: corrupt chunk \\(checksum mismatch`).test(
+          e.message,
+        ),
+    );
+    await reopened.close();
+    const check = runCli(['check', '--store', path, '--json']);
+    assert.equal(check.status, 1);
+    assert.match(check.stdout, /checksum mismatch/);
+  });
+});
+
+describe('columnar recording', () => {
+  it('appendFrame, appendColumns and appendMany on the same streams keep every row, in time order', async () => {
+    const store = await openStore(fresh());
+    const rec = await RunRecorder.begin(store, { begin: 0 });
+    const ids = ['a', 'b', 'c'];
+    await rec.declareActors(ids.map((id) => ({ id, kind: 'vehicle' })));
+    await rec.declareStreams(ids.map((id) => stateStream(id)));
+    await rec.setRecording('c', false);
+    for (let step = 0; step < 10; step++) {
+      const t = step * 100_000;
+      rec.appendFrame('state', {
+        t,
+        step,
+        actors: ids,
+        columns: {
+          x: Float64Array.of(step, step + 10, step + 20),
+          y: Float64Array.of(-0, 1, 2),
+          yaw: [0.1, 0.2, 0.3],
+          lane: ['l1', undefined, 'l3'],
+          speed: Float32Array.of(1, NaN, 3),
+        },
+      });
+      if (step === 4)
+        rec.appendMany([{ stream: 'a/state', samples: [{ t: t + 1, step: 100, x: -1, y: -1, yaw: -1 }] }]);
+      if (step === 6)
+        rec.appendColumns('b/state', {
+          t: [t + 5, t + 6],
+          step: [200, 201],
+          columns: { x: [7, 8], y: [0, 0], yaw: [0, 0] },
+        });
+    }
+    await rec.end('completed');
+    const a = await collect(streamSamples(store, rec.id, 'a/state'));
+    assert.deepEqual(
+      a.map((s) => s.step),
+      [0, 1, 2, 3, 4, 100, 5, 6, 7, 8, 9],
+    );
+    assert.ok(Object.is(a[0]!.y, -0));
+    assert.equal(a[0]!.lane, 'l1');
+    const b = await collect(streamSamples(store, rec.id, 'b/state'));
+    assert.deepEqual(
+      b.map((s) => s.step),
+      [0, 1, 2, 3, 4, 5, 6, 200, 201, 7, 8, 9],
+    );
+    assert.equal(b[0]!.lane, undefined);
+    assert.equal(b[0]!.speed, undefined);
+    assert.equal(
+      (await store.listStreams(rec.id)).find((s) => s.id === 'c/state')!.samples,
+      0,
+      'recording off',
+    );
+    const traj = await trajectoryColumns(store, rec.id, { actor: 'a', fields: ['x'] });
+    assert.deepEqual(Object.keys(traj.columns), ['x']);
+    assert.deepEqual(Array.from(traj.columns.x as Float64Array), [0, 1, 2, 3, 4, -1, 5, 6, 7, 8, 9]);
+    const scene = await sceneAt(store, rec.id, { t: 450_000 });
+    assert.deepEqual(
+      scene.actors.map((s) => [s.id, s.x]),
+      [
+        ['a', -1],
+        ['b', 14],
+      ],
+    );
+    await store.close();
+  });
+
+  it('a bad frame names the actor and field, and nothing of it is kept', async () => {
+    const store = await openStore(fresh());
+    const rec = await RunRecorder.begin(store, { begin: 0 });
+    await rec.declareActors([
+      { id: 'a', kind: 'vehicle' },
+      { id: 'b', kind: 'vehicle' },
+    ]);
+    await rec.declareStreams([stateStream('a'), stateStream('b')]);
+    assert.throws(
+      () =>
+        rec.appendFrame('state', {
+          t: 0,
+          step: 0,
+          actors: ['a', 'b'],
+          columns: { x: [1, NaN], y: [0, 0], yaw: [0, 0] },
+        }),
+      /stream b\/state sample at t=0: field x is required \(f64\) but absent/,
+    );
+    assert.throws(
+      () => rec.appendFrame('state', { t: 0, step: 0, actors: ['a', 'zz'], columns: {} }),
+      /no declared stream "zz\/state"/,
+    );
+    await rec.end('completed');
+    assert.deepEqual(
+      (await store.listStreams(rec.id)).map((s) => s.samples),
+      [0, 0],
+    );
+    await store.close();
+  });
+});
+
+describe('sealing', () => {
+  it('small commits end as sealed chunks of about chunkSamples, and a crashed run is sealed when closed', async () => {
+    const path = fresh();
+    const store = SqliteBackend.open(path, { chunkSamples: 200, blockSamples: 64 });
+    const rec = await RunRecorder.begin(store, { begin: 0 });
+    await rec.declareActor({ id: 'car', kind: 'vehicle' });
+    await rec.declareStream(stateStream('car'));
+    for (let i = 0; i < 1000; i++) await rec.append('car/state', crashSample(i));
+    await rec.end('completed');
+    const dead = await RunRecorder.begin(
+      store,
+      { begin: 0 },
+      { writer: { host: 'h', pid: 1, processStart: 'x' } },
+    );
+    await dead.declareActor({ id: 'car', kind: 'vehicle' });
+    await dead.declareStream(stateStream('car'));
+    for (let i = 0; i < 150; i++) await dead.append('car/state', crashSample(i));
+    await store.close();
+    const db = new Database(path, { readonly: true });
+    const chunks = (run: number): { count: number; sealed: number }[] =>
+      db
+        .prepare(
+          'SELECT c.count, c.sealed FROM chunks c JOIN streams s ON s.key = c.stream_key WHERE s.run_id = ? ORDER BY c.begin_us',
+        )
+        .all(run) as never;
+    assert.deepEqual(
+      chunks(1).map((c) => c.sealed),
+      [1, 1, 1, 1, 1],
+    );
+    assert.deepEqual(
+      chunks(1).map((c) => c.count),
+      [200, 200, 200, 200, 200],
+    );
+    assert.equal(chunks(2).length, 150, 'one tail chunk per commit while the run records');
+    db.close();
+    const reopened = SqliteBackend.open(path, { chunkSamples: 200, blockSamples: 64 });
+    assert.deepEqual(await reopened.closeAbandonedRuns(() => false), [2]);
+    await reopened.close();
+    const after = new Database(path, { readonly: true });
+    const sealed = after
+      .prepare('SELECT count, sealed FROM chunks c JOIN streams s ON s.key = c.stream_key WHERE s.run_id = 2')
+      .all() as { count: number; sealed: number }[];
+    after.close();
+    assert.deepEqual(sealed, [{ count: 150, sealed: 1 }], 'recovery seals like a normal end');
+    const store2 = await openStore(path);
+    const samples = await collect(streamSamples(store2, 2, 'car/state'));
+    assert.deepEqual(
+      samples,
+      Array.from({ length: 150 }, (_, i) => crashSample(i)),
+    );
+    await store2.close();
+  });
+
+  it('SIGKILL while the writer thread seals loses no acknowledged sample (15 seeded kills)', async (t) => {
+    let seed = 20261123;
+    const random = (): number => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    let sawSealed = 0;
+    for (let round = 0; round < 15; round++) {
+      const location = fresh();
+      const killAfterAcks = 5 + Math.floor(random() * 60);
+      const batch = 1 + Math.floor(random() * 30);
+      const child = spawn(
+        process.execPath,
+        [join(REPO_ROOT, 'dist', 'test', 'helpers', 'crash-writer.js'), location, String(batch), '48'],
+        { stdio: ['ignore', 'pipe', 'inherit'] },
+      );
+      const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
+      let acked = 0;
+      let acks = 0;
+      let runId = 0;
+      for await (const line of createInterface({ input: child.stdout! })) {
+        const [word, value] = line.split(' ');
+        if (word === 'run') runId = Number(value);
+        if (word === 'ack') {
+          acked = Number(value);
+          if (++acks >= killAfterAcks) {
+            child.kill('SIGKILL');
+            break;
+          }
+        }
+      }
+      await exited;
+      const db = new Database(location, { readonly: true });
+      sawSealed += (db.prepare('SELECT COUNT(*) AS n FROM chunks WHERE sealed = 1').get() as { n: number }).n;
+      db.close();
+      const store = await openStore(location);
+      try {
+        assert.equal((await store.getRun(runId))?.endReason, 'interrupted');
+        const samples = await collect(streamSamples(store, runId, 'car/state'));
+        assert.ok(samples.length >= acked, `round ${round}: ${samples.length} stored, ${acked} acknowledged`);
+        for (let i = 0; i < samples.length; i++)
+          assert.deepEqual(samples[i], crashSample(i), `round ${round} sample ${i}`);
+        assert.deepEqual((await store.checkIntegrity()).problems, []);
+      } finally {
+        await store.close();
+      }
+      t.diagnostic(`round ${round}: killed after ${acks} acks of ${batch} (${acked} samples)`);
+    }
+    assert.ok(sawSealed > 0, 'the writer thread was sealing chunks when the writers were killed');
+  });
+
+  it('reading works when closing abandoned runs cannot write (a read-only store)', async () => {
+    const path = fresh();
+    const store = SqliteBackend.open(path);
+    const rec = await RunRecorder.begin(
+      store,
+      { begin: 0 },
+      { writer: { host: 'h', pid: 1, processStart: 'x' } },
+    );
+    await rec.declareActor({ id: 'car', kind: 'vehicle' });
+    await rec.declareStream(stateStream('car'));
+    await rec.appendBatch('car/state', [crashSample(0), crashSample(1)]);
+    await store.close();
+    const readonly = SqliteBackend.open(path, { readonly: true });
+    assert.deepEqual(await readonly.closeAbandonedRuns(() => false), []);
+    assert.equal((await collect(streamSamples(readonly, rec.id, 'car/state'))).length, 2);
+    await readonly.close();
+  });
+});
