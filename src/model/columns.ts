@@ -310,24 +310,31 @@ export function columnFields(batch: ColumnBatch, declared: readonly FieldDecl[])
   return out;
 }
 
+const typesOf = new WeakMap<readonly FieldDecl[], Map<string, FieldDecl>>();
+
 /** Row `i` of a batch as a sample object (absent fields left out, as they were sent). */
 export function sampleAt(batch: ColumnBatch, fields: readonly FieldDecl[], i: number): Sample {
+  // The batch's own columns, looked up in the fields by name: a batch holds the few fields a stream
+  // sends, its schema may declare many more (the standard state stream declares 19).
+  let byName = typesOf.get(fields);
+  if (!byName) typesOf.set(fields, (byName = new Map(fields.map((f) => [f.name, f] as const))));
   const s: Sample = { t: batch.t[i]!, step: batch.step[i]! };
-  for (const f of fields) {
-    const values = batch.columns[f.name];
-    if (values === undefined) continue;
-    if (f.type === 'vec') {
-      const len = f.length!;
-      const v = values as Float64Array;
-      if (Number.isNaN(v[i * len]!)) continue;
-      s[f.name] = Array.from(v.subarray(i * len, i * len + len));
-    } else if (values instanceof Float64Array) {
+  for (const name in batch.columns) {
+    const values = batch.columns[name]!;
+    const f = byName.get(name);
+    if (values instanceof Float64Array) {
+      if (f?.type === 'vec') {
+        const len = f.length!;
+        if (Number.isNaN(values[i * len]!)) continue;
+        s[name] = Array.from(values.subarray(i * len, i * len + len));
+        continue;
+      }
       const v = values[i]!;
       if (Number.isNaN(v)) continue;
-      s[f.name] = f.type === 'bool' ? v === 1 : v;
+      s[name] = f?.type === 'bool' ? v === 1 : v;
     } else {
       const v = values[i];
-      if (v !== undefined) s[f.name] = v;
+      if (v !== undefined) s[name] = v;
     }
   }
   return s;

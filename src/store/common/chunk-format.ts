@@ -134,12 +134,18 @@ export function encodeBlock(
   const out = new ByteWriter(rows * (raw ? 80 : 40) + 64);
   writeIntegerRecord(out, T_INDEX, batch.t.subarray(from, to), 2);
   writeIntegerRecord(out, STEP_INDEX, batch.step.subarray(from, to), 1);
-  for (const name in batch.columns) {
-    const index = indexOf.get(name);
-    if (index === undefined)
-      throw new Error(`encodeBlock: column ${name} is not in the stream's column list`);
-    writeColumnRecord(out, index + FIRST_FIELD_INDEX, columns[index]!, batch.columns[name]!, from, to, raw);
+  // In the list's order (declared fields first), so that samples read back list their fields as declared.
+  let written = 0;
+  for (let index = 0; index < columns.length; index++) {
+    const values = batch.columns[columns[index]!.name];
+    if (values === undefined) continue;
+    writeColumnRecord(out, index + FIRST_FIELD_INDEX, columns[index]!, values, from, to, raw);
+    written++;
   }
+  if (written !== Object.keys(batch.columns).length)
+    for (const name in batch.columns)
+      if (!indexOf.has(name))
+        throw new Error(`encodeBlock: column ${name} is not in the stream's column list`);
   return { rows, begin: batch.t[from]!, end: batch.t[to - 1]!, bytes: out.finish() };
 }
 

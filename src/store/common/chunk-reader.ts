@@ -92,15 +92,23 @@ export interface ChunkRef<Id> {
 }
 
 /**
- * Opened chunks and decoded blocks, least recently used first out. A scene touches one block per
+ * Opened chunks and decoded blocks, the least recently used out first. A scene touches one block per
  * actor; with 200 actors and a few hundred samples a block the cache holds minutes of a run.
+ *
+ * Read-ahead: the first block read from a chunk is decoded alone (a fresh process's first scene decodes
+ * one block per actor, not whole chunks), and when a second block of the same chunk is wanted the rest
+ * of the chunk is decoded with it, because a chunk read twice is read on (playback, scrubbing, random
+ * scenes over a run). Decoding happens then in one burst per chunk instead of one per block, which
+ * keeps the 99th percentile of a scene's time low.
  */
 export class ChunkCache<Id> {
   private readonly chunks: LruCache<Id, ChunkView>;
   private readonly blocks: LruCache<string | number, ColumnBatch>;
+  /** Chunks with exactly one block decoded: the next block of them reads the whole chunk. */
+  private readonly touchedOnce = new LruCache<Id, number>(4096);
 
   constructor(options: { chunks?: number; blocks?: number } = {}) {
-    this.chunks = new LruCache(options.chunks ?? 1024);
+    this.chunks = new LruCache(options.chunks ?? 2048);
     this.blocks = new LruCache(options.blocks ?? 24_576);
   }
 
@@ -114,22 +122,36 @@ export class ChunkCache<Id> {
   }
 
   block(id: Id, view: ChunkView, i: number, fields?: ReadonlySet<string>): ColumnBatch {
-    // A number when it can be (a string key is an allocation per lookup, 200 of them a scene).
-    const key =
-      typeof id === 'number' && !fields
-        ? id * 65_536 + i
-        : `${String(id)}/${i}${fields ? `/${[...fields].join(',')}` : ''}`;
-    let batch = this.blocks.get(key);
-    if (!batch) {
-      batch = view.decodeBlock(i, fields);
-      this.blocks.set(key, batch);
+    const key = this.keyOf(id, i, fields);
+    const cached = this.blocks.get(key);
+    if (cached) return cached;
+    const batch = view.decodeBlock(i, fields);
+    this.blocks.set(key, batch);
+    if (!fields && view.blocks.length > 1) {
+      const first = this.touchedOnce.get(id);
+      if (first === undefined) this.touchedOnce.set(id, i);
+      else if (first !== i) {
+        this.touchedOnce.delete(id);
+        for (let b = 0; b < view.blocks.length; b++) {
+          const k = this.keyOf(id, b);
+          if (this.blocks.get(k) === undefined) this.blocks.set(k, view.decodeBlock(b));
+        }
+      }
     }
     return batch;
+  }
+
+  /** A number when it can be (a string key is an allocation per lookup, 200 of them a scene). */
+  private keyOf(id: Id, i: number, fields?: ReadonlySet<string>): string | number {
+    return typeof id === 'number' && !fields
+      ? id * 65_536 + i
+      : `${String(id)}/${i}${fields ? `/${[...fields].join(',')}` : ''}`;
   }
 
   clear(): void {
     this.chunks.clear();
     this.blocks.clear();
+    this.touchedOnce.clear();
   }
 }
 

@@ -71,8 +71,13 @@ const json = (value: unknown): string => JSON.stringify(value);
 const parse = <T>(text: unknown): T => JSON.parse(text as string) as T;
 
 interface StreamMeta {
-  key: number;
   id: string;
+}
+
+interface RunLists {
+  actors?: ActorInfo[];
+  streams?: StreamInfo[];
+  byId?: Map<string, StreamInfo>;
 }
 
 /**
@@ -610,13 +615,14 @@ export class SqliteBackend implements StoreBackend {
   }
 
   private streamMeta(run: number, stream: string): StreamMeta {
-    const info = this.listsOf(run).streams ?? (this.listsOf(run).streams = this.queryStreams(run));
-    const found = info.find((s) => s.id === stream);
-    if (!found) {
+    const lists = this.listsOf(run);
+    lists.streams ??= this.queryStreams(run);
+    lists.byId ??= new Map(lists.streams.map((s) => [s.id, s] as const));
+    if (!lists.byId.has(stream)) {
       this.requireRun(run);
       throw notFound(`run ${run} has no stream ${JSON.stringify(stream)}`);
     }
-    return { key: 0, id: found.id };
+    return { id: stream };
   }
 
   /** A stream's chunks in (begin, id) order; every stream of the run indexed by one query. */
@@ -654,8 +660,8 @@ export class SqliteBackend implements StoreBackend {
   }
 
   /** Runs, actors and streams change rarely and are read on every scene: kept until a write. */
-  private readonly lists = new Map<number, { actors?: ActorInfo[]; streams?: StreamInfo[] }>();
-  private listsOf(run: number): { actors?: ActorInfo[]; streams?: StreamInfo[] } {
+  private readonly lists = new Map<number, RunLists>();
+  private listsOf(run: number): RunLists {
     this.syncWithOtherConnections();
     let lists = this.lists.get(run);
     if (!lists) this.lists.set(run, (lists = {}));

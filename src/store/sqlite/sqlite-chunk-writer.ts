@@ -13,6 +13,13 @@ export interface ColumnAppendWithKey {
 
 type Row = Record<string, unknown>;
 
+/** A stream's tail as the writer keeps it; one object per stream, so a set of them holds each once. */
+interface TailEntry {
+  run: number;
+  key: number;
+  tail: StreamTail<number>;
+}
+
 /**
  * Everything that writes samples into an SQLite store: tail chunks at each commit, sealed chunks that
  * replace them, the streams' counters, the closing of a run. Synchronous, on a connection of its own:
@@ -25,10 +32,10 @@ export class SqliteChunkWriter {
   private readonly options: StreamTailOptions;
   private readonly location: string;
   /** Tails by run, then stream id; loaded from the store on first use (sealed = 0 chunks). */
-  private readonly tails = new Map<number, Map<string, { key: number; tail: StreamTail<number> }>>();
+  private readonly tails = new Map<number, Map<string, TailEntry>>();
   private readonly statements = new Map<string, Database.Statement>();
   /** Tails that hold a chunk's worth, waiting for sealDue (the writer thread calls it between commits). */
-  private readonly due = new Set<{ run: number; key: number; tail: StreamTail<number> }>();
+  private readonly due = new Set<TailEntry>();
   private readonly durability: 'full' | 'normal';
 
   constructor(
@@ -51,7 +58,7 @@ export class SqliteChunkWriter {
 
   /** Appends to several streams of a run in one durable transaction. */
   append(run: number, appends: readonly ColumnAppendWithKey[]): void {
-    const touched: { key: number; tail: StreamTail<number> }[] = [];
+    const touched: TailEntry[] = [];
     try {
       this.db
         .transaction(() => {
@@ -75,7 +82,7 @@ export class SqliteChunkWriter {
             entry.tail.appended(id, blocks);
             counters.run(n, batch.t[0]!, batch.t[n - 1]!, entry.key);
             if (extrasChanged) this.saveExtras(entry.key, entry.tail.extraFields);
-            if (entry.tail.dueForSeal) this.due.add({ run, ...entry });
+            if (entry.tail.dueForSeal) this.due.add(entry);
           }
         })
         .immediate();
@@ -97,7 +104,7 @@ export class SqliteChunkWriter {
    * file, in order) makes it durable. Returns whether more are due.
    */
   sealDue(budgetRows = 16_384): boolean {
-    const batch: { run: number; key: number; tail: StreamTail<number> }[] = [];
+    const batch: TailEntry[] = [];
     let rows = 0;
     for (const entry of this.due) {
       batch.push(entry);
@@ -163,7 +170,7 @@ export class SqliteChunkWriter {
     for (const row of keys) this.sealTail(this.tailOf(run, row.id as string));
   }
 
-  private sealTail(entry: { key: number; tail: StreamTail<number> }): void {
+  private sealTail(entry: TailEntry): void {
     const seal = entry.tail.seal();
     if (seal) {
       const remove = this.stmt('DELETE FROM chunks WHERE id = ?');
@@ -180,7 +187,7 @@ export class SqliteChunkWriter {
     this.stmt('UPDATE streams SET extra_fields = ? WHERE key = ?').run(JSON.stringify(extras), key);
   }
 
-  private tailOf(run: number, stream: string): { key: number; tail: StreamTail<number> } {
+  private tailOf(run: number, stream: string): TailEntry {
     let streams = this.tails.get(run);
     if (!streams) this.tails.set(run, (streams = new Map()));
     let entry = streams.get(stream);
@@ -210,7 +217,7 @@ export class SqliteChunkWriter {
         ).encodedBlocks(),
       );
     }
-    entry = { key, tail };
+    entry = { run, key, tail };
     streams.set(stream, entry);
     return entry;
   }
