@@ -245,11 +245,16 @@ describe('chunk format: damage is found, never read as data', () => {
     const chunk = Buffer.from(
       encodeChunks(FIELDS, samplesToColumns(hardRows(5), FIELDS), DEFAULT_TAIL_OPTIONS).chunks[0]!.data,
     );
-    chunk[20]! ^= 0x10;
+    const frame = Buffer.from(chunk);
+    frame[20]! ^= 0x10;
     assert.throws(
-      () => openChunk(chunk, 'c'),
+      () => openChunk(frame, 'c'),
       /c: corrupt chunk \(checksum mismatch: stored 0x[0-9a-f]{8}, computed 0x[0-9a-f]{8}/,
     );
+    // A block is checked when it is read, not before: a scene reads one block of a chunk.
+    chunk[chunk.length - 3]! ^= 0x10;
+    const opened = openChunk(chunk, 'c');
+    assert.throws(() => opened.decodeAll(), /c: corrupt chunk \(block \d+: checksum mismatch/);
   });
 });
 

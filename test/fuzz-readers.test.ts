@@ -19,7 +19,8 @@ import { readRoadNetwork } from '../src/roadnet/read-roadnet.js';
 import { crc32 } from 'node:zlib';
 import { samplesToColumns } from '../src/model/columns.js';
 import { openChunk } from '../src/store/common/chunk-reader.js';
-import { DEFAULT_TAIL_OPTIONS, encodeChunks } from '../src/store/common/stream-tail.js';
+import { assembleChunk, decodeEncodedBlock, encodeBlock } from '../src/store/common/chunk-format.js';
+import type { ColumnBatch } from '../src/model/columns.js';
 import { openStore } from '../src/store/open-store.js';
 import { fixture, tempDir } from './helpers/paths.js';
 
@@ -85,8 +86,8 @@ function survives(
 }
 
 describe('fuzzing the readers (seeded)', () => {
-  it('store chunks: 3,000 damaged chunks with their checksum restamped are read or refused as corrupt', () => {
-    // The checksum would catch every mutation; restamped, the parser and decoders themselves are fuzzed.
+  it('store chunks: 3,000 damaged blocks and frames (checksums put right) are read or refused as corrupt', () => {
+    // Checksums catch every mutation; below them, the parser and the decoders themselves are fuzzed.
     const samples = Array.from({ length: 300 }, (_, i) => ({
       t: i * 10_000 + (i % 7),
       step: i,
@@ -96,33 +97,54 @@ describe('fuzzing the readers (seeded)', () => {
       speed: i % 50 ? 10 : undefined,
       lane: `l${i >> 6}`,
       extra: { k: [i, 'v'] },
+      wheels: [{ w: i, s: -i }],
     }));
-    const chunks = [300, 64].map(
-      (maxBlockRows) =>
-        encodeChunks(STATE_FIELDS, samplesToColumns(samples, STATE_FIELDS), {
-          ...DEFAULT_TAIL_OPTIONS,
-          maxBlockRows,
-        }).chunks[0]!.data,
+    const batch = samplesToColumns(samples, STATE_FIELDS);
+    const columns = [
+      ...STATE_FIELDS.map((f) => ({ name: f.name, type: f.type })),
+      { name: 'extra', type: 'json' as const },
+      { name: 'wheels', type: 'json' as const },
+    ];
+    const index = new Map(columns.map((c, i) => [c.name, i] as const));
+    const blocks = (['packed', 'raw'] as const).map((packing) =>
+      encodeBlock(batch, columns, index, 0, 300, packing),
     );
-    const restamp = (bytes: Uint8Array): Uint8Array => {
-      const out = Buffer.from(bytes);
-      if (out.length >= 4) out.writeUInt32LE(crc32(out.subarray(0, out.length - 4)), out.length - 4);
-      return out;
+    const chunk = Buffer.from(
+      assembleChunk(columns, [
+        encodeBlock(batch, columns, index, 0, 150),
+        encodeBlock(batch, columns, index, 150, 300),
+      ]),
+    );
+    const wellFormed = (b: ColumnBatch): void => {
+      for (const values of Object.values(b.columns))
+        if (values.length % b.t.length !== 0) throw new Error('a column of the wrong length decoded');
     };
     fc.assert(
       fc.property(
         fc.nat(1),
-        fc.array(mutation(chunks[1]!.length), { minLength: 1, maxLength: 4 }),
+        fc.array(mutation(blocks[0]!.bytes.length), { minLength: 1, maxLength: 4 }),
         (which, mutations) =>
           survives(() => {
-            const batch = openChunk(restamp(mutate(chunks[which]!, mutations)), 'fuzz chunk').decodeAll();
-            // What decodes is well formed: one time per row, every column as long as the rows.
-            for (const values of Object.values(batch.columns))
-              if (values.length % batch.t.length !== 0)
-                throw new Error('a column of the wrong length decoded');
+            const block = blocks[which]!;
+            wellFormed(decodeEncodedBlock({ ...block, bytes: mutate(block.bytes, mutations) }, columns));
           }),
       ),
-      { seed: SEED, numRuns: 3000 },
+      { seed: SEED, numRuns: 2000 },
+    );
+    const frameEnd = 16 + chunk.readUInt32LE(4) + chunk.readUInt32LE(8);
+    fc.assert(
+      fc.property(fc.array(mutation(frameEnd), { minLength: 1, maxLength: 3 }), (mutations) =>
+        survives(() => {
+          const damaged = Buffer.from(mutate(chunk, mutations));
+          // The frame's checksum put right over what the mutations left (lengths included).
+          if (damaged.length >= 16) {
+            const end = Math.min(damaged.length, 16 + damaged.readUInt32LE(4) + damaged.readUInt32LE(8));
+            damaged.writeUInt32LE(crc32(damaged.subarray(16, end), crc32(damaged.subarray(0, 12))), 12);
+          }
+          wellFormed(openChunk(damaged, 'fuzz chunk').decodeAll());
+        }),
+      ),
+      { seed: SEED, numRuns: 1000 },
     );
   });
 

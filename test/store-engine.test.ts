@@ -108,9 +108,9 @@ describe('stored damage', () => {
       (e: unknown) =>
         e instanceof SimrecError &&
         e.code === 'io' &&
-        new RegExp(`run 1 stream car/state chunk ${row.id}: corrupt chunk \\(checksum mismatch`).test(
-          e.message,
-        ),
+        new RegExp(
+          `run 1 stream car/state chunk ${row.id}: corrupt chunk \\((block \\d+: )?checksum mismatch`,
+        ).test(e.message),
     );
     await reopened.close();
     const check = runCli(['check', '--store', path, '--json']);

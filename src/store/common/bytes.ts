@@ -44,6 +44,12 @@ export class ByteWriter {
     this.varint(v >= 0 ? 2 * v : -2 * v - 1);
   }
 
+  u32(v: number): void {
+    this.ensure(4);
+    this.view.setUint32(this.pos, v, true);
+    this.pos += 4;
+  }
+
   f64(v: number): void {
     this.ensure(8);
     this.view.setFloat64(this.pos, v, true);
@@ -99,6 +105,11 @@ export class ByteReader {
   zigzag(): number {
     const z = this.varint();
     return z % 2 === 0 ? z / 2 : -(z + 1) / 2;
+  }
+
+  u32(): number {
+    const bytes = this.take(4);
+    return new DataView(bytes.buffer, bytes.byteOffset, 4).getUint32(0, true);
   }
 
   f64(): number {

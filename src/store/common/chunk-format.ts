@@ -24,14 +24,18 @@ import { ByteReader, ByteWriter } from './bytes.js';
  * only blocks too small to compress well being merged and packed again.
  *
  * Layout ("SRC2", little-endian):
- *   "SRC2" | u32 header length | header JSON {n, begin, columns: ["name:type[:length]", ...]}
- *   | varint block count | per block: varint rows, varint bytes, varint first t - begin, varint last t - first t
- *   | blocks | u32 CRC-32 of everything before it
+ *   "SRC2" | u32 header length | u32 table length | u32 CRC-32 of the frame (all but the blocks)
+ *   | header JSON {n, begin, columns: ["name:type[:length]", ...]}
+ *   | table: varint block count, per block: varint rows, varint bytes, varint first t - begin,
+ *     varint last t - first t, u32 CRC-32 of the block
+ *   | blocks
  * A block is a sequence of column records: varint index (0 t, 1 step, 2 + the column's place in the
  * header's list), u8 codec (bit 7: a presence bitmap precedes the values), varint payload length, payload.
  * Every byte counts: at 100 samples a block, each byte of framing is 0.01 byte per sample.
  *
- * The checksum is checked on every read: damage becomes an error naming the chunk, never wrong samples.
+ * Checksums are checked on every read, the frame's when the chunk is opened and a block's before it is
+ * decoded (a scene reads one block of a chunk: checking the whole chunk cost more than decoding it).
+ * Damage becomes an error naming the chunk, never wrong samples.
  */
 
 const MAGIC = 'SRC2';
@@ -421,21 +425,23 @@ export function assembleChunk(columns: readonly ChunkColumn[], blocks: readonly 
     table.varint(b.bytes.length);
     table.varint(b.begin - begin);
     table.varint(b.end - b.begin);
+    table.u32(crc32(b.bytes));
   }
   const tableBytes = table.finish();
-  const size = 8 + header.length + tableBytes.length + blocks.reduce((sum, b) => sum + b.bytes.length, 0) + 4;
+  const size = 16 + header.length + tableBytes.length + blocks.reduce((sum, b) => sum + b.bytes.length, 0);
   const out = Buffer.allocUnsafe(size);
   out.write(MAGIC, 0, 'latin1');
   out.writeUInt32LE(header.length, 4);
-  header.copy(out, 8);
-  let offset = 8 + header.length;
+  out.writeUInt32LE(tableBytes.length, 8);
+  header.copy(out, 16);
+  let offset = 16 + header.length;
   out.set(tableBytes, offset);
   offset += tableBytes.length;
+  out.writeUInt32LE(crc32(out.subarray(16, offset), crc32(out.subarray(0, 12))), 12);
   for (const b of blocks) {
     out.set(b.bytes, offset);
     offset += b.bytes.length;
   }
-  out.writeUInt32LE(crc32(out.subarray(0, offset)), offset);
   return out;
 }
 
@@ -453,6 +459,8 @@ export interface BlockRef {
   end: number;
   offset: number;
   bytes: number;
+  /** CRC-32 of the block's bytes, checked before the block is decoded. */
+  crc: number;
 }
 
 export const isChunkV2 = (data: Uint8Array): boolean =>
@@ -484,18 +492,20 @@ export class ParsedChunk {
   static parse(data: Uint8Array, where: string): ParsedChunk {
     const corrupt = (why: string): SimrecError => new SimrecError('io', `${where}: corrupt chunk (${why})`);
     if (!isChunkV2(data)) throw corrupt('bad magic');
-    if (data.length < 12) throw corrupt('shorter than its frame');
+    if (data.length < 16) throw corrupt('shorter than its frame');
     const buf = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
-    const stored = buf.readUInt32LE(buf.length - 4);
-    const actual = crc32(buf.subarray(0, buf.length - 4));
+    const headerLength = buf.readUInt32LE(4);
+    const tableLength = buf.readUInt32LE(8);
+    const frameEnd = 16 + headerLength + tableLength;
+    if (frameEnd > buf.length) throw corrupt(`frame of ${frameEnd} bytes in a chunk of ${buf.length}`);
+    const stored = buf.readUInt32LE(12);
+    const actual = crc32(buf.subarray(16, frameEnd), crc32(buf.subarray(0, 12)));
     if (stored !== actual)
       throw corrupt(
         `checksum mismatch: stored ${hex(stored)}, computed ${hex(actual)}; the stored bytes are damaged`,
       );
     try {
-      const headerLength = buf.readUInt32LE(4);
-      if (8 + headerLength > buf.length - 4) throw corrupt('header runs past the end');
-      const header = JSON.parse(buf.toString('utf8', 8, 8 + headerLength)) as {
+      const header = JSON.parse(buf.toString('utf8', 16, 16 + headerLength)) as {
         n: unknown;
         begin: unknown;
         columns: unknown;
@@ -507,26 +517,24 @@ export class ParsedChunk {
         throw corrupt(`header claims ${String(n)} samples, expected 1..${MAX_CHUNK_SAMPLES}`);
       if (!Array.isArray(header.columns)) throw corrupt('header has no column list');
       const columns = header.columns.map((c) => parseColumn(c, corrupt));
-      const table = new ByteReader(buf.subarray(8 + headerLength, buf.length - 4));
+      const table = new ByteReader(buf.subarray(16 + headerLength, frameEnd));
       const count = table.varint();
       const blocks: BlockRef[] = [];
       let rows = 0;
-      let bodyBytes = 0;
+      let offset = frameEnd;
       for (let i = 0; i < count; i++) {
         const r = table.varint();
         const b = table.varint();
         const begin = chunkBegin + table.varint();
         const end = begin + table.varint();
+        const crc = table.u32();
         if (r < 1) throw corrupt(`block ${i} has ${r} rows`);
-        blocks.push({ rows: r, firstRow: rows, begin, end, offset: bodyBytes, bytes: b });
+        blocks.push({ rows: r, firstRow: rows, begin, end, offset, bytes: b, crc });
         rows += r;
-        bodyBytes += b;
+        offset += b;
       }
       if (rows !== n) throw corrupt(`blocks hold ${rows} rows, the header says ${n}`);
-      const bodyStart = 8 + headerLength + table.offset;
-      if (bodyStart + bodyBytes !== buf.length - 4)
-        throw corrupt(`blocks take ${bodyBytes} bytes, the chunk has ${buf.length - 4 - bodyStart}`);
-      for (const b of blocks) b.offset += bodyStart;
+      if (offset !== buf.length) throw corrupt(`blocks end at byte ${offset}, the chunk has ${buf.length}`);
       return new ParsedChunk(data, where, n as number, columns, blocks);
     } catch (error) {
       if (error instanceof SimrecError) throw error;
@@ -549,15 +557,26 @@ export class ParsedChunk {
   /** Decodes block i; only the fields named in `fields` when given (t and step always). */
   decodeBlock(i: number, fields?: ReadonlySet<string>): ColumnBatch {
     const ref = this.blocks[i]!;
-    const corrupt = (why: string): SimrecError =>
-      new SimrecError('io', `${this.where}: corrupt chunk (block ${i}: ${why})`);
+    const bytes = this.checkedBlock(i);
     try {
-      const bytes = this.data.subarray(ref.offset, ref.offset + ref.bytes);
       return decodeBlockBytes(bytes, ref.rows, ref.begin, this.columns, fields);
     } catch (error) {
       if (error instanceof SimrecError) throw error;
-      throw corrupt((error as Error).message);
+      throw new SimrecError('io', `${this.where}: corrupt chunk (block ${i}: ${(error as Error).message})`);
     }
+  }
+
+  /** Block i's bytes, once its checksum holds. */
+  private checkedBlock(i: number): Uint8Array {
+    const ref = this.blocks[i]!;
+    const bytes = this.data.subarray(ref.offset, ref.offset + ref.bytes);
+    const actual = crc32(bytes);
+    if (actual !== ref.crc)
+      throw new SimrecError(
+        'io',
+        `${this.where}: corrupt chunk (block ${i}: checksum mismatch: stored ${hex(ref.crc)}, computed ${hex(actual)}; the stored bytes are damaged)`,
+      );
+    return bytes;
   }
 
   /** The whole chunk as one batch (the blocks' columns concatenated). */
@@ -571,18 +590,23 @@ export class ParsedChunk {
 
   /** The encoded blocks, to be concatenated into a larger chunk without decoding them. */
   encodedBlocks(): EncodedBlock[] {
-    return this.blocks.map((b) => ({
+    return this.blocks.map((b, i) => ({
       rows: b.rows,
       begin: b.begin,
       end: b.end,
-      bytes: this.data.subarray(b.offset, b.offset + b.bytes),
+      bytes: this.checkedBlock(i),
     }));
   }
 }
 
 /** An encoded block on its own (a tail block about to be packed again with its neighbours). */
 export function decodeEncodedBlock(block: EncodedBlock, columns: readonly ChunkColumn[]): ColumnBatch {
-  return decodeBlockBytes(block.bytes, block.rows, block.begin, columns, undefined);
+  try {
+    return decodeBlockBytes(block.bytes, block.rows, block.begin, columns, undefined);
+  } catch (error) {
+    if (error instanceof SimrecError) throw error;
+    throw new SimrecError('io', `corrupt block (${(error as Error).message})`);
+  }
 }
 
 const hex = (v: number): string => `0x${v.toString(16).padStart(8, '0')}`;
