@@ -272,13 +272,15 @@ describe('stream tails', () => {
     }));
     let id = 0;
     let tailBytes = 0;
+    const tails = [];
     for (let i = 0; i < rows.length; i += 10) {
-      const { chunk, blocks } = tail.append(samplesToColumns(rows.slice(i, i + 10), STATE_FIELDS));
+      const { chunk } = tail.append(samplesToColumns(rows.slice(i, i + 10), STATE_FIELDS));
       tailBytes += chunk.data.length;
-      tail.appended(++id, blocks);
+      tails.push(openChunk(chunk.data, 'tail').decodeAll());
+      tail.appended(++id, chunk.count);
     }
     assert.ok(tail.dueForSeal);
-    const sealed = tail.seal()!;
+    const sealed = tail.seal(tails)!;
     assert.equal(sealed.replaces.length, 100);
     assert.deepEqual(
       sealed.chunks.map((c) => c.count),

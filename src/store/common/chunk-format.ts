@@ -587,16 +587,6 @@ export class ParsedChunk {
       this.columns,
     );
   }
-
-  /** The encoded blocks, to be concatenated into a larger chunk without decoding them. */
-  encodedBlocks(): EncodedBlock[] {
-    return this.blocks.map((b, i) => ({
-      rows: b.rows,
-      begin: b.begin,
-      end: b.end,
-      bytes: this.checkedBlock(i),
-    }));
-  }
 }
 
 /** An encoded block on its own (a tail block about to be packed again with its neighbours). */

@@ -1,11 +1,5 @@
 import type { ColumnBatch, ColumnValues } from '../../model/columns.js';
-import {
-  ParsedChunk,
-  concatBatches,
-  isChunkV2,
-  type ChunkColumn,
-  type EncodedBlock,
-} from './chunk-format.js';
+import { ParsedChunk, concatBatches, isChunkV2, type ChunkColumn } from './chunk-format.js';
 import { decodeChunk as decodeChunkV1, type DecodedChunk } from './chunk-v1.js';
 import { LruCache } from './lru-cache.js';
 
@@ -17,12 +11,11 @@ export interface ChunkView {
   blockAtOrBefore(t: number): number;
   decodeBlock(i: number, fields?: ReadonlySet<string>): ColumnBatch;
   decodeAll(fields?: ReadonlySet<string>): ColumnBatch;
-  encodedBlocks(): EncodedBlock[];
 }
 
 /** Opens a chunk of either layout; damage is an `io` error naming `where`. */
 export function openChunk(data: Uint8Array, where: string): ChunkView {
-  return isChunkV2(data) ? ParsedChunk.parse(data, where) : new V1Chunk(decodeChunkV1(data, where), where);
+  return isChunkV2(data) ? ParsedChunk.parse(data, where) : new V1Chunk(decodeChunkV1(data, where));
 }
 
 /** A chunk of the first layout: one block, decoded whole (it has no blocks, nor a checksum). */
@@ -31,10 +24,7 @@ class V1Chunk implements ChunkView {
   readonly columns: ChunkColumn[];
   readonly blocks: { rows: number; firstRow: number; begin: number; end: number }[];
   private readonly batch: ColumnBatch;
-  private readonly where: string;
-
-  constructor(decoded: DecodedChunk, where: string) {
-    this.where = where;
+  constructor(decoded: DecodedChunk) {
     this.n = decoded.n;
     this.columns = decoded.columns.map((c) => ({
       name: c.name,
@@ -77,10 +67,6 @@ class V1Chunk implements ChunkView {
 
   decodeAll(fields?: ReadonlySet<string>): ColumnBatch {
     return this.decodeBlock(0, fields);
-  }
-
-  encodedBlocks(): EncodedBlock[] {
-    throw new Error(`${this.where}: a chunk of simrec 0.1.0's layout cannot be merged into a new one`);
   }
 }
 

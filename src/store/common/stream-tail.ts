@@ -3,7 +3,6 @@ import type { FieldDecl, FieldType, InferredField } from '../../model/stream.js'
 import {
   assembleChunk,
   concatBatches,
-  decodeEncodedBlock,
   encodeBlock,
   type ChunkColumn,
   type EncodedBlock,
@@ -45,7 +44,6 @@ export class StreamTail<Id> {
   private readonly columns: ChunkColumn[];
   private readonly indexOf = new Map<string, number>();
   private readonly extras: InferredField[];
-  private blocks: EncodedBlock[] = [];
   private rowCount = 0;
   /** The tail chunks (their ids in the backend) that a seal replaces. */
   private chunkIds: Id[] = [];
@@ -70,33 +68,29 @@ export class StreamTail<Id> {
     return this.extras.map((f) => ({ ...f }));
   }
 
-  get tailChunkIds(): readonly Id[] {
-    return this.chunkIds;
-  }
-
-  /** Adopts tail chunks already in the store (a writer that reopens a run, crash recovery). */
-  adopt(id: Id, blocks: EncodedBlock[]): void {
+  /**
+   * Counts a tail chunk in (one this tail wrote, or one already in the store: a writer that reopens a
+   * run, crash recovery). Its samples stay in the store, not in memory, until the seal reads them.
+   */
+  adopt(id: Id, rows: number): void {
     this.chunkIds.push(id);
-    for (const b of blocks) {
-      this.blocks.push(b);
-      this.rowCount += b.rows;
-    }
+    this.rowCount += rows;
   }
 
   /**
    * Encodes a batch as the tail chunk of one commit. Returns it, whether the tail is now due to be
    * sealed, and whether the undeclared fields changed (their list is kept with the stream).
    */
-  append(input: ColumnBatch): { chunk: ChunkToWrite; blocks: EncodedBlock[]; extrasChanged: boolean } {
+  append(input: ColumnBatch): { chunk: ChunkToWrite; extrasChanged: boolean } {
     const { batch: fitted, changed: extrasChanged } = this.learn(input);
     const batch = fitted;
     const blocks = [encodeBlock(batch, this.columns, this.indexOf, 0, batch.t.length, 'raw')];
-    return { chunk: this.chunkOf(blocks), blocks, extrasChanged };
+    return { chunk: this.chunkOf(blocks), extrasChanged };
   }
 
-  /** Records that the tail chunk of `blocks` was written as `id`. */
-  appended(id: Id, blocks: EncodedBlock[]): void {
-    this.adopt(id, blocks);
+  /** Records that the tail chunk of `rows` samples was written as `id`. */
+  appended(id: Id, rows: number): void {
+    this.adopt(id, rows);
   }
 
   /** Samples in the tail. */
@@ -114,21 +108,16 @@ export class StreamTail<Id> {
 
   /**
    * The sealed chunks (about `chunkSamples` rows each, packed blocks of `maxBlockRows`) that replace the
-   * tail chunks. Call `sealed()` once the replacement is durable.
+   * tail chunks, given their samples (decoded, oldest first). Call `sealed()` once it is durable.
    */
-  seal(): { chunks: ChunkToWrite[]; replaces: Id[] } | null {
+  seal(tails: readonly ColumnBatch[]): { chunks: ChunkToWrite[]; replaces: Id[] } | null {
     if (this.chunkIds.length === 0) return null;
-    return { chunks: this.pack(this.blocks), replaces: this.chunkIds.slice() };
+    return { chunks: this.packBatch(concatBatches(tails, this.columns)), replaces: this.chunkIds.slice() };
   }
 
-  /** Blocks (raw or packed) decoded and packed again, in chunks of about chunkSamples rows. */
-  private pack(blocks: readonly EncodedBlock[]): ChunkToWrite[] {
-    return this.packBatch(
-      concatBatches(
-        blocks.map((b) => decodeEncodedBlock(b, this.columns)),
-        this.columns,
-      ),
-    );
+  /** The tail chunks' ids, oldest first: the caller reads them (decoded) for `seal`. */
+  get tailIds(): readonly Id[] {
+    return this.chunkIds;
   }
 
   /** A batch (its columns already learnt) packed in chunks of about chunkSamples rows. */
@@ -159,7 +148,6 @@ export class StreamTail<Id> {
   }
 
   sealed(): void {
-    this.blocks = [];
     this.rowCount = 0;
     this.chunkIds = [];
   }

@@ -75,11 +75,11 @@ export class SqliteChunkWriter {
             if (n === 0) continue;
             const entry = this.tailOf(run, stream);
             touched.push(entry);
-            const { chunk, blocks, extrasChanged } = entry.tail.append(batch);
+            const { chunk, extrasChanged } = entry.tail.append(batch);
             const id = Number(
               insert.run(entry.key, chunk.begin, chunk.end, chunk.count, 0, chunk.data).lastInsertRowid,
             );
-            entry.tail.appended(id, blocks);
+            entry.tail.appended(id, n);
             counters.run(n, batch.t[0]!, batch.t[n - 1]!, entry.key);
             if (extrasChanged) this.saveExtras(entry.key, entry.tail.extraFields);
             if (entry.tail.dueForSeal) this.due.add(entry);
@@ -171,7 +171,14 @@ export class SqliteChunkWriter {
   }
 
   private sealTail(entry: TailEntry): void {
-    const seal = entry.tail.seal();
+    const read = this.stmt('SELECT data FROM chunks WHERE id = ?');
+    const tails = entry.tail.tailIds.map((id) => {
+      const row = read.get(id) as Row | undefined;
+      if (!row)
+        throw new SimrecError('io', `${this.location}: tail chunk ${id} of run ${entry.run} vanished`);
+      return openChunk(row.data as Buffer, `${this.location} run ${entry.run} chunk ${id}`).decodeAll();
+    });
+    const seal = entry.tail.seal(tails);
     if (seal) {
       const remove = this.stmt('DELETE FROM chunks WHERE id = ?');
       for (const id of seal.replaces) remove.run(id);
@@ -205,18 +212,9 @@ export class SqliteChunkWriter {
     );
     const key = row.key as number;
     const tailRows = this.stmt(
-      'SELECT id, data FROM chunks WHERE stream_key = ? AND sealed = 0 ORDER BY begin_us, id',
+      'SELECT id, count FROM chunks WHERE stream_key = ? AND sealed = 0 ORDER BY begin_us, id',
     ).all(key) as Row[];
-    for (const r of tailRows) {
-      const id = r.id as number;
-      tail.adopt(
-        id,
-        openChunk(
-          r.data as Buffer,
-          `${this.location} run ${run} stream ${stream} chunk ${id}`,
-        ).encodedBlocks(),
-      );
-    }
+    for (const r of tailRows) tail.adopt(r.id as number, r.count as number);
     entry = { run, key, tail };
     streams.set(stream, entry);
     return entry;
