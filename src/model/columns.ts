@@ -90,7 +90,9 @@ function numericMismatch(type: FieldType, v: number): string | null {
 
 /**
  * Validates a batch against its stream's schema, column by column (no object per sample), and returns
- * it in the engine's form (see ColumnValues), copied: the caller may reuse its arrays at once.
+ * it in the engine's form (see ColumnValues). A column already in that form (a Float64Array of valid
+ * values, an array of strings) is returned as it is, not copied: whoever keeps the rows copies them
+ * (RunRecorder does, before it returns), so the caller may reuse its arrays once the append returns.
  * Time must not go backwards from `previousT` nor within the batch.
  */
 export function normalizeColumns(
@@ -190,6 +192,8 @@ function normalizeColumn(
       `stream ${schema.id}: column ${field.name}: expected ${n} values (one per time), got ${values.length}`,
     );
   if (isNumeric(field.type)) {
+    const fast = numericFastPath(field.type, values, n);
+    if (fast) return fast;
     const out = new Float64Array(n);
     const typed = ArrayBuffer.isView(values);
     for (let i = 0; i < n; i++) {
@@ -219,6 +223,7 @@ function normalizeColumn(
     throw invalid(
       `stream ${schema.id}: column ${field.name}: a ${field.type} field needs a plain array, got a typed array`,
     );
+  if (field.type === 'string' && everyString(values as readonly unknown[], n)) return values as unknown[];
   const out = new Array<unknown>(n);
   for (let i = 0; i < n; i++) {
     const v = (values as readonly unknown[])[i];
@@ -233,6 +238,42 @@ function normalizeColumn(
     out[i] = v;
   }
   return out;
+}
+
+/**
+ * The usual case without a copy or a per-value branch on the type: every value present and valid in
+ * the engine's own form (a Float64Array of finite numbers for an f64 field, say). The caller's array is
+ * returned as it is (whoever keeps the rows copies them: the recorder does, at once). Null when any
+ * value needs a look (absent, out of range, another representation): the general path words the error.
+ */
+function numericFastPath(type: FieldType, values: ColumnInput, n: number): Float64Array | null {
+  if (values instanceof Float64Array) {
+    switch (type) {
+      case 'f64':
+        for (let i = 0; i < n; i++) if (values[i]! - values[i]! !== 0) return null; // NaN or +-Infinity
+        return values;
+      case 'i64':
+        for (let i = 0; i < n; i++) if (!Number.isSafeInteger(values[i])) return null;
+        return values;
+      case 'i32':
+        for (let i = 0; i < n; i++) if ((values[i]! | 0) !== values[i]) return null;
+        return values;
+      default:
+        return null;
+    }
+  }
+  if (values instanceof Int32Array && (type === 'i32' || type === 'i64' || type === 'f64'))
+    return Float64Array.from(values);
+  if (values instanceof Float32Array && type === 'f32') {
+    for (let i = 0; i < n; i++) if (values[i]! - values[i]! !== 0) return null;
+    return Float64Array.from(values);
+  }
+  return null;
+}
+
+function everyString(values: readonly unknown[], n: number): boolean {
+  for (let i = 0; i < n; i++) if (typeof values[i] !== 'string') return false;
+  return true;
 }
 
 /** Sample objects as columns (the convenience path; samples already validated by validateSample). */

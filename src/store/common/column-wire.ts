@@ -3,105 +3,135 @@ import type { FieldType } from '../../model/stream.js';
 
 /**
  * Column batches of many streams packed for another thread: every number of every stream in one
- * Float64Array (transferred, not copied), strings as indexes into one table. A commit of 200 actors
- * would otherwise post 2,000 typed arrays and 20,000 strings, and structured cloning them cost more than
- * encoding them.
+ * Float64Array (transferred, not copied), strings as indexes into one table, and each stream's place
+ * in it as a few numbers, its columns' names and kinds shared by every stream with the same ones. A
+ * commit of 200 actors would otherwise post thousands of typed arrays and objects and 20,000 strings,
+ * and structured cloning them cost more than encoding them.
  */
 export interface WireBatches {
   arena: Float64Array;
   strings: string[];
-  streams: WireStream[];
+  /** Column layouts: `name:kind` per column (kind nW = W numbers a row, s = strings, v = values). */
+  layouts: string[][];
+  /** Per stream: its id, its layout, and the types of its undeclared columns when it has any. */
+  streams: { id: string; layout: number; types?: Record<string, FieldType> }[];
+  /** Per stream: n, t offset, step offset, then per column an offset (numbers, strings) or a values index. */
+  places: Float64Array;
+  /** Plain arrays (JSON values), cloned as they are. */
+  values: unknown[][];
 }
-
-interface WireStream {
-  stream: string;
-  n: number;
-  /** Offsets into the arena of t and step. */
-  t: number;
-  step: number;
-  columns: WireColumn[];
-  types?: Record<string, FieldType>;
-}
-
-type WireColumn =
-  | { name: string; kind: 'numbers'; offset: number; length: number }
-  | { name: string; kind: 'strings'; offset: number }
-  | { name: string; kind: 'values'; values: unknown[] };
 
 const STRING_ABSENT = -1;
 
 export function packBatches(appends: readonly { stream: string; batch: ColumnBatch }[]): WireBatches {
   let size = 0;
-  for (const { batch } of appends) {
+  let placeCount = 0;
+  const kinds: string[][] = appends.map(({ batch }) => {
     size += 2 * batch.t.length;
+    const k: string[] = [];
     for (const name in batch.columns) {
       const v = batch.columns[name]!;
-      size += v instanceof Float64Array ? v.length : isStrings(v) ? v.length : 0;
+      const kind =
+        v instanceof Float64Array
+          ? `n${batch.t.length ? v.length / batch.t.length : 1}`
+          : isStrings(v)
+            ? 's'
+            : 'v';
+      if (kind !== 'v') size += v.length;
+      k.push(kind);
     }
-  }
+    placeCount += 3 + k.length;
+    return k;
+  });
   const arena = new Float64Array(size);
+  const places = new Float64Array(placeCount);
   const strings: string[] = [];
   const stringIndex = new Map<string, number>();
+  const layouts: string[][] = [];
+  const layoutIndex = new Map<string, number>();
+  const values: unknown[][] = [];
+  const streams: WireStreams = [];
   let offset = 0;
-  const put = (values: Float64Array): number => {
-    arena.set(values, offset);
-    const at = offset;
-    offset += values.length;
-    return at;
+  let p = 0;
+  const put = (v: Float64Array): number => {
+    arena.set(v, offset);
+    offset += v.length;
+    return offset - v.length;
   };
-  const streams = appends.map(({ stream, batch }): WireStream => {
-    const columns: WireColumn[] = [];
-    for (const name in batch.columns) {
+  appends.forEach(({ stream, batch }, s) => {
+    const names = Object.keys(batch.columns);
+    const layout = names.map((name, c) => `${name}:${kinds[s]![c]}`);
+    const key = layout.join('\n');
+    let index = layoutIndex.get(key);
+    if (index === undefined) {
+      index = layouts.length;
+      layouts.push(layout);
+      layoutIndex.set(key, index);
+    }
+    streams.push(
+      batch.types ? { id: stream, layout: index, types: batch.types } : { id: stream, layout: index },
+    );
+    places[p++] = batch.t.length;
+    places[p++] = put(batch.t);
+    places[p++] = put(batch.step);
+    names.forEach((name, c) => {
       const v = batch.columns[name]!;
-      if (v instanceof Float64Array)
-        columns.push({ name, kind: 'numbers', offset: put(v), length: v.length });
-      else if (isStrings(v)) {
-        const at = offset;
-        for (let i = 0; i < v.length; i++) {
-          const s = v[i] as string | undefined;
-          if (s === undefined) arena[offset++] = STRING_ABSENT;
+      const kind = kinds[s]![c]!;
+      if (kind[0] === 'n') places[p++] = put(v as Float64Array);
+      else if (kind === 'v') {
+        places[p++] = values.length;
+        values.push(v as unknown[]);
+      } else {
+        places[p++] = offset;
+        for (const x of v as (string | undefined)[]) {
+          if (x === undefined) arena[offset++] = STRING_ABSENT;
           else {
-            let k = stringIndex.get(s);
+            let k = stringIndex.get(x);
             if (k === undefined) {
               k = strings.length;
-              strings.push(s);
-              stringIndex.set(s, k);
+              strings.push(x);
+              stringIndex.set(x, k);
             }
             arena[offset++] = k;
           }
         }
-        columns.push({ name, kind: 'strings', offset: at });
-      } else columns.push({ name, kind: 'values', values: v });
-    }
-    const wire: WireStream = { stream, n: batch.t.length, t: put(batch.t), step: put(batch.step), columns };
-    if (batch.types) wire.types = batch.types;
-    return wire;
+      }
+    });
   });
-  return { arena, strings, streams };
+  return { arena, strings, layouts, streams, places, values };
 }
 
+type WireStreams = WireBatches['streams'];
+
 export function unpackBatches(wire: WireBatches): { stream: string; batch: ColumnBatch }[] {
-  const { arena, strings } = wire;
+  const { arena, strings, places } = wire;
+  const layouts = wire.layouts.map((l) =>
+    l.map((c) => {
+      const at = c.lastIndexOf(':');
+      return { name: c.slice(0, at), kind: c.slice(at + 1) };
+    }),
+  );
+  let p = 0;
   return wire.streams.map((s) => {
+    const n = places[p++]!;
+    const t = arena.subarray(places[p]!, places[p++]! + n);
+    const step = arena.subarray(places[p]!, places[p++]! + n);
     const columns: Record<string, ColumnValues> = {};
-    for (const c of s.columns) {
-      if (c.kind === 'numbers') columns[c.name] = arena.subarray(c.offset, c.offset + c.length);
-      else if (c.kind === 'strings') {
-        const out = new Array<unknown>(s.n);
-        for (let i = 0; i < s.n; i++) {
-          const k = arena[c.offset + i]!;
+    for (const { name, kind } of layouts[s.layout]!) {
+      const at = places[p++]!;
+      if (kind === 'v') columns[name] = wire.values[at]!;
+      else if (kind === 's') {
+        const out = new Array<unknown>(n);
+        for (let i = 0; i < n; i++) {
+          const k = arena[at + i]!;
           out[i] = k === STRING_ABSENT ? undefined : strings[k];
         }
-        columns[c.name] = out;
-      } else columns[c.name] = c.values;
+        columns[name] = out;
+      } else columns[name] = arena.subarray(at, at + n * Number(kind.slice(1)));
     }
-    const batch: ColumnBatch = {
-      t: arena.subarray(s.t, s.t + s.n),
-      step: arena.subarray(s.step, s.step + s.n),
-      columns,
-    };
+    const batch: ColumnBatch = { t, step, columns };
     if (s.types) batch.types = s.types;
-    return { stream: s.stream, batch };
+    return { stream: s.id, batch };
   });
 }
 
