@@ -2,6 +2,7 @@ export * from './errors.js';
 export * from './json.js';
 export * from './run.js';
 export * from './stream.js';
+export * from './columns.js';
 export * from './catalog.js';
 export * from './attachment.js';
 export * from './units.js';
