@@ -119,8 +119,8 @@ export async function readSoloDataset(
       description: describe(r, where),
       format: 'JSON',
       kind: classifyAnnotationDefinition({ id, type, name: id }),
-      spec: Array.isArray(r.spec) ? r.spec : [],
     };
+    if (Array.isArray(r.spec)) def.spec = r.spec;
     if (def.kind === 'generic')
       warn(
         where,
@@ -134,12 +134,8 @@ export async function readSoloDataset(
   metricRows.forEach((r, i) => {
     const where = `metric_definitions.json: metricDefinitions[${i}]`;
     const id = readId(r.id, `${where}.id`);
-    const def: MetricDefinition = {
-      id,
-      name: id,
-      description: describe(r, where),
-      spec: Array.isArray(r.spec) ? r.spec : [],
-    };
+    const def: MetricDefinition = { id, name: id, description: describe(r, where) };
+    if (Array.isArray(r.spec)) def.spec = r.spec;
     const extra = extraFields(r, ['id', 'description', 'definition', 'spec']);
     if (extra) def.extra = extra;
     metricDefinitions.set(id, def);
@@ -172,10 +168,11 @@ export async function readSoloDataset(
         if (!sensors.has(sensorId)) {
           warn(
             `${where}.id`,
-            `sensor ${sensorId} is not in sensor_definitions.json; a sensor is made from the capture`,
+            `sensor ${sensorId} is not in sensor_definitions.json; its captures are kept under it, an export does not declare it`,
           );
           sensors.set(sensorId, {
             id: sensorId,
+            declared: false,
             modality: 'camera',
             ego: null,
             description: readString(c.description, `${where}.description`),
