@@ -151,7 +151,18 @@ export async function readSoloDataset(
       const shownAs = `${sequenceDir}/${name}`;
       const frame = await readJsonFile(join(root, sequenceDir, name), shownAs);
       if (!isObject(frame)) throw invalid(`${shownAs}: expected a frame object`);
-      const sequence = String(frame.sequence ?? SEQUENCE_DIR.exec(sequenceDir)![1]);
+      // The folder says which sequence a frame is in: pysolotools finds frames by folder. A frame
+      // whose own `sequence` disagrees (pysolotools' sample says 0 in sequence.1) keeps what it said.
+      const sequence = SEQUENCE_DIR.exec(sequenceDir)![1]!;
+      const frameInfo: JsonObject = {};
+      if (typeof frame.frame === 'number') frameInfo.frame = frame.frame;
+      if (frame.sequence !== undefined && String(frame.sequence) !== sequence) {
+        frameInfo.sequence = frame.sequence;
+        warn(
+          `${shownAs}: sequence`,
+          `says ${String(frame.sequence)} in folder ${sequenceDir}; the folder is taken`,
+        );
+      }
       const step =
         frame.step === undefined
           ? Number(FRAME_FILE.exec(name)![1])
@@ -244,7 +255,11 @@ export async function readSoloDataset(
           'projection',
           'annotations',
         ]);
-        if (extra) capture.extra = { capture: extra };
+        if (extra || Object.keys(frameInfo).length)
+          capture.extra = {
+            ...(extra ? { capture: extra } : {}),
+            ...(Object.keys(frameInfo).length ? { frame: frameInfo } : {}),
+          };
         captures.push(capture);
       });
       const frameMetrics = Array.isArray(frame.metrics) ? frame.metrics : [];
