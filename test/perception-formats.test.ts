@@ -193,15 +193,12 @@ describe('Perception legacy import', () => {
     // What the files declare: 2 sensors, 1 ego. Sensors 1 and 2, which only captures name, keep their
     // captures but are not declared; ego 1 stays a reference in the captures that name it.
     assert.equal(result.sensors, 2);
-    assert.deepEqual(
-      d.sensors.map((s) => [s.id, s.declared !== false]).sort(),
-      [
-        ['1', false],
-        ['2', false],
-        ['6fb1a823-5b83-4a79-b566-fe4435ec1942', true],
-        ['b4f6a75e-12de-4b4c-9574-5b135cecac6f', true],
-      ],
-    );
+    assert.deepEqual(d.sensors.map((s) => [s.id, s.declared !== false]).sort(), [
+      ['1', false],
+      ['2', false],
+      ['6fb1a823-5b83-4a79-b566-fe4435ec1942', true],
+      ['b4f6a75e-12de-4b4c-9574-5b135cecac6f', true],
+    ]);
     assert.deepEqual(
       d.egos.map((e) => e.id),
       ['4f80234d-4342-420f-9187-07004613cd1f'],
