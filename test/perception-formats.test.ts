@@ -177,7 +177,7 @@ describe('Perception legacy import', () => {
       );
     // Mixed id types: sensors 1 and 2 and ego 1 are not the UUIDs of sensors.json and egos.json.
     has(/captures_001\.json: captures\[0\]\.sensor\.sensor_id: sensor 1 is not in sensors\.json/);
-    has(/captures_000\.json: captures\[0\]\.ego\.ego_id: ego 1 is not in egos\.json/);
+    has(/captures_000\.json: captures\[0\]\.ego\.ego_id: ego 1 is not in egos\.json; .*no ego is made/);
     // Annotation files that do not exist (the real ones are spelt "sementic_segmantation").
     has(/annotations\/semantic_segmentation_000\.png does not exist/);
     // 3D and 2D box annotations sharing one id.
@@ -190,20 +190,30 @@ describe('Perception legacy import', () => {
     has(/captures\[1\]\.sensor\.rotation: quaternion \[0,0,0,0\] has length 0\.000/);
     has(/camera_intrinsic: not the top-left 3x3 of a perspective projection/);
     const d = await loadDataset(store, result.run.id);
-    assert.deepEqual(d.sensors.map((s) => s.id).sort(), [
-      '1',
-      '2',
-      '6fb1a823-5b83-4a79-b566-fe4435ec1942',
-      'b4f6a75e-12de-4b4c-9574-5b135cecac6f',
+    // What the files declare: 2 sensors, 1 ego. Sensors 1 and 2, which only captures name, keep their
+    // captures but are not declared; ego 1 stays a reference in the captures that name it.
+    assert.equal(result.sensors, 2);
+    assert.deepEqual(d.sensors.map((s) => [s.id, s.declared !== false]).sort(), [
+      ['1', false],
+      ['2', false],
+      ['6fb1a823-5b83-4a79-b566-fe4435ec1942', true],
+      ['b4f6a75e-12de-4b4c-9574-5b135cecac6f', true],
     ]);
+    assert.deepEqual(
+      d.egos.map((e) => e.id),
+      ['4f80234d-4342-420f-9187-07004613cd1f'],
+    );
+    assert.equal(d.captures.find((c) => c.ego?.id === '1')?.sensor, 'b4f6a75e-12de-4b4c-9574-5b135cecac6f');
     // The lidar annotation has no values key; the others carry values: null.
     const lidar = d.captures.find((c) => c.id === '4b35a47a-3f63-4af3-b0e8-e68cb384ad75')!;
     assert.equal(lidar.annotations[0]!.kind, 'semantic_segmentation');
     assert.equal(lidar.annotations[0]!.values, undefined);
-    // Sensor 1 and ego 1 share an id; the sensor's actor gets a prefix, its Perception id stays.
     const actors = await store.listActors(result.run.id);
-    assert.ok(actors.some((a) => a.id === 'sensor:1' && a.kind === 'sensor'));
-    assert.ok(actors.some((a) => a.id === '1' && a.kind === 'ego'));
+    assert.ok(actors.some((a) => a.id === '1' && a.kind === 'sensor'));
+    assert.deepEqual(
+      actors.filter((a) => a.kind === 'ego').map((a) => a.id),
+      ['4f80234d-4342-420f-9187-07004613cd1f'],
+    );
     assert.equal(
       d.metrics.map((m) => (m.annotation ? 'annotation' : m.capture ? 'capture' : 'run')).join(),
       'capture,capture,annotation',

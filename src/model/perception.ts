@@ -61,7 +61,8 @@ export interface AnnotationDefinition {
   /** The file format of its annotation files (PNG, PCD) or JSON for values only. */
   format: string;
   kind: AnnotationKind;
-  spec: JsonValue[];
+  /** Absent when the source has none (an export must not add `"spec": []`). */
+  spec?: JsonValue[];
   /** Fields of the source the model has no name for, kept as they came. */
   extra?: JsonObject;
 }
@@ -70,7 +71,7 @@ export interface MetricDefinition {
   id: string;
   name: string;
   description: string;
-  spec: JsonValue[];
+  spec?: JsonValue[];
   extra?: JsonObject;
 }
 
@@ -125,6 +126,11 @@ export interface PerceptionCapture {
 
 export interface PerceptionSensor {
   id: string;
+  /**
+   * False for a sensor no table declares, known only because captures name it (the mock's sensor 1):
+   * its captures need a stream, so it is kept in the run, but an export does not declare it either.
+   */
+  declared?: boolean;
   modality: string;
   /** The ego's Perception id, null for a sensor on no ego (SOLO). */
   ego: string | null;
@@ -170,6 +176,23 @@ export interface PerceptionDatasetInfo {
   sequences: string[];
   /** SOLO's metadata.json, or anything else the source says about the dataset. */
   metadata?: JsonObject;
+  /**
+   * The model keeps ids as strings; these were JSON integers in the source (the mock's definition
+   * ids, sensor 1, ego 1), so that an export writes them back as integers: datasetinsights compares
+   * ids with `==`, and `filter(1)` finds nothing in `"1"`.
+   */
+  integerIds?: Partial<Record<IdNamespace, string[]>>;
+}
+
+export const ID_NAMESPACES = ['sensor', 'ego', 'annotation_definition', 'metric_definition'] as const;
+export type IdNamespace = (typeof ID_NAMESPACES)[number];
+
+/** Model ids as their source typed them: an integer if it was one there. */
+export function sourceIds(
+  info: PerceptionDatasetInfo,
+): (namespace: IdNamespace, id: string) => string | number {
+  const sets = new Map(ID_NAMESPACES.map((n) => [n, new Set(info.integerIds?.[n] ?? [])] as const));
+  return (namespace, id) => (sets.get(namespace)!.has(id) ? Number(id) : id);
 }
 
 // ---- how it is kept in a run ----------------------------------------------------------------------

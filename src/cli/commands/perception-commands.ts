@@ -8,6 +8,7 @@ import {
 } from '../../formats/perception/index.js';
 import { perceptionStats, writeHeatmapPng } from '../../formats/perception/perception-stats.js';
 import { importSolo } from '../../formats/solo/read-solo.js';
+import { exportSolo } from '../../formats/solo/write-solo.js';
 import { exportYolo } from '../../formats/yolo/export-yolo.js';
 import type { StoreBackend } from '../../model/store-port.js';
 import { parseRunId } from '../args.js';
@@ -110,12 +111,11 @@ export function registerPerceptionCommands(program: Command): void {
     importPerception,
   );
   registerExport(perception, 'perception', "Perception's legacy dataset", exportPerception);
-  registerImport(
-    program.command('solo').description("Unity Perception's SOLO dataset (sequence.N/stepM.frame_data.json)"),
-    'solo',
-    'a SOLO dataset folder (holding metadata.json and sequence.N/)',
-    importSolo,
-  );
+  const solo = program
+    .command('solo')
+    .description("Unity Perception's SOLO dataset (sequence.N/stepM.frame_data.json)");
+  registerImport(solo, 'solo', 'a SOLO dataset folder (holding metadata.json and sequence.N/)', importSolo);
+  registerExport(solo, 'solo', "Perception's SOLO dataset (what pysolotools reads)", exportSolo);
 
   registerExport(
     program.command('coco').description('COCO instances and keypoints JSON'),

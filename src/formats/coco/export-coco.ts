@@ -11,6 +11,7 @@ import type { StoreBackend } from '../../model/store-port.js';
 import { labelKey, labelledExport, type LabelledImage } from '../perception/labelled-images.js';
 import type { LoadedDataset } from '../perception/perception-run.js';
 import { isObject, type Warn } from '../perception/source-values.js';
+import { keypointTemplates, keypointXY } from '../perception/value-shapes.js';
 import { copyAttachments, writeFileAtomic } from '../perception/write-perception.js';
 
 export interface CocoExportResult {
@@ -100,10 +101,13 @@ export async function exportCoco(
 }
 
 /**
- * Perception's keypoint values `{label_id, instance_id, template_guid, keypoints: [{index, x, y,
- * state}]}` as COCO person_keypoints: `[x, y, v]` per template point, v = state (0 absent, 1 occluded,
- * 2 visible, as in COCO). The category is the template; the box is the instance's 2D box if it has
- * one, else the keypoints' extent.
+ * Perception's keypoint values as COCO person_keypoints: `[x, y, v]` per template point, v = state (0
+ * absent, 1 occluded, 2 visible, as in COCO), from the legacy `{template_guid, keypoints: [{index, x,
+ * y, state}]}` or SOLO's `{keypoints: [{index, location: [x, y], state}]}` with the annotation's
+ * `templateId`. The category is the template, with its point names and skeleton (1-based, as COCO
+ * numbers them) from the legacy definition's `spec` or SOLO's `template`. The box is the 2D box of the
+ * same instance id in the same capture (the labelers agree on instance ids, not on order), else the
+ * visible keypoints' extent.
  */
 function keypointAnnotations(
   dataset: LoadedDataset,
@@ -112,21 +116,14 @@ function keypointAnnotations(
   const templates = new Map<string, { id: number; name: string; names: string[]; skeleton: number[][] }>();
   for (const def of dataset.annotationDefinitions) {
     if (def.kind !== 'keypoints') continue;
-    for (const t of def.spec) {
-      if (!isObject(t)) continue;
-      const points = Array.isArray(t.key_points) ? t.key_points.filter(isObject) : [];
-      const names = points
-        .slice()
-        .sort((a, b) => Number(a.index ?? 0) - Number(b.index ?? 0))
-        .map((p) => String(p.label ?? p.index));
-      const skeleton = (Array.isArray(t.skeleton) ? t.skeleton.filter(isObject) : []).map((s) => [
-        Number(s.joint1 ?? 0) + 1,
-        Number(s.joint2 ?? 0) + 1,
-      ]);
-      const key = String(t.template_id ?? def.id);
-      if (!templates.has(key))
-        templates.set(key, { id: templates.size + 1, name: String(t.template_name ?? key), names, skeleton });
-    }
+    for (const t of keypointTemplates(def))
+      if (!templates.has(t.id))
+        templates.set(t.id, {
+          id: templates.size + 1,
+          name: t.name,
+          names: t.names,
+          skeleton: t.skeleton.map(([a, b]) => [a + 1, b + 1]),
+        });
   }
   const annotations: JsonObject[] = [];
   images.forEach((image, i) => {
@@ -134,7 +131,8 @@ function keypointAnnotations(
       if (a.kind !== 'keypoints' || !a.values) continue;
       for (const v of a.values) {
         if (!isObject(v) || !Array.isArray(v.keypoints)) continue;
-        const template = templates.get(String(v.template_guid ?? v.template_id ?? a.definition)) ??
+        const templateId = v.template_guid ?? v.template_id ?? a.extra?.templateId ?? a.definition;
+        const template = templates.get(String(templateId)) ??
           templates.values().next().value ?? { id: 1, name: 'keypoints', names: [], skeleton: [] };
         const flat: number[] = [];
         let count = 0;
@@ -145,9 +143,7 @@ function keypointAnnotations(
         const n = Math.max(template.names.length, ...[...byIndex.keys()].map((k) => k + 1));
         for (let j = 0; j < n; j++) {
           const k = byIndex.get(j);
-          const x = isObject(k) ? Number(k.x ?? 0) : 0;
-          const y = isObject(k) ? Number(k.y ?? 0) : 0;
-          const state = isObject(k) ? Number(k.state ?? 0) : 0;
+          const [x, y, state] = isObject(k) ? keypointXY(k) : [0, 0, 0];
           flat.push(x, y, state);
           if (state > 0) {
             count++;

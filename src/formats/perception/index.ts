@@ -54,7 +54,8 @@ export async function importDataset(
   return {
     run,
     ...datasetCounts(dataset),
-    sensors: dataset.sensors.length,
+    // Sensors only captures name are kept for their captures but are not the dataset's.
+    sensors: dataset.sensors.filter((s) => s.declared !== false).length,
     warnings,
   };
 }

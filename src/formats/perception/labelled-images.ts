@@ -5,7 +5,7 @@
 import type { AnnotationDefinition, Box2D, ImageSize, PerceptionCapture } from '../../model/perception.js';
 import { captureBoxes } from '../../model/perception.js';
 import type { StoreBackend } from '../../model/store-port.js';
-import { readImageSize } from './image-files.js';
+import { isImageFormat, mediaTypeFromName, readImageSize } from './image-files.js';
 import { loadDataset, type LoadedDataset } from './perception-run.js';
 import type { Warn } from './source-values.js';
 import { requireEmptyTarget } from './write-perception.js';
@@ -17,6 +17,14 @@ export interface LabelledImage {
   size: ImageSize;
   /** Clipped to the image; boxes wholly outside it are left out. */
   boxes: Box2D[];
+}
+
+/** How many 2D boxes and keypoint instances a capture carries. */
+function imageLabels(capture: PerceptionCapture): number {
+  let n = 0;
+  for (const a of capture.annotations)
+    if ((a.kind === 'bbox2d' || a.kind === 'keypoints') && a.values) n += a.values.length;
+  return n;
 }
 
 export interface Label {
@@ -35,7 +43,21 @@ export async function labelledImages(
   for (const capture of dataset.captures) {
     const file = capture.file;
     const where = `capture ${capture.id}`;
-    if (file === undefined || !attachments.get(file)?.mediaType.startsWith('image/')) continue;
+    if (file === undefined || !attachments.get(file)?.mediaType.startsWith('image/')) {
+      // A capture that is not an image (a lidar's point cloud) is no COCO or YOLO material; one that
+      // should have been, or that carries image labels, is dropped with a word saying so.
+      const labels = imageLabels(capture);
+      const claimsImage =
+        isImageFormat(capture.format) || (file !== undefined && mediaTypeFromName(file).startsWith('image/'));
+      if (labels || claimsImage)
+        warn(
+          where,
+          file === undefined
+            ? `has no image file; its ${labels} labels (2D boxes, keypoints) are left out`
+            : `image ${file} was not imported (${attachments.has(file) ? 'it is not an image' : 'it was missing when the dataset was imported'}); the capture${labels ? ` and its ${labels} labels (2D boxes, keypoints)` : ''} ${labels ? 'are' : 'is'} left out`,
+        );
+      continue;
+    }
     let size = capture.imageSize;
     if (!size) {
       const data = (await store.getAttachment(dataset.run.id, file))?.data;
@@ -83,7 +105,7 @@ export function boxLabels(
   };
   for (const def of definitions)
     if (def.kind === 'bbox2d')
-      for (const s of def.spec)
+      for (const s of def.spec ?? [])
         if (typeof s === 'object' && s !== null && !Array.isArray(s)) add(s.label_id, s.label_name);
   for (const image of images) for (const b of image.boxes) add(b.labelId ?? b.label, b.label);
   const labels = [...byKey.values()];

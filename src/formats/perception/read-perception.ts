@@ -5,7 +5,7 @@
  * vectors, absent or null optional fields, int or float time stamps, several instance folders merged.
  * Dangling references are warnings naming the file and JSON path; malformed data is an error.
  */
-import { readdir } from 'node:fs/promises';
+import { access, readdir } from 'node:fs/promises';
 import { basename, dirname, join, relative, resolve } from 'node:path';
 import { invalid } from '../../model/errors.js';
 import type { JsonObject, JsonValue } from '../../model/json.js';
@@ -16,6 +16,7 @@ import {
   type AnnotationKind,
   type CameraIntrinsics,
   type EgoState,
+  type IdNamespace,
   type MetricDefinition,
   type PerceptionAnnotation,
   type PerceptionCapture,
@@ -66,6 +67,54 @@ async function findDatasetFolders(dir: string): Promise<string[]> {
   return found.sort();
 }
 
+/** How many file names of a folder's first captures file are tried to tell its layout. */
+const LAYOUT_PROBE_NAMES = 20;
+
+/**
+ * The folder a dataset folder's file names are relative to. Unity's writer puts its tables in
+ * `Dataset<guid>/` with the images in sibling folders (`RGB<guid>/rgb_2.png`): names start from the
+ * parent. A flat dataset (datasetinsights' keypoint sample) has the tables beside `annotations/` and
+ * `captures/`: names start from the folder itself. The names the first captures file gives decide;
+ * when none of them exists either way, a folder named Dataset* is the writer's layout.
+ */
+async function fileNamesBase(folder: string): Promise<string> {
+  const parent = dirname(folder);
+  const usual = /^Dataset/i.test(basename(folder)) ? parent : folder;
+  const first = (await readdir(folder))
+    .filter((e) => TABLE_FILE.exec(e)?.[1] === 'captures')
+    .sort((a, b) => Number(TABLE_FILE.exec(a)![2]) - Number(TABLE_FILE.exec(b)![2]))[0];
+  if (first === undefined) return usual;
+  const names: string[] = [];
+  let json: JsonValue;
+  try {
+    json = await readJsonFile(join(folder, first), first);
+  } catch {
+    return usual; // the first pass reads it again and reports what is wrong with it
+  }
+  const rows = isObject(json) && Array.isArray(json.captures) ? json.captures : [];
+  for (const row of rows) {
+    if (names.length >= LAYOUT_PROBE_NAMES) break;
+    if (!isObject(row)) continue;
+    if (typeof row.filename === 'string') names.push(row.filename);
+    if (Array.isArray(row.annotations))
+      for (const a of row.annotations)
+        if (isObject(a) && typeof a.filename === 'string') names.push(a.filename);
+  }
+  const exists = async (base: string, name: string): Promise<boolean> =>
+    access(resolve(base, name.replace(/\\/g, '/'))).then(
+      () => true,
+      () => false,
+    );
+  let inParent = 0;
+  let inFolder = 0;
+  for (const name of names) {
+    if (await exists(parent, name)) inParent++;
+    if (await exists(folder, name)) inFolder++;
+  }
+  if (inParent === inFolder) return usual;
+  return inFolder > inParent ? folder : parent;
+}
+
 interface TableFile {
   path: string;
   shownAs: string;
@@ -99,9 +148,11 @@ export async function readPerceptionDataset(dir: string, warn: Warn): Promise<Re
   const folders = await findDatasetFolders(top);
   if (folders.length === 0)
     throw invalid(`${dir}: no captures_*.json or metrics_*.json found; not a Perception dataset folder`);
-  // File names in captures are relative to the folder holding Dataset/; if DIR is Dataset/ itself,
-  // that is its parent.
-  const root = folders.includes(top) ? dirname(top) : top;
+  const bases = new Map<string, string>();
+  for (const folder of folders) bases.set(folder, await fileNamesBase(folder));
+  // Attachment names are relative to DIR, or to its parent when DIR is a Dataset/ folder whose file
+  // names start from its parent.
+  const root = bases.get(top) === dirname(top) ? dirname(top) : top;
   const show = (path: string): string => relative(root, path) || basename(path);
 
   const reader = new DatasetReader(root, warn);
@@ -130,7 +181,7 @@ export async function readPerceptionDataset(dir: string, warn: Warn): Promise<Re
           table,
           path: join(folder, name),
           shownAs: show(join(folder, name)),
-          base: dirname(folder),
+          base: bases.get(folder)!,
         }));
     captureFiles.push(...numbered('captures'));
     metricFiles.push(...numbered('metrics'));
@@ -294,6 +345,9 @@ class DatasetReader {
   private readonly metricDefinitions = new Map<string, MetricDefinition>();
   private readonly captureIds = new Set<string>();
   private readonly versions = new Map<string, string>();
+  private readonly integerIds = new Map<IdNamespace, Set<string>>();
+  /** Egos that captures name and egos.json does not declare, warned about once each. */
+  private readonly danglingEgos = new Set<string>();
   private readonly root: string;
   private warn: Warn;
 
@@ -307,6 +361,21 @@ class DatasetReader {
     this.warn = () => {};
   }
 
+  /** An id, remembering that it was an integer in the source so that an export writes one. */
+  private id(namespace: IdNamespace, v: unknown, where: string): string {
+    const id = readId(v, where);
+    if (typeof v === 'number') {
+      let set = this.integerIds.get(namespace);
+      if (!set) this.integerIds.set(namespace, (set = new Set()));
+      set.add(id);
+    }
+    return id;
+  }
+
+  private optionalId(namespace: IdNamespace, v: unknown, where: string): string | undefined {
+    return v === undefined || v === null ? undefined : this.id(namespace, v, where);
+  }
+
   noteVersion(file: TableFile): void {
     if (file.version !== undefined && !this.versions.has(file.version))
       this.versions.set(file.version, file.shownAs);
@@ -316,7 +385,9 @@ class DatasetReader {
     file.rows.forEach((row, i) => {
       const where = `${file.shownAs}: ${table}[${i}]`;
       if (!isObject(row)) throw invalid(`${where}: expected an object`);
-      const id = readId(row.id, `${where}.id`);
+      const namespace: IdNamespace =
+        table === 'egos' ? 'ego' : table === 'sensors' ? 'sensor' : (table.replace(/s$/, '') as IdNamespace);
+      const id = this.id(namespace, row.id, `${where}.id`);
       const description = readString(row.description, `${where}.description`);
       const put = <T>(map: Map<string, T>, value: T): void => {
         if (map.has(id)) this.warn(where, `id ${id} is defined again; the later definition is kept`);
@@ -333,7 +404,7 @@ class DatasetReader {
           const sensor: PerceptionSensor = {
             id,
             modality: readString(row.modality, `${where}.modality`, 'unknown'),
-            ego: readOptionalId(row.ego_id, `${where}.ego_id`) ?? null,
+            ego: this.optionalId('ego', row.ego_id, `${where}.ego_id`) ?? null,
             description,
           };
           const extra = extraFields(row, ['id', 'ego_id', 'modality', 'description']);
@@ -348,8 +419,9 @@ class DatasetReader {
             description,
             format: readString(row.format, `${where}.format`, 'JSON'),
             kind: classifyAnnotationDefinition({ id, name }),
-            spec: readSpec(row.spec, `${where}.spec`),
           };
+          const spec = readSpec(row.spec, `${where}.spec`);
+          if (spec) def.spec = spec;
           if (def.kind === 'generic')
             this.warn(
               where,
@@ -360,12 +432,9 @@ class DatasetReader {
           return put(this.annotationDefinitions, def);
         }
         case 'metric_definitions': {
-          const def: MetricDefinition = {
-            id,
-            name: readString(row.name, `${where}.name`),
-            description,
-            spec: readSpec(row.spec, `${where}.spec`),
-          };
+          const def: MetricDefinition = { id, name: readString(row.name, `${where}.name`), description };
+          const spec = readSpec(row.spec, `${where}.spec`);
+          if (spec) def.spec = spec;
           const extra = extraFields(row, ['id', 'name', 'description', 'spec']);
           if (extra) def.extra = extra;
           return put(this.metricDefinitions, def);
@@ -381,9 +450,9 @@ class DatasetReader {
     this.captureIds.add(id);
     const s = row.sensor;
     if (!isObject(s)) throw invalid(`${where}.sensor: expected an object`);
-    const sensorId = readId(s.sensor_id, `${where}.sensor.sensor_id`);
+    const sensorId = this.id('sensor', s.sensor_id, `${where}.sensor.sensor_id`);
     const modality = readString(s.modality, `${where}.sensor.modality`, 'unknown');
-    const sensorEgo = readOptionalId(s.ego_id, `${where}.sensor.ego_id`);
+    const sensorEgo = this.optionalId('ego', s.ego_id, `${where}.sensor.ego_id`);
     const capture: PerceptionCapture = {
       id,
       sensor: sensorId,
@@ -492,7 +561,7 @@ class DatasetReader {
   private readEgo(v: JsonValue | undefined, where: string): EgoState | undefined {
     if (v === undefined || v === null) return undefined;
     if (!isObject(v)) throw invalid(`${where}: expected an object`);
-    const id = readId(v.ego_id, `${where}.ego_id`);
+    const id = this.id('ego', v.ego_id, `${where}.ego_id`);
     const position = readVector(v.translation, `${where}.translation`) ?? [0, 0, 0];
     const rotation = readQuaternion(v.rotation, `${where}.rotation`) ?? [0, 0, 0, 1];
     this.checkQuaternion(rotation, `${where}.rotation`);
@@ -504,9 +573,12 @@ class DatasetReader {
     const acceleration = readVector(v.acceleration, `${where}.acceleration`);
     if (velocity) ego.velocity = unityToCanonicalPosition(velocity);
     if (acceleration) ego.acceleration = unityToCanonicalPosition(acceleration);
-    if (!this.egos.has(id)) {
-      this.warn(`${where}.ego_id`, `ego ${id} is not in egos.json; an ego is made for it`);
-      this.egos.set(id, { id, description: '' });
+    if (!this.egos.has(id) && !this.danglingEgos.has(id)) {
+      this.danglingEgos.add(id);
+      this.warn(
+        `${where}.ego_id`,
+        `ego ${id} is not in egos.json; the capture keeps the reference, no ego is made for it`,
+      );
     }
     return ego;
   }
@@ -521,8 +593,11 @@ class DatasetReader {
         );
       return;
     }
-    this.warn(where, `sensor ${id} is not in sensors.json; a sensor is made from the capture`);
-    this.sensors.set(id, { id, modality, ego, description: '' });
+    this.warn(
+      where,
+      `sensor ${id} is not in sensors.json; its captures are kept under it, an export does not declare it`,
+    );
+    this.sensors.set(id, { id, declared: false, modality, ego, description: '' });
   }
 
   private checkQuaternion(q: number[] | undefined, where: string): void {
@@ -535,7 +610,11 @@ class DatasetReader {
   private readAnnotation(a: JsonValue, where: string, base: string): PerceptionAnnotation {
     if (!isObject(a)) throw invalid(`${where}: expected an object`);
     const id = readId(a.id, `${where}.id`);
-    const definition = readId(a.annotation_definition, `${where}.annotation_definition`);
+    const definition = this.id(
+      'annotation_definition',
+      a.annotation_definition,
+      `${where}.annotation_definition`,
+    );
     const def = this.annotationDefinitions.get(definition);
     let kind: AnnotationKind = def?.kind ?? 'generic';
     if (!def) {
@@ -562,14 +641,20 @@ class DatasetReader {
             ? a.values.map((v, i) => readBox2D(v, `${where}.values[${i}]`))
             : a.values;
     }
-    const extra = extraFields(a, ['id', 'annotation_definition', 'filename', 'values']);
+    // A null filename or values is kept as written (the mock writes both; Unity's writer omits them).
+    const extra = extraFields(a, [
+      'id',
+      'annotation_definition',
+      ...(a.filename === null ? [] : ['filename']),
+      ...(a.values === null ? [] : ['values']),
+    ]);
     if (extra) annotation.extra = extra;
     return annotation;
   }
 
   readMetric(row: JsonValue, where: string): PerceptionMetric {
     if (!isObject(row)) throw invalid(`${where}: expected an object`);
-    const definition = readId(row.metric_definition, `${where}.metric_definition`);
+    const definition = this.id('metric_definition', row.metric_definition, `${where}.metric_definition`);
     if (!this.metricDefinitions.has(definition))
       this.warn(`${where}.metric_definition`, `definition ${definition} is not in metric_definitions.json`);
     const metric: PerceptionMetric = {
@@ -608,9 +693,17 @@ class DatasetReader {
       );
     const sequences = layOutSequences(captures);
     resolveMetricTimes(captures, metrics, this.warn);
+    for (const sensor of this.sensors.values())
+      if (sensor.declared !== false && sensor.ego !== null && !this.egos.has(sensor.ego))
+        this.warn(
+          'sensors.json',
+          `sensor ${sensor.id} names ego ${sensor.ego}, which egos.json does not declare`,
+        );
     const info: PerceptionDataset['info'] = { layout: 'perception', sequences };
     const version = this.versions.keys().next().value;
     if (version !== undefined) info.version = version;
+    if (this.integerIds.size)
+      info.integerIds = Object.fromEntries([...this.integerIds].map(([n, ids]) => [n, [...ids].sort()]));
     return {
       info,
       egos: [...this.egos.values()],
@@ -627,8 +720,8 @@ function readInteger(v: unknown, where: string): number {
   return n;
 }
 
-function readSpec(v: JsonValue | undefined, where: string): JsonValue[] {
-  if (v === undefined || v === null) return [];
+function readSpec(v: JsonValue | undefined, where: string): JsonValue[] | undefined {
+  if (v === undefined || v === null) return undefined;
   if (!Array.isArray(v)) throw invalid(`${where}: expected an array`);
   return v;
 }

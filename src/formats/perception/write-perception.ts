@@ -9,17 +9,30 @@ import { mkdir, readdir, rename, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { conflict } from '../../model/errors.js';
 import type { JsonObject, JsonValue } from '../../model/json.js';
-import type {
-  PerceptionAnnotation,
-  PerceptionCapture,
-  PerceptionMetric,
-  QuaternionTuple,
-  Vec3Tuple,
+import {
+  sourceIds,
+  type AnnotationDefinition,
+  type IdNamespace,
+  type MetricDefinition,
+  type PerceptionAnnotation,
+  type PerceptionCapture,
+  type PerceptionMetric,
+  type QuaternionTuple,
+  type Vec3Tuple,
 } from '../../model/perception.js';
 import type { StoreBackend } from '../../model/store-port.js';
 import { canonicalPositionToUnity, canonicalQuaternionToUnity } from '../../model/units.js';
 import { loadDataset, type LoadedDataset } from './perception-run.js';
 import { isObject, type Warn } from './source-values.js';
+import {
+  labelSpec,
+  legacyAnnotationDefinition,
+  legacyMetricDefinition,
+  legacyMetricValues,
+  legacyValue,
+  metricKind,
+  SOLO_ANNOTATION_KEYS,
+} from './value-shapes.js';
 
 /** Unity's PerceptionEndpoint flushes at this many records (`capturesPerFile`, `metricsPerFile`). */
 export const RECORDS_PER_FILE = 150;
@@ -88,6 +101,7 @@ export async function exportPerception(
 ): Promise<ExportResult> {
   const dataset = await loadDataset(store, runId);
   await requireEmptyTarget(dir, 'a Perception export');
+  const shapes = legacyShapes(dataset);
   const datasetDir = join(dir, 'Dataset');
   const version = dataset.info.version ?? DEFAULT_SCHEMA_VERSION;
   const jsonFiles: string[] = [];
@@ -96,45 +110,49 @@ export async function exportPerception(
     if (!jsonFiles.includes(file)) jsonFiles.push(file);
   };
   const writeDefinitions = async (): Promise<void> => {
+    const { id } = shapes;
     await writeTable(
       'egos.json',
       'egos',
-      dataset.egos.map((e) => ({ id: e.id, description: e.description, ...e.extra })),
+      dataset.egos.map((e) => ({ id: id('ego', e.id), description: e.description, ...e.extra })),
     );
+    // Only what the source declared: a sensor only captures named stays undeclared (a warning on import).
     await writeTable(
       'sensors.json',
       'sensors',
-      dataset.sensors.map((s) => ({
-        id: s.id,
-        ...(s.ego === null ? {} : { ego_id: s.ego }),
-        modality: s.modality,
-        description: s.description,
-        ...s.extra,
-      })),
+      dataset.sensors
+        .filter((s) => s.declared !== false)
+        .map((s) => ({
+          id: id('sensor', s.id),
+          ...(s.ego === null ? {} : { ego_id: id('ego', s.ego) }),
+          modality: s.modality,
+          description: s.description,
+          ...(shapes.solo ? {} : s.extra),
+        })),
     );
     // The writer skips these two when empty.
-    if (dataset.annotationDefinitions.length)
+    if (shapes.annotationDefinitions.length)
       await writeTable(
         'annotation_definitions.json',
         'annotation_definitions',
-        dataset.annotationDefinitions.map((d) => ({
-          id: d.id,
+        shapes.annotationDefinitions.map((d) => ({
+          id: id('annotation_definition', d.id),
           name: d.name,
           description: d.description,
           format: d.format,
-          spec: d.spec,
+          ...(d.spec === undefined ? {} : { spec: d.spec }),
           ...d.extra,
         })),
       );
-    if (dataset.metricDefinitions.length)
+    if (shapes.metricDefinitions.length)
       await writeTable(
         'metric_definitions.json',
         'metric_definitions',
-        dataset.metricDefinitions.map((d) => ({
-          id: d.id,
+        shapes.metricDefinitions.map((d) => ({
+          id: id('metric_definition', d.id),
           name: d.name,
           description: d.description,
-          spec: d.spec,
+          ...(d.spec === undefined ? {} : { spec: d.spec }),
           ...d.extra,
         })),
       );
@@ -159,7 +177,7 @@ export async function exportPerception(
     await writeTable(
       `captures_${String(index).padStart(3, '0')}.json`,
       'captures',
-      chunk.map((c) => captureRecord(c, dataset)),
+      chunk.map((c) => captureRecord(c, dataset, shapes)),
     );
     options.onProgress?.(Math.min(i + RECORDS_PER_FILE, total), total);
   }
@@ -167,7 +185,7 @@ export async function exportPerception(
     await writeTable(
       `metrics_${String(index).padStart(3, '0')}.json`,
       'metrics',
-      dataset.metrics.slice(i, i + RECORDS_PER_FILE).map(metricRecord),
+      dataset.metrics.slice(i, i + RECORDS_PER_FILE).map((m) => metricRecord(m, shapes)),
     );
   await writeDefinitions();
   return { captures: total, metrics: dataset.metrics.length, files, jsonFiles };
@@ -187,11 +205,47 @@ const toUnitySize = (v: Vec3Tuple): Vec3Tuple => [v[1], v[2], v[0]];
 const sub = (extra: JsonObject | undefined, key: string): JsonObject =>
   isObject(extra?.[key]) ? (extra[key] as JsonObject) : {};
 
-function captureRecord(c: PerceptionCapture, dataset: LoadedDataset): JsonObject {
+/**
+ * What the legacy tables are written from: the definitions in legacy shape, ids typed as the source
+ * typed them, and whether the values came from SOLO and need converting (value-shapes.ts).
+ */
+interface LegacyShapes {
+  solo: boolean;
+  id: (namespace: IdNamespace, id: string) => string | number;
+  annotationDefinitions: AnnotationDefinition[];
+  metricDefinitions: MetricDefinition[];
+  metricDefinition: Map<string, MetricDefinition>;
+}
+
+function legacyShapes(dataset: LoadedDataset): LegacyShapes {
+  const solo = dataset.info.layout === 'solo';
+  const labels = labelSpec(dataset.annotationDefinitions);
+  return {
+    solo,
+    id: sourceIds(dataset.info),
+    annotationDefinitions: solo
+      ? dataset.annotationDefinitions.map(legacyAnnotationDefinition)
+      : dataset.annotationDefinitions,
+    metricDefinitions: solo
+      ? dataset.metricDefinitions.map((d) => legacyMetricDefinition(d, labels))
+      : dataset.metricDefinitions,
+    metricDefinition: new Map(dataset.metricDefinitions.map((d) => [d.id, d] as const)),
+  };
+}
+
+/** Capture fields SOLO has and the legacy layout does not (the sensor's `@type`, its description). */
+const SOLO_CAPTURE_KEYS = ['@type', 'description'];
+
+const without = (o: JsonObject, keys: readonly string[]): JsonObject =>
+  Object.fromEntries(Object.entries(o).filter(([k]) => !keys.includes(k)));
+
+function captureRecord(c: PerceptionCapture, dataset: LoadedDataset, shapes: LegacyShapes): JsonObject {
+  const { id } = shapes;
   const sensor = dataset.sensors.find((s) => s.id === c.sensor);
+  const egoId = c.ego?.id ?? sensor?.ego ?? null;
   const sensorBlock: JsonObject = {
-    sensor_id: c.sensor,
-    ego_id: c.ego?.id ?? sensor?.ego ?? null,
+    sensor_id: id('sensor', c.sensor),
+    ego_id: egoId === null ? null : id('ego', egoId),
     modality: sensor?.modality ?? 'unknown',
     translation: c.sensorPose ? toUnityVector(c.sensorPose.position) : null,
     rotation: c.sensorPose ? toUnityRotation(c.sensorPose.rotation) : null,
@@ -207,7 +261,7 @@ function captureRecord(c: PerceptionCapture, dataset: LoadedDataset): JsonObject
     sensor: sensorBlock,
     ego: c.ego
       ? {
-          ego_id: c.ego.id,
+          ego_id: id('ego', c.ego.id),
           translation: toUnityVector(c.ego.pose.position),
           rotation: toUnityRotation(c.ego.pose.rotation),
           velocity: c.ego.velocity ? toUnityVector(c.ego.velocity) : null,
@@ -219,21 +273,29 @@ function captureRecord(c: PerceptionCapture, dataset: LoadedDataset): JsonObject
     format: c.format ?? null,
   };
   // The writer omits an empty annotation list, and an annotation's null filename and values.
-  if (c.annotations.length) record.annotations = c.annotations.map(annotationRecord);
-  return { ...record, ...sub(c.extra, 'capture') };
+  if (c.annotations.length) record.annotations = c.annotations.map((a) => annotationRecord(a, shapes));
+  const captureExtra = sub(c.extra, 'capture');
+  return { ...record, ...(shapes.solo ? without(captureExtra, SOLO_CAPTURE_KEYS) : captureExtra) };
 }
 
-function annotationRecord(a: PerceptionAnnotation): JsonObject {
-  const record: JsonObject = { id: a.id, annotation_definition: a.definition };
+function annotationRecord(a: PerceptionAnnotation, shapes: LegacyShapes): JsonObject {
+  const record: JsonObject = {
+    id: a.id,
+    annotation_definition: shapes.id('annotation_definition', a.definition),
+  };
   if (a.file !== undefined) record.filename = a.file;
-  if (a.values !== undefined) record.values = a.kind === 'bbox3d' ? a.values.map(box3dRecord) : a.values;
-  return { ...record, ...a.extra };
+  if (a.values !== undefined) {
+    // SOLO's 3D boxes become the objects the legacy writer emits (JsonUtility's Vector3).
+    const values = a.kind === 'bbox3d' ? a.values.map((v) => box3dRecord(v, shapes.solo)) : a.values;
+    record.values = shapes.solo ? values.map((v) => legacyValue(a.kind, v, a.extra?.templateId)) : values;
+  }
+  return { ...record, ...(shapes.solo ? without(a.extra ?? {}, SOLO_ANNOTATION_KEYS) : a.extra) };
 }
 
-function box3dRecord(v: JsonValue): JsonValue {
+export function box3dRecord(v: JsonValue, objects = false): JsonValue {
   if (!isObject(v)) return v;
   const { vectors, ...rest } = v;
-  const asObject = vectors === 'object';
+  const asObject = objects || vectors === 'object';
   const shape = (values: number[], keys: string[]): JsonValue =>
     asObject ? Object.fromEntries(keys.map((k, i) => [k, values[i]!])) : values;
   const out: JsonObject = {};
@@ -252,14 +314,17 @@ function box3dRecord(v: JsonValue): JsonValue {
   return out;
 }
 
-function metricRecord(m: PerceptionMetric): JsonObject {
-  return {
+function metricRecord(m: PerceptionMetric, shapes: LegacyShapes): JsonObject {
+  const record: JsonObject = {
     capture_id: m.capture ?? null,
     annotation_id: m.annotation ?? null,
     sequence_id: m.sequence ?? null,
     step: m.step,
-    metric_definition: m.definition,
+    metric_definition: shapes.id('metric_definition', m.definition),
     values: m.values,
-    ...m.extra,
   };
+  if (!shapes.solo) return { ...record, ...m.extra };
+  const def = shapes.metricDefinition.get(m.definition);
+  record.values = legacyMetricValues(metricKind(def), def, m.values);
+  return { ...record, ...without(m.extra ?? {}, ['@type', 'description']) };
 }

@@ -1,17 +1,17 @@
-import { SimrecError } from '../../model/errors.js';
 import type { FormatCodec } from '../../model/codec-port.js';
 import { perceptionImportRun } from '../perception/codec.js';
 import { importSolo } from './read-solo.js';
+import { exportSolo } from './write-solo.js';
 
-/** Unity Perception's SOLO dataset: read only (export writes the legacy layout: `perception`). */
+/** Unity Perception's SOLO dataset, both ways. */
 export const soloCodec: FormatCodec = {
   name: 'solo',
-  description: "Unity Perception's SOLO dataset (sequence.N/stepM.frame_data.json); import only",
+  description: "Unity Perception's SOLO dataset (metadata.json, sequence.N/stepM.frame_data.json)",
   importRun: perceptionImportRun(importSolo),
-  async exportRun() {
-    throw new SimrecError(
-      'unsupported',
-      'solo: export is not supported; export as perception (the legacy layout) instead',
-    );
+  async exportRun(store, run, location, options) {
+    const result = await exportSolo(store, run, location, {
+      warn: (where, message) => options.warn?.(`${where}: ${message}`),
+    });
+    return { details: { ...result } };
   },
 };

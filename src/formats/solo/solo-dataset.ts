@@ -119,8 +119,8 @@ export async function readSoloDataset(
       description: describe(r, where),
       format: 'JSON',
       kind: classifyAnnotationDefinition({ id, type, name: id }),
-      spec: Array.isArray(r.spec) ? r.spec : [],
     };
+    if (Array.isArray(r.spec)) def.spec = r.spec;
     if (def.kind === 'generic')
       warn(
         where,
@@ -134,12 +134,8 @@ export async function readSoloDataset(
   metricRows.forEach((r, i) => {
     const where = `metric_definitions.json: metricDefinitions[${i}]`;
     const id = readId(r.id, `${where}.id`);
-    const def: MetricDefinition = {
-      id,
-      name: id,
-      description: describe(r, where),
-      spec: Array.isArray(r.spec) ? r.spec : [],
-    };
+    const def: MetricDefinition = { id, name: id, description: describe(r, where) };
+    if (Array.isArray(r.spec)) def.spec = r.spec;
     const extra = extraFields(r, ['id', 'description', 'definition', 'spec']);
     if (extra) def.extra = extra;
     metricDefinitions.set(id, def);
@@ -155,7 +151,18 @@ export async function readSoloDataset(
       const shownAs = `${sequenceDir}/${name}`;
       const frame = await readJsonFile(join(root, sequenceDir, name), shownAs);
       if (!isObject(frame)) throw invalid(`${shownAs}: expected a frame object`);
-      const sequence = String(frame.sequence ?? SEQUENCE_DIR.exec(sequenceDir)![1]);
+      // The folder says which sequence a frame is in: pysolotools finds frames by folder. A frame
+      // whose own `sequence` disagrees (pysolotools' sample says 0 in sequence.1) keeps what it said.
+      const sequence = SEQUENCE_DIR.exec(sequenceDir)![1]!;
+      const frameInfo: JsonObject = {};
+      if (typeof frame.frame === 'number') frameInfo.frame = frame.frame;
+      if (frame.sequence !== undefined && String(frame.sequence) !== sequence) {
+        frameInfo.sequence = frame.sequence;
+        warn(
+          `${shownAs}: sequence`,
+          `says ${String(frame.sequence)} in folder ${sequenceDir}; the folder is taken`,
+        );
+      }
       const step =
         frame.step === undefined
           ? Number(FRAME_FILE.exec(name)![1])
@@ -172,10 +179,11 @@ export async function readSoloDataset(
         if (!sensors.has(sensorId)) {
           warn(
             `${where}.id`,
-            `sensor ${sensorId} is not in sensor_definitions.json; a sensor is made from the capture`,
+            `sensor ${sensorId} is not in sensor_definitions.json; its captures are kept under it, an export does not declare it`,
           );
           sensors.set(sensorId, {
             id: sensorId,
+            declared: false,
             modality: 'camera',
             ego: null,
             description: readString(c.description, `${where}.description`),
@@ -247,7 +255,11 @@ export async function readSoloDataset(
           'projection',
           'annotations',
         ]);
-        if (extra) capture.extra = { capture: extra };
+        if (extra || Object.keys(frameInfo).length)
+          capture.extra = {
+            ...(extra ? { capture: extra } : {}),
+            ...(Object.keys(frameInfo).length ? { frame: frameInfo } : {}),
+          };
         captures.push(capture);
       });
       const frameMetrics = Array.isArray(frame.metrics) ? frame.metrics : [];
