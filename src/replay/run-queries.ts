@@ -88,8 +88,10 @@ export async function sceneAt(store: StoreBackend, run: number, args: SceneArgs)
       args.interpolate && after
         ? interpolateSample(before, after, args.t, stateStreams.get(actor.id)!.fields)
         : before;
-    const { t, step: _step, ...fields } = sample;
-    scene.actors.push({ id: actor.id, kind: actor.kind, t, ...fields });
+    // Built key by key: two object spreads per actor were a tenth of a scene's time.
+    const entry: SceneActor = { id: actor.id, kind: actor.kind, t: sample.t };
+    for (const key in sample) if (key !== 't' && key !== 'step') entry[key] = sample[key];
+    scene.actors.push(entry);
   }
   return scene;
 }

@@ -75,6 +75,8 @@ export interface ChunkRef<Id> {
   id: Id;
   begin: number;
   end: number;
+  /** The stream it belongs to, for error messages. */
+  stream?: string;
 }
 
 /**
@@ -208,11 +210,11 @@ export function sliceBatch(
   return { t: batch.t.subarray(from, to), step: batch.step.subarray(from, to), columns: out };
 }
 
-/** A row's place: which chunk, which block, which row of the block. */
+/** A row's place: which chunk, which block (decoded), which row of the block. */
 export interface RowAt<Id> {
   ref: ChunkRef<Id>;
   view: ChunkView;
-  block: number;
+  batch: ColumnBatch;
   row: number;
 }
 
@@ -235,13 +237,13 @@ export function bracketRows<Id>(
     const b = view.blockAtOrBefore(t);
     const batch = decode(ref, view, b);
     const row = lastAtOrBefore(batch.t, t);
-    out.before = { ref, view, block: b, row };
+    out.before = { ref, view, batch, row };
     if (row + 1 < batch.t.length) {
-      out.after = { ref, view, block: b, row: row + 1 };
+      out.after = { ref, view, batch, row: row + 1 };
       return out;
     }
     if (b + 1 < view.blocks.length) {
-      out.after = { ref, view, block: b + 1, row: 0 };
+      out.after = { ref, view, batch: decode(ref, view, b + 1), row: 0 };
       return out;
     }
   }
@@ -249,7 +251,7 @@ export function bracketRows<Id>(
   if (next) {
     const view = open(next);
     if (!view) return undefined;
-    out.after = { ref: next, view, block: 0, row: 0 };
+    out.after = { ref: next, view, batch: decode(next, view, 0), row: 0 };
   }
   return out;
 }

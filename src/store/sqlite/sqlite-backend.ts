@@ -439,20 +439,20 @@ export class SqliteBackend implements StoreBackend {
 
   async bracketMany(run: number, args: BracketArgs): Promise<SampleBracket[]> {
     const fields = args.fields ? new Set(args.fields) : undefined;
+    for (const id of args.streams) this.streamMeta(run, id);
+    // Made once for the scene, not per actor: a scene of 200 actors is 200 brackets.
+    const open = (ref: ChunkRef<number>): ChunkView | undefined => this.openChunk(run, ref.stream!, ref.id);
+    const decode = (ref: ChunkRef<number>, view: ChunkView, b: number): ColumnBatch =>
+      this.cache.block(ref.id, view, b, fields);
     return args.streams.map((id) => {
-      const stream = this.streamMeta(run, id);
       // A chunk can vanish under a stale index when another connection merges a tail: look again.
       for (let attempt = 0; ; attempt++) {
-        const rows = bracketRows(
-          this.chunkIndex(run, stream.id),
-          args.t,
-          (ref) => this.openChunk(run, stream.id, ref.id),
-          (ref, view, b) => this.cache.block(ref.id, view, b, fields),
-        );
+        const rows = bracketRows(this.chunkIndex(run, id), args.t, open, decode);
         if (rows || attempt === 3) {
           const bracket: SampleBracket = {};
-          if (rows?.before) bracket.before = this.sampleOf(rows.before, fields);
-          if (rows?.after) bracket.after = this.sampleOf(rows.after, fields);
+          const { before, after } = rows ?? {};
+          if (before) bracket.before = sampleAt(before.batch, before.view.columns, before.row);
+          if (after) bracket.after = sampleAt(after.batch, after.view.columns, after.row);
           return bracket;
         }
         this.forgetRun(run);
@@ -462,13 +462,6 @@ export class SqliteBackend implements StoreBackend {
 
   sampleBracket(run: number, stream: string, t: number): Promise<SampleBracket> {
     return sampleBracketViaMany(this, run, stream, t);
-  }
-
-  private sampleOf(
-    at: { ref: ChunkRef<number>; view: ChunkView; block: number; row: number },
-    fields?: ReadonlySet<string>,
-  ): Sample {
-    return sampleAt(this.cache.block(at.ref.id, at.view, at.block, fields), at.view.columns, at.row);
   }
 
   // ---- attachments ---------------------------------------------------------------------------------
@@ -656,7 +649,12 @@ export class SqliteBackend implements StoreBackend {
       const id = row.stream as string;
       let refs = index.get(id);
       if (!refs) index.set(id, (refs = []));
-      refs.push({ id: row.id as number, begin: row.begin_us as number, end: row.end_us as number });
+      refs.push({
+        id: row.id as number,
+        begin: row.begin_us as number,
+        end: row.end_us as number,
+        stream: id,
+      });
     }
   }
 
