@@ -18,6 +18,7 @@ import { describeRun, sceneAt, streamSamples, trajectory } from '../src/replay/r
 import { isWriterAlive } from '../src/store/common/writer-identity.js';
 import { openStore } from '../src/store/open-store.js';
 import { crashSample } from './helpers/crash-sample.js';
+import { killWriterAfter } from './helpers/kill-writer.js';
 import { REPO_ROOT } from './helpers/paths.js';
 import { join } from 'node:path';
 
@@ -701,27 +702,7 @@ export function runStoreConformance(target: ConformanceTarget): void {
         const location = target.freshLocation();
         const killAfterAcks = 1 + Math.floor(random() * 40);
         const batch = 1 + Math.floor(random() * 50);
-        const child = spawn(
-          process.execPath,
-          [join(REPO_ROOT, 'dist', 'test', 'helpers', 'crash-writer.js'), location, String(batch)],
-          { stdio: ['ignore', 'pipe', 'inherit'] },
-        );
-        const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
-        let acked = 0;
-        let runId = 0;
-        let acks = 0;
-        for await (const line of createInterface({ input: child.stdout! })) {
-          const [word, value] = line.split(' ');
-          if (word === 'run') runId = Number(value);
-          if (word === 'ack') {
-            acked = Number(value);
-            if (++acks >= killAfterAcks) {
-              child.kill('SIGKILL');
-              break;
-            }
-          }
-        }
-        await exited;
+        const { runId, acked, acks } = await killWriterAfter(location, { batch, killAfterAcks });
         const store = await openStore(location);
         try {
           const run = await store.getRun(runId);

@@ -3,10 +3,8 @@
  * stored damage, the columnar append paths, sealing on the writer thread and SIGKILL while it seals.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { chmodSync, copyFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { after, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import { SimrecError } from '../src/model/errors.js';
@@ -19,6 +17,7 @@ import { SqliteBackend } from '../src/store/sqlite/sqlite-backend.js';
 import { SCHEMA_VERSION } from '../src/store/sqlite/sqlite-schema.js';
 import { crashSample } from './helpers/crash-sample.js';
 import { REPO_ROOT, tempDir } from './helpers/paths.js';
+import { killWriterAfter } from './helpers/kill-writer.js';
 import { runCli } from './helpers/run-cli.js';
 
 const dir = tempDir('simrec-engine-');
@@ -279,27 +278,11 @@ describe('sealing', () => {
       const location = fresh();
       const killAfterAcks = 5 + Math.floor(random() * 60);
       const batch = 1 + Math.floor(random() * 30);
-      const child = spawn(
-        process.execPath,
-        [join(REPO_ROOT, 'dist', 'test', 'helpers', 'crash-writer.js'), location, String(batch), '48'],
-        { stdio: ['ignore', 'pipe', 'inherit'] },
-      );
-      const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
-      let acked = 0;
-      let acks = 0;
-      let runId = 0;
-      for await (const line of createInterface({ input: child.stdout! })) {
-        const [word, value] = line.split(' ');
-        if (word === 'run') runId = Number(value);
-        if (word === 'ack') {
-          acked = Number(value);
-          if (++acks >= killAfterAcks) {
-            child.kill('SIGKILL');
-            break;
-          }
-        }
-      }
-      await exited;
+      const { runId, acked, acks } = await killWriterAfter(location, {
+        batch,
+        killAfterAcks,
+        chunkSamples: 48,
+      });
       const db = new Database(location, { readonly: true });
       sawSealed += (db.prepare('SELECT COUNT(*) AS n FROM chunks WHERE sealed = 1').get() as { n: number }).n;
       db.close();

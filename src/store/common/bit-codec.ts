@@ -158,17 +158,23 @@ function choosePredictor(values: Float64Array): FloatPredictor {
     : 'linear';
 }
 
+/** The widest residual of values [g, end): the group's width. */
+function groupWidth(r: Uint32Array, g: number, end: number): number {
+  let width = 0;
+  for (let i = g; i < end; i++) {
+    const s = significantBits(r[2 * i]!, r[2 * i + 1]!);
+    if (s > width) width = s;
+  }
+  return width;
+}
+
 /** Bits the packing would take, to choose a predictor per column without writing both. */
 function packedBits(r: Uint32Array, n: number): number {
   let bits = 0;
   let previous = 0;
   for (let g = 1; g < n; g += GROUP) {
     const end = Math.min(n, g + GROUP);
-    let width = 0;
-    for (let i = g; i < end; i++) {
-      const s = significantBits(r[2 * i]!, r[2 * i + 1]!);
-      if (s > width) width = s;
-    }
+    const width = groupWidth(r, g, end);
     const d = width - previous;
     bits += (d >= -3 && d <= 3 ? 3 : 10) + width * (end - g);
     previous = width;
@@ -190,11 +196,7 @@ export function packFloat64(values: Float64Array): { predictor: FloatPredictor; 
   let last = 0;
   for (let g = 1; g < n; g += GROUP) {
     const end = Math.min(n, g + GROUP);
-    let width = 0;
-    for (let i = g; i < end; i++) {
-      const s = significantBits(r[2 * i]!, r[2 * i + 1]!);
-      if (s > width) width = s;
-    }
+    const width = groupWidth(r, g, end);
     writeWidth(out, width, last);
     last = width;
     if (width <= 32) for (let i = g; i < end; i++) out.write(r[2 * i]!, width);
