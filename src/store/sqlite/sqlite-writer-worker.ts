@@ -21,7 +21,7 @@ configureConnection(db, config.durability);
 // times between checkpoints is copied into the database once (the default, 1,000 pages, checkpointed
 // every few commits at 200 actors). Bounded: the WAL is reused, not grown, after each checkpoint.
 db.pragma('wal_autocheckpoint = 8192');
-db.pragma('cache_size = -16384');
+db.pragma('cache_size = -4096');
 const writer = new SqliteChunkWriter(db, config.location, config.tail, config.durability);
 
 /**
