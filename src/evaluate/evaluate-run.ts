@@ -44,6 +44,8 @@ export interface EvaluationOptions {
   speedingTolerance?: number;
   /** Write the metrics and events into the run (default true). */
   store?: boolean;
+  /** Each frame's metrics as they are computed (what the `evaluation` stream stores). */
+  onFrame?: (sample: Sample) => void;
   signal?: AbortSignal;
   onProgress?: (fraction: number) => void;
 }
@@ -576,6 +578,7 @@ export async function evaluateRun(
     for (const m of LIMSIM_METRICS)
       if (typeof sample[m] === 'number') sample[`${m}Score`] = limsimScore(m, sample[m] as number);
     samples.push(sample);
+    options.onFrame?.(sample);
     previousSpeed = speed;
     previousAccel = accel;
     previousT = t;

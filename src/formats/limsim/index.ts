@@ -1,4 +1,6 @@
+import { evaluateRun } from '../../evaluate/evaluate-run.js';
 import type { FormatCodec } from '../../model/codec-port.js';
+import type { Sample } from '../../model/stream.js';
 import { exportLimSim } from './limsim-writer.js';
 import { importLimSim } from './limsim-reader.js';
 
@@ -14,7 +16,17 @@ export const limsimCodec: FormatCodec = {
     return { run, details: { variant, rows } };
   },
   async exportRun(store, run, location, options) {
-    const { rows, resampled } = await exportLimSim(store, run, location, options);
-    return { details: { rows, resampled } };
+    // LimSim's recorder always fills evaluationINFO (its report.py fails on an empty one): a run
+    // not yet evaluated is, in LimSim's mode, for the file only (nothing is stored in the run).
+    const evaluate = async (): Promise<Sample[]> => {
+      const frames: Sample[] = [];
+      await evaluateRun(store, run, { mode: 'limsim', store: false, onFrame: (s) => frames.push(s) });
+      return frames;
+    };
+    const { rows, resampled, evaluation } = await exportLimSim(store, run, location, {
+      ...options,
+      evaluate,
+    });
+    return { details: { rows, resampled, evaluation } };
   },
 };
