@@ -19,6 +19,7 @@ import {
   orientation,
   type LimsimMetric,
 } from './limsim-formulas.js';
+import { LimSimLanes } from '../roadnet/limsim/limsim-geometry.js';
 import { LIMSIM_TTC, SIMREC_TTC, timeToCollision, type MovingBox } from './time-to-collision.js';
 
 /**
@@ -225,6 +226,35 @@ function headingAt(lane: RoadLane, s: number): number {
   return 0;
 }
 
+/**
+ * LimSim's orientation reference (RealTimeEvaluation._evaluate_orientation): on a normal lane, the
+ * spline's yaw at the stored lane position; within 10 frames of a lane change it moves a tenth of
+ * the way per frame from the old reference toward the new lane's, and takes it once within 1e-3.
+ * On a junction lane the reference stays. Its state is LimSim's ref_yaw and new_yaw.
+ */
+class LimSimOrientation {
+  private refYaw = 0;
+  private newYaw = 0;
+  private readonly laneHistory: string[] = [];
+  update(lanes: LimSimLanes, lane: string, lanePos: number, yaw: number): number {
+    this.laneHistory.push(lane);
+    if (this.laneHistory.length > 100) this.laneHistory.shift();
+    const spline = lanes.isNormal(lane) ? lanes.spline(lane) : undefined;
+    if (spline) {
+      const h = this.laneHistory;
+      const target = spline.yaw(lanePos);
+      if (h.length >= 11 && h[h.length - 1] !== h[h.length - 11]) {
+        this.newYaw += 0.1 * (target - this.refYaw);
+        if (Math.abs(target - this.newYaw) < 1e-3) this.refYaw = target;
+      } else {
+        this.refYaw = target;
+        this.newYaw = target;
+      }
+    }
+    return orientation(yaw, this.newYaw);
+  }
+}
+
 interface RoadContext {
   net: RoadNetwork;
   index: LaneIndex;
@@ -322,6 +352,8 @@ export async function evaluateRun(
     skipped.push('red-light violations: the run has no traffic-light state streams');
 
   const ttcOptions = mode === 'limsim' ? LIMSIM_TTC : SIMREC_TTC;
+  const limsimLanes = mode === 'limsim' && road ? new LimSimLanes(road.net) : undefined;
+  const limsimOrientation = new LimSimOrientation();
   const agentRadius = mode === 'limsim' ? 50 : 100;
   const trackers = {
     collision: new EpisodeTracker('collision'),
@@ -471,6 +503,15 @@ export async function evaluateRun(
           previousNormalLane = lane.id;
         }
         if (yawRef !== null) sample.orientation = orientation(yaw, yawRef);
+        // LimSim's own numbers: against its splines, at the lane and position the run stored.
+        const limsimLane = limsimLanes && ego.lane[i] ? ego.lane[i]! : undefined;
+        const spline = limsimLane === undefined ? undefined : limsimLanes!.spline(limsimLane);
+        if (limsimLane !== undefined && spline) {
+          const s = ego.lanePos[i] ?? spline.toFrenet(x, y).s;
+          // LimSim compares the position with the ego's half width, not the lane's.
+          sample.offset = s > spline.length || s < ego.width / 2 ? 0 : offset(spline.toFrenet(x, y).d);
+          sample.orientation = limsimOrientation.update(limsimLanes!, limsimLane, s, yaw);
+        }
         if (lane.speedLimit !== undefined) {
           sample.speedLimit = lane.speedLimit;
           if (speed > lane.speedLimit + tolerance) {

@@ -8,6 +8,7 @@ import type { StoreBackend } from '../../model/store-port.js';
 import type { Sample, StreamInfo } from '../../model/stream.js';
 import { describeRun } from '../../replay/run-queries.js';
 import { loadRoadNetwork } from '../../roadnet/roadnet-attachment.js';
+import { LimSimLanes } from '../../roadnet/limsim/limsim-geometry.js';
 import { LaneIndex } from '../../roadnet/spatial-index.js';
 import { formatNetBoundary, formatRoute, formatStartTime, parseStartTime } from './limsim-encodings.js';
 import { onFrameGrid, type FrameSample } from './limsim-frames.js';
@@ -227,6 +228,7 @@ function evaluationStream(ego: ActorInfo | undefined, byId: Map<string, StreamIn
  */
 class LaneLocator {
   private index: LaneIndex | undefined;
+  private geometry: LimSimLanes | undefined;
   private readonly network: RoadNetwork | undefined;
   readonly edgeOf = new Map<string, string>();
   /** Each internal lane of a crossing: the crossing's first internal lane, and the length before it. */
@@ -240,14 +242,19 @@ class LaneLocator {
   }
   /**
    * LimSim builds geometry only for the `via` lane of a link between two normal lanes. SUMO splits a
-   * turn that yields inside the junction into two internal lanes (`:J_4_0`, then `:J_8_0` after the
-   * internal junction); LimSim's recorder, not finding the second among the route's lanes, matches
-   * the vehicle to the first and counts its position along the turn. Its evaluation has no lane for
-   * the second (`'NoneType' object has no attribute 's'`).
+   * turn that yields inside the junction into two internal lanes (`:J_4_0`, then `:J_30_0` after the
+   * internal junction); LimSim's evaluation has no lane for the second (`'NoneType' object has no
+   * attribute 's'`). LimSim's recorder, not finding the second among the route's lanes, matches the
+   * vehicle to a junction lane within 2 m and writes its position along that lane's spline: so does
+   * simrec, with the link the vehicle drives (LimSim takes whichever lane within 2 m its set
+   * iteration gives last, which with two turning lanes side by side can be the neighbour).
    */
-  junctionLane(lane: string, lanePos: number): { lane: string; lanePos: number } {
+  junctionLane(lane: string, lanePos: number, x: number, y: number): { lane: string; lanePos: number } {
     const first = this.crossing.get(lane);
-    return first ? { lane: first.lane, lanePos: first.before + lanePos } : { lane, lanePos };
+    if (!first || first.lane === lane) return { lane, lanePos };
+    this.geometry ??= new LimSimLanes(this.network!);
+    const spline = this.geometry.spline(first.lane);
+    return { lane: first.lane, lanePos: spline ? spline.toFrenet(x, y).s : first.before + lanePos };
   }
   locate(x: number, y: number): { lane: string; lanePos: number } {
     if (this.network) {
@@ -295,7 +302,7 @@ function vehicleFrames(
           : 0);
     const found =
       typeof s.lane === 'string' ? { lane: s.lane, lanePos: num(s.lanePos) ?? 0 } : locator.locate(x, y);
-    const at = locator.junctionLane(found.lane, found.lanePos);
+    const at = locator.junctionLane(found.lane, found.lanePos, x, y);
     const edge = locator.edge(at.lane);
     if (edge !== undefined) {
       if (!declared && route[route.length - 1] !== edge) route.push(edge);
