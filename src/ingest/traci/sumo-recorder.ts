@@ -367,6 +367,7 @@ export async function recordSumo(store: StoreBackend, options: SumoRecordOptions
             // Vehicles out of the area are declared when they enter it, long after they departed.
             attributes: departedAttributes.get(r.id) ?? vehicleAttributes(r),
           });
+          departedAttributes.delete(r.id);
         }
         const sample: Sample = { t, step, x: s.x, y: s.y, z: s.z, yaw: s.yaw, speed: s.speed };
         for (const [key, v] of [
