@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { recordDemoRun } from '../src/demo/demo-run.js';
 import { recordSyntheticRun } from '../src/demo/synthetic-run.js';
+import { evaluationFrames } from '../src/evaluate/evaluate-run.js';
 import { limsimCodec } from '../src/formats/limsim/index.js';
 import { exportLimSim } from '../src/formats/limsim/limsim-writer.js';
 import { recordSumo } from '../src/ingest/traci/sumo-recorder.js';
@@ -84,7 +85,9 @@ describe("a LimSim export: what LimSim's replay, interactive replay and report n
   it('computes evaluationINFO in LimSim mode when the run has none, without storing it', async () => {
     const run = await recordSyntheticRun(tests.store, { duration: 3, vehicles: 2 });
     const file = join(tests.dir, 'evaluated-on-export.db');
-    const { details } = await limsimCodec.exportRun(tests.store, run.id, file, {});
+    const { details } = await limsimCodec.exportRun(tests.store, run.id, file, {
+      evaluate: (id) => evaluationFrames(tests.store, id, 'limsim'),
+    });
     assert.equal(details.evaluation, 'computed');
     const rows = tableRows(file, 'evaluationINFO');
     assert.deepEqual(

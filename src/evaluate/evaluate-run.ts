@@ -716,6 +716,20 @@ export async function evaluateRun(
   };
 }
 
+/**
+ * The run's ego scored frame by frame, nothing stored: what a format that always carries scores
+ * (LimSim's evaluationINFO) writes for a run not yet evaluated.
+ */
+export async function evaluationFrames(
+  store: StoreBackend,
+  runId: number,
+  mode: EvaluationMode,
+): Promise<Sample[]> {
+  const frames: Sample[] = [];
+  await evaluateRun(store, runId, { mode, store: false, onFrame: (s) => frames.push(s) });
+  return frames;
+}
+
 /** How far behind a stopped vehicle (front to front, m) another stopped one on its lane is in its queue. */
 const QUEUE_SPACING = 15;
 

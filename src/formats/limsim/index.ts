@@ -1,6 +1,4 @@
-import { evaluateRun } from '../../evaluate/evaluate-run.js';
 import type { FormatCodec } from '../../model/codec-port.js';
-import type { Sample } from '../../model/stream.js';
 import { exportLimSim } from './limsim-writer.js';
 import { importLimSim } from './limsim-reader.js';
 
@@ -16,16 +14,10 @@ export const limsimCodec: FormatCodec = {
     return { run, details: { variant, rows } };
   },
   async exportRun(store, run, location, options) {
-    // LimSim's recorder always fills evaluationINFO (its report.py fails on an empty one): a run
-    // not yet evaluated is, in LimSim's mode, for the file only (nothing is stored in the run).
-    const evaluate = async (): Promise<Sample[]> => {
-      const frames: Sample[] = [];
-      await evaluateRun(store, run, { mode: 'limsim', store: false, onFrame: (s) => frames.push(s) });
-      return frames;
-    };
+    const { evaluate, ...rest } = options;
     const { rows, resampled, evaluation } = await exportLimSim(store, run, location, {
-      ...options,
-      evaluate,
+      ...rest,
+      ...(evaluate ? { evaluate: () => evaluate(run) } : {}),
     });
     return { details: { rows, resampled, evaluation } };
   },

@@ -154,7 +154,9 @@ export async function exportLimSim(
       );
     for (const light of lights)
       insert('trafficLightStates', lightRows(light, await read(signalStream(light, byId)!, NONE), network));
-    const stored = evaluationStream(ego, byId);
+    // An empty one (a LimSim file whose evaluationINFO was empty) is as good as none.
+    const found = evaluationStream(ego, byId);
+    const stored = found && found.samples > 0 ? found : undefined;
     if (stored) {
       insert('evaluationINFO', evaluationRows(await read(stored, NONE)));
       evaluation = 'stored';
