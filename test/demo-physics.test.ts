@@ -339,6 +339,104 @@ describe('simrec demo: route files on their networks', () => {
   });
 });
 
+describe('simrec demo: lane changes', () => {
+  // corridor: -E10's lane links only to E3_0, and only E3_2 leads on to E11, so the route -E10 E3 E11
+  // needs two lane changes on E3 (SUMO drives it so). It used to be refused ("no connection").
+  const corridor = fixture('limsim-networks', 'corridor', 'corridor.net.xml');
+
+  it('changes lanes before the junction to follow its route, smoothly', async () => {
+    const file = join(dir.path, 'lane-change.rou.xml');
+    writeFileSync(
+      file,
+      '<routes><vehicle id="lc" depart="0"><route edges="-E10 E3 E11"/></vehicle></routes>',
+    );
+    const run = await record({ net: corridor, routes: [file], duration: 60, seed: 1 });
+    assert.deepEqual(run.warnings, []);
+    const samples = run.states.get('lc')!;
+    const e3Length = run.net.lanes.find((l) => l.id === 'E3_0')!.length;
+    const lanes = samples.map((s) => s.lane as string).filter((l, i, all) => l !== all[i - 1]);
+    const onE3 = lanes.filter((l) => l.startsWith('E3_'));
+    assert.deepEqual(onE3, ['E3_0', 'E3_1', 'E3_2'], lanes.join(' '));
+    assert.ok(lanes.includes('E11_2') || lanes.at(-1)!.startsWith(':'), lanes.join(' '));
+    assert.ok(samples.at(-1)!.lane === 'E11_2' || samples.length < 600, 'reaches E11 in time');
+    // No jump: each step moves the centre about as far as the speed says (a lane change adds at most
+    // 0.11 m sideways), in the direction it heads.
+    for (let k = 1; k < samples.length; k++) {
+      const a = samples[k - 1]!;
+      const b = samples[k]!;
+      const dx = (b.x as number) - (a.x as number);
+      const dy = (b.y as number) - (a.y as number);
+      const moved = Math.hypot(dx, dy);
+      const expected = (((a.speed as number) + (b.speed as number)) / 2) * 0.1;
+      assert.ok(
+        Math.abs(moved - expected) <= 0.05,
+        `step ${b.step}: moved ${moved.toFixed(3)} m, ${expected.toFixed(3)} m expected`,
+      );
+      // On E3, straight, where it changes lanes, up to 5 m before the junction (the heading looks
+      // 2.5 m ahead, and on a bend a step's chord is off the heading anyway).
+      const straight = (s: Sample): boolean =>
+        String(s.lane).startsWith('E3_') && (s.lanePos as number) < e3Length - 5;
+      if (moved > 0.3 && straight(a) && straight(b)) {
+        const off = Math.abs(
+          Math.atan2(
+            Math.sin(Math.atan2(dy, dx) - (b.yaw as number)),
+            Math.cos(Math.atan2(dy, dx) - (b.yaw as number)),
+          ),
+        );
+        assert.ok(off < 0.05, `step ${b.step}: heading ${off.toFixed(3)} rad off the direction moved`);
+      }
+    }
+    assertNoOverlap(run);
+  });
+
+  it('makes a lane change only into a gap: minGap to the leader, and a 1 s headway for the follower', async () => {
+    const file = join(dir.path, 'busy.rou.xml');
+    writeFileSync(
+      file,
+      `<routes>
+        <flow id="lc" begin="0" end="40" period="3" from="-E10" to="E11"/>
+        <flow id="on" begin="0" end="40" period="2" from="E0" to="E12" departLane="2"/>
+      </routes>`,
+    );
+    const run = await record({ net: corridor, routes: [file], duration: 50, seed: 2 });
+    const byStep = new Map<
+      number,
+      { id: string; lane: string; pos: number; length: number; speed: number }[]
+    >();
+    for (const [id, samples] of run.states) {
+      const actor = run.actors.get(id);
+      if (!isVehicle(actor)) continue;
+      for (const s of samples) {
+        const at = { id, lane: s.lane as string, pos: s.lanePos as number, length: actor!.extents!.length };
+        byStep.set(s.step, [...(byStep.get(s.step) ?? []), { ...at, speed: s.speed as number }]);
+      }
+    }
+    const lanes = new Map(run.net.lanes.map((l) => [l.id, l]));
+    let changes = 0;
+    for (const [id, samples] of run.states) {
+      if (!id.startsWith('lc')) continue;
+      for (let k = 1; k < samples.length; k++) {
+        const from = lanes.get(samples[k - 1]!.lane as string)!;
+        const to = lanes.get(samples[k]!.lane as string)!;
+        if (from.function !== 'normal' || from.edge !== to.edge || from.id === to.id) continue;
+        changes++;
+        const me = byStep.get(samples[k]!.step)!.find((v) => v.id === id)!;
+        for (const o of byStep.get(samples[k]!.step)!) {
+          if (o.id === id || o.lane !== to.id) continue;
+          const ahead = o.pos - o.length / 2 - (me.pos + me.length / 2);
+          const behind = me.pos - me.length / 2 - (o.pos + o.length / 2);
+          assert.ok(
+            ahead >= 2.5 - 0.5 || behind >= 2.5 + o.speed * 1 - 1.5,
+            `${id} into ${to.id} at step ${samples[k]!.step}: ${o.id} ${ahead.toFixed(2)} m ahead / ${behind.toFixed(2)} m behind`,
+          );
+        }
+      }
+    }
+    assert.ok(changes >= 10, `${changes} lane changes`);
+    assertNoOverlap(run);
+  });
+});
+
 describe('simrec demo: bad input', () => {
   const net = fixture('limsim-networks', 'bigInter', 'bigInter.net.xml');
   const routes = (name: string, body: string): string => {

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { evaluateRun } from '../src/evaluate/evaluate-run.js';
+import { boxesOverlap, limsimBoxesOverlap } from '../src/evaluate/footprint.js';
 import { SimrecError } from '../src/model/errors.js';
 import { stateStream } from '../src/model/standard-streams.js';
 import type { StoreBackend } from '../src/model/store-port.js';
@@ -317,5 +318,146 @@ describe('evaluation', () => {
     const refused = runCli(['eval', '1', '2'], env);
     assert.equal(refused.status, 2);
     assert.match(refused.stderr, /2 runs given; evaluate one, or several with --compare/);
+  });
+});
+
+/**
+ * A road with a signal: E0 (0 -> 100 m along +x), the junction lane :J1_0_0 (100 -> 110 m), E1 (110 ->
+ * 200 m), one lane each, 3.2 m wide at y = -1.6; light J1 controls the link as link 0.
+ */
+const SIGNALLED = `<?xml version="1.0" encoding="UTF-8"?>
+<net version="1.9" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">
+  <location netOffset="0.00,0.00" convBoundary="0.00,-3.20,200.00,0.00" origBoundary="0,0,200,0" projParameter="!"/>
+  <edge id=":J1_0" function="internal">
+    <lane id=":J1_0_0" index="0" speed="13.89" length="10.00" width="3.20" shape="100.00,-1.60 110.00,-1.60"/>
+  </edge>
+  <edge id="E0" from="J0" to="J1" priority="1">
+    <lane id="E0_0" index="0" speed="13.89" length="100.00" width="3.20" shape="0.00,-1.60 100.00,-1.60"/>
+  </edge>
+  <edge id="E1" from="J1" to="J2" priority="1">
+    <lane id="E1_0" index="0" speed="13.89" length="90.00" width="3.20" shape="110.00,-1.60 200.00,-1.60"/>
+  </edge>
+  <tlLogic id="J1" type="static" programID="0" offset="0">
+    <phase duration="30" state="r"/>
+    <phase duration="30" state="G"/>
+  </tlLogic>
+  <junction id="J0" type="dead_end" x="0.00" y="0.00" incLanes="" intLanes="" shape="0.00,0.00 0.00,-3.20"/>
+  <junction id="J1" type="traffic_light" x="105.00" y="0.00" incLanes="E0_0" intLanes=":J1_0_0" shape="110.00,0.00 110.00,-3.20 100.00,-3.20 100.00,0.00"/>
+  <junction id="J2" type="dead_end" x="200.00" y="0.00" incLanes="E1_0" intLanes="" shape="200.00,-3.20 200.00,0.00"/>
+  <connection from="E0" to="E1" fromLane="0" toLane="0" via=":J1_0_0" tl="J1" linkIndex="0" dir="s" state="O"/>
+  <connection from=":J1_0" to="E1" fromLane="0" toLane="0" dir="s" state="M"/>
+</net>`;
+
+describe('evaluation events on constructed scenes with known answers', () => {
+  it('speeding: 16 m/s from 1 s to 3 s on a 13.89 m/s lane is one event of 2 s', async () => {
+    const speed = (s: number): number => (s >= 1 - 1e-9 && s < 3 - 1e-9 ? 16 : 12);
+    const run = await recordScene(
+      { ego: { kind: 'ego', track: (_k, s) => ({ x: 20 + 14 * s, y: -1.6, yaw: 0, speed: speed(s) }) } },
+      4,
+      true,
+    );
+    for (const mode of ['simrec', 'limsim'] as const) {
+      const { events } = await evaluateRun(store, run, { mode });
+      const speeding = events.filter((e) => e.kind === 'speeding');
+      assert.equal(speeding.length, 1, mode);
+      assert.equal(speeding[0]!.t, BEGIN + 1_000_000);
+      assert.ok(Math.abs(speeding[0]!.duration - 2) < 1e-9, `${speeding[0]!.duration} s`);
+      assert.equal(speeding[0]!.detail, '16.0 m/s on E0_0 limited to 13.9 m/s');
+    }
+  });
+
+  it('hard braking: 6 m/s^2 from 15 m/s for 1.5 s is one event from the first braking frame', async () => {
+    const speed = (s: number): number => 15 - 6 * Math.min(Math.max(s - 1, 0), 1.5);
+    const run = await recordScene(
+      { ego: { kind: 'ego', track: (_k, s) => ({ x: 20 + 10 * s, y: -1.6, yaw: 0, speed: speed(s) }) } },
+      4,
+      true,
+    );
+    const { events } = await evaluateRun(store, run);
+    const braking = events.filter((e) => e.kind === 'hard_braking');
+    assert.equal(braking.length, 1);
+    // The frame at 1.1 s is the first whose speed fell (by 0.6 m/s in 0.1 s); 2.5 s the last.
+    assert.equal(braking[0]!.t, BEGIN + 1_100_000);
+    assert.ok(Math.abs(braking[0]!.duration - 1.5) < 1e-9, `${braking[0]!.duration} s`);
+    assert.match(braking[0]!.detail, /^-6\.0 m\/s\^2$/);
+    // 4 m/s^2 is the default threshold: 3.9 m/s^2 is not hard braking.
+    const gentle = await recordScene(
+      {
+        ego: {
+          kind: 'ego',
+          track: (_k, s) => ({ x: 20 + 10 * s, y: -1.6, yaw: 0, speed: 15 - 3.9 * Math.min(s, 2) }),
+        },
+      },
+      3,
+      true,
+    );
+    assert.deepEqual(
+      (await evaluateRun(store, gentle)).events.filter((e) => e.kind === 'hard_braking'),
+      [],
+    );
+  });
+
+  it('a red light: entering the junction lane at 5 s on red is one event; on green none', async () => {
+    async function drive(greenFrom: number): Promise<number> {
+      const rec = await RunRecorder.begin(store, { simulator: { name: 'scene' }, begin: BEGIN });
+      await rec.declareActors([
+        { id: 'ego', kind: 'ego', extents: { length: 4, width: 1.8, height: 1.5 } },
+        { id: 'J1', kind: 'traffic_light' },
+      ]);
+      await rec.declareStreams([
+        stateStream('ego'),
+        { name: 'signal', actor: 'J1', fields: [{ name: 'state', type: 'string' }] },
+      ]);
+      for (let k = 0; k <= 80; k++) {
+        const s = k / 10;
+        const x = 50 + 10 * s;
+        const lane = x < 100 - 1e-9 ? 'E0_0' : x < 110 - 1e-9 ? ':J1_0_0' : 'E1_0';
+        const t = BEGIN + k * 100_000;
+        await rec.appendMany([
+          { stream: 'ego/state', samples: [{ t, step: k, x, y: -1.6, yaw: 0, speed: 10, lane }] },
+          { stream: 'J1/signal', samples: [{ t, step: k, state: s >= greenFrom - 1e-9 ? 'G' : 'r' }] },
+        ]);
+      }
+      await rec.end('completed');
+      await attachRoadNetwork(store, rec.id, readRoadNetwork(SIGNALLED).network);
+      return rec.id;
+    }
+    const onRed = await evaluateRun(store, await drive(6));
+    const red = onRed.events.filter((e) => e.kind === 'red_light');
+    assert.equal(red.length, 1);
+    assert.equal(red[0]!.t, BEGIN + 5_000_000);
+    assert.deepEqual(red[0]!.actors, ['ego', 'J1']);
+    assert.equal(red[0]!.detail, 'entered :J1_0_0 on r (light J1, link 0)');
+    const onGreen = await evaluateRun(store, await drive(4));
+    assert.deepEqual(
+      onGreen.events.filter((e) => e.kind === 'red_light'),
+      [],
+    );
+  });
+
+  it("LimSim mode takes LimSim's overlap test: boxes at 45 degrees apart only along the second box's axes touch", async () => {
+    // The ego (4 x 1.8, heading +x) and a car turned 45 degrees, standing: their bounding boxes and
+    // the ego's axes overlap, the car's axes separate them. LimSim (utils/separate_axis_theorem.py
+    // builds the second polygon's edges from the first's vertices) calls that a collision now.
+    const ego = { x: 0, y: 0, yaw: 0, length: 4, width: 1.8 };
+    const car = { x: 3, y: 2, yaw: Math.PI / 4, length: 2, width: 1.8 };
+    assert.equal(boxesOverlap(ego, car), false);
+    assert.equal(limsimBoxesOverlap(ego, car), true);
+    const run = await recordScene(
+      {
+        ego: { kind: 'ego', track: () => ({ x: 0, y: 0, yaw: 0, speed: 0 }) },
+        car: { kind: 'vehicle', length: 2, track: () => ({ x: 3, y: 2, yaw: Math.PI / 4, speed: 0 }) },
+      },
+      0.5,
+    );
+    const simrec = await evaluateRun(store, run);
+    assert.equal(simrec.metrics.collision!.max, 20);
+    assert.equal(simrec.metrics.collision!.min, 20);
+    assert.deepEqual(
+      simrec.events.filter((e) => e.kind === 'collision'),
+      [],
+    );
+    const limsim = await evaluateRun(store, run, { mode: 'limsim' });
+    assert.equal(limsim.metrics.collision!.max, 0);
   });
 });

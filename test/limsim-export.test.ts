@@ -46,7 +46,10 @@ describe('the demo run as a LimSim database', () => {
     assert.equal(sim.description, 'ego track');
     assert.equal(sim.radius, null);
     const vehicles = tableRows(file, 'vehicleINFO');
-    assert.deepEqual(vehicles.map((v) => v.vid).sort(), ['ego', 'ped1', 'veh1', 'veh2', 'veh3']);
+    // LimSim records vehicles only: the pedestrian is left out, and said so.
+    assert.deepEqual(vehicles.map((v) => v.vid).sort(), ['ego', 'veh1', 'veh2', 'veh3']);
+    assert.ok(tableRows(file, 'frameINFO').every((r) => r.vid !== 'ped1'));
+    assert.ok(warnings.some((w) => /1 pedestrians left out/.test(w)));
     // The ring's lane comes from the samples; the route is the edges the vehicle drove.
     assert.equal(vehicles.find((v) => v.vid === 'veh1')!.routes, 'ring');
     const lights = tableRows(file, 'trafficLightStates');

@@ -10,7 +10,13 @@ import Database from 'better-sqlite3';
 import { importLimSim } from '../src/formats/limsim/limsim-reader.js';
 import { exportLimSim } from '../src/formats/limsim/limsim-writer.js';
 import { loadRoadNetwork } from '../src/roadnet/roadnet-attachment.js';
-import { alteredFixture, LIMSIM_FIXTURE, storeForTests, tableSql } from './helpers/limsim-files.js';
+import {
+  alteredFixture,
+  LIMSIM_FIXTURE,
+  storeForTests,
+  tableRows,
+  tableSql,
+} from './helpers/limsim-files.js';
 import { cliJson, runCli } from './helpers/run-cli.js';
 
 const tests = storeForTests('simrec-limsim-input-');
@@ -218,6 +224,17 @@ describe('simrec import limsim / export RUN limsim', () => {
     const again = runCli(['export', String(imported.run.id), 'limsim', out], env);
     assert.notEqual(again.status, 0);
     assert.match(again.stderr, /exists.*--force/);
+    // A run never evaluated (here LimSim's, its evaluationINFO dropped) is exported with LimSim's
+    // evaluation computed for the file: evaluationINFO is filled, as LimSim's recorder fills it.
+    const bare = alteredFixture(dir.path, 'no-evaluation.db', 'DELETE FROM evaluationINFO;');
+    const run = cliJson<{ run: { id: number } }>(['import', 'limsim', bare, '--json'], env).run.id;
+    const evaluated = join(dir.path, 'cli-evaluated.db');
+    const result = cliJson<{ evaluation: string }>(
+      ['export', String(run), 'limsim', evaluated, '--json'],
+      env,
+    );
+    assert.equal(result.evaluation, 'computed');
+    assert.equal(tableRows(evaluated, 'evaluationINFO').length, 32);
     const bad = runCli(['import', 'nosuch', LIMSIM_FIXTURE], env);
     assert.equal(bad.status, 2);
     assert.match(bad.stderr, /FORMAT: expected one of limsim/);

@@ -13,6 +13,18 @@ export interface GraphLane {
   out: Connection[];
 }
 
+/** A lane change on the way: at `path[index]`, to each of `lanes` in turn (neighbours, one at a time). */
+export interface LaneChange {
+  index: number;
+  lanes: string[];
+}
+
+/** A route as driven: the lanes followed, and the lane changes made on them. */
+export interface LanePlan {
+  path: string[];
+  changes: LaneChange[];
+}
+
 /** SUMO's vehicle classes that a lane with no `allow` still refuses by default are not modelled here. */
 const DEFAULT_SPEED = 13.89;
 
@@ -139,38 +151,45 @@ export class LaneGraph {
   }
 
   /**
-   * The lanes a vehicle drives for a route of edges, internal lanes included. Vehicles here do not
-   * change lanes, so each edge's lane is chosen, from the end backwards, among those that still lead
-   * to the route's end. Throws (with `what` in the message) when the route cannot be driven.
+   * The lanes a vehicle drives for a route of edges, internal lanes included, and the lane changes it
+   * needs on the way. Each edge's lanes are taken from the end backwards: a lane is usable when one of
+   * its edge's exit lanes (those with a link towards the next edge's usable lanes) lies across lanes
+   * the class may drive on. The vehicle keeps its lane where that lane is an exit, and otherwise
+   * changes lane by lane to the nearest exit before the junction (SUMO drives such routes the same
+   * way). Throws (with `what` in the message) when the route cannot be driven.
    */
   lanePath(
     edges: readonly string[],
     vClass: string,
     what: string,
     choice: { departLane?: number; arrivalLane?: number; pick: (lanes: GraphLane[]) => GraphLane },
-  ): string[] {
+  ): LanePlan {
     if (edges.length === 0) throw invalid(`${what}: the route has no edges`);
     for (const e of edges)
       if (!this.edgeLanes.has(e))
         throw invalid(`${what}: the route's edge ${JSON.stringify(e)} is not on the network`);
     const feasible: GraphLane[][] = new Array(edges.length);
+    const exits: GraphLane[][] = new Array(edges.length);
     for (let k = edges.length - 1; k >= 0; k--) {
       let lanes = this.drivableLanes(edges[k]!, vClass);
       if (lanes.length === 0)
         throw invalid(`${what}: edge ${JSON.stringify(edges[k])} has no lane a ${vClass} may drive on`);
-      // Without lane changes an arrival lane may be out of reach; then any lane will do.
+      // The vehicle does not change lanes after its last junction: an arrival lane out of reach
+      // there leaves any lane to arrive on.
       if (k === edges.length - 1 && choice.arrivalLane !== undefined) {
         const wanted = lanes.filter((l) => l.lane.index === choice.arrivalLane);
         if (wanted.length) lanes = wanted;
       }
       if (k < edges.length - 1) {
         const next = feasible[k + 1]!;
-        lanes = lanes.filter((l) => next.some((m) => this.linkLanes(l.lane.id, m.lane.id) !== undefined));
-        if (lanes.length === 0)
+        const out = lanes.filter((l) => next.some((m) => this.linkLanes(l.lane.id, m.lane.id) !== undefined));
+        if (out.length === 0)
           throw invalid(
             `${what}: no connection from edge ${JSON.stringify(edges[k])} to ${JSON.stringify(edges[k + 1])}`,
           );
-      }
+        exits[k] = out;
+        lanes = lanes.filter((l) => this.changesTo(l, out, vClass) !== undefined);
+      } else exits[k] = lanes;
       feasible[k] = lanes;
     }
     const first = feasible[0]!;
@@ -178,15 +197,52 @@ export class LaneGraph {
       (choice.departLane !== undefined && first.find((l) => l.lane.index === choice.departLane)) ||
       choice.pick(first);
     const path = [current.lane.id];
-    for (let k = 1; k < edges.length; k++) {
-      const options = feasible[k]!.filter((m) => this.linkLanes(current.lane.id, m.lane.id) !== undefined);
+    const changes: LaneChange[] = [];
+    for (let k = 0; k < edges.length - 1; k++) {
+      const steps = this.changesTo(current, exits[k]!, vClass)!;
+      if (steps.length) {
+        changes.push({ index: path.length - 1, lanes: steps.map((l) => l.lane.id) });
+        current = steps[steps.length - 1]!;
+      }
+      const options = feasible[k + 1]!.filter(
+        (m) => this.linkLanes(current.lane.id, m.lane.id) !== undefined,
+      );
       options.sort(
         (a, b) => Math.abs(a.lane.index - current.lane.index) - Math.abs(b.lane.index - current.lane.index),
       );
       const chain = this.linkChain(current.lane.id, options[0]!.lane.id)!;
       path.push(...chain.via, chain.end);
       current = this.lanes.get(chain.end)!;
+      // A chain that ends off the usable lanes (see linkChain) is driven as SUMO would: from there.
+      if (k + 1 < edges.length - 1 && this.changesTo(current, exits[k + 1]!, vClass) === undefined)
+        throw invalid(
+          `${what}: the link from edge ${JSON.stringify(edges[k])} ends on lane ${current.lane.id}, from which edge ${JSON.stringify(edges[k + 2])} cannot be reached`,
+        );
     }
-    return path;
+    return { path, changes };
+  }
+
+  /**
+   * The lanes to change through, one neighbour at a time, from `lane` to the nearest of `targets` on
+   * its edge: empty when it is one, undefined when a lane between may not be driven.
+   */
+  changesTo(lane: GraphLane, targets: readonly GraphLane[], vClass: string): GraphLane[] | undefined {
+    if (targets.includes(lane)) return [];
+    const all = this.edgeLanes.get(lane.lane.edge) ?? [];
+    let best: GraphLane[] | undefined;
+    for (const target of targets) {
+      const step = Math.sign(target.lane.index - lane.lane.index);
+      const through: GraphLane[] = [];
+      for (let i = lane.lane.index + step; ; i += step) {
+        const next = all.find((l) => l.lane.index === i);
+        if (!next || !this.allows(next.lane, vClass)) break;
+        through.push(next);
+        if (next === target) {
+          if (!best || through.length < best.length) best = through;
+          break;
+        }
+      }
+    }
+    return best;
   }
 }

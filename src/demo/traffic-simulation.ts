@@ -3,7 +3,7 @@ import type { RoadNetwork } from '../model/roadnet.js';
 import { wrapAngle } from '../model/units.js';
 import { idmAcceleration, safeApproachSpeed } from './car-following.js';
 import { JunctionYielding } from './junction-yielding.js';
-import { LaneGraph, type GraphLane } from './lane-graph.js';
+import { LaneGraph, type GraphLane, type LaneChange, type LanePlan } from './lane-graph.js';
 import { PedestrianWorld } from './pedestrians.js';
 import type { Random } from './random.js';
 import { defaultVehicleType, type VehicleDemand, type VehicleType } from './route-files.js';
@@ -35,6 +35,15 @@ export interface Vehicle {
   lanePos: number;
   /** Curvature of the path at the centre, 1/m. */
   curvature: number;
+  /** Lane changes still to make (see LaneGraph.lanePath). */
+  laneChanges: LaneChange[];
+  /**
+   * Metres left of its lane's centre line: a lane change moves the vehicle onto the new lane at once
+   * and this offset, the old lane's place, then shrinks to 0 at LATERAL_SPEED.
+   */
+  lateral: number;
+  /** How fast `lateral` closes, m/s. */
+  lateralSpeed: number;
 }
 
 export interface SimulationOptions {
@@ -50,6 +59,12 @@ export interface SimulationOptions {
 }
 
 const LOOKAHEAD = 250;
+/** How fast a lane change moves sideways (m/s): a 3.2 m lane in about 3 s. */
+const LATERAL_SPEED = 1.1;
+/** m/s^2: how fast the sideways speed of a lane change builds up and dies away. */
+const LATERAL_ACCEL = 1;
+/** The headway (s) a follower on the target lane must keep for a lane change to be made. */
+const CHANGE_HEADWAY = 1;
 const CHORD = 2.5;
 const PASSENGER = defaultVehicleType('demo.passenger');
 
@@ -238,20 +253,21 @@ export class TrafficSimulation {
     const departLane = typeof d.departLane === 'number' ? d.departLane : undefined;
     const pick = (lanes: GraphLane[]): GraphLane =>
       d.departLane === 'random' || how.pos === 'random' ? this.random.pick(lanes) : lanes[0]!;
-    const lanePath = (arrivalLane?: number): string[] =>
+    const lanePath = (arrivalLane?: number): LanePlan =>
       this.graph.lanePath(edges, d.type.vClass, d.where, {
         ...(departLane === undefined ? {} : { departLane }),
         ...(arrivalLane === undefined ? {} : { arrivalLane }),
         pick,
       });
-    let path: string[];
+    let plan: LanePlan;
     try {
-      path = lanePath(d.arrivalLane);
+      plan = lanePath(d.arrivalLane);
     } catch (error) {
-      // Without lane changes an arrival lane may be out of reach; then any lane will do.
+      // An arrival lane may be out of reach (no lane changes after the last junction); any will do.
       if (d.arrivalLane === undefined) throw error;
-      path = lanePath();
+      plan = lanePath();
     }
+    const path = plan.path;
     const first = this.graph.lanes.get(path[0]!)!;
     const length = first.path.length;
     const type = d.type;
@@ -330,6 +346,9 @@ export class TrafficSimulation {
       lane: path[0]!,
       lanePos: 0,
       curvature: 0,
+      laneChanges: plan.changes,
+      lateral: 0,
+      lateralSpeed: 0,
     };
     this.vehicles.push(v);
     this.registerOccupancy(v);
@@ -452,6 +471,11 @@ export class TrafficSimulation {
       distance += gl.path.length - from;
     }
     if (leaderGap !== Infinity) leaderRear = leaderGap;
+    // A lane still to be changed from is not driven past: the vehicle waits at its end for a gap.
+    if (v.laneChanges[0]?.index === v.index) {
+      const end = this.graph.lanes.get(v.path[v.index]!)!.path.length - 1 - v.pos;
+      stopAt = Math.min(stopAt, Math.max(0, end));
+    }
     const obstacleGap = Math.min(leaderGap, stopAt === Infinity ? Infinity : stopAt + type.minGap);
     const obstacleSpeed = stopAt < leaderGap - type.minGap ? 0 : leaderSpeed;
     const accel = idmAcceleration(type, v.speed, limit, obstacleGap, obstacleSpeed);
@@ -529,10 +553,28 @@ export class TrafficSimulation {
       (Math.hypot(at.x - behind.x, at.y - behind.y) + Math.hypot(ahead.x - at.x, ahead.y - at.y)) / 2;
     v.curvature = span > 0.5 ? wrapAngle(h2 - h1) / span : 0;
     const yaw = span > 0.5 ? Math.atan2(ahead.y - behind.y, ahead.x - behind.x) : at.heading;
-    v.yawRate = first ? v.speed * v.curvature : wrapAngle(yaw - v.yaw) / this.options.dt;
-    v.x = at.x;
-    v.y = at.y;
-    v.yaw = yaw;
+    // Mid lane change: the old lane's side of the new one, closing sideways at up to LATERAL_SPEED
+    // (less when slow), speeding up and slowing down at LATERAL_ACCEL so the heading eases in and out.
+    let heading = yaw;
+    if (v.lateral !== 0 && !first) {
+      const dt = this.options.dt;
+      const wanted = Math.min(
+        LATERAL_SPEED,
+        Math.max(v.speed * 0.3, 0.5),
+        Math.sqrt(2 * LATERAL_ACCEL * Math.abs(v.lateral)),
+      );
+      v.lateralSpeed = Math.min(wanted, v.lateralSpeed + LATERAL_ACCEL * dt);
+      const step = Math.min(Math.abs(v.lateral), Math.max(v.lateralSpeed, 0.02) * dt);
+      // Moving towards the centre line: to the right (negative yaw) from a place left of it.
+      const towards = -Math.sign(v.lateral);
+      v.lateral += towards * step;
+      if (Math.abs(v.lateral) < 1e-6) v.lateral = v.lateralSpeed = 0;
+      heading = wrapAngle(yaw + towards * Math.atan2(step / dt, Math.max(v.speed, 1)));
+    }
+    v.yawRate = first ? v.speed * v.curvature : wrapAngle(heading - v.yaw) / this.options.dt;
+    v.x = at.x - Math.sin(yaw) * v.lateral;
+    v.y = at.y + Math.cos(yaw) * v.lateral;
+    v.yaw = heading;
     v.lane = gl.lane.id;
     v.lanePos = s;
   }
@@ -553,12 +595,47 @@ export class TrafficSimulation {
     v.path.push(...chain.via, chain.end);
   }
 
+  /**
+   * Makes the vehicle's next lane change if it is on the lane to change from, wholly on it, and the
+   * target lane has room: the leader there at least minGap plus half a second ahead, the follower
+   * there at least minGap plus CHANGE_HEADWAY of its speed behind. Returns whether it changed.
+   */
+  private changeLane(v: Vehicle): boolean {
+    const change = v.laneChanges[0];
+    // One lane at a time: the last change is finished first.
+    if (change?.index !== v.index || (v.pos < v.type.length && v.index > 0) || v.lateral !== 0) return false;
+    const from = this.graph.lanes.get(v.path[v.index]!)!;
+    const to = this.graph.lanes.get(change.lanes[0]!)!;
+    const front = (v.pos * to.path.length) / from.path.length;
+    const rear = front - v.type.length;
+    for (const o of this.occupancy.get(to.lane.id) ?? []) {
+      if (o.vehicle === v) continue;
+      const ahead = o.rear - front;
+      const behind = rear - o.front;
+      if (ahead < v.type.minGap + v.speed * 0.5 && behind < v.type.minGap + o.vehicle.speed * CHANGE_HEADWAY)
+        return false;
+    }
+    // The new lane at the same distance along: the old place, seen from it, is the lateral offset.
+    const old = { x: v.x, y: v.y };
+    const s = Math.max(0, Math.min(to.path.length, front - v.type.length / 2));
+    const at = to.path.at(s);
+    v.lateral = -(old.x - at.x) * Math.sin(at.heading) + (old.y - at.y) * Math.cos(at.heading);
+    v.path[v.index] = to.lane.id;
+    v.pos = front;
+    change.lanes.shift();
+    if (change.lanes.length === 0) v.laneChanges.shift();
+    // Seen at once by the others changing lanes in this step (its old place stays taken until then).
+    this.registerOccupancy(v);
+    return true;
+  }
+
   /** Advances the world by one step. */
   step(): void {
     const dt = this.options.dt;
     this.departed = [];
     this.arrived = [];
     this.rebuildOccupancy();
+    if (this.vehicles.filter((v) => this.changeLane(v)).length) this.rebuildOccupancy();
     for (const v of this.vehicles) if (v.extend) this.extendEgoRoute(v);
     // Plans read the world as it was; moves apply them together.
     const plans = this.vehicles.map((v) => this.plan(v, dt));

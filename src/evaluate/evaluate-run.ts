@@ -19,6 +19,7 @@ import {
   orientation,
   type LimsimMetric,
 } from './limsim-formulas.js';
+import { LimSimLanes } from '../roadnet/limsim/limsim-geometry.js';
 import { LIMSIM_TTC, SIMREC_TTC, timeToCollision, type MovingBox } from './time-to-collision.js';
 
 /**
@@ -44,6 +45,8 @@ export interface EvaluationOptions {
   speedingTolerance?: number;
   /** Write the metrics and events into the run (default true). */
   store?: boolean;
+  /** Each frame's metrics as they are computed (what the `evaluation` stream stores). */
+  onFrame?: (sample: Sample) => void;
   signal?: AbortSignal;
   onProgress?: (fraction: number) => void;
 }
@@ -223,6 +226,35 @@ function headingAt(lane: RoadLane, s: number): number {
   return 0;
 }
 
+/**
+ * LimSim's orientation reference (RealTimeEvaluation._evaluate_orientation): on a normal lane, the
+ * spline's yaw at the stored lane position; within 10 frames of a lane change it moves a tenth of
+ * the way per frame from the old reference toward the new lane's, and takes it once within 1e-3.
+ * On a junction lane the reference stays. Its state is LimSim's ref_yaw and new_yaw.
+ */
+class LimSimOrientation {
+  private refYaw = 0;
+  private newYaw = 0;
+  private readonly laneHistory: string[] = [];
+  update(lanes: LimSimLanes, lane: string, lanePos: number, yaw: number): number {
+    this.laneHistory.push(lane);
+    if (this.laneHistory.length > 100) this.laneHistory.shift();
+    const spline = lanes.isNormal(lane) ? lanes.spline(lane) : undefined;
+    if (spline) {
+      const h = this.laneHistory;
+      const target = spline.yaw(lanePos);
+      if (h.length >= 11 && h[h.length - 1] !== h[h.length - 11]) {
+        this.newYaw += 0.1 * (target - this.refYaw);
+        if (Math.abs(target - this.newYaw) < 1e-3) this.refYaw = target;
+      } else {
+        this.refYaw = target;
+        this.newYaw = target;
+      }
+    }
+    return orientation(yaw, this.newYaw);
+  }
+}
+
 interface RoadContext {
   net: RoadNetwork;
   index: LaneIndex;
@@ -320,6 +352,8 @@ export async function evaluateRun(
     skipped.push('red-light violations: the run has no traffic-light state streams');
 
   const ttcOptions = mode === 'limsim' ? LIMSIM_TTC : SIMREC_TTC;
+  const limsimLanes = mode === 'limsim' && road ? new LimSimLanes(road.net) : undefined;
+  const limsimOrientation = new LimSimOrientation();
   const agentRadius = mode === 'limsim' ? 50 : 100;
   const trackers = {
     collision: new EpisodeTracker('collision'),
@@ -469,6 +503,15 @@ export async function evaluateRun(
           previousNormalLane = lane.id;
         }
         if (yawRef !== null) sample.orientation = orientation(yaw, yawRef);
+        // LimSim's own numbers: against its splines, at the lane and position the run stored.
+        const limsimLane = limsimLanes && ego.lane[i] ? ego.lane[i]! : undefined;
+        const spline = limsimLane === undefined ? undefined : limsimLanes!.spline(limsimLane);
+        if (limsimLane !== undefined && spline) {
+          const s = ego.lanePos[i] ?? spline.toFrenet(x, y).s;
+          // LimSim compares the position with the ego's half width, not the lane's.
+          sample.offset = s > spline.length || s < ego.width / 2 ? 0 : offset(spline.toFrenet(x, y).d);
+          sample.orientation = limsimOrientation.update(limsimLanes!, limsimLane, s, yaw);
+        }
         if (lane.speedLimit !== undefined) {
           sample.speedLimit = lane.speedLimit;
           if (speed > lane.speedLimit + tolerance) {
@@ -576,6 +619,7 @@ export async function evaluateRun(
     for (const m of LIMSIM_METRICS)
       if (typeof sample[m] === 'number') sample[`${m}Score`] = limsimScore(m, sample[m] as number);
     samples.push(sample);
+    options.onFrame?.(sample);
     previousSpeed = speed;
     previousAccel = accel;
     previousT = t;
@@ -670,6 +714,20 @@ export async function evaluateRun(
     skipped,
     streams,
   };
+}
+
+/**
+ * The run's ego scored frame by frame, nothing stored: what a format that always carries scores
+ * (LimSim's evaluationINFO) writes for a run not yet evaluated.
+ */
+export async function evaluationFrames(
+  store: StoreBackend,
+  runId: number,
+  mode: EvaluationMode,
+): Promise<Sample[]> {
+  const frames: Sample[] = [];
+  await evaluateRun(store, runId, { mode, store: false, onFrame: (s) => frames.push(s) });
+  return frames;
 }
 
 /** How far behind a stopped vehicle (front to front, m) another stopped one on its lane is in its queue. */

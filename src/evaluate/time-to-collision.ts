@@ -1,4 +1,4 @@
-import { advance, boxesOverlap, type Box } from './footprint.js';
+import { advance, boxesOverlap, limsimBoxesOverlap, type Box } from './footprint.js';
 
 export interface MovingBox extends Box {
   speed: number;
@@ -11,10 +11,12 @@ export interface TtcOptions {
   step: number;
   /** Refine the first overlapping step by bisection, to about a millisecond. */
   refine: boolean;
+  /** The footprint test: the ego's box first (LimSim's test depends on the order). */
+  overlap: (ego: Box, agent: Box) => boolean;
 }
 
-export const LIMSIM_TTC: TtcOptions = { horizon: 20, step: 0.1, refine: false };
-export const SIMREC_TTC: TtcOptions = { horizon: 20, step: 0.1, refine: true };
+export const LIMSIM_TTC: TtcOptions = { horizon: 20, step: 0.1, refine: false, overlap: limsimBoxesOverlap };
+export const SIMREC_TTC: TtcOptions = { horizon: 20, step: 0.1, refine: true, overlap: boxesOverlap };
 
 /**
  * LimSim's "long box": the footprint stretched over the whole path driven in the horizon. If the
@@ -36,10 +38,10 @@ export function timeToCollision(
   options: TtcOptions,
 ): { ttc: number; agent: string | null } {
   const egoLong = longBox(ego, options.horizon);
-  const candidates = agents.filter((a) => boxesOverlap(egoLong, longBox(a, options.horizon)));
+  const candidates = agents.filter((a) => options.overlap(egoLong, longBox(a, options.horizon)));
   if (candidates.length === 0) return { ttc: options.horizon, agent: null };
   const hits = (t: number, a: MovingBox): boolean =>
-    boxesOverlap(advance(ego, ego.speed, t), advance(a, a.speed, t));
+    options.overlap(advance(ego, ego.speed, t), advance(a, a.speed, t));
   const steps = Math.round(options.horizon / options.step);
   for (let k = 0; k <= steps; k++) {
     const t = k * options.step;

@@ -1,6 +1,7 @@
 import type { JsonObject } from '../model/json.js';
 import type { RunInfo } from '../model/run.js';
 import type { StoreBackend } from '../model/store-port.js';
+import type { Sample } from '../model/stream.js';
 
 /**
  * The format codec port: what `simrec import FORMAT` and `simrec export RUN FORMAT` ask of a format.
@@ -18,6 +19,12 @@ export interface ExportOptions extends CodecOptions {
   overwrite?: boolean;
   /** Add to the dataset already at the location (formats that hold several runs, such as didrive). */
   append?: boolean;
+  /**
+   * The run's ego scored frame by frame with LimSim's five metrics in LimSim's mode, computed without
+   * storing them. Formats that always carry such scores (LimSim's evaluationINFO) ask for it when
+   * the run has none stored; the caller supplies it, so formats need not know the evaluator.
+   */
+  evaluate?: (run: number) => Promise<Sample[]>;
 }
 
 export interface FormatCodec {

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { describeValue, invalid } from '../../model/errors.js';
+import { evaluationFrames } from '../../evaluate/evaluate-run.js';
 import { FORMAT_CODECS, formatNames } from '../../formats/registry.js';
 import type { FormatCodec } from '../../model/codec-port.js';
 import { parseRunId } from '../args.js';
@@ -82,11 +83,14 @@ export function registerConvertCommands(program: Command): void {
           onProgress: (done: number, total: number) =>
             progress.update(total ? done / total : 1, `${done}/${total}`),
         };
-        const result = await withStore(command, (store) =>
-          codec.exportRuns
-            ? codec.exportRuns(store, runs, location, options)
-            : codec.exportRun(store, runs[0]!, location, options),
-        );
+        const result = await withStore(command, (store) => {
+          // LimSim's recorder always fills evaluationINFO (its report.py fails on an empty one): a
+          // run not yet evaluated gets LimSim's evaluation in the file, and nothing in the store.
+          const all = { ...options, evaluate: (run: number) => evaluationFrames(store, run, 'limsim') };
+          return codec.exportRuns
+            ? codec.exportRuns(store, runs, location, all)
+            : codec.exportRun(store, runs[0]!, location, all);
+        });
         progress.done();
         if (opts.json)
           return printJson({ run: runs[0], runs, format, location, ...result.details, warnings });

@@ -14,7 +14,11 @@ export const limsimCodec: FormatCodec = {
     return { run, details: { variant, rows } };
   },
   async exportRun(store, run, location, options) {
-    const { rows, resampled } = await exportLimSim(store, run, location, options);
-    return { details: { rows, resampled } };
+    const { evaluate, ...rest } = options;
+    const { rows, resampled, evaluation } = await exportLimSim(store, run, location, {
+      ...rest,
+      ...(evaluate ? { evaluate: () => evaluate(run) } : {}),
+    });
+    return { details: { rows, resampled, evaluation } };
   },
 };

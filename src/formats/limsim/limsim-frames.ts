@@ -19,8 +19,9 @@ const median = (values: number[]): number => {
 };
 
 /**
- * A stream's samples on LimSim's 0.1 s grid, frame 0 at `begin`. A stream already on the grid (every
- * sample within 5 ms of a frame, one per frame) is taken as it is; any other is resampled: each frame
+ * A stream's samples on LimSim's 0.1 s grid, frame 0 at `begin`, every frame filled. A stream already on
+ * the grid (every sample within 5 ms of a frame, usually one per frame) is taken as it is; any other
+ * (off the grid, or on it at 5 Hz or 1 Hz) is resampled: each frame
  * between its first and last sample gets the two samples either side interpolated (angles in `angles`
  * along the shorter arc; lanes, tags and other discrete fields from the nearer one), except across a
  * gap longer than 1.5 of the stream's usual interval, which stays a gap, as an actor out of view does.
@@ -31,11 +32,14 @@ export function onFrameGrid(
   angles: ReadonlySet<string>,
 ): { frames: FrameSample[]; resampled: boolean } {
   const frames = samples.map((s) => Math.round((s.t - begin) / FRAME_MICROS));
-  const snapped = samples.every(
-    (s, i) =>
-      Math.abs(s.t - begin - frames[i]! * FRAME_MICROS) <= SNAP_MICROS &&
-      (i === 0 || frames[i]! > frames[i - 1]!),
-  );
+  // On the grid, and one sample per frame: a 5 Hz or 1 Hz stream also lands on frames, but every
+  // second or tenth one, and LimSim's replay ends at the first frame with no rows.
+  const snapped =
+    samples.every(
+      (s, i) =>
+        Math.abs(s.t - begin - frames[i]! * FRAME_MICROS) <= SNAP_MICROS &&
+        (i === 0 || frames[i]! > frames[i - 1]!),
+    ) && median(frames.slice(1).map((f, i) => f - frames[i]!)) <= 1;
   if (snapped)
     return { frames: samples.map((sample, i) => ({ frame: frames[i]!, sample })), resampled: false };
 

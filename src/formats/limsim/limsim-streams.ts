@@ -26,7 +26,7 @@ export const LIMSIM_STATE_FIELDS: FieldDecl[] = [
     name: 'routeIdx',
     type: 'i32',
     optional: true,
-    description: "LimSim: index into the vehicle's route (junction lanes count toward the next edge)",
+    description: "LimSim: index into the vehicle's route (on a junction lane, the edge it came from)",
   },
   { name: 'vtag', type: 'string', optional: true, description: "LimSim's tag: ego, AoI or outOfAoI" },
   {

@@ -8,6 +8,7 @@ import type { StoreBackend } from '../../model/store-port.js';
 import type { Sample, StreamInfo } from '../../model/stream.js';
 import { describeRun } from '../../replay/run-queries.js';
 import { loadRoadNetwork } from '../../roadnet/roadnet-attachment.js';
+import { LimSimLanes } from '../../roadnet/limsim/limsim-geometry.js';
 import { LaneIndex } from '../../roadnet/spatial-index.js';
 import { formatNetBoundary, formatRoute, formatStartTime, parseStartTime } from './limsim-encodings.js';
 import { onFrameGrid, type FrameSample } from './limsim-frames.js';
@@ -32,6 +33,11 @@ export interface LimSimExportOptions {
   warn?: (message: string) => void;
   /** Samples written so far of all samples to write. */
   onProgress?: (done: number, total: number) => void;
+  /**
+   * The ego's evaluation in LimSim's mode (samples with LimSim's five raw metrics), asked for when the
+   * run has none stored: LimSim's recorder always fills evaluationINFO, and its report reads it.
+   */
+  evaluate?: () => Promise<Sample[]>;
 }
 
 export interface LimSimExportResult {
@@ -40,18 +46,26 @@ export interface LimSimExportResult {
   rows: Record<string, number>;
   /** The streams that were not on LimSim's 0.1 s grid and were resampled onto it. */
   resampled: string[];
+  /** Where evaluationINFO came from: the run's stored evaluation, one computed for the export, or none. */
+  evaluation: 'stored' | 'computed' | 'none';
 }
 
 type Row = Record<string, string | number | null>;
 
 /** LimSim's AoI: vehicles within 50 m of the ego are in it, those further out are `outOfAoI`. */
 const AOI_RADIUS = 50;
-const NOT_VEHICLES = new Set(['traffic_light', 'sensor', 'map', 'static']);
+// LimSim records vehicles only (its interactive replay plans for every row, and a walker has no route).
+const NOT_VEHICLES = new Set(['traffic_light', 'sensor', 'map', 'static', 'pedestrian']);
 const OBSTACLE_TABLES: Record<string, LimSimTableName> = {
   'limsim.circleObs': 'circleObsINFO',
   'limsim.rectangleObs': 'rectangleObsINFO',
 };
 const DEFAULT_EXTENTS = { length: 4.5, width: 1.8 };
+/**
+ * SUMO's default vType (passenger): what LimSim reads from traci.vehicletype when the route files
+ * declare no vType. Its planner negates maxDecel, so the columns cannot be NULL.
+ */
+const SUMO_DEFAULT_LIMITS = { maxAccel: 2.6, maxDecel: 4.5, maxSpeed: 200 / 3.6 };
 
 /**
  * Writes a run as a LimSim database that LimSim's replay opens: LimSim master's exact schema, frames
@@ -78,6 +92,9 @@ export async function exportLimSim(
   if (!ego)
     warn(`run ${runId} has no ego with states: simINFO.egoID is empty, which LimSim's replay refuses`);
   const vehicles = actors.filter((a) => !NOT_VEHICLES.has(a.kind) && byId.has(`${a.id}/state`));
+  const walkers = actors.filter((a) => a.kind === 'pedestrian' && byId.has(`${a.id}/state`)).length;
+  if (walkers) warn(`${walkers} pedestrians left out: LimSim records vehicles only`);
+  const origin = frameOrigin(run);
   const lights = actors.filter((a) => a.kind === 'traffic_light' && signalStream(a, byId));
   const total = [
     ...vehicles.map((a) => byId.get(`${a.id}/state`)!),
@@ -88,7 +105,7 @@ export async function exportLimSim(
   const read = async (stream: StreamInfo, angles: ReadonlySet<string>): Promise<FrameSample[]> => {
     const samples: Sample[] = [];
     for await (const batch of store.readSamples({ run: runId, stream: stream.id })) samples.push(...batch);
-    const { frames, resampled: moved } = onFrameGrid(samples, run.begin, angles);
+    const { frames, resampled: moved } = onFrameGrid(samples, origin, angles);
     if (moved) resampled.push(stream.id);
     done += samples.length;
     options.onProgress?.(done, total);
@@ -102,6 +119,7 @@ export async function exportLimSim(
   rmSync(partial, { force: true });
   const db = new Database(partial);
   const rows: Record<string, number> = {};
+  let evaluation: LimSimExportResult['evaluation'] = 'none';
   try {
     for (const table of LIMSIM_TABLES) db.exec(createTableSql(table));
     for (const index of LIMSIM_EXTRA_INDEXES) db.exec(index);
@@ -119,20 +137,34 @@ export async function exportLimSim(
     const egoFrames = ego ? await read(byId.get(`${ego.id}/state`)!, YAW) : [];
     const egoAt = new Map(egoFrames.map((f) => [f.frame, f.sample]));
     const locator = new LaneLocator(network);
+    const defaulted: string[] = [];
     for (const actor of vehicles) {
       const frames = actor === ego ? egoFrames : await read(byId.get(`${actor.id}/state`)!, YAW);
       const { frameRows, route } = vehicleFrames(actor, frames, ego, egoAt, locator);
       insert('frameINFO', frameRows);
-      insert('vehicleINFO', [vehicleRow(actor, route, warn)]);
+      insert('vehicleINFO', [vehicleRow(actor, route, warn, defaulted)]);
     }
+    if (defaulted.length)
+      warn(
+        `${defaulted.length} vehicles (${defaulted.slice(0, 3).join(', ')}${defaulted.length > 3 ? ', ...' : ''}) have no accel, decel or max speed: vehicleINFO gets SUMO's default vType's (${SUMO_DEFAULT_LIMITS.maxAccel}, ${SUMO_DEFAULT_LIMITS.maxDecel}, ${SUMO_DEFAULT_LIMITS.maxSpeed.toFixed(2)})`,
+      );
     if (locator.missed)
       warn(
         `${locator.missed} frames have no lane: laneID is written empty (no lane within 10 m of the vehicle)`,
       );
     for (const light of lights)
       insert('trafficLightStates', lightRows(light, await read(signalStream(light, byId)!, NONE), network));
-    const evaluation = evaluationStream(ego, byId);
-    if (evaluation) insert('evaluationINFO', evaluationRows(await read(evaluation, NONE)));
+    // An empty one (a LimSim file whose evaluationINFO was empty) is as good as none.
+    const found = evaluationStream(ego, byId);
+    const stored = found && found.samples > 0 ? found : undefined;
+    if (stored) {
+      insert('evaluationINFO', evaluationRows(await read(stored, NONE)));
+      evaluation = 'stored';
+    } else if (ego && options.evaluate) {
+      const computed = onFrameGrid(await options.evaluate(), origin, NONE).frames;
+      insert('evaluationINFO', evaluationRows(computed.filter((f) => f.frame >= 0)));
+      evaluation = 'computed';
+    }
     insert('simINFO', [simRow(run, ego, network)]);
     for (const actor of actors) {
       const table = OBSTACLE_TABLES[actor.sourceClass ?? ''];
@@ -160,7 +192,20 @@ export async function exportLimSim(
     rmSync(partial, { force: true });
     throw error;
   }
-  return { file, rows, resampled };
+  return { file, rows, resampled, evaluation };
+}
+
+/**
+ * Where frame 0 lies. LimSim numbers a frame by the simulationStep() calls made so far: the state after
+ * the first step is frame 1, at SUMO time 0.1 s. simrec's SUMO recorder labels that state with the
+ * time its step began (0 s, as SUMO's own outputs do), so a SUMO run's frames count from one step
+ * before its begin. Other runs (LimSim's own, the demo, other simulators) have frame 0 at their begin.
+ */
+function frameOrigin(run: RunInfo): number {
+  const stepLength = (run.metadata as JsonObject).stepLength;
+  if (run.simulator.name === 'sumo' && typeof stepLength === 'number' && stepLength > 0)
+    return run.begin - Math.round(stepLength * 1e6);
+  return run.begin;
 }
 
 const YAW = new Set(['yaw']);
@@ -179,16 +224,39 @@ function evaluationStream(ego: ActorInfo | undefined, byId: Map<string, StreamIn
   return byId.get(LIMSIM_EVALUATION_STREAM);
 }
 
-/** Lanes for vehicles whose samples carry none, from the road network. */
+/**
+ * Lanes as LimSim names them: for vehicles whose samples carry none, from the road network; and a
+ * junction crossing as the one internal lane LimSim knows for it.
+ */
 class LaneLocator {
   private index: LaneIndex | undefined;
+  private geometry: LimSimLanes | undefined;
   private readonly network: RoadNetwork | undefined;
   readonly edgeOf = new Map<string, string>();
+  /** Each internal lane of a crossing: the crossing's first internal lane, and the length before it. */
+  private readonly crossing = new Map<string, { lane: string; before: number }>();
   missed = 0;
   constructor(network: RoadNetwork | undefined) {
     this.network = network;
     for (const lane of network?.lanes ?? [])
       if (lane.function === 'normal') this.edgeOf.set(lane.id, lane.edge);
+    if (network) this.crossing = internalChains(network);
+  }
+  /**
+   * LimSim builds geometry only for the `via` lane of a link between two normal lanes. SUMO splits a
+   * turn that yields inside the junction into two internal lanes (`:J_4_0`, then `:J_30_0` after the
+   * internal junction); LimSim's evaluation has no lane for the second (`'NoneType' object has no
+   * attribute 's'`). LimSim's recorder, not finding the second among the route's lanes, matches the
+   * vehicle to a junction lane within 2 m and writes its position along that lane's spline: so does
+   * simrec, with the link the vehicle drives (LimSim takes whichever lane within 2 m its set
+   * iteration gives last, which with two turning lanes side by side can be the neighbour).
+   */
+  junctionLane(lane: string, lanePos: number, x: number, y: number): { lane: string; lanePos: number } {
+    const first = this.crossing.get(lane);
+    if (!first || first.lane === lane) return { lane, lanePos };
+    this.geometry ??= new LimSimLanes(this.network!);
+    const spline = this.geometry.spline(first.lane);
+    return { lane: first.lane, lanePos: spline ? spline.toFrenet(x, y).s : first.before + lanePos };
   }
   locate(x: number, y: number): { lane: string; lanePos: number } {
     if (this.network) {
@@ -234,15 +302,15 @@ function vehicleFrames(
           ? Math.hypot((neighbour.sample.x as number) - x, (neighbour.sample.y as number) - y) /
             Math.abs(span)
           : 0);
-    const at =
+    const found =
       typeof s.lane === 'string' ? { lane: s.lane, lanePos: num(s.lanePos) ?? 0 } : locator.locate(x, y);
+    const at = locator.junctionLane(found.lane, found.lanePos, x, y);
     const edge = locator.edge(at.lane);
     if (edge !== undefined) {
       if (!declared && route[route.length - 1] !== edge) route.push(edge);
       const found = route.indexOf(edge, routeIdx);
       if (found >= 0) routeIdx = found;
     }
-    const onJunction = at.lane.startsWith(':') && routeIdx + 1 < route.length;
     let vtag = typeof s.vtag === 'string' ? s.vtag : undefined;
     if (vtag === undefined) {
       const e = egoAt.get(frame);
@@ -264,7 +332,8 @@ function vehicleFrames(
       accel: num(s.accel) ?? 0,
       laneID: at.lane,
       lanePos: at.lanePos,
-      routeIdx: num(s.routeIdx) ?? (onJunction ? routeIdx + 1 : routeIdx),
+      // On a junction lane, the edge it came from: SUMO's route index and LimSim's LCRDict agree.
+      routeIdx: num(s.routeIdx) ?? routeIdx,
     });
   });
   // A measured acceleration where the run has none: the change of speed between frames.
@@ -278,13 +347,25 @@ function vehicleFrames(
   return { frameRows, route };
 }
 
-function vehicleRow(actor: ActorInfo, route: string[], warn: (m: string) => void): Row {
+function vehicleRow(actor: ActorInfo, route: string[], warn: (m: string) => void, defaulted: string[]): Row {
   const a = actor.attributes;
   if (!actor.extents)
     warn(
       `actor ${actor.id} has no extents: vehicleINFO gets ${DEFAULT_EXTENTS.length} x ${DEFAULT_EXTENTS.width} m`,
     );
   const extents = actor.extents ?? DEFAULT_EXTENTS;
+  // LimSim's names, or SUMO's vType attributes (accel, decel) as the demo and SUMO keep them.
+  const given = {
+    maxAccel: num(a.maxAccel) ?? num(a.accel),
+    maxDecel: num(a.maxDecel) ?? num(a.decel),
+    maxSpeed: num(a.maxSpeed),
+  };
+  if (Object.values(given).some((v) => v === undefined)) defaulted.push(actor.id);
+  const limits = {
+    maxAccel: given.maxAccel ?? SUMO_DEFAULT_LIMITS.maxAccel,
+    maxDecel: given.maxDecel ?? SUMO_DEFAULT_LIMITS.maxDecel,
+    maxSpeed: given.maxSpeed ?? SUMO_DEFAULT_LIMITS.maxSpeed,
+  };
   const vType = [a.vType, a.vehicleType, actor.sourceClass, actor.kind].find(
     (v) => typeof v === 'string' && v !== '',
   );
@@ -292,9 +373,7 @@ function vehicleRow(actor: ActorInfo, route: string[], warn: (m: string) => void
     vid: actor.id,
     length: extents.length,
     width: extents.width,
-    maxAccel: num(a.maxAccel) ?? null,
-    maxDecel: num(a.maxDecel) ?? null,
-    maxSpeed: num(a.maxSpeed) ?? null,
+    ...limits,
     vTypeID: vType as string,
     routes: formatRoute(route),
   };
@@ -363,4 +442,29 @@ function simRow(run: RunInfo, ego: ActorInfo | undefined, network: RoadNetwork |
     description: typeof m.description === 'string' ? m.description : ego ? 'ego track' : 'local area',
     note: typeof m.note === 'string' ? m.note : run.description,
   };
+}
+
+/**
+ * For every internal lane of a link between two normal lanes: the link's `via` lane (the one LimSim
+ * keeps) and the length of the internal lanes before it on the link.
+ */
+function internalChains(network: RoadNetwork): Map<string, { lane: string; before: number }> {
+  const lanes = new Map(network.lanes.map((l) => [l.id, l]));
+  const onward = new Map<string, string>();
+  for (const c of network.connections)
+    if (c.via !== undefined && lanes.get(c.fromLane)?.function === 'internal') onward.set(c.fromLane, c.via);
+  const chains = new Map<string, { lane: string; before: number }>();
+  for (const c of network.connections) {
+    if (c.via === undefined || lanes.get(c.fromLane)?.function !== 'normal') continue;
+    let before = 0;
+    for (
+      let lane: string | undefined = c.via;
+      lane !== undefined && !chains.has(lane);
+      lane = onward.get(lane)
+    ) {
+      chains.set(lane, { lane: c.via, before });
+      before += lanes.get(lane)?.length ?? 0;
+    }
+  }
+  return chains;
 }

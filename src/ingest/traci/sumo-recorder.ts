@@ -4,6 +4,7 @@ import { createServer } from 'node:net';
 import { dirname, resolve } from 'node:path';
 import { XMLParser } from 'fast-xml-parser';
 import { describeValue, invalid, SimrecError } from '../../model/errors.js';
+import type { JsonObject } from '../../model/json.js';
 import type { EndReason, RunInfo } from '../../model/run.js';
 import { STATE_FIELDS } from '../../model/standard-streams.js';
 import type { StoreBackend } from '../../model/store-port.js';
@@ -68,6 +69,11 @@ const VEHICLE_VARS = [
   VAR.WIDTH,
   VAR.SIGNALS,
 ];
+/**
+ * Asked once, when a vehicle departs: its whole route and its vType's limits, which LimSim's recorder
+ * keeps in vehicleINFO (routes, maxAccel, maxDecel, maxSpeed) and its planner needs.
+ */
+const VEHICLE_ONCE_VARS = [VAR.EDGES, VAR.ACCEL, VAR.DECEL, VAR.MAXSPEED];
 const PERSON_VARS = [VAR.POSITION3D, VAR.ANGLE, VAR.SPEED, VAR.TYPE, VAR.LENGTH, VAR.WIDTH];
 const LIGHT_VARS = [
   VAR.TL_RED_YELLOW_GREEN_STATE,
@@ -283,6 +289,7 @@ export async function recordSumo(store: StoreBackend, options: SumoRecordOptions
     }
 
     const declared = new Set<string>();
+    const departedAttributes = new Map<string, JsonObject>();
     const begin = rec.run.begin;
     let steps = 0;
     let persons = 0;
@@ -311,8 +318,14 @@ export async function recordSumo(store: StoreBackend, options: SumoRecordOptions
       const t = begin + Math.round((now - dt) * 1e6);
       const step = Math.round((now - dt) / dt);
       for (const id of (simValues?.get(VAR.DEPARTED_VEHICLES_IDS) as string[] | undefined) ?? []) {
-        const first = await client.subscribe('vehicle', id, VEHICLE_VARS);
-        if (first) results.push(first);
+        // Subscribing returns the values at once; the second subscription replaces the first, so
+        // the route and limits are not sent again at every step.
+        const first = await client.subscribe('vehicle', id, [...VEHICLE_VARS, ...VEHICLE_ONCE_VARS]);
+        if (first) {
+          results.push(first);
+          departedAttributes.set(id, vehicleAttributes(first));
+          await client.subscribe('vehicle', id, VEHICLE_VARS);
+        }
       }
       for (const id of (simValues?.get(VAR.DEPARTED_PERSONS_IDS) as string[] | undefined) ?? []) {
         const first = await client.subscribe('person', id, PERSON_VARS);
@@ -330,7 +343,7 @@ export async function recordSumo(store: StoreBackend, options: SumoRecordOptions
         id: string;
         kind: string;
         extents: { length: number; width: number; height: number };
-        attributes: Record<string, string>;
+        attributes: JsonObject;
       }[] = [];
       for (const r of movers) {
         const s = states.get(r.id)!;
@@ -351,8 +364,10 @@ export async function recordSumo(store: StoreBackend, options: SumoRecordOptions
             id: r.id,
             kind: r.id === options.ego ? 'ego' : r.domain === 'person' ? 'pedestrian' : 'vehicle',
             extents: { length: s.length, width: s.width, height: r.domain === 'person' ? 1.8 : 1.5 },
-            attributes: { vType: String(r.values.get(VAR.TYPE) ?? '') },
+            // Vehicles out of the area are declared when they enter it, long after they departed.
+            attributes: departedAttributes.get(r.id) ?? vehicleAttributes(r),
           });
+          departedAttributes.delete(r.id);
         }
         const sample: Sample = { t, step, x: s.x, y: s.y, z: s.z, yaw: s.yaw, speed: s.speed };
         for (const [key, v] of [
@@ -427,6 +442,22 @@ export async function recordSumo(store: StoreBackend, options: SumoRecordOptions
   } finally {
     if (!exited) sumo.kill('SIGKILL');
   }
+}
+
+/** The vType, and for a vehicle seen departing its route and limits (a person has neither). */
+function vehicleAttributes(r: SubscriptionResult): JsonObject {
+  const attributes: JsonObject = { vType: String(r.values.get(VAR.TYPE) ?? '') };
+  const route = r.values.get(VAR.EDGES);
+  if (Array.isArray(route)) attributes.route = route.map(String);
+  for (const [name, id] of [
+    ['maxAccel', VAR.ACCEL],
+    ['maxDecel', VAR.DECEL],
+    ['maxSpeed', VAR.MAXSPEED],
+  ] as const) {
+    const v = num(r.values.get(id));
+    if (v !== undefined) attributes[name] = v;
+  }
+  return attributes;
 }
 
 /** SUMO's lane position is the front bumper's; the model's, like LimSim's, is the centre's. */

@@ -26,6 +26,10 @@ export type Domain = keyof typeof DOMAINS;
 
 export const VAR = {
   SPEED: 0x40,
+  MAXSPEED: 0x41,
+  ACCEL: 0x46,
+  DECEL: 0x47,
+  EDGES: 0x54,
   POSITION3D: 0x39,
   ANGLE: 0x43,
   LENGTH: 0x44,
