@@ -216,45 +216,43 @@ export function unpackFloat64(bytes: Uint8Array, n: number, predictor: FloatPred
     throw new Error(
       `bit stream of ${bytes.byteLength} bytes at offset ${bytes.byteOffset}, not whole aligned words`,
     );
-  // The reader inlined: this loop is most of a scene's decoding time.
+  // This loop is most of a scene's decoding time: fields are read at absolute bit positions (no reader
+  // state to update), and the stream's length is checked once a group instead of once a field.
   const src = new Uint32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength >>> 2);
-  const end = src.length;
-  let pos = 0;
-  let acc = 0;
-  let left = 0;
-  const read = (k: number): number => {
-    if (k === 0) return 0;
-    if (k <= left) {
-      const v = k === 32 ? acc : acc & ((1 << k) - 1);
-      acc = k === 32 ? 0 : acc >>> k;
-      left -= k;
-      return v >>> 0;
-    }
-    if (pos >= end) throw new Error('bit stream ends early');
-    const next = src[pos++]!;
-    const have = left;
-    const low = acc;
-    const need = k - have;
-    const high = need === 32 ? next : next & ((1 << need) - 1);
-    acc = need === 32 ? 0 : next >>> need;
-    left = 32 - need;
-    return (low | (high << have)) >>> 0;
+  const totalBits = src.length * 32;
+  const field = (pos: number, width: number): number => {
+    const i = pos >>> 5;
+    const b = pos & 31;
+    let v = src[i]! >>> b;
+    if (b !== 0 && b + width > 32) v |= src[i + 1]! << (32 - b);
+    return width === 32 ? v >>> 0 : (v & ((1 << width) - 1)) >>> 0;
   };
+  if (totalBits < 64) throw new Error('bit stream ends early');
   const words = new Uint32Array(values.buffer);
+  words[0] = src[0]!;
+  words[1] = src[1]!;
+  let pos = 64;
   const linear = predictor === 'linear';
-  words[0] = read(32);
-  words[1] = read(32);
   let width = 0;
   for (let g = 1; g < n; g += GROUP) {
     const groupEnd = g + GROUP < n ? g + GROUP : n;
-    const code = read(3);
-    width = code === 7 ? read(7) : width + code - 3;
+    if (pos + 3 > totalBits) throw new Error('bit stream ends early');
+    const code = field(pos, 3);
+    pos += 3;
+    if (code === 7) {
+      if (pos + 7 > totalBits) throw new Error('bit stream ends early');
+      width = field(pos, 7);
+      pos += 7;
+    } else width += code - 3;
     if (width < 0 || width > 64) throw new Error(`group width ${width} out of 0..64`);
+    if (pos + width * (groupEnd - g) > totalBits) throw new Error('bit stream ends early');
     const lowBits = width <= 32 ? width : 32;
-    const highBits = width <= 32 ? 0 : width - 32;
+    const highBits = width - lowBits;
     for (let i = g; i < groupEnd; i++) {
-      const lo = read(lowBits);
-      const hi = read(highBits);
+      const lo = lowBits === 0 ? 0 : field(pos, lowBits);
+      pos += lowBits;
+      const hi = highBits === 0 ? 0 : field(pos, highBits);
+      pos += highBits;
       let p: number;
       if (i === 1 || !linear) p = values[i - 1]!;
       else {

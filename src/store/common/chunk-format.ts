@@ -463,6 +463,22 @@ export interface BlockRef {
   crc: number;
 }
 
+/**
+ * Where a chunk's bytes come from: all of them in memory, or ranges read on demand from the store (a
+ * scene reads one block of a chunk; reading the whole of each of 200 chunks was most of a fresh
+ * process's first scene).
+ */
+export interface ChunkBytes {
+  readonly size: number;
+  /** Bytes [offset, offset + length). */
+  read(offset: number, length: number): Uint8Array;
+}
+
+export const bytesInMemory = (data: Uint8Array): ChunkBytes => ({
+  size: data.length,
+  read: (offset, length) => data.subarray(offset, offset + length),
+});
+
 export const isChunkV2 = (data: Uint8Array): boolean =>
   data.length >= 4 && data[0] === 0x53 && data[1] === 0x52 && data[2] === 0x43 && data[3] === 0x32;
 
@@ -471,17 +487,19 @@ export class ParsedChunk {
   readonly n: number;
   readonly columns: readonly ChunkColumn[];
   readonly blocks: readonly BlockRef[];
-  private readonly data: Uint8Array;
+  private readonly source: ChunkBytes;
+  /** The whole chunk, once read at once (a chunk read on): blocks are cut from it. */
+  private whole: Uint8Array | null = null;
   private readonly where: string;
 
   private constructor(
-    data: Uint8Array,
+    source: ChunkBytes,
     where: string,
     n: number,
     columns: ChunkColumn[],
     blocks: BlockRef[],
   ) {
-    this.data = data;
+    this.source = source;
     this.where = where;
     this.n = n;
     this.columns = columns;
@@ -490,14 +508,21 @@ export class ParsedChunk {
 
   /** Checks the chunk's checksum and structure; `where` names it in errors (run, stream, chunk id). */
   static parse(data: Uint8Array, where: string): ParsedChunk {
+    return ParsedChunk.open(bytesInMemory(data), where);
+  }
+
+  /** The same, reading from the source only the frame now, and each block when it is decoded. */
+  static open(source: ChunkBytes, where: string): ParsedChunk {
     const corrupt = (why: string): SimrecError => new SimrecError('io', `${where}: corrupt chunk (${why})`);
-    if (!isChunkV2(data)) throw corrupt('bad magic');
-    if (data.length < 16) throw corrupt('shorter than its frame');
-    const buf = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+    if (source.size < 16) throw corrupt('shorter than its frame');
+    const start = source.read(0, 16);
+    if (!isChunkV2(start)) throw corrupt('bad magic');
+    const lengths = Buffer.from(start.buffer, start.byteOffset, 16);
+    const frameEnd = 16 + lengths.readUInt32LE(4) + lengths.readUInt32LE(8);
+    if (frameEnd > source.size) throw corrupt(`frame of ${frameEnd} bytes in a chunk of ${source.size}`);
+    const frame = source.read(0, frameEnd);
+    const buf = Buffer.from(frame.buffer, frame.byteOffset, frame.byteLength);
     const headerLength = buf.readUInt32LE(4);
-    const tableLength = buf.readUInt32LE(8);
-    const frameEnd = 16 + headerLength + tableLength;
-    if (frameEnd > buf.length) throw corrupt(`frame of ${frameEnd} bytes in a chunk of ${buf.length}`);
     const stored = buf.readUInt32LE(12);
     const actual = crc32(buf.subarray(16, frameEnd), crc32(buf.subarray(0, 12)));
     if (stored !== actual)
@@ -534,8 +559,8 @@ export class ParsedChunk {
         offset += b;
       }
       if (rows !== n) throw corrupt(`blocks hold ${rows} rows, the header says ${n}`);
-      if (offset !== buf.length) throw corrupt(`blocks end at byte ${offset}, the chunk has ${buf.length}`);
-      return new ParsedChunk(data, where, n as number, columns, blocks);
+      if (offset !== source.size) throw corrupt(`blocks end at byte ${offset}, the chunk has ${source.size}`);
+      return new ParsedChunk(source, where, n as number, columns, blocks);
     } catch (error) {
       if (error instanceof SimrecError) throw error;
       throw corrupt((error as Error).message);
@@ -569,7 +594,14 @@ export class ParsedChunk {
   /** Block i's bytes, once its checksum holds. */
   private checkedBlock(i: number): Uint8Array {
     const ref = this.blocks[i]!;
-    const bytes = this.data.subarray(ref.offset, ref.offset + ref.bytes);
+    const bytes = this.whole
+      ? this.whole.subarray(ref.offset, ref.offset + ref.bytes)
+      : this.source.read(ref.offset, ref.bytes);
+    if (bytes.length !== ref.bytes)
+      throw new SimrecError(
+        'io',
+        `${this.where}: corrupt chunk (block ${i}: ${bytes.length} bytes read, ${ref.bytes} expected)`,
+      );
     const actual = crc32(bytes);
     if (actual !== ref.crc)
       throw new SimrecError(
@@ -579,8 +611,14 @@ export class ParsedChunk {
     return bytes;
   }
 
+  /** Reads the rest of the chunk at once: its blocks are about to be decoded one after another. */
+  loadAll(): void {
+    this.whole ??= this.source.read(0, this.source.size);
+  }
+
   /** The whole chunk as one batch (the blocks' columns concatenated). */
   decodeAll(fields?: ReadonlySet<string>): ColumnBatch {
+    this.loadAll();
     if (this.blocks.length === 1) return this.decodeBlock(0, fields);
     return concatBatches(
       this.blocks.map((_, i) => this.decodeBlock(i, fields)),

@@ -1,5 +1,5 @@
 import type { ColumnBatch, ColumnValues } from '../../model/columns.js';
-import { ParsedChunk, concatBatches, isChunkV2, type ChunkColumn } from './chunk-format.js';
+import { ParsedChunk, concatBatches, isChunkV2, type ChunkBytes, type ChunkColumn } from './chunk-format.js';
 import { decodeChunk as decodeChunkV1, type DecodedChunk } from './chunk-v1.js';
 import { LruCache } from './lru-cache.js';
 
@@ -11,11 +11,19 @@ export interface ChunkView {
   blockAtOrBefore(t: number): number;
   decodeBlock(i: number, fields?: ReadonlySet<string>): ColumnBatch;
   decodeAll(fields?: ReadonlySet<string>): ColumnBatch;
+  /** Reads the whole chunk at once (its blocks are about to be decoded one after another). */
+  loadAll(): void;
 }
 
 /** Opens a chunk of either layout; damage is an `io` error naming `where`. */
 export function openChunk(data: Uint8Array, where: string): ChunkView {
   return isChunkV2(data) ? ParsedChunk.parse(data, where) : new V1Chunk(decodeChunkV1(data, where));
+}
+
+/** The same from a source read on demand: of today's layout only the frame is read now. */
+export function openChunkFrom(source: ChunkBytes, where: string): ChunkView {
+  const start = source.read(0, Math.min(4, source.size));
+  return isChunkV2(start) ? ParsedChunk.open(source, where) : openChunk(source.read(0, source.size), where);
 }
 
 /** A chunk of the first layout: one block, decoded whole (it has no blocks, nor a checksum). */
@@ -68,6 +76,8 @@ class V1Chunk implements ChunkView {
   decodeAll(fields?: ReadonlySet<string>): ColumnBatch {
     return this.decodeBlock(0, fields);
   }
+
+  loadAll(): void {}
 }
 
 /** Where a chunk is: what an index of a stream's chunks holds, in (begin, id) order. */
@@ -120,6 +130,7 @@ export class ChunkCache<Id> {
       if (first === undefined) this.touchedOnce.set(id, i);
       else if (first !== i) {
         this.touchedOnce.delete(id);
+        view.loadAll();
         for (let b = 0; b < view.blocks.length; b++) {
           const k = this.keyOf(id, b);
           if (this.blocks.get(k) === undefined) this.blocks.set(k, view.decodeBlock(b));

@@ -28,10 +28,12 @@ import {
   lastAtOrBefore,
   lastBeginAtOrBefore,
   openChunk,
+  openChunkFrom,
   sliceBatch,
   type ChunkRef,
   type ChunkView,
 } from '../common/chunk-reader.js';
+import type { ChunkBytes } from '../common/chunk-format.js';
 import { readSamplesViaColumns, sampleBracketViaMany } from '../common/sample-reads.js';
 import { DEFAULT_TAIL_OPTIONS, encodeChunks, type StreamTailOptions } from '../common/stream-tail.js';
 import { SCHEMA_DDL, SCHEMA_VERSION, SIMREC_APPLICATION_ID, upgradeSchema } from './sqlite-schema.js';
@@ -66,6 +68,12 @@ export interface SqliteStoreOptions {
 }
 
 type Row = Record<string, unknown>;
+
+/** A chunk's frame (header and block table) is in its first bytes: a few hundred at most in practice. */
+const CHUNK_HEAD_BYTES = 2048;
+
+/** How much of the file reads may map (SQLite maps what it reads, up to this). */
+const MMAP_BYTES = 1024 * 1024 * 1024;
 
 const json = (value: unknown): string => JSON.stringify(value);
 const parse = <T>(text: unknown): T => JSON.parse(text as string) as T;
@@ -142,6 +150,10 @@ export class SqliteBackend implements StoreBackend {
         // (without its busy timeout) when another process is opening the same new store.
         if (!options.readonly) retryWhileBusy(() => db.pragma('journal_mode = WAL'));
         configureConnection(db, durability);
+        // Reads through a memory map: a fresh process's first scene reads a chunk per actor (16 MB at
+        // 200 actors), and mapped pages cost a quarter of the time of SQLite's reads into its cache
+        // (measured: 3 ms against 12 for the benchmark's 202 chunks). Writes are unchanged.
+        db.pragma(`mmap_size = ${MMAP_BYTES}`);
       };
       // A file another process is creating this very moment has no schema yet: it is new, not foreign.
       if (!fresh && !options.readonly) fresh = isEmptyDatabase(db);
@@ -668,11 +680,36 @@ export class SqliteBackend implements StoreBackend {
     this.loadIndexes();
   }
 
-  /** The chunk, or undefined when another connection has just replaced it (tail chunks merged). */
+  /**
+   * The chunk, or undefined when another connection has just replaced it (tail chunks merged). Only its
+   * first bytes are read now (the frame is in them); a block is read when it is decoded.
+   */
   private openChunk(run: number, stream: string, id: number): ChunkView | undefined {
     return this.cache.chunk(id, () => {
-      const row = this.stmt('SELECT data FROM chunks WHERE id = ?').get(id) as Row | undefined;
-      return row && openChunk(row.data as Buffer, `${this.location} run ${run} stream ${stream} chunk ${id}`);
+      const row = this.stmt(
+        `SELECT length(data) AS size, substr(data, 1, ${CHUNK_HEAD_BYTES}) AS head FROM chunks WHERE id = ?`,
+      ).get(id) as Row | undefined;
+      if (!row) return undefined;
+      const where = `${this.location} run ${run} stream ${stream} chunk ${id}`;
+      const head = row.head as Buffer;
+      const source: ChunkBytes = {
+        size: row.size as number,
+        read: (offset, length) => {
+          if (offset + length <= head.length) return head.subarray(offset, offset + length);
+          const part = this.stmt('SELECT substr(data, ?, ?) AS part FROM chunks WHERE id = ?').get(
+            offset + 1,
+            length,
+            id,
+          ) as Row | undefined;
+          if (!part)
+            throw new SimrecError(
+              'conflict',
+              `${where}: the chunk was replaced while it was read; read it again`,
+            );
+          return part.part as Buffer;
+        },
+      };
+      return openChunkFrom(source, where);
     });
   }
 
