@@ -116,6 +116,37 @@ describe('stored damage', () => {
     assert.equal(check.status, 1);
     assert.match(check.stdout, /checksum mismatch/);
   });
+
+  it('simrec check --repair keeps the readable blocks of a damaged chunk', async () => {
+    const path = fresh();
+    const store = SqliteBackend.open(path, { chunkSamples: 1000, blockSamples: 100 });
+    const rec = await RunRecorder.begin(store, { begin: 0 });
+    await rec.declareActor({ id: 'car', kind: 'vehicle' });
+    await rec.declareStream(stateStream('car'));
+    await rec.appendBatch(
+      'car/state',
+      Array.from({ length: 1000 }, (_, i) => crashSample(i)),
+    );
+    await rec.end('completed');
+    await store.close();
+    const db = new Database(path);
+    const row = db.prepare('SELECT id, data FROM chunks').get() as { id: number; data: Buffer };
+    // The last byte of the chunk is in its last block.
+    row.data[row.data.length - 1]! ^= 0x01;
+    db.prepare('UPDATE chunks SET data = ? WHERE id = ?').run(row.data, row.id);
+    db.close();
+    const repaired = runCli(['check', '--store', path, '--repair', '--json']);
+    assert.equal(repaired.status, 0, repaired.stdout + repaired.stderr);
+    assert.match(repaired.stdout, /its readable blocks kept \(900 of 1000 samples\)/);
+    const after = await openStore(path);
+    const samples = await collect(streamSamples(after, 1, 'car/state'));
+    assert.deepEqual(
+      samples,
+      Array.from({ length: 900 }, (_, i) => crashSample(i)),
+    );
+    assert.deepEqual((await after.checkIntegrity()).problems, []);
+    await after.close();
+  });
 });
 
 describe('columnar recording', () => {

@@ -591,6 +591,12 @@ export class ParsedChunk {
     }
   }
 
+  /** Block i as it is encoded, once its checksum holds (to be assembled into another chunk). */
+  encodedBlock(i: number): EncodedBlock {
+    const ref = this.blocks[i]!;
+    return { rows: ref.rows, begin: ref.begin, end: ref.end, bytes: this.checkedBlock(i) };
+  }
+
   /** Block i's bytes, once its checksum holds. */
   private checkedBlock(i: number): Uint8Array {
     const ref = this.blocks[i]!;

@@ -33,7 +33,7 @@ import {
   type ChunkRef,
   type ChunkView,
 } from '../common/chunk-reader.js';
-import type { ChunkBytes } from '../common/chunk-format.js';
+import { assembleChunk, ParsedChunk, type ChunkBytes, type EncodedBlock } from '../common/chunk-format.js';
 import { readSamplesViaColumns, sampleBracketViaMany } from '../common/sample-reads.js';
 import { DEFAULT_TAIL_OPTIONS, encodeChunks, type StreamTailOptions } from '../common/stream-tail.js';
 import { SCHEMA_DDL, SCHEMA_VERSION, SIMREC_APPLICATION_ID, upgradeSchema } from './sqlite-schema.js';
@@ -543,13 +543,18 @@ export class SqliteBackend implements StoreBackend {
           if (batch.t[0] !== row.begin_us || batch.t[view.n - 1] !== row.end_us)
             throw new Error('its time range disagrees with its row');
         } catch (error) {
-          if (repair) this.stmt('DELETE FROM chunks WHERE id = ?').run(row.id);
+          // A chunk is many blocks, each with its own checksum: the readable ones are kept.
+          const kept = repair ? this.salvage(row, `${where} chunk ${row.id}`) : null;
+          if (repair && !kept) this.stmt('DELETE FROM chunks WHERE id = ?').run(row.id);
           problems.push({
             where: `${where} chunk ${row.id}`,
-            problem: `unreadable: ${(error as Error).message}`,
+            problem: `unreadable: ${(error as Error).message}${kept ? `; its readable blocks kept (${kept.count} of ${row.count} samples)` : ''}`,
             repaired: repair,
           });
-          continue;
+          if (!kept) continue;
+          row.count = kept.count;
+          row.begin_us = kept.begin;
+          row.end_us = kept.end;
         }
         count += row.count as number;
         begin ??= row.begin_us as number;
@@ -595,6 +600,42 @@ export class SqliteBackend implements StoreBackend {
   }
 
   // ---- internals -----------------------------------------------------------------------------------
+
+  /**
+   * Rewrites a damaged chunk with its readable blocks only (their checksums hold and they decode);
+   * returns what it kept, or null when nothing is readable (the frame itself is damaged, or every block).
+   */
+  private salvage(row: Row, where: string): { count: number; begin: number; end: number } | null {
+    let view: ChunkView;
+    try {
+      view = openChunk(row.data as Buffer, where);
+    } catch {
+      return null;
+    }
+    if (!(view instanceof ParsedChunk)) return null;
+    const good: EncodedBlock[] = [];
+    for (let i = 0; i < view.blocks.length; i++)
+      try {
+        view.decodeBlock(i);
+        good.push(view.encodedBlock(i));
+      } catch {
+        // the damaged block: left out
+      }
+    if (good.length === 0) return null;
+    const kept = {
+      count: good.reduce((sum, b) => sum + b.rows, 0),
+      begin: good[0]!.begin,
+      end: good.at(-1)!.end,
+    };
+    this.stmt('UPDATE chunks SET data = ?, count = ?, begin_us = ?, end_us = ? WHERE id = ?').run(
+      assembleChunk(view.columns, good),
+      kept.count,
+      kept.begin,
+      kept.end,
+      row.id,
+    );
+    return kept;
+  }
 
   /** SQLite's failures (a full disk, a read-only file) become `io` errors that say what was being done. */
   private guard<T>(what: string, work: () => T): T {
