@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { randomFillSync } from 'node:crypto';
@@ -15,6 +16,7 @@ import { RunRecorder } from '../src/record/run-recorder.js';
 import { streamSamples } from '../src/replay/run-queries.js';
 import { openStore } from '../src/store/open-store.js';
 import { tempDir } from './helpers/paths.js';
+import { runCli } from './helpers/run-cli.js';
 
 const dir = tempDir('simrec-full-');
 const mountPoint = join(dir.path, 'small');
@@ -81,6 +83,56 @@ describe('a disk that fills up while recording', () => {
       assert.equal(run!.end, stored.at(-1)!.t, 'the run ends at its last acknowledged sample');
       assert.deepEqual((await store.checkIntegrity()).problems, []);
       await store.close();
+    },
+  );
+
+  it(
+    'on a full disk the store still opens and reads (ls, check), a run left by a dead writer stays open, and declaring is a clear error',
+    { skip: skipReason },
+    async () => {
+      const path = join(mountPoint, 'full.db');
+      execFileSync('mount', ['-o', 'remount,size=1m', mountPoint]);
+      const store = await openStore(path);
+      // A run whose writer is gone (a pid no process has): every open tries to close it, which writes.
+      const dead = await RunRecorder.begin(
+        store,
+        { begin: 1_000_000 },
+        { writer: { host: hostname(), pid: 4_194_000, processStart: 'x' } },
+      );
+      await dead.declareActor({ id: 'car', kind: 'vehicle' });
+      await dead.declareStream(stateStream('car'));
+      await dead.appendBatch('car/state', [{ t: 1_000_000, step: 0, x: 0, y: 0, yaw: 0 }]);
+      // Fill what is left of the disk with a file of noise, as another program would.
+      const filler = join(mountPoint, 'filler');
+      try {
+        execFileSync('dd', ['if=/dev/urandom', `of=${filler}`, 'bs=64k', 'count=64'], { stdio: 'pipe' });
+      } catch {
+        // dd stops when the disk is full: that is the point
+      }
+      await assert.rejects(
+        dead.declareActor({ id: 'bus', kind: 'vehicle', attributes: { note: 'x'.repeat(300_000) } }),
+        (e: unknown) =>
+          e instanceof SimrecError &&
+          e.code === 'io' &&
+          /full\.db: declaring actors of run 1: database or disk is full/.test(e.message),
+      );
+      await store.close();
+      const env = { SIMREC_STORE: path };
+      const ls = runCli(['ls', '--json'], env);
+      assert.equal(ls.status, 0, ls.stderr);
+      assert.equal(
+        (JSON.parse(ls.stdout) as { state: string }[])[0]!.state,
+        'recording',
+        'not closed: the disk is full',
+      );
+      const check = runCli(['check'], env);
+      assert.equal(check.status, 0, check.stderr);
+      execFileSync('rm', ['-f', filler]);
+      execFileSync('mount', ['-o', 'remount,size=16m', mountPoint]);
+      // Space again: the next open closes the dead writer's run, sealed, with its sample.
+      const reopened = await openStore(path);
+      assert.equal((await reopened.getRun(1))!.endReason, 'interrupted');
+      await reopened.close();
     },
   );
 });
