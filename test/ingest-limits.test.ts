@@ -151,7 +151,12 @@ describe('a client that never reads', () => {
 
   for (const transport of ['TCP', 'WebSocket'] as const)
     it(`is cut and its run ended interrupted, with every acknowledged batch (${transport})`, async () => {
-      const fx = await startIngestFixture({ maxUnreadBytes: 64 * 1024, slowReaderMs: 200 });
+      // Keepalive far off: the client is cut for not reading, not for falling silent.
+      const fx = await startIngestFixture({
+        maxUnreadBytes: 64 * 1024,
+        slowReaderMs: 200,
+        keepaliveMs: 60_000,
+      });
       try {
         const client = await recording(transport, fx);
         // Pings and unknown messages: each is answered, and none counts in the credit window.
