@@ -92,7 +92,9 @@ export function* readLmdb(dir: string): Generator<{ key: Buffer; value: Buffer }
       );
     if (meta.root === NO_PAGE) {
       if (meta.entries !== 0n)
-        throw invalid(`${file}: the meta page counts ${meta.entries} entries in an empty tree; the file is corrupt`);
+        throw invalid(
+          `${file}: the meta page counts ${meta.entries} entries in an empty tree; the file is corrupt`,
+        );
       return;
     }
     const pageSize = meta.pageSize;
@@ -105,7 +107,9 @@ export function* readLmdb(dir: string): Generator<{ key: Buffer; value: Buffer }
     const reached = new Uint8Array(Math.ceil(pages / 8));
     const reach = (pgno: number, what: string): void => {
       if (reached[pgno >> 3]! & (1 << (pgno & 7)))
-        throw invalid(`${file}: ${what} leads to page ${pgno} a second time; the tree is not a tree (corrupt)`);
+        throw invalid(
+          `${file}: ${what} leads to page ${pgno} a second time; the tree is not a tree (corrupt)`,
+        );
       reached[pgno >> 3]! |= 1 << (pgno & 7);
     };
     const page = (pgno: bigint, what: string): Buffer => {
