@@ -4,16 +4,20 @@
  * crash with another kind of error, hang, or leave a partial run behind.
  */
 import assert from 'node:assert/strict';
-import { cpSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import fc from 'fast-check';
 import { SimrecError } from '../src/model/errors.js';
 import { STATE_FIELDS } from '../src/model/standard-streams.js';
 import { importPerception } from '../src/formats/perception/index.js';
+import { exportDidrive, importDidrive } from '../src/formats/didrive/index.js';
+import { LMDB_DATA_FILE, LmdbWriter, readLmdb } from '../src/formats/didrive/lmdb-file.js';
+import { importLimSim } from '../src/formats/limsim/limsim-reader.js';
+import { exportLimSim } from '../src/formats/limsim/limsim-writer.js';
 import { exportSoda, importSoda, SodaFolder } from '../src/formats/soda/index.js';
 import { recordSyntheticRun } from '../src/demo/synthetic-run.js';
-import { decodeMessage, FrameDecoder } from '../src/ingest/framing.js';
+import { decodeMessage, encodeFrame, encodeMessage, FrameDecoder } from '../src/ingest/framing.js';
 import { parseClientMessage, ProtocolError } from '../src/ingest/protocol.js';
 import { readRoadNetwork } from '../src/roadnet/read-roadnet.js';
 import { crc32 } from 'node:zlib';
@@ -164,31 +168,292 @@ describe('fuzzing the readers (seeded)', () => {
       );
     });
 
-  it('the ingest protocol: 3,000 streams of damaged frames are cut, parsed or refused', () => {
-    const good = Buffer.concat([
-      Buffer.from([0, 0, 0, 0]),
-      Buffer.from(JSON.stringify({ type: 'hello', version: 1, simulator: { name: 'fuzz' } })),
-    ]);
-    good.writeUInt32BE(good.length - 4, 0);
-    const frame = Buffer.concat([Buffer.alloc(4), good]);
-    frame.writeUInt32BE(good.length, 0);
+  it('the ingest protocol: 1,000 sessions of valid messages decode to exactly what was encoded, however cut', () => {
+    const json = fc.oneof(
+      fc.double({ noNaN: true, noDefaultInfinity: true }),
+      fc.integer(),
+      fc.string({ unit: 'binary' }),
+      fc.boolean(),
+      fc.constant(null),
+    );
+    const message = fc.oneof(
+      fc.record({ type: fc.constant('begin'), description: fc.string({ unit: 'binary' }) }),
+      fc.record({
+        type: fc.constant('samples'),
+        samples: fc.dictionary(
+          fc.string({ minLength: 1 }),
+          fc.array(fc.record({ t: fc.maxSafeInteger(), step: fc.integer(), x: json, v: json })),
+        ),
+      }),
+      fc.record({
+        type: fc.constant('capture'),
+        sensor: fc.string({ minLength: 1 }),
+        t: fc.maxSafeInteger(),
+        step: fc.integer(),
+        mediaType: fc.constantFrom('image/png', 'application/octet-stream'),
+        body: fc.uint8Array({ minLength: 1, maxLength: 512 }),
+      }),
+      fc.record({
+        type: fc.constant('attach'),
+        name: fc.string({ minLength: 1 }),
+        mediaType: fc.constant('text/plain'),
+        body: fc.uint8Array({ minLength: 1, maxLength: 512 }),
+      }),
+      fc.record({ type: fc.constant('end'), reason: fc.constantFrom('user_request', 'inner_error') }),
+    );
     fc.assert(
       fc.property(
-        fc.array(mutation(frame.length), { minLength: 1, maxLength: 4 }),
-        fc.integer({ min: 1, max: 40 }),
-        (mutations, split) =>
+        fc.array(message, { minLength: 1, maxLength: 12 }),
+        fc.integer({ min: 1, max: 97 }),
+        (messages, cut) => {
+          const sent = messages.map((m, i) => {
+            const { body, ...header } = m as { body?: Uint8Array; type: string };
+            return { header: { ...header, seq: i + 1 }, body: body ?? null };
+          });
+          const stream = Buffer.concat(sent.map((m) => encodeFrame(m.header, m.body ?? undefined)));
+          const decoder = new FrameDecoder();
+          const got: Buffer[] = [];
+          for (let i = 0; i < stream.length; i += cut) got.push(...decoder.push(stream.subarray(i, i + cut)));
+          assert.equal(got.length, sent.length);
+          assert.equal(decoder.pendingBytes, 0);
+          for (const [i, bytes] of got.entries()) {
+            const { header, body } = decodeMessage(bytes);
+            // What was encoded is the header as JSON carries it (-0 becomes 0), and the body's bytes.
+            const encoded = JSON.parse(JSON.stringify(sent[i]!.header));
+            assert.deepEqual(header, encoded);
+            assert.deepEqual(
+              body === null ? null : Buffer.from(body),
+              sent[i]!.body && Buffer.from(sent[i]!.body!),
+            );
+            const parsed = parseClientMessage(header, body) as unknown as Record<string, unknown>;
+            assert.equal(parsed.type, encoded.type);
+            assert.equal(parsed.seq, i + 1);
+            if (sent[i]!.body)
+              assert.deepEqual(Buffer.from(parsed.data as Uint8Array), Buffer.from(sent[i]!.body!));
+          }
+        },
+      ),
+      { seed: SEED, numRuns: 1000 },
+    );
+  });
+
+  it('the ingest protocol: 3,000 damaged sessions (hello to end) are parsed as sent, or refused', () => {
+    // A whole valid session, so that every parser is reached (a hello with `version` stopped them all).
+    const session: [object, Uint8Array?][] = [
+      [{ type: 'hello', protocol: 1, simulator: { name: 'fuzz', version: '1' }, token: 't' }],
+      [{ type: 'begin', seq: 1, description: 'd', metadata: { town: 'Town01' }, begin: 1_000_000 }],
+      [
+        {
+          type: 'actors',
+          seq: 2,
+          actors: [{ id: 'ego', kind: 'ego', extents: { length: 4, width: 2, height: 1.5 } }],
+        },
+      ],
+      [
+        {
+          type: 'streams',
+          seq: 3,
+          streams: [{ name: 'state', actor: 'ego', fields: [{ name: 'x', type: 'f64', unit: 'm' }] }],
+        },
+      ],
+      [
+        {
+          type: 'sensors',
+          seq: 4,
+          sensors: [{ id: 'cam', modality: 'camera', actor: 'ego', width: 4, height: 2 }],
+        },
+      ],
+      [
+        {
+          type: 'samples',
+          seq: 5,
+          samples: {
+            'ego/state': [
+              { t: 1_000_000, step: 0, x: 0.5 },
+              { t: 1_100_000, step: 1, x: -0.25 },
+            ],
+          },
+        },
+      ],
+      [
+        { type: 'capture', seq: 6, sensor: 'cam', t: 1_000_000, step: 0, mediaType: 'image/png' },
+        new Uint8Array(40).fill(7),
+      ],
+      [
+        { type: 'attach', seq: 7, name: 'scenario.bin', mediaType: 'application/octet-stream' },
+        new Uint8Array([1, 2, 3]),
+      ],
+      [{ type: 'ping' }],
+      [{ type: 'end', seq: 8, reason: 'user_request' }],
+    ];
+    const messages = session.map(([header, body]) => encodeMessage(header, body));
+    const expected = new Map(
+      messages.map((bytes) => {
+        const { header, body } = decodeMessage(bytes);
+        return [bytes.toString('latin1'), parseClientMessage(header, body)];
+      }),
+    );
+    const stream = Buffer.concat(session.map(([header, body]) => encodeFrame(header, body)));
+    const parsedTypes = new Map<string, number>();
+    fc.assert(
+      fc.property(
+        fc.array(mutation(stream.length), { minLength: 1, maxLength: 3 }),
+        fc.integer({ min: 1, max: 200 }),
+        (mutations, cut) =>
           survives(() => {
-            const bytes = Buffer.from(mutate(Buffer.concat([frame, frame]), mutations));
-            const decoder = new FrameDecoder(1024);
-            for (let i = 0; i < bytes.length; i += split)
-              for (const message of decoder.push(bytes.subarray(i, i + split))) {
+            const bytes = Buffer.from(mutate(stream, mutations));
+            const decoder = new FrameDecoder(64 * 1024);
+            for (let i = 0; i < bytes.length; i += cut)
+              for (const message of decoder.push(bytes.subarray(i, i + cut))) {
                 const { header, body } = decodeMessage(message);
-                parseClientMessage(header, body);
+                const parsed = parseClientMessage(header, body);
+                parsedTypes.set(parsed.type, (parsedTypes.get(parsed.type) ?? 0) + 1);
+                // A message the damage did not touch reads exactly as it was sent.
+                const original = expected.get(message.toString('latin1'));
+                if (original) assert.deepEqual(parsed, original);
               }
           }, [ProtocolError, SimrecError]),
       ),
       { seed: SEED, numRuns: 3000 },
     );
+    for (const type of [
+      'hello',
+      'begin',
+      'actors',
+      'streams',
+      'sensors',
+      'samples',
+      'capture',
+      'attach',
+      'end',
+    ])
+      assert.ok((parsedTypes.get(type) ?? 0) > 50, `${type} parsed ${parsedTypes.get(type) ?? 0} times`);
+  });
+
+  it('DI-drive LMDB files: 2,000 damaged copies (bytes, and page numbers, counts and offsets) are read or refused', () => {
+    const source = join(dir.path, 'lmdb-source');
+    const writer = new LmdbWriter(source);
+    // Enough keys for branch pages, and values large enough for overflow pages.
+    for (let i = 0; i < 400; i++)
+      writer.add(
+        Buffer.from(`measurements_${String(i).padStart(5, '0')}`),
+        Buffer.alloc(i % 50 === 0 ? 9000 : 80, i),
+      );
+    writer.finish();
+    const original = readFileSync(join(source, LMDB_DATA_FILE));
+    const pages = original.length / 4096;
+    // The fields a tree walk trusts: page numbers, node counts and offsets, sizes; small values hit them.
+    const structural = fc.record({
+      kind: fc.constant('overwrite' as const),
+      at: fc.nat(original.length - 1).map((at) => at & ~1),
+      bytes: fc.integer({ min: 0, max: pages + 2 }).map((n) => new Uint8Array([n & 0xff, n >> 8])),
+    });
+    let refused = 0;
+    fc.assert(
+      fc.property(
+        fc.array(fc.oneof(mutation(original.length), structural, structural), { minLength: 1, maxLength: 4 }),
+        (mutations) => {
+          const copy = join(dir.path, 'lmdb-copy');
+          rmSync(copy, { recursive: true, force: true });
+          mkdirSync(copy);
+          writeFileSync(join(copy, LMDB_DATA_FILE), mutate(original, mutations));
+          let entries = 0;
+          try {
+            for (const _ of readLmdb(copy))
+              if (++entries > 400) throw new Error('more entries than the file has');
+          } catch (error) {
+            if (!(error instanceof SimrecError)) throw error;
+            refused++;
+          }
+          return true;
+        },
+      ),
+      { seed: SEED, numRuns: 2000 },
+    );
+    assert.ok(refused > 1000, `damaged files are refused (${refused} of 2,000)`);
+  });
+
+  it('DI-drive datasets: 150 damaged datasets are imported or refused, never half-imported', async () => {
+    const store = await openStore(join(dir.path, 'didrive.db'));
+    const demo = await recordSyntheticRun(store, { duration: 3 });
+    const source = join(dir.path, 'didrive-source');
+    await exportDidrive(store, [demo.id], source);
+    const files = [
+      'metainfo.json',
+      'episode_00000/episode_metainfo.json',
+      `episode_00000/measurements.lmdb/${LMDB_DATA_FILE}`,
+    ];
+    const originals = files.map((f) => readFileSync(join(source, f)));
+    let refused = 0;
+    let imported = 0;
+    await fc.assert(
+      fc.asyncProperty(
+        fc.nat(files.length - 1),
+        fc.array(mutation(4096), { minLength: 1, maxLength: 3 }),
+        async (which, mutations) => {
+          const copy = join(dir.path, 'didrive-copy');
+          rmSync(copy, { recursive: true, force: true });
+          cpSync(source, copy, { recursive: true });
+          writeFileSync(join(copy, files[which]!), mutate(originals[which]!, mutations));
+          const before = (await store.listRuns()).length;
+          try {
+            await importDidrive(store, copy);
+            imported++;
+          } catch (error) {
+            if (!(error instanceof SimrecError)) throw error;
+            refused++;
+            assert.equal(
+              (await store.listRuns()).length,
+              before,
+              `a refused import left a run behind: ${error.message}`,
+            );
+          }
+          return true;
+        },
+      ),
+      { seed: SEED, numRuns: 150 },
+    );
+    assert.ok(refused > 0 && imported > 0, `both outcomes happen (refused ${refused}, imported ${imported})`);
+    assert.deepEqual((await store.checkIntegrity()).problems, []);
+    await store.close();
+  });
+
+  it('LimSim databases: 150 damaged SQLite files are imported or refused, never half-imported', async () => {
+    const store = await openStore(join(dir.path, 'limsim-store.db'));
+    const demo = await recordSyntheticRun(store, { duration: 3 });
+    const source = join(dir.path, 'limsim-source.db');
+    await exportLimSim(store, demo.id, source);
+    const original = readFileSync(source);
+    let refused = 0;
+    let imported = 0;
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(mutation(original.length), { minLength: 1, maxLength: 3 }),
+        async (mutations) => {
+          const copy = join(dir.path, 'limsim-copy.db');
+          rmSync(copy, { force: true });
+          writeFileSync(copy, mutate(original, mutations));
+          const before = (await store.listRuns()).length;
+          try {
+            await importLimSim(store, copy);
+            imported++;
+          } catch (error) {
+            if (!(error instanceof SimrecError)) throw error;
+            refused++;
+            assert.equal(
+              (await store.listRuns()).length,
+              before,
+              `a refused import left a run behind: ${error.message}`,
+            );
+          }
+          return true;
+        },
+      ),
+      { seed: SEED, numRuns: 150 },
+    );
+    assert.ok(refused > 0 && imported > 0, `both outcomes happen (refused ${refused}, imported ${imported})`);
+    assert.deepEqual((await store.checkIntegrity()).problems, []);
+    await store.close();
   });
 
   it('SODA.Sim mongoexport files: 150 damaged dataset files are imported or refused, never half-imported', async () => {

@@ -44,10 +44,16 @@ after(async () => {
   dir.cleanup();
 });
 
+/** What the server's Content-Security-Policy refused, on any page: the viewer must need nothing it forbids. */
+const cspViolations: string[] = [];
+
 async function openPage(hash: string): Promise<Page> {
   const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
   const errors: string[] = [];
   page.on('pageerror', (e) => errors.push(e.message));
+  page.on('console', (m) => {
+    if (/Content Security Policy/i.test(m.text())) cspViolations.push(`${hash}: ${m.text()}`);
+  });
   (page as Page & { errors: string[] }).errors = errors;
   await page.goto(new URL(hash, server.url).toString());
   return page;
@@ -261,6 +267,10 @@ describe('viewer in Chromium', () => {
     server = await startServer({ store, port: Number(port), liveIntervalMs: 200 });
     await expectConnected(page);
     await page.close();
+  });
+
+  it("needs nothing its server's Content-Security-Policy forbids (no inline scripts or style attributes)", () => {
+    assert.deepEqual(cspViolations, []);
   });
 });
 

@@ -9,6 +9,7 @@ import type { JsonObject } from '../model/json.js';
 import type { EndReason } from '../model/run.js';
 import type { StoreBackend } from '../model/store-port.js';
 import { RunRecorder, type RecorderOptions } from '../record/run-recorder.js';
+import type { FlowLimits } from './connection-flow.js';
 import { DEFAULT_MAX_FRAME_BYTES, type DecodedMessage } from './framing.js';
 import {
   IngestSession,
@@ -38,6 +39,18 @@ export interface IngestServerOptions {
   idleTimeoutMs?: number;
   /** How long a vanished client's session waits for it to reconnect before its run is interrupted. */
   resumeGraceMs?: number;
+  /**
+   * Until its hello is accepted (token checked) a connection is nobody: it may send this many bytes
+   * (64 KiB, far more than a hello), it has `helloTimeoutMs` (5 s) to say it, and at most
+   * `maxGreetingConnections` (64) such connections are held at once.
+   */
+  maxPreAuthBytes?: number;
+  helloTimeoutMs?: number;
+  maxGreetingConnections?: number;
+  /** A client that leaves more than this of the server's replies unread (1 MiB) is not read from... */
+  maxUnreadBytes?: number;
+  /** ...and after this long (`idleTimeoutMs`) it is cut, its run ended `interrupted` (connection-flow.ts). */
+  slowReaderMs?: number;
   /** The server's "record every run" switch; while it is off, begin is refused. */
   isRecording?: () => boolean;
   recorder?: RecorderOptions;
@@ -45,12 +58,24 @@ export interface IngestServerOptions {
 
 /** What a transport calls for one connection. */
 export interface ConnectionHandler {
+  /** Raw bytes arrived (before they make a frame): counted against the pre-hello limit. */
+  received(bytes: number): void;
   message(decoded: DecodedMessage, size: number): void;
   /** A frame that could not be decoded: the connection is answered and closed. */
   frameError(error: unknown): void;
+  /** The client left its replies unread too long (connection-flow.ts); the transport cuts it after this. */
+  slowReader(): void;
   /** The connection closed (a half-written frame is dropped with it). */
   closed(): void;
 }
+
+const IGNORE: ConnectionHandler = {
+  received() {},
+  message() {},
+  frameError() {},
+  slowReader() {},
+  closed() {},
+};
 
 export interface IngestStats {
   sessions: number;
@@ -63,15 +88,19 @@ export class IngestServer implements SessionHost {
   readonly maxFrameBytes: number;
   readonly keepaliveMs: number;
   readonly resumeGraceMs: number;
+  readonly flow: FlowLimits;
   private readonly idleTimeoutMs: number;
+  private readonly maxPreAuthBytes: number;
+  private readonly helloTimeoutMs: number;
+  private readonly maxGreetingConnections: number;
   private readonly store: StoreBackend;
   private readonly token: Buffer | null;
   private readonly recording: () => boolean;
   private readonly recorderOptions: RecorderOptions;
   private readonly sessions = new Map<string, IngestSession>();
   private readonly runs = new Map<number, SharedRun>();
-  /** Connections that have not said hello yet, with when they connected. */
-  private readonly greeting = new Map<IngestConnection, number>();
+  /** Connections whose hello has not been accepted yet, with the timer that cuts them. */
+  private readonly greeting = new Map<IngestConnection, NodeJS.Timeout>();
   private readonly timer: NodeJS.Timeout;
   private closing = false;
 
@@ -87,6 +116,13 @@ export class IngestServer implements SessionHost {
     this.keepaliveMs = options.keepaliveMs ?? 10_000;
     this.idleTimeoutMs = options.idleTimeoutMs ?? this.keepaliveMs * 3;
     this.resumeGraceMs = options.resumeGraceMs ?? 30_000;
+    this.maxPreAuthBytes = options.maxPreAuthBytes ?? 64 * 1024;
+    this.helloTimeoutMs = options.helloTimeoutMs ?? 5000;
+    this.maxGreetingConnections = options.maxGreetingConnections ?? 64;
+    this.flow = {
+      maxUnreadBytes: options.maxUnreadBytes ?? 1024 * 1024,
+      slowReaderMs: options.slowReaderMs ?? this.idleTimeoutMs,
+    };
     this.recording = options.isRecording ?? (() => true);
     this.recorderOptions = options.recorder ?? {};
     this.timer = setInterval(
@@ -102,28 +138,58 @@ export class IngestServer implements SessionHost {
 
   /** Starts handling a new connection from a transport. */
   accept(connection: IngestConnection): ConnectionHandler {
-    if (this.closing) {
-      connection.send(
-        toErrorMessage(new ProtocolError('server_closing', 'the server is closing', { fatal: true }), {}),
-      );
+    const refuseAtOnce = (code: 'server_closing' | 'busy', message: string): ConnectionHandler => {
+      connection.send(toErrorMessage(new ProtocolError(code, message, { fatal: true }), {}));
       connection.close({ fatal: true });
-      return { message() {}, frameError() {}, closed() {} };
-    }
-    this.greeting.set(connection, Date.now());
+      return IGNORE;
+    };
+    if (this.closing) return refuseAtOnce('server_closing', 'the server is closing');
+    if (this.greeting.size >= this.maxGreetingConnections)
+      return refuseAtOnce(
+        'busy',
+        `${this.greeting.size} connections have not said hello yet, the most this server holds; try again shortly`,
+      );
     let session: Promise<IngestSession | null> | null = null;
     let done = false;
+    let preAuthBytes = 0;
     const refuse = (error: unknown, ref: { type?: string; seq?: number } = {}): void => {
       done = true;
-      this.greeting.delete(connection);
+      this.greeted(connection);
       connection.send({ ...toErrorMessage(error, ref), fatal: true });
       connection.close({ fatal: true });
     };
+    const deadline = setTimeout(
+      () =>
+        refuse(new ProtocolError('timeout', `no hello within ${this.helloTimeoutMs} ms`, { fatal: true })),
+      this.helloTimeoutMs,
+    );
+    deadline.unref();
+    this.greeting.set(connection, deadline);
     return {
+      received: (bytes) => {
+        if (done || session !== null) return;
+        preAuthBytes += bytes;
+        if (preAuthBytes > this.maxPreAuthBytes)
+          refuse(
+            new ProtocolError(
+              'frame_too_large',
+              `${preAuthBytes} bytes before hello: a connection may send ${this.maxPreAuthBytes} bytes until its hello is accepted`,
+              { fatal: true },
+            ),
+          );
+      },
       message: (decoded, size) => {
         if (done) return;
         if (session === null) {
-          this.greeting.delete(connection);
-          session = this.hello(connection, decoded).catch((error: unknown) => {
+          let hello: HelloMessage;
+          try {
+            hello = this.checkHello(decoded);
+          } catch (error) {
+            refuse(error, messageRef(decoded.header));
+            return;
+          }
+          this.greeted(connection);
+          session = this.open(connection, hello).catch((error: unknown) => {
             refuse(error, messageRef(decoded.header));
             return null;
           });
@@ -145,15 +211,38 @@ export class IngestServer implements SessionHost {
           });
         }
       },
+      slowReader: () => {
+        if (done) return;
+        const error = new ProtocolError(
+          'slow_reader',
+          `the client left over ${this.flow.maxUnreadBytes} bytes of replies unread for ${this.flow.slowReaderMs} ms`,
+          { fatal: true },
+        );
+        if (session === null) refuse(error);
+        else {
+          done = true;
+          void session.then((s) => {
+            if (s && s.isConnection(connection)) s.fail(error, {});
+          });
+        }
+      },
       closed: () => {
         done = true;
-        this.greeting.delete(connection);
+        this.greeted(connection);
         void session?.then((s) => s?.detach(connection));
       },
     };
   }
 
-  private async hello(connection: IngestConnection, decoded: DecodedMessage): Promise<IngestSession> {
+  /** The connection is no longer waiting for its hello (accepted, refused or gone). */
+  private greeted(connection: IngestConnection): void {
+    const deadline = this.greeting.get(connection);
+    if (deadline) clearTimeout(deadline);
+    this.greeting.delete(connection);
+  }
+
+  /** The hello's checks, done at once so that the connection counts as accepted from this message on. */
+  private checkHello(decoded: DecodedMessage): HelloMessage {
     const message = parseClientMessage(decoded.header, decoded.body);
     if (message.type !== 'hello')
       throw new ProtocolError('out_of_order', `${message.type}: the first message must be hello`, {
@@ -174,6 +263,10 @@ export class IngestServer implements SessionHost {
           fatal: true,
         });
     }
+    return hello;
+  }
+
+  private async open(connection: IngestConnection, hello: HelloMessage): Promise<IngestSession> {
     if (hello.resume) {
       const session = this.sessions.get(hello.resume.session);
       if (!session)
@@ -257,14 +350,6 @@ export class IngestServer implements SessionHost {
 
   private keepalive(): void {
     const now = Date.now();
-    for (const [connection, since] of this.greeting)
-      if (now - since > this.idleTimeoutMs) {
-        this.greeting.delete(connection);
-        connection.send(
-          toErrorMessage(new ProtocolError('timeout', 'no hello in time', { fatal: true }), {}),
-        );
-        connection.close({ fatal: true });
-      }
     for (const session of this.sessions.values()) {
       if (!session.attached) continue;
       if (now - session.lastHeard > this.idleTimeoutMs) {
@@ -281,7 +366,10 @@ export class IngestServer implements SessionHost {
   async close(): Promise<void> {
     this.closing = true;
     clearInterval(this.timer);
-    for (const connection of this.greeting.keys()) connection.close();
+    for (const [connection, deadline] of this.greeting) {
+      clearTimeout(deadline);
+      connection.close();
+    }
     this.greeting.clear();
     const sessions = [...this.sessions.values()];
     for (const session of sessions)

@@ -36,6 +36,10 @@ export const ERROR_CODES = [
   'unknown_session',
   'timeout',
   'server_closing',
+  /** Too many connections have not said hello yet; try again shortly. */
+  'busy',
+  /** The client left the server's replies unread too long (it must read what it is sent). */
+  'slow_reader',
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];
 

@@ -4,6 +4,7 @@
  */
 import { createServer, type Server, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
+import { ConnectionFlow } from './connection-flow.js';
 import { decodeMessage, encodeFrame, FrameDecoder } from './framing.js';
 import type { IngestServer } from './ingest-server.js';
 import type { IngestConnection } from './ingest-session.js';
@@ -26,9 +27,17 @@ export async function listenTcp(
     socket.setNoDelay(true);
     const decoder = new FrameDecoder(ingest.maxFrameBytes);
     let closing = false;
+    const flow = new ConnectionFlow(socket, ingest.flow, () => {
+      handler.slowReader();
+      // What it left unread will never be read: drop it with the socket now.
+      socket.destroy();
+    });
     const connection: IngestConnection = {
       send: (message) => {
-        if (!closing && socket.writable) socket.write(encodeFrame(message));
+        if (closing || !socket.writable) return;
+        const frame = encodeFrame(message);
+        flow.queued(frame.length);
+        socket.write(frame, () => flow.written(frame.length));
       },
       close: () => {
         if (closing) return;
@@ -39,12 +48,14 @@ export async function listenTcp(
         setTimeout(() => socket.destroy(), CLOSE_TIMEOUT_MS).unref();
       },
       pause: () => {
-        if (!closing) socket.pause();
+        if (!closing) flow.hold('window');
       },
-      resume: () => socket.resume(),
+      resume: () => flow.release('window'),
     };
     const handler = ingest.accept(connection);
     socket.on('data', (chunk: Buffer) => {
+      if (closing) return;
+      handler.received(chunk.length);
       if (closing) return;
       let messages: Buffer[];
       try {
@@ -70,6 +81,7 @@ export async function listenTcp(
     socket.on('close', () => {
       sockets.delete(socket);
       closing = true;
+      flow.stop();
       handler.closed();
     });
   });

@@ -67,6 +67,38 @@ export async function jsonBody(c: Context, what: string): Promise<unknown> {
   }
 }
 
+/**
+ * Raster images a browser only ever draws; the viewer shows captures of these types inline. Anything
+ * else (HTML, SVG, JavaScript, PDF... any bytes a simulator sent) would run as a page of this
+ * server's origin, with its token and its API, if a browser opened it: it is sent as a download.
+ */
+const INLINE_MEDIA_TYPES = new Set([
+  'image/png',
+  'image/jpeg',
+  'image/gif',
+  'image/webp',
+  'image/bmp',
+  'image/avif',
+]);
+
+/**
+ * How an attachment is answered: never as active content of the API's origin. Besides the disposition,
+ * `nosniff` stops a browser from guessing HTML in an image, and the sandbox CSP gives whatever is
+ * opened anyway a unique origin with no scripts.
+ */
+export function attachmentHeaders(name: string, mediaType: string): Record<string, string> {
+  const base = name.slice(name.lastIndexOf('/') + 1);
+  const ascii = base.replace(/[^\w.+-]/g, '_');
+  const inline = INLINE_MEDIA_TYPES.has(mediaType.toLowerCase());
+  return {
+    'content-type': mediaType,
+    'content-disposition': `${inline ? 'inline' : 'attachment'}; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(base)}`,
+    'x-content-type-options': 'nosniff',
+    'content-security-policy':
+      "sandbox; default-src 'none'; img-src 'self' data:; style-src 'unsafe-inline'; frame-ancestors 'none'",
+  };
+}
+
 /** The HTTP API over a store: everything the viewer shows, as JSON. Errors become answers in `answerError`. */
 export function createApi(store: StoreBackend, settings: RecordingSettings = new RecordingSettings()): Hono {
   const api = new Hono();
@@ -162,7 +194,11 @@ export function createApi(store: StoreBackend, settings: RecordingSettings = new
     const attachment = await store.getAttachment(run, name);
     if (!attachment)
       throw new SimrecError('not_found', `run ${run} has no attachment ${JSON.stringify(name)}`);
-    return c.body(Buffer.from(attachment.data), 200, { 'content-type': attachment.mediaType });
+    return c.body(
+      Buffer.from(attachment.data),
+      200,
+      attachmentHeaders(attachment.name, attachment.mediaType),
+    );
   });
 
   api.get('/scenarios', async (c) => json(c, await store.scenarios.list()));

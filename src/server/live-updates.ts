@@ -6,6 +6,8 @@ import type { RunSummary } from '../model/run.js';
 import { toJson } from '../model/json.js';
 
 export const LIVE_PATH = '/api/live';
+/** Updates a viewer may leave unread before it is disconnected: many run lists' worth. */
+const MAX_UNREAD_BYTES = 4 * 1024 * 1024;
 
 /**
  * Tells connected viewers when runs appear, grow or end. It watches the store itself (any process
@@ -55,7 +57,12 @@ export class LiveUpdates {
   /** Sends a message to every connected viewer now; returns its text. */
   broadcast(message: unknown): string {
     const text = toJson(message, 0);
-    for (const client of this.wss.clients) if (client.readyState === client.OPEN) client.send(text);
+    for (const client of this.wss.clients) {
+      if (client.readyState !== client.OPEN) continue;
+      // A viewer that does not read its updates is cut rather than buffered for without end.
+      if (client.bufferedAmount > MAX_UNREAD_BYTES) client.terminate();
+      else client.send(text);
+    }
     return text;
   }
 

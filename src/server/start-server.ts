@@ -10,10 +10,11 @@ import { IngestServer, type IngestServerOptions } from '../ingest/ingest-server.
 import { listenTcp, type TcpListener } from '../ingest/tcp-listener.js';
 import { INGEST_PATH, IngestWebSocketEndpoint } from '../ingest/websocket-endpoint.js';
 import type { StoreBackend } from '../model/store-port.js';
-import { createApi } from './http-api.js';
+import { answerError, createApi } from './http-api.js';
 import { LIVE_PATH, LiveUpdates } from './live-updates.js';
 import { RecordingSettings } from './recording-settings.js';
 import { requireToken, upgradeHasToken } from './api-token.js';
+import { RequestGuard, SECURITY_HEADERS, type Refusal } from './request-guard.js';
 import { loadSettingsFile } from './settings-file.js';
 import { SodaConnection, type SodaConnectionOptions } from './soda-connection.js';
 import { connectionView, createSodaConnectionApi } from './soda-connection-api.js';
@@ -28,6 +29,10 @@ export interface ServerOptions {
   port?: number;
   /** Loopback by default: a recorder's data is not for the whole network unless asked. */
   host?: string;
+  /** More names requests may use in `Host` besides the loopback names and `host` (request-guard.ts). */
+  allowHosts?: readonly string[];
+  /** More origins whose pages may use the API and the WebSockets (request-guard.ts). */
+  allowOrigins?: readonly string[];
   liveIntervalMs?: number;
   /** The recording switches; the viewer changes them, the ingest endpoints obey them. */
   settings?: RecordingSettings;
@@ -54,8 +59,44 @@ export interface RunningServer {
 
 export const DEFAULT_PORT = 8470;
 
+/** A refused request or upgrade, as JSON, with the headers every answer carries. */
+function refusalText(refusal: Refusal): string {
+  const body = JSON.stringify({ error: refusal.error, code: refusal.code });
+  const reason = { 400: 'Bad Request', 403: 'Forbidden', 415: 'Unsupported Media Type' }[refusal.status];
+  const headers = Object.entries(SECURITY_HEADERS).map(([k, v]) => `${k}: ${v}\r\n`);
+  return `HTTP/1.1 ${refusal.status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${headers.join('')}Connection: close\r\n\r\n${body}`;
+}
+
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
   const app = new Hono();
+  const host = options.host ?? '127.0.0.1';
+  const guard = new RequestGuard({
+    host,
+    allowHosts: options.allowHosts ?? [],
+    allowOrigins: options.allowOrigins ?? [],
+  });
+  app.onError(answerError);
+  // First of all: a request from the wrong name or another site's page gets nothing else (request-guard.ts).
+  app.use('*', async (c, next) => {
+    const refusal = guard.check({
+      method: c.req.method,
+      host: c.req.header('host'),
+      origin: c.req.header('origin'),
+      contentType: c.req.header('content-type'),
+      hasBody:
+        Number(c.req.header('content-length') ?? 0) > 0 || c.req.header('transfer-encoding') !== undefined,
+    });
+    let answer: Response;
+    if (refusal) answer = c.json({ error: refusal.error, code: refusal.code }, refusal.status);
+    else {
+      await next();
+      answer = c.res;
+    }
+    // A route may have set its own (an attachment's sandbox); the rest get the server's.
+    for (const [name, value] of Object.entries(SECURITY_HEADERS))
+      if (!answer.headers.has(name)) answer.headers.set(name, value);
+    return answer;
+  });
   const saved = options.settingsFile ? loadSettingsFile(options.settingsFile, options.settings) : undefined;
   const settings = saved?.recording ?? options.settings ?? new RecordingSettings();
   const mongoSettings = saved?.mongodb ?? new SodaConnectionSettings();
@@ -96,7 +137,6 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   });
   settings.onChange((values) => ingest.setRecording(values.recordEveryRun));
   const ingestWs = new IngestWebSocketEndpoint(ingest);
-  const host = options.host ?? '127.0.0.1';
   const server = await new Promise<Server>((resolveServer, reject) => {
     const s = serve({ fetch: app.fetch, port: options.port ?? DEFAULT_PORT, hostname: host }, () =>
       resolveServer(s as Server),
@@ -104,6 +144,15 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     (s as Server).once('error', reject);
   });
   server.on('upgrade', (request, socket, head) => {
+    const refusal = guard.check({
+      method: request.method ?? 'GET',
+      host: request.headers.host,
+      origin: request.headers.origin,
+    });
+    if (refusal) {
+      socket.end(refusalText(refusal));
+      return;
+    }
     const path = new URL(request.url ?? '/', 'http://x').pathname;
     if (path === LIVE_PATH) {
       if (options.apiToken && !upgradeHasToken(request, options.apiToken)) {

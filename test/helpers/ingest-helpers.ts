@@ -126,11 +126,19 @@ export class RawClient {
   }
 
   /** The first message (received so far or later) that matches, removed from the list. */
-  async next(match: (m: ServerMessage) => boolean, what = 'a message'): Promise<ServerMessage> {
-    return waitFor(() => {
-      const i = this.received.findIndex(match);
-      return i < 0 ? null : this.received.splice(i, 1)[0]!;
-    }, what);
+  async next(
+    match: (m: ServerMessage) => boolean,
+    what = 'a message',
+    timeoutMs?: number,
+  ): Promise<ServerMessage> {
+    return waitFor(
+      () => {
+        const i = this.received.findIndex(match);
+        return i < 0 ? null : this.received.splice(i, 1)[0]!;
+      },
+      what,
+      timeoutMs,
+    );
   }
 
   ack(seq: number): Promise<ServerMessage> {
@@ -138,6 +146,15 @@ export class RawClient {
       (m) => (m.type === 'ack' && m.seq === seq) || (m.type === 'error' && m.ref?.seq === seq),
       `answer ${seq}`,
     );
+  }
+
+  /** Reads nothing more: what the server sends piles up (a client that never reads its answers). */
+  stopReading(): void {
+    this.socket.pause();
+  }
+
+  readAgain(): void {
+    this.socket.resume();
   }
 
   destroy(): void {

@@ -60,8 +60,8 @@ export function registerDemoCommand(program: Command): void {
         process.stdout.write(
           `recorded run ${run.id} into ${store.location}: ${result.vehicles} vehicles, ${result.pedestrians} pedestrians, ${result.trafficLights} traffic lights; try: simrec info ${run.id}\n`,
         );
-      if (opts.serve)
-        await serveUntilStopped(store, { port: opts.port, host: opts.host, path: `#/runs/${run.id}` });
+      // Every serve option (token, ingest port, settings, allowed names) goes through as `serve` takes it.
+      if (opts.serve) await serveUntilStopped(store, { ...opts, path: `#/runs/${run.id}` });
     }),
   );
 }

@@ -17,7 +17,16 @@ export interface ServeOptions {
   token?: string;
   /** The settings file (default: $SIMREC_SETTINGS, or ~/.config/simrec/settings.json). */
   settings?: string;
+  /** Names besides the loopback ones and --host that requests may use (request-guard.ts). */
+  allowHost?: string[];
+  /** Origins besides the server's own whose pages may use it. */
+  allowOrigin?: string[];
 }
+
+const list = (value: string, previous: string[] = []): string[] => [
+  ...previous,
+  ...value.split(',').filter((v) => v !== ''),
+];
 
 /** Serves the API and the viewer over `store` until SIGINT or SIGTERM, then closes both. */
 export async function serveUntilStopped(store: StoreBackend, options: ServeOptions): Promise<void> {
@@ -29,6 +38,8 @@ export async function serveUntilStopped(store: StoreBackend, options: ServeOptio
     store,
     port: options.port,
     host: options.host,
+    allowHosts: options.allowHost ?? [],
+    allowOrigins: options.allowOrigin ?? [],
     ingest,
     ...(token ? { apiToken: token } : {}),
     settingsFile: options.settings ?? defaultSettingsPath(),
@@ -67,6 +78,16 @@ export const serveOptions = (command: Command): Command =>
       v === '0' ? 0 : parsePositive('--ingest-port', v),
     )
     .option('--token <token>', 'simulators and viewers must present this token (default: $SIMREC_TOKEN)')
+    .option(
+      '--allow-host <names>',
+      "more names the server answers to besides localhost and --host, comma-separated (e.g. the machine's DNS name); other Host headers are refused",
+      list,
+    )
+    .option(
+      '--allow-origin <origins>',
+      'more origins whose web pages may use the API, comma-separated (e.g. https://dash.example.com)',
+      list,
+    )
     .option(
       '--settings <file>',
       'where the switches (record every run, the SODA.Sim MongoDB connection) are kept (default: $SIMREC_SETTINGS or ~/.config/simrec/settings.json)',

@@ -90,17 +90,46 @@ export function* readLmdb(dir: string): Generator<{ key: Buffer; value: Buffer }
         'unsupported',
         `${file}: the database keeps duplicate keys (flags ${meta.mainFlags}); DI-drive writes one value per key`,
       );
-    if (meta.root === NO_PAGE) return;
+    if (meta.root === NO_PAGE) {
+      if (meta.entries !== 0n)
+        throw invalid(
+          `${file}: the meta page counts ${meta.entries} entries in an empty tree; the file is corrupt`,
+        );
+      return;
+    }
     const pageSize = meta.pageSize;
-    const page = (pgno: bigint, what: string): Buffer => {
-      const offset = Number(pgno) * pageSize;
-      if (!Number.isSafeInteger(offset)) throw invalid(`${file}: ${what} names page ${pgno}, out of range`);
-      return read(offset, pageSize, `${what} (page ${pgno})`);
+    const pages = Math.floor(size / pageSize);
+    /**
+     * Every page of a B+tree has one parent. A corrupt (or hostile) file whose branch pages point to
+     * the same child twice is a DAG: walked as a tree it gives each key again and again, 2^depth
+     * times (2^40 hung the import). So each page may be reached once.
+     */
+    const reached = new Uint8Array(Math.ceil(pages / 8));
+    const reach = (pgno: number, what: string): void => {
+      if (reached[pgno >> 3]! & (1 << (pgno & 7)))
+        throw invalid(
+          `${file}: ${what} leads to page ${pgno} a second time; the tree is not a tree (corrupt)`,
+        );
+      reached[pgno >> 3]! |= 1 << (pgno & 7);
     };
+    const page = (pgno: bigint, what: string): Buffer => {
+      if (pgno < 2n || pgno >= BigInt(pages))
+        throw invalid(
+          `${file}: ${what} names page ${pgno}, outside the file's data pages 2..${pages - 1}; the file is corrupt`,
+        );
+      const p = read(Number(pgno) * pageSize, pageSize, `${what} (page ${pgno})`);
+      // LMDB writes each page's own number at its start.
+      if (p.readBigUInt64LE(0) !== pgno)
+        throw invalid(`${file}: page ${pgno} says it is page ${p.readBigUInt64LE(0)}; the file is corrupt`);
+      return p;
+    };
+    let previousKey: Buffer | null = null;
+    let entries = 0n;
     // Depth-first, left to right: keys come out in order. The depth bound stops a corrupt cycle.
     const walk = function* (pgno: bigint, depth: number): Generator<{ key: Buffer; value: Buffer }> {
       if (depth > 64) throw invalid(`${file}: the tree is deeper than 64 levels; the file is corrupt`);
       const p = page(pgno, 'a tree page');
+      reach(Number(pgno), depth === 1 ? 'the meta page' : 'a branch page');
       const flags = p.readUInt16LE(10);
       const count = (p.readUInt16LE(12) - PAGE_HEADER) >> 1;
       if (count < 0 || PAGE_HEADER + 2 * count > pageSize)
@@ -124,8 +153,17 @@ export function* readLmdb(dir: string): Generator<{ key: Buffer; value: Buffer }
             'unsupported',
             `${file}: page ${pgno} holds a named or duplicate-key database; DI-drive writes one plain database`,
           );
+        if (at + NODE_HEADER + keySize > pageSize)
+          throw invalid(`${file}: page ${pgno} node ${i}'s key runs past its page; the file is corrupt`);
         const key = Buffer.from(p.subarray(at + NODE_HEADER, at + NODE_HEADER + keySize));
-        const dataSize = lo | (hi << 16);
+        // LMDB's order (memcmp, then length), strictly increasing: anything else is a damaged tree.
+        if (previousKey !== null && Buffer.compare(previousKey, key) >= 0)
+          throw invalid(
+            `${file}: key ${JSON.stringify(key.toString('latin1'))} on page ${pgno} comes after ${JSON.stringify(previousKey.toString('latin1'))}; keys are out of order (corrupt)`,
+          );
+        previousKey = key;
+        entries++;
+        const dataSize = (lo | (hi << 16)) >>> 0;
         const dataAt = at + NODE_HEADER + keySize;
         if (nodeFlags & F_BIGDATA) {
           const first = p.readBigUInt64LE(dataAt);
@@ -133,6 +171,16 @@ export function* readLmdb(dir: string): Generator<{ key: Buffer; value: Buffer }
           const header = page(first, where);
           if (!(header.readUInt16LE(10) & P_OVERFLOW))
             throw invalid(`${file}: ${where} points to page ${first}, which is not an overflow page`);
+          const span = header.readUInt32LE(12);
+          if (Number(first) + span > pages)
+            throw invalid(
+              `${file}: ${where} claims ${span} overflow pages from page ${first}, past the file's ${pages} pages; the file is corrupt`,
+            );
+          if (PAGE_HEADER + dataSize > span * pageSize)
+            throw invalid(
+              `${file}: ${where} is ${dataSize} bytes, more than its ${span} overflow pages hold; the file is corrupt`,
+            );
+          for (let k = 0; k < span; k++) reach(Number(first) + k, where);
           yield { key, value: read(Number(first) * pageSize + PAGE_HEADER, dataSize, where) };
         } else {
           if (dataAt + dataSize > pageSize)
@@ -142,6 +190,10 @@ export function* readLmdb(dir: string): Generator<{ key: Buffer; value: Buffer }
       }
     };
     yield* walk(meta.root, 1);
+    if (entries !== meta.entries)
+      throw invalid(
+        `${file}: the meta page counts ${meta.entries} entries, the tree holds ${entries}; the file is corrupt`,
+      );
   } finally {
     closeSync(fd);
   }

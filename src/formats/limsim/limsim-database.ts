@@ -36,6 +36,7 @@ export class LimSimDatabase {
   }
 
   static open(file: string): LimSimDatabase {
+    // (Errors SQLite raises later, e.g. a damaged page met mid-read, are turned by asReadError too.)
     checkSqliteHeader(file);
     const db = new Database(file, { readonly: true, fileMustExist: true });
     try {
@@ -57,8 +58,7 @@ export class LimSimDatabase {
       return database;
     } catch (error) {
       db.close();
-      if (error instanceof SimrecError) throw error;
-      throw invalid(`${file}: cannot read as an SQLite database: ${(error as Error).message}`);
+      throw asReadError(file, error);
     }
   }
 
@@ -219,4 +219,15 @@ function checkValue(value: SqlValue, type: string, where: () => string): SqlValu
   // an untyped column) is read as its text.
   if (kind === 'text' && (typeof value === 'number' || typeof value === 'bigint')) return String(value);
   return value;
+}
+
+/**
+ * What SQLite says about a file it cannot read (a damaged page can be met at any query, long after
+ * the open), as simrec's own error naming the file; simrec's errors pass through.
+ */
+export function asReadError(file: string, error: unknown): Error {
+  if (error instanceof SimrecError) return error;
+  if (error instanceof Database.SqliteError)
+    return invalid(`${file}: cannot read as an SQLite database: ${error.message} (${error.code})`);
+  return error as Error;
 }

@@ -6,7 +6,7 @@ import type { FieldDecl, FieldType, Sample } from '../../model/stream.js';
 import { RunRecorder } from '../../record/run-recorder.js';
 import { attachRoadNetwork } from '../../roadnet/roadnet-attachment.js';
 import type { LimSimNetworkTables } from '../../roadnet/limsim/limsim-network-tables.js';
-import { LimSimDatabase, variantName, type ColumnInfo, type Row } from './limsim-database.js';
+import { asReadError, LimSimDatabase, variantName, type ColumnInfo, type Row } from './limsim-database.js';
 import { parseNetBoundary, parseRoute, parseStartTime } from './limsim-encodings.js';
 import { networkFromLimSimRows, type LaneClasses } from './limsim-network-tables.js';
 import type { LimSimVariant } from './limsim-schema.js';
@@ -226,6 +226,8 @@ export async function importLimSim(
       await store.deleteRun(rec.id).catch(() => {});
       throw error;
     }
+  } catch (error) {
+    throw asReadError(file, error);
   } finally {
     db.close();
   }
