@@ -41,6 +41,8 @@ export interface BracketArgs {
   t: number;
   /** Only these fields in the samples; all when absent. */
   fields?: readonly string[];
+  /** The first sample after t as well (to interpolate); true when absent. */
+  after?: boolean;
 }
 
 export interface SampleBracket {

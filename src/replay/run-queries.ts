@@ -79,6 +79,7 @@ export async function sceneAt(store: StoreBackend, run: number, args: SceneArgs)
   const brackets = await store.bracketMany(run, {
     streams: present.map((a) => stateStreams.get(a.id)!.id),
     t: args.t,
+    after: args.interpolate === true,
   });
   for (let i = 0; i < present.length; i++) {
     const { before, after } = brackets[i]!;

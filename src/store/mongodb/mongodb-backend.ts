@@ -472,7 +472,11 @@ export class MongoBackend implements StoreBackend {
 
   async bracketMany(run: number, args: BracketArgs): Promise<SampleBracket[]> {
     const fields = args.fields ? new Set<string>(args.fields) : undefined;
-    return Promise.all(args.streams.map((stream: string) => this.bracket(run, stream, args.t, fields)));
+    const brackets = await Promise.all(
+      args.streams.map((stream: string) => this.bracket(run, stream, args.t, fields)),
+    );
+    if (args.after === false) for (const b of brackets) delete b.after;
+    return brackets;
   }
 
   sampleBracket(run: number, stream: string, t: number): Promise<SampleBracket> {

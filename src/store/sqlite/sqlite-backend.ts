@@ -464,7 +464,8 @@ export class SqliteBackend implements StoreBackend {
           const bracket: SampleBracket = {};
           const { before, after } = rows ?? {};
           if (before) bracket.before = sampleAt(before.batch, before.view.columns, before.row);
-          if (after) bracket.after = sampleAt(after.batch, after.view.columns, after.row);
+          if (after && args.after !== false)
+            bracket.after = sampleAt(after.batch, after.view.columns, after.row);
           return bracket;
         }
         this.forgetRun(run);
