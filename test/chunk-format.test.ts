@@ -282,13 +282,24 @@ describe('stream tails', () => {
     assert.ok(tail.dueForSeal);
     const sealed = tail.seal(tails)!;
     assert.equal(sealed.replaces.length, 100);
+    // Chunks at every 300th sample of the stream; the 100 past the last boundary stay a (raw) tail.
     assert.deepEqual(
       sealed.chunks.map((c) => c.count),
-      [333, 333, 334],
+      [300, 300, 300],
     );
+    assert.equal(sealed.rest?.count, 100);
+    tail.sealed(101);
+    assert.deepEqual(tail.tailIds, [101]);
+    assert.equal(tail.rows, 100);
     const sealedBytes = sealed.chunks.reduce((sum, c) => sum + c.data.length, 0);
-    assert.ok(sealedBytes < tailBytes / 3, `sealed ${sealedBytes} bytes, tails ${tailBytes}`);
-    const back = sealed.chunks.map((c) => openChunk(c.data, 'sealed').decodeAll());
+    assert.ok(sealedBytes < (tailBytes * 0.9) / 3, `sealed ${sealedBytes} bytes, tails ${tailBytes}`);
+    const final = tail.seal([openChunk(sealed.rest!.data, 'rest').decodeAll()], { final: true })!;
+    assert.deepEqual(
+      final.chunks.map((c) => c.count),
+      [100],
+    );
+    assert.equal(final.rest, null);
+    const back = [...sealed.chunks, ...final.chunks].map((c) => openChunk(c.data, 'sealed').decodeAll());
     const all = back.flatMap((b) => Array.from(b.columns.x as Float64Array));
     assertSameFloats(
       all,

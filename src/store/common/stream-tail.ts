@@ -45,6 +45,8 @@ export class StreamTail<Id> {
   private readonly indexOf = new Map<string, number>();
   private readonly extras: InferredField[];
   private rowCount = 0;
+  /** Samples of the stream already in sealed chunks: where the tail's first row stands in the stream. */
+  private sealedRows = 0;
   /** The tail chunks (their ids in the backend) that a seal replaces. */
   private chunkIds: Id[] = [];
   private readonly options: StreamTailOptions;
@@ -106,50 +108,80 @@ export class StreamTail<Id> {
     return this.chunkIds.length > 0;
   }
 
-  /**
-   * The sealed chunks (about `chunkSamples` rows each, packed blocks of `maxBlockRows`) that replace the
-   * tail chunks, given their samples (decoded, oldest first). Call `sealed()` once it is durable.
-   */
-  seal(tails: readonly ColumnBatch[]): { chunks: ChunkToWrite[]; replaces: Id[] } | null {
-    if (this.chunkIds.length === 0) return null;
-    return { chunks: this.packBatch(concatBatches(tails, this.columns)), replaces: this.chunkIds.slice() };
+  /** Samples of the stream already sealed (a writer that reopens a run learns it from the store). */
+  setSealedRows(rows: number): void {
+    this.sealedRows = rows;
   }
+
+  /**
+   * The sealed chunks that replace the tail chunks, given their samples (decoded, oldest first). Chunks
+   * begin at every `chunkSamples`-th sample of the stream and blocks at every `maxBlockRows`-th of the
+   * chunk, so the chunks of streams sampled together cover the same times: a scene then reads one chunk
+   * window of every actor, and a reader's cache holds whole windows. Unless `final`, the samples past the
+   * last boundary stay in the tail, as one raw tail chunk (`rest`). Call `sealed()` once it is durable.
+   */
+  seal(
+    tails: readonly ColumnBatch[],
+    options: { final?: boolean } = {},
+  ): { chunks: ChunkToWrite[]; rest: ChunkToWrite | null; replaces: Id[] } | null {
+    if (this.chunkIds.length === 0) return null;
+    const batch = concatBatches(tails, this.columns);
+    const n = batch.t.length;
+    const { chunkSamples } = this.options;
+    // The last boundary within the tail (a multiple of chunkSamples in the stream's own count).
+    const firstBoundary = chunkSamples - (this.sealedRows % chunkSamples);
+    let cut =
+      firstBoundary > n ? 0 : firstBoundary + Math.floor((n - firstBoundary) / chunkSamples) * chunkSamples;
+    if (options.final || cut === 0) cut = options.final ? n : 0;
+    if (cut === 0) return null;
+    const chunks: ChunkToWrite[] = [];
+    for (
+      let from = 0, next = Math.min(firstBoundary, cut);
+      from < cut;
+      from = next, next = Math.min(cut, next + chunkSamples)
+    )
+      chunks.push(this.packRows(batch, from, next));
+    const rest =
+      cut < n ? this.chunkOf([encodeBlock(batch, this.columns, this.indexOf, cut, n, 'raw')]) : null;
+    this.pendingRest = rest ? n - cut : 0;
+    this.pendingSealed = cut;
+    return { chunks, rest, replaces: this.chunkIds.slice() };
+  }
+
+  private pendingRest = 0;
+  private pendingSealed = 0;
 
   /** The tail chunks' ids, oldest first: the caller reads them (decoded) for `seal`. */
   get tailIds(): readonly Id[] {
     return this.chunkIds;
   }
 
-  /** A batch (its columns already learnt) packed in chunks of about chunkSamples rows. */
+  /** A batch (its columns already learnt) packed in chunks of chunkSamples rows from its start. */
   packBatch(batch: ColumnBatch): ChunkToWrite[] {
     const n = batch.t.length;
-    const { chunkSamples, maxBlockRows } = this.options;
-    // Chunk boundaries first (a short remainder joins the chunk before it), then even blocks in each.
-    const chunkCount = Math.max(1, Math.round(n / chunkSamples));
     const chunks: ChunkToWrite[] = [];
-    for (let c = 0; c < chunkCount; c++) {
-      const from = Math.floor((c * n) / chunkCount);
-      const to = Math.floor(((c + 1) * n) / chunkCount);
-      const parts = Math.ceil((to - from) / maxBlockRows);
-      const packed: EncodedBlock[] = [];
-      for (let k = 0; k < parts; k++)
-        packed.push(
-          encodeBlock(
-            batch,
-            this.columns,
-            this.indexOf,
-            from + Math.floor((k * (to - from)) / parts),
-            from + Math.floor(((k + 1) * (to - from)) / parts),
-          ),
-        );
-      chunks.push(this.chunkOf(packed));
-    }
+    for (let from = 0; from < n; from += this.options.chunkSamples)
+      chunks.push(this.packRows(batch, from, Math.min(n, from + this.options.chunkSamples)));
     return chunks;
   }
 
-  sealed(): void {
-    this.rowCount = 0;
-    this.chunkIds = [];
+  /** Rows [from, to) as one sealed chunk, in blocks of maxBlockRows from its first row. */
+  private packRows(batch: ColumnBatch, from: number, to: number): ChunkToWrite {
+    const blocks: EncodedBlock[] = [];
+    for (let b = from; b < to; b += this.options.maxBlockRows)
+      blocks.push(
+        encodeBlock(batch, this.columns, this.indexOf, b, Math.min(to, b + this.options.maxBlockRows)),
+      );
+    return this.chunkOf(blocks);
+  }
+
+  /** The seal is durable; `restId` is the id the rest was written as (when there was a rest). */
+  sealed(restId?: Id): void {
+    this.sealedRows += this.pendingSealed;
+    this.chunkIds = restId === undefined ? [] : [restId];
+    this.rowCount = restId === undefined ? 0 : this.pendingRest;
+    this.pendingSealed = 0;
+    this.pendingRest = 0;
   }
 
   private chunkOf(blocks: EncodedBlock[]): ChunkToWrite {

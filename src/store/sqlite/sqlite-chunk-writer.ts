@@ -167,10 +167,11 @@ export class SqliteChunkWriter {
     const keys = this.stmt(
       `SELECT DISTINCT s.id FROM chunks c JOIN streams s ON c.stream_key = s.key WHERE s.run_id = ? AND c.sealed = 0`,
     ).all(run) as Row[];
-    for (const row of keys) this.sealTail(this.tailOf(run, row.id as string));
+    for (const row of keys) this.sealTail(this.tailOf(run, row.id as string), true);
   }
 
-  private sealTail(entry: TailEntry): void {
+  /** Seals what the tail holds up to its last chunk boundary (all of it when `final`). */
+  private sealTail(entry: TailEntry, final = false): void {
     const read = this.stmt('SELECT data FROM chunks WHERE id = ?');
     const tails = entry.tail.tailIds.map((id) => {
       const row = read.get(id) as Row | undefined;
@@ -178,16 +179,19 @@ export class SqliteChunkWriter {
         throw new SimrecError('io', `${this.location}: tail chunk ${id} of run ${entry.run} vanished`);
       return openChunk(row.data as Buffer, `${this.location} run ${entry.run} chunk ${id}`).decodeAll();
     });
-    const seal = entry.tail.seal(tails);
-    if (seal) {
-      const remove = this.stmt('DELETE FROM chunks WHERE id = ?');
-      for (const id of seal.replaces) remove.run(id);
-      const insert = this.stmt(
-        'INSERT INTO chunks (stream_key, begin_us, end_us, count, sealed, data) VALUES (?, ?, ?, ?, 1, ?)',
-      );
-      for (const c of seal.chunks) insert.run(entry.key, c.begin, c.end, c.count, c.data);
-    } else this.stmt('UPDATE chunks SET sealed = 1 WHERE stream_key = ? AND sealed = 0').run(entry.key);
-    entry.tail.sealed();
+    const seal = entry.tail.seal(tails, { final });
+    if (!seal) return;
+    const remove = this.stmt('DELETE FROM chunks WHERE id = ?');
+    for (const id of seal.replaces) remove.run(id);
+    const insert = this.stmt(
+      'INSERT INTO chunks (stream_key, begin_us, end_us, count, sealed, data) VALUES (?, ?, ?, ?, ?, ?)',
+    );
+    for (const c of seal.chunks) insert.run(entry.key, c.begin, c.end, c.count, 1, c.data);
+    const rest = seal.rest;
+    const restId = rest
+      ? Number(insert.run(entry.key, rest.begin, rest.end, rest.count, 0, rest.data).lastInsertRowid)
+      : undefined;
+    entry.tail.sealed(restId);
   }
 
   private saveExtras(key: number, extras: InferredField[]): void {
@@ -199,7 +203,7 @@ export class SqliteChunkWriter {
     if (!streams) this.tails.set(run, (streams = new Map()));
     let entry = streams.get(stream);
     if (entry) return entry;
-    const row = this.stmt('SELECT key, schema, extra_fields FROM streams WHERE run_id = ? AND id = ?').get(
+    const row = this.stmt('SELECT key, schema, extra_fields, samples FROM streams WHERE run_id = ? AND id = ?').get(
       run,
       stream,
     ) as Row | undefined;
@@ -214,7 +218,12 @@ export class SqliteChunkWriter {
     const tailRows = this.stmt(
       'SELECT id, count FROM chunks WHERE stream_key = ? AND sealed = 0 ORDER BY begin_us, id',
     ).all(key) as Row[];
-    for (const r of tailRows) tail.adopt(r.id as number, r.count as number);
+    let tailSamples = 0;
+    for (const r of tailRows) {
+      tail.adopt(r.id as number, r.count as number);
+      tailSamples += r.count as number;
+    }
+    tail.setSealedRows((row.samples as number) - tailSamples);
     entry = { run, key, tail };
     streams.set(stream, entry);
     return entry;
