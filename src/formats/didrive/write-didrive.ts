@@ -28,6 +28,7 @@ import type { Sample, StreamInfo } from '../../model/stream.js';
 import { interpolateSample, requireRun } from '../../replay/run-queries.js';
 import { loadRoadNetwork } from '../../roadnet/roadnet-attachment.js';
 import {
+  BIRDVIEW_KEY,
   DATASET_METAINFO,
   EPISODE_METAINFO,
   EPISODE_PATTERN,
@@ -51,6 +52,8 @@ import {
 } from './didrive-run.js';
 import { LmdbWriter } from './lmdb-file.js';
 import { frameContexts, sampleAt, type SignalTimeline } from './route-context.js';
+import { BIRDVIEW_OBS, renderBirdview } from './birdview.js';
+import { loadBirdviewSource, type BirdviewSource } from './birdview-scene.js';
 
 export interface DidriveExportOptions {
   /** Replace what is at the location. */
@@ -62,7 +65,14 @@ export interface DidriveExportOptions {
 }
 
 export interface DidriveExportResult {
-  episodes: { run: number; episode: string; frames: number; images: number; derived: boolean }[];
+  episodes: {
+    run: number;
+    episode: string;
+    frames: number;
+    images: number;
+    derived: boolean;
+    birdviews: number;
+  }[];
   frames: number;
 }
 
@@ -81,6 +91,8 @@ interface EpisodeSource {
   datasetMetainfo?: Uint8Array;
   obs: Set<string>;
   derived: boolean;
+  /** Frames whose `birdview_%05d` is drawn from the run's scene (a run that did not come with one). */
+  birdview?: { source: BirdviewSource; frameTimes: number[] };
 }
 
 export async function exportDidrive(
@@ -162,7 +174,10 @@ const summary = (s: EpisodeSource, episode: string): DidriveExportResult['episod
   frames: s.vectors.length,
   images: s.images.length,
   derived: s.derived,
+  birdviews: s.birdview?.frameTimes.length ?? [...s.lmdbValues.keys()].filter(isBirdviewKey).length,
 });
+
+const isBirdviewKey = (key: string): boolean => key.startsWith(`${BIRDVIEW_KEY}_`);
 
 /** `make_index`: one line per frame, the command truncated to an int as Python's int() does. */
 const indexLines = (episode: string, vectors: Float32Array[]): string =>
@@ -189,6 +204,7 @@ function datasetMetainfo(sources: EpisodeSource[]): Uint8Array {
   if (kept) return kept;
   const obs: JsonObject = {};
   for (const name of [...new Set(sources.flatMap((s) => [...s.obs]))].sort()) obs[name] = { type: 'rgb' };
+  if (sources.some((s) => s.birdview)) obs[BIRDVIEW_KEY] = BIRDVIEW_OBS;
   return encoder.encode(pythonJsonDumps({ n_episode: sources.length, obs, writer: 'simrec' }));
 }
 
@@ -207,6 +223,11 @@ async function writeEpisode(
     values.set(
       frameName(MEASUREMENTS_KEY, i),
       async () => new Uint8Array(v.buffer, v.byteOffset, v.byteLength),
+    ),
+  );
+  source.birdview?.frameTimes.forEach((t, i) =>
+    values.set(frameName(BIRDVIEW_KEY, i), async () =>
+      renderBirdview(source.birdview!.source.sceneAt(t)).lmdbValue(),
     ),
   );
   for (const [key, attachment] of source.lmdbValues)
@@ -277,6 +298,19 @@ async function loadEpisode(
       extraFiles.push({ file: basename(a.name.slice(EXTRA_FILE_PREFIX.length)), attachment: a.name });
   }
   const { images, obs } = await cameraFrames(store, run, actors, streamOf, frameTimes, names, warn);
+  if (derived && images.length === 0)
+    warn(
+      `run ${runId}: no camera captures in PNG, so no rgb_%05d.png: DI-drive's LBCBirdViewDataset, LBCImageDataset and CILRS list their frames by rgb_*.png and find none (BeVVAEDataset reads only the birdview)`,
+    );
+  // A run that came from DI-drive is written back as it came (byte for byte), birdview or not.
+  const birdview =
+    !derived || [...lmdbValues.keys()].some(isBirdviewKey)
+      ? undefined
+      : { source: await loadBirdviewSource(store, runId), frameTimes };
+  if (birdview && !birdview.source.network)
+    warn(
+      `run ${runId}: no road network attached, so the birdview's road, lane-line and traffic-light channels are empty (vehicles, pedestrians, hero and route are drawn)`,
+    );
   const keptEpisode = names.has(EPISODE_METAINFO_ATTACHMENT)
     ? (await store.getAttachment(runId, EPISODE_METAINFO_ATTACHMENT))?.data
     : undefined;
@@ -293,6 +327,7 @@ async function loadEpisode(
     ...(keptDataset ? { datasetMetainfo: keptDataset } : {}),
     obs,
     derived,
+    ...(birdview ? { birdview } : {}),
   };
 }
 
