@@ -21,7 +21,7 @@ import type { Sample } from '../../model/stream.js';
 import { requireRun } from '../../replay/run-queries.js';
 import { loadRoadNetwork } from '../../roadnet/roadnet-attachment.js';
 import { TL_STATE } from './didrive-layout.js';
-import type { BirdviewScene, BoxActor } from './birdview.js';
+import { renderBirdview, type Birdview, type BirdviewScene, type BoxActor } from './birdview.js';
 import { sampleAt, signalToTlState } from './route-context.js';
 
 const ROUTE_AHEAD = 50;
@@ -192,4 +192,15 @@ function routeAhead(samples: Sample[], t: number): RoadPoint[] {
     if (length >= ROUTE_AHEAD) break;
   }
   return points;
+}
+
+/** The birdview at t (microseconds, absolute) of a run, as DI-drive's simulator would have drawn it. */
+export async function birdviewAt(
+  store: StoreBackend,
+  runId: number,
+  t: number,
+): Promise<{ birdview: Birdview; scene: BirdviewScene; network: boolean }> {
+  const source = await loadBirdviewSource(store, runId);
+  const scene = source.sceneAt(t);
+  return { birdview: renderBirdview(scene), scene, network: source.network !== undefined };
 }

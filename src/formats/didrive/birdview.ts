@@ -90,6 +90,13 @@ export class Birdview {
     return this.data[(row * BIRDVIEW_SIZE + column) * CHANNELS.length + CHANNEL[channel]]!;
   }
 
+  /** How many pixels of a channel are set. */
+  count(channel: Channel): number {
+    let n = 0;
+    for (let i = CHANNEL[channel]; i < this.data.length; i += CHANNELS.length) n += this.data[i]!;
+    return n;
+  }
+
   /** The bytes of DI-drive's `birdview_%05d` LMDB value: uint8 320 x 320 x 7. */
   lmdbValue(): Uint8Array {
     const n = BIRDVIEW_SIZE * BIRDVIEW_SIZE;
