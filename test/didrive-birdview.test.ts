@@ -6,10 +6,10 @@
  * pedestrian, hero, route, the LMDB value the first seven of them.
  */
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { decode as decodePng } from 'fast-png';
+import { decode as decodePng, encode as encodePng } from 'fast-png';
 import { recordDemoRun } from '../src/demo/demo-run.js';
 import {
   BIRDVIEW_OBS,
@@ -20,7 +20,10 @@ import {
   type BirdviewScene,
   type Channel,
 } from '../src/formats/didrive/index.js';
-import type { StoreBackend } from '../src/model/store-port.js';
+import { capturesStreamDecl } from '../src/model/perception.js';
+import { stateStream } from '../src/model/standard-streams.js';
+import type { StoreBackend, StreamAppend } from '../src/model/store-port.js';
+import { RunRecorder } from '../src/record/run-recorder.js';
 import { sceneAt } from '../src/replay/run-queries.js';
 import { openStore } from '../src/store/open-store.js';
 import { tempDir } from './helpers/paths.js';
@@ -255,5 +258,91 @@ describe('a demo run exported with birdviews', () => {
     const missing = runCli(['birdview', '999', '--at', '2', '--out', file], env);
     assert.notEqual(missing.status, 0);
     assert.match(missing.stderr, /999/);
+  });
+});
+
+describe('a run with a 5 Hz camera and no road network', () => {
+  const dir = tempDir('simrec-birdview-camera-');
+  let store: StoreBackend;
+  let run: number;
+  let out: string;
+  const warnings: string[] = [];
+  const FRAMES = 40;
+  /** A 384 x 160 picture (LBC's rgb shape) whose first byte says which capture it is. */
+  const picture = (k: number): Uint8Array => {
+    const pixels = new Uint8Array(384 * 160 * 3);
+    pixels[0] = k;
+    return encodePng({ width: 384, height: 160, data: pixels, channels: 3, depth: 8 });
+  };
+
+  before(async () => {
+    store = await openStore(join(dir.path, 'camera.db'));
+    const rec = await RunRecorder.begin(store, { simulator: { name: 'test' }, begin: 1_000_000_000 });
+    await rec.declareActors([
+      { id: 'hero', kind: 'ego', extents: { length: 4.6, width: 2, height: 1.5 } },
+      { id: 'lead', kind: 'vehicle', extents: { length: 4.6, width: 2, height: 1.5 } },
+      { id: 'front', kind: 'sensor' },
+    ]);
+    await rec.declareStreams([stateStream('hero'), stateStream('lead'), capturesStreamDecl('front')]);
+    const begin = rec.run.begin;
+    for (let i = 0; i < FRAMES; i++) {
+      const t = begin + i * 100_000;
+      const appends: StreamAppend[] = [
+        { stream: 'hero/state', samples: [{ t, step: i, x: i, y: 0, yaw: 0, speed: 10 }] },
+        { stream: 'lead/state', samples: [{ t, step: i, x: i + 12, y: 3, yaw: 0, speed: 10 }] },
+      ];
+      if (i % 2 === 0) {
+        const file = `front/${i}.png`;
+        await rec.attach({ name: file, mediaType: 'image/png', t, data: picture(i / 2) });
+        appends.push({
+          stream: 'front/captures',
+          samples: [
+            { t, step: i, id: file, sequence: 's', timestamp: i / 10, file, format: 'PNG', annotations: [] },
+          ],
+        });
+      }
+      await rec.appendMany(appends);
+    }
+    run = (await rec.end('end_of_data')).id;
+    out = join(dir.path, 'dataset');
+    await exportDidrive(store, [run], out, { warn: (m) => warnings.push(m) });
+  });
+  after(async () => {
+    await store.close();
+    dir.cleanup();
+  });
+
+  it('gives every frame an rgb_%05d.png: the capture nearest in time, held until the next', () => {
+    const episode = join(out, 'episode_00000');
+    const rgb = readdirSync(episode)
+      .filter((f) => f.startsWith('rgb_'))
+      .sort();
+    assert.equal(rgb.length, FRAMES);
+    for (let i = 0; i < FRAMES; i++) {
+      const png = decodePng(readFileSync(join(episode, `rgb_${String(i).padStart(5, '0')}.png`)));
+      assert.deepEqual([png.width, png.height], [384, 160]);
+      assert.equal(png.data[0], Math.floor(i / 2), `frame ${i} has capture ${Math.floor(i / 2)}`);
+    }
+    const metainfo = JSON.parse(readFileSync(join(out, 'metainfo.json'), 'utf8'));
+    assert.deepEqual(Object.keys(metainfo.obs).sort(), ['birdview', 'rgb']);
+  });
+
+  it('warns that without a road network the road, lane and light channels are empty, and still draws the actors', () => {
+    assert.equal(warnings.length, 1, warnings.join('\n'));
+    assert.match(
+      warnings[0]!,
+      /no road network attached, so the birdview's road, lane-line and traffic-light channels are empty/,
+    );
+    const values = new Map<string, Buffer>();
+    for (const { key, value } of readLmdb(join(out, 'episode_00000', 'measurements.lmdb')))
+      values.set(key.toString('latin1'), value);
+    const bev = values.get('birdview_00010')!;
+    // The lead car is 12 m ahead and 3 m to the left: column 160 - 13.5, row 250 - 54.
+    assert.equal(bev[(196 * 320 + 147) * 7 + 5], 1);
+    assert.equal(
+      bev.reduce((n, v, i) => n + (i % 7 === 0 ? v : 0), 0),
+      0,
+      'no road',
+    );
   });
 });

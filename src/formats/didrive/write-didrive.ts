@@ -426,7 +426,13 @@ async function deriveVectors(
   return { vectors, frameTimes: frames.map((f) => f.t) };
 }
 
-/** Camera captures with PNG files, each on the nearest frame (within half a step). */
+/**
+ * Camera captures with PNG files matched to frames by time: each frame gets the capture nearest to it
+ * within half the camera's own capture period (at least half of DI-drive's step). A camera at 10 Hz
+ * gives each frame its own image; a slower one gives each image to the frames around it, as CARLA's
+ * synchronous mode hands a sensor's last image to the ticks before its next one, so that LBC's loaders,
+ * which take the n-th sorted `rgb_*.png` for the n-th frame, find one for every frame.
+ */
 async function cameraFrames(
   store: StoreBackend,
   run: RunInfo,
@@ -439,35 +445,55 @@ async function cameraFrames(
   const cameras = actors.filter((a) => streamOf.has(`${a.id}/${CAPTURES_STREAM}`));
   const images: EpisodeSource['images'] = [];
   const obs = new Set<string>();
+  const seconds = (t: number): string => ((t - run.begin) / 1e6).toFixed(3);
   for (const camera of cameras) {
     const name = obsNameOf(camera, cameras.length);
-    const taken = new Set<number>();
+    const captures: Sample[] = [];
     for (const s of await readAll(store, run.id, `${camera.id}/${CAPTURES_STREAM}`)) {
       if (typeof s.file !== 'string' || !attachmentNames.has(s.file)) continue;
-      const frame = nearestFrame(frameTimes, s.t);
-      const where = `run ${run.id} camera ${camera.id} capture at ${((s.t - run.begin) / 1e6).toFixed(3)} s`;
-      if (frame === undefined) {
-        warn(`${where}: no DI-drive frame within ${STEP_MICROS / 2000} ms; left out`);
+      const attachment = await store.getAttachment(run.id, s.file);
+      if (!attachment || !Buffer.from(attachment.data.subarray(0, 8)).equals(PNG_SIGNATURE)) {
+        warn(
+          `run ${run.id} camera ${camera.id} capture at ${seconds(s.t)} s: ${s.file} is ${attachment?.mediaType ?? 'unreadable'}, not PNG; DI-drive's frames are PNG, left out`,
+        );
         continue;
       }
-      if (taken.has(frame)) {
-        warn(`${where}: frame ${frame} already has an image from this camera; left out`);
-        continue;
-      }
-      const attachment = await requireAttachment(store, run.id, s.file);
-      if (!Buffer.from(attachment.data.subarray(0, 8)).equals(PNG_SIGNATURE)) {
-        warn(`${where}: ${s.file} is ${attachment.mediaType}, not PNG; DI-drive's frames are PNG, left out`);
-        continue;
-      }
-      taken.add(frame);
-      obs.add(name);
-      images.push({ file: `${frameName(name, frame)}.png`, attachment: s.file });
+      captures.push(s);
     }
+    if (captures.length === 0) continue;
+    const gaps = captures.slice(1).map((s, i) => s.t - captures[i]!.t);
+    const period = gaps.length ? gaps.sort((a, b) => a - b)[gaps.length >> 1]! : STEP_MICROS;
+    const reach = Math.max(STEP_MICROS, period) / 2;
+    const captureTimes = captures.map((s) => s.t);
+    const used = new Set<number>();
+    let missing = 0;
+    let firstMissing: number | undefined;
+    frameTimes.forEach((t, frame) => {
+      const k = nearestIndex(captureTimes, t, reach);
+      if (k === undefined) {
+        missing++;
+        firstMissing ??= frame;
+        return;
+      }
+      used.add(k);
+      obs.add(name);
+      images.push({ file: `${frameName(name, frame)}.png`, attachment: captures[k]!.file as string });
+    });
+    if (missing > 0)
+      warn(
+        `run ${run.id} camera ${camera.id}: no capture within ${reach / 1000} ms of ${missing} of ${frameTimes.length} frames (first: frame ${firstMissing}); they have no ${name}_%05d.png`,
+      );
+    const unused = captures.length - used.size;
+    if (unused > 0)
+      warn(
+        `run ${run.id} camera ${camera.id}: ${unused} captures lie nearer no frame than another; left out`,
+      );
   }
   return { images, obs };
 }
 
-function nearestFrame(times: number[], t: number): number | undefined {
+/** The index of the time nearest to t, if within `reach`. */
+function nearestIndex(times: number[], t: number, reach: number): number | undefined {
   let lo = 0;
   let hi = times.length - 1;
   while (lo < hi) {
@@ -479,7 +505,7 @@ function nearestFrame(times: number[], t: number): number | undefined {
   let best: number | undefined;
   for (const i of candidates)
     if (
-      Math.abs(times[i]! - t) <= STEP_MICROS / 2 &&
+      Math.abs(times[i]! - t) <= reach &&
       (best === undefined || Math.abs(times[i]! - t) < Math.abs(times[best]! - t))
     )
       best = i;
