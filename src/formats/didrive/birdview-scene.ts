@@ -50,7 +50,8 @@ export interface BirdviewSource {
   sceneAt(t: number): BirdviewScene;
 }
 
-async function readAll(store: StoreBackend, run: number, stream: string): Promise<Sample[]> {
+/** Every sample of a stream, in time order. */
+export async function readAll(store: StoreBackend, run: number, stream: string): Promise<Sample[]> {
   const out: Sample[] = [];
   for await (const batch of store.readSamples({ run, stream })) for (const s of batch) out.push(s);
   return out;

@@ -53,7 +53,7 @@ import {
 import { LmdbWriter } from './lmdb-file.js';
 import { frameContexts, sampleAt, type SignalTimeline } from './route-context.js';
 import { BIRDVIEW_OBS, renderBirdview } from './birdview.js';
-import { loadBirdviewSource, type BirdviewSource } from './birdview-scene.js';
+import { loadBirdviewSource, readAll, type BirdviewSource } from './birdview-scene.js';
 
 export interface DidriveExportOptions {
   /** Replace what is at the location. */
@@ -250,12 +250,6 @@ async function requireAttachment(store: StoreBackend, run: number, name: string)
   const attachment = await store.getAttachment(run, name);
   if (!attachment) throw notFound(`run ${run}: attachment ${name} is listed but cannot be read`);
   return attachment;
-}
-
-async function readAll(store: StoreBackend, run: number, stream: string): Promise<Sample[]> {
-  const out: Sample[] = [];
-  for await (const batch of store.readSamples({ run, stream })) for (const s of batch) out.push(s);
-  return out;
 }
 
 async function loadEpisode(
