@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { Command, CommanderError } from 'commander';
 import { SimrecError } from '../model/errors.js';
+import { registerBirdviewCommand } from './commands/birdview-command.js';
 import { registerCatalogCommands } from './commands/catalog-commands.js';
 import { registerCheckCommand } from './commands/check-command.js';
 import { registerConvertCommands } from './commands/convert-commands.js';
@@ -31,6 +32,7 @@ registerServeCommand(program);
 registerSodaCommands(program);
 registerRecordCommand(program);
 registerConvertCommands(program);
+registerBirdviewCommand(program);
 
 try {
   await program.parseAsync(process.argv);

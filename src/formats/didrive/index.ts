@@ -6,6 +6,8 @@ import { exportDidrive } from './write-didrive.js';
 export { importDidrive, type DidriveImportOptions, type DidriveImportResult } from './read-didrive.js';
 export { exportDidrive, type DidriveExportOptions, type DidriveExportResult } from './write-didrive.js';
 export { readLmdb, LmdbWriter } from './lmdb-file.js';
+export { birdviewAt, loadBirdviewSource } from './birdview-scene.js';
+export * from './birdview.js';
 export { MEASUREMENT_LAYOUTS, pythonJsonDumps } from './didrive-layout.js';
 
 /**

@@ -28,6 +28,7 @@ import type { Sample, StreamInfo } from '../../model/stream.js';
 import { interpolateSample, requireRun } from '../../replay/run-queries.js';
 import { loadRoadNetwork } from '../../roadnet/roadnet-attachment.js';
 import {
+  BIRDVIEW_KEY,
   DATASET_METAINFO,
   EPISODE_METAINFO,
   EPISODE_PATTERN,
@@ -51,6 +52,8 @@ import {
 } from './didrive-run.js';
 import { LmdbWriter } from './lmdb-file.js';
 import { frameContexts, sampleAt, type SignalTimeline } from './route-context.js';
+import { BIRDVIEW_OBS, renderBirdview } from './birdview.js';
+import { loadBirdviewSource, readAll, type BirdviewSource } from './birdview-scene.js';
 
 export interface DidriveExportOptions {
   /** Replace what is at the location. */
@@ -62,7 +65,14 @@ export interface DidriveExportOptions {
 }
 
 export interface DidriveExportResult {
-  episodes: { run: number; episode: string; frames: number; images: number; derived: boolean }[];
+  episodes: {
+    run: number;
+    episode: string;
+    frames: number;
+    images: number;
+    derived: boolean;
+    birdviews: number;
+  }[];
   frames: number;
 }
 
@@ -81,6 +91,8 @@ interface EpisodeSource {
   datasetMetainfo?: Uint8Array;
   obs: Set<string>;
   derived: boolean;
+  /** Frames whose `birdview_%05d` is drawn from the run's scene (a run that did not come with one). */
+  birdview?: { source: BirdviewSource; frameTimes: number[] };
 }
 
 export async function exportDidrive(
@@ -162,7 +174,10 @@ const summary = (s: EpisodeSource, episode: string): DidriveExportResult['episod
   frames: s.vectors.length,
   images: s.images.length,
   derived: s.derived,
+  birdviews: s.birdview?.frameTimes.length ?? [...s.lmdbValues.keys()].filter(isBirdviewKey).length,
 });
+
+const isBirdviewKey = (key: string): boolean => key.startsWith(`${BIRDVIEW_KEY}_`);
 
 /** `make_index`: one line per frame, the command truncated to an int as Python's int() does. */
 const indexLines = (episode: string, vectors: Float32Array[]): string =>
@@ -189,6 +204,7 @@ function datasetMetainfo(sources: EpisodeSource[]): Uint8Array {
   if (kept) return kept;
   const obs: JsonObject = {};
   for (const name of [...new Set(sources.flatMap((s) => [...s.obs]))].sort()) obs[name] = { type: 'rgb' };
+  if (sources.some((s) => s.birdview)) obs[BIRDVIEW_KEY] = BIRDVIEW_OBS;
   return encoder.encode(pythonJsonDumps({ n_episode: sources.length, obs, writer: 'simrec' }));
 }
 
@@ -207,6 +223,11 @@ async function writeEpisode(
     values.set(
       frameName(MEASUREMENTS_KEY, i),
       async () => new Uint8Array(v.buffer, v.byteOffset, v.byteLength),
+    ),
+  );
+  source.birdview?.frameTimes.forEach((t, i) =>
+    values.set(frameName(BIRDVIEW_KEY, i), async () =>
+      renderBirdview(source.birdview!.source.sceneAt(t)).lmdbValue(),
     ),
   );
   for (const [key, attachment] of source.lmdbValues)
@@ -229,12 +250,6 @@ async function requireAttachment(store: StoreBackend, run: number, name: string)
   const attachment = await store.getAttachment(run, name);
   if (!attachment) throw notFound(`run ${run}: attachment ${name} is listed but cannot be read`);
   return attachment;
-}
-
-async function readAll(store: StoreBackend, run: number, stream: string): Promise<Sample[]> {
-  const out: Sample[] = [];
-  for await (const batch of store.readSamples({ run, stream })) for (const s of batch) out.push(s);
-  return out;
 }
 
 async function loadEpisode(
@@ -277,6 +292,19 @@ async function loadEpisode(
       extraFiles.push({ file: basename(a.name.slice(EXTRA_FILE_PREFIX.length)), attachment: a.name });
   }
   const { images, obs } = await cameraFrames(store, run, actors, streamOf, frameTimes, names, warn);
+  if (derived && images.length === 0)
+    warn(
+      `run ${runId}: no camera captures in PNG, so no rgb_%05d.png: DI-drive's LBCBirdViewDataset, LBCImageDataset and CILRS list their frames by rgb_*.png and find none (BeVVAEDataset reads only the birdview)`,
+    );
+  // A run that came from DI-drive is written back as it came (byte for byte), birdview or not.
+  const birdview =
+    !derived || [...lmdbValues.keys()].some(isBirdviewKey)
+      ? undefined
+      : { source: await loadBirdviewSource(store, runId), frameTimes };
+  if (birdview && !birdview.source.network)
+    warn(
+      `run ${runId}: no road network attached, so the birdview's road, lane-line and traffic-light channels are empty (vehicles, pedestrians, hero and route are drawn)`,
+    );
   const keptEpisode = names.has(EPISODE_METAINFO_ATTACHMENT)
     ? (await store.getAttachment(runId, EPISODE_METAINFO_ATTACHMENT))?.data
     : undefined;
@@ -293,6 +321,7 @@ async function loadEpisode(
     ...(keptDataset ? { datasetMetainfo: keptDataset } : {}),
     obs,
     derived,
+    ...(birdview ? { birdview } : {}),
   };
 }
 
@@ -391,7 +420,13 @@ async function deriveVectors(
   return { vectors, frameTimes: frames.map((f) => f.t) };
 }
 
-/** Camera captures with PNG files, each on the nearest frame (within half a step). */
+/**
+ * Camera captures with PNG files matched to frames by time: each frame gets the capture nearest to it
+ * within half the camera's own capture period (at least half of DI-drive's step). A camera at 10 Hz
+ * gives each frame its own image; a slower one gives each image to the frames around it, as CARLA's
+ * synchronous mode hands a sensor's last image to the ticks before its next one, so that LBC's loaders,
+ * which take the n-th sorted `rgb_*.png` for the n-th frame, find one for every frame.
+ */
 async function cameraFrames(
   store: StoreBackend,
   run: RunInfo,
@@ -404,35 +439,55 @@ async function cameraFrames(
   const cameras = actors.filter((a) => streamOf.has(`${a.id}/${CAPTURES_STREAM}`));
   const images: EpisodeSource['images'] = [];
   const obs = new Set<string>();
+  const seconds = (t: number): string => ((t - run.begin) / 1e6).toFixed(3);
   for (const camera of cameras) {
     const name = obsNameOf(camera, cameras.length);
-    const taken = new Set<number>();
+    const captures: Sample[] = [];
     for (const s of await readAll(store, run.id, `${camera.id}/${CAPTURES_STREAM}`)) {
       if (typeof s.file !== 'string' || !attachmentNames.has(s.file)) continue;
-      const frame = nearestFrame(frameTimes, s.t);
-      const where = `run ${run.id} camera ${camera.id} capture at ${((s.t - run.begin) / 1e6).toFixed(3)} s`;
-      if (frame === undefined) {
-        warn(`${where}: no DI-drive frame within ${STEP_MICROS / 2000} ms; left out`);
+      const attachment = await store.getAttachment(run.id, s.file);
+      if (!attachment || !Buffer.from(attachment.data.subarray(0, 8)).equals(PNG_SIGNATURE)) {
+        warn(
+          `run ${run.id} camera ${camera.id} capture at ${seconds(s.t)} s: ${s.file} is ${attachment?.mediaType ?? 'unreadable'}, not PNG; DI-drive's frames are PNG, left out`,
+        );
         continue;
       }
-      if (taken.has(frame)) {
-        warn(`${where}: frame ${frame} already has an image from this camera; left out`);
-        continue;
-      }
-      const attachment = await requireAttachment(store, run.id, s.file);
-      if (!Buffer.from(attachment.data.subarray(0, 8)).equals(PNG_SIGNATURE)) {
-        warn(`${where}: ${s.file} is ${attachment.mediaType}, not PNG; DI-drive's frames are PNG, left out`);
-        continue;
-      }
-      taken.add(frame);
-      obs.add(name);
-      images.push({ file: `${frameName(name, frame)}.png`, attachment: s.file });
+      captures.push(s);
     }
+    if (captures.length === 0) continue;
+    const gaps = captures.slice(1).map((s, i) => s.t - captures[i]!.t);
+    const period = gaps.length ? gaps.sort((a, b) => a - b)[gaps.length >> 1]! : STEP_MICROS;
+    const reach = Math.max(STEP_MICROS, period) / 2;
+    const captureTimes = captures.map((s) => s.t);
+    const used = new Set<number>();
+    let missing = 0;
+    let firstMissing: number | undefined;
+    frameTimes.forEach((t, frame) => {
+      const k = nearestIndex(captureTimes, t, reach);
+      if (k === undefined) {
+        missing++;
+        firstMissing ??= frame;
+        return;
+      }
+      used.add(k);
+      obs.add(name);
+      images.push({ file: `${frameName(name, frame)}.png`, attachment: captures[k]!.file as string });
+    });
+    if (missing > 0)
+      warn(
+        `run ${run.id} camera ${camera.id}: no capture within ${reach / 1000} ms of ${missing} of ${frameTimes.length} frames (first: frame ${firstMissing}); they have no ${name}_%05d.png`,
+      );
+    const unused = captures.length - used.size;
+    if (unused > 0)
+      warn(
+        `run ${run.id} camera ${camera.id}: ${unused} captures lie nearer no frame than another; left out`,
+      );
   }
   return { images, obs };
 }
 
-function nearestFrame(times: number[], t: number): number | undefined {
+/** The index of the time nearest to t, if within `reach`. */
+function nearestIndex(times: number[], t: number, reach: number): number | undefined {
   let lo = 0;
   let hi = times.length - 1;
   while (lo < hi) {
@@ -444,7 +499,7 @@ function nearestFrame(times: number[], t: number): number | undefined {
   let best: number | undefined;
   for (const i of candidates)
     if (
-      Math.abs(times[i]! - t) <= STEP_MICROS / 2 &&
+      Math.abs(times[i]! - t) <= reach &&
       (best === undefined || Math.abs(times[i]! - t) < Math.abs(times[best]! - t))
     )
       best = i;

@@ -1,0 +1,207 @@
+/**
+ * A run's bird's-eye scenes: what DI-drive's BeVWrapper takes from CARLA (the map, every actor's
+ * bounding box, the lights' states, the hero's route) taken from what simrec stores (the road network
+ * attachment, each actor's `state` samples and extents, the lights' `signal` streams).
+ *
+ * Choices where CARLA and a simrec run differ, written down here and in the README:
+ * - A light is drawn where the lane it controls ends (its stop line): simrec's networks place no
+ *   light heads, CARLA draws each at its actor's location. Each controlled link draws its own state.
+ * - The route is the path the ego drives for the rest of the run, 50 m of it: CARLA's planner draws
+ *   the waypoints it will drive, which a recording knows only as what was driven.
+ * - An actor is in a frame's scene from its first state sample to one step after its last (a
+ *   vehicle that has left the simulation is not drawn where it was last seen).
+ */
+import { invalid } from '../../model/errors.js';
+import type { RoadLane, RoadNetwork, RoadPoint } from '../../model/roadnet.js';
+import { isMarginLane } from '../../model/roadnet.js';
+import type { ActorInfo } from '../../model/run.js';
+import { STATE_STREAM } from '../../model/standard-streams.js';
+import type { StoreBackend } from '../../model/store-port.js';
+import type { Sample } from '../../model/stream.js';
+import { requireRun } from '../../replay/run-queries.js';
+import { loadRoadNetwork } from '../../roadnet/roadnet-attachment.js';
+import { TL_STATE } from './didrive-layout.js';
+import { renderBirdview, type Birdview, type BirdviewScene, type BoxActor } from './birdview.js';
+import { sampleAt, signalToTlState } from './route-context.js';
+
+const ROUTE_AHEAD = 50;
+const DEFAULT_LANE_WIDTH = 3.5;
+/** CARLA's default car and walker boxes, for actors declared without extents. */
+const DEFAULT_EXTENTS: Record<string, { length: number; width: number }> = {
+  pedestrian: { length: 0.6, width: 0.6 },
+  cyclist: { length: 1.8, width: 0.8 },
+  vehicle: { length: 4.5, width: 1.8 },
+};
+const PEDESTRIAN_KINDS = new Set(['pedestrian']);
+const NOT_ON_THE_ROAD = new Set(['traffic_light', 'sensor', 'ego']);
+
+interface Track {
+  actor: ActorInfo;
+  samples: Sample[];
+  /** The gap after which an actor is taken to have left: a step more than its own sampling. */
+  stale: number;
+}
+
+export interface BirdviewSource {
+  network: RoadNetwork | undefined;
+  /** Time range of the ego's states, microseconds. */
+  begin: number;
+  end: number;
+  sceneAt(t: number): BirdviewScene;
+}
+
+/** Every sample of a stream, in time order. */
+export async function readAll(store: StoreBackend, run: number, stream: string): Promise<Sample[]> {
+  const out: Sample[] = [];
+  for await (const batch of store.readSamples({ run, stream })) for (const s of batch) out.push(s);
+  return out;
+}
+
+export async function loadBirdviewSource(store: StoreBackend, runId: number): Promise<BirdviewSource> {
+  await requireRun(store, runId);
+  const [actors, streams, network] = await Promise.all([
+    store.listActors(runId),
+    store.listStreams(runId),
+    loadRoadNetwork(store, runId),
+  ]);
+  const ego = actors.find((a) => a.kind === 'ego');
+  if (!ego) throw invalid(`run ${runId}: no actor of kind ego; a bird's-eye view is drawn around the ego`);
+  const stateOf = new Map(
+    streams
+      .filter((s) => s.name === STATE_STREAM && s.actor !== null && s.samples > 0)
+      .map((s) => [s.actor!, s.id]),
+  );
+  const egoStream = stateOf.get(ego.id);
+  if (!egoStream) throw invalid(`run ${runId}: the ego ${ego.id} has no ${STATE_STREAM} samples`);
+  const tracks: Track[] = [];
+  for (const actor of actors) {
+    const stream = stateOf.get(actor.id);
+    if (!stream || (actor.kind !== 'ego' && NOT_ON_THE_ROAD.has(actor.kind))) continue;
+    const samples = await readAll(store, runId, stream);
+    let step = 0;
+    for (let i = 1; i < samples.length; i++) step = Math.max(step, samples[i]!.t - samples[i - 1]!.t);
+    tracks.push({ actor, samples, stale: Math.max(step, 100_000) * 1.5 });
+  }
+  const signals = new Map<string, Sample[]>();
+  const lightIds = new Set(actors.filter((a) => a.kind === 'traffic_light').map((a) => a.id));
+  for (const s of streams)
+    if (s.actor !== null && lightIds.has(s.actor) && s.name === 'signal')
+      signals.set(s.actor, await readAll(store, runId, s.id));
+  const egoTrack = tracks.find((t) => t.actor.id === ego.id)!;
+  return makeSource(network, egoTrack, tracks, signals);
+}
+
+function makeSource(
+  network: RoadNetwork | undefined,
+  egoTrack: Track,
+  tracks: Track[],
+  signals: Map<string, Sample[]>,
+): BirdviewSource {
+  const lanes = network ? roadLanes(network) : [];
+  const areas = network ? network.junctions.filter((j) => j.outline.length >= 3).map((j) => j.outline) : [];
+  const laneById = new Map(network?.lanes.map((l) => [l.id, l]));
+  const controlled = (network?.connections ?? []).filter(
+    (c) => c.trafficLight !== undefined && c.linkIndex !== undefined && laneById.has(c.fromLane),
+  );
+  const egoSamples = egoTrack.samples;
+
+  return {
+    network,
+    begin: egoSamples[0]!.t,
+    end: egoSamples.at(-1)!.t,
+    sceneAt(t: number): BirdviewScene {
+      const egoState = sampleAt(egoSamples, t) ?? egoSamples[0]!;
+      const hero = box(egoTrack.actor, egoState);
+      const vehicles: BoxActor[] = [];
+      const pedestrians: BoxActor[] = [];
+      for (const track of tracks) {
+        if (track === egoTrack) continue;
+        const s = sampleAt(track.samples, t);
+        if (!s || t - s.t > track.stale) continue;
+        (PEDESTRIAN_KINDS.has(track.actor.kind) ? pedestrians : vehicles).push(box(track.actor, s));
+      }
+      const lights: BirdviewScene['lights'] = [];
+      const drawn = new Set<string>();
+      for (const c of controlled) {
+        const state = sampleAt(signals.get(c.trafficLight!) ?? [], t)?.state;
+        const colour = typeof state === 'string' ? signalToTlState(state[c.linkIndex!]) : TL_STATE.OFF;
+        const channel =
+          colour === TL_STATE.RED
+            ? 'red_light'
+            : colour === TL_STATE.YELLOW
+              ? 'yellow_light'
+              : colour === TL_STATE.GREEN
+                ? 'green_light'
+                : undefined;
+        if (!channel || drawn.has(`${c.fromLane} ${channel}`)) continue;
+        drawn.add(`${c.fromLane} ${channel}`);
+        const end = laneById.get(c.fromLane)!.centerLine.at(-1)!;
+        lights.push({ x: end[0], y: end[1], channel });
+      }
+      const egoLane = typeof egoState.lane === 'string' ? laneById.get(egoState.lane) : undefined;
+      return {
+        hero,
+        lanes,
+        areas,
+        vehicles,
+        pedestrians,
+        lights,
+        // map_utils draws the route `world_to_pixel_width(lane_width * 0.5)` wide.
+        route: { points: routeAhead(egoSamples, t), width: (egoLane?.width ?? DEFAULT_LANE_WIDTH) * 0.5 },
+      };
+    },
+  };
+}
+
+function box(actor: ActorInfo, s: Sample): BoxActor {
+  const size = actor.extents ?? DEFAULT_EXTENTS[actor.kind] ?? DEFAULT_EXTENTS.vehicle!;
+  return { x: Number(s.x), y: Number(s.y), yaw: Number(s.yaw ?? 0), length: size.length, width: size.width };
+}
+
+/** Lanes CARLA's map would hold: the ones vehicles drive, with lane lines on the normal ones. */
+function roadLanes(network: RoadNetwork): BirdviewScene['lanes'] {
+  const edges = new Map(network.edges.map((e) => [e.id, e]));
+  const laneById = new Map(network.lanes.map((l) => [l.id, l]));
+  const driving = (l: RoadLane | undefined): boolean =>
+    l !== undefined &&
+    (l.function === 'normal' || l.function === 'internal') &&
+    !isMarginLane(l) &&
+    l.type !== 'sidewalk' &&
+    !(l.allow && l.allow.length > 0 && l.allow.every((c) => c === 'pedestrian'));
+  return network.lanes.filter(driving).map((lane) => {
+    const out: BirdviewScene['lanes'][number] = { centerLine: lane.centerLine, width: lane.width };
+    if (lane.function !== 'normal') return out;
+    // A line between two lanes of one road is broken; a road's outer lines are solid.
+    const siblings = edges.get(lane.edge)?.lanes ?? [];
+    const left = laneById.get(siblings[lane.index + 1] ?? '');
+    const right = lane.index > 0 ? laneById.get(siblings[lane.index - 1] ?? '') : undefined;
+    out.leftLine = driving(left) ? 'broken' : 'solid';
+    out.rightLine = driving(right) ? 'broken' : 'solid';
+    return out;
+  });
+}
+
+function routeAhead(samples: Sample[], t: number): RoadPoint[] {
+  const points: RoadPoint[] = [];
+  let length = 0;
+  for (const s of samples) {
+    if (s.t < t) continue;
+    const p: RoadPoint = [Number(s.x), Number(s.y)];
+    const last = points.at(-1);
+    if (last) length += Math.hypot(p[0] - last[0], p[1] - last[1]);
+    points.push(p);
+    if (length >= ROUTE_AHEAD) break;
+  }
+  return points;
+}
+
+/** The birdview at t (microseconds, absolute) of a run, as DI-drive's simulator would have drawn it. */
+export async function birdviewAt(
+  store: StoreBackend,
+  runId: number,
+  t: number,
+): Promise<{ birdview: Birdview; scene: BirdviewScene; network: boolean }> {
+  const source = await loadBirdviewSource(store, runId);
+  const scene = source.sceneAt(t);
+  return { birdview: renderBirdview(scene), scene, network: source.network !== undefined };
+}
