@@ -5,6 +5,8 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import Database from 'better-sqlite3';
+import { importLimSim } from '../src/formats/limsim/limsim-reader.js';
 import { recordDemoRun, type DemoRunOptions } from '../src/demo/demo-run.js';
 import { corners, polygonsOverlap } from '../src/evaluate/footprint.js';
 import type { StoreBackend } from '../src/model/store-port.js';
@@ -101,6 +103,36 @@ describe('presence: the demo says when vehicles arrive', () => {
       const ids = async (t: number) => (await sceneAt(store, run.id, { t })).actors.map((x) => x.id);
       assert.ok((await ids(stream.end!)).includes(a.id));
       assert.ok(!(await ids(leftAt)).includes(a.id));
+    }
+  });
+});
+
+describe('presence: LimSim recordings', () => {
+  it("the sample DB imported: the scene at each frame holds exactly that frame's frameINFO vehicles", async () => {
+    const file = fixture('limsim-db', 'egoTrackingTest.db');
+    const { run } = await importLimSim(store, file);
+    const db = new Database(file, { readonly: true });
+    const rows = db.prepare('SELECT frame, vid FROM frameINFO ORDER BY frame, vid').all() as {
+      frame: number;
+      vid: string;
+    }[];
+    db.close();
+    const byFrame = new Map<number, string[]>();
+    for (const r of rows) byFrame.set(r.frame, [...(byFrame.get(r.frame) ?? []), String(r.vid)]);
+    const all = new Set(rows.map((r) => String(r.vid)));
+    const frames = [...byFrame.keys()];
+    // The check must be able to fail: some vehicle is missing from some frame of the recording.
+    assert.ok(
+      frames.some((f) => byFrame.get(f)!.length < all.size),
+      'the fixture has a vehicle come or go',
+    );
+    for (const frame of frames) {
+      const scene = await sceneAt(store, run.id, { t: run.begin + Math.round(frame * 100_000) });
+      const vehicles = scene.actors
+        .filter((a) => a.kind !== 'traffic_light')
+        .map((a) => a.id)
+        .sort();
+      assert.deepEqual(vehicles, byFrame.get(frame), `frame ${frame}`);
     }
   });
 });
