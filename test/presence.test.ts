@@ -7,6 +7,9 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import { importLimSim } from '../src/formats/limsim/limsim-reader.js';
+import { exportLimSim } from '../src/formats/limsim/limsim-writer.js';
+import { stateStream } from '../src/model/standard-streams.js';
+import { RunRecorder } from '../src/record/run-recorder.js';
 import { recordDemoRun, type DemoRunOptions } from '../src/demo/demo-run.js';
 import { corners, polygonsOverlap } from '../src/evaluate/footprint.js';
 import type { StoreBackend } from '../src/model/store-port.js';
@@ -134,5 +137,66 @@ describe('presence: LimSim recordings', () => {
         .sort();
       assert.deepEqual(vehicles, byFrame.get(frame), `frame ${frame}`);
     }
+  });
+
+  it('export writes a vehicle into frameINFO only at frames where it is present, and the import reads that back', async () => {
+    const rec = await RunRecorder.begin(store, { begin: 1_000_000_000 });
+    await rec.declareActors([
+      { id: 'ego', kind: 'ego', extents: { length: 4, width: 2, height: 1.5 } },
+      { id: 'car', kind: 'vehicle', extents: { length: 4, width: 2, height: 1.5 } },
+    ]);
+    await rec.declareStreams([stateStream('ego'), stateStream('car')]);
+    const begin = rec.run.begin;
+    for (let frame = 0; frame <= 30; frame++)
+      await rec.appendMany(
+        ['ego', 'car'].map((id, k) => ({
+          stream: `${id}/state`,
+          samples: [
+            {
+              t: begin + frame * 100_000,
+              step: frame,
+              x: frame,
+              y: 10 * k,
+              yaw: 0,
+              speed: 10,
+              lane: 'E0_0',
+              lanePos: frame,
+            },
+          ],
+        })),
+      );
+    // The car was sampled throughout, but left the area of interest from frame 10 to frame 20.
+    await rec.setPresence('car', [
+      { from: begin, to: begin + 1_000_000 },
+      { from: begin + 2_000_000, to: null },
+    ]);
+    const run = await rec.end('completed');
+    const file = join(dir.path, 'presence-export.db');
+    await exportLimSim(store, run.id, file);
+    const db = new Database(file, { readonly: true });
+    const carFrames = (
+      db.prepare("SELECT frame FROM frameINFO WHERE vid = 'car' ORDER BY frame").all() as {
+        frame: number;
+      }[]
+    ).map((r) => r.frame);
+    const egoFrames = db.prepare("SELECT COUNT(*) AS n FROM frameINFO WHERE vid = 'ego'").get() as {
+      n: number;
+    };
+    db.close();
+    assert.deepEqual(carFrames, [
+      ...Array.from({ length: 10 }, (_, i) => i),
+      ...Array.from({ length: 11 }, (_, i) => 20 + i),
+    ]);
+    assert.equal(egoFrames.n, 31);
+    const back = await importLimSim(store, file);
+    const car = (await store.listActors(back.run.id)).find((a) => a.id === 'car')!;
+    const b = back.run.begin;
+    assert.deepEqual(
+      car.presence!.map((iv) => [iv.from - b, iv.to === null ? null : iv.to - b]),
+      [
+        [0, 1_000_000],
+        [2_000_000, null],
+      ],
+    );
   });
 });
