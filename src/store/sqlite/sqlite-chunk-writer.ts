@@ -203,10 +203,9 @@ export class SqliteChunkWriter {
     if (!streams) this.tails.set(run, (streams = new Map()));
     let entry = streams.get(stream);
     if (entry) return entry;
-    const row = this.stmt('SELECT key, schema, extra_fields, samples FROM streams WHERE run_id = ? AND id = ?').get(
-      run,
-      stream,
-    ) as Row | undefined;
+    const row = this.stmt(
+      'SELECT key, schema, extra_fields, samples FROM streams WHERE run_id = ? AND id = ?',
+    ).get(run, stream) as Row | undefined;
     if (!row) throw notFound(`run ${run} has no stream ${JSON.stringify(stream)}`);
     const schema = JSON.parse(row.schema as string) as StreamSchema;
     const tail = new StreamTail<number>(
