@@ -105,6 +105,33 @@ describe('simrec command line', () => {
     assert.equal(interpolated.actors[0]!.t, run.begin + 12_340_000);
   });
 
+  it('info shows when each actor was present; scene leaves out those that left, --departed marks them', () => {
+    const info = cliJson<{ actors: { id: string; presence?: { from: number; to: number | null }[] }[] }>(
+      ['info', '1', '--json'],
+      env,
+    );
+    assert.ok(
+      info.actors.every((a) => a.presence && a.presence.length >= 1 && a.presence[0]!.from >= run.begin),
+    );
+    const gone = info.actors.find((a) => a.presence!.at(-1)!.to !== null);
+    assert.ok(gone, 'some vehicle reached the end of its route in 20 s');
+    const leftAt = (gone.presence!.at(-1)!.to! - run.begin) / 1e6;
+    type SceneJson = { actors: { id: string; departed?: string }[] };
+    const at = (seconds: number, ...more: string[]) =>
+      cliJson<SceneJson>(['scene', '1', '--at', String(seconds), '--json', ...more], env).actors;
+    assert.ok(at(leftAt - 0.1).some((a) => a.id === gone.id && a.departed === undefined));
+    assert.ok(!at(leftAt).some((a) => a.id === gone.id));
+    assert.deepEqual(
+      at(leftAt, '--departed').filter((a) => a.id === gone.id),
+      [{ ...at(leftAt - 0.1).find((a) => a.id === gone.id), departed: 'left' }],
+    );
+    const table = runCli(['info', '1'], env).stdout;
+    assert.match(table, new RegExp(`\\n${gone.id}\\s+vehicle\\s.*\\s0\\.000-${leftAt.toFixed(3)}\\s`));
+    const departedTable = runCli(['scene', '1', '--at', String(leftAt), '--departed'], env).stdout;
+    assert.match(departedTable, /^ID\s+KIND\s+DEPARTED\s+T_S/);
+    assert.match(departedTable, new RegExp(`\\n${gone.id}\\s+vehicle\\s+left\\s`));
+  });
+
   it('traj gives the window inclusive', () => {
     const traj = cliJson<{ actor: string; samples: { t: number; x: number }[] }>(
       ['traj', '1', 'veh2', '--from', '1', '--to', '2', '--json'],

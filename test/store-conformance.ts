@@ -313,7 +313,19 @@ export function runStoreConformance(target: ConformanceTarget): void {
         ],
       );
       const end = await at(BEGIN + 10_000_000_000);
-      assert.equal(end.actors[0]!.x, 1999, 'after the end the last state holds');
+      assert.deepEqual(
+        end.actors.map((a) => a.id),
+        ['late'],
+        'long after its last state the car counts as gone (staleness); one sample gives no interval to judge by',
+      );
+      const withGone = await sceneAt(store, rec.id, { t: BEGIN + 10_000_000_000, includeDeparted: true });
+      assert.deepEqual(
+        withGone.actors.map((a) => [a.id, a.x, a.departed]),
+        [
+          ['car', 1999, 'stale'],
+          ['late', 5, undefined],
+        ],
+      );
       const traj = await trajectory(store, rec.id, {
         actor: 'car',
         from: BEGIN + 100_000,
@@ -323,6 +335,93 @@ export function runStoreConformance(target: ConformanceTarget): void {
         traj.samples.map((s) => s.x),
         [1, 2, 3],
       );
+    });
+
+    test('presence: actors appear with samples, leave, come back; kept, re-declarations keep it; scenes follow it', async (store) => {
+      const rec = await beginCarRun(store);
+      await rec.declareActor({ id: 'bus', kind: 'vehicle' });
+      await rec.declareStream(stateStream('bus'));
+      const S = 1_000_000;
+      const state = (t: number, x: number) => ({ t: BEGIN + t, step: t / S, x, y: 0, yaw: 0 });
+      // The car is sampled every second from 0 to 10 s, leaves at 10.5 s, comes back at 20 s.
+      await rec.appendBatch(
+        'car/state',
+        Array.from({ length: 11 }, (_, i) => state(i * S, i)),
+      );
+      await rec.leave('car', BEGIN + 10.5 * S);
+      await rec.leave('car', BEGIN + 11 * S); // already gone: nothing changes
+      await rec.appendBatch('car/state', [state(20 * S, 20), state(21 * S, 21)]);
+      // The bus is told to appear before its first sample, and is never said to leave.
+      await rec.appear('bus', BEGIN + 2 * S);
+      await rec.appendBatch('bus/state', [state(3 * S, 100), state(4 * S, 101), state(5 * S, 102)]);
+      const presence = async () =>
+        Object.fromEntries((await store.listActors(rec.id)).map((a) => [a.id, a.presence]));
+      assert.deepEqual(await presence(), {
+        car: [
+          { from: BEGIN, to: BEGIN + 10.5 * S },
+          { from: BEGIN + 20 * S, to: null },
+        ],
+        bus: [{ from: BEGIN + 2 * S, to: null }],
+      });
+      await rec.setRecording('car', true);
+      await rec.declareActor({ id: 'bus', kind: 'vehicle', attributes: { line: 7 } });
+      assert.equal((await presence()).car!.length, 2, 'a re-declaration keeps presence');
+      assert.equal((await presence()).bus![0]!.from, BEGIN + 2 * S);
+
+      const ids = async (t: number, includeDeparted = false) =>
+        (await sceneAt(store, rec.id, { t: BEGIN + t, includeDeparted })).actors.map((a) =>
+          a.departed ? `${a.id}:${a.departed}` : a.id,
+        );
+      assert.deepEqual(await ids(5 * S), ['car', 'bus']);
+      assert.deepEqual(await ids(10.4 * S), ['car']);
+      assert.deepEqual(
+        await ids(10.4 * S, true),
+        ['car', 'bus:stale'],
+        'bus: 5.4 s since its sample, usual 1 s',
+      );
+      assert.deepEqual(await ids(10.5 * S), [], 'the car has left at 10.5 s');
+      assert.deepEqual(await ids(15 * S, true), ['car:left', 'bus:stale']);
+      assert.deepEqual(await ids(20 * S), ['car'], 'back at 20 s');
+      // The car's 10 s absence is not counted in its usual interval (1 s, not 21/12 s).
+      assert.deepEqual(await ids(22.4 * S), ['car']);
+      assert.deepEqual(await ids(22.6 * S), []);
+
+      // An importer sets the whole presence; bad intervals are refused naming what is wrong.
+      await rec.setPresence('bus', [
+        { from: BEGIN + 3 * S, to: BEGIN + 4 * S },
+        { from: BEGIN + 5 * S, to: BEGIN + 6 * S },
+      ]);
+      assert.deepEqual(await ids(4.5 * S, true), ['car', 'bus:left']);
+      assert.deepEqual(await ids(5.5 * S), ['car', 'bus']);
+      await expectError(
+        () => rec.setPresence('bus', [{ from: BEGIN + 5 * S, to: BEGIN + 4 * S }]),
+        'invalid',
+        /bus.*presence\[0\]\.to: expected a time after from/,
+      );
+      await expectError(
+        () =>
+          rec.setPresence('bus', [
+            { from: BEGIN, to: null },
+            { from: BEGIN + S, to: null },
+          ]),
+        'invalid',
+        /presence\[1\].*only the last may be open/,
+      );
+      await expectError(() => rec.leave('nobody', BEGIN), 'invalid', /leave: actor "nobody" is not declared/);
+      await expectError(() => rec.leave('car', BEGIN + 19 * S), 'invalid', /appeared at t=\d+, after that/);
+      await expectError(
+        store.putPresence(rec.id, [{ actor: 'nobody', intervals: [] }]),
+        'not_found',
+        /no actor "nobody"/,
+      );
+      await rec.leave('car', BEGIN + 30 * S);
+      await rec.end('completed');
+      assert.deepEqual((await presence()).car![1], { from: BEGIN + 20 * S, to: BEGIN + 30 * S });
+      const d = await describeRun(store, rec.id);
+      assert.deepEqual(d.actors.find((a) => a.id === 'bus')!.presence, [
+        { from: BEGIN + 3 * S, to: BEGIN + 4 * S },
+        { from: BEGIN + 5 * S, to: BEGIN + 6 * S },
+      ]);
     });
 
     test('time may stand still but not go backwards', async (store) => {

@@ -71,7 +71,12 @@ describe('a store written by simrec 0.1.0', () => {
     await rec.declareActor({ id: 'car', kind: 'vehicle' });
     await rec.declareStream(stateStream('car'));
     await rec.appendBatch('car/state', [{ t: 5_000_000, step: 0, x: 1, y: 2, yaw: 3 }]);
+    await rec.leave('car', 6_000_000);
     await rec.end('completed');
+    // Schema 3: presence is kept for new runs; actors 0.1.0 recorded have none (scenes judge them by staleness).
+    assert.deepEqual((await store.listActors(rec.id))[0]!.presence, [{ from: 5_000_000, to: 6_000_000 }]);
+    for (const expected of expectedV1().runs)
+      for (const actor of await store.listActors(expected.run.id)) assert.equal(actor.presence, undefined);
     for (const expected of expectedV1().runs)
       for (const [stream, { samples }] of Object.entries(expected.streams))
         assert.deepStrictEqual(await collect(store.readSamples({ run: expected.run.id, stream })), samples);

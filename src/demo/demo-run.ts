@@ -61,6 +61,7 @@ interface DemoSink {
   declareActors(decls: ActorDecl[]): Promise<unknown>;
   declareStreams(decls: StreamDecl[]): Promise<unknown>;
   appendMany(frame: StreamAppend[]): Promise<void>;
+  leave(actor: string, t: number): Promise<void>;
 }
 
 /** A demo ready to drive: the network read, the traffic placed, the recording's metadata. */
@@ -156,6 +157,7 @@ export async function simulateDemoTraffic(
     declareActors: async () => {},
     declareStreams: async () => {},
     appendMany: async () => {},
+    leave: async () => {},
   };
   const { actorSteps } = await driveTraffic(demo, discard, 0, options.onProgress);
   return { actorSteps, warnings: demo.warnings };
@@ -215,18 +217,27 @@ async function driveTraffic(
   let participants = sim.vehicles.length;
   let actorSteps = 0;
   for (let step = 0; step <= steps; step++) {
+    const t = begin + Math.round((step / rateHz) * MICROS_PER_SECOND);
     if (step > 0) {
       const departed: Vehicle[] = [];
+      const arrivals: Promise<void>[] = [];
       for (let k = 0; k < substeps; k++) {
         sim.step();
         departed.push(...sim.departed);
+        // Gone at the step it reached the end of its route, not left standing at the network's exit.
+        const at = Math.min(t, begin + Math.round(sim.time * MICROS_PER_SECOND));
+        for (const v of sim.arrived) {
+          const id = actorIds.get(v);
+          if (id !== undefined) arrivals.push(sink.leave(id, at));
+        }
       }
+      // Durable with the frame below; awaited there every ten seconds like the samples.
+      void Promise.all(arrivals).catch(() => {});
       // A vehicle that came and went within one recording interval is never seen.
       const present = departed.filter((v) => sim.vehicles.includes(v));
       participants += present.length;
       await declareVehicles(present);
     }
-    const t = begin + Math.round((step / rateHz) * MICROS_PER_SECOND);
     const frame: StreamAppend[] = [];
     for (const v of sim.vehicles) {
       const id = actorIds.get(v)!;

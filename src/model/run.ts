@@ -89,6 +89,65 @@ export interface ActorInfo extends Required<Pick<ActorDecl, 'id' | 'kind' | 'rec
   extents?: Extents;
   attributes: JsonObject;
   options: JsonObject;
+  /**
+   * When the actor was in the run, in time order and disjoint. Absent for actors recorded before
+   * simrec kept presence (schema 2 stores): then only the staleness rule of sceneAt applies.
+   */
+  presence?: PresenceInterval[];
+}
+
+/**
+ * One stretch of an actor's presence, microseconds: present at t when `from <= t < to`. `to` is null
+ * while no one has said the actor left (it is then present to the end of the run, unless its samples
+ * go stale: see sceneAt).
+ */
+export interface PresenceInterval {
+  from: number;
+  to: number | null;
+}
+
+/** An actor's whole presence, as a recorder hands it to the store (replacing what was there). */
+export interface ActorPresence {
+  actor: string;
+  intervals: PresenceInterval[];
+}
+
+/** The interval of `intervals` that holds t, if any (intervals sorted, disjoint). */
+export function presenceAt(intervals: readonly PresenceInterval[], t: number): PresenceInterval | undefined {
+  for (let i = intervals.length - 1; i >= 0; i--) {
+    const iv = intervals[i]!;
+    if (iv.from <= t) return iv.to === null || t < iv.to ? iv : undefined;
+  }
+  return undefined;
+}
+
+/** Checks intervals a caller hands over: integer microseconds, each ending after it begins, in order. */
+export function checkPresence(actor: string, intervals: unknown): PresenceInterval[] {
+  const where = `actor ${JSON.stringify(actor)} presence`;
+  if (!Array.isArray(intervals))
+    throw invalid(`${where}: expected an array of {from, to}, got ${describeValue(intervals)}`);
+  const out: PresenceInterval[] = [];
+  let previousEnd: number | null = -Infinity;
+  intervals.forEach((iv: unknown, i) => {
+    const at = `${where}[${i}]`;
+    if (typeof iv !== 'object' || iv === null)
+      throw invalid(`${at}: expected {from, to}, got ${describeValue(iv)}`);
+    const { from, to } = iv as { from: unknown; to: unknown };
+    checkMicros(from, `${at}.from`);
+    if (to !== null && to !== undefined) {
+      checkMicros(to, `${at}.to`);
+      if (to <= from) throw invalid(`${at}.to: expected a time after from (${from}), got ${to}`);
+    }
+    if (previousEnd === null)
+      throw invalid(`${at}: the interval before it never ends (to: null); only the last may be open`);
+    if (from < previousEnd)
+      throw invalid(
+        `${at}.from: expected no earlier than the previous interval's end (${previousEnd}), got ${from}`,
+      );
+    previousEnd = (to as number | null | undefined) ?? null;
+    out.push({ from, to: (to as number | null | undefined) ?? null });
+  });
+  return out;
 }
 
 const nowMicros = (): number => Date.now() * 1000;

@@ -1,6 +1,6 @@
 import type { Attachment, AttachmentInfo } from './attachment.js';
 import type { Scenario, ScenarioSummary, VehicleConfig } from './catalog.js';
-import type { ActorInfo, EndReason, RunInfo, RunSummary } from './run.js';
+import type { ActorInfo, ActorPresence, EndReason, RunInfo, RunSummary } from './run.js';
 import type { ColumnBatch } from './columns.js';
 import type { Sample, StreamInfo, StreamSchema } from './stream.js';
 
@@ -89,8 +89,13 @@ export interface StoreBackend {
   endRun(id: number, end: { end: number; endReason: EndReason }): Promise<RunInfo>;
   deleteRun(id: number): Promise<boolean>;
 
-  /** Inserts or replaces actors by id. */
+  /** Inserts or replaces actors by id; an actor's presence is kept (it is putPresence's). */
   putActors(run: number, actors: ActorInfo[]): Promise<void>;
+  /**
+   * Replaces declared actors' presence intervals (already checked by the model), in one durable write.
+   * Allowed on a closed run: an importer may know who was where only once it has read everything.
+   */
+  putPresence(run: number, presence: ActorPresence[]): Promise<void>;
   listActors(run: number): Promise<ActorInfo[]>;
 
   /** Inserts or replaces stream schemas by id; counts and time ranges are kept. */

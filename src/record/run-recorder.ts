@@ -4,6 +4,8 @@ import { conflict, describeValue, invalid, SimrecError } from '../model/errors.j
 import {
   checkEndReason,
   checkMicros,
+  checkPresence,
+  type PresenceInterval,
   normalizeActor,
   normalizeRunInit,
   type ActorDecl,
@@ -133,6 +135,9 @@ function newGroup(): CommitGroup {
 export class RunRecorder {
   private readonly streams = new Map<string, StreamState>();
   private readonly actors = new Map<string, ActorInfo>();
+  /** Each actor's presence so far (see model/run.ts), and the actors whose presence the store lacks. */
+  private readonly presence = new Map<string, PresenceInterval[]>();
+  private readonly presenceChanged = new Set<string>();
   private readonly pending = new Map<StreamState, ColumnBuilder>();
   /** Frames of the last appendFrame's actors, kept frame-major until the commit (frame-buffer.ts). */
   private frames: FrameBuffer | null = null;
@@ -265,6 +270,7 @@ export class RunRecorder {
     for (const [state, t] of lastT) state.lastT = t;
     if (accepted.length === 0) return Promise.resolve();
     for (const { state, samples, lastT: t, plain } of accepted) {
+      if (state.actor !== null) this.sawActor(state.actor.id, samples[0]!.t);
       const builder = this.builderOf(state);
       const types = plain ? NO_TYPES : undeclaredTypes(state.schema, samples);
       for (const s of samples) builder.appendSample(s, types);
@@ -288,6 +294,7 @@ export class RunRecorder {
     if (n === 0) return Promise.resolve();
     state.lastT = batch.t[n - 1]!;
     if (state.actor !== null && !state.actor.record) return Promise.resolve();
+    if (state.actor !== null) this.sawActor(state.actor.id, batch.t[0]!);
     this.builderOf(state).appendBatch(batch);
     this.pendingCount += n;
     if (this.lastSampleT === null || state.lastT > this.lastSampleT) this.lastSampleT = state.lastT;
@@ -335,6 +342,7 @@ export class RunRecorder {
     const recorded = states.filter((state) => state.actor === null || state.actor.record);
     for (const state of states) state.lastT = frame.t;
     if (recorded.length === 0) return Promise.resolve();
+    for (const state of recorded) if (state.actor !== null) this.sawActor(state.actor.id, frame.t);
     let columns = batch.columns;
     if (recorded.length < n) {
       // Actors whose record switch is off: their values are dropped before the buffer.
@@ -372,6 +380,77 @@ export class RunRecorder {
       this.builderOf(this.streams.get(stream)!).appendBatch(batch);
   }
 
+  /**
+   * An actor appears with a sample unless the recorder was told otherwise: a sample after the end of
+   * everything known of the actor (never seen, or left before t) opens a new stretch of presence.
+   * A sample inside or between stretches someone set is theirs to explain and changes nothing.
+   */
+  private sawActor(actor: string, t: number): void {
+    let intervals = this.presence.get(actor);
+    if (!intervals) this.presence.set(actor, (intervals = []));
+    const last = intervals[intervals.length - 1];
+    if (last !== undefined && (last.to === null || t < last.to)) return;
+    // Back at the very moment it left: one stretch, not two touching ones.
+    if (last !== undefined && t === last.to) last.to = null;
+    else intervals.push({ from: t, to: null });
+    this.presenceChanged.add(actor);
+  }
+
+  private presenceOf(actorId: string, t: number, what: string): PresenceInterval[] {
+    this.checkOpen();
+    if (!this.actors.has(actorId))
+      throw invalid(`${what}: actor ${describeValue(actorId)} is not declared in run ${this.run.id}`);
+    checkMicros(t, `${what} of actor ${JSON.stringify(actorId)}: t`);
+    let intervals = this.presence.get(actorId);
+    if (!intervals) this.presence.set(actorId, (intervals = []));
+    return intervals;
+  }
+
+  /**
+   * Says that an actor has gone at t (absent from t on), until a later sample or `appear` brings it
+   * back. An actor that is not present is left as it is. Resolves when durable.
+   */
+  leave(actorId: string, t: number): Promise<void> {
+    const intervals = this.presenceOf(actorId, t, 'leave');
+    const last = intervals[intervals.length - 1];
+    if (last === undefined || last.to !== null) return Promise.resolve();
+    if (t < last.from)
+      throw invalid(
+        `leave of actor ${JSON.stringify(actorId)} at t=${t}: it appeared at t=${last.from}, after that`,
+      );
+    if (t === last.from) intervals.pop();
+    else last.to = t;
+    this.presenceChanged.add(actorId);
+    return this.joinCommit();
+  }
+
+  /**
+   * Says that an actor is present from t, whether or not a sample comes with it (a vehicle that enters
+   * before its first state is sent, say). An actor already present is left as it is. Resolves when durable.
+   */
+  appear(actorId: string, t: number): Promise<void> {
+    const intervals = this.presenceOf(actorId, t, 'appear');
+    const last = intervals[intervals.length - 1];
+    if (last !== undefined && last.to === null) return Promise.resolve();
+    if (last !== undefined && t < last.to!)
+      throw invalid(
+        `appear of actor ${JSON.stringify(actorId)} at t=${t}: it left at t=${last.to}; presence cannot go back in time`,
+      );
+    this.sawActor(actorId, t);
+    return this.joinCommit();
+  }
+
+  /**
+   * Sets an actor's whole presence at once, replacing what samples said: for importers that know from
+   * their source when each actor was there (LimSim's frames, say). Resolves when durable.
+   */
+  setPresence(actorId: string, intervals: readonly PresenceInterval[]): Promise<void> {
+    this.presenceOf(actorId, 0, 'setPresence');
+    this.presence.set(actorId, checkPresence(actorId, intervals));
+    this.presenceChanged.add(actorId);
+    return this.joinCommit();
+  }
+
   private builderOf(state: StreamState): ColumnBuilder {
     // A stream with frames waiting gets its other rows after them.
     if (this.framed.has(state)) this.drainFrames();
@@ -395,7 +474,7 @@ export class RunRecorder {
 
   /** Commits everything appended so far; resolves when it is durable. */
   async flush(): Promise<void> {
-    if (this.pendingCount > 0) this.commitNow();
+    if (this.pendingCount > 0 || this.presenceChanged.size > 0) this.commitNow();
     await this.commitChain;
     if (this.failure) throw this.failure;
   }
@@ -468,13 +547,21 @@ export class RunRecorder {
     }
     // A stream is either in the frame buffer or in a builder this commit (drainFrames keeps it so).
     if (this.frames?.length) for (const a of this.frames.take()) appends.push(a);
+    const presence = [...this.presenceChanged].map((actor) => ({
+      actor,
+      intervals: this.presence.get(actor)!.map((iv) => ({ ...iv })),
+    }));
+    this.presenceChanged.clear();
     this.pendingCount = 0;
     this.group = null;
     if (!group) return;
     this.commitChain = this.commitChain.then(async () => {
       if (this.failure) return group.reject(this.failure);
       try {
-        await this.store.appendColumns(this.run.id, appends);
+        if (appends.length) await this.store.appendColumns(this.run.id, appends);
+        // After the samples: a crash between the two leaves samples with the presence before them, which
+        // scenes then judge by the staleness rule, never presence that samples contradict.
+        if (presence.length) await this.store.putPresence(this.run.id, presence);
         if (batchEnd !== null && (this.lastDurableT === null || batchEnd > this.lastDurableT))
           this.lastDurableT = batchEnd;
         group.resolve();

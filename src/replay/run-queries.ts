@@ -1,7 +1,7 @@
 import type { ColumnBatch, ColumnValues } from '../model/columns.js';
 import { notFound } from '../model/errors.js';
 import type { AttachmentInfo } from '../model/attachment.js';
-import type { ActorInfo, RunInfo } from '../model/run.js';
+import { presenceAt, type ActorInfo, type PresenceInterval, type RunInfo } from '../model/run.js';
 import { STATE_STREAM } from '../model/standard-streams.js';
 import type { StoreBackend } from '../model/store-port.js';
 import { streamId, type FieldDecl, type Sample, type StreamInfo } from '../model/stream.js';
@@ -46,6 +46,11 @@ export interface SceneActor {
   id: string;
   kind: string;
   t: number;
+  /**
+   * Only with `includeDeparted`, on actors that are not present at the scene's time: `left` when the
+   * recorder said so (a leave, or a gap in the presence it set), `stale` by the staleness rule.
+   */
+  departed?: 'left' | 'stale';
   [field: string]: unknown;
 }
 
@@ -60,11 +65,62 @@ export interface SceneArgs {
   t: number;
   /** Interpolate numeric fields between the samples either side of t (angles along the shorter arc). */
   interpolate?: boolean;
+  /** List actors that have gone too (their last state), marked with `departed`. */
+  includeDeparted?: boolean;
 }
 
 /**
- * The scene at t: each actor's latest `state` sample at or before t. An actor whose state begins
- * after t is not in the scene yet.
+ * How much older than its stream's usual sample interval an actor's latest state may be before the
+ * actor counts as gone, when nothing said it left (README, "When actors come and go").
+ */
+export const STALE_AFTER_INTERVALS = 1.5;
+
+/**
+ * A stream's usual sample interval: the time its actor was present over its samples, each gap between
+ * presence stretches left out (a vehicle that left the area for a minute has no samples then). Null
+ * with fewer than two samples: then there is nothing to judge staleness by.
+ */
+export function usualSampleInterval(
+  stream: Pick<StreamInfo, 'samples' | 'begin' | 'end'>,
+  presence: readonly PresenceInterval[] | undefined,
+): number | null {
+  if (stream.samples < 2 || stream.begin === null || stream.end === null) return null;
+  let span = stream.end - stream.begin;
+  if (presence)
+    for (let i = 1; i < presence.length; i++) {
+      const gapFrom = Math.max(presence[i - 1]!.to!, stream.begin);
+      const gapTo = Math.min(presence[i]!.from, stream.end);
+      if (gapTo > gapFrom) span -= gapTo - gapFrom;
+    }
+  return span > 0 ? span / (stream.samples - 1) : null;
+}
+
+/**
+ * Whether an actor is in the scene at t, given its latest state at or before t. Presence the recorder
+ * kept decides first: outside its stretches the actor is gone; inside a stretch that someone ended (a
+ * leave) it is present. Where nothing said it left (an open stretch, or a store from before presence
+ * was kept), the actor is gone once its latest state is older than 1.5 times its stream's usual
+ * sample interval: a source that simply stops sending an actor has let it go.
+ */
+function absenceAt(
+  actor: ActorInfo,
+  stream: StreamInfo,
+  latest: number,
+  t: number,
+): 'left' | 'stale' | 'not yet' | null {
+  const presence = actor.presence;
+  if (presence && presence.length) {
+    const stretch = presenceAt(presence, t);
+    if (!stretch) return presence[0]!.from > t ? 'not yet' : 'left';
+    if (stretch.to !== null) return null;
+  }
+  const usual = usualSampleInterval(stream, presence);
+  return usual !== null && t - latest > STALE_AFTER_INTERVALS * usual ? 'stale' : null;
+}
+
+/**
+ * The scene at t: the latest `state` sample at or before t of each actor present at t (see absenceAt).
+ * An actor whose state begins after t is not in the scene yet.
  */
 export async function sceneAt(store: StoreBackend, run: number, args: SceneArgs): Promise<Scene> {
   await requireRun(store, run);
@@ -85,12 +141,16 @@ export async function sceneAt(store: StoreBackend, run: number, args: SceneArgs)
     const { before, after } = brackets[i]!;
     if (!before) continue;
     const actor = present[i]!;
+    const stream = stateStreams.get(actor.id)!;
+    const absence = absenceAt(actor, stream, before.t, args.t);
+    if (absence === 'not yet' || (absence !== null && !args.includeDeparted)) continue;
     const sample =
-      args.interpolate && after
-        ? interpolateSample(before, after, args.t, stateStreams.get(actor.id)!.fields)
+      args.interpolate && after && absence === null
+        ? interpolateSample(before, after, args.t, stream.fields)
         : before;
     // Built key by key: two object spreads per actor were a tenth of a scene's time.
     const entry: SceneActor = { id: actor.id, kind: actor.kind, t: sample.t };
+    if (absence !== null) entry.departed = absence;
     for (const key in sample) if (key !== 't' && key !== 'step') entry[key] = sample[key];
     scene.actors.push(entry);
   }

@@ -125,7 +125,14 @@ export function createApi(store: StoreBackend, settings: RecordingSettings = new
     const run = runParam(c);
     const t = intParam(c, 't');
     if (t === undefined) throw new SimrecError('invalid', 'query parameter t: required (microseconds)');
-    return json(c, await sceneAt(store, run, { t, interpolate: c.req.query('interpolate') === '1' }));
+    return json(
+      c,
+      await sceneAt(store, run, {
+        t,
+        interpolate: c.req.query('interpolate') === '1',
+        includeDeparted: c.req.query('departed') === '1',
+      }),
+    );
   });
 
   /** Every actor's pose over a window, column by column: what the viewer plays back from. */

@@ -5,6 +5,7 @@ import { parseRunId, parseSeconds } from '../args.js';
 import { formatNumber, formatSeconds, formatTime, printJson, printTable } from '../output.js';
 import { withStore } from '../with-store.js';
 import type { Sample } from '../../model/stream.js';
+import type { PresenceInterval } from '../../model/run.js';
 
 /** `simrec info` lists this many attachments; a dataset's thousands of camera frames go to --json. */
 const INFO_ATTACHMENT_ROWS = 20;
@@ -67,7 +68,7 @@ export function registerQueryCommands(program: Command): void {
           ].join('\n'),
         );
         printTable(
-          ['ACTOR', 'KIND', 'CLASS', 'LENGTH', 'WIDTH', 'HEIGHT', 'RECORD', 'ATTRIBUTES'],
+          ['ACTOR', 'KIND', 'CLASS', 'LENGTH', 'WIDTH', 'HEIGHT', 'RECORD', 'PRESENT_S', 'ATTRIBUTES'],
           d.actors.map((a) => [
             a.id,
             a.kind,
@@ -76,6 +77,7 @@ export function registerQueryCommands(program: Command): void {
             a.extents?.width,
             a.extents?.height,
             a.record,
+            formatPresence(a.presence, r.begin),
             JSON.stringify(a.attributes),
           ]),
         );
@@ -120,21 +122,31 @@ export function registerQueryCommands(program: Command): void {
     .argument('<run>', 'run id', parseRunId)
     .requiredOption('--at <seconds>', "time in seconds from the run's start", (v) => parseSeconds('--at', v))
     .option('--interpolate', 'interpolate between the samples either side of the time')
+    .option(
+      '--departed',
+      'list actors that have gone too, with their last state, marked (departed: left or stale)',
+    )
     .option('--json', 'print JSON')
-    .action(async (run: number, opts: JsonOption & { at: number; interpolate?: boolean }, command: Command) =>
-      withStore(command, async (store) => {
-        const info = await requireRun(store, run);
-        const scene = await sceneAt(store, run, {
-          t: info.begin + secondsToMicros(opts.at),
-          interpolate: Boolean(opts.interpolate),
-        });
-        if (opts.json) return printJson(scene);
-        printSamplesTable(
-          scene.actors.map((a) => ({ ...a, step: 0 })),
-          ['id', 'kind'],
-          info.begin,
-        );
-      }),
+    .action(
+      async (
+        run: number,
+        opts: JsonOption & { at: number; interpolate?: boolean; departed?: boolean },
+        command: Command,
+      ) =>
+        withStore(command, async (store) => {
+          const info = await requireRun(store, run);
+          const scene = await sceneAt(store, run, {
+            t: info.begin + secondsToMicros(opts.at),
+            interpolate: Boolean(opts.interpolate),
+            includeDeparted: Boolean(opts.departed),
+          });
+          if (opts.json) return printJson(scene);
+          printSamplesTable(
+            scene.actors.map((a) => ({ ...a, step: 0 })),
+            opts.departed ? ['id', 'kind', 'departed'] : ['id', 'kind'],
+            info.begin,
+          );
+        }),
     );
 
   program
@@ -220,4 +232,14 @@ function printSamplesTable(samples: Record<string, unknown>[], leading: string[]
       ...keys.map((k) => (s[k] === undefined ? '-' : formatNumber(s[k]))),
     ]),
   );
+}
+
+/** An actor's presence as `0-10.5 20-` (seconds from the run's start; an open end has no number). */
+function formatPresence(presence: PresenceInterval[] | undefined, runBegin: number): string {
+  if (presence === undefined) return '-';
+  return presence
+    .map(
+      (iv) => `${formatSeconds(iv.from - runBegin)}-${iv.to === null ? '' : formatSeconds(iv.to - runBegin)}`,
+    )
+    .join(' ');
 }

@@ -1,6 +1,6 @@
 import { invalid } from '../../model/errors.js';
 import type { JsonObject, JsonValue } from '../../model/json.js';
-import type { ActorDecl, RunInfo } from '../../model/run.js';
+import type { ActorDecl, PresenceInterval, RunInfo } from '../../model/run.js';
 import type { StoreBackend, StreamAppend } from '../../model/store-port.js';
 import type { FieldDecl, FieldType, Sample } from '../../model/stream.js';
 import { RunRecorder } from '../../record/run-recorder.js';
@@ -171,6 +171,7 @@ export async function importLimSim(
         },
         'frame, vid',
       );
+      for (const [vid, intervals] of presenceFromFrames(db, at)) await rec.setPresence(vid, intervals);
       await pump(
         'trafficLightStates',
         (r) => {
@@ -231,6 +232,50 @@ export async function importLimSim(
   } finally {
     db.close();
   }
+}
+
+/**
+ * Each vehicle's presence from frameINFO: LimSim writes a row for every vehicle in the area of interest
+ * at every frame, so a vehicle without a row at a recorded frame was not there (it left the area, or
+ * the network), and one that comes back has a new interval. An interval ends at the first recorded
+ * frame without the vehicle; one still open at the last frame stays open (present to the run's end).
+ */
+function presenceFromFrames(
+  db: LimSimDatabase,
+  at: (frame: number) => number,
+): Map<string, PresenceInterval[]> {
+  const presence = new Map<string, PresenceInterval[]>();
+  /** Per vehicle, the interval it is in and the last frame it was seen at. */
+  const open = new Map<string, PresenceInterval>();
+  let frame: number | null = null;
+  let seen = new Set<string>();
+  /** Once frame f is read whole: who was not in it left at f. */
+  const closeAbsent = (f: number): void => {
+    for (const [vid, interval] of open)
+      if (!seen.has(vid)) {
+        interval.to = at(f);
+        open.delete(vid);
+      }
+  };
+  const rows = db.db.prepare('SELECT frame, vid FROM frameINFO ORDER BY frame').iterate() as Iterable<Row>;
+  for (const row of rows) {
+    const f = num(row.frame);
+    if (f !== frame) {
+      if (frame !== null) closeAbsent(frame);
+      frame = f;
+      seen = new Set();
+    }
+    const vid = str(row.vid);
+    seen.add(vid);
+    if (open.has(vid)) continue;
+    const interval: PresenceInterval = { from: at(f), to: null };
+    open.set(vid, interval);
+    let list = presence.get(vid);
+    if (!list) presence.set(vid, (list = []));
+    list.push(interval);
+  }
+  if (frame !== null) closeAbsent(frame);
+  return presence;
 }
 
 interface SimInfo {

@@ -3,7 +3,7 @@ import { existsSync, renameSync, rmSync } from 'node:fs';
 import { conflict } from '../../model/errors.js';
 import type { JsonObject } from '../../model/json.js';
 import type { RoadNetwork } from '../../model/roadnet.js';
-import type { ActorInfo, RunInfo } from '../../model/run.js';
+import { presenceAt, type ActorInfo, type PresenceInterval, type RunInfo } from '../../model/run.js';
 import type { StoreBackend } from '../../model/store-port.js';
 import type { Sample, StreamInfo } from '../../model/stream.js';
 import { describeRun } from '../../replay/run-queries.js';
@@ -22,6 +22,7 @@ import {
 import {
   EVALUATION_COLUMNS,
   EVALUATION_STREAM,
+  FRAME_MICROS,
   LIMSIM_EVALUATION_STREAM,
   limSimYaw,
   SIGNAL_STREAM,
@@ -102,7 +103,11 @@ export async function exportLimSim(
   ].reduce((n, s) => n + s.samples, 0);
   let done = 0;
   const resampled: string[] = [];
-  const read = async (stream: StreamInfo, angles: ReadonlySet<string>): Promise<FrameSample[]> => {
+  const read = async (
+    stream: StreamInfo,
+    angles: ReadonlySet<string>,
+    presence?: readonly PresenceInterval[],
+  ): Promise<FrameSample[]> => {
     const samples: Sample[] = [];
     for await (const batch of store.readSamples({ run: runId, stream: stream.id })) samples.push(...batch);
     const { frames, resampled: moved } = onFrameGrid(samples, origin, angles);
@@ -112,7 +117,12 @@ export async function exportLimSim(
     const early = frames.findIndex((f) => f.frame >= 0);
     if (early > 0 || (early === -1 && frames.length))
       warn(`${stream.id}: samples before the run's begin have no LimSim frame; left out`);
-    return early === -1 ? [] : frames.slice(early);
+    const onRun = early === -1 ? [] : frames.slice(early);
+    // A vehicle is in frameINFO only at frames where it is present (LimSim's own rule, read back by
+    // the importer); a recording without presence keeps every frame of its samples.
+    return presence?.length
+      ? onRun.filter((f) => presenceAt(presence, origin + f.frame * FRAME_MICROS) !== undefined)
+      : onRun;
   };
 
   const partial = `${file}.partial-${process.pid}`;
@@ -134,12 +144,13 @@ export async function exportLimSim(
       rows[table] = (rows[table] ?? 0) + values.length;
     };
 
-    const egoFrames = ego ? await read(byId.get(`${ego.id}/state`)!, YAW) : [];
+    const egoFrames = ego ? await read(byId.get(`${ego.id}/state`)!, YAW, ego.presence) : [];
     const egoAt = new Map(egoFrames.map((f) => [f.frame, f.sample]));
     const locator = new LaneLocator(network);
     const defaulted: string[] = [];
     for (const actor of vehicles) {
-      const frames = actor === ego ? egoFrames : await read(byId.get(`${actor.id}/state`)!, YAW);
+      const frames =
+        actor === ego ? egoFrames : await read(byId.get(`${actor.id}/state`)!, YAW, actor.presence);
       const { frameRows, route } = vehicleFrames(actor, frames, ego, egoAt, locator);
       insert('frameINFO', frameRows);
       insert('vehicleINFO', [vehicleRow(actor, route, warn, defaulted)]);

@@ -337,6 +337,7 @@ export async function readDataset(
         `${ref.collection}: ${skippedEmpty} empty rows skipped (SODA.Sim's DatasetRecorder writes its rows empty)`,
       );
     await recorder.flush();
+    await leaveWhereBatchesEnd(recorder, endTs);
     if (endReason !== undefined && endTs !== undefined) return await recorder.end(endReason, { end: endTs });
     warn(`${where}: no end_ts/end_reason (the recording did not finish); the run ends as interrupted`);
     return await recorder.end('interrupted');
@@ -345,6 +346,30 @@ export async function readDataset(
     await store.deleteRun(recorder.run.id).catch(() => {});
     throw error;
   }
+}
+
+/**
+ * SODA.Sim writes an actor's rows while it is in the world, and nothing says when it leaves: an actor
+ * whose batches end before the run does has left one sample interval (its stream's mean) after its
+ * last row, when its next row would have come. Actors with rows to the end stay present.
+ */
+async function leaveWhereBatchesEnd(recorder: RunRecorder, runEnd: number | undefined): Promise<void> {
+  const streams = (await recorder.store.listStreams(recorder.run.id)).filter(
+    (s) => s.actor !== null && s.end !== null,
+  );
+  const end = runEnd ?? Math.max(...streams.map((s) => s.end!));
+  const last = new Map<string, { end: number; interval: number | null }>();
+  for (const s of streams) {
+    const interval = s.samples > 1 ? Math.round((s.end! - s.begin!) / (s.samples - 1)) : null;
+    const seen = last.get(s.actor!);
+    if (!seen || s.end! > seen.end || (s.end === seen.end && interval !== null && seen.interval === null))
+      last.set(s.actor!, { end: s.end!, interval });
+  }
+  const leaves: Promise<void>[] = [];
+  for (const [actor, { end: lastRow, interval }] of last)
+    if (interval !== null && interval > 0 && lastRow + interval <= end)
+      leaves.push(recorder.leave(actor, lastRow + interval));
+  await Promise.all(leaves);
 }
 
 /** Rows stamped near zero come from synchronous mode: seconds since sync start, not the epoch. */

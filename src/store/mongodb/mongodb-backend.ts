@@ -11,7 +11,7 @@ import type { Attachment, AttachmentInfo } from '../../model/attachment.js';
 import type { Scenario, ScenarioSummary, VehicleConfig } from '../../model/catalog.js';
 import { notFound, SimrecError } from '../../model/errors.js';
 import type { JsonObject } from '../../model/json.js';
-import type { ActorInfo, EndReason, RunInfo, RunSummary } from '../../model/run.js';
+import type { ActorInfo, ActorPresence, EndReason, RunInfo, RunSummary } from '../../model/run.js';
 import type {
   CatalogPort,
   ListRunsArgs,
@@ -312,7 +312,8 @@ export class MongoBackend implements StoreBackend {
     let ord = (last?.ord ?? -1) + 1;
     if (!actors.length) return;
     await this.actors().bulkWrite(
-      actors.map(({ id, ...rest }) => ({
+      // presence is putPresence's: a re-declaration keeps it.
+      actors.map(({ id, presence: _presence, ...rest }) => ({
         updateOne: {
           filter: { _id: { run, id } },
           update: { $set: rest, $setOnInsert: { ord: ord++ } },
@@ -321,6 +322,22 @@ export class MongoBackend implements StoreBackend {
       })),
       { writeConcern: DURABLE },
     );
+  }
+
+  async putPresence(run: number, presence: ActorPresence[]): Promise<void> {
+    await this.requireRun(run);
+    if (!presence.length) return;
+    const result = await this.actors().bulkWrite(
+      presence.map((p) => ({
+        updateOne: { filter: { _id: { run, id: p.actor } }, update: { $set: { presence: p.intervals } } },
+      })),
+      { writeConcern: DURABLE },
+    );
+    if (result.matchedCount < presence.length) {
+      const known = new Set((await this.listActors(run)).map((a) => a.id));
+      const missing = presence.find((p) => !known.has(p.actor));
+      if (missing) throw notFound(`run ${run} has no actor ${JSON.stringify(missing.actor)}`);
+    }
   }
 
   async listActors(run: number): Promise<ActorInfo[]> {

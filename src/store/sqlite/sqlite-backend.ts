@@ -5,7 +5,7 @@ import type { Scenario, ScenarioSummary, VehicleConfig } from '../../model/catal
 import { samplesToColumns, sampleAt, type ColumnBatch } from '../../model/columns.js';
 import { notFound, SimrecError } from '../../model/errors.js';
 import type { JsonObject } from '../../model/json.js';
-import type { ActorInfo, EndReason, RunInfo, RunSummary } from '../../model/run.js';
+import type { ActorInfo, ActorPresence, EndReason, RunInfo, RunSummary } from '../../model/run.js';
 import type {
   BracketArgs,
   CatalogPort,
@@ -301,10 +301,29 @@ export class SqliteBackend implements StoreBackend {
       .immediate();
   }
 
+  async putPresence(run: number, presence: ActorPresence[]): Promise<void> {
+    this.guard(`keeping actors' presence in run ${run}`, () => this.putPresenceNow(run, presence));
+  }
+
+  private putPresenceNow(run: number, presence: ActorPresence[]): void {
+    this.requireRun(run);
+    this.lists.delete(run);
+    const update = this.stmt('UPDATE actors SET presence = ? WHERE run_id = ? AND id = ?');
+    this.db
+      .transaction(() => {
+        for (const p of presence)
+          if (update.run(json(p.intervals), run, p.actor).changes === 0)
+            throw notFound(`run ${run} has no actor ${JSON.stringify(p.actor)}`);
+      })
+      .immediate();
+  }
+
   async listActors(run: number): Promise<ActorInfo[]> {
     const lists = this.listsOf(run);
     lists.actors ??= this.queryActors(run);
-    return lists.actors.map((a) => ({ ...a }));
+    return lists.actors.map((a) =>
+      a.presence ? { ...a, presence: a.presence.map((iv) => ({ ...iv })) } : { ...a },
+    );
   }
 
   private queryActors(run: number): ActorInfo[] {
@@ -319,6 +338,8 @@ export class SqliteBackend implements StoreBackend {
       };
       if (row.source_class !== null) actor.sourceClass = row.source_class as string;
       if (row.extents !== null) actor.extents = parse(row.extents);
+      // undefined in a schema 1 or 2 file opened read-only (no column), null for actors it held before.
+      if (row.presence !== null && row.presence !== undefined) actor.presence = parse(row.presence);
       return actor;
     });
   }

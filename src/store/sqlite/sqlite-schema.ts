@@ -2,7 +2,7 @@ import type Database from 'better-sqlite3';
 
 /**
  * Version history: 1 (simrec 0.1.0): chunks in the SRC1 layout. 2: chunks in the SRC2 layout
- * (blocks, checksums) and the chunks.sealed column. A version 1 store opens and reads as it is (both
+ * (blocks, checksums) and the chunks.sealed column. 3: actors.presence (JSON intervals). A version 1 store opens and reads as it is (both
  * layouts are read); the first writable open adds the column and marks it version 2, so that a simrec
  * that reads only SRC1 refuses it instead of misreading it.
  *
@@ -10,7 +10,7 @@ import type Database from 'better-sqlite3';
  * the layout's version, so an older simrec refuses a newer file instead of misreading it.
  */
 export const SIMREC_APPLICATION_ID = 0x53524543; // "SREC"
-export const SCHEMA_VERSION = 2;
+export const SCHEMA_VERSION = 3;
 
 export const SCHEMA_DDL = `
 CREATE TABLE runs (
@@ -39,6 +39,8 @@ CREATE TABLE actors (
   attributes TEXT NOT NULL,
   options TEXT NOT NULL,
   record INTEGER NOT NULL,
+  -- JSON [{from, to}] (model/run.ts PresenceInterval); NULL for actors of stores before schema 3.
+  presence TEXT,
   PRIMARY KEY (run_id, id)
 ) WITHOUT ROWID;
 
@@ -96,6 +98,8 @@ CREATE TABLE vehicles (
 export function upgradeSchema(db: Database.Database, from: number): void {
   db.transaction(() => {
     if (from < 2) db.exec('ALTER TABLE chunks ADD COLUMN sealed INTEGER NOT NULL DEFAULT 1');
+    // Actors recorded before keep NULL: nothing said when they came and went.
+    if (from < 3) db.exec('ALTER TABLE actors ADD COLUMN presence TEXT');
     db.pragma(`user_version = ${SCHEMA_VERSION}`);
   }).immediate();
 }
