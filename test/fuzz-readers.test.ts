@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import fc from 'fast-check';
 import { SimrecError } from '../src/model/errors.js';
+import type { StoreBackend } from '../src/model/store-port.js';
 import { STATE_FIELDS } from '../src/model/standard-streams.js';
 import { importPerception } from '../src/formats/perception/index.js';
 import { exportDidrive, importDidrive } from '../src/formats/didrive/index.js';
@@ -86,6 +87,26 @@ function survives(
   } catch (error) {
     if (allowed.some((k) => error instanceof k)) return true;
     throw error;
+  }
+}
+
+/** Imports, or sees the import refused with a SimrecError that left no run behind. */
+async function importedOrRefused(
+  store: StoreBackend,
+  importIt: () => Promise<unknown>,
+): Promise<'imported' | 'refused'> {
+  const before = (await store.listRuns()).length;
+  try {
+    await importIt();
+    return 'imported';
+  } catch (error) {
+    if (!(error instanceof SimrecError)) throw error;
+    assert.equal(
+      (await store.listRuns()).length,
+      before,
+      `a refused import left a run behind: ${error.message}`,
+    );
+    return 'refused';
   }
 }
 
@@ -395,19 +416,8 @@ describe('fuzzing the readers (seeded)', () => {
           rmSync(copy, { recursive: true, force: true });
           cpSync(source, copy, { recursive: true });
           writeFileSync(join(copy, files[which]!), mutate(originals[which]!, mutations));
-          const before = (await store.listRuns()).length;
-          try {
-            await importDidrive(store, copy);
-            imported++;
-          } catch (error) {
-            if (!(error instanceof SimrecError)) throw error;
-            refused++;
-            assert.equal(
-              (await store.listRuns()).length,
-              before,
-              `a refused import left a run behind: ${error.message}`,
-            );
-          }
+          if ((await importedOrRefused(store, () => importDidrive(store, copy))) === 'imported') imported++;
+          else refused++;
           return true;
         },
       ),
@@ -433,19 +443,8 @@ describe('fuzzing the readers (seeded)', () => {
           const copy = join(dir.path, 'limsim-copy.db');
           rmSync(copy, { force: true });
           writeFileSync(copy, mutate(original, mutations));
-          const before = (await store.listRuns()).length;
-          try {
-            await importLimSim(store, copy);
-            imported++;
-          } catch (error) {
-            if (!(error instanceof SimrecError)) throw error;
-            refused++;
-            assert.equal(
-              (await store.listRuns()).length,
-              before,
-              `a refused import left a run behind: ${error.message}`,
-            );
-          }
+          if ((await importedOrRefused(store, () => importLimSim(store, copy))) === 'imported') imported++;
+          else refused++;
           return true;
         },
       ),
@@ -473,19 +472,13 @@ describe('fuzzing the readers (seeded)', () => {
           rmSync(copy, { recursive: true, force: true });
           cpSync(source, copy, { recursive: true });
           writeFileSync(join(copy, batches), mutate(original, mutations));
-          const before = (await store.listRuns()).length;
-          try {
-            await importSoda(store, await SodaFolder.openForRead(copy));
+          if (
+            (await importedOrRefused(store, async () =>
+              importSoda(store, await SodaFolder.openForRead(copy)),
+            )) === 'imported'
+          )
             imported++;
-          } catch (error) {
-            if (!(error instanceof SimrecError)) throw error;
-            refused++;
-            assert.equal(
-              (await store.listRuns()).length,
-              before,
-              `a refused import left a run behind: ${error.message}`,
-            );
-          }
+          else refused++;
           return true;
         },
       ),
