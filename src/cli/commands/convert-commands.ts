@@ -5,7 +5,7 @@ import { FORMAT_CODECS, formatNames } from '../../formats/registry.js';
 import type { FormatCodec } from '../../model/codec-port.js';
 import { parseRunId } from '../args.js';
 import { printJson, Progress } from '../output.js';
-import { withStore } from '../with-store.js';
+import { withExistingStore, withStore } from '../with-store.js';
 
 /*
  * `simrec import FORMAT LOCATION` and `simrec export RUN FORMAT LOCATION`, for every codec in
@@ -83,7 +83,7 @@ export function registerConvertCommands(program: Command): void {
           onProgress: (done: number, total: number) =>
             progress.update(total ? done / total : 1, `${done}/${total}`),
         };
-        const result = await withStore(command, (store) => {
+        const result = await withExistingStore(command, (store) => {
           // LimSim's recorder always fills evaluationINFO (its report.py fails on an empty one): a
           // run not yet evaluated gets LimSim's evaluation in the file, and nothing in the store.
           const all = { ...options, evaluate: (run: number) => evaluationFrames(store, run, 'limsim') };

@@ -40,8 +40,12 @@ export function registerDemoCommand(program: Command): void {
       .option('--vehicles <n>', 'generated vehicles besides the ego', (v) => parseCount('--vehicles', v), 30)
       .option('--seed <n>', 'the same seed gives the same run', (v) => parseCount('--seed', v), 1)
       .option('--json', 'print the recorded run as JSON'),
-  ).action(async (opts: DemoOptions, command: Command) =>
-    withStore(command, async (store) => {
+  ).action(async (opts: DemoOptions, command: Command) => {
+    // SUMO route files name edges of their own network; on the generated town every vehicle would be
+    // skipped and the run would hold none.
+    if (opts.routes && !opts.net)
+      throw invalid('--routes: route files name the edges of a network; give that network with --net');
+    return withStore(command, async (store) => {
       const progress = new Progress('recording demo');
       const result = await recordDemoRun(store, {
         ...(opts.net ? { net: opts.net } : {}),
@@ -62,6 +66,6 @@ export function registerDemoCommand(program: Command): void {
         );
       // Every serve option (token, ingest port, settings, allowed names) goes through as `serve` takes it.
       if (opts.serve) await serveUntilStopped(store, { ...opts, path: `#/runs/${run.id}` });
-    }),
-  );
+    });
+  });
 }

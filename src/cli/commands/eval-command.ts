@@ -3,7 +3,7 @@ import { evaluateRun, type EvaluationSummary } from '../../evaluate/evaluate-run
 import { invalid } from '../../model/errors.js';
 import { parsePositive, parseRunId } from '../args.js';
 import { formatNumber, printJson, printTable, Progress } from '../output.js';
-import { withStore } from '../with-store.js';
+import { withExistingStore } from '../with-store.js';
 
 interface EvalOptions {
   actor?: string;
@@ -89,7 +89,7 @@ export function registerEvalCommand(program: Command): void {
     )
     .option('--json', 'print JSON')
     .action(async (runArgs: string[], opts: EvalOptions, command: Command) =>
-      withStore(command, async (store) => {
+      withExistingStore(command, async (store) => {
         const runs = runArgs.map(parseRunId);
         if (runs.length > 1 && !opts.compare)
           throw invalid(`eval: ${runs.length} runs given; evaluate one, or several with --compare`);

@@ -13,7 +13,7 @@ import { exportYolo } from '../../formats/yolo/export-yolo.js';
 import type { StoreBackend } from '../../model/store-port.js';
 import { parseRunId } from '../args.js';
 import { formatNumber, printJson, printTable, Progress } from '../output.js';
-import { withStore } from '../with-store.js';
+import { withExistingStore, withStore } from '../with-store.js';
 
 /*
  * Until the generic `simrec import FORMAT` / `simrec export RUN FORMAT` commands land, Perception's
@@ -67,7 +67,9 @@ function registerExport(parent: Command, format: string, what: string, exporter:
     .action(async (run: number, dir: string, opts: JsonOption, command: Command) => {
       const { warn, warnings } = collectWarnings();
       const { progress: bar, onProgress } = progress(`export ${format}`);
-      const result = await withStore(command, (store) => exporter(store, run, dir, { warn, onProgress }));
+      const result = await withExistingStore(command, (store) =>
+        exporter(store, run, dir, { warn, onProgress }),
+      );
       bar.done();
       if (opts.json) return printJson({ run, format, dir, ...result, warnings });
       for (const w of warnings) process.stderr.write(`simrec: warning: ${w}\n`);
@@ -137,7 +139,7 @@ export function registerPerceptionCommands(program: Command): void {
     .option('--heatmap <file>', 'write the box heat map as a PNG')
     .option('--json', 'print JSON')
     .action(async (run: number, opts: JsonOption & { heatmap?: string }, command: Command) => {
-      const stats = await withStore(command, (store) => perceptionStats(store, run));
+      const stats = await withExistingStore(command, (store) => perceptionStats(store, run));
       if (opts.heatmap) await writeHeatmapPng(stats.heatmap, opts.heatmap);
       if (opts.json) return printJson(stats);
       printTable(

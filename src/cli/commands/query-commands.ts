@@ -3,9 +3,11 @@ import { describeRun, requireRun, sceneAt, streamSamples, trajectory } from '../
 import { secondsToMicros } from '../../model/units.js';
 import { parseRunId, parseSeconds } from '../args.js';
 import { formatNumber, formatSeconds, formatTime, printJson, printTable } from '../output.js';
-import { withStore } from '../with-store.js';
+import { withExistingStore } from '../with-store.js';
 import type { Sample } from '../../model/stream.js';
 import type { PresenceInterval } from '../../model/run.js';
+import type { RunInfo } from '../../model/run.js';
+import { invalid } from '../../model/errors.js';
 
 /** `simrec info` lists this many attachments; a dataset's thousands of camera frames go to --json. */
 const INFO_ATTACHMENT_ROWS = 20;
@@ -21,7 +23,7 @@ export function registerQueryCommands(program: Command): void {
     .description('list the runs in the store')
     .option('--json', 'print JSON')
     .action(async (opts: JsonOption, command: Command) =>
-      withStore(command, async (store) => {
+      withExistingStore(command, async (store) => {
         const runs = await store.listRuns();
         if (opts.json) return printJson(runs);
         printTable(
@@ -46,7 +48,7 @@ export function registerQueryCommands(program: Command): void {
     .argument('<run>', 'run id', parseRunId)
     .option('--json', 'print JSON')
     .action(async (run: number, opts: JsonOption, command: Command) =>
-      withStore(command, async (store) => {
+      withExistingStore(command, async (store) => {
         const d = await describeRun(store, run);
         if (opts.json)
           return printJson({
@@ -133,8 +135,9 @@ export function registerQueryCommands(program: Command): void {
         opts: JsonOption & { at: number; interpolate?: boolean; departed?: boolean },
         command: Command,
       ) =>
-        withStore(command, async (store) => {
+        withExistingStore(command, async (store) => {
           const info = await requireRun(store, run);
+          requireWithinRun('--at', opts.at, info);
           const scene = await sceneAt(store, run, {
             t: info.begin + secondsToMicros(opts.at),
             interpolate: Boolean(opts.interpolate),
@@ -164,8 +167,9 @@ export function registerQueryCommands(program: Command): void {
         opts: JsonOption & { from?: number; to?: number },
         command: Command,
       ) =>
-        withStore(command, async (store) => {
+        withExistingStore(command, async (store) => {
           const info = await requireRun(store, run);
+          requireWindowWithinRun(opts, info);
           const traj = await trajectory(store, run, { actor, ...absoluteWindow(info.begin, opts) });
           if (opts.json) return printJson(traj);
           printSamplesTable(traj.samples, [], info.begin);
@@ -187,8 +191,9 @@ export function registerQueryCommands(program: Command): void {
         opts: JsonOption & { from?: number; to?: number },
         command: Command,
       ) =>
-        withStore(command, async (store) => {
+        withExistingStore(command, async (store) => {
           const info = await requireRun(store, run);
+          requireWindowWithinRun(opts, info);
           const all: Sample[] = [];
           for await (const batch of streamSamples(store, run, stream, absoluteWindow(info.begin, opts))) {
             if (opts.json) process.stdout.write(batch.map((s) => JSON.stringify(s)).join('\n') + '\n');
@@ -205,6 +210,27 @@ function windowOption(bound: 'from' | 'to'): Option {
     `--${bound} <seconds>`,
     `window ${bound === 'from' ? 'start' : 'end'}, seconds from the run's start`,
   ).argParser((v) => parseSeconds(`--${bound}`, v));
+}
+
+/*
+ * A time outside the run, or a window that ends before it starts, would give an empty table that
+ * looks like "nothing happened"; the README's rule: an empty result means there was nothing there,
+ * never that the question could not be answered. So such a question is refused (exit 2).
+ */
+function requireWithinRun(name: string, seconds: number, run: RunInfo): void {
+  // A run still recording has no end yet: any time from its start may still come.
+  const duration = run.end === null ? Infinity : (run.end - run.begin) / 1e6;
+  if (seconds < 0 || seconds > duration)
+    throw invalid(
+      `${name}: ${seconds} s is outside run ${run.id}; expected 0 to ${duration} s (its duration)`,
+    );
+}
+
+function requireWindowWithinRun(opts: { from?: number; to?: number }, run: RunInfo): void {
+  if (opts.from !== undefined) requireWithinRun('--from', opts.from, run);
+  if (opts.to !== undefined) requireWithinRun('--to', opts.to, run);
+  if (opts.from !== undefined && opts.to !== undefined && opts.from > opts.to)
+    throw invalid(`--from ${opts.from} is after --to ${opts.to}; expected --from <= --to`);
 }
 
 /** The window in absolute microseconds, with only the bounds that were given. */
