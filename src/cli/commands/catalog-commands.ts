@@ -5,6 +5,7 @@ import { describeValue, invalid, notFound, SimrecError } from '../../model/error
 import { parseScenarioId, validateScenario, validateVehicleConfig } from '../../model/catalog.js';
 import type { JsonObject } from '../../model/json.js';
 import { formatTime, printJson, printTable } from '../output.js';
+import { requireFreeOutput, requireParentFolder } from '../output-target.js';
 import { withExistingStore, withStore } from '../with-store.js';
 
 interface JsonOption {
@@ -65,9 +66,14 @@ export function registerCatalogCommands(program: Command): void {
     .description("print a scenario's record, or write its binary with --out")
     .argument('<id>', 'scenario id', (v) => parseScenarioId(v, 'ID'))
     .option('--out <file>', 'write the binary to this file')
+    .option('--force', 'replace the file at --out')
     .option('--json', 'print JSON (the binary as base64)')
-    .action(async (id: bigint, opts: JsonOption & { out?: string }, command: Command) =>
+    .action(async (id: bigint, opts: JsonOption & { out?: string; force?: boolean }, command: Command) =>
       withExistingStore(command, async (store) => {
+        if (opts.out) {
+          requireParentFolder(opts.out);
+          requireFreeOutput(opts.out, Boolean(opts.force));
+        }
         const s = await store.scenarios.get(id);
         if (!s) throw notFound(`scenario ${id} does not exist in ${store.location}`);
         if (opts.out) await writeFile(opts.out, s.bin);

@@ -13,6 +13,13 @@ import { exportYolo } from '../../formats/yolo/export-yolo.js';
 import type { StoreBackend } from '../../model/store-port.js';
 import { parseRunId } from '../args.js';
 import { formatNumber, printJson, printTable, Progress } from '../output.js';
+import {
+  cleanUpOnInterrupt,
+  interruptible,
+  requireFreeOutput,
+  requireParentFolder,
+  writeFolderOutput,
+} from '../output-target.js';
 import { withExistingStore, withStore } from '../with-store.js';
 
 /*
@@ -63,12 +70,19 @@ function registerExport(parent: Command, format: string, what: string, exporter:
     .description(`write a run's captures and annotations as ${what}`)
     .argument('<run>', 'run id', parseRunId)
     .argument('<dir>', 'a new or empty folder')
+    .option('--force', 'replace what is in the folder (once the new dataset is complete)')
     .option('--json', 'print JSON')
-    .action(async (run: number, dir: string, opts: JsonOption, command: Command) => {
+    .action(async (run: number, dir: string, opts: JsonOption & { force?: boolean }, command: Command) => {
+      requireParentFolder(dir);
+      requireFreeOutput(dir, Boolean(opts.force));
       const { warn, warnings } = collectWarnings();
       const { progress: bar, onProgress } = progress(`export ${format}`);
       const result = await withExistingStore(command, (store) =>
-        exporter(store, run, dir, { warn, onProgress }),
+        cleanUpOnInterrupt(dir, () =>
+          writeFolderOutput(dir, (folder) =>
+            exporter(interruptible(store), run, folder, { warn, onProgress }),
+          ),
+        ),
       );
       bar.done();
       if (opts.json) return printJson({ run, format, dir, ...result, warnings });
