@@ -244,4 +244,18 @@ describe('simrec as a careful user meets it', () => {
     assert.match(stderr, /interrupted; .*run\.db was not written/);
     assert.deepEqual(readdirSync(outDir), [], 'neither the file, nor its .partial, nor a journal');
   });
+
+  it('eval --compare reports the 95th percentile of jerk as p95Jerk, and the extreme as maxAbsJerk', () => {
+    const [row] = cliJson<{ p95Jerk: number; maxAbsJerk: number }[]>(
+      ['eval', '--compare', '1', '--json'],
+      env,
+    );
+    const { jerk } = cliJson<{ metrics: { jerk: { min: number; p95: number; max: number } } }>(
+      ['eval', '1', '--json'],
+      env,
+    ).metrics;
+    assert.equal(row!.p95Jerk, jerk.p95);
+    assert.equal(row!.maxAbsJerk, Math.max(-jerk.min, jerk.max));
+    assert.ok(row!.p95Jerk < row!.maxAbsJerk / 2, `${row!.p95Jerk} is a percentile, not the extreme`);
+  });
 });

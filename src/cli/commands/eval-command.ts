@@ -114,7 +114,10 @@ export function registerEvalCommand(program: Command): void {
             score: r.score,
             minTtc: r.metrics.collision?.min ?? null,
             meanOffset: r.metrics.offset?.mean ?? null,
-            p95Jerk: r.metrics.jerk
+            // The 95th percentile of the signed jerk, as `eval --json` gives it in metrics.jerk.p95;
+            // the extreme either way is its own field, named for what it is.
+            p95Jerk: r.metrics.jerk?.p95 ?? null,
+            maxAbsJerk: r.metrics.jerk
               ? Math.max(Math.abs(r.metrics.jerk.min), Math.abs(r.metrics.jerk.max))
               : null,
             collisions: r.eventCounts.collision ?? 0,
@@ -130,6 +133,7 @@ export function registerEvalCommand(program: Command): void {
               'SCORE',
               'MIN_TTC_S',
               'MEAN_OFFSET',
+              'P95_JERK',
               'MAX_ABS_JERK',
               'COLLISIONS',
               'NEAR_MISSES',
