@@ -258,4 +258,29 @@ describe('simrec as a careful user meets it', () => {
     assert.equal(row!.maxAbsJerk, Math.max(-jerk.min, jerk.max));
     assert.ok(row!.p95Jerk < row!.maxAbsJerk / 2, `${row!.p95Jerk} is a percentile, not the extreme`);
   });
+
+  it('warnings are summarised: the first of each kind with a count; --verbose lists all; stats warns too', () => {
+    const perceptionStore = { SIMREC_STORE: join(dir.path, 'perception.db') };
+    const mock = fixture('perception-simrun', 'Dataset');
+    const summary = runCli(['import', 'perception', mock], perceptionStore);
+    const verbose = runCli(['import', 'perception', mock, '--verbose'], perceptionStore);
+    assert.equal(summary.status, 0, summary.stderr);
+    const lines = (text: string): string[] => text.trim().split('\n');
+    // Six files the captures name are absent: one line says so, with the count of the others.
+    assert.match(
+      summary.stderr,
+      /camera_000\.png does not exist.* \(and 5 more like it; --verbose lists all\)\n/,
+    );
+    assert.equal(
+      lines(verbose.stderr).filter((l) => /does not exist; the reference is kept/.test(l)).length,
+      6,
+    );
+    assert.doesNotMatch(verbose.stderr, /more like it/);
+    assert.ok(lines(summary.stderr).length < lines(verbose.stderr).length - 5);
+    // The images were absent, so stats counts no boxes: it says why instead of a bare 0.
+    const stats = runCli(['stats', '1'], perceptionStore);
+    assert.equal(stats.status, 0, stats.stderr);
+    assert.match(stats.stdout, /\nboxes\s+0\n/);
+    assert.match(stats.stderr, /camera_001\.png was not imported .*its 3 labels .* are left out/);
+  });
 });

@@ -14,6 +14,7 @@ import {
   writeFolderOutput,
 } from '../output-target.js';
 import { withExistingStore, withStore } from '../with-store.js';
+import { printWarnings } from '../warnings.js';
 
 /**
  * Formats whose dataset is a folder of their own, written whole through a temporary sibling: --force
@@ -34,7 +35,7 @@ async function loadCodec(name: string): Promise<FormatCodec> {
 }
 
 function reportWarnings(warnings: string[], json: boolean | undefined): void {
-  if (!json) for (const w of warnings) process.stderr.write(`simrec: warning: ${w}\n`);
+  if (!json) printWarnings(warnings);
 }
 
 export function registerConvertCommands(program: Command): void {

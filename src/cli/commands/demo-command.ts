@@ -5,6 +5,7 @@ import { parsePositive } from '../args.js';
 import { printJson, Progress } from '../output.js';
 import { withStore } from '../with-store.js';
 import { serveOptions, serveUntilStopped, type ServeOptions } from './serve-command.js';
+import { printWarnings } from '../warnings.js';
 
 interface DemoOptions extends ServeOptions {
   serve: boolean;
@@ -57,7 +58,7 @@ export function registerDemoCommand(program: Command): void {
         onProgress: (f) => progress.update(f),
       });
       progress.done();
-      for (const w of result.warnings) process.stderr.write(`simrec: warning: ${w}\n`);
+      printWarnings(result.warnings);
       const { run } = result;
       if (opts.json) printJson({ ...run, warnings: result.warnings });
       else

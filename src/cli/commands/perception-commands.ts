@@ -21,6 +21,7 @@ import {
   writeFolderOutput,
 } from '../output-target.js';
 import { withExistingStore, withStore } from '../with-store.js';
+import { printWarnings } from '../warnings.js';
 
 /*
  * Until the generic `simrec import FORMAT` / `simrec export RUN FORMAT` commands land, Perception's
@@ -50,7 +51,7 @@ function reportImport(result: ImportResult, opts: JsonOption): void {
       sensors: result.sensors,
       warnings: result.warnings,
     });
-  for (const w of result.warnings) process.stderr.write(`simrec: warning: ${w}\n`);
+  printWarnings(result.warnings);
   process.stdout.write(
     `run ${result.run.id}: ${result.captures} captures from ${result.sensors} sensors, ${result.metrics} metrics` +
       `${result.warnings.length ? `, ${result.warnings.length} warnings` : ''}\n`,
@@ -86,7 +87,7 @@ function registerExport(parent: Command, format: string, what: string, exporter:
       );
       bar.done();
       if (opts.json) return printJson({ run, format, dir, ...result, warnings });
-      for (const w of warnings) process.stderr.write(`simrec: warning: ${w}\n`);
+      printWarnings(warnings);
       printTable(
         ['FIELD', 'VALUE'],
         Object.entries(result).map(([k, v]) => [k, Array.isArray(v) ? v.length : formatNumber(v)]),
@@ -156,6 +157,7 @@ export function registerPerceptionCommands(program: Command): void {
       const stats = await withExistingStore(command, (store) => perceptionStats(store, run));
       if (opts.heatmap) await writeHeatmapPng(stats.heatmap, opts.heatmap);
       if (opts.json) return printJson(stats);
+      printWarnings(stats.warnings);
       printTable(
         ['FIELD', 'VALUE'],
         [
