@@ -283,4 +283,20 @@ describe('simrec as a careful user meets it', () => {
     assert.match(stats.stdout, /\nboxes\s+0\n/);
     assert.match(stats.stderr, /camera_001\.png was not imported .*its 3 labels .* are left out/);
   });
+
+  it('info shortens long attributes in its table and says so; --json has them whole', () => {
+    const table = runCli(['info', '1'], env).stdout;
+    const actorRows = table.split('\n').filter((l) => /^(ego|veh\d+)\s/.test(l));
+    assert.ok(actorRows.length > 20);
+    for (const row of actorRows) assert.ok(row.length < 160, `${row.length} characters: ${row}`);
+    assert.match(table, /\n\(\d+ values shortened to 80 characters; --json has them whole\)\n/);
+    const info = cliJson<{ actors: { id: string; attributes: { route?: string[] } }[] }>(
+      ['info', '1', '--json'],
+      env,
+    );
+    assert.ok(
+      info.actors.find((a) => a.id === 'ego')!.attributes.route!.length > 3,
+      'the ego route is whole',
+    );
+  });
 });

@@ -11,6 +11,11 @@ import { invalid } from '../../model/errors.js';
 
 /** `simrec info` lists this many attachments; a dataset's thousands of camera frames go to --json. */
 const INFO_ATTACHMENT_ROWS = 20;
+/**
+ * ... and shows this much of a run's metadata and of each actor's attributes: a SUMO run's routes made
+ * `info` print 745 KB (issue #28). --json has them whole.
+ */
+const INFO_VALUE_CHARS = 80;
 
 interface JsonOption {
   json?: boolean;
@@ -50,6 +55,12 @@ export function registerQueryCommands(program: Command): void {
     .action(async (run: number, opts: JsonOption, command: Command) =>
       withExistingStore(command, async (store) => {
         const d = await describeRun(store, run);
+        const shortened = { count: 0 };
+        const shorten = (text: string): string => {
+          if (text.length <= INFO_VALUE_CHARS) return text;
+          shortened.count++;
+          return `${text.slice(0, INFO_VALUE_CHARS - 3)}...`;
+        };
         if (opts.json)
           return printJson({
             ...d.run,
@@ -65,7 +76,7 @@ export function registerQueryCommands(program: Command): void {
             `run ${r.id}: ${r.description || '(no description)'}`,
             `simulator: ${r.simulator.name}${r.simulator.version ? ` ${r.simulator.version}` : ''}`,
             `begin: ${formatTime(r.begin)}   end: ${formatTime(r.end)}   end reason: ${r.endReason ?? 'recording'}`,
-            `samples: ${d.samples}   metadata: ${JSON.stringify(r.metadata)}`,
+            `samples: ${d.samples}   metadata: ${shorten(JSON.stringify(r.metadata))}`,
             '',
           ].join('\n'),
         );
@@ -80,9 +91,13 @@ export function registerQueryCommands(program: Command): void {
             a.extents?.height,
             a.record,
             formatPresence(a.presence, r.begin),
-            JSON.stringify(a.attributes),
+            shorten(JSON.stringify(a.attributes)),
           ]),
         );
+        if (shortened.count)
+          process.stdout.write(
+            `(${shortened.count} values shortened to ${INFO_VALUE_CHARS} characters; --json has them whole)\n`,
+          );
         process.stdout.write('\n');
         printTable(
           ['STREAM', 'ACTOR', 'SAMPLES', 'BEGIN_S', 'END_S', 'FIELDS'],
