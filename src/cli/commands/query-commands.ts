@@ -232,7 +232,7 @@ function windowOption(bound: 'from' | 'to'): Option {
  * looks like "nothing happened"; the README's rule: an empty result means there was nothing there,
  * never that the question could not be answered. So such a question is refused (exit 2).
  */
-function requireWithinRun(name: string, seconds: number, run: RunInfo): void {
+export function requireWithinRun(name: string, seconds: number, run: RunInfo): void {
   // A run still recording has no end yet: any time from its start may still come.
   const duration = run.end === null ? Infinity : (run.end - run.begin) / 1e6;
   if (seconds < 0 || seconds > duration)
