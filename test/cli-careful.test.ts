@@ -288,7 +288,7 @@ describe('simrec as a careful user meets it', () => {
     const table = runCli(['info', '1'], env).stdout;
     const actorRows = table.split('\n').filter((l) => /^(ego|veh\d+)\s/.test(l));
     assert.ok(actorRows.length > 20);
-    for (const row of actorRows) assert.ok(row.length < 160, `${row.length} characters: ${row}`);
+    for (const row of actorRows) assert.ok(row.length < 200, `${row.length} characters: ${row}`);
     assert.match(table, /\n\(\d+ values shortened to 80 characters; --json has them whole\)\n/);
     const info = cliJson<{ actors: { id: string; attributes: { route?: string[] } }[] }>(
       ['info', '1', '--json'],

@@ -41,10 +41,10 @@ export function registerBirdviewCommand(program: Command): void {
         withExistingStore(command, async (store) => {
           if (!opts.out.toLowerCase().endsWith('.png'))
             throw invalid(`--out ${opts.out}: expected a file name ending in .png`);
-          requireParentFolder(opts.out);
-          requireFreeOutput(opts.out, Boolean(opts.force));
           const info = await requireRun(store, run);
           requireWithinRun('--at', opts.at, info);
+          requireParentFolder(opts.out);
+          requireFreeOutput(opts.out, Boolean(opts.force));
           const t = info.begin + secondsToMicros(opts.at);
           const { birdview, network } = await birdviewAt(store, run, t);
           const png = encodePng({
