@@ -234,7 +234,10 @@ describe('simrec command line', () => {
       [['scene', '1', '--at', 'soon'], /--at: expected a number of seconds, got "soon"/],
       [['traj', '1', 'nobody'], /run 1 has no actor "nobody"/],
       [['samples', '1', 'ego/nothing'], /run 1 has no stream "ego\/nothing"/],
-      [['scenarios', 'put', join(dir.path, 'missing.bin'), '--id', '1'], /missing\.bin: cannot read/],
+      [
+        ['scenarios', 'put', join(dir.path, 'missing.bin'), '--id', '1'],
+        /missing\.bin: no such file or folder\n$/,
+      ],
       [
         ['scenarios', 'put', join(dir.path, 'cli.db'), '--id', '99999999999999999999'],
         /--id: 99999999999999999999 does not fit in 64 bits/,

@@ -293,11 +293,12 @@ describe('evaluation', () => {
 
   it('simrec eval prints the summary, JSON, and compares runs', () => {
     const env = { SIMREC_STORE: storePath };
+    type Summary = { min: number; p95: number; max: number };
     const one = cliJson<{
       run: number;
       score: number;
       weights: Record<string, number>;
-      metrics: Record<string, unknown>;
+      metrics: Record<string, Summary>;
     }>(['eval', '1', '--json'], env);
     assert.equal(one.run, 1);
     assert.deepEqual(Object.keys(one.weights).sort(), [
@@ -310,11 +311,18 @@ describe('evaluation', () => {
     const table = runCli(['eval', '1'], env);
     assert.match(table.stdout, /^METRIC\s+MIN\s+MEAN\s+P50\s+P95\s+MAX\s+LIMSIM_SCORE$/m);
     assert.match(table.stdout, /score: [\d.]+ \/ 100 \(weights: collision 0.4/);
-    const rows = cliJson<{ run: number; score: number }[]>(['eval', '--compare', '1', '2', '--json'], env);
+    const rows = cliJson<{ run: number; score: number; p95Jerk: number; maxAbsJerk: number }[]>(
+      ['eval', '--compare', '1', '2', '--json'],
+      env,
+    );
     assert.deepEqual(
       rows.map((r) => r.run),
       [1, 2],
     );
+    // p95Jerk is the 95th percentile `eval --json` reports, not the extreme (issue #28: it was max |jerk|).
+    const jerk = one.metrics.jerk!;
+    assert.equal(rows[0]!.p95Jerk, jerk.p95);
+    assert.equal(rows[0]!.maxAbsJerk, Math.max(Math.abs(jerk.min), Math.abs(jerk.max)));
     const refused = runCli(['eval', '1', '2'], env);
     assert.equal(refused.status, 2);
     assert.match(refused.stderr, /2 runs given; evaluate one, or several with --compare/);

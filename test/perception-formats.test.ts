@@ -671,7 +671,7 @@ describe('simrec perception, coco and stats commands', () => {
       String(imported.run),
       join(tmp.path, 'cli-coco'),
     ]);
-    assert.equal(again.status, 1);
-    assert.match(again.stderr, /not empty/);
+    assert.equal(again.status, 2, 'an existing output is bad input (README: exit codes)');
+    assert.match(again.stderr, /cli-coco: already exists; --force replaces it/);
   });
 });

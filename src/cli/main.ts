@@ -1,7 +1,7 @@
 #!/usr/bin/env node
-import { Command, CommanderError } from 'commander';
-import { SimrecError } from '../model/errors.js';
+import { Command } from 'commander';
 import { registerBirdviewCommand } from './commands/birdview-command.js';
+import { describeFailure, stopQuietlyWhenTheReaderLeaves } from './failure.js';
 import { registerCatalogCommands } from './commands/catalog-commands.js';
 import { registerCheckCommand } from './commands/check-command.js';
 import { registerConvertCommands } from './commands/convert-commands.js';
@@ -18,7 +18,9 @@ const program = new Command('simrec')
   .description('record, store, query, replay, score and convert driving-simulation runs')
   .version('0.1.0')
   .option('--store <location>', 'store file or URL (default: $SIMREC_STORE or ./simrec.db)')
-  .showHelpAfterError()
+  .option('--debug', 'print the stack trace of an error')
+  .option('--verbose', 'list every warning (by default: a count per kind and the first of each)')
+  .showHelpAfterError("(simrec help COMMAND shows the command's usage)")
   .exitOverride();
 
 registerQueryCommands(program);
@@ -34,17 +36,14 @@ registerRecordCommand(program);
 registerConvertCommands(program);
 registerBirdviewCommand(program);
 
+stopQuietlyWhenTheReaderLeaves();
 try {
   await program.parseAsync(process.argv);
 } catch (error) {
-  if (error instanceof CommanderError) {
-    // Commander has printed its own message (or the help); only the exit code is left to set.
-    process.exitCode = error.exitCode;
-  } else if (error instanceof SimrecError) {
-    process.stderr.write(`simrec: ${error.message}\n`);
-    process.exitCode = error.code === 'invalid' || error.code === 'not_found' ? 2 : 1;
-  } else {
-    process.stderr.write(`simrec: unexpected error: ${(error as Error)?.stack ?? String(error)}\n`);
-    process.exitCode = 1;
-  }
+  const { message, exitCode } = describeFailure(error);
+  if (message !== null) process.stderr.write(`simrec: ${message}\n`);
+  // --debug may come anywhere on the line, and the parse may have failed before it was read.
+  if (process.argv.includes('--debug') && error instanceof Error && message !== null)
+    process.stderr.write(`${error.stack}\n`);
+  process.exitCode = exitCode;
 }

@@ -14,7 +14,9 @@ import { secondsToMicros } from '../../model/units.js';
 import { requireRun } from '../../replay/run-queries.js';
 import { parseRunId, parseSeconds } from '../args.js';
 import { printJson } from '../output.js';
-import { withStore } from '../with-store.js';
+import { requireFreeOutput, requireParentFolder } from '../output-target.js';
+import { withExistingStore } from '../with-store.js';
+import { requireWithinRun } from './query-commands.js';
 
 /**
  * `simrec birdview RUN --at T --out FILE.png`: the bird's-eye view the DI-drive export holds for that
@@ -28,49 +30,58 @@ export function registerBirdviewCommand(program: Command): void {
     .argument('<run>', 'run id', parseRunId)
     .requiredOption('--at <seconds>', "time in seconds from the run's start", (v) => parseSeconds('--at', v))
     .requiredOption('--out <file>', 'the PNG file to write')
+    .option('--force', 'replace the file at --out')
     .option('--json', 'print JSON')
-    .action(async (run: number, opts: { at: number; out: string; json?: boolean }, command: Command) =>
-      withStore(command, async (store) => {
-        if (!opts.out.toLowerCase().endsWith('.png'))
-          throw invalid(`--out ${opts.out}: expected a file name ending in .png`);
-        const info = await requireRun(store, run);
-        const t = info.begin + secondsToMicros(opts.at);
-        const { birdview, network } = await birdviewAt(store, run, t);
-        const png = encodePng({
-          width: BIRDVIEW_SIZE,
-          height: BIRDVIEW_SIZE,
-          data: birdview.rgb(),
-          channels: 3,
-          depth: 8,
-        });
-        // Written whole or not at all.
-        const temp = `${opts.out}.partial-${process.pid}`;
-        try {
-          writeFileSync(temp, png);
-          renameSync(temp, opts.out);
-        } catch (error) {
-          rmSync(temp, { force: true });
-          throw error;
-        }
-        const pixels = Object.fromEntries(CHANNELS.map((c) => [c, birdview.count(c)]));
-        const warnings = network
-          ? []
-          : [`run ${run}: no road network attached; the road, lane-line and light channels are empty`];
-        if (opts.json)
-          return printJson({
-            run,
-            t,
-            out: opts.out,
-            size: [BIRDVIEW_SIZE, BIRDVIEW_SIZE],
-            pixelsPerMeter: BIRDVIEW_PIXELS_PER_METER,
-            hero: { column: HERO_COLUMN, row: HERO_ROW },
-            pixels,
-            warnings,
+    .action(
+      async (
+        run: number,
+        opts: { at: number; out: string; force?: boolean; json?: boolean },
+        command: Command,
+      ) =>
+        withExistingStore(command, async (store) => {
+          if (!opts.out.toLowerCase().endsWith('.png'))
+            throw invalid(`--out ${opts.out}: expected a file name ending in .png`);
+          const info = await requireRun(store, run);
+          requireWithinRun('--at', opts.at, info);
+          requireParentFolder(opts.out);
+          requireFreeOutput(opts.out, Boolean(opts.force));
+          const t = info.begin + secondsToMicros(opts.at);
+          const { birdview, network } = await birdviewAt(store, run, t);
+          const png = encodePng({
+            width: BIRDVIEW_SIZE,
+            height: BIRDVIEW_SIZE,
+            data: birdview.rgb(),
+            channels: 3,
+            depth: 8,
           });
-        for (const w of warnings) process.stderr.write(`simrec: warning: ${w}\n`);
-        process.stdout.write(
-          `${opts.out}: ${BIRDVIEW_SIZE}x${BIRDVIEW_SIZE}, ${CHANNELS.map((c) => `${c} ${pixels[c]}`).join(', ')} pixels\n`,
-        );
-      }),
+          // Written whole or not at all.
+          const temp = `${opts.out}.partial-${process.pid}`;
+          try {
+            writeFileSync(temp, png);
+            renameSync(temp, opts.out);
+          } catch (error) {
+            rmSync(temp, { force: true });
+            throw error;
+          }
+          const pixels = Object.fromEntries(CHANNELS.map((c) => [c, birdview.count(c)]));
+          const warnings = network
+            ? []
+            : [`run ${run}: no road network attached; the road, lane-line and light channels are empty`];
+          if (opts.json)
+            return printJson({
+              run,
+              t,
+              out: opts.out,
+              size: [BIRDVIEW_SIZE, BIRDVIEW_SIZE],
+              pixelsPerMeter: BIRDVIEW_PIXELS_PER_METER,
+              hero: { column: HERO_COLUMN, row: HERO_ROW },
+              pixels,
+              warnings,
+            });
+          for (const w of warnings) process.stderr.write(`simrec: warning: ${w}\n`);
+          process.stdout.write(
+            `${opts.out}: ${BIRDVIEW_SIZE}x${BIRDVIEW_SIZE}, ${CHANNELS.map((c) => `${c} ${pixels[c]}`).join(', ')} pixels\n`,
+          );
+        }),
     );
 }

@@ -5,7 +5,8 @@ import { describeValue, invalid, notFound, SimrecError } from '../../model/error
 import { parseScenarioId, validateScenario, validateVehicleConfig } from '../../model/catalog.js';
 import type { JsonObject } from '../../model/json.js';
 import { formatTime, printJson, printTable } from '../output.js';
-import { withStore } from '../with-store.js';
+import { requireFreeOutput, requireParentFolder } from '../output-target.js';
+import { withExistingStore, withStore } from '../with-store.js';
 
 interface JsonOption {
   json?: boolean;
@@ -27,7 +28,7 @@ export function registerCatalogCommands(program: Command): void {
     .description('list scenarios')
     .option('--json', 'print JSON')
     .action(async (opts: JsonOption, command: Command) =>
-      withStore(command, async (store) => {
+      withExistingStore(command, async (store) => {
         const list = await store.scenarios.list();
         if (opts.json) return printJson(list);
         printTable(
@@ -65,9 +66,14 @@ export function registerCatalogCommands(program: Command): void {
     .description("print a scenario's record, or write its binary with --out")
     .argument('<id>', 'scenario id', (v) => parseScenarioId(v, 'ID'))
     .option('--out <file>', 'write the binary to this file')
+    .option('--force', 'replace the file at --out')
     .option('--json', 'print JSON (the binary as base64)')
-    .action(async (id: bigint, opts: JsonOption & { out?: string }, command: Command) =>
-      withStore(command, async (store) => {
+    .action(async (id: bigint, opts: JsonOption & { out?: string; force?: boolean }, command: Command) =>
+      withExistingStore(command, async (store) => {
+        if (opts.out) {
+          requireParentFolder(opts.out);
+          requireFreeOutput(opts.out, Boolean(opts.force));
+        }
         const s = await store.scenarios.get(id);
         if (!s) throw notFound(`scenario ${id} does not exist in ${store.location}`);
         if (opts.out) await writeFile(opts.out, s.bin);
@@ -85,7 +91,7 @@ export function registerCatalogCommands(program: Command): void {
     .description('delete a scenario')
     .argument('<id>', 'scenario id', (v) => parseScenarioId(v, 'ID'))
     .action(async (id: bigint, _opts: unknown, command: Command) =>
-      withStore(command, async (store) => {
+      withExistingStore(command, async (store) => {
         if (!(await store.scenarios.delete(id)))
           throw notFound(`scenario ${id} does not exist in ${store.location}`);
       }),
@@ -97,7 +103,7 @@ export function registerCatalogCommands(program: Command): void {
     .description('list vehicle configurations')
     .option('--json', 'print JSON')
     .action(async (opts: JsonOption, command: Command) =>
-      withStore(command, async (store) => {
+      withExistingStore(command, async (store) => {
         const list = await store.vehicles.list();
         if (opts.json) return printJson(list);
         printTable(
@@ -131,7 +137,7 @@ export function registerCatalogCommands(program: Command): void {
     .argument('<name>', 'configuration name')
     .option('--json', 'print JSON (the default for this command)')
     .action(async (name: string, _opts: JsonOption, command: Command) =>
-      withStore(command, async (store) => {
+      withExistingStore(command, async (store) => {
         const v = await store.vehicles.get(name);
         if (!v)
           throw notFound(`vehicle configuration ${JSON.stringify(name)} does not exist in ${store.location}`);
@@ -144,7 +150,7 @@ export function registerCatalogCommands(program: Command): void {
     .description('delete a vehicle configuration')
     .argument('<name>', 'configuration name')
     .action(async (name: string, _opts: unknown, command: Command) =>
-      withStore(command, async (store) => {
+      withExistingStore(command, async (store) => {
         if (!(await store.vehicles.delete(name)))
           throw notFound(`vehicle configuration ${JSON.stringify(name)} does not exist in ${store.location}`);
       }),

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { printJson, printTable } from '../output.js';
-import { withStore } from '../with-store.js';
+import { withExistingStore } from '../with-store.js';
 
 export function registerCheckCommand(program: Command): void {
   program
@@ -9,7 +9,7 @@ export function registerCheckCommand(program: Command): void {
     .option('--repair', 'recompute counters and remove chunks that cannot be read (reported)')
     .option('--json', 'print JSON')
     .action(async (opts: { repair?: boolean; json?: boolean }, command: Command) =>
-      withStore(command, async (store) => {
+      withExistingStore(command, async (store) => {
         const report = await store.checkIntegrity({ repair: Boolean(opts.repair) });
         if (opts.json) printJson(report);
         else {

@@ -5,7 +5,23 @@ import { FORMAT_CODECS, formatNames } from '../../formats/registry.js';
 import type { FormatCodec } from '../../model/codec-port.js';
 import { parseRunId } from '../args.js';
 import { printJson, Progress } from '../output.js';
-import { withStore } from '../with-store.js';
+import { naming } from '../failure.js';
+import {
+  cleanUpOnInterrupt,
+  interruptible,
+  requireFreeOutput,
+  requireParentFolder,
+  writeFolderOutput,
+} from '../output-target.js';
+import { withExistingStore, withStore } from '../with-store.js';
+import { printWarnings } from '../warnings.js';
+
+/**
+ * Formats whose dataset is a folder of their own, written whole through a temporary sibling: --force
+ * replaces the old one only once the new one is complete. LimSim and DI-drive replace atomically
+ * themselves.
+ */
+const FOLDER_DATASETS = new Set(['perception', 'solo', 'coco', 'yolo']);
 
 /*
  * `simrec import FORMAT LOCATION` and `simrec export RUN FORMAT LOCATION`, for every codec in
@@ -19,7 +35,7 @@ async function loadCodec(name: string): Promise<FormatCodec> {
 }
 
 function reportWarnings(warnings: string[], json: boolean | undefined): void {
-  if (!json) for (const w of warnings) process.stderr.write(`simrec: warning: ${w}\n`);
+  if (!json) printWarnings(warnings);
 }
 
 export function registerConvertCommands(program: Command): void {
@@ -34,10 +50,12 @@ export function registerConvertCommands(program: Command): void {
       const warnings: string[] = [];
       const progress = new Progress(`import ${format}`);
       const result = await withStore(command, (store) =>
-        codec.importRun(store, location, {
-          warn: (m) => warnings.push(m),
-          onProgress: (done, total) => progress.update(total ? done / total : 1, `${done}/${total}`),
-        }),
+        naming(location, () =>
+          codec.importRun(store, location, {
+            warn: (m) => warnings.push(m),
+            onProgress: (done, total) => progress.update(total ? done / total : 1, `${done}/${total}`),
+          }),
+        ),
       );
       progress.done();
       if (opts.json) return printJson({ run: result.run, ...result.details, warnings });
@@ -74,6 +92,12 @@ export function registerConvertCommands(program: Command): void {
           throw invalid(
             `${format}: writes one run to a location; several runs and --episode-of are for didrive`,
           );
+        // A SODA.Sim folder is a database, like the MongoDB it mirrors: each export adds a dataset to it.
+        const database = format === 'soda';
+        if (!database && opts.episodeOf === undefined) {
+          requireParentFolder(location);
+          requireFreeOutput(location, Boolean(opts.force));
+        }
         const warnings: string[] = [];
         const progress = new Progress(`export ${format}`);
         const options = {
@@ -83,13 +107,20 @@ export function registerConvertCommands(program: Command): void {
           onProgress: (done: number, total: number) =>
             progress.update(total ? done / total : 1, `${done}/${total}`),
         };
-        const result = await withStore(command, (store) => {
+        const result = await withExistingStore(command, (opened) => {
+          const store = interruptible(opened);
           // LimSim's recorder always fills evaluationINFO (its report.py fails on an empty one): a
           // run not yet evaluated gets LimSim's evaluation in the file, and nothing in the store.
           const all = { ...options, evaluate: (run: number) => evaluationFrames(store, run, 'limsim') };
-          return codec.exportRuns
-            ? codec.exportRuns(store, runs, location, all)
-            : codec.exportRun(store, runs[0]!, location, all);
+          const write = (target: string) =>
+            codec.exportRuns
+              ? codec.exportRuns(store, runs, target, all)
+              : codec.exportRun(store, runs[0]!, target, all);
+          return cleanUpOnInterrupt(location, () =>
+            naming(location, () =>
+              FOLDER_DATASETS.has(format) ? writeFolderOutput(location, write) : write(location),
+            ),
+          );
         });
         progress.done();
         if (opts.json)

@@ -5,6 +5,7 @@ import { parsePositive } from '../args.js';
 import { printJson, Progress } from '../output.js';
 import { withStore } from '../with-store.js';
 import { serveOptions, serveUntilStopped, type ServeOptions } from './serve-command.js';
+import { printWarnings } from '../warnings.js';
 
 interface DemoOptions extends ServeOptions {
   serve: boolean;
@@ -40,8 +41,12 @@ export function registerDemoCommand(program: Command): void {
       .option('--vehicles <n>', 'generated vehicles besides the ego', (v) => parseCount('--vehicles', v), 30)
       .option('--seed <n>', 'the same seed gives the same run', (v) => parseCount('--seed', v), 1)
       .option('--json', 'print the recorded run as JSON'),
-  ).action(async (opts: DemoOptions, command: Command) =>
-    withStore(command, async (store) => {
+  ).action(async (opts: DemoOptions, command: Command) => {
+    // SUMO route files name edges of their own network; on the generated town every vehicle would be
+    // skipped and the run would hold none.
+    if (opts.routes && !opts.net)
+      throw invalid('--routes: route files name the edges of a network; give that network with --net');
+    return withStore(command, async (store) => {
       const progress = new Progress('recording demo');
       const result = await recordDemoRun(store, {
         ...(opts.net ? { net: opts.net } : {}),
@@ -53,7 +58,7 @@ export function registerDemoCommand(program: Command): void {
         onProgress: (f) => progress.update(f),
       });
       progress.done();
-      for (const w of result.warnings) process.stderr.write(`simrec: warning: ${w}\n`);
+      printWarnings(result.warnings);
       const { run } = result;
       if (opts.json) printJson({ ...run, warnings: result.warnings });
       else
@@ -62,6 +67,6 @@ export function registerDemoCommand(program: Command): void {
         );
       // Every serve option (token, ingest port, settings, allowed names) goes through as `serve` takes it.
       if (opts.serve) await serveUntilStopped(store, { ...opts, path: `#/runs/${run.id}` });
-    }),
-  );
+    });
+  });
 }

@@ -3,7 +3,7 @@ import { evaluateRun, type EvaluationSummary } from '../../evaluate/evaluate-run
 import { invalid } from '../../model/errors.js';
 import { parsePositive, parseRunId } from '../args.js';
 import { formatNumber, printJson, printTable, Progress } from '../output.js';
-import { withStore } from '../with-store.js';
+import { withExistingStore } from '../with-store.js';
 
 interface EvalOptions {
   actor?: string;
@@ -89,7 +89,7 @@ export function registerEvalCommand(program: Command): void {
     )
     .option('--json', 'print JSON')
     .action(async (runArgs: string[], opts: EvalOptions, command: Command) =>
-      withStore(command, async (store) => {
+      withExistingStore(command, async (store) => {
         const runs = runArgs.map(parseRunId);
         if (runs.length > 1 && !opts.compare)
           throw invalid(`eval: ${runs.length} runs given; evaluate one, or several with --compare`);
@@ -114,7 +114,10 @@ export function registerEvalCommand(program: Command): void {
             score: r.score,
             minTtc: r.metrics.collision?.min ?? null,
             meanOffset: r.metrics.offset?.mean ?? null,
-            p95Jerk: r.metrics.jerk
+            // The 95th percentile of the signed jerk, as `eval --json` gives it in metrics.jerk.p95;
+            // the extreme either way is its own field, named for what it is.
+            p95Jerk: r.metrics.jerk?.p95 ?? null,
+            maxAbsJerk: r.metrics.jerk
               ? Math.max(Math.abs(r.metrics.jerk.min), Math.abs(r.metrics.jerk.max))
               : null,
             collisions: r.eventCounts.collision ?? 0,
@@ -130,6 +133,7 @@ export function registerEvalCommand(program: Command): void {
               'SCORE',
               'MIN_TTC_S',
               'MEAN_OFFSET',
+              'P95_JERK',
               'MAX_ABS_JERK',
               'COLLISIONS',
               'NEAR_MISSES',

@@ -13,7 +13,15 @@ import { exportYolo } from '../../formats/yolo/export-yolo.js';
 import type { StoreBackend } from '../../model/store-port.js';
 import { parseRunId } from '../args.js';
 import { formatNumber, printJson, printTable, Progress } from '../output.js';
-import { withStore } from '../with-store.js';
+import {
+  cleanUpOnInterrupt,
+  interruptible,
+  requireFreeOutput,
+  requireParentFolder,
+  writeFolderOutput,
+} from '../output-target.js';
+import { withExistingStore, withStore } from '../with-store.js';
+import { printWarnings } from '../warnings.js';
 
 /*
  * Until the generic `simrec import FORMAT` / `simrec export RUN FORMAT` commands land, Perception's
@@ -43,7 +51,7 @@ function reportImport(result: ImportResult, opts: JsonOption): void {
       sensors: result.sensors,
       warnings: result.warnings,
     });
-  for (const w of result.warnings) process.stderr.write(`simrec: warning: ${w}\n`);
+  printWarnings(result.warnings);
   process.stdout.write(
     `run ${result.run.id}: ${result.captures} captures from ${result.sensors} sensors, ${result.metrics} metrics` +
       `${result.warnings.length ? `, ${result.warnings.length} warnings` : ''}\n`,
@@ -63,14 +71,23 @@ function registerExport(parent: Command, format: string, what: string, exporter:
     .description(`write a run's captures and annotations as ${what}`)
     .argument('<run>', 'run id', parseRunId)
     .argument('<dir>', 'a new or empty folder')
+    .option('--force', 'replace what is in the folder (once the new dataset is complete)')
     .option('--json', 'print JSON')
-    .action(async (run: number, dir: string, opts: JsonOption, command: Command) => {
+    .action(async (run: number, dir: string, opts: JsonOption & { force?: boolean }, command: Command) => {
+      requireParentFolder(dir);
+      requireFreeOutput(dir, Boolean(opts.force));
       const { warn, warnings } = collectWarnings();
       const { progress: bar, onProgress } = progress(`export ${format}`);
-      const result = await withStore(command, (store) => exporter(store, run, dir, { warn, onProgress }));
+      const result = await withExistingStore(command, (store) =>
+        cleanUpOnInterrupt(dir, () =>
+          writeFolderOutput(dir, (folder) =>
+            exporter(interruptible(store), run, folder, { warn, onProgress }),
+          ),
+        ),
+      );
       bar.done();
       if (opts.json) return printJson({ run, format, dir, ...result, warnings });
-      for (const w of warnings) process.stderr.write(`simrec: warning: ${w}\n`);
+      printWarnings(warnings);
       printTable(
         ['FIELD', 'VALUE'],
         Object.entries(result).map(([k, v]) => [k, Array.isArray(v) ? v.length : formatNumber(v)]),
@@ -137,9 +154,10 @@ export function registerPerceptionCommands(program: Command): void {
     .option('--heatmap <file>', 'write the box heat map as a PNG')
     .option('--json', 'print JSON')
     .action(async (run: number, opts: JsonOption & { heatmap?: string }, command: Command) => {
-      const stats = await withStore(command, (store) => perceptionStats(store, run));
+      const stats = await withExistingStore(command, (store) => perceptionStats(store, run));
       if (opts.heatmap) await writeHeatmapPng(stats.heatmap, opts.heatmap);
       if (opts.json) return printJson(stats);
+      printWarnings(stats.warnings);
       printTable(
         ['FIELD', 'VALUE'],
         [

@@ -3,12 +3,19 @@ import { describeRun, requireRun, sceneAt, streamSamples, trajectory } from '../
 import { secondsToMicros } from '../../model/units.js';
 import { parseRunId, parseSeconds } from '../args.js';
 import { formatNumber, formatSeconds, formatTime, printJson, printTable } from '../output.js';
-import { withStore } from '../with-store.js';
+import { withExistingStore } from '../with-store.js';
 import type { Sample } from '../../model/stream.js';
 import type { PresenceInterval } from '../../model/run.js';
+import type { RunInfo } from '../../model/run.js';
+import { invalid } from '../../model/errors.js';
 
 /** `simrec info` lists this many attachments; a dataset's thousands of camera frames go to --json. */
 const INFO_ATTACHMENT_ROWS = 20;
+/**
+ * ... and shows this much of a run's metadata and of each actor's attributes: a SUMO run's routes made
+ * `info` print 745 KB (issue #28). --json has them whole.
+ */
+const INFO_VALUE_CHARS = 80;
 
 interface JsonOption {
   json?: boolean;
@@ -21,7 +28,7 @@ export function registerQueryCommands(program: Command): void {
     .description('list the runs in the store')
     .option('--json', 'print JSON')
     .action(async (opts: JsonOption, command: Command) =>
-      withStore(command, async (store) => {
+      withExistingStore(command, async (store) => {
         const runs = await store.listRuns();
         if (opts.json) return printJson(runs);
         printTable(
@@ -46,8 +53,14 @@ export function registerQueryCommands(program: Command): void {
     .argument('<run>', 'run id', parseRunId)
     .option('--json', 'print JSON')
     .action(async (run: number, opts: JsonOption, command: Command) =>
-      withStore(command, async (store) => {
+      withExistingStore(command, async (store) => {
         const d = await describeRun(store, run);
+        const shortened = { count: 0 };
+        const shorten = (text: string): string => {
+          if (text.length <= INFO_VALUE_CHARS) return text;
+          shortened.count++;
+          return `${text.slice(0, INFO_VALUE_CHARS - 3)}...`;
+        };
         if (opts.json)
           return printJson({
             ...d.run,
@@ -63,7 +76,7 @@ export function registerQueryCommands(program: Command): void {
             `run ${r.id}: ${r.description || '(no description)'}`,
             `simulator: ${r.simulator.name}${r.simulator.version ? ` ${r.simulator.version}` : ''}`,
             `begin: ${formatTime(r.begin)}   end: ${formatTime(r.end)}   end reason: ${r.endReason ?? 'recording'}`,
-            `samples: ${d.samples}   metadata: ${JSON.stringify(r.metadata)}`,
+            `samples: ${d.samples}   metadata: ${shorten(JSON.stringify(r.metadata))}`,
             '',
           ].join('\n'),
         );
@@ -78,9 +91,13 @@ export function registerQueryCommands(program: Command): void {
             a.extents?.height,
             a.record,
             formatPresence(a.presence, r.begin),
-            JSON.stringify(a.attributes),
+            shorten(JSON.stringify(a.attributes)),
           ]),
         );
+        if (shortened.count)
+          process.stdout.write(
+            `(${shortened.count} values shortened to ${INFO_VALUE_CHARS} characters; --json has them whole)\n`,
+          );
         process.stdout.write('\n');
         printTable(
           ['STREAM', 'ACTOR', 'SAMPLES', 'BEGIN_S', 'END_S', 'FIELDS'],
@@ -133,8 +150,9 @@ export function registerQueryCommands(program: Command): void {
         opts: JsonOption & { at: number; interpolate?: boolean; departed?: boolean },
         command: Command,
       ) =>
-        withStore(command, async (store) => {
+        withExistingStore(command, async (store) => {
           const info = await requireRun(store, run);
+          requireWithinRun('--at', opts.at, info);
           const scene = await sceneAt(store, run, {
             t: info.begin + secondsToMicros(opts.at),
             interpolate: Boolean(opts.interpolate),
@@ -164,8 +182,9 @@ export function registerQueryCommands(program: Command): void {
         opts: JsonOption & { from?: number; to?: number },
         command: Command,
       ) =>
-        withStore(command, async (store) => {
+        withExistingStore(command, async (store) => {
           const info = await requireRun(store, run);
+          requireWindowWithinRun(opts, info);
           const traj = await trajectory(store, run, { actor, ...absoluteWindow(info.begin, opts) });
           if (opts.json) return printJson(traj);
           printSamplesTable(traj.samples, [], info.begin);
@@ -187,8 +206,9 @@ export function registerQueryCommands(program: Command): void {
         opts: JsonOption & { from?: number; to?: number },
         command: Command,
       ) =>
-        withStore(command, async (store) => {
+        withExistingStore(command, async (store) => {
           const info = await requireRun(store, run);
+          requireWindowWithinRun(opts, info);
           const all: Sample[] = [];
           for await (const batch of streamSamples(store, run, stream, absoluteWindow(info.begin, opts))) {
             if (opts.json) process.stdout.write(batch.map((s) => JSON.stringify(s)).join('\n') + '\n');
@@ -205,6 +225,27 @@ function windowOption(bound: 'from' | 'to'): Option {
     `--${bound} <seconds>`,
     `window ${bound === 'from' ? 'start' : 'end'}, seconds from the run's start`,
   ).argParser((v) => parseSeconds(`--${bound}`, v));
+}
+
+/*
+ * A time outside the run, or a window that ends before it starts, would give an empty table that
+ * looks like "nothing happened"; the README's rule: an empty result means there was nothing there,
+ * never that the question could not be answered. So such a question is refused (exit 2).
+ */
+export function requireWithinRun(name: string, seconds: number, run: RunInfo): void {
+  // A run still recording has no end yet: any time from its start may still come.
+  const duration = run.end === null ? Infinity : (run.end - run.begin) / 1e6;
+  if (seconds < 0 || seconds > duration)
+    throw invalid(
+      `${name}: ${seconds} s is outside run ${run.id}; expected 0 to ${duration} s (its duration)`,
+    );
+}
+
+function requireWindowWithinRun(opts: { from?: number; to?: number }, run: RunInfo): void {
+  if (opts.from !== undefined) requireWithinRun('--from', opts.from, run);
+  if (opts.to !== undefined) requireWithinRun('--to', opts.to, run);
+  if (opts.from !== undefined && opts.to !== undefined && opts.from > opts.to)
+    throw invalid(`--from ${opts.from} is after --to ${opts.to}; expected --from <= --to`);
 }
 
 /** The window in absolute microseconds, with only the bounds that were given. */

@@ -5,6 +5,7 @@ import { attachRoadNetwork } from '../../roadnet/roadnet-attachment.js';
 import { parsePositive, parseRunId } from '../args.js';
 import { formatNumber, printJson, printTable } from '../output.js';
 import { withStore } from '../with-store.js';
+import { printWarnings } from '../warnings.js';
 
 interface RoadnetOptions {
   json?: boolean;
@@ -32,7 +33,7 @@ export function registerRoadnetCommand(program: Command): void {
       if (opts.resolution !== undefined) readOptions.resolution = opts.resolution;
       if (opts.strict) readOptions.strict = true;
       const { network, warnings } = await readRoadNetworkFile(file, readOptions);
-      for (const warning of warnings) process.stderr.write(`simrec: warning: ${warning}\n`);
+      printWarnings(warnings);
       const summary = summarizeRoadNetwork(network);
       if (opts.attach !== undefined) {
         const run = opts.attach;

@@ -3,6 +3,7 @@ import { describeValue, invalid } from '../../model/errors.js';
 import { parseRunId } from '../args.js';
 import { printJson, printTable, Progress } from '../output.js';
 import { withStore } from '../with-store.js';
+import { printWarnings } from '../warnings.js';
 
 /*
  * Until the generic `simrec import FORMAT` / `simrec export RUN FORMAT` commands land, SODA.Sim's
@@ -57,7 +58,7 @@ export function registerSodaCommands(program: Command): void {
           vehicles: result.vehicles,
           warnings,
         });
-      for (const w of warnings) process.stderr.write(`simrec: warning: ${w}\n`);
+      printWarnings(warnings);
       printTable(
         ['DATASET', 'COLLECTION', 'RUN', 'END'],
         result.runs.map((r) => [r.dataset, r.collection, r.run.id, r.run.endReason]),
@@ -93,7 +94,7 @@ export function registerSodaCommands(program: Command): void {
           }
         });
         if (opts.json) return printJson({ run, ...result, warnings });
-        for (const w of warnings) process.stderr.write(`simrec: warning: ${w}\n`);
+        printWarnings(warnings);
         process.stdout.write(
           `run ${run} -> dataset ${result.dataset} (${result.collection}), ${result.scenarios} scenarios, ${result.vehicles} vehicles\n`,
         );
