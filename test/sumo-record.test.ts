@@ -12,7 +12,7 @@ import { recordSumo, type SumoRecordOptions } from '../src/ingest/traci/sumo-rec
 import { SimrecError } from '../src/model/errors.js';
 import type { StoreBackend } from '../src/model/store-port.js';
 import type { Sample } from '../src/model/stream.js';
-import { streamSamples } from '../src/replay/run-queries.js';
+import { sceneAt, streamSamples } from '../src/replay/run-queries.js';
 import { loadRoadNetwork } from '../src/roadnet/roadnet-attachment.js';
 import { exportLimSim } from '../src/formats/limsim/index.js';
 import Database from 'better-sqlite3';
@@ -128,6 +128,61 @@ describe('recording SUMO over TraCI', { skip: sumoMissing }, () => {
     });
     assert.ok(vehicles >= 15, `${vehicles} vehicles`);
     assert.ok(compared > 1000, `${compared} vehicle-steps compared`);
+  });
+
+  it('vehicles SUMO reports arrived leave the run then, and are absent from scenes after', async () => {
+    const tripinfo = join(dir.path, `tripinfo-${Date.now()}.xml`);
+    // Three cars along esmini's 500 m straight road, each arriving at its end about 36 s after it left.
+    const routes = join(dir.path, 'arrivals.rou.xml');
+    writeFileSync(
+      routes,
+      `<routes><vType id="car" maxSpeed="30"/><route id="r" edges="-1.0.00"/>
+        <vehicle id="a" type="car" route="r" depart="0" departSpeed="max"/>
+        <vehicle id="b" type="car" route="r" depart="3" departSpeed="max"/>
+        <vehicle id="c" type="car" route="r" depart="9" departSpeed="max"/></routes>`,
+    );
+    const result = await recordSumo(store, {
+      net: fixture('esmini', 'sumo', 'straight.net.xml'),
+      routes: [routes],
+      stepLength: 0.1,
+      duration: 120,
+      sumoArgs: ['--tripinfo-output', tripinfo, '--seed', '42'],
+    });
+    assert.equal(result.run.endReason, 'completed', 'SUMO ran out of vehicles');
+    const trips =
+      (
+        new XMLParser({
+          ignoreAttributes: false,
+          attributeNamePrefix: '',
+          isArray: (n) => n === 'tripinfo',
+        }).parse(readFileSync(tripinfo, 'utf8')) as {
+          tripinfos: { tripinfo?: { id: string; arrival: string }[] };
+        }
+      ).tripinfos.tripinfo ?? [];
+    assert.deepEqual(trips.map((t) => t.id).sort(), ['a', 'b', 'c'], 'SUMO says all three arrived');
+    const actors = new Map((await store.listActors(result.run.id)).map((a) => [a.id, a]));
+    const begin = result.run.begin;
+    for (const trip of trips) {
+      const presence = actors.get(trip.id)?.presence;
+      assert.ok(presence?.length, `${trip.id} has presence`);
+      const left = presence.at(-1)!.to;
+      assert.ok(left !== null, `${trip.id} arrived at ${trip.arrival} s: its presence is closed`);
+      // SUMO's arrival is the step it was removed in; the state at t is the state after the step that began at t.
+      assert.ok(
+        Math.abs((left - begin) / 1e6 - Number(trip.arrival)) <= 0.1 + 1e-9,
+        `${trip.id}: left at ${(left - begin) / 1e6} s, SUMO says it arrived at ${trip.arrival} s`,
+      );
+      const scene = await sceneAt(store, result.run.id, { t: left + 50_000 });
+      assert.ok(
+        !scene.actors.some((a) => a.id === trip.id),
+        `${trip.id} is not in the scene after it arrived`,
+      );
+      const before = await sceneAt(store, result.run.id, { t: left - 100_000 });
+      assert.ok(
+        before.actors.some((a) => a.id === trip.id),
+        `${trip.id} is in the scene just before`,
+      );
+    }
   });
 
   it("LimSim's ego tracking: only vehicles within the radius, tagged ego, AoI and outOfAoI", async () => {

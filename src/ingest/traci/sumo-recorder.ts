@@ -237,6 +237,9 @@ export async function recordSumo(store: StoreBackend, options: SumoRecordOptions
       VAR.DEPARTED_VEHICLES_IDS,
       VAR.MIN_EXPECTED_VEHICLES,
       VAR.DEPARTED_PERSONS_IDS,
+      VAR.ARRIVED_VEHICLES_IDS,
+      VAR.ARRIVED_PERSONS_IDS,
+      VAR.TELEPORT_STARTING_VEHICLES_IDS,
     ]);
     const dt = num(sim?.values.get(VAR.DELTA_T)) ?? stepLength ?? 1;
 
@@ -406,6 +409,15 @@ export async function recordSumo(store: StoreBackend, options: SumoRecordOptions
           newActors.map((a) => ({ name: 'state', actor: a.id, fields: SUMO_STATE_FIELDS, rateHz: 1 / dt })),
         );
       }
+      // Vehicles that arrived or began to teleport, and persons that finished, during this step: they
+      // are gone from the state at t (a teleported vehicle comes back with its next state).
+      for (const key of [
+        VAR.ARRIVED_VEHICLES_IDS,
+        VAR.ARRIVED_PERSONS_IDS,
+        VAR.TELEPORT_STARTING_VEHICLES_IDS,
+      ])
+        for (const id of (simValues?.get(key) as string[] | undefined) ?? [])
+          if (declared.has(id) && !states.has(id)) void rec.leave(id, t);
       // Durable every 100 steps: a simulator far ahead of the disk is slowed, not buffered without bound.
       const appended = rec.appendMany(frame);
       if (steps % 100 === 0) await pending;
