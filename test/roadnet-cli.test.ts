@@ -34,6 +34,18 @@ describe('simrec roadnet', () => {
       (m) => !m[1]!.startsWith(':'),
     );
     assert.ok(Math.abs(s.totalLaneLength - normal.reduce((t, m) => t + Number(m[2]), 0)) < 1e-6);
+    // Normal and internal elements counted apart, each count saying what it counts.
+    const internalLanes = [...text.matchAll(/<lane id=":/g)].length;
+    assert.equal(s.lanesByFunction.internal, internalLanes);
+    assert.equal(s.lanesByFunction.normal, normal.length);
+    assert.equal(
+      s.edgesByFunction.internal,
+      count(text, 'edge') - [...text.matchAll(/<edge id="[^:]/g)].length,
+    );
+    assert.equal(s.junctionsByKind.internal, [...text.matchAll(/<junction [^>]*type="internal"/g)].length);
+    assert.equal(s.junctionsByKind.junction + s.junctionsByKind.internal, s.junctions);
+    assert.match(s.counts.totalLaneLength!, /normal lanes/);
+    assert.match(s.counts.lanes!, /internal/);
     assert.deepEqual(s.bounds, { min: [-500, -500], max: [500, 500] });
     assert.deepEqual(s.warnings, []);
   });
@@ -43,11 +55,11 @@ describe('simrec roadnet', () => {
     assert.equal(r.status, 0, r.stderr);
     assert.match(r.stdout, /^FIELD\s+VALUE\n/);
     assert.match(r.stdout, /\nformat\s+opendrive 1\.4\n/);
-    assert.match(r.stdout, /\nlanes\s+6\n/);
+    assert.match(r.stdout, /\nlanes\s+6 \(normal 6\)\n/);
     assert.match(r.stdout, /\nlaneMarks\s+3\n/);
     assert.match(
       r.stdout,
-      /\ntotalLaneLength\s+1000 m\n/,
+      /\ntotalLaneLength\s+1000 m of normal traffic lanes\n/,
       'two driving lanes of 500 m; shoulders and borders carry no traffic',
     );
   });

@@ -224,9 +224,20 @@ export interface RoadNetwork {
 export interface RoadNetworkSummary {
   format: RoadNetworkFormat;
   version?: string;
+  /** Every lane, of every function (see lanesByFunction). */
   lanes: number;
+  /** Every edge, of every function (see edgesByFunction). */
   edges: number;
+  /** Every junction, SUMO's internal junctions included (see junctionsByKind). */
   junctions: number;
+  /** Lanes by what they are for: normal (roads), internal (across junctions), crossing, walkingarea. */
+  lanesByFunction: Record<LaneFunction, number>;
+  /** Edges the same way (and SUMO's connectors). */
+  edgesByFunction: Record<EdgeFunction, number>;
+  /** Junctions where roads meet, and SUMO's internal junctions (waiting points inside a junction). */
+  junctionsByKind: { junction: number; internal: number };
+  /** What each count counts, said in the JSON itself. */
+  counts: Record<string, string>;
   connections: number;
   trafficLights: number;
   laneMarks: number;
@@ -279,11 +290,32 @@ export function* networkLines(
 export function summarizeRoadNetwork(net: RoadNetwork): RoadNetworkSummary {
   let totalLaneLength = 0;
   for (const lane of net.lanes) if (isTrafficLane(lane)) totalLaneLength += lane.length;
+  const lanesByFunction = Object.fromEntries(LANE_FUNCTIONS.map((f) => [f, 0])) as Record<
+    LaneFunction,
+    number
+  >;
+  for (const lane of net.lanes) lanesByFunction[lane.function]++;
+  const edgesByFunction = Object.fromEntries(EDGE_FUNCTIONS.map((f) => [f, 0])) as Record<
+    EdgeFunction,
+    number
+  >;
+  for (const edge of net.edges) edgesByFunction[edge.function]++;
+  const internalJunctions = net.junctions.filter((j) => j.type === 'internal').length;
   const summary: RoadNetworkSummary = {
     format: net.format,
     lanes: net.lanes.length,
     edges: net.edges.length,
     junctions: net.junctions.length,
+    lanesByFunction,
+    edgesByFunction,
+    junctionsByKind: { junction: net.junctions.length - internalJunctions, internal: internalJunctions },
+    counts: {
+      lanes: 'every lane: normal, internal (across junctions), crossing and walkingarea (lanesByFunction)',
+      edges: 'every edge, internal ones included (edgesByFunction)',
+      junctions: "every junction, SUMO's internal junctions included (junctionsByKind)",
+      totalLaneLength:
+        'metres of normal lanes that carry traffic (no internal, crossing, walkingarea or margin lanes)',
+    },
     connections: net.connections.length,
     trafficLights: net.trafficLights.length,
     laneMarks: net.laneMarks.length,

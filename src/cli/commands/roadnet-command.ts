@@ -52,13 +52,13 @@ export function registerRoadnetCommand(program: Command): void {
         [
           ['file', file],
           ['format', summary.version ? `${summary.format} ${summary.version}` : summary.format],
-          ['lanes', summary.lanes],
-          ['edges', summary.edges],
-          ['junctions', summary.junctions],
+          ['lanes', `${summary.lanes} (${byKind(summary.lanesByFunction)})`],
+          ['edges', `${summary.edges} (${byKind(summary.edgesByFunction)})`],
+          ['junctions', `${summary.junctions} (${byKind(summary.junctionsByKind)})`],
           ['connections', summary.connections],
           ['trafficLights', summary.trafficLights],
           ['laneMarks', summary.laneMarks],
-          ['totalLaneLength', `${formatNumber(summary.totalLaneLength)} m`],
+          ['totalLaneLength', `${formatNumber(summary.totalLaneLength)} m of normal traffic lanes`],
           [
             'bounds',
             `(${bounds.min.map(formatNumber).join(', ')}) to (${bounds.max.map(formatNumber).join(', ')})`,
@@ -68,4 +68,12 @@ export function registerRoadnetCommand(program: Command): void {
       );
       if (opts.attach !== undefined) process.stdout.write(`kept with run ${opts.attach}\n`);
     });
+}
+
+/** "normal 80, internal 40": the kinds a network has, none of those it has not. */
+function byKind(counts: Record<string, number>): string {
+  return Object.entries(counts)
+    .filter(([, n]) => n > 0)
+    .map(([kind, n]) => `${kind} ${n}`)
+    .join(', ');
 }
