@@ -56,8 +56,6 @@ export interface FrameInput {
   columns: Record<string, ColumnInput>;
 }
 
-export const batchLength = (batch: ColumnBatch): number => batch.t.length;
-
 const isNumeric = (type: FieldType): boolean =>
   type === 'f64' || type === 'f32' || type === 'i32' || type === 'i64' || type === 'bool';
 

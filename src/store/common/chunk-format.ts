@@ -453,8 +453,6 @@ const MAX_INFLATED_BYTES = 256 * 1024 * 1024;
 
 export interface BlockRef {
   rows: number;
-  /** Index of the block's first row in the chunk. */
-  firstRow: number;
   begin: number;
   end: number;
   offset: number;
@@ -554,7 +552,7 @@ export class ParsedChunk {
         const end = begin + table.varint();
         const crc = table.u32();
         if (r < 1) throw corrupt(`block ${i} has ${r} rows`);
-        blocks.push({ rows: r, firstRow: rows, begin, end, offset, bytes: b, crc });
+        blocks.push({ rows: r, begin, end, offset, bytes: b, crc });
         rows += r;
         offset += b;
       }

@@ -1,5 +1,5 @@
 import type { ColumnBatch, ColumnValues } from '../../model/columns.js';
-import { ParsedChunk, concatBatches, isChunkV2, type ChunkBytes, type ChunkColumn } from './chunk-format.js';
+import { ParsedChunk, isChunkV2, type ChunkBytes, type ChunkColumn } from './chunk-format.js';
 import { decodeChunk as decodeChunkV1, type DecodedChunk } from './chunk-v1.js';
 import { LruCache } from './lru-cache.js';
 
@@ -7,7 +7,7 @@ import { LruCache } from './lru-cache.js';
 export interface ChunkView {
   readonly n: number;
   readonly columns: readonly ChunkColumn[];
-  readonly blocks: readonly { rows: number; firstRow: number; begin: number; end: number }[];
+  readonly blocks: readonly { rows: number; begin: number; end: number }[];
   blockAtOrBefore(t: number): number;
   decodeBlock(i: number, fields?: ReadonlySet<string>): ColumnBatch;
   decodeAll(fields?: ReadonlySet<string>): ColumnBatch;
@@ -30,7 +30,7 @@ export function openChunkFrom(source: ChunkBytes, where: string): ChunkView {
 class V1Chunk implements ChunkView {
   readonly n: number;
   readonly columns: ChunkColumn[];
-  readonly blocks: { rows: number; firstRow: number; begin: number; end: number }[];
+  readonly blocks: { rows: number; begin: number; end: number }[];
   private readonly batch: ColumnBatch;
   constructor(decoded: DecodedChunk) {
     this.n = decoded.n;
@@ -39,7 +39,7 @@ class V1Chunk implements ChunkView {
       type: c.type,
       ...(c.length ? { length: c.length } : {}),
     }));
-    this.blocks = [{ rows: decoded.n, firstRow: 0, begin: decoded.t[0]!, end: decoded.t[decoded.n - 1]! }];
+    this.blocks = [{ rows: decoded.n, begin: decoded.t[0]!, end: decoded.t[decoded.n - 1]! }];
     const columns: Record<string, ColumnValues> = {};
     for (const c of decoded.columns) {
       const numeric = c.type !== 'string' && c.type !== 'json';
@@ -266,5 +266,3 @@ export function bracketRows<Id>(
   }
   return out;
 }
-
-export { concatBatches };

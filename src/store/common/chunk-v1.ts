@@ -1,6 +1,6 @@
 import { inflateRawSync } from 'node:zlib';
 import { SimrecError } from '../../model/errors.js';
-import { FIELD_TYPES, type FieldType, type Sample } from '../../model/stream.js';
+import { FIELD_TYPES, type FieldType } from '../../model/stream.js';
 
 /**
  * The first chunk layout ("SRC1", simrec 0.1.0), kept to read the stores it wrote; nothing writes it
@@ -135,7 +135,7 @@ export interface DecodedColumn {
   length?: number;
 }
 
-/** A decoded chunk: columns stay columnar; rows are built only for the samples asked for. */
+/** A decoded chunk, its columns as they were stored (chunk-reader.ts turns them into a batch). */
 export class DecodedChunk {
   readonly n: number;
   readonly t: Float64Array;
@@ -146,56 +146,6 @@ export class DecodedChunk {
     this.t = t;
     this.step = step;
     this.columns = columns;
-  }
-
-  /** Index of the last sample with t <= time, or -1. */
-  lastAtOrBefore(time: number): number {
-    let lo = 0;
-    let hi = this.n - 1;
-    let found = -1;
-    while (lo <= hi) {
-      const mid = (lo + hi) >> 1;
-      if (this.t[mid]! <= time) {
-        found = mid;
-        lo = mid + 1;
-      } else hi = mid - 1;
-    }
-    return found;
-  }
-
-  /** Index of the first sample with t >= time, or n. */
-  firstAtOrAfter(time: number): number {
-    let lo = 0;
-    let hi = this.n;
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      if (this.t[mid]! < time) lo = mid + 1;
-      else hi = mid;
-    }
-    return lo;
-  }
-
-  sample(row: number): Sample {
-    const s: Sample = { t: this.t[row]!, step: this.step[row]! };
-    for (const c of this.columns) {
-      const index = c.rowIndex ? c.rowIndex[row]! : row;
-      if (index < 0) continue;
-      if (c.type === 'vec') {
-        const len = c.length!;
-        const count = c.values.length / len;
-        const v = new Array<number>(len);
-        for (let k = 0; k < len; k++) v[k] = c.values[k * count + index] as number;
-        s[c.name] = v;
-      } else if (c.type === 'bool') s[c.name] = c.values[index] === 1;
-      else s[c.name] = c.values[index];
-    }
-    return s;
-  }
-
-  samples(fromRow = 0, toRow = this.n): Sample[] {
-    const out: Sample[] = [];
-    for (let i = fromRow; i < toRow; i++) out.push(this.sample(i));
-    return out;
   }
 }
 

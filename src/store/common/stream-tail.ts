@@ -104,10 +104,6 @@ export class StreamTail<Id> {
     return this.rowCount >= this.options.chunkSamples;
   }
 
-  get hasTail(): boolean {
-    return this.chunkIds.length > 0;
-  }
-
   /** Samples of the stream already sealed (a writer that reopens a run learns it from the store). */
   setSealedRows(rows: number): void {
     this.sealedRows = rows;
