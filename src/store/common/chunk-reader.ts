@@ -237,7 +237,7 @@ export function bracketRows<Id>(
   index: readonly ChunkRef<Id>[],
   t: number,
   open: (ref: ChunkRef<Id>) => ChunkView | undefined,
-  decode: (ref: ChunkRef<Id>, view: ChunkView, block: number) => ColumnBatch,
+  decode: (ref: ChunkRef<Id>, view: ChunkView, block: number) => ColumnBatch | undefined,
 ): { before?: RowAt<Id>; after?: RowAt<Id> } | undefined {
   const out: { before?: RowAt<Id>; after?: RowAt<Id> } = {};
   const k = lastBeginAtOrBefore(index, t);
@@ -247,6 +247,7 @@ export function bracketRows<Id>(
     if (!view) return undefined;
     const b = view.blockAtOrBefore(t);
     const batch = decode(ref, view, b);
+    if (!batch) return undefined;
     const row = lastAtOrBefore(batch.t, t);
     out.before = { ref, view, batch, row };
     if (row + 1 < batch.t.length) {
@@ -254,7 +255,9 @@ export function bracketRows<Id>(
       return out;
     }
     if (b + 1 < view.blocks.length) {
-      out.after = { ref, view, batch: decode(ref, view, b + 1), row: 0 };
+      const next = decode(ref, view, b + 1);
+      if (!next) return undefined;
+      out.after = { ref, view, batch: next, row: 0 };
       return out;
     }
   }
@@ -262,7 +265,9 @@ export function bracketRows<Id>(
   if (next) {
     const view = open(next);
     if (!view) return undefined;
-    out.after = { ref: next, view, batch: decode(next, view, 0), row: 0 };
+    const batch = decode(next, view, 0);
+    if (!batch) return undefined;
+    out.after = { ref: next, view, batch, row: 0 };
   }
   return out;
 }

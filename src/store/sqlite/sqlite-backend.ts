@@ -449,7 +449,11 @@ export class SqliteBackend implements StoreBackend {
           const block = view.blocks[b]!;
           if (block.begin > to) break;
           if (block.end < from) continue;
-          const batch = this.cache.block(ref.id, view, b, fields);
+          const batch = this.blockIfPresent(ref.id, view, b, fields);
+          if (!batch) {
+            this.forgetRun(args.run);
+            continue reading;
+          }
           let lo = firstAtOrAfter(batch.t, from);
           const hi = lastAtOrBefore(batch.t, to) + 1;
           for (let skip = alreadyAtFrom; skip > 0 && lo < hi && batch.t[lo] === from; skip--) lo++;
@@ -475,8 +479,8 @@ export class SqliteBackend implements StoreBackend {
     for (const id of args.streams) this.streamMeta(run, id);
     // Made once for the scene, not per actor: a scene of 200 actors is 200 brackets.
     const open = (ref: ChunkRef<number>): ChunkView | undefined => this.openChunk(run, ref.stream!, ref.id);
-    const decode = (ref: ChunkRef<number>, view: ChunkView, b: number): ColumnBatch =>
-      this.cache.block(ref.id, view, b, fields);
+    const decode = (ref: ChunkRef<number>, view: ChunkView, b: number): ColumnBatch | undefined =>
+      this.blockIfPresent(ref.id, view, b, fields);
     return args.streams.map((id) => {
       // A chunk can vanish under a stale index when another connection merges a tail: look again.
       for (let attempt = 0; ; attempt++) {
@@ -774,6 +778,24 @@ export class SqliteBackend implements StoreBackend {
       };
       return openChunkFrom(source, where);
     });
+  }
+
+  /**
+   * A decoded block, or undefined when its chunk was replaced since it was opened (the writer thread
+   * sealed a tail whose frame this connection had read): the caller reloads the index and reads again.
+   */
+  private blockIfPresent(
+    id: number,
+    view: ChunkView,
+    b: number,
+    fields?: ReadonlySet<string>,
+  ): ColumnBatch | undefined {
+    try {
+      return this.cache.block(id, view, b, fields);
+    } catch (error) {
+      if (error instanceof SimrecError && error.code === 'conflict') return undefined;
+      throw error;
+    }
   }
 
   private forgetRun(run: number): void {
