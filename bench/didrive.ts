@@ -5,8 +5,8 @@
  */
 import { join } from 'node:path';
 import { recordDemoRun } from '../src/demo/demo-run.js';
-import { exportDidrive, importDidrive } from '../src/formats/didrive/index.js';
-import { exportLimSim } from '../src/formats/limsim/index.js';
+import { importRecording } from '../src/record/import-run.js';
+import { exportRecording } from '../src/replay/export-run.js';
 import { openStore } from '../src/store/open-store.js';
 
 export interface DidriveRates {
@@ -29,10 +29,12 @@ export async function measureDidrive(scratch: string, quick: boolean): Promise<D
     const out = join(scratch, 'didrive-dataset');
     let frames = 0;
     const exportSeconds = await seconds(async () => {
-      frames = (await exportDidrive(store, [run.id], out)).frames;
+      frames = (await exportRecording(store, 'didrive', [run.id], out)).frames as number;
     });
-    const importSeconds = await seconds(() => importDidrive(store, out));
-    const limsimSeconds = await seconds(() => exportLimSim(store, run.id, join(scratch, 'didrive-peer.db')));
+    const importSeconds = await seconds(() => importRecording(store, 'didrive', out));
+    const limsimSeconds = await seconds(() =>
+      exportRecording(store, 'limsim', [run.id], join(scratch, 'didrive-peer.db')),
+    );
     return {
       frames,
       exportFramesPerSecond: Math.round(frames / exportSeconds),

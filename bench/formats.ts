@@ -7,8 +7,8 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { importPerception } from '../src/formats/perception/index.js';
-import { exportLimSim, importLimSim } from '../src/formats/limsim/index.js';
+import { importRecording } from '../src/record/import-run.js';
+import { exportRecording } from '../src/replay/export-run.js';
 import { TrafficGenerator, type BenchSize } from './generator.js';
 import { simrecPeer } from './peers/simrec.js';
 import { encodePng } from '../src/formats/perception/image-files.js';
@@ -32,10 +32,10 @@ async function measureLimSim(scratch: string, quick: boolean): Promise<LimSimRat
   try {
     const file = join(dir, 'export.db');
     let start = performance.now();
-    await exportLimSim(store, 1, file);
+    await exportRecording(store, 'limsim', [1], file);
     const exportSeconds = (performance.now() - start) / 1000;
     start = performance.now();
-    await importLimSim(store, file);
+    await importRecording(store, 'limsim', file);
     const importSeconds = (performance.now() - start) / 1000;
     const rows = size.actors * size.steps;
     return {
@@ -178,7 +178,7 @@ export function writeDataset(root: string, captures: number): void {
 async function perceptionChild(dir: string, captures: number): Promise<void> {
   const store = await openStore(join(dir, 'perception.db'));
   const start = performance.now();
-  await importPerception(store, join(dir, 'dataset'));
+  await importRecording(store, 'perception', join(dir, 'dataset'));
   const seconds = (performance.now() - start) / 1000;
   await store.close();
   process.stdout.write(

@@ -10,3 +10,12 @@ export {
   type DemoRunOptions,
   type DemoRunResult,
 } from './demo/demo-run.js';
+export {
+  importRecording,
+  withImportTarget,
+  type ImportOptions,
+  type ImportResult,
+} from './record/import-run.js';
+export { exportRecording, type ExportOptions } from './replay/export-run.js';
+export { storeRunSource } from './replay/run-source.js';
+export { FORMATS, formatNames, loadCodec } from './formats/registry.js';

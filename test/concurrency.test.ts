@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { after, describe, it } from 'node:test';
 import type { Sample } from '../src/model/stream.js';
-import { importPerception } from '../src/formats/perception/index.js';
+import { importPerception } from './helpers/formats.js';
 import { streamSamples } from '../src/replay/run-queries.js';
 import { openStore } from '../src/store/open-store.js';
 import { crashSample } from './helpers/crash-sample.js';

@@ -19,7 +19,7 @@ import {
   renderBirdview,
   type BirdviewScene,
   type Channel,
-} from '../src/formats/didrive/index.js';
+} from './helpers/formats.js';
 import { capturesStreamDecl } from '../src/model/perception.js';
 import { stateStream } from '../src/model/standard-streams.js';
 import type { StoreBackend, StreamAppend } from '../src/model/store-port.js';

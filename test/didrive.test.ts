@@ -9,13 +9,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { recordDemoRun } from '../src/demo/demo-run.js';
-import {
-  exportDidrive,
-  importDidrive,
-  LmdbWriter,
-  pythonJsonDumps,
-  readLmdb,
-} from '../src/formats/didrive/index.js';
+import { exportDidrive, importDidrive, LmdbWriter, pythonJsonDumps, readLmdb } from './helpers/formats.js';
 import { encodePng } from '../src/formats/perception/image-files.js';
 import type { StoreBackend } from '../src/model/store-port.js';
 import type { Sample } from '../src/model/stream.js';

@@ -7,7 +7,7 @@ import { SimrecError } from '../src/model/errors.js';
 import { stateStream } from '../src/model/standard-streams.js';
 import type { StoreBackend } from '../src/model/store-port.js';
 import type { Sample } from '../src/model/stream.js';
-import { importPerception } from '../src/formats/perception/index.js';
+import { importPerception } from './helpers/formats.js';
 import { encodePng } from '../src/formats/perception/image-files.js';
 import { RunRecorder } from '../src/record/run-recorder.js';
 import { describeRun, streamSamples } from '../src/replay/run-queries.js';

@@ -7,8 +7,8 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import Database from 'better-sqlite3';
-import { importLimSim } from '../src/formats/limsim/limsim-reader.js';
-import { exportLimSim } from '../src/formats/limsim/limsim-writer.js';
+import { importLimSim } from './helpers/formats.js';
+import { exportLimSim } from './helpers/formats.js';
 import { loadRoadNetwork } from '../src/roadnet/roadnet-attachment.js';
 import {
   alteredFixture,

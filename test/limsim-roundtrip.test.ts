@@ -5,8 +5,8 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { exportLimSim } from '../src/formats/limsim/limsim-writer.js';
-import { importLimSim, type LimSimImportResult } from '../src/formats/limsim/limsim-reader.js';
+import { exportLimSim } from './helpers/formats.js';
+import { importLimSim, type LimSimImportResult } from './helpers/formats.js';
 import { LIMSIM_TABLES } from '../src/formats/limsim/limsim-schema.js';
 import type { StoreBackend } from '../src/model/store-port.js';
 import type { Sample } from '../src/model/stream.js';

@@ -6,6 +6,7 @@
  * second internal lane, and its report.py needs evaluationINFO. The last case compares with rows
  * LimSim's own recorder (simModel/egoTracking/model.py, SUMO driving) wrote for the same SUMO run.
  */
+import { exportRecording } from '../src/replay/export-run.js';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
@@ -13,8 +14,8 @@ import { describe, it } from 'node:test';
 import { recordDemoRun } from '../src/demo/demo-run.js';
 import { recordSyntheticRun } from '../src/demo/synthetic-run.js';
 import { evaluationFrames } from '../src/evaluate/evaluate-run.js';
-import { limsimCodec } from '../src/formats/limsim/index.js';
-import { exportLimSim } from '../src/formats/limsim/limsim-writer.js';
+import { limsimCodec } from './helpers/formats.js';
+import { exportLimSim } from './helpers/formats.js';
 import { recordSumo } from '../src/ingest/traci/sumo-recorder.js';
 import { stateStream } from '../src/model/standard-streams.js';
 import { RunRecorder } from '../src/record/run-recorder.js';
@@ -85,7 +86,7 @@ describe("a LimSim export: what LimSim's replay, interactive replay and report n
   it('computes evaluationINFO in LimSim mode when the run has none, without storing it', async () => {
     const run = await recordSyntheticRun(tests.store, { duration: 3, vehicles: 2 });
     const file = join(tests.dir, 'evaluated-on-export.db');
-    const { details } = await limsimCodec.exportRun(tests.store, run.id, file, {
+    const details = await exportRecording(tests.store, limsimCodec, [run.id], file, {
       evaluate: (id) => evaluationFrames(tests.store, id, 'limsim'),
     });
     assert.equal(details.evaluation, 'computed');

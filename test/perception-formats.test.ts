@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { exportCoco } from '../src/formats/coco/export-coco.js';
+import { exportCoco } from './helpers/formats.js';
 import { encodePng, readImageSize } from '../src/formats/perception/image-files.js';
 import {
   exportPerception,
@@ -10,9 +10,9 @@ import {
   loadDataset,
   RECORDS_PER_FILE,
   type LoadedDataset,
-} from '../src/formats/perception/index.js';
-import { importSolo } from '../src/formats/solo/read-solo.js';
-import { exportYolo } from '../src/formats/yolo/export-yolo.js';
+} from './helpers/formats.js';
+import { importSolo } from './helpers/formats.js';
+import { exportYolo } from './helpers/formats.js';
 import type { StoreBackend } from '../src/model/store-port.js';
 import { openStore } from '../src/store/open-store.js';
 import { fixture, tempDir } from './helpers/paths.js';
@@ -620,16 +620,16 @@ describe('SOLO import', () => {
   });
 });
 
-describe('simrec perception, coco and stats commands', () => {
+describe('simrec import perception, export coco and stats', () => {
   it('imports, exports and prints statistics with a heat map, quietly when piped', () => {
     const db = join(tmp.path, 'cli.db');
     const dir = join(tmp.path, 'cli-data');
     writeLegacyDataset(dir, 4);
-    const imported = cliJson<{ run: number; captures: number; warnings: string[] }>([
+    const imported = cliJson<{ run: { id: number }; captures: number; warnings: string[] }>([
       '--store',
       db,
-      'perception',
       'import',
+      'perception',
       dir,
       '--json',
     ]);
@@ -638,9 +638,9 @@ describe('simrec perception, coco and stats commands', () => {
     const exported = runCli([
       '--store',
       db,
-      'coco',
       'export',
-      String(imported.run),
+      String(imported.run.id),
+      'coco',
       join(tmp.path, 'cli-coco'),
     ]);
     assert.equal(exported.status, 0, exported.stderr);
@@ -651,7 +651,7 @@ describe('simrec perception, coco and stats commands', () => {
       perLabel: { label: string; count: number }[];
       perFrame: { count: number }[];
       relativeSize: { quartiles: number[] };
-    }>(['--store', db, 'stats', String(imported.run), '--json', '--heatmap', heatmap]);
+    }>(['--store', db, 'stats', String(imported.run.id), '--json', '--heatmap', heatmap]);
     assert.equal(stats.boxes, 8);
     assert.deepEqual(stats.perLabel, [
       { label: 'car', count: 4 },
@@ -666,9 +666,9 @@ describe('simrec perception, coco and stats commands', () => {
     const again = runCli([
       '--store',
       db,
-      'perception',
       'export',
-      String(imported.run),
+      String(imported.run.id),
+      'perception',
       join(tmp.path, 'cli-coco'),
     ]);
     assert.equal(again.status, 2, 'an existing output is bad input (README: exit codes)');

@@ -11,7 +11,7 @@ import { BSON, Double, Int32, Long } from 'mongodb';
 import { recordDemoRun } from '../src/demo/demo-run.js';
 import { recordSyntheticRun } from '../src/demo/synthetic-run.js';
 import { LANE_MARKS_ATTACHMENT } from '../src/formats/soda/lane-marks.js';
-import { exportSoda, importSoda, SodaFolder } from '../src/formats/soda/index.js';
+import { exportSoda, importSoda, SodaFolder } from './helpers/formats.js';
 import { bsonTypeOf, type BsonDoc } from '../src/formats/soda/bson-fields.js';
 import { SimrecError } from '../src/model/errors.js';
 import type { RunInfo } from '../src/model/run.js';
@@ -583,22 +583,28 @@ describe('soda files: bad input', () => {
 });
 
 describe('soda command line', () => {
-  it('simrec soda export RUN DIR, then simrec soda import DIR --dataset 0', async () => {
+  it('simrec export RUN soda DIR, then simrec import soda DIR --dataset 0; the old noun says what replaced it', async () => {
     const storePath = join(dir, 'cli.db');
     const cliStore = await openStore(storePath);
     const run = await recordSyntheticRun(cliStore, { duration: 2, rateHz: 10, vehicles: 1 });
     await cliStore.close();
     const out = join(dir, 'cli-out');
-    const exported = runCli(['--store', storePath, 'soda', 'export', String(run.id), out, '--json']);
+    const exported = runCli(['--store', storePath, 'export', String(run.id), 'soda', out, '--json']);
     assert.equal(exported.status, 0, exported.stderr);
     assert.equal(JSON.parse(exported.stdout).collection, 'dataset0');
-    const imported = runCli(['--store', storePath, 'soda', 'import', out, '--dataset', '0', '--json']);
+    const imported = runCli(['--store', storePath, 'import', 'soda', out, '--dataset', '0', '--json']);
     assert.equal(imported.status, 0, imported.stderr);
     assert.deepEqual(JSON.parse(imported.stdout).runs, [
       { dataset: 0, collection: 'dataset0', run: run.id + 1 },
     ]);
-    const missing = runCli(['--store', storePath, 'soda', 'import', out, '--dataset', '9']);
+    const missing = runCli(['--store', storePath, 'import', 'soda', out, '--dataset', '9']);
     assert.equal(missing.status, 2);
     assert.match(missing.stderr, /no dataset 9/);
+    const notSoda = runCli(['--store', storePath, 'import', 'limsim', out, '--dataset', '0']);
+    assert.equal(notSoda.status, 2);
+    assert.match(notSoda.stderr, /--dataset: not an option of limsim/);
+    const old = runCli(['--store', storePath, 'soda', 'import', out]);
+    assert.equal(old.status, 2);
+    assert.match(old.stderr, /use `simrec import soda LOCATION`/);
   });
 });

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { BSON } from 'mongodb';
 import { laneMarksFromBson, laneMarksFromExtendedJson } from '../src/formats/soda/duplicate-keys.js';
-import { guidToString, importSoda, SodaFolder } from '../src/formats/soda/index.js';
+import { guidToString, importSoda, SodaFolder } from './helpers/formats.js';
 import { LANE_MARKS_ATTACHMENT, roadsToLaneMarks } from '../src/formats/soda/lane-marks.js';
 import type { LaneMark } from '../src/model/roadnet.js';
 import type { StoreBackend } from '../src/model/store-port.js';

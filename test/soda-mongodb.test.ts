@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { MongoClient } from 'mongodb';
 import { recordSyntheticRun } from '../src/demo/synthetic-run.js';
-import { exportSoda, importSoda, openSodaSink, openSodaSource } from '../src/formats/soda/index.js';
+import { exportSoda, importSoda, openSodaSink, openSodaSource } from './helpers/formats.js';
 import { SimrecError } from '../src/model/errors.js';
 import type { StoreBackend } from '../src/model/store-port.js';
 import { openStore } from '../src/store/open-store.js';

@@ -14,7 +14,7 @@ import type { StoreBackend } from '../src/model/store-port.js';
 import type { Sample } from '../src/model/stream.js';
 import { sceneAt, streamSamples } from '../src/replay/run-queries.js';
 import { loadRoadNetwork } from '../src/roadnet/roadnet-attachment.js';
-import { exportLimSim } from '../src/formats/limsim/index.js';
+import { exportLimSim } from './helpers/formats.js';
 import Database from 'better-sqlite3';
 import { openStore } from '../src/store/open-store.js';
 import { fixture, tempDir } from './helpers/paths.js';

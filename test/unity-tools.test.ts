@@ -8,16 +8,11 @@ import assert from 'node:assert/strict';
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { exportCoco } from '../src/formats/coco/export-coco.js';
-import {
-  exportPerception,
-  importPerception,
-  loadDataset,
-  type LoadedDataset,
-} from '../src/formats/perception/index.js';
-import { perceptionStats } from '../src/formats/perception/perception-stats.js';
-import { importSolo } from '../src/formats/solo/read-solo.js';
-import { exportSolo } from '../src/formats/solo/write-solo.js';
+import { exportCoco } from './helpers/formats.js';
+import { exportPerception, importPerception, loadDataset, type LoadedDataset } from './helpers/formats.js';
+import { perceptionStats } from './helpers/formats.js';
+import { importSolo } from './helpers/formats.js';
+import { exportSolo } from './helpers/formats.js';
 import type { StoreBackend } from '../src/model/store-port.js';
 import { openStore } from '../src/store/open-store.js';
 import { fixture, REPO_ROOT, tempDir } from './helpers/paths.js';

@@ -7,12 +7,11 @@ import { registerCheckCommand } from './commands/check-command.js';
 import { registerConvertCommands } from './commands/convert-commands.js';
 import { registerDemoCommand } from './commands/demo-command.js';
 import { registerEvalCommand } from './commands/eval-command.js';
-import { registerPerceptionCommands } from './commands/perception-commands.js';
 import { registerQueryCommands } from './commands/query-commands.js';
 import { registerRecordCommand } from './commands/record-command.js';
 import { registerRoadnetCommand } from './commands/roadnet-command.js';
 import { registerServeCommand } from './commands/serve-command.js';
-import { registerSodaCommands } from './commands/soda-commands.js';
+import { registerMovedCommands, registerStatsCommand } from './commands/stats-command.js';
 
 const program = new Command('simrec')
   .description('record, store, query, replay, score and convert driving-simulation runs')
@@ -29,12 +28,12 @@ registerCheckCommand(program);
 registerDemoCommand(program);
 registerEvalCommand(program);
 registerRoadnetCommand(program);
-registerPerceptionCommands(program);
+registerStatsCommand(program);
 registerServeCommand(program);
-registerSodaCommands(program);
 registerRecordCommand(program);
 registerConvertCommands(program);
 registerBirdviewCommand(program);
+registerMovedCommands(program);
 
 stopQuietlyWhenTheReaderLeaves();
 try {

@@ -12,3 +12,4 @@ export * from './roadnet.js';
 export * from './perception.js';
 export type * from './codec-port.js';
 export * from './capture-port.js';
+export type * from './run-ports.js';

@@ -4,8 +4,8 @@ import type { AttachmentInfo } from '../model/attachment.js';
 import { presenceAt, type ActorInfo, type PresenceInterval, type RunInfo } from '../model/run.js';
 import { STATE_STREAM } from '../model/standard-streams.js';
 import type { StoreBackend } from '../model/store-port.js';
-import { streamId, type FieldDecl, type Sample, type StreamInfo } from '../model/stream.js';
-import { lerpAngle } from '../model/units.js';
+import { streamId, type Sample, type StreamInfo } from '../model/stream.js';
+import { interpolateSample } from '../model/interpolate.js';
 
 export interface RunDescription {
   run: RunInfo;
@@ -157,21 +157,7 @@ export async function sceneAt(store: StoreBackend, run: number, args: SceneArgs)
   return scene;
 }
 
-/** Linear interpolation of numeric fields; fields in radians along the shorter arc; others held. */
-export function interpolateSample(a: Sample, b: Sample, t: number, fields: readonly FieldDecl[]): Sample {
-  if (b.t <= a.t) return a;
-  const u = (t - a.t) / (b.t - a.t);
-  const out: Sample = { ...a, t };
-  const unitOf = new Map(fields.map((f) => [f.name, f.unit]));
-  for (const key in a) {
-    if (key === 't' || key === 'step') continue;
-    const va = a[key];
-    const vb = b[key];
-    if (typeof va !== 'number' || typeof vb !== 'number') continue;
-    out[key] = unitOf.get(key) === 'rad' ? lerpAngle(va, vb, u) : va + (vb - va) * u;
-  }
-  return out;
-}
+export { interpolateSample } from '../model/interpolate.js';
 
 export interface TrajectoryArgs {
   actor: string;

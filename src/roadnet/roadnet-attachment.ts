@@ -1,6 +1,16 @@
 import { invalid, notFound } from '../model/errors.js';
 import { summarizeRoadNetwork, validateRoadNetwork, type RoadNetwork } from '../model/roadnet.js';
+import type { Attachment } from '../model/attachment.js';
 import type { StoreBackend } from '../model/store-port.js';
+
+/** Where a road network is kept: a run being written (a RunSink), or a stored run. */
+export interface AttachmentSink {
+  attach(attachment: Attachment): Promise<void>;
+}
+/** Where a road network is read from: a RunSource, or a stored run. */
+export interface AttachmentSource {
+  attachment(name: string): Promise<Attachment | undefined>;
+}
 
 /** The model, as JSON, without the source text (that is its own attachment). */
 export const ROADNET_ATTACHMENT = 'roadnet/network.json';
@@ -21,17 +31,22 @@ const decoder = new TextDecoder('utf-8', { fatal: true });
  * has one road network; attaching another replaces it.
  */
 export async function attachRoadNetwork(store: StoreBackend, runId: number, net: RoadNetwork): Promise<void> {
-  validateRoadNetwork(net);
   if (!(await store.getRun(runId))) throw notFound(`run ${runId}: no such run`);
+  await keepRoadNetwork({ attach: (a) => store.putAttachment(runId, a) }, net);
+}
+
+/** attachRoadNetwork for a run being written (a reader's RunSink). */
+export async function keepRoadNetwork(sink: AttachmentSink, net: RoadNetwork): Promise<void> {
+  validateRoadNetwork(net);
   const { source, ...model } = net;
   const summary = summarizeRoadNetwork(net);
-  await store.putAttachment(runId, {
+  await sink.attach({
     name: ROADNET_SOURCE[source.format],
     mediaType: SOURCE_MEDIA_TYPE[source.format],
     data: encoder.encode(source.text),
   });
   // Written last: a reader that finds the model also finds its source.
-  await store.putAttachment(runId, {
+  await sink.attach({
     name: ROADNET_ATTACHMENT,
     mediaType: ROADNET_MEDIA_TYPE,
     data: encoder.encode(JSON.stringify(model)),
@@ -48,7 +63,15 @@ export async function attachRoadNetwork(store: StoreBackend, runId: number, net:
 
 /** The road network kept with a run, or undefined if it has none. */
 export async function loadRoadNetwork(store: StoreBackend, runId: number): Promise<RoadNetwork | undefined> {
-  const attachment = await store.getAttachment(runId, ROADNET_ATTACHMENT);
+  return readRoadNetwork({ attachment: (name) => store.getAttachment(runId, name) }, runId);
+}
+
+/** loadRoadNetwork from a writer's RunSource (or anything that hands out a run's attachments). */
+export async function readRoadNetwork(
+  from: AttachmentSource,
+  runId: number,
+): Promise<RoadNetwork | undefined> {
+  const attachment = await from.attachment(ROADNET_ATTACHMENT);
   if (!attachment) return undefined;
   const where = `run ${runId} attachment ${ROADNET_ATTACHMENT}`;
   let model: Omit<RoadNetwork, 'source'>;
@@ -61,7 +84,7 @@ export async function loadRoadNetwork(store: StoreBackend, runId: number): Promi
   if (format !== 'sumo' && format !== 'opendrive')
     throw invalid(`${where}.format: expected sumo or opendrive`);
   const sourceName = ROADNET_SOURCE[format];
-  const source = await store.getAttachment(runId, sourceName);
+  const source = await from.attachment(sourceName);
   if (!source) throw invalid(`${where}: its source attachment ${sourceName} is missing`);
   return validateRoadNetwork({ ...model, source: { format, text: decoder.decode(source.data) } });
 }

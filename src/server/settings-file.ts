@@ -3,7 +3,7 @@ import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { SimrecError } from '../model/errors.js';
 import { RecordingSettings, type RecordingSettingsValues } from './recording-settings.js';
-import { SodaConnectionSettings, type SodaConnectionValues } from './soda-connection-settings.js';
+import { SodaConnectionSettings, type SodaConnectionValues } from '../record/soda-connection-settings.js';
 
 /**
  * The server's switches, kept in one JSON file so that a restarted `simrec serve` comes back as it

@@ -1,8 +1,8 @@
 import { Hono } from 'hono';
 import { describeValue, invalid } from '../model/errors.js';
 import { answerError, json, jsonBody, smallBody } from './http-api.js';
-import type { SodaConnection } from './soda-connection.js';
-import type { SodaConnectionSettings } from './soda-connection-settings.js';
+import type { SodaConnection } from '../record/soda-connection.js';
+import type { SodaConnectionSettings } from '../record/soda-connection-settings.js';
 
 /** What every answer of this API carries: the settings as a client may see them, and the status. */
 export const connectionView = (settings: SodaConnectionSettings, connection: SodaConnection) => ({

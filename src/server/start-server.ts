@@ -16,9 +16,9 @@ import { RecordingSettings } from './recording-settings.js';
 import { requireToken, upgradeHasToken } from './api-token.js';
 import { RequestGuard, SECURITY_HEADERS, type Refusal } from './request-guard.js';
 import { loadSettingsFile } from './settings-file.js';
-import { SodaConnection, type SodaConnectionOptions } from './soda-connection.js';
+import { SodaConnection, type SodaConnectionOptions } from '../record/soda-connection.js';
 import { connectionView, createSodaConnectionApi } from './soda-connection-api.js';
-import { SodaConnectionSettings } from './soda-connection-settings.js';
+import { SodaConnectionSettings } from '../record/soda-connection-settings.js';
 
 /** The built viewer (Vite writes it to dist/web; this file runs from dist/src/server). */
 export const VIEWER_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', 'web');

@@ -11,7 +11,7 @@ import {
 } from '../../formats/didrive/index.js';
 import { invalid } from '../../model/errors.js';
 import { secondsToMicros } from '../../model/units.js';
-import { requireRun } from '../../replay/run-queries.js';
+import { storeRunSource } from '../../replay/run-source.js';
 import { parseRunId, parseSeconds } from '../args.js';
 import { printJson } from '../output.js';
 import { requireFreeOutput, requireParentFolder } from '../output-target.js';
@@ -41,12 +41,13 @@ export function registerBirdviewCommand(program: Command): void {
         withExistingStore(command, async (store) => {
           if (!opts.out.toLowerCase().endsWith('.png'))
             throw invalid(`--out ${opts.out}: expected a file name ending in .png`);
-          const info = await requireRun(store, run);
+          const source = await storeRunSource(store, run);
+          const info = source.run;
           requireWithinRun('--at', opts.at, info);
           requireParentFolder(opts.out);
           requireFreeOutput(opts.out, Boolean(opts.force));
           const t = info.begin + secondsToMicros(opts.at);
-          const { birdview, network } = await birdviewAt(store, run, t);
+          const { birdview, network } = await birdviewAt(source, t);
           const png = encodePng({
             width: BIRDVIEW_SIZE,
             height: BIRDVIEW_SIZE,

@@ -1,69 +1,108 @@
 import type { Command } from 'commander';
-import { describeValue, invalid } from '../../model/errors.js';
+import { invalid } from '../../model/errors.js';
 import { evaluationFrames } from '../../evaluate/evaluate-run.js';
-import { FORMAT_CODECS, formatNames } from '../../formats/registry.js';
-import type { FormatCodec } from '../../model/codec-port.js';
+import { FORMATS, formatNames, loadCodec, type FormatEntry } from '../../formats/registry.js';
+import type { FormatOption } from '../../model/codec-port.js';
+import { importRecording } from '../../record/import-run.js';
+import { exportRecording } from '../../replay/export-run.js';
 import { parseRunId } from '../args.js';
-import { printJson, Progress } from '../output.js';
+import { printJson, printTable, Progress } from '../output.js';
 import { naming } from '../failure.js';
-import {
-  cleanUpOnInterrupt,
-  interruptible,
-  requireFreeOutput,
-  requireParentFolder,
-  writeFolderOutput,
-} from '../output-target.js';
+import { abortOnInterrupt, requireFreeOutput, requireParentFolder } from '../output-target.js';
 import { withExistingStore, withStore } from '../with-store.js';
 import { printWarnings } from '../warnings.js';
 
-/**
- * Formats whose dataset is a folder of their own, written whole through a temporary sibling: --force
- * replaces the old one only once the new one is complete. LimSim and DI-drive replace atomically
- * themselves.
- */
-const FOLDER_DATASETS = new Set(['perception', 'solo', 'coco', 'yolo']);
-
 /*
  * `simrec import FORMAT LOCATION` and `simrec export RUN FORMAT LOCATION`, for every codec in
- * src/formats/registry.ts: a new format needs no change here.
+ * src/formats/registry.ts: the one verb per direction (a new format needs no change here). The work
+ * itself is record/import-run.ts and replay/export-run.ts; this file is flags, progress and printing.
  */
 
-async function loadCodec(name: string): Promise<FormatCodec> {
-  const load = FORMAT_CODECS[name];
-  if (!load) throw invalid(`FORMAT: expected one of ${formatNames().join(', ')}, got ${describeValue(name)}`);
-  return load();
+type Settings = Record<string, string | number | boolean>;
+
+/** Every format's own options, each offered once (formats may share one). */
+function formatOptions(pick: (entry: FormatEntry) => FormatOption[] | undefined): FormatOption[] {
+  const byFlag = new Map<string, FormatOption>();
+  for (const entry of Object.values(FORMATS)) for (const o of pick(entry) ?? []) byFlag.set(o.flag, o);
+  return [...byFlag.values()];
 }
 
-function reportWarnings(warnings: string[], json: boolean | undefined): void {
-  if (!json) printWarnings(warnings);
+/** The format options given, refusing one the chosen format does not have. */
+function settingsFor(
+  format: string,
+  given: Record<string, unknown>,
+  all: FormatOption[],
+  own: FormatOption[] | undefined,
+): Settings {
+  const settings: Settings = {};
+  for (const option of all) {
+    const value = given[option.key];
+    // A `--no-x` flag's value is true unless given.
+    if (value === undefined || (option.flag.startsWith('--no-') && value === true)) continue;
+    if (!own?.includes(option))
+      throw invalid(`${option.flag.split(' ')[0]}: not an option of ${format} (${option.description})`);
+    settings[option.key] = value as string | number | boolean;
+  }
+  return settings;
 }
+
+const addFormatOption = (command: Command, o: FormatOption): void => {
+  if (o.parse) command.option(o.flag, o.description, o.parse);
+  else command.option(o.flag, o.description);
+};
+
+const warningsCollector = (): { list: string[]; warn: (where: string, message: string) => void } => {
+  const list: string[] = [];
+  return { list, warn: (where, message) => list.push(`${where}: ${message}`) };
+};
 
 export function registerConvertCommands(program: Command): void {
-  program
+  const readOptions = formatOptions((e) => e.readOptions);
+  const importCommand = program
     .command('import')
     .description(`import a recording as a run (formats: ${formatNames().join(', ')})`)
     .argument('<format>', formatNames().join(' | '))
     .argument('<location>', 'the recording: a file or folder, as the format has it (LimSim: its .db)')
+    .option(
+      '--description <text>',
+      'the description of the run(s) read, instead of the one the format gives',
+    );
+  for (const o of readOptions) addFormatOption(importCommand, o);
+  importCommand
     .option('--json', 'print JSON')
-    .action(async (format: string, location: string, opts: { json?: boolean }, command: Command) => {
+    .action(async (format: string, location: string, opts: Record<string, unknown>, command: Command) => {
       const codec = await loadCodec(format);
-      const warnings: string[] = [];
+      const settings = settingsFor(format, opts, readOptions, FORMATS[format]!.readOptions);
+      const warnings = warningsCollector();
       const progress = new Progress(`import ${format}`);
       const result = await withStore(command, (store) =>
-        naming(location, () =>
-          codec.importRun(store, location, {
-            warn: (m) => warnings.push(m),
-            onProgress: (done, total) => progress.update(total ? done / total : 1, `${done}/${total}`),
-          }),
+        abortOnInterrupt(`${location}: nothing was imported`, (signal) =>
+          naming(location, () =>
+            importRecording(store, codec, location, {
+              warn: warnings.warn,
+              signal,
+              settings,
+              ...(typeof opts.description === 'string' ? { description: opts.description } : {}),
+              onProgress: (done, total) => progress.update(total ? done / total : 1, `${done}/${total}`),
+            }),
+          ),
         ),
       );
       progress.done();
-      if (opts.json) return printJson({ run: result.run, ...result.details, warnings });
-      reportWarnings(warnings, opts.json);
-      process.stdout.write(`${location} -> run ${result.run.id}\n`);
+      const first = result.runs[0]!;
+      if (opts.json)
+        return printJson({ run: first, runs: result.runs, ...result.details, warnings: warnings.list });
+      printWarnings(warnings.list);
+      if (result.runs.length === 1) process.stdout.write(`${location} -> run ${first.id}\n`);
+      else
+        printTable(
+          ['RUN', 'DESCRIPTION', 'END'],
+          result.runs.map((r) => [r.id, r.description, r.endReason]),
+        );
     });
 
-  program
+  const writeOptions = formatOptions((e) => e.writeOptions);
+  const exportCommand = program
     .command('export')
     .description(`write a run in another format (formats: ${formatNames().join(', ')})`)
     .argument('<run>', 'run id; several, comma-separated, for formats holding several runs (didrive)', (v) =>
@@ -71,61 +110,58 @@ export function registerConvertCommands(program: Command): void {
     )
     .argument('<format>', formatNames().join(' | '))
     .argument('[location]', 'where to write it (LimSim: a .db file); not needed with --episode-of')
-    .option('--force', 'replace what is at the location')
-    .option('--episode-of <dataset>', 'add the run(s) as the next episodes of the dataset there (didrive)')
+    .option('--force', 'replace what is at the location (once the new output is complete)')
+    .option('--episode-of <dataset>', 'add the run(s) as the next episodes of the dataset there (didrive)');
+  for (const o of writeOptions) addFormatOption(exportCommand, o);
+  exportCommand
     .option('--json', 'print JSON')
     .action(
       async (
         runs: number[],
         format: string,
         positional: string | undefined,
-        opts: { force?: boolean; json?: boolean; episodeOf?: string },
+        opts: Record<string, unknown> & { force?: boolean; json?: boolean; episodeOf?: string },
         command: Command,
       ) => {
         const codec = await loadCodec(format);
+        const settings = settingsFor(format, opts, writeOptions, FORMATS[format]!.writeOptions);
         const location = opts.episodeOf ?? positional;
         if (location === undefined)
           throw invalid('LOCATION: expected where to write, or --episode-of DATASET');
         if (opts.episodeOf !== undefined && positional !== undefined && positional !== opts.episodeOf)
           throw invalid(`LOCATION: ${positional} and --episode-of ${opts.episodeOf} disagree; give one`);
-        if ((runs.length > 1 || opts.episodeOf !== undefined) && !codec.exportRuns)
+        if ((runs.length > 1 || opts.episodeOf !== undefined) && !codec.multiRun)
           throw invalid(
             `${format}: writes one run to a location; several runs and --episode-of are for didrive`,
           );
-        // A SODA.Sim folder is a database, like the MongoDB it mirrors: each export adds a dataset to it.
-        const database = format === 'soda';
-        if (!database && opts.episodeOf === undefined) {
+        // A database (or its mongoexport folder) is added to, never replaced.
+        if (codec.output !== 'database' && opts.episodeOf === undefined) {
           requireParentFolder(location);
           requireFreeOutput(location, Boolean(opts.force));
         }
-        const warnings: string[] = [];
+        const warnings = warningsCollector();
         const progress = new Progress(`export ${format}`);
-        const options = {
-          overwrite: Boolean(opts.force),
-          append: opts.episodeOf !== undefined,
-          warn: (m: string) => warnings.push(m),
-          onProgress: (done: number, total: number) =>
-            progress.update(total ? done / total : 1, `${done}/${total}`),
-        };
-        const result = await withExistingStore(command, (opened) => {
-          const store = interruptible(opened);
-          // LimSim's recorder always fills evaluationINFO (its report.py fails on an empty one): a
-          // run not yet evaluated gets LimSim's evaluation in the file, and nothing in the store.
-          const all = { ...options, evaluate: (run: number) => evaluationFrames(store, run, 'limsim') };
-          const write = (target: string) =>
-            codec.exportRuns
-              ? codec.exportRuns(store, runs, target, all)
-              : codec.exportRun(store, runs[0]!, target, all);
-          return cleanUpOnInterrupt(location, () =>
+        const details = await withExistingStore(command, (store) =>
+          abortOnInterrupt(`${location} was not written`, (signal) =>
             naming(location, () =>
-              FOLDER_DATASETS.has(format) ? writeFolderOutput(location, write) : write(location),
+              exportRecording(store, codec, runs, location, {
+                overwrite: Boolean(opts.force),
+                append: opts.episodeOf !== undefined,
+                warn: warnings.warn,
+                signal,
+                settings,
+                // LimSim's recorder always fills evaluationINFO (its report.py fails on an empty one):
+                // a run not yet evaluated gets LimSim's evaluation in the file, and nothing in the store.
+                evaluate: (run) => evaluationFrames(store, run, 'limsim'),
+                onProgress: (done, total) => progress.update(total ? done / total : 1, `${done}/${total}`),
+              }),
             ),
-          );
-        });
+          ),
+        );
         progress.done();
         if (opts.json)
-          return printJson({ run: runs[0], runs, format, location, ...result.details, warnings });
-        reportWarnings(warnings, opts.json);
+          return printJson({ run: runs[0], runs, format, location, ...details, warnings: warnings.list });
+        printWarnings(warnings.list);
         process.stdout.write(`run ${runs.join(',')} -> ${location}\n`);
       },
     );

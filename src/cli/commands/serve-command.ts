@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import type { StoreBackend } from '../../model/store-port.js';
 import { defaultSettingsPath } from '../../server/settings-file.js';
-import { reportMongoConnection } from '../../server/soda-connection.js';
+import { reportMongoConnection } from '../../record/soda-connection.js';
 import { DEFAULT_PORT, startServer } from '../../server/start-server.js';
 import { openStore, resolveStoreLocation } from '../../store/open-store.js';
 import { parsePositive } from '../args.js';

@@ -1,4 +1,3 @@
-import { SimrecError } from '../../model/errors.js';
 import type { FormatCodec } from '../../model/codec-port.js';
 import { exportCoco } from './export-coco.js';
 
@@ -6,16 +5,12 @@ import { exportCoco } from './export-coco.js';
 export const cocoCodec: FormatCodec = {
   name: 'coco',
   description: 'COCO instances and keypoints JSON with the images; export only',
-  async importRun() {
-    throw new SimrecError(
-      'unsupported',
-      'coco: import is not supported; import the Perception or SOLO dataset the images came from',
-    );
-  },
-  async exportRun(store, run, location, options) {
-    const result = await exportCoco(store, run, location, {
-      warn: (where, message) => options.warn?.(`${where}: ${message}`),
+  output: 'folder',
+  async write(sources, location, options) {
+    const result = await exportCoco(sources.runs[0]!, location, {
+      warn: options.warn,
+      onProgress: options.onProgress,
     });
-    return { details: JSON.parse(JSON.stringify(result)) };
+    return JSON.parse(JSON.stringify(result));
   },
 };

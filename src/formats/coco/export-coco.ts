@@ -7,7 +7,7 @@
  */
 import { join } from 'node:path';
 import type { JsonObject, JsonValue } from '../../model/json.js';
-import type { StoreBackend } from '../../model/store-port.js';
+import type { RunSource } from '../../model/run-ports.js';
 import { labelKey, labelledExport, type LabelledImage } from '../perception/labelled-images.js';
 import type { LoadedDataset } from '../perception/perception-run.js';
 import { isObject, type Warn } from '../perception/source-values.js';
@@ -23,12 +23,12 @@ export interface CocoExportResult {
 }
 
 export async function exportCoco(
-  store: StoreBackend,
-  runId: number,
+  source: RunSource,
   dir: string,
   options: { warn: Warn; onProgress?: (done: number, total: number) => void },
 ): Promise<CocoExportResult> {
-  const { dataset, images, labels } = await labelledExport(store, runId, dir, 'a COCO export', options.warn);
+  const runId = source.run.id;
+  const { dataset, images, labels } = await labelledExport(source, dir, 'a COCO export', options.warn);
   let nextCategory = Math.max(0, ...labels.map((l) => (typeof l.id === 'number' ? l.id : 0))) + 1;
   const categoryOf = new Map(
     labels.map(
@@ -84,8 +84,7 @@ export async function exportCoco(
       JSON.stringify({ info, licenses: [], images: cocoImages, ...keypoints }),
     );
   const files = await copyAttachments(
-    store,
-    runId,
+    source,
     images.map((i) => i.file),
     (name) => join(dir, 'images', name),
     options.warn,

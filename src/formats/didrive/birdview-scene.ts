@@ -16,10 +16,9 @@ import type { RoadLane, RoadNetwork, RoadPoint } from '../../model/roadnet.js';
 import { isMarginLane } from '../../model/roadnet.js';
 import type { ActorInfo } from '../../model/run.js';
 import { STATE_STREAM } from '../../model/standard-streams.js';
-import type { StoreBackend } from '../../model/store-port.js';
+import type { RunSource } from '../../model/run-ports.js';
 import type { Sample } from '../../model/stream.js';
-import { requireRun } from '../../replay/run-queries.js';
-import { loadRoadNetwork } from '../../roadnet/roadnet-attachment.js';
+import { readRoadNetwork } from '../../roadnet/roadnet-attachment.js';
 import { TL_STATE } from './didrive-layout.js';
 import { renderBirdview, type Birdview, type BirdviewScene, type BoxActor } from './birdview.js';
 import { sampleAt, signalToTlState } from './route-context.js';
@@ -51,18 +50,18 @@ export interface BirdviewSource {
 }
 
 /** Every sample of a stream, in time order. */
-export async function readAll(store: StoreBackend, run: number, stream: string): Promise<Sample[]> {
+export async function readAll(source: RunSource, stream: string): Promise<Sample[]> {
   const out: Sample[] = [];
-  for await (const batch of store.readSamples({ run, stream })) for (const s of batch) out.push(s);
+  for await (const batch of source.samples(stream)) for (const s of batch) out.push(s);
   return out;
 }
 
-export async function loadBirdviewSource(store: StoreBackend, runId: number): Promise<BirdviewSource> {
-  await requireRun(store, runId);
+export async function loadBirdviewSource(source: RunSource): Promise<BirdviewSource> {
+  const runId = source.run.id;
   const [actors, streams, network] = await Promise.all([
-    store.listActors(runId),
-    store.listStreams(runId),
-    loadRoadNetwork(store, runId),
+    source.actors(),
+    source.streams(),
+    readRoadNetwork(source, runId),
   ]);
   const ego = actors.find((a) => a.kind === 'ego');
   if (!ego) throw invalid(`run ${runId}: no actor of kind ego; a bird's-eye view is drawn around the ego`);
@@ -77,7 +76,7 @@ export async function loadBirdviewSource(store: StoreBackend, runId: number): Pr
   for (const actor of actors) {
     const stream = stateOf.get(actor.id);
     if (!stream || (actor.kind !== 'ego' && NOT_ON_THE_ROAD.has(actor.kind))) continue;
-    const samples = await readAll(store, runId, stream);
+    const samples = await readAll(source, stream);
     let step = 0;
     for (let i = 1; i < samples.length; i++) step = Math.max(step, samples[i]!.t - samples[i - 1]!.t);
     tracks.push({ actor, samples, stale: Math.max(step, 100_000) * 1.5 });
@@ -86,7 +85,7 @@ export async function loadBirdviewSource(store: StoreBackend, runId: number): Pr
   const lightIds = new Set(actors.filter((a) => a.kind === 'traffic_light').map((a) => a.id));
   for (const s of streams)
     if (s.actor !== null && lightIds.has(s.actor) && s.name === 'signal')
-      signals.set(s.actor, await readAll(store, runId, s.id));
+      signals.set(s.actor, await readAll(source, s.id));
   const egoTrack = tracks.find((t) => t.actor.id === ego.id)!;
   return makeSource(network, egoTrack, tracks, signals);
 }
@@ -197,11 +196,10 @@ function routeAhead(samples: Sample[], t: number): RoadPoint[] {
 
 /** The birdview at t (microseconds, absolute) of a run, as DI-drive's simulator would have drawn it. */
 export async function birdviewAt(
-  store: StoreBackend,
-  runId: number,
+  run: RunSource,
   t: number,
 ): Promise<{ birdview: Birdview; scene: BirdviewScene; network: boolean }> {
-  const source = await loadBirdviewSource(store, runId);
+  const source = await loadBirdviewSource(run);
   const scene = source.sceneAt(t);
   return { birdview: renderBirdview(scene), scene, network: source.network !== undefined };
 }

@@ -11,34 +11,37 @@ export * from './birdview.js';
 export { MEASUREMENT_LAYOUTS, pythonJsonDumps } from './didrive-layout.js';
 
 /**
- * Every episode of a dataset becomes a run; the first is the one reported, all are in `details.runs`.
- * Several runs go out as the episodes of one dataset (`exportRuns`), or are added to one (`append`).
+ * Every episode of a dataset becomes a run. Several runs go out as the episodes of one dataset, or are
+ * added to one (`append`).
  */
 export const didriveCodec: FormatCodec = {
   name: 'didrive',
   description:
     "DI-drive's benchmark dataset (metainfo.json, episode_%05d/ with measurements.lmdb and PNG frames)",
-  async importRun(store, location, options) {
-    const result = await importDidrive(store, location, options);
-    const first = result.runs[0]!;
+  output: 'dataset',
+  multiRun: true,
+  async read(location, into, options) {
+    const result = await importDidrive(into, location, {
+      warn: (message) => options.warn(location, message),
+      onProgress: options.onProgress,
+    });
     return {
-      run: first.run,
-      details: {
-        runs: result.runs.map((r) => ({
-          episode: r.episode,
-          run: r.run.id,
-          frames: r.frames,
-          images: r.images,
-          layout: r.layout,
-        })),
-      },
+      runs: result.runs.map((r) => ({
+        episode: r.episode,
+        run: r.run.id,
+        frames: r.frames,
+        images: r.images,
+        layout: r.layout,
+      })),
     };
   },
-  exportRun(store, run, location, options) {
-    return didriveCodec.exportRuns!(store, [run], location, options);
-  },
-  async exportRuns(store, runs, location, options) {
-    const result = await exportDidrive(store, runs, location, options);
-    return { details: { episodes: result.episodes, frames: result.frames } };
+  async write(sources, location, options) {
+    const result = await exportDidrive(sources.runs, location, {
+      overwrite: options.overwrite,
+      append: options.append,
+      warn: (message) => options.warn(location, message),
+      onProgress: options.onProgress,
+    });
+    return { episodes: result.episodes, frames: result.frames };
   },
 };

@@ -4,8 +4,8 @@
  * Everything the episode holds is kept (the raw vectors, every other LMDB value, every other file, the
  * metadata files' text), so that exporting the runs gives the same bytes back.
  *
- * An episode is checked whole before its run is written, and a failure deletes every run the import
- * made: nothing is left half imported.
+ * An episode is checked whole before its run is written; should anything fail after, the work layer
+ * removes every run the import began (record/import-run.ts).
  */
 import { decode as decodePng } from 'fast-png';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
@@ -15,9 +15,9 @@ import type { JsonObject } from '../../model/json.js';
 import { capturesStreamDecl, type PerceptionSensor } from '../../model/perception.js';
 import type { RunInfo } from '../../model/run.js';
 import { controlStream, stateStream } from '../../model/standard-streams.js';
-import type { StoreBackend, StreamAppend } from '../../model/store-port.js';
+import type { RunTarget } from '../../model/run-ports.js';
+import type { StreamAppend } from '../../model/store-port.js';
 import { degToRad } from '../../model/units.js';
-import { RunRecorder } from '../../record/run-recorder.js';
 import {
   BIRDVIEW_KEY,
   BIRDVIEW_SHAPE,
@@ -79,7 +79,7 @@ interface Episode {
 }
 
 export async function importDidrive(
-  store: StoreBackend,
+  into: RunTarget,
   location: string,
   options: DidriveImportOptions = {},
 ): Promise<DidriveImportResult> {
@@ -106,23 +106,18 @@ export async function importDidrive(
   const totalFrames = episodes.reduce((n, e) => n + e.vectors.length, 0);
   const result: DidriveImportResult = { runs: [] };
   let done = 0;
-  try {
-    for (const episode of episodes) {
-      const run = await storeEpisode(store, episode, datasetMeta, root, (frames) => {
-        done += frames;
-        options.onProgress?.(done, totalFrames);
-      });
-      result.runs.push({
-        episode: episode.name,
-        run,
-        frames: episode.vectors.length,
-        images: [...episode.cameras.values()].reduce((n, m) => n + m.size, 0),
-        layout: layoutName(episode.layout),
-      });
-    }
-  } catch (error) {
-    for (const { run } of result.runs) await store.deleteRun(run.id);
-    throw error;
+  for (const episode of episodes) {
+    const run = await storeEpisode(into, episode, datasetMeta, root, (frames) => {
+      done += frames;
+      options.onProgress?.(done, totalFrames);
+    });
+    result.runs.push({
+      episode: episode.name,
+      run,
+      frames: episode.vectors.length,
+      images: [...episode.cameras.values()].reduce((n, m) => n + m.size, 0),
+      layout: layoutName(episode.layout),
+    });
   }
   return result;
 }
@@ -292,7 +287,7 @@ function stateOf(m: Float32Array, L: MeasurementLayout): Record<string, number> 
 }
 
 async function storeEpisode(
-  store: StoreBackend,
+  into: RunTarget,
   episode: Episode,
   datasetMeta: MetaFile | undefined,
   root: string,
@@ -311,12 +306,12 @@ async function storeEpisode(
   };
   for (const key of ['town', 'weather', 'start', 'end'])
     if (env[key] !== undefined) metadata[key] = env[key]!;
-  const rec = await RunRecorder.begin(store, {
+  const rec = await into.beginRun({
     simulator: { name: 'carla' },
     description: `DI-drive ${episode.name} of ${basename(root)}`,
     metadata,
   });
-  try {
+  {
     const begin = rec.run.begin;
     const sensors = [...episode.cameras.keys()];
     // An obs named like the ego (it never is in DI-drive, but names are free) gets another actor id.
@@ -457,9 +452,5 @@ async function storeEpisode(
         data: readFileSync(join(episode.dir, file)),
       });
     return await rec.end('completed', { end: frameTime(Math.max(0, episode.vectors.length - 1)) });
-  } catch (error) {
-    await rec.flush().catch(() => {});
-    await store.deleteRun(rec.id);
-    throw error;
   }
 }

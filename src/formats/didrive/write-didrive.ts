@@ -23,10 +23,10 @@ import type { JsonObject } from '../../model/json.js';
 import { CAPTURES_STREAM } from '../../model/perception.js';
 import type { ActorInfo, RunInfo } from '../../model/run.js';
 import { CONTROL_STREAM, STATE_STREAM } from '../../model/standard-streams.js';
-import type { StoreBackend } from '../../model/store-port.js';
+import type { RunSource } from '../../model/run-ports.js';
 import type { Sample, StreamInfo } from '../../model/stream.js';
-import { interpolateSample, requireRun } from '../../replay/run-queries.js';
-import { loadRoadNetwork } from '../../roadnet/roadnet-attachment.js';
+import { interpolateSample } from '../../model/interpolate.js';
+import { readRoadNetwork } from '../../roadnet/roadnet-attachment.js';
 import {
   BIRDVIEW_KEY,
   DATASET_METAINFO,
@@ -81,6 +81,7 @@ const encoder = new TextEncoder();
 
 /** One episode ready to write: everything but the big values, which are read as they are written. */
 interface EpisodeSource {
+  from: RunSource;
   run: RunInfo;
   vectors: Float32Array[];
   /** LMDB keys besides len and measurements, with the attachment that holds each value. */
@@ -96,15 +97,14 @@ interface EpisodeSource {
 }
 
 export async function exportDidrive(
-  store: StoreBackend,
-  runs: number[],
+  runs: readonly RunSource[],
   location: string,
   options: DidriveExportOptions = {},
 ): Promise<DidriveExportResult> {
   if (runs.length === 0) throw invalid('RUN: expected at least one run to export');
   const warn = options.warn ?? (() => {});
   const sources: EpisodeSource[] = [];
-  for (const run of runs) sources.push(await loadEpisode(store, run, warn));
+  for (const run of runs) sources.push(await loadEpisode(run, warn));
   const totalFrames = sources.reduce((n, s) => n + s.vectors.length, 0);
   let done = 0;
   const progress = (frames: number): void => {
@@ -122,7 +122,7 @@ export async function exportDidrive(
         const name = episodeName(first + k);
         const temp = join(location, `.${name}.partial-${process.pid}`);
         staged.push([temp, join(location, name)]);
-        await writeEpisode(store, source, temp, progress);
+        await writeEpisode(source, temp, progress);
         result.episodes.push(summary(source, name));
       }
       const index = join(location, INDEX_FILE);
@@ -152,7 +152,7 @@ export async function exportDidrive(
     writeFileSync(join(temp, DATASET_METAINFO[0]), datasetMetainfo(sources));
     for (const [k, source] of sources.entries()) {
       const name = episodeName(k);
-      await writeEpisode(store, source, join(temp, name), progress);
+      await writeEpisode(source, join(temp, name), progress);
       result.episodes.push(summary(source, name));
     }
     writeFileSync(
@@ -209,13 +209,12 @@ function datasetMetainfo(sources: EpisodeSource[]): Uint8Array {
 }
 
 async function writeEpisode(
-  store: StoreBackend,
   source: EpisodeSource,
   dir: string,
   progress: (frames: number) => void,
 ): Promise<void> {
   mkdirSync(dir, { recursive: true });
-  const run = source.run.id;
+  const from = source.from;
   writeFileSync(join(dir, EPISODE_METAINFO[0]), source.episodeMetainfo);
   const values = new Map<string, () => Promise<Uint8Array>>();
   values.set(LEN_KEY, async () => encoder.encode(String(source.vectors.length)));
@@ -231,7 +230,7 @@ async function writeEpisode(
     ),
   );
   for (const [key, attachment] of source.lmdbValues)
-    if (!values.has(key)) values.set(key, async () => (await requireAttachment(store, run, attachment)).data);
+    if (!values.has(key)) values.set(key, async () => (await requireAttachment(from, attachment)).data);
   const keys = [...values.keys()].map((k) => Buffer.from(k, 'latin1')).sort(Buffer.compare);
   const lmdb = new LmdbWriter(join(dir, MEASUREMENTS_LMDB));
   try {
@@ -242,26 +241,23 @@ async function writeEpisode(
     throw error;
   }
   for (const { file, attachment } of [...source.images, ...source.extraFiles])
-    writeFileSync(join(dir, file), (await requireAttachment(store, run, attachment)).data);
+    writeFileSync(join(dir, file), (await requireAttachment(from, attachment)).data);
   progress(source.vectors.length);
 }
 
-async function requireAttachment(store: StoreBackend, run: number, name: string) {
-  const attachment = await store.getAttachment(run, name);
-  if (!attachment) throw notFound(`run ${run}: attachment ${name} is listed but cannot be read`);
+async function requireAttachment(from: RunSource, name: string) {
+  const attachment = await from.attachment(name);
+  if (!attachment) throw notFound(`run ${from.run.id}: attachment ${name} is listed but cannot be read`);
   return attachment;
 }
 
-async function loadEpisode(
-  store: StoreBackend,
-  runId: number,
-  warn: (message: string) => void,
-): Promise<EpisodeSource> {
-  const run = await requireRun(store, runId);
+async function loadEpisode(from: RunSource, warn: (message: string) => void): Promise<EpisodeSource> {
+  const { run } = from;
+  const runId = run.id;
   const [actors, streams, attachments] = await Promise.all([
-    store.listActors(runId),
-    store.listStreams(runId),
-    store.listAttachments(runId),
+    from.actors(),
+    from.streams(),
+    from.attachments(),
   ]);
   const ego = actors.find((a) => a.kind === 'ego');
   if (!ego)
@@ -274,11 +270,11 @@ async function loadEpisode(
   let frameTimes: number[];
   let derived = false;
   if (raw && raw.samples > 0) {
-    const samples = await readAll(store, runId, raw.id);
+    const samples = await readAll(from, raw.id);
     vectors = samples.map((s, i) => keptVector(s, runId, i));
     frameTimes = samples.map((s) => s.t);
   } else {
-    ({ vectors, frameTimes } = await deriveVectors(store, run, ego, streams, actors));
+    ({ vectors, frameTimes } = await deriveVectors(from, ego, streams, actors));
     derived = true;
   }
 
@@ -291,7 +287,7 @@ async function loadEpisode(
     else if (a.name.startsWith(EXTRA_FILE_PREFIX))
       extraFiles.push({ file: basename(a.name.slice(EXTRA_FILE_PREFIX.length)), attachment: a.name });
   }
-  const { images, obs } = await cameraFrames(store, run, actors, streamOf, frameTimes, names, warn);
+  const { images, obs } = await cameraFrames(from, actors, streamOf, frameTimes, names, warn);
   if (derived && images.length === 0)
     warn(
       `run ${runId}: no camera captures in PNG, so no rgb_%05d.png: DI-drive's LBCBirdViewDataset, LBCImageDataset and CILRS list their frames by rgb_*.png and find none (BeVVAEDataset reads only the birdview)`,
@@ -300,18 +296,19 @@ async function loadEpisode(
   const birdview =
     !derived || [...lmdbValues.keys()].some(isBirdviewKey)
       ? undefined
-      : { source: await loadBirdviewSource(store, runId), frameTimes };
+      : { source: await loadBirdviewSource(from), frameTimes };
   if (birdview && !birdview.source.network)
     warn(
       `run ${runId}: no road network attached, so the birdview's road, lane-line and traffic-light channels are empty (vehicles, pedestrians, hero and route are drawn)`,
     );
   const keptEpisode = names.has(EPISODE_METAINFO_ATTACHMENT)
-    ? (await store.getAttachment(runId, EPISODE_METAINFO_ATTACHMENT))?.data
+    ? (await from.attachment(EPISODE_METAINFO_ATTACHMENT))?.data
     : undefined;
   const keptDataset = names.has(METAINFO_ATTACHMENT)
-    ? (await store.getAttachment(runId, METAINFO_ATTACHMENT))?.data
+    ? (await from.attachment(METAINFO_ATTACHMENT))?.data
     : undefined;
   return {
+    from,
     run,
     vectors,
     lmdbValues,
@@ -348,18 +345,18 @@ function episodeParams(run: RunInfo): JsonObject {
 
 /** The ego's state on DI-drive's step, from its first state sample to its last. */
 async function deriveVectors(
-  store: StoreBackend,
-  run: RunInfo,
+  from: RunSource,
   ego: ActorInfo,
   streams: StreamInfo[],
   actors: ActorInfo[],
 ): Promise<{ vectors: Float32Array[]; frameTimes: number[] }> {
+  const { run } = from;
   const stateInfo = streams.find((s) => s.id === `${ego.id}/${STATE_STREAM}`);
   if (!stateInfo || stateInfo.samples === 0)
     throw invalid(`run ${run.id}: the ego ${ego.id} has no ${STATE_STREAM} samples; nothing to export`);
-  const states = await readAll(store, run.id, stateInfo.id);
+  const states = await readAll(from, stateInfo.id);
   const controls = streams.some((s) => s.id === `${ego.id}/${CONTROL_STREAM}`)
-    ? await readAll(store, run.id, `${ego.id}/${CONTROL_STREAM}`)
+    ? await readAll(from, `${ego.id}/${CONTROL_STREAM}`)
     : [];
   const t0 = states[0]!.t;
   const count = Math.floor((states.at(-1)!.t - t0) / STEP_MICROS) + 1;
@@ -379,8 +376,8 @@ async function deriveVectors(
   const signals = new Map<string, SignalTimeline>();
   for (const s of streams)
     if (s.actor !== null && lightIds.has(s.actor) && s.name === 'signal')
-      signals.set(s.actor, await readAll(store, run.id, s.id));
-  const contexts = frameContexts(frames, await loadRoadNetwork(store, run.id), signals);
+      signals.set(s.actor, await readAll(from, s.id));
+  const contexts = frameContexts(frames, await readRoadNetwork(from, run.id), signals);
 
   const vectors = frames.map((s, i) => {
     const num = (v: unknown, fallback = 0): number => (typeof v === 'number' ? v : fallback);
@@ -428,14 +425,14 @@ async function deriveVectors(
  * which take the n-th sorted `rgb_*.png` for the n-th frame, find one for every frame.
  */
 async function cameraFrames(
-  store: StoreBackend,
-  run: RunInfo,
+  from: RunSource,
   actors: ActorInfo[],
   streamOf: Map<string, StreamInfo>,
   frameTimes: number[],
   attachmentNames: Set<string>,
   warn: (message: string) => void,
 ): Promise<{ images: EpisodeSource['images']; obs: Set<string> }> {
+  const { run } = from;
   const cameras = actors.filter((a) => streamOf.has(`${a.id}/${CAPTURES_STREAM}`));
   const images: EpisodeSource['images'] = [];
   const obs = new Set<string>();
@@ -443,9 +440,9 @@ async function cameraFrames(
   for (const camera of cameras) {
     const name = obsNameOf(camera, cameras.length);
     const captures: Sample[] = [];
-    for (const s of await readAll(store, run.id, `${camera.id}/${CAPTURES_STREAM}`)) {
+    for (const s of await readAll(from, `${camera.id}/${CAPTURES_STREAM}`)) {
       if (typeof s.file !== 'string' || !attachmentNames.has(s.file)) continue;
-      const attachment = await store.getAttachment(run.id, s.file);
+      const attachment = await from.attachment(s.file);
       if (!attachment || !Buffer.from(attachment.data.subarray(0, 8)).equals(PNG_SIGNATURE)) {
         warn(
           `run ${run.id} camera ${camera.id} capture at ${seconds(s.t)} s: ${s.file} is ${attachment?.mediaType ?? 'unreadable'}, not PNG; DI-drive's frames are PNG, left out`,

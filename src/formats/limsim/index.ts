@@ -9,16 +9,21 @@ export { exportLimSim, type LimSimExportOptions, type LimSimExportResult } from 
 export const limsimCodec: FormatCodec = {
   name: 'limsim',
   description: "LimSim's SQLite recording (.db): vehicles, frames, traffic lights, evaluation, road network",
-  async importRun(store, location, options) {
-    const { run, variant, rows } = await importLimSim(store, location, options);
-    return { run, details: { variant, rows } };
-  },
-  async exportRun(store, run, location, options) {
-    const { evaluate, ...rest } = options;
-    const { rows, resampled, evaluation } = await exportLimSim(store, run, location, {
-      ...rest,
-      ...(evaluate ? { evaluate: () => evaluate(run) } : {}),
+  output: 'file',
+  async read(location, into, options) {
+    const { variant, rows } = await importLimSim(into, location, {
+      warn: (message) => options.warn(location, message),
+      onProgress: options.onProgress,
     });
-    return { details: { rows, resampled, evaluation } };
+    return { variant, rows };
+  },
+  async write(sources, location, options) {
+    const source = sources.runs[0]!;
+    const { rows, resampled, evaluation } = await exportLimSim(source, location, {
+      warn: (message) => options.warn(`run ${source.run.id}`, message),
+      onProgress: options.onProgress,
+      evaluate: () => options.evaluate(source.run.id),
+    });
+    return { rows, resampled, evaluation };
   },
 };

@@ -1,10 +1,10 @@
 import { invalid } from '../../model/errors.js';
 import type { JsonObject, JsonValue } from '../../model/json.js';
 import type { ActorDecl, PresenceInterval, RunInfo } from '../../model/run.js';
-import type { StoreBackend, StreamAppend } from '../../model/store-port.js';
+import type { RunSink, RunTarget } from '../../model/run-ports.js';
+import type { StreamAppend } from '../../model/store-port.js';
 import type { FieldDecl, FieldType, Sample } from '../../model/stream.js';
-import { RunRecorder } from '../../record/run-recorder.js';
-import { attachRoadNetwork } from '../../roadnet/roadnet-attachment.js';
+import { keepRoadNetwork } from '../../roadnet/roadnet-attachment.js';
 import type { LimSimNetworkTables } from '../../roadnet/limsim/limsim-network-tables.js';
 import { asReadError, LimSimDatabase, variantName, type ColumnInfo, type Row } from './limsim-database.js';
 import { parseNetBoundary, parseRoute, parseStartTime } from './limsim-encodings.js';
@@ -48,10 +48,10 @@ const opt = (v: unknown): JsonValue => (v === undefined ? null : (v as JsonValue
  * traffic lights' states, LimSim's stored evaluation, the road network rebuilt from its tables, and
  * simINFO as run metadata. Frame f is at run begin + f x 0.1 s, where the run begins at simINFO's
  * startTime (LimSim's clock at frame 0), so a recording that starts at frame 697 starts 69.7 s into
- * its run and `step` keeps LimSim's frame number. If anything fails, the run it began is deleted.
+ * its run and `step` keeps LimSim's frame number.
  */
 export async function importLimSim(
-  store: StoreBackend,
+  into: RunTarget,
   file: string,
   options: LimSimImportOptions = {},
 ): Promise<LimSimImportResult> {
@@ -98,13 +98,13 @@ export async function importLimSim(
       options.onProgress?.(done, total);
     };
 
-    const rec = await RunRecorder.begin(store, {
+    const rec = await into.beginRun({
       simulator: { name: variantName(db.variant) },
       description: sim.note ?? '',
       begin: sim.begin,
       metadata: sim.metadata,
     });
-    try {
+    {
       await rec.declareActors(actors);
       await rec.declareStreams([
         ...vehicles.map((v) => ({
@@ -190,12 +190,11 @@ export async function importLimSim(
       ] as const) {
         if (!db.has(table)) continue;
         const fields = frameTableFields(db.columnsOf(table), warn, table);
-        const stream = await rec.declareStream({
-          name,
-          ...(ego ? { actor: ego } : {}),
-          fields,
-          metadata: { limsimTable: table },
-        });
+        const stream = (
+          await rec.declareStreams([
+            { name, ...(ego ? { actor: ego } : {}), fields, metadata: { limsimTable: table } },
+          ])
+        )[0]!;
         await pump(
           table,
           (r) => {
@@ -210,7 +209,7 @@ export async function importLimSim(
         );
       }
       if (db.has('imageINFO')) rows.imageINFO = await attachImages(db, rec, at);
-      if (network) await attachRoadNetwork(store, rec.id, network);
+      if (network) await keepRoadNetwork(rec, network);
       for (const t of [
         'vehicleINFO',
         'edgeINFO',
@@ -222,10 +221,6 @@ export async function importLimSim(
         rows[t] = db.count(t);
       const run = await rec.end('completed', { end: last });
       return { run, variant: db.variant, rows };
-    } catch (error) {
-      await rec.end('inner_error').catch(() => {});
-      await store.deleteRun(rec.id).catch(() => {});
-      throw error;
     }
   } catch (error) {
     throw asReadError(file, error);
@@ -445,7 +440,7 @@ function frameTableFields(columns: ColumnInfo[], warn: (m: string) => void, tabl
 /** LimSim++'s camera images: pickled numpy arrays, kept as they are (only Python can read them). */
 async function attachImages(
   db: LimSimDatabase,
-  rec: RunRecorder,
+  rec: RunSink,
   at: (frame: number) => number,
 ): Promise<number> {
   const cameras = db

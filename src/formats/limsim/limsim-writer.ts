@@ -1,13 +1,11 @@
 import Database from 'better-sqlite3';
-import { existsSync, renameSync, rmSync } from 'node:fs';
-import { conflict } from '../../model/errors.js';
+import { rmSync } from 'node:fs';
 import type { JsonObject } from '../../model/json.js';
 import type { RoadNetwork } from '../../model/roadnet.js';
 import { presenceAt, type ActorInfo, type PresenceInterval, type RunInfo } from '../../model/run.js';
-import type { StoreBackend } from '../../model/store-port.js';
+import type { RunSource } from '../../model/run-ports.js';
 import type { Sample, StreamInfo } from '../../model/stream.js';
-import { describeRun } from '../../replay/run-queries.js';
-import { loadRoadNetwork } from '../../roadnet/roadnet-attachment.js';
+import { readRoadNetwork } from '../../roadnet/roadnet-attachment.js';
 import { LimSimLanes } from '../../roadnet/limsim/limsim-geometry.js';
 import { LaneIndex } from '../../roadnet/spatial-index.js';
 import { formatNetBoundary, formatRoute, formatStartTime, parseStartTime } from './limsim-encodings.js';
@@ -29,8 +27,6 @@ import {
 } from './limsim-streams.js';
 
 export interface LimSimExportOptions {
-  /** Replace the file if it exists (LimSim itself deletes an existing file first). */
-  overwrite?: boolean;
   warn?: (message: string) => void;
   /** Samples written so far of all samples to write. */
   onProgress?: (done: number, total: number) => void;
@@ -72,19 +68,19 @@ const SUMO_DEFAULT_LIMITS = { maxAccel: 2.6, maxDecel: 4.5, maxSpeed: 200 / 3.6 
  * Writes a run as a LimSim database that LimSim's replay opens: LimSim master's exact schema, frames
  * on its 0.1 s grid counted from the run's begin, centre positions, LimSim's yaw, lanes and routes,
  * the network tables and geohash grid from the run's road network, traffic-light rows and, when the
- * run has been evaluated, evaluationINFO. The file appears only once it is complete.
+ * run has been evaluated, evaluationINFO. It writes `file` afresh (the caller gives a new path and
+ * renames it when complete: replay/export-run.ts).
  */
 export async function exportLimSim(
-  store: StoreBackend,
-  runId: number,
+  source: RunSource,
   file: string,
   options: LimSimExportOptions = {},
 ): Promise<LimSimExportResult> {
   const warn = options.warn ?? (() => {});
-  if (existsSync(file) && !options.overwrite)
-    throw conflict(`${file} exists; LimSim would delete it first, simrec asks: pass --force to replace it`);
-  const { run, actors, streams } = await describeRun(store, runId);
-  const network = await loadRoadNetwork(store, runId);
+  const { run } = source;
+  const runId = run.id;
+  const [actors, streams] = await Promise.all([source.actors(), source.streams()]);
+  const network = await readRoadNetwork(source, runId);
   const byId = new Map(streams.map((s) => [s.id, s]));
   const egos = actors.filter((a) => a.kind === 'ego' && byId.has(`${a.id}/state`));
   if (egos.length > 1)
@@ -109,7 +105,7 @@ export async function exportLimSim(
     presence?: readonly PresenceInterval[],
   ): Promise<FrameSample[]> => {
     const samples: Sample[] = [];
-    for await (const batch of store.readSamples({ run: runId, stream: stream.id })) samples.push(...batch);
+    for await (const batch of source.samples(stream.id)) samples.push(...batch);
     const { frames, resampled: moved } = onFrameGrid(samples, origin, angles);
     if (moved) resampled.push(stream.id);
     done += samples.length;
@@ -125,9 +121,8 @@ export async function exportLimSim(
       : onRun;
   };
 
-  const partial = `${file}.partial-${process.pid}`;
-  rmSync(partial, { force: true });
-  const db = new Database(partial);
+  rmSync(file, { force: true });
+  const db = new Database(file);
   const rows: Record<string, number> = {};
   let evaluation: LimSimExportResult['evaluation'] = 'none';
   try {
@@ -197,10 +192,9 @@ export async function exportLimSim(
     } else
       warn(`run ${runId} has no road network: the network tables are empty, and LimSim's replay needs them`);
     db.close();
-    renameSync(partial, file);
   } catch (error) {
     if (db.open) db.close();
-    rmSync(partial, { force: true });
+    rmSync(file, { force: true });
     throw error;
   }
   return { file, rows, resampled, evaluation };

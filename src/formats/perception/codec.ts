@@ -1,23 +1,18 @@
-import type { FormatCodec } from '../../model/codec-port.js';
+import type { CodecOptions, FormatCodec } from '../../model/codec-port.js';
+import type { RunTarget } from '../../model/run-ports.js';
 import { exportPerception, importPerception, type ImportOptions, type ImportResult } from './index.js';
-import type { StoreBackend } from '../../model/store-port.js';
 
-/** A Perception-family importer (legacy or SOLO) as a registry codec's importRun. */
-export const perceptionImportRun =
-  (
-    read: (store: StoreBackend, dir: string, options: ImportOptions) => Promise<ImportResult>,
-  ): FormatCodec['importRun'] =>
-  async (store, location, options) => {
-    const result = await read(store, location, options.onProgress ? { onProgress: options.onProgress } : {});
-    for (const w of result.warnings) options.warn?.(w);
+/** A Perception-family reader (legacy or SOLO) as a codec's read. */
+export const perceptionRead =
+  (read: (into: RunTarget, dir: string, options: ImportOptions) => Promise<ImportResult>) =>
+  async (location: string, into: RunTarget, options: CodecOptions) => {
+    const result = await read(into, location, { onProgress: options.onProgress, signal: options.signal });
+    for (const w of result.warnings) options.warn(w.where, w.message);
     return {
-      run: result.run,
-      details: {
-        captures: result.captures,
-        metrics: result.metrics,
-        sensors: result.sensors,
-        warnings: result.warnings.length,
-      },
+      captures: result.captures,
+      metrics: result.metrics,
+      sensors: result.sensors,
+      warnings: result.warnings.length,
     };
   };
 
@@ -25,18 +20,19 @@ export const perceptionImportRun =
 export const perceptionCodec: FormatCodec = {
   name: 'perception',
   description: "Unity Perception's legacy dataset (Dataset*/captures_*.json, definitions, images)",
-  importRun: perceptionImportRun(importPerception),
-  async exportRun(store, run, location, options) {
-    const result = await exportPerception(store, run, location, {
-      warn: (where, message) => options.warn?.(`${where}: ${message}`),
+  output: 'folder',
+  read: perceptionRead(importPerception),
+  async write(sources, location, options) {
+    const result = await exportPerception(sources.runs[0]!, location, {
+      warn: options.warn,
+      signal: options.signal,
+      onProgress: options.onProgress,
     });
     return {
-      details: {
-        captures: result.captures,
-        metrics: result.metrics,
-        files: result.files,
-        jsonFiles: result.jsonFiles,
-      },
+      captures: result.captures,
+      metrics: result.metrics,
+      files: result.files,
+      jsonFiles: result.jsonFiles,
     };
   },
 };

@@ -1,6 +1,6 @@
 /** Unity Perception's legacy dataset: import into a run, export a run. */
 import type { RunInfo } from '../../model/run.js';
-import type { StoreBackend } from '../../model/store-port.js';
+import type { RunTarget } from '../../model/run-ports.js';
 import {
   datasetCounts,
   storeDataset,
@@ -25,24 +25,24 @@ export interface ImportResult {
   captures: number;
   metrics: number;
   sensors: number;
-  /** `location: message`, in the order found. */
-  warnings: string[];
+  /** In the order found. */
+  warnings: { where: string; message: string }[];
 }
 
 /**
  * Reads with `read`, then stores; nothing is written unless the whole dataset reads (a streaming reader
- * has checked every file before its captures are stored), and a failure while storing deletes the run.
+ * has checked every file before its captures are stored).
  */
 export async function importDataset(
-  store: StoreBackend,
+  into: RunTarget,
   dir: string,
   read: (dir: string, warn: Warn) => Promise<{ dataset: PerceptionDataset | StreamedDataset; root: string }>,
   options: ImportOptions & { simulator: { name: string; version?: string } },
 ): Promise<ImportResult> {
-  const warnings: string[] = [];
-  const warn: Warn = (where, message) => warnings.push(`${where}: ${message}`);
+  const warnings: ImportResult['warnings'] = [];
+  const warn: Warn = (where, message) => warnings.push({ where, message });
   const { dataset, root } = await read(dir, warn);
-  const run = await storeDataset(store, dataset, {
+  const run = await storeDataset(into, dataset, {
     root,
     simulator: options.simulator,
     description: options.description ?? `imported from ${dir}`,
@@ -61,11 +61,11 @@ export async function importDataset(
 }
 
 export const importPerception = (
-  store: StoreBackend,
+  into: RunTarget,
   dir: string,
   options: ImportOptions = {},
 ): Promise<ImportResult> =>
-  importDataset(store, dir, readPerceptionDataset, {
+  importDataset(into, dir, readPerceptionDataset, {
     ...options,
     simulator: { name: 'unity-perception' },
   });

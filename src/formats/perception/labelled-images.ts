@@ -4,7 +4,7 @@
  */
 import type { AnnotationDefinition, Box2D, ImageSize, PerceptionCapture } from '../../model/perception.js';
 import { captureBoxes } from '../../model/perception.js';
-import type { StoreBackend } from '../../model/store-port.js';
+import type { RunSource } from '../../model/run-ports.js';
 import { isImageFormat, mediaTypeFromName, readImageSize } from './image-files.js';
 import { loadDataset, type LoadedDataset } from './perception-run.js';
 import type { Warn } from './source-values.js';
@@ -33,13 +33,13 @@ export interface Label {
 }
 
 export async function labelledImages(
-  store: StoreBackend,
+  source: RunSource,
   dataset: LoadedDataset,
   warn: Warn,
 ): Promise<LabelledImage[]> {
   const images: LabelledImage[] = [];
   let clipped = 0;
-  const attachments = new Map((await store.listAttachments(dataset.run.id)).map((a) => [a.name, a] as const));
+  const attachments = new Map((await source.attachments()).map((a) => [a.name, a] as const));
   for (const capture of dataset.captures) {
     const file = capture.file;
     const where = `capture ${capture.id}`;
@@ -60,7 +60,7 @@ export async function labelledImages(
     }
     let size = capture.imageSize;
     if (!size) {
-      const data = (await store.getAttachment(dataset.run.id, file))?.data;
+      const data = (await source.attachment(file))?.data;
       size = data && readImageSize(data);
     }
     if (!size) {
@@ -121,14 +121,13 @@ export const labelKey = (box: Box2D): string => String(box.labelId ?? box.label)
 
 /** What COCO and YOLO exports start from: the run's dataset, its labelled images and their labels. */
 export async function labelledExport(
-  store: StoreBackend,
-  runId: number,
+  source: RunSource,
   dir: string,
   what: string,
   warn: Warn,
 ): Promise<{ dataset: LoadedDataset; images: LabelledImage[]; labels: Label[] }> {
-  const dataset = await loadDataset(store, runId);
+  const dataset = await loadDataset(source);
   await requireEmptyTarget(dir, what);
-  const images = await labelledImages(store, dataset, warn);
+  const images = await labelledImages(source, dataset, warn);
   return { dataset, images, labels: boxLabels(dataset.annotationDefinitions, images) };
 }

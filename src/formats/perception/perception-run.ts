@@ -5,7 +5,7 @@
  */
 import { readFile, realpath, stat } from 'node:fs/promises';
 import { isAbsolute, join, relative, sep } from 'node:path';
-import { invalid, notFound } from '../../model/errors.js';
+import { invalid } from '../../model/errors.js';
 import type { JsonObject } from '../../model/json.js';
 import { MAX_ATTACHMENT_BYTES } from '../../model/attachment.js';
 import {
@@ -36,9 +36,8 @@ import {
   type PerceptionSensor,
 } from '../../model/perception.js';
 import type { RunInfo } from '../../model/run.js';
-import type { StoreBackend } from '../../model/store-port.js';
 import type { Sample } from '../../model/stream.js';
-import { RunRecorder } from '../../record/run-recorder.js';
+import type { RunSink, RunSource, RunTarget } from '../../model/run-ports.js';
 import { isImageFormat, mediaTypeFromName, readImageSize, sniffMediaType } from './image-files.js';
 import type { Warn } from './source-values.js';
 
@@ -94,21 +93,21 @@ const CAPTURE_BATCH = 256;
 const METRIC_BATCH = 4096;
 
 /**
- * Writes a dataset as a new run. On any error the run is deleted, so a failed import leaves nothing
- * behind; warnings (missing files...) are reported through `warn` and the import goes on.
+ * Writes a dataset as a new run (on an error, the work layer removes it: record/import-run.ts);
+ * warnings (missing files...) are reported through `warn` and the import goes on.
  */
 export async function storeDataset(
-  store: StoreBackend,
+  into: RunTarget,
   dataset: PerceptionDataset | StreamedDataset,
   options: StoreDatasetOptions,
 ): Promise<RunInfo> {
-  const rec = await RunRecorder.begin(store, {
+  const rec = await into.beginRun({
     simulator: options.simulator ?? { name: 'unity-perception' },
     description: options.description ?? '',
     metadata: { [RUN_METADATA_KEY]: dataset.info as unknown as JsonObject },
     begin: options.begin,
   });
-  try {
+  {
     const egoIds = new Set(dataset.egos.map((e) => e.id));
     await rec.declareActors([
       ...dataset.egos.map(egoToActor),
@@ -164,20 +163,16 @@ export async function storeDataset(
       lastMetricT = Math.max(lastMetricT, metric.t);
       metrics.push(metricToSample({ ...metric, t: metric.t + options.begin }));
       if (metrics.length === METRIC_BATCH) {
-        await rec.appendBatch(METRICS_STREAM, metrics);
+        await rec.appendMany([{ stream: METRICS_STREAM, samples: metrics }]);
         metrics = [];
       }
     }
-    if (metrics.length) await rec.appendBatch(METRICS_STREAM, metrics);
+    if (metrics.length) await rec.appendMany([{ stream: METRICS_STREAM, samples: metrics }]);
     // Image sizes and K are known only once the images are read: the sensors are declared again.
     await rec.declareActors(dataset.sensors.map((s) => sensorToActor(s, egoIds)));
     options.onProgress?.(total, total);
     const last = Math.max(lastCaptureT, lastMetricT);
     return await rec.end('completed', { end: options.begin + last });
-  } catch (error) {
-    await rec.flush().catch(() => {});
-    await store.deleteRun(rec.id);
-    throw error;
   }
 }
 
@@ -187,7 +182,7 @@ export async function storeDataset(
  * image and is not one is an error.
  */
 async function attachCaptureFiles(
-  rec: RunRecorder,
+  rec: RunSink,
   capture: PerceptionCapture,
   sensor: PerceptionSensor,
   attached: Set<string>,
@@ -295,10 +290,10 @@ export interface LoadedDataset extends PerceptionDataset {
 }
 
 /** Reads a run kept by storeDataset (or recorded the same way) back into the model. */
-export async function loadDataset(store: StoreBackend, runId: number): Promise<LoadedDataset> {
-  const run = await store.getRun(runId);
-  if (!run) throw notFound(`run ${runId} does not exist in ${store.location}`);
-  const [actors, streams] = await Promise.all([store.listActors(runId), store.listStreams(runId)]);
+export async function loadDataset(source: RunSource): Promise<LoadedDataset> {
+  const { run } = source;
+  const runId = run.id;
+  const [actors, streams] = await Promise.all([source.actors(), source.streams()]);
   const egos: PerceptionEgo[] = [];
   const sensors: PerceptionSensor[] = [];
   const sensorOfActor = new Map<string, string>();
@@ -313,20 +308,20 @@ export async function loadDataset(store: StoreBackend, runId: number): Promise<L
   }
   if (sensors.length === 0)
     throw invalid(`run ${runId} has no Perception sensors (actors of kind sensor); nothing to export`);
-  const definitions = await loadDefinitions(store, runId);
+  const definitions = await loadDefinitions(source);
   const captures: PerceptionCapture[] = [];
   for (const stream of streams) {
     if (stream.name !== CAPTURES_STREAM || stream.actor === null) continue;
     const sensorId = sensorOfActor.get(stream.actor);
     if (sensorId === undefined) continue;
-    for await (const samples of store.readSamples({ run: runId, stream: stream.id }))
+    for await (const samples of source.samples(stream.id))
       for (const s of samples) captures.push(sampleToCapture(sensorId, { ...s, t: s.t - run.begin }));
   }
   // Stable by time, sensor order breaking ties, as the writer emits simultaneous captures.
   captures.sort((a, b) => a.t - b.t);
   const metrics: PerceptionMetric[] = [];
   if (streams.some((s) => s.id === METRICS_STREAM))
-    for await (const samples of store.readSamples({ run: runId, stream: METRICS_STREAM }))
+    for await (const samples of source.samples(METRICS_STREAM))
       for (const s of samples) metrics.push(sampleToMetric({ ...s, t: s.t - run.begin }));
   const info = (run.metadata[RUN_METADATA_KEY] ?? {
     layout: 'perception',
@@ -335,8 +330,9 @@ export async function loadDataset(store: StoreBackend, runId: number): Promise<L
   return { run, info, egos, sensors, ...definitions, captures, metrics };
 }
 
-async function loadDefinitions(store: StoreBackend, runId: number): Promise<DatasetDefinitions> {
-  const attachment = await store.getAttachment(runId, DEFINITIONS_ATTACHMENT);
+async function loadDefinitions(source: RunSource): Promise<DatasetDefinitions> {
+  const runId = source.run.id;
+  const attachment = await source.attachment(DEFINITIONS_ATTACHMENT);
   if (!attachment) return { annotationDefinitions: [], metricDefinitions: [] };
   try {
     const parsed = JSON.parse(new TextDecoder().decode(attachment.data)) as DatasetDefinitions;

@@ -3,7 +3,7 @@
  * relative size sqrt(box area / image area), and a heat map of where boxes fall.
  */
 import { writeFile } from 'node:fs/promises';
-import type { StoreBackend } from '../../model/store-port.js';
+import type { RunSource } from '../../model/run-ports.js';
 import { encodePng } from './image-files.js';
 import { labelledImages } from './labelled-images.js';
 import { loadDataset } from './perception-run.js';
@@ -33,10 +33,11 @@ export interface PerceptionStats {
 const HEATMAP_CELLS = 128;
 const SIZE_BINS = 10;
 
-export async function perceptionStats(store: StoreBackend, runId: number): Promise<PerceptionStats> {
-  const dataset = await loadDataset(store, runId);
+export async function perceptionStats(source: RunSource): Promise<PerceptionStats> {
+  const runId = source.run.id;
+  const dataset = await loadDataset(source);
   const warnings: string[] = [];
-  const images = await labelledImages(store, dataset, (where, message) =>
+  const images = await labelledImages(source, dataset, (where, message) =>
     warnings.push(`${where}: ${message}`),
   );
   const sizes = new Map<string, number>();

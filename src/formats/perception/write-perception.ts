@@ -20,7 +20,7 @@ import {
   type QuaternionTuple,
   type Vec3Tuple,
 } from '../../model/perception.js';
-import type { StoreBackend } from '../../model/store-port.js';
+import type { RunSource } from '../../model/run-ports.js';
 import { canonicalPositionToUnity, canonicalQuaternionToUnity } from '../../model/units.js';
 import { loadDataset, type LoadedDataset } from './perception-run.js';
 import { isObject, type Warn } from './source-values.js';
@@ -74,17 +74,16 @@ export async function requireEmptyTarget(dir: string, what: string): Promise<voi
 
 /** Copies the attachments the dataset names to `dir`; returns how many were copied. */
 export async function copyAttachments(
-  store: StoreBackend,
-  runId: number,
+  source: RunSource,
   names: Iterable<string>,
   target: (name: string) => string,
   warn: Warn,
 ): Promise<number> {
   let copied = 0;
   for (const name of new Set(names)) {
-    const attachment = await store.getAttachment(runId, name);
+    const attachment = await source.attachment(name);
     if (!attachment) {
-      warn(`run ${runId}`, `file ${name} is referenced but was never imported; not written`);
+      warn(`run ${source.run.id}`, `file ${name} is referenced but was never imported; not written`);
       continue;
     }
     await writeFileAtomic(target(name), attachment.data);
@@ -94,12 +93,11 @@ export async function copyAttachments(
 }
 
 export async function exportPerception(
-  store: StoreBackend,
-  runId: number,
+  source: RunSource,
   dir: string,
   options: ExportOptions,
 ): Promise<ExportResult> {
-  const dataset = await loadDataset(store, runId);
+  const dataset = await loadDataset(source);
   await requireEmptyTarget(dir, 'a Perception export');
   const shapes = legacyShapes(dataset);
   const datasetDir = join(dir, 'Dataset');
@@ -165,8 +163,7 @@ export async function exportPerception(
     options.signal?.throwIfAborted();
     const chunk = dataset.captures.slice(i, i + RECORDS_PER_FILE);
     files += await copyAttachments(
-      store,
-      runId,
+      source,
       chunk.flatMap((c) => [
         ...(c.file === undefined ? [] : [c.file]),
         ...c.annotations.flatMap((a) => (a.file === undefined ? [] : [a.file])),

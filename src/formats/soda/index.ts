@@ -3,9 +3,8 @@ import { SimrecError, describeValue, invalid } from '../../model/errors.js';
 import type { JsonObject } from '../../model/json.js';
 import type { Scenario, VehicleConfig } from '../../model/catalog.js';
 import type { RunInfo } from '../../model/run.js';
-import type { StoreBackend } from '../../model/store-port.js';
-import { requireRun } from '../../replay/run-queries.js';
-import { isMongoUrl } from '../../store/mongodb/mongodb-url.js';
+import type { ExportSources, RunSource, RunTarget } from '../../model/run-ports.js';
+import { isMongoUrl } from '../../mongodb/mongodb-url.js';
 import {
   binary,
   doc,
@@ -57,11 +56,10 @@ const NOT_SODA_BUT_EXPECTED = /^(simrec_|system\.)/;
 
 /**
  * Imports SODA.Sim datasets (each as a run), scenarios and vehicle configurations. Any collection
- * SODA.Sim does not write is refused before anything is imported. Runs are all or nothing: if one
- * dataset fails, the runs this import made are deleted again.
+ * SODA.Sim does not write is refused before anything is imported.
  */
 export async function importSoda(
-  store: StoreBackend,
+  into: RunTarget,
   source: SodaSource,
   options: SodaImportOptions = {},
 ): Promise<SodaImportResult> {
@@ -92,37 +90,32 @@ export async function importSoda(
   if (options.dataset !== undefined && selected.length === 0)
     throw new SimrecError('not_found', `${source.location}: no dataset ${options.dataset}`);
   const result: SodaImportResult = { runs: [], scenarios: 0, vehicles: 0 };
-  try {
-    for (const [i, ref] of selected.entries()) {
-      options.onProgress?.(i, selected.length);
-      // A dataset whose recorder inserted no batch yet has no collection; its run has no samples.
-      const from = names.includes(ref.collection) ? source : withoutCollection(source, ref.collection);
-      const run = await readDataset(store, from, ref, { warn });
-      result.runs.push({ dataset: ref.id, collection: ref.collection, run });
-    }
-  } catch (error) {
-    for (const { run } of result.runs) await store.deleteRun(run.id).catch(() => {});
-    throw error;
+  for (const [i, ref] of selected.entries()) {
+    options.onProgress?.(i, selected.length);
+    // A dataset whose recorder inserted no batch yet has no collection; its run has no samples.
+    const from = names.includes(ref.collection) ? source : withoutCollection(source, ref.collection);
+    const run = await readDataset(into, from, ref, { warn });
+    result.runs.push({ dataset: ref.id, collection: ref.collection, run });
   }
   options.onProgress?.(selected.length, selected.length);
   if (names.includes('scenarios'))
     for await (const { doc: d, where } of source.documents('scenarios')) {
-      await store.scenarios.put(scenarioFromDoc(d, where));
+      await into.scenarios.put(scenarioFromDoc(d, where));
       result.scenarios++;
     }
   if (names.includes('vehicles'))
     for await (const { doc: d, where } of source.documents('vehicles')) {
-      await store.vehicles.put(vehicleFromDoc(d, where));
+      await into.vehicles.put(vehicleFromDoc(d, where));
       result.vehicles++;
     }
   if (names.includes('files'))
     for await (const { doc: d, where } of source.documents('files')) {
       const item = fileFromDoc(d, where);
       if (item.kind === 'vehicle') {
-        await store.vehicles.put(item.vehicle);
+        await into.vehicles.put(item.vehicle);
         result.vehicles++;
       } else if (item.kind === 'scenario') {
-        await store.scenarios.put(item.scenario);
+        await into.scenarios.put(item.scenario);
         result.scenarios++;
       } else
         warn(`${where}: files.type ${item.type} (${item.label}) has no place in simrec's catalogs; skipped`);
@@ -233,16 +226,15 @@ export interface SodaExportResult {
 
 /** Exports a run as a new SODA.Sim dataset, with the store's scenarios and vehicle configurations. */
 export async function exportSoda(
-  store: StoreBackend,
-  runId: number,
+  source: RunSource,
+  catalogs: Pick<ExportSources, 'scenarios' | 'vehicles'>,
   sink: SodaSink,
   options: SodaExportOptions = {},
 ): Promise<SodaExportResult> {
-  const run = await requireRun(store, runId);
-  const id = await sink.writeDataset((id) => writeDataset(store, run, id, options));
+  const id = await sink.writeDataset((id) => writeDataset(source, id, options));
   const scenarios: BsonDoc[] = [];
-  for (const summary of await store.scenarios.list()) {
-    const s = await store.scenarios.get(summary.id);
+  for (const summary of await catalogs.scenarios.list()) {
+    const s = await catalogs.scenarios.get(summary.id);
     if (s)
       scenarios.push({
         _id: Long.fromBigInt(s.id),
@@ -251,7 +243,7 @@ export async function exportSoda(
         bin: new Binary(s.bin, 0),
       });
   }
-  const vehicles: BsonDoc[] = (await store.vehicles.list()).map((v) => ({
+  const vehicles: BsonDoc[] = (await catalogs.vehicles.list()).map((v) => ({
     _id: v.name,
     timestamp: toInt64(v.timestamp),
     'soda.sim': fromPlainJson(v.doc),

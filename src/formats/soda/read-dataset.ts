@@ -2,10 +2,9 @@ import { describeValue, invalid } from '../../model/errors.js';
 import type { JsonObject } from '../../model/json.js';
 import type { ActorDecl, RunInfo } from '../../model/run.js';
 import { CONTROL_FIELDS, STATE_FIELDS, STATE_STREAM, WHEELS_FIELDS } from '../../model/standard-streams.js';
-import type { StoreBackend } from '../../model/store-port.js';
+import type { RunSink, RunTarget } from '../../model/run-ports.js';
 import type { Sample, StreamDecl } from '../../model/stream.js';
-import { RunRecorder } from '../../record/run-recorder.js';
-import { attachRoadNetwork } from '../../roadnet/roadnet-attachment.js';
+import { keepRoadNetwork } from '../../roadnet/roadnet-attachment.js';
 import { readRoadNetwork } from '../../roadnet/read-roadnet.js';
 import { array, doc, int32, int64, string, toCanonicalJson, type BsonDoc } from './bson-fields.js';
 import { LANE_MARKS_KEY, type KeyValuePairs } from './duplicate-keys.js';
@@ -119,7 +118,7 @@ function entriesOf(ref: DatasetRef): Entry[] {
  * On any error the run begun is deleted, so a failed import leaves nothing behind.
  */
 export async function readDataset(
-  store: StoreBackend,
+  into: RunTarget,
   source: SodaSource,
   ref: DatasetRef,
   options: DatasetReadOptions = {},
@@ -228,16 +227,16 @@ export async function readDataset(
   const metadata: JsonObject = extension?.run.metadata ?? {
     soda: { dataset: ref.id, collection: ref.collection, generation: ref.generation },
   };
-  const recorder = await RunRecorder.begin(store, {
+  const recorder = await into.beginRun({
     simulator: extension?.run.simulator ?? { name: 'SODA.Sim', version },
     description: extension?.run.description ?? `SODA.Sim dataset ${ref.id}`,
     metadata,
     begin,
   });
-  try {
+  {
     await recorder.declareActors(actors);
     const declared = new Set(await recorder.declareStreams(streams));
-    if (roadnetFrom) await attachRoads(store, recorder.run.id, roadnetFrom, ref.descriptor, warn);
+    if (roadnetFrom) await attachRoads(recorder, roadnetFrom, ref.descriptor, warn);
     // SODA.Sim in synchronous mode stamps rows from the start of the run, not the epoch (format notes, 1.5).
     let base: number | undefined =
       (metadata.soda as JsonObject | undefined)?.timeBase === 'relative' ? begin : extension ? 0 : undefined;
@@ -288,7 +287,7 @@ export async function readDataset(
           const id = `${plan.actor}/${stream}`;
           if (!declared.has(id)) {
             // A G2 component met for the first time: its own stream, fields as they come.
-            await recorder.declareStream({ name: stream, actor: plan.actor!, fields: [] });
+            await recorder.declareStreams([{ name: stream, actor: plan.actor!, fields: [] }]);
             declared.add(id);
           }
           push(id, { ...keep(fields, plan.present?.get(stream)), t, step });
@@ -341,10 +340,6 @@ export async function readDataset(
     if (endReason !== undefined && endTs !== undefined) return await recorder.end(endReason, { end: endTs });
     warn(`${where}: no end_ts/end_reason (the recording did not finish); the run ends as interrupted`);
     return await recorder.end('interrupted');
-  } catch (error) {
-    await recorder.end('inner_error').catch(() => {});
-    await store.deleteRun(recorder.run.id).catch(() => {});
-    throw error;
   }
 }
 
@@ -353,10 +348,8 @@ export async function readDataset(
  * whose batches end before the run does has left one sample interval (its stream's mean) after its
  * last row, when its next row would have come. Actors with rows to the end stay present.
  */
-async function leaveWhereBatchesEnd(recorder: RunRecorder, runEnd: number | undefined): Promise<void> {
-  const streams = (await recorder.store.listStreams(recorder.run.id)).filter(
-    (s) => s.actor !== null && s.end !== null,
-  );
+async function leaveWhereBatchesEnd(recorder: RunSink, runEnd: number | undefined): Promise<void> {
+  const streams = (await recorder.streams()).filter((s) => s.actor !== null && s.end !== null);
   const end = runEnd ?? Math.max(...streams.map((s) => s.end!));
   const last = new Map<string, { end: number; interval: number | null }>();
   for (const s of streams) {
@@ -383,8 +376,7 @@ function keep<T extends Record<string, unknown>>(fields: T, present: Set<string>
 }
 
 async function attachRoads(
-  store: StoreBackend,
-  run: number,
+  sink: RunSink,
   entry: Entry,
   descriptor: SodaDocument,
   warn: (message: string) => void,
@@ -398,7 +390,7 @@ async function attachRoads(
     );
   if (roads) {
     const marks = roadsToLaneMarks(roads, `${entry.where}.${LANE_MARKS_KEY}`);
-    await store.putAttachment(run, {
+    await sink.attach({
       name: LANE_MARKS_ATTACHMENT,
       mediaType: 'application/json',
       data: Buffer.from(JSON.stringify(marks)),
@@ -409,6 +401,6 @@ async function attachRoads(
     const text = string(d.xdor, `${entry.where}.xdor`);
     const read = readRoadNetwork(text, { file: `${entry.where}.xdor` });
     for (const w of read.warnings) warn(w);
-    await attachRoadNetwork(store, run, read.network);
+    await keepRoadNetwork(sink, read.network);
   }
 }

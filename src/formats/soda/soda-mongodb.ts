@@ -1,6 +1,6 @@
 import { BSON, Long, MongoClient, MongoServerError, type Db, type WriteConcernSettings } from 'mongodb';
 import { SimrecError } from '../../model/errors.js';
-import { connectMongo } from '../../store/mongodb/connect-mongo.js';
+import { connectMongo } from '../../mongodb/connect-mongo.js';
 import { int64, string, type BsonDoc } from './bson-fields.js';
 import { laneMarksFromBson } from './duplicate-keys.js';
 import { collectionRole, datasetCollection, SODA_DEFAULT_DATABASE } from './soda-layout.js';

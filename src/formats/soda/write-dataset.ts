@@ -2,12 +2,11 @@ import { BSON } from 'mongodb';
 import { invalid } from '../../model/errors.js';
 import type { JsonObject, JsonValue } from '../../model/json.js';
 import type { LaneMark } from '../../model/roadnet.js';
-import type { ActorInfo, RunInfo } from '../../model/run.js';
+import type { ActorInfo } from '../../model/run.js';
 import { CONTROL_STREAM, STATE_STREAM, WHEELS_STREAM } from '../../model/standard-streams.js';
-import type { StoreBackend } from '../../model/store-port.js';
+import type { RunSource } from '../../model/run-ports.js';
 import type { FieldType, Sample, StreamInfo } from '../../model/stream.js';
-import { streamSamples } from '../../replay/run-queries.js';
-import { loadRoadNetwork } from '../../roadnet/roadnet-attachment.js';
+import { readRoadNetwork } from '../../roadnet/roadnet-attachment.js';
 import {
   fromCanonicalJson,
   fromPlainJson,
@@ -209,25 +208,25 @@ function wheelsRow(wheels: unknown): BsonDoc[] {
   });
 }
 
-async function readAll(store: StoreBackend, run: number, stream: string): Promise<Sample[]> {
+async function readAll(source: RunSource, stream: string): Promise<Sample[]> {
   const out: Sample[] = [];
-  for await (const batch of streamSamples(store, run, stream)) for (const s of batch) out.push(s);
+  for await (const batch of source.samples(stream)) for (const s of batch) out.push(s);
   return out;
 }
 
 /** Prepares a run's export as SODA.Sim dataset `id`. The run's samples are read as batches are asked for. */
 export async function writeDataset(
-  store: StoreBackend,
-  run: RunInfo,
+  source: RunSource,
   id: number,
   options: DatasetWriteOptions = {},
 ): Promise<DatasetWrite> {
   const warn = options.warn ?? (() => {});
+  const { run } = source;
   const [actors, streams, roadnet, sodaMarks] = await Promise.all([
-    store.listActors(run.id),
-    store.listStreams(run.id),
-    loadRoadNetwork(store, run.id),
-    store.getAttachment(run.id, LANE_MARKS_ATTACHMENT),
+    source.actors(),
+    source.streams(),
+    readRoadNetwork(source, run.id),
+    source.attachment(LANE_MARKS_ATTACHMENT),
   ]);
   const entries = planEntries(actors, streams, roadnet !== undefined);
   for (const entry of entries)
@@ -238,7 +237,7 @@ export async function writeDataset(
       entry.description.road_lanes_marks = laneMarksToRoads(marks);
       if (roadnet?.source.format === 'opendrive') entry.description.xdor = roadnet.source.text;
     }
-  const attachments = await store.listAttachments(run.id);
+  const attachments = await source.attachments();
   const left = attachments.filter((a) => !a.name.startsWith('roadnet/') && a.name !== LANE_MARKS_ATTACHMENT);
   if (left.length)
     warn(`run ${run.id}: ${left.length} attachments have no place in SODA.Sim's layout and are not exported`);
@@ -292,7 +291,7 @@ export async function writeDataset(
         bytes = 0;
         return doc;
       };
-      const samples = await Promise.all(entry.streams.map((s) => readAll(store, run.id, s.id)));
+      const samples = await Promise.all(entry.streams.map((s) => readAll(source, s.id)));
       samples.forEach((list, k) => {
         const present = new Set<string>();
         for (const s of list) for (const key in s) if (key !== 't' && key !== 'step') present.add(key);

@@ -1,5 +1,5 @@
 import type { FormatCodec } from '../../model/codec-port.js';
-import { perceptionImportRun } from '../perception/codec.js';
+import { perceptionRead } from '../perception/codec.js';
 import { importSolo } from './read-solo.js';
 import { exportSolo } from './write-solo.js';
 
@@ -7,11 +7,14 @@ import { exportSolo } from './write-solo.js';
 export const soloCodec: FormatCodec = {
   name: 'solo',
   description: "Unity Perception's SOLO dataset (metadata.json, sequence.N/stepM.frame_data.json)",
-  importRun: perceptionImportRun(importSolo),
-  async exportRun(store, run, location, options) {
-    const result = await exportSolo(store, run, location, {
-      warn: (where, message) => options.warn?.(`${where}: ${message}`),
+  output: 'folder',
+  read: perceptionRead(importSolo),
+  async write(sources, location, options) {
+    const result = await exportSolo(sources.runs[0]!, location, {
+      warn: options.warn,
+      signal: options.signal,
+      onProgress: options.onProgress,
     });
-    return { details: { ...result } };
+    return { ...result };
   },
 };

@@ -1,10 +1,10 @@
-import type { StoreBackend } from '../../model/store-port.js';
+import type { RunTarget } from '../../model/run-ports.js';
 import { importDataset, type ImportOptions, type ImportResult } from '../perception/index.js';
 import { readSoloDataset } from './solo-dataset.js';
 
 export const importSolo = (
-  store: StoreBackend,
+  into: RunTarget,
   dir: string,
   options: ImportOptions = {},
 ): Promise<ImportResult> =>
-  importDataset(store, dir, readSoloDataset, { ...options, simulator: { name: 'unity-perception' } });
+  importDataset(into, dir, readSoloDataset, { ...options, simulator: { name: 'unity-perception' } });

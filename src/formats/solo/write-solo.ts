@@ -20,7 +20,7 @@ import {
   type QuaternionTuple,
   type Vec3Tuple,
 } from '../../model/perception.js';
-import type { StoreBackend } from '../../model/store-port.js';
+import type { RunSource } from '../../model/run-ports.js';
 import { canonicalPositionToUnity, canonicalQuaternionToUnity } from '../../model/units.js';
 import { loadDataset, type LoadedDataset } from '../perception/perception-run.js';
 import { isObject, type Warn } from '../perception/source-values.js';
@@ -66,12 +66,11 @@ interface Frame {
 }
 
 export async function exportSolo(
-  store: StoreBackend,
-  runId: number,
+  source: RunSource,
   dir: string,
   options: { warn: Warn; onProgress?: (done: number, total: number) => void; signal?: AbortSignal },
 ): Promise<SoloExportResult> {
-  const dataset = await loadDataset(store, runId);
+  const dataset = await loadDataset(source);
   await requireEmptyTarget(dir, 'a SOLO export');
   const solo = dataset.info.layout === 'solo';
   const frames = groupFrames(dataset, solo);
@@ -141,8 +140,7 @@ export async function exportSolo(
       metrics: frame.metrics.map((m) => metricRecord(m, dataset, metricDefinitions, annotationOwner, solo)),
     };
     files += await copyAttachments(
-      store,
-      runId,
+      source,
       names.keys(),
       (name) => join(dir, folder, names.get(name)!),
       options.warn,

@@ -1,4 +1,3 @@
-import { SimrecError } from '../../model/errors.js';
 import type { FormatCodec } from '../../model/codec-port.js';
 import { exportYolo } from './export-yolo.js';
 
@@ -6,16 +5,12 @@ import { exportYolo } from './export-yolo.js';
 export const yoloCodec: FormatCodec = {
   name: 'yolo',
   description: 'YOLO labels (one .txt per image, normalised to [0,1]) and classes; export only',
-  async importRun() {
-    throw new SimrecError(
-      'unsupported',
-      'yolo: import is not supported; import the Perception or SOLO dataset the images came from',
-    );
-  },
-  async exportRun(store, run, location, options) {
-    const result = await exportYolo(store, run, location, {
-      warn: (where, message) => options.warn?.(`${where}: ${message}`),
+  output: 'folder',
+  async write(sources, location, options) {
+    const result = await exportYolo(sources.runs[0]!, location, {
+      warn: options.warn,
+      onProgress: options.onProgress,
     });
-    return { details: JSON.parse(JSON.stringify(result)) };
+    return JSON.parse(JSON.stringify(result));
   },
 };

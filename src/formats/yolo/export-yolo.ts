@@ -5,7 +5,7 @@
  * label ids as they are, which leaves gaps YOLO trainers read as empty classes.
  */
 import { join } from 'node:path';
-import type { StoreBackend } from '../../model/store-port.js';
+import type { RunSource } from '../../model/run-ports.js';
 import { labelKey, labelledExport } from '../perception/labelled-images.js';
 import type { Warn } from '../perception/source-values.js';
 import { copyAttachments, writeFileAtomic } from '../perception/write-perception.js';
@@ -23,12 +23,11 @@ const norm = (v: number): string => Math.min(1, Math.max(0, v)).toFixed(6);
 export const labelFileName = (imageName: string): string => imageName.replace(/\.[^./]*$/, '') + '.txt';
 
 export async function exportYolo(
-  store: StoreBackend,
-  runId: number,
+  source: RunSource,
   dir: string,
   options: { warn: Warn; onProgress?: (done: number, total: number) => void },
 ): Promise<YoloExportResult> {
-  const { images, labels } = await labelledExport(store, runId, dir, 'a YOLO export', options.warn);
+  const { images, labels } = await labelledExport(source, dir, 'a YOLO export', options.warn);
   const classOf = new Map(labels.map((l, i) => [String(l.id), i] as const));
   let lines = 0;
   for (const [i, image] of images.entries()) {
@@ -63,8 +62,7 @@ export async function exportYolo(
   ].join('\n');
   await writeFileAtomic(join(dir, 'data.yaml'), yaml);
   const files = await copyAttachments(
-    store,
-    runId,
+    source,
     images.map((i) => i.file),
     (name) => join(dir, 'images', name),
     options.warn,

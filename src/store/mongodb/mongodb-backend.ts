@@ -26,7 +26,7 @@ import type {
   WriterIdentity,
 } from '../../model/store-port.js';
 import { type InferredField, type Sample, type StreamInfo, type StreamSchema } from '../../model/stream.js';
-import { connectMongo } from './connect-mongo.js';
+import { connectMongo } from '../../mongodb/connect-mongo.js';
 import { sampleAt, samplesToColumns, type ColumnBatch } from '../../model/columns.js';
 import {
   ChunkCache,

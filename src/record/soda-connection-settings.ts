@@ -1,5 +1,5 @@
 import { describeValue, invalid } from '../model/errors.js';
-import { databaseNameProblem, isMongoUrl, redactUrl } from '../store/mongodb/mongodb-url.js';
+import { databaseNameProblem, isMongoUrl, redactUrl } from '../mongodb/mongodb-url.js';
 
 /** SODA.Sim's defaults (`USodaUserSettings`): a local server, database `sodasim`, no auto-connect. */
 export const SODA_CONNECTION_DEFAULTS = {

@@ -1,5 +1,5 @@
 import { MongoClient, MongoServerError, type Db } from 'mongodb';
-import { SimrecError } from '../../model/errors.js';
+import { SimrecError } from '../model/errors.js';
 import { databaseOfUrl, redactUrl } from './mongodb-url.js';
 
 export interface ConnectMongoOptions {

@@ -1,7 +1,9 @@
 import { conflict, SimrecError } from '../model/errors.js';
 import type { RunInfo } from '../model/run.js';
 import type { StoreBackend } from '../model/store-port.js';
-import { redactUrl } from '../store/mongodb/mongodb-url.js';
+import { storeRunSource } from '../replay/run-source.js';
+import { withImportTarget } from './import-run.js';
+import { redactUrl } from '../mongodb/mongodb-url.js';
 import type { SodaDatabase, SodaDatasetSummary } from '../formats/soda/soda-mongodb.js';
 import type { SodaConnectionSettings } from './soda-connection-settings.js';
 
@@ -142,9 +144,11 @@ export class SodaConnection {
     const db = this.requireDb();
     return this.serially(async () => {
       const { importSoda } = await import('../formats/soda/index.js');
-      const result = await importSoda(this.options.store, db, { dataset: id });
-      for (const r of result.runs) this.settled.add(r.run.id);
-      return result.runs[0]!.run;
+      const { runs } = await withImportTarget(this.options.store, {}, (into) =>
+        importSoda(into, db, { dataset: id }),
+      );
+      for (const run of runs) this.settled.add(run.id);
+      return runs[0]!;
     });
   }
 
@@ -188,7 +192,10 @@ export class SodaConnection {
       try {
         const { exportSoda } = await import('../formats/soda/index.js');
         const warnings: string[] = [];
-        const result = await exportSoda(this.options.store, run.id, db, { warn: (m) => warnings.push(m) });
+        const store = this.options.store;
+        const result = await exportSoda(await storeRunSource(store, run.id), store, db, {
+          warn: (m) => warnings.push(m),
+        });
         Object.assign(record, { dataset: result.dataset, collection: result.collection });
         if (warnings.length) record.warnings = warnings;
         this.addExport(record);

@@ -1,0 +1,109 @@
+import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+import type { FormatCodec, WriteOptions } from '../model/codec-port.js';
+import { conflict, invalid, SimrecError } from '../model/errors.js';
+import type { JsonObject } from '../model/json.js';
+import type { ExportSources, RunSource } from '../model/run-ports.js';
+import type { StoreBackend } from '../model/store-port.js';
+import type { Sample } from '../model/stream.js';
+import { loadCodec } from '../formats/registry.js';
+import { storeRunSource } from './run-source.js';
+
+/**
+ * Connects a store to a format's writer: the only caller of `codec.write`. It opens the runs as
+ * RunSources and writes so that a failure or an abort leaves nothing behind: a `file` or `folder`
+ * output is written under a temporary sibling name and takes its name only once complete (replacing
+ * what was there: the caller has checked that it may).
+ */
+
+export interface ExportOptions {
+  warn?: (where: string, message: string) => void;
+  signal?: AbortSignal;
+  onProgress?: (done: number, total: number) => void;
+  /** Replace what is at the location (the face checks --force before). */
+  overwrite?: boolean;
+  /** Add the runs to the dataset at the location (`dataset` layouts: --episode-of). */
+  append?: boolean;
+  /** Scores a run on the fly for formats that always carry scores (see WriteOptions.evaluate). */
+  evaluate?: (run: number) => Promise<Sample[]>;
+  /** The format's own options (FormatOption), by key. */
+  settings?: Readonly<Record<string, string | number | boolean>>;
+}
+
+/** The temporary sibling an output is written to before it takes its name (hidden, this process's). */
+export const temporarySibling = (location: string): string =>
+  join(dirname(location), `.${basename(location)}.partial-${process.pid}`);
+
+export async function exportRecording(
+  store: StoreBackend,
+  format: FormatCodec | string,
+  runIds: readonly number[],
+  location: string,
+  options: ExportOptions = {},
+): Promise<JsonObject> {
+  const codec = typeof format === 'string' ? await loadCodec(format) : format;
+  const write = codec.write;
+  if (!write)
+    throw new SimrecError('unsupported', `${codec.name}: export is not supported (simrec reads it only)`);
+  if (runIds.length === 0) throw invalid('RUN: expected at least one run to export');
+  if (runIds.length > 1 && !codec.multiRun)
+    throw invalid(
+      `${codec.name}: writes one run to a location; several runs are for formats that hold several`,
+    );
+  if (!options.overwrite && (codec.output === 'file' || codec.output === 'folder')) requireFree(location);
+  if (options.append && codec.output !== 'dataset')
+    throw invalid(`${codec.name}: cannot add runs to an existing output (only datasets of episodes can)`);
+  const signal = options.signal ?? new AbortController().signal;
+  const runs: RunSource[] = [];
+  for (const id of runIds) runs.push(await storeRunSource(store, id, signal));
+  const sources: ExportSources = { runs, scenarios: store.scenarios, vehicles: store.vehicles };
+  const writeOptions: WriteOptions = {
+    warn: options.warn ?? (() => {}),
+    signal,
+    onProgress: options.onProgress ?? (() => {}),
+    overwrite: Boolean(options.overwrite),
+    append: Boolean(options.append),
+    evaluate: options.evaluate ?? (async () => []),
+    settings: options.settings ?? {},
+  };
+  if (codec.output === 'dataset' || codec.output === 'database')
+    return write.call(codec, sources, location, writeOptions);
+  return writeThroughTemporary(location, codec.output === 'folder', async (path) => {
+    const details = await write.call(codec, sources, path, writeOptions);
+    signal.throwIfAborted();
+    return details;
+  });
+}
+
+/** A path that holds something (a file, or a folder that is not empty) is not overwritten unasked. */
+function requireFree(location: string): void {
+  if (!existsSync(location)) return;
+  if (statSync(location).isDirectory() && readdirSync(location).length === 0) return;
+  throw conflict(`${location}: already exists; --force replaces it`);
+}
+
+/**
+ * Writes an output under its temporary sibling, then gives it its name, replacing what was there: a
+ * failed or interrupted export leaves the old output whole and no temporary behind.
+ */
+async function writeThroughTemporary<T>(
+  location: string,
+  folder: boolean,
+  write: (path: string) => Promise<T>,
+): Promise<T> {
+  const temporary = temporarySibling(location);
+  const clean = (): void => {
+    for (const path of [temporary, ...['-journal', '-wal', '-shm'].map((s) => temporary + s)])
+      rmSync(path, { recursive: true, force: true });
+  };
+  clean();
+  try {
+    const result = await write(temporary);
+    if (folder && !existsSync(temporary)) mkdirSync(temporary); // an empty dataset is still the one asked for
+    rmSync(location, { recursive: true, force: true });
+    renameSync(temporary, location);
+    return result;
+  } finally {
+    clean();
+  }
+}

@@ -1,0 +1,40 @@
+import type { RunSource } from '../model/run-ports.js';
+import type { StoreBackend } from '../model/store-port.js';
+import { requireRun } from './run-queries.js';
+
+const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+/**
+ * A stored run as a format's writer reads it. Every answer first gives the event loop a turn and
+ * checks the signal: a writer that reads from SQLite (synchronous underneath) and writes synchronously
+ * would otherwise never let a Ctrl-C handler run, and an abort would wait for the whole export.
+ */
+export async function storeRunSource(
+  store: StoreBackend,
+  runId: number,
+  signal: AbortSignal = new AbortController().signal,
+): Promise<RunSource> {
+  const run = await requireRun(store, runId);
+  const turn = async <T>(answer: Promise<T>): Promise<T> => {
+    await nextTurn();
+    signal.throwIfAborted();
+    return answer;
+  };
+  async function* turns<T>(source: AsyncIterable<T>): AsyncGenerator<T> {
+    for await (const item of source) {
+      await nextTurn();
+      signal.throwIfAborted();
+      yield item;
+    }
+  }
+  return {
+    run,
+    actors: () => turn(store.listActors(runId)),
+    streams: () => turn(store.listStreams(runId)),
+    samples: (stream, window = {}) => turns(store.readSamples({ run: runId, stream, ...window, signal })),
+    columns: (stream, window = {}) => turns(store.readColumns({ run: runId, stream, ...window, signal })),
+    bracket: (args) => turn(store.bracketMany(runId, args)),
+    attachments: () => turn(store.listAttachments(runId)),
+    attachment: (name) => turn(store.getAttachment(runId, name)),
+  };
+}
