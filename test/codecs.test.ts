@@ -1,0 +1,128 @@
+/** The codec conformance suite (test/codec-conformance.ts) for every codec in the registry. */
+import { copyFileSync, cpSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { FORMATS, loadCodec } from '../src/formats/registry.js';
+import { recordSyntheticRun } from '../src/demo/synthetic-run.js';
+import { importRecording } from '../src/record/import-run.js';
+import { exportRecording } from '../src/replay/export-run.js';
+import type { StoreBackend } from '../src/model/store-port.js';
+import { runCodecConformance, type RunPrint } from './codec-conformance.js';
+import { fixture, REPO_ROOT } from './helpers/paths.js';
+
+const codec = async (name: string) => loadCodec(name);
+const LIMSIM_DB = fixture('limsim-db', 'egoTrackingTest.db');
+const PERCEPTION_MOCK = fixture('perception-simrun', 'Dataset');
+const SOLO = join(REPO_ROOT, 'test', 'fixtures', 'pysolotools', 'solo');
+
+/** A file cut short: what a copy interrupted mid-way leaves. */
+function truncated(dir: string, file: string, name: string): string {
+  const out = join(dir, name);
+  const bytes = readFileSync(file);
+  writeFileSync(out, bytes.subarray(0, Math.floor(bytes.length / 3)));
+  return out;
+}
+
+/** A dataset folder with one of its JSON files damaged. */
+function damaged(dir: string, from: string, name: string, file: string): string {
+  const out = join(dir, name);
+  cpSync(from, out, { recursive: true });
+  writeFileSync(join(out, file), '{"captures": [ {"id": ');
+  return out;
+}
+
+/** A recording made by simrec's own writer from a synthetic run, for formats without a real sample here. */
+async function writtenBySimrec(
+  store: StoreBackend,
+  dir: string,
+  format: string,
+  name: string,
+): Promise<string> {
+  const run = await recordSyntheticRun(store, { duration: 2, rateHz: 10, vehicles: 2 });
+  const out = join(dir, name);
+  await exportRecording(store, format, [run.id], out, { overwrite: true });
+  return out;
+}
+
+const perceptionRun = async (store: StoreBackend): Promise<number> =>
+  (await importRecording(store, 'perception', PERCEPTION_MOCK)).runs[0]!.id;
+
+describe('every codec is in the conformance suite', () => {
+  it('lists each registered format below', () => {
+    assert.deepEqual(Object.keys(FORMATS).sort(), [
+      'coco',
+      'didrive',
+      'limsim',
+      'perception',
+      'soda',
+      'solo',
+      'yolo',
+    ]);
+  });
+});
+
+runCodecConformance({
+  codec: await codec('limsim'),
+  fixtures: [{ name: "LimSim's egoTrackingTest.db", location: () => LIMSIM_DB }],
+  broken: (dir) => truncated(dir, LIMSIM_DB, 'cut.db'),
+});
+
+runCodecConformance({
+  codec: await codec('perception'),
+  fixtures: [
+    { name: "Perception's mock dataset", location: () => PERCEPTION_MOCK },
+    {
+      name: "datasetinsights' copy",
+      location: () => fixture('perception-simrun', 'datasetinsights', 'Dataset'),
+    },
+  ],
+  broken: (dir) => damaged(dir, PERCEPTION_MOCK, 'broken-perception', 'captures_000.json'),
+  sourceRun: perceptionRun,
+});
+
+runCodecConformance({
+  codec: await codec('solo'),
+  fixtures: [{ name: "pysolotools' SOLO sample", location: () => SOLO }],
+  broken: (dir) => damaged(dir, SOLO, 'broken-solo', 'metadata.json'),
+  sourceRun: perceptionRun,
+});
+
+runCodecConformance({
+  codec: await codec('soda'),
+  // Velocities go through Unreal's frame (centimetres, left-handed) and back: the last bit may change.
+  precision: 12,
+  fixtures: [
+    {
+      name: 'a run written by simrec',
+      location: (dir, store) => writtenBySimrec(store, dir, 'soda', 'soda-made'),
+    },
+  ],
+  broken: (dir) => {
+    const out = join(dir, 'broken-soda');
+    mkdirSync(out, { recursive: true });
+    writeFileSync(join(out, 'datasets.json'), '{"_id": {"$numberLong": ');
+    return out;
+  },
+});
+
+runCodecConformance({
+  codec: await codec('didrive'),
+  fixtures: [
+    {
+      name: 'a run written by simrec',
+      location: (dir, store) => writtenBySimrec(store, dir, 'didrive', 'didrive-made'),
+    },
+  ],
+  broken: (dir) => {
+    const out = join(dir, 'broken-didrive', 'episode_00000', 'measurements.lmdb');
+    mkdirSync(out, { recursive: true });
+    copyFileSync(LIMSIM_DB, join(out, 'data.mdb'));
+    return join(dir, 'broken-didrive');
+  },
+});
+
+for (const name of ['coco', 'yolo'])
+  runCodecConformance({ codec: await codec(name), fixtures: [], sourceRun: perceptionRun });
+
+export type { RunPrint };
