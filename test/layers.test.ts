@@ -9,6 +9,19 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { describe, it } from 'node:test';
 import { REPO_ROOT as repoRoot } from './helpers/paths.js';
 
+const WORK_AND_BELOW = [
+  'model',
+  'roadnet',
+  'mongodb',
+  'formats',
+  'store',
+  'record',
+  'ingest',
+  'replay',
+  'evaluate',
+  'demo',
+];
+
 /** Each part of simrec and what it may import (besides itself). */
 const MAY_IMPORT: Record<string, readonly string[]> = {
   // The model: types, schemas, units, validation; no I/O.
@@ -26,31 +39,8 @@ const MAY_IMPORT: Record<string, readonly string[]> = {
   evaluate: ['model', 'roadnet', 'record', 'replay'],
   demo: ['model', 'roadnet', 'store', 'record', 'replay'],
   // The faces.
-  server: [
-    'model',
-    'roadnet',
-    'mongodb',
-    'formats',
-    'store',
-    'record',
-    'ingest',
-    'replay',
-    'evaluate',
-    'demo',
-  ],
-  cli: [
-    'model',
-    'roadnet',
-    'mongodb',
-    'formats',
-    'store',
-    'record',
-    'ingest',
-    'replay',
-    'evaluate',
-    'demo',
-    'server',
-  ],
+  server: WORK_AND_BELOW,
+  cli: [...WORK_AND_BELOW, 'server'],
   web: ['model', 'server'],
   index: ['model', 'store', 'record', 'replay', 'demo', 'formats'],
 };
