@@ -645,6 +645,27 @@ export function runStoreConformance(target: ConformanceTarget): void {
       assert.equal(await store.vehicles.get('truck'), undefined);
     });
 
+    test('catalog entries the model refuses are not stored, on every backend (store/common/catalogs.ts)', async (store) => {
+      await assert.rejects(
+        store.vehicles.put({ name: '', timestamp: BEGIN, doc: {} }),
+        /vehicle\.name: expected a non-empty string/,
+      );
+      await assert.rejects(
+        store.vehicles.put({ name: 'nan', timestamp: BEGIN, doc: { speed: NaN } }),
+        /vehicle nan\.doc/,
+      );
+      await assert.rejects(
+        store.scenarios.put({ id: 2n ** 64n, timestamp: BEGIN, description: '', bin: new Uint8Array(0) }),
+        /does not fit in 64 bits/,
+      );
+      await assert.rejects(
+        store.scenarios.put({ id: 7n, timestamp: 1.5, description: '', bin: new Uint8Array(0) }),
+        /scenario 7\.timestamp: expected integer microseconds, got 1\.5/,
+      );
+      assert.equal(await store.vehicles.get('nan'), undefined);
+      assert.equal(await store.scenarios.get(7n), undefined);
+    });
+
     test('derived streams are written whole, replace earlier versions, and work on closed runs', async (store) => {
       const rec = await beginCarRun(store);
       await rec.appendBatch(

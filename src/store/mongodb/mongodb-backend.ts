@@ -18,7 +18,6 @@ import type {
   ReadSamplesArgs,
   SampleBracket,
   StoreBackend,
-  IntegrityProblem,
   IntegrityReport,
   BracketArgs,
   ColumnAppend,
@@ -36,6 +35,8 @@ import {
   sliceBatch,
   type ChunkView,
 } from '../common/chunk-reader.js';
+import { scenarioCatalog, vehicleCatalog } from '../common/catalogs.js';
+import { checkStoreIntegrity } from '../common/integrity-check.js';
 import { readSamplesViaColumns, sampleBracketViaMany } from '../common/sample-reads.js';
 import {
   DEFAULT_TAIL_OPTIONS,
@@ -150,8 +151,8 @@ export class MongoBackend implements StoreBackend {
       ...(options.chunkSamples ? { chunkSamples: options.chunkSamples } : {}),
     };
     this.cache = new ChunkCache(options.cacheBlocks ? { blocks: options.cacheBlocks } : {});
-    this.scenarios = this.scenarioCatalog();
-    this.vehicles = this.vehicleCatalog();
+    this.scenarios = scenarioCatalog(this.scenarioRows());
+    this.vehicles = vehicleCatalog(this.vehicleRows());
   }
 
   /** Connects (the URL's path names the database, default `simrec`) and makes the indexes it serves. */
@@ -597,63 +598,49 @@ export class MongoBackend implements StoreBackend {
   }
 
   async checkIntegrity(options: { repair?: boolean } = {}): Promise<IntegrityReport> {
-    const repair = options.repair === true;
-    const problems: IntegrityProblem[] = [];
-    const streams = await this.streams().find().toArray();
-    let chunks = 0;
-    let samples = 0;
-    for (const s of streams) {
-      const where = `run ${s._id.run} stream ${s._id.id}`;
-      let count = 0;
-      let begin: number | null = null;
-      let end: number | null = null;
-      for await (const doc of this.chunks()
-        .find({ run: s._id.run, stream: s._id.id })
-        .sort({ begin: 1, _id: 1 })) {
-        chunks++;
-        try {
-          const chunk = openChunk(bytes(doc.data), `${where} chunk ${String(doc._id)}`);
-          chunk.decodeAll();
-          if (chunk.n !== doc.count)
-            throw new Error(`holds ${chunk.n} samples, its document says ${doc.count}`);
-        } catch (error) {
-          if (repair) await this.chunks().deleteOne({ _id: doc._id! }, { writeConcern: DURABLE });
-          problems.push({
-            where: `${where} chunk ${String(doc._id)}`,
-            problem: `unreadable: ${(error as Error).message}`,
-            repaired: repair,
-          });
-          continue;
-        }
-        count += doc.count;
-        begin ??= doc.begin;
-        end = doc.end;
-      }
-      samples += count;
-      if (count !== s.samples || (count > 0 && (begin !== s.begin || end !== s.end))) {
-        problems.push({
-          where,
-          problem: `counters say ${s.samples} samples, its chunks hold ${count}`,
-          repaired: repair,
-        });
-        if (repair)
-          await this.streams().updateOne(
-            { _id: s._id },
-            { $set: { samples: count, begin, end } },
+    const chunks = this.chunks();
+    return checkStoreIntegrity<StreamDoc['_id'], ObjectId>(
+      {
+        // MongoDB checks its own storage (validate, repair) outside a client's reach.
+        databaseProblems: async () => [],
+        streams: async () =>
+          (await this.streams().find().toArray()).map((s) => ({
+            key: s._id,
+            run: s._id.run,
+            id: s._id.id,
+            samples: s.samples,
+            begin: s.begin,
+            end: s.end,
+          })),
+        chunks: async function* (this: void, stream) {
+          for await (const doc of chunks
+            .find({ run: stream.run, stream: stream.id })
+            .sort({ begin: 1, _id: 1 }))
+            yield { id: doc._id!, begin: doc.begin, end: doc.end, count: doc.count, data: bytes(doc.data) };
+        },
+        runCount: () => this.runs().countDocuments(),
+        replaceChunk: async (id, chunk) => {
+          await chunks.updateOne(
+            { _id: id },
+            {
+              $set: { data: new Binary(chunk.data), count: chunk.count, begin: chunk.begin, end: chunk.end },
+            },
             { writeConcern: DURABLE },
           );
-      }
-    }
-    if (repair) this.schemas.clear();
-    const runs = await this.runs().countDocuments();
-    return {
-      ok: problems.every((p) => p.repaired),
-      runs,
-      streams: streams.length,
-      chunks,
-      samples,
-      problems,
-    };
+        },
+        deleteChunk: async (id) => {
+          await chunks.deleteOne({ _id: id }, { writeConcern: DURABLE });
+        },
+        setCounters: async (stream, c) => {
+          await this.streams().updateOne({ _id: stream.key }, { $set: c }, { writeConcern: DURABLE });
+        },
+        forgetCaches: () => {
+          this.schemas.clear();
+          this.cache.clear();
+        },
+      },
+      options,
+    );
   }
 
   async close(): Promise<void> {
@@ -695,7 +682,7 @@ export class MongoBackend implements StoreBackend {
   }
 
   /** SODA.Sim's own `scenarios` collection: `_id` int64, `timestamp` int64 us, `description`, `bin`. */
-  private scenarioCatalog(): CatalogPort<Scenario, ScenarioSummary, bigint> {
+  private scenarioRows(): CatalogPort<Scenario, ScenarioSummary, bigint> {
     const scenarios = (): Collection<ScenarioDoc> => this.db.collection<ScenarioDoc>('scenarios');
     return {
       put: async (s) => {
@@ -737,7 +724,7 @@ export class MongoBackend implements StoreBackend {
   }
 
   /** SODA.Sim's `vehicles`: `_id` the name, `timestamp` int64 us, `soda.sim` the configuration. */
-  private vehicleCatalog(): CatalogPort<VehicleConfig, VehicleConfig, string> {
+  private vehicleRows(): CatalogPort<VehicleConfig, VehicleConfig, string> {
     const vehicles = (): Collection<VehicleDoc> => this.db.collection<VehicleDoc>('vehicles');
     const fromDoc = (d: VehicleDoc): VehicleConfig => ({
       name: d._id,

@@ -27,13 +27,14 @@ import {
   firstBeginAtOrAfter,
   lastAtOrBefore,
   lastBeginAtOrBefore,
-  openChunk,
   openChunkFrom,
   sliceBatch,
   type ChunkRef,
   type ChunkView,
 } from '../common/chunk-reader.js';
-import { assembleChunk, ParsedChunk, type ChunkBytes, type EncodedBlock } from '../common/chunk-format.js';
+import type { ChunkBytes } from '../common/chunk-format.js';
+import { scenarioCatalog, vehicleCatalog } from '../common/catalogs.js';
+import { checkStoreIntegrity } from '../common/integrity-check.js';
 import { readSamplesViaColumns, sampleBracketViaMany } from '../common/sample-reads.js';
 import { DEFAULT_TAIL_OPTIONS, encodeChunks, type StreamTailOptions } from '../common/stream-tail.js';
 import { SCHEMA_DDL, SCHEMA_VERSION, SIMREC_APPLICATION_ID, upgradeSchema } from './sqlite-schema.js';
@@ -125,8 +126,8 @@ export class SqliteBackend implements StoreBackend {
             durability: options.durability ?? 'full',
             tail: this.tailOptions,
           });
-    this.scenarios = this.scenarioCatalog();
-    this.vehicles = this.vehicleCatalog();
+    this.scenarios = scenarioCatalog(this.scenarioRows());
+    this.vehicles = vehicleCatalog(this.vehicleRows());
   }
 
   /** Opens (creating if absent) a store file; refuses files that are not simrec stores. */
@@ -533,89 +534,83 @@ export class SqliteBackend implements StoreBackend {
   }
 
   async checkIntegrity(options: { repair?: boolean } = {}): Promise<IntegrityReport> {
-    const problems: IntegrityProblem[] = [];
-    const repair = options.repair === true;
-    const integrity = this.db.pragma('integrity_check') as { integrity_check: string }[];
-    for (const row of integrity)
-      if (row.integrity_check !== 'ok')
-        problems.push({ where: 'database', problem: row.integrity_check, repaired: false });
-    const foreign = this.db.pragma('foreign_key_check') as { table: string; rowid: number; parent: string }[];
-    for (const row of foreign)
-      problems.push({
-        where: `${row.table} row ${row.rowid}`,
-        problem: `refers to a missing ${row.parent} row`,
-        repaired: false,
-      });
-    const streams = this.stmt(
-      'SELECT key, run_id, id, samples, begin_us, end_us FROM streams ORDER BY key',
-    ).all() as Row[];
-    let chunks = 0;
-    let samples = 0;
-    for (const s of streams) {
-      const where = `run ${s.run_id} stream ${s.id}`;
-      const rows = this.stmt(
-        'SELECT id, begin_us, end_us, count, data FROM chunks WHERE stream_key = ? ORDER BY begin_us, id',
-      ).all(s.key) as Row[];
-      let count = 0;
-      let begin: number | null = null;
-      let end: number | null = null;
-      for (const row of rows) {
-        chunks++;
-        try {
-          // Every block decoded: a checksum proves the bytes are as written, decoding that they parse.
-          const view = openChunk(row.data as Buffer, `${where} chunk ${row.id}`);
-          const batch = view.decodeAll();
-          if (view.n !== row.count) throw new Error(`holds ${view.n} samples, its row says ${row.count}`);
-          if (batch.t[0] !== row.begin_us || batch.t[view.n - 1] !== row.end_us)
-            throw new Error('its time range disagrees with its row');
-        } catch (error) {
-          // A chunk is many blocks, each with its own checksum: the readable ones are kept.
-          const kept = repair ? this.salvage(row, `${where} chunk ${row.id}`) : null;
-          if (repair && !kept) this.stmt('DELETE FROM chunks WHERE id = ?').run(row.id);
-          problems.push({
-            where: `${where} chunk ${row.id}`,
-            problem: `unreadable: ${(error as Error).message}${kept ? `; its readable blocks kept (${kept.count} of ${row.count} samples)` : ''}`,
-            repaired: repair,
-          });
-          if (!kept) continue;
-          row.count = kept.count;
-          row.begin_us = kept.begin;
-          row.end_us = kept.end;
-        }
-        count += row.count as number;
-        begin ??= row.begin_us as number;
-        end = row.end_us as number;
-      }
-      samples += count;
-      if (count !== s.samples || (count > 0 && (begin !== s.begin_us || end !== s.end_us))) {
-        problems.push({
-          where,
-          problem: `counters say ${s.samples} samples over [${s.begin_us}, ${s.end_us}], its chunks hold ${count} over [${begin}, ${end}]`,
-          repaired: repair,
-        });
-        if (repair)
-          this.stmt('UPDATE streams SET samples = ?, begin_us = ?, end_us = ? WHERE key = ?').run(
-            count,
-            begin,
-            end,
-            s.key,
+    const db = this.db;
+    return checkStoreIntegrity<number, number>(
+      {
+        databaseProblems: async () => {
+          const problems: IntegrityProblem[] = [];
+          for (const row of db.pragma('integrity_check') as { integrity_check: string }[])
+            if (row.integrity_check !== 'ok')
+              problems.push({ where: 'database', problem: row.integrity_check, repaired: false });
+          for (const row of db.pragma('foreign_key_check') as {
+            table: string;
+            rowid: number;
+            parent: string;
+          }[])
+            problems.push({
+              where: `${row.table} row ${row.rowid}`,
+              problem: `refers to a missing ${row.parent} row`,
+              repaired: false,
+            });
+          return problems;
+        },
+        streams: async () =>
+          (
+            this.stmt(
+              'SELECT key, run_id, id, samples, begin_us, end_us FROM streams ORDER BY key',
+            ).all() as Row[]
+          ).map((r) => ({
+            key: r.key as number,
+            run: r.run_id as number,
+            id: r.id as string,
+            samples: r.samples as number,
+            begin: r.begin_us as number | null,
+            end: r.end_us as number | null,
+          })),
+        chunks: async function* (this: void, stream) {
+          const rows = db
+            .prepare(
+              'SELECT id, begin_us, end_us, count, data FROM chunks WHERE stream_key = ? ORDER BY begin_us, id',
+            )
+            .all(stream.key) as Row[];
+          for (const r of rows)
+            yield {
+              id: r.id as number,
+              begin: r.begin_us as number,
+              end: r.end_us as number,
+              count: r.count as number,
+              data: r.data as Buffer,
+            };
+        },
+        runCount: async () => (this.stmt('SELECT COUNT(*) AS n FROM runs').get() as Row).n as number,
+        replaceChunk: async (id, chunk) => {
+          this.stmt('UPDATE chunks SET data = ?, count = ?, begin_us = ?, end_us = ? WHERE id = ?').run(
+            chunk.data,
+            chunk.count,
+            chunk.begin,
+            chunk.end,
+            id,
           );
-      }
-    }
-    if (repair) {
-      this.lists.clear();
-      this.indexes.clear();
-      this.cache.clear();
-    }
-    const runs = (this.stmt('SELECT COUNT(*) AS n FROM runs').get() as Row).n as number;
-    return {
-      ok: problems.every((p) => p.repaired),
-      runs,
-      streams: streams.length,
-      chunks,
-      samples,
-      problems,
-    };
+        },
+        deleteChunk: async (id) => {
+          this.stmt('DELETE FROM chunks WHERE id = ?').run(id);
+        },
+        setCounters: async (stream, c) => {
+          this.stmt('UPDATE streams SET samples = ?, begin_us = ?, end_us = ? WHERE key = ?').run(
+            c.samples,
+            c.begin,
+            c.end,
+            stream.key,
+          );
+        },
+        forgetCaches: () => {
+          this.lists.clear();
+          this.indexes.clear();
+          this.cache.clear();
+        },
+      },
+      options,
+    );
   }
 
   async close(): Promise<void> {
@@ -626,42 +621,6 @@ export class SqliteBackend implements StoreBackend {
   }
 
   // ---- internals -----------------------------------------------------------------------------------
-
-  /**
-   * Rewrites a damaged chunk with its readable blocks only (their checksums hold and they decode);
-   * returns what it kept, or null when nothing is readable (the frame itself is damaged, or every block).
-   */
-  private salvage(row: Row, where: string): { count: number; begin: number; end: number } | null {
-    let view: ChunkView;
-    try {
-      view = openChunk(row.data as Buffer, where);
-    } catch {
-      return null;
-    }
-    if (!(view instanceof ParsedChunk)) return null;
-    const good: EncodedBlock[] = [];
-    for (let i = 0; i < view.blocks.length; i++)
-      try {
-        view.decodeBlock(i);
-        good.push(view.encodedBlock(i));
-      } catch {
-        // the damaged block: left out
-      }
-    if (good.length === 0) return null;
-    const kept = {
-      count: good.reduce((sum, b) => sum + b.rows, 0),
-      begin: good[0]!.begin,
-      end: good.at(-1)!.end,
-    };
-    this.stmt('UPDATE chunks SET data = ?, count = ?, begin_us = ?, end_us = ? WHERE id = ?').run(
-      assembleChunk(view.columns, good),
-      kept.count,
-      kept.begin,
-      kept.end,
-      row.id,
-    );
-    return kept;
-  }
 
   /** SQLite's failures (a full disk, a read-only file) become `io` errors that say what was being done. */
   private guard<T>(what: string, work: () => T): T {
@@ -835,7 +794,7 @@ export class SqliteBackend implements StoreBackend {
     this.dataVersion = version;
   }
 
-  private scenarioCatalog(): CatalogPort<Scenario, ScenarioSummary, bigint> {
+  private scenarioRows(): CatalogPort<Scenario, ScenarioSummary, bigint> {
     const db = this.db;
     return {
       async put(s) {
@@ -874,7 +833,7 @@ export class SqliteBackend implements StoreBackend {
     };
   }
 
-  private vehicleCatalog(): CatalogPort<VehicleConfig, VehicleConfig, string> {
+  private vehicleRows(): CatalogPort<VehicleConfig, VehicleConfig, string> {
     const db = this.db;
     const fromRow = (row: Row): VehicleConfig => ({
       name: row.name as string,
