@@ -15,7 +15,7 @@ import { streamSamples } from '../src/replay/run-queries.js';
 import {
   roadNetworkFromLimSimTables,
   type LimSimNetworkTables,
-} from '../src/roadnet/limsim/limsim-network-tables.js';
+} from '../src/formats/limsim/limsim-network-rows.js';
 import { attachRoadNetwork } from '../src/roadnet/roadnet-attachment.js';
 import { openStore } from '../src/store/open-store.js';
 import { fixture, tempDir } from './helpers/paths.js';

@@ -7,7 +7,7 @@ import {
   limSimTablesFromRoadNetwork,
   roadNetworkFromLimSimTables,
   type LimSimNetworkTables,
-} from '../src/roadnet/limsim/limsim-network-tables.js';
+} from '../src/formats/limsim/limsim-network-rows.js';
 import { readSumoNet } from '../src/roadnet/sumo/sumo-net-reader.js';
 import { fixture } from './helpers/paths.js';
 

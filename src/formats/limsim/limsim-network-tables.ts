@@ -4,13 +4,13 @@ import {
   limSimTablesFromRoadNetwork,
   roadNetworkFromLimSimTables,
   type LimSimNetworkTables,
-} from '../../roadnet/limsim/limsim-network-tables.js';
+} from './limsim-network-rows.js';
 import type { ReadResult } from '../../roadnet/xml/xml-source.js';
 import { formatIdList } from './limsim-encodings.js';
 
 /**
  * LimSim's network tables, as a whole database holds them, to and from the road-network model. The
- * row-to-model mapping itself is the road-network module's (`roadnet/limsim`); this adds what a
+ * row-to-model mapping itself is limsim-network-rows.ts's (column for column); this adds what a
  * database round trip needs beyond it: junction lanes no connection passes through (the model has no
  * geometry for them, so they ride on their junction's `extra`), edge ends naming no junction row,
  * LimSim++'s lane classes and junction-named lights, netBoundary, and the geohash grid.

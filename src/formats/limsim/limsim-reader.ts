@@ -5,7 +5,7 @@ import type { RunSink, RunTarget } from '../../model/run-ports.js';
 import type { StreamAppend } from '../../model/store-port.js';
 import type { FieldDecl, FieldType, Sample } from '../../model/stream.js';
 import { keepRoadNetwork } from '../../roadnet/roadnet-attachment.js';
-import type { LimSimNetworkTables } from '../../roadnet/limsim/limsim-network-tables.js';
+import type { LimSimNetworkTables } from './limsim-network-rows.js';
 import { asReadError, LimSimDatabase, variantName, type ColumnInfo, type Row } from './limsim-database.js';
 import { parseNetBoundary, parseRoute, parseStartTime } from './limsim-encodings.js';
 import { networkFromLimSimRows, type LaneClasses } from './limsim-network-tables.js';

@@ -12,7 +12,7 @@ import {
   type RoadPoint,
   type TrafficLight,
 } from '../../model/roadnet.js';
-import type { ReadResult } from '../xml/xml-source.js';
+import type { ReadResult } from '../../roadnet/xml/xml-source.js';
 
 /**
  * The rows of LimSim's road-network tables (master schema, `NetworkBuild.getData`), column for column.
