@@ -13,7 +13,8 @@ import { RunRecorder } from '../src/record/run-recorder.js';
 import { recordDemoRun, type DemoRunOptions } from '../src/demo/demo-run.js';
 import { corners, polygonsOverlap } from '../src/evaluate/footprint.js';
 import type { StoreBackend } from '../src/model/store-port.js';
-import { describeRun, sceneAt, usualSampleInterval } from '../src/replay/run-queries.js';
+import { usualSampleInterval } from '../src/model/presence.js';
+import { describeRun, sceneAt } from '../src/replay/run-queries.js';
 import { openStore } from '../src/store/open-store.js';
 import { fixture, tempDir } from './helpers/paths.js';
 

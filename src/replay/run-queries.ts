@@ -1,7 +1,8 @@
 import type { ColumnBatch, ColumnValues } from '../model/columns.js';
 import { notFound } from '../model/errors.js';
 import type { AttachmentInfo } from '../model/attachment.js';
-import { presenceAt, type ActorInfo, type PresenceInterval, type RunInfo } from '../model/run.js';
+import { absenceAt, usualSampleInterval } from '../model/presence.js';
+import type { ActorInfo, RunInfo } from '../model/run.js';
 import { STATE_STREAM } from '../model/standard-streams.js';
 import type { StoreBackend } from '../model/store-port.js';
 import { streamId, type Sample, type StreamInfo } from '../model/stream.js';
@@ -70,56 +71,8 @@ export interface SceneArgs {
 }
 
 /**
- * How much older than its stream's usual sample interval an actor's latest state may be before the
- * actor counts as gone, when nothing said it left (README, "When actors come and go").
- */
-export const STALE_AFTER_INTERVALS = 1.5;
-
-/**
- * A stream's usual sample interval: the time its actor was present over its samples, each gap between
- * presence stretches left out (a vehicle that left the area for a minute has no samples then). Null
- * with fewer than two samples: then there is nothing to judge staleness by.
- */
-export function usualSampleInterval(
-  stream: Pick<StreamInfo, 'samples' | 'begin' | 'end'>,
-  presence: readonly PresenceInterval[] | undefined,
-): number | null {
-  if (stream.samples < 2 || stream.begin === null || stream.end === null) return null;
-  let span = stream.end - stream.begin;
-  if (presence)
-    for (let i = 1; i < presence.length; i++) {
-      const gapFrom = Math.max(presence[i - 1]!.to!, stream.begin);
-      const gapTo = Math.min(presence[i]!.from, stream.end);
-      if (gapTo > gapFrom) span -= gapTo - gapFrom;
-    }
-  return span > 0 ? span / (stream.samples - 1) : null;
-}
-
-/**
- * Whether an actor is in the scene at t, given its latest state at or before t. Presence the recorder
- * kept decides first: outside its stretches the actor is gone; inside a stretch that someone ended (a
- * leave) it is present. Where nothing said it left (an open stretch, or a store from before presence
- * was kept), the actor is gone once its latest state is older than 1.5 times its stream's usual
- * sample interval: a source that simply stops sending an actor has let it go.
- */
-function absenceAt(
-  actor: ActorInfo,
-  stream: StreamInfo,
-  latest: number,
-  t: number,
-): 'left' | 'stale' | 'not yet' | null {
-  const presence = actor.presence;
-  if (presence && presence.length) {
-    const stretch = presenceAt(presence, t);
-    if (!stretch) return presence[0]!.from > t ? 'not yet' : 'left';
-    if (stretch.to !== null) return null;
-  }
-  const usual = usualSampleInterval(stream, presence);
-  return usual !== null && t - latest > STALE_AFTER_INTERVALS * usual ? 'stale' : null;
-}
-
-/**
- * The scene at t: the latest `state` sample at or before t of each actor present at t (see absenceAt).
+ * The scene at t: the latest `state` sample at or before t of each actor present at t (see
+ * absenceAt in model/presence.ts).
  * An actor whose state begins after t is not in the scene yet.
  */
 export async function sceneAt(store: StoreBackend, run: number, args: SceneArgs): Promise<Scene> {
@@ -142,7 +95,7 @@ export async function sceneAt(store: StoreBackend, run: number, args: SceneArgs)
     if (!before) continue;
     const actor = present[i]!;
     const stream = stateStreams.get(actor.id)!;
-    const absence = absenceAt(actor, stream, before.t, args.t);
+    const absence = absenceAt(actor.presence, usualSampleInterval(stream, actor.presence), before.t, args.t);
     if (absence === 'not yet' || (absence !== null && !args.includeDeparted)) continue;
     const sample =
       args.interpolate && after && absence === null
