@@ -54,6 +54,7 @@ describe('every codec is in the conformance suite', () => {
       'coco',
       'didrive',
       'limsim',
+      'mcap',
       'perception',
       'soda',
       'solo',
@@ -120,6 +121,26 @@ runCodecConformance({
     copyFileSync(LIMSIM_DB, join(out, 'data.mdb'));
     return join(dir, 'broken-didrive');
   },
+});
+
+runCodecConformance({
+  codec: await codec('mcap'),
+  fixtures: [
+    {
+      name: 'a run written by simrec',
+      location: (dir, store) => writtenBySimrec(store, dir, 'mcap', 'made.mcap'),
+    },
+    {
+      name: "a Perception run's captures",
+      location: async (dir, store) => {
+        const out = join(dir, 'perception.mcap');
+        await exportRecording(store, 'mcap', [await perceptionRun(store)], out, { overwrite: true });
+        return out;
+      },
+    },
+  ],
+  broken: (dir) => truncated(dir, LIMSIM_DB, 'not.mcap'),
+  sourceRun: perceptionRun,
 });
 
 for (const name of ['coco', 'yolo'])

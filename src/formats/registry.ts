@@ -44,6 +44,7 @@ export const FORMATS: Record<string, FormatEntry> = {
     ],
   },
   didrive: { load: async () => (await import('./didrive/index.js')).didriveCodec },
+  mcap: { load: async () => (await import('./mcap/index.js')).mcapCodec },
 };
 
 export const formatNames = (): string[] => Object.keys(FORMATS);

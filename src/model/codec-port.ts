@@ -45,6 +45,11 @@ export interface WriteOptions extends CodecOptions {
    * the run has none stored; the caller supplies it, so formats need not know the evaluator.
    */
   evaluate: (run: number) => Promise<Sample[]>;
+  /**
+   * Keeps a small file to go beside the output (a viewer's layout, say), named after it: `out.mcap`
+   * gets `out.NAME`. It is written only once the output is complete.
+   */
+  beside: (name: string, data: Uint8Array) => void;
 }
 
 /**

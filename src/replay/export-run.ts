@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import type { FormatCodec, WriteOptions } from '../model/codec-port.js';
 import { conflict, invalid, SimrecError } from '../model/errors.js';
@@ -54,6 +54,7 @@ export async function exportRecording(
   if (options.append && codec.output !== 'dataset')
     throw invalid(`${codec.name}: cannot add runs to an existing output (only datasets of episodes can)`);
   const signal = options.signal ?? new AbortController().signal;
+  const companions = new Map<string, Uint8Array>();
   const runs: RunSource[] = [];
   for (const id of runIds) runs.push(await storeRunSource(store, id, signal));
   const sources: ExportSources = { runs, scenarios: store.scenarios, vehicles: store.vehicles };
@@ -65,14 +66,24 @@ export async function exportRecording(
     append: Boolean(options.append),
     evaluate: options.evaluate ?? (async () => []),
     settings: options.settings ?? {},
+    beside: (name, data) => companions.set(name, data),
   };
-  if (codec.output === 'dataset' || codec.output === 'database')
-    return write.call(codec, sources, location, writeOptions);
-  return writeThroughTemporary(location, codec.output === 'folder', async (path) => {
-    const details = await write.call(codec, sources, path, writeOptions);
-    signal.throwIfAborted();
-    return details;
-  });
+  const details =
+    codec.output === 'dataset' || codec.output === 'database'
+      ? await write.call(codec, sources, location, writeOptions)
+      : await writeThroughTemporary(location, codec.output === 'folder', async (path) => {
+          const written = await write.call(codec, sources, path, writeOptions);
+          signal.throwIfAborted();
+          return written;
+        });
+  if (companions.size === 0) return details;
+  const beside: string[] = [];
+  for (const [name, data] of companions) {
+    const path = `${location.replace(/\.[^./\\]+$/, '')}.${name}`;
+    await writeThroughTemporary(path, false, async (temporary) => writeFileSync(temporary, data));
+    beside.push(path);
+  }
+  return { ...details, beside };
 }
 
 /** A path that holds something (a file, or a folder that is not empty) is not overwritten unasked. */

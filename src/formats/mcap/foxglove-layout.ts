@@ -1,0 +1,50 @@
+import { STATE_STREAM } from '../../model/standard-streams.js';
+import type { StreamInfo } from '../../model/stream.js';
+import { MAP_TOPIC, SCENE_TOPIC, streamTopic } from './mcap-layout.js';
+
+/**
+ * A Foxglove/Lichtblick layout to open beside the export (Layouts > Import from file): the 3D panel
+ * on the scene and the map following the ego, a plot of the ego's speed, the events as a log, and the
+ * first camera's images. Panel ids and keys are those of Foxglove's own layout files.
+ */
+export function foxgloveLayout(streams: readonly StreamInfo[], cameras: Iterable<string>): object {
+  const egoState = streams.find((s) => s.name === STATE_STREAM && s.actor !== null && /ego/i.test(s.actor));
+  const state = egoState ?? streams.find((s) => s.name === STATE_STREAM);
+  const camera = [...cameras][0];
+  const configById: Record<string, object> = {
+    '3D!simrec': {
+      ...(egoState ? { followTf: egoState.actor } : {}),
+      topics: { [SCENE_TOPIC]: { visible: true }, [MAP_TOPIC]: { visible: true } },
+      layers: { grid: { visible: false, layerId: 'foxglove.Grid' } },
+    },
+    'Plot!simrec': {
+      paths: state
+        ? ['speed', 'accel']
+            .filter((f) => state.fields.some((d) => d.name === f))
+            .map((f) => ({
+              value: `${streamTopic(state.id)}.${f}`,
+              enabled: true,
+              timestampMethod: 'receiveTime',
+            }))
+        : [],
+      showLegend: true,
+    },
+    'RosOut!simrec': { searchTerms: [], minLogLevel: 1 },
+    ...(camera ? { 'Image!simrec': { imageMode: { imageTopic: streamTopic(`${camera}/image`) } } } : {}),
+  };
+  const side = {
+    direction: 'column',
+    first: 'Plot!simrec',
+    second: camera
+      ? { direction: 'column', first: 'Image!simrec', second: 'RosOut!simrec', splitPercentage: 60 }
+      : 'RosOut!simrec',
+    splitPercentage: 50,
+  };
+  return {
+    configById,
+    globalVariables: {},
+    userNodes: {},
+    playbackConfig: { speed: 1 },
+    layout: { direction: 'row', first: '3D!simrec', second: side, splitPercentage: 65 },
+  };
+}

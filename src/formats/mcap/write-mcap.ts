@@ -1,0 +1,499 @@
+import { McapWriter } from '@mcap/core';
+import { CompressedImage, FrameTransforms, Log, SceneUpdate } from '@foxglove/schemas/jsonschema.js';
+import type { ActorInfo } from '../../model/run.js';
+import type { RoadNetwork, RoadPoint } from '../../model/roadnet.js';
+import { absenceAt, usualSampleInterval } from '../../model/presence.js';
+import type { RunSource } from '../../model/run-ports.js';
+import { STATE_STREAM } from '../../model/standard-streams.js';
+import type { Sample, StreamInfo } from '../../model/stream.js';
+import { readRoadNetwork } from '../../roadnet/roadnet-attachment.js';
+import { foxgloveLayout } from './foxglove-layout.js';
+import {
+  CAR_EXTENTS,
+  DEFAULT_EXTENTS,
+  foxgloveTime,
+  kindColour,
+  LOG_TOPIC,
+  MAP_TOPIC,
+  nanos,
+  quaternion,
+  RUN_METADATA,
+  SAMPLES_SCHEMA_PREFIX,
+  SCENE_TOPIC,
+  streamJsonSchema,
+  streamTopic,
+  TF_TOPIC,
+  WORLD_FRAME,
+} from './mcap-layout.js';
+import { FileWritable } from './mcap-files.js';
+
+export interface McapExportOptions {
+  warn?: (message: string) => void;
+  onProgress?: (done: number, total: number) => void;
+  /** Compresses a chunk (zstd); chunks are stored as they are without it. */
+  compress?: (data: Uint8Array) => Uint8Array;
+  /** A file to write beside the MCAP: the Foxglove layout. */
+  beside?: (name: string, data: Uint8Array) => void;
+}
+
+export interface McapExportResult {
+  messages: number;
+  frames: number;
+  channels: number;
+  attachments: number;
+  bytes: number;
+}
+
+const encoder = new TextEncoder();
+const json = (value: unknown): Uint8Array => encoder.encode(JSON.stringify(value));
+/** Chunks of about a megabyte: what Foxglove's own writers use, and small enough to seek well. */
+const CHUNK_BYTES = 1 << 20;
+
+interface Track {
+  actor: ActorInfo;
+  samples: Sample[];
+  usual: number | null;
+  next: number;
+}
+
+/** One channel's messages in time order, produced as the merge asks for them. */
+interface MessageSource {
+  channel: number;
+  /** The time of the message `take` would give, or undefined when done. */
+  peek(): number | undefined;
+  take(): Uint8Array;
+}
+
+/**
+ * Writes a run as an MCAP file that Foxglove and Lichtblick open: Foxglove's JSON schemas on their
+ * channels (scene, map, transforms, log), every stream of the run on its own JSON channel, the run's
+ * attachments as MCAP attachments, and the run itself as a metadata record so that simrec reads the
+ * file back whole. Messages are in time order, in indexed chunks, with a summary and statistics.
+ */
+export async function exportMcap(
+  source: RunSource,
+  file: string,
+  options: McapExportOptions = {},
+): Promise<McapExportResult> {
+  const warn = options.warn ?? (() => {});
+  const { run } = source;
+  const [actors, streams, attachments] = await Promise.all([
+    source.actors(),
+    source.streams(),
+    source.attachments(),
+  ]);
+  const network = await readRoadNetwork(source, run.id);
+  const byId = new Map(streams.map((s) => [s.id, s] as const));
+
+  const samplesOf = new Map<string, Sample[]>();
+  const total = streams.reduce((n, s) => n + s.samples, 0);
+  let done = 0;
+  for (const s of streams) {
+    const all: Sample[] = [];
+    for await (const batch of source.samples(s.id)) for (const sample of batch) all.push(sample);
+    samplesOf.set(s.id, all);
+    done += all.length;
+    options.onProgress?.(done, total);
+  }
+
+  const writable = await FileWritable.create(file);
+  const writer = new McapWriter({
+    writable,
+    useStatistics: true,
+    useChunks: true,
+    useChunkIndex: true,
+    useMessageIndex: true,
+    useSummaryOffsets: true,
+    useAttachmentIndex: true,
+    useMetadataIndex: true,
+    chunkSize: CHUNK_BYTES,
+    ...(options.compress
+      ? {
+          compressChunk: (data: Uint8Array) => ({
+            compression: 'zstd',
+            compressedData: options.compress!(data),
+          }),
+        }
+      : {}),
+  });
+  try {
+    await writer.start({ profile: '', library: 'simrec' });
+    const foxglove = async (topic: string, schema: { title: string }): Promise<number> => {
+      const schemaId = await writer.registerSchema({
+        name: schema.title,
+        encoding: 'jsonschema',
+        data: json(schema),
+      });
+      return writer.registerChannel({ schemaId, topic, messageEncoding: 'json', metadata: new Map() });
+    };
+    const sources: MessageSource[] = [];
+
+    // The scene: every present actor's box, one SceneUpdate per recorded frame.
+    const tracks: Track[] = actors
+      .filter((a) => byId.has(`${a.id}/${STATE_STREAM}`))
+      .map((actor) => {
+        const stream = byId.get(`${actor.id}/${STATE_STREAM}`)!;
+        return {
+          actor,
+          samples: samplesOf.get(stream.id)!,
+          usual: usualSampleInterval(stream, actor.presence),
+          next: 0,
+        };
+      });
+    const frames = frameTimes(tracks);
+    if (frames.length) {
+      sources.push(
+        listSource(await foxglove(SCENE_TOPIC, SceneUpdate), frames, (t) => sceneUpdate(tracks, t)),
+      );
+      const egos = tracks.filter((t) => t.actor.kind === 'ego');
+      if (egos.length) {
+        const egoTracks = egos.map((e) => ({ ...e, next: 0 }));
+        sources.push(
+          listSource(await foxglove(TF_TOPIC, FrameTransforms), frames, (t) => egoTransforms(egoTracks, t)),
+        );
+      }
+    } else warn(`run ${run.id}: no actor has ${STATE_STREAM} samples; the scene is empty`);
+    if (network) {
+      const map = await foxglove(MAP_TOPIC, SceneUpdate);
+      sources.push(listSource(map, [run.begin], (t) => mapUpdate(network, t)));
+    }
+    const events = samplesOf.get('events');
+    if (events?.length)
+      sources.push(
+        listSource(
+          await foxglove(LOG_TOPIC, Log),
+          events.map((e) => e.t),
+          (_t, i) => logLine(events[i]!),
+        ),
+      );
+    const captures = await captureImages(source, streams, samplesOf, warn);
+    for (const [sensor, list] of captures)
+      sources.push(
+        listSource(
+          await foxglove(streamTopic(`${sensor}/image`), CompressedImage),
+          list.map((c) => c.t),
+          (_t, i) => list[i]!.message(),
+        ),
+      );
+
+    // Every stream on its own channel, its samples as they are stored.
+    for (const s of streams) {
+      const schemaId = await writer.registerSchema({
+        name: `${SAMPLES_SCHEMA_PREFIX}${s.id}`,
+        encoding: 'jsonschema',
+        data: json(streamJsonSchema(s)),
+      });
+      const channel = await writer.registerChannel({
+        schemaId,
+        topic: streamTopic(s.id),
+        messageEncoding: 'json',
+        metadata: new Map([['simrec.stream', s.id]]),
+      });
+      const list = samplesOf.get(s.id)!;
+      sources.push(
+        listSource(
+          channel,
+          list.map((x) => x.t),
+          (_t, i) => json(list[i]!),
+        ),
+      );
+    }
+
+    let messages = 0;
+    await mergeInTimeOrder(sources, async (channel, t, data) => {
+      await writer.addMessage({
+        channelId: channel,
+        sequence: messages++,
+        logTime: nanos(t),
+        publishTime: nanos(t),
+        data,
+      });
+    });
+
+    for (const a of attachments) {
+      const full = await source.attachment(a.name);
+      if (!full) continue;
+      const at = nanos(full.t ?? run.begin);
+      await writer.addAttachment({
+        name: a.name,
+        logTime: at,
+        createTime: at,
+        mediaType: full.mediaType,
+        data: full.data,
+      });
+    }
+    await writer.addMetadata({
+      name: RUN_METADATA,
+      metadata: new Map([
+        ['run', JSON.stringify(run)],
+        ['actors', JSON.stringify(actors)],
+        ['streams', JSON.stringify(streams.map(({ samples: _n, begin: _b, end: _e, ...schema }) => schema))],
+        ['attachments', JSON.stringify(attachments)],
+      ]),
+    });
+    await writer.end();
+    await writable.close();
+    options.beside?.('layout.json', json(foxgloveLayout(streams, captures.keys())));
+    return {
+      messages,
+      frames: frames.length,
+      channels: sources.length,
+      attachments: attachments.length,
+      bytes: Number(writable.position()),
+    };
+  } catch (error) {
+    await writable.abandon();
+    throw error;
+  }
+}
+
+/** Every time at which some actor's state was recorded: the scene's frames. */
+function frameTimes(tracks: readonly Track[]): number[] {
+  const times = new Set<number>();
+  for (const t of tracks) for (const s of t.samples) times.add(s.t);
+  return [...times].sort((a, b) => a - b);
+}
+
+/** The track's latest sample at or before t (tracks are walked forward, frame after frame). */
+function latest(track: Track, t: number): Sample | undefined {
+  while (track.next < track.samples.length && track.samples[track.next]!.t <= t) track.next++;
+  return track.next > 0 ? track.samples[track.next - 1] : undefined;
+}
+
+function extentsOf(actor: ActorInfo): { length: number; width: number; height: number } {
+  const fallback = DEFAULT_EXTENTS[actor.kind] ?? CAR_EXTENTS;
+  return {
+    length: actor.extents?.length || fallback.length,
+    width: actor.extents?.width || fallback.width,
+    height: actor.extents?.height || fallback.height,
+  };
+}
+
+const num = (v: unknown, fallback = 0): number => (typeof v === 'number' ? v : fallback);
+const ZERO = { sec: 0, nsec: 0 };
+
+function entity(
+  id: string,
+  t: number,
+  parts: Partial<Record<string, unknown[]>>,
+  metadata: [string, string][] = [],
+) {
+  return {
+    timestamp: foxgloveTime(t),
+    frame_id: WORLD_FRAME,
+    id,
+    lifetime: ZERO,
+    frame_locked: false,
+    metadata: metadata.map(([key, value]) => ({ key, value })),
+    arrows: [],
+    cubes: [],
+    spheres: [],
+    cylinders: [],
+    lines: [],
+    triangles: [],
+    texts: [],
+    models: [],
+    ...parts,
+  };
+}
+
+/** The actors present at t, each a cube at its pose (its centre at half its height) and its id. */
+function sceneUpdate(tracks: readonly Track[], t: number): Uint8Array {
+  const entities = [];
+  for (const track of tracks) {
+    const s = latest(track, t);
+    if (!s || absenceAt(track.actor.presence, track.usual, s.t, t) !== null) continue;
+    const size = extentsOf(track.actor);
+    const position = { x: num(s.x), y: num(s.y), z: num(s.z) + size.height / 2 };
+    const orientation = quaternion(num(s.yaw), num(s.pitch), num(s.roll));
+    entities.push(
+      entity(
+        track.actor.id,
+        t,
+        {
+          cubes: [
+            {
+              pose: { position, orientation },
+              size: { x: size.length, y: size.width, z: size.height },
+              color: kindColour(track.actor.kind),
+            },
+          ],
+          texts: [
+            {
+              pose: {
+                position: { ...position, z: position.z + size.height },
+                orientation: { x: 0, y: 0, z: 0, w: 1 },
+              },
+              billboard: true,
+              font_size: 14,
+              scale_invariant: true,
+              color: { r: 1, g: 1, b: 1, a: 1 },
+              text: track.actor.id,
+            },
+          ],
+        },
+        [['kind', track.actor.kind]],
+      ),
+    );
+  }
+  // Each update replaces the whole scene: an actor that has left is not drawn on.
+  return json({ deletions: [{ timestamp: foxgloveTime(t), type: 1, id: '' }], entities });
+}
+
+function egoTransforms(egos: readonly Track[], t: number): Uint8Array {
+  const transforms = [];
+  for (const ego of egos) {
+    const s = latest(ego, t);
+    if (!s) continue;
+    transforms.push({
+      timestamp: foxgloveTime(t),
+      parent_frame_id: WORLD_FRAME,
+      child_frame_id: ego.actor.id,
+      translation: { x: num(s.x), y: num(s.y), z: num(s.z) },
+      rotation: quaternion(num(s.yaw), num(s.pitch), num(s.roll)),
+    });
+  }
+  return json({ transforms });
+}
+
+/** The road network as line lists (lanes grey, marks white) and junction outlines, kept forever. */
+function mapUpdate(network: RoadNetwork, t: number): Uint8Array {
+  const identity = { position: { x: 0, y: 0, z: 0 }, orientation: { x: 0, y: 0, z: 0, w: 1 } };
+  const point = (p: RoadPoint) => ({ x: p[0], y: p[1], z: p[2] ?? 0 });
+  const segments = (shapes: Iterable<readonly RoadPoint[]>) => {
+    const points = [];
+    for (const shape of shapes)
+      for (let i = 1; i < shape.length; i++) points.push(point(shape[i - 1]!), point(shape[i]!));
+    return points;
+  };
+  const line = (points: object[], thickness: number, color: object) => ({
+    type: 2,
+    pose: identity,
+    thickness,
+    scale_invariant: false,
+    points,
+    color,
+    colors: [],
+    indices: [],
+  });
+  const lines = [
+    line(segments(network.lanes.map((l) => l.centerLine)), 0.15, { r: 0.55, g: 0.55, b: 0.55, a: 1 }),
+    line(segments(network.laneMarks.map((m) => m.shape)), 0.12, { r: 0.95, g: 0.95, b: 0.95, a: 1 }),
+    line(
+      segments(
+        network.junctions.filter((j) => j.outline.length > 2).map((j) => [...j.outline, j.outline[0]!]),
+      ),
+      0.1,
+      { r: 0.35, g: 0.35, b: 0.45, a: 1 },
+    ),
+  ];
+  return json({ deletions: [], entities: [entity('roadnet', t, { lines }, [['format', network.format]])] });
+}
+
+function logLine(event: Sample): Uint8Array {
+  const actors = Array.isArray(event.actors) ? event.actors.join(', ') : '';
+  const detail = typeof event.detail === 'string' ? event.detail : '';
+  return json({
+    timestamp: foxgloveTime(event.t),
+    level: 3,
+    message: [String(event.kind ?? 'event'), actors, detail].filter(Boolean).join(': '),
+    name: 'simrec',
+    file: '',
+    line: 0,
+  });
+}
+
+interface CaptureImage {
+  t: number;
+  message: () => Uint8Array;
+}
+
+/** Camera captures whose files are PNG or JPEG attachments, as Foxglove's CompressedImage. */
+async function captureImages(
+  source: RunSource,
+  streams: readonly StreamInfo[],
+  samplesOf: ReadonlyMap<string, Sample[]>,
+  warn: (message: string) => void,
+): Promise<Map<string, CaptureImage[]>> {
+  const out = new Map<string, CaptureImage[]>();
+  let missing = 0;
+  for (const s of streams) {
+    if (s.name !== 'captures' || s.actor === null) continue;
+    const list: CaptureImage[] = [];
+    for (const capture of samplesOf.get(s.id) ?? []) {
+      if (typeof capture.file !== 'string') continue;
+      const attachment = await source.attachment(capture.file);
+      const format =
+        attachment?.mediaType === 'image/png'
+          ? 'png'
+          : attachment?.mediaType === 'image/jpeg'
+            ? 'jpeg'
+            : undefined;
+      if (!attachment || !format) {
+        missing++;
+        continue;
+      }
+      const data = Buffer.from(attachment.data).toString('base64');
+      list.push({
+        t: capture.t,
+        message: () => json({ timestamp: foxgloveTime(capture.t), frame_id: s.actor!, data, format }),
+      });
+    }
+    if (list.length) out.set(s.actor, list);
+  }
+  if (missing)
+    warn(
+      `${missing} captures have no PNG or JPEG file kept with the run; they have no image channel message`,
+    );
+  return out;
+}
+
+function listSource(
+  channel: number,
+  times: readonly number[],
+  encode: (t: number, i: number) => Uint8Array,
+): MessageSource {
+  let i = 0;
+  return {
+    channel,
+    peek: () => times[i],
+    take: () => {
+      const data = encode(times[i]!, i);
+      i++;
+      return data;
+    },
+  };
+}
+
+/** Writes the sources' messages in time order (a heap of the sources by their next message's time). */
+async function mergeInTimeOrder(
+  sources: readonly MessageSource[],
+  write: (channel: number, t: number, data: Uint8Array) => Promise<void>,
+): Promise<void> {
+  const heap = sources.filter((s) => s.peek() !== undefined);
+  const before = (a: MessageSource, b: MessageSource): boolean =>
+    a.peek()! < b.peek()! || (a.peek() === b.peek() && a.channel < b.channel);
+  const down = (i: number): void => {
+    for (;;) {
+      const l = 2 * i + 1;
+      const r = l + 1;
+      let m = i;
+      if (l < heap.length && before(heap[l]!, heap[m]!)) m = l;
+      if (r < heap.length && before(heap[r]!, heap[m]!)) m = r;
+      if (m === i) return;
+      [heap[i], heap[m]] = [heap[m]!, heap[i]!];
+      i = m;
+    }
+  };
+  for (let i = Math.floor(heap.length / 2) - 1; i >= 0; i--) down(i);
+  while (heap.length) {
+    const top = heap[0]!;
+    const t = top.peek()!;
+    await write(top.channel, t, top.take());
+    if (top.peek() === undefined) {
+      heap[0] = heap[heap.length - 1]!;
+      heap.pop();
+    }
+    if (heap.length) down(0);
+  }
+}
