@@ -101,6 +101,19 @@ export const SCORE_WEIGHTS: Record<LimsimMetric, number> = {
   consumption: 0.15,
 };
 
+/** The overall score from each metric's mean display score (see SCORE_WEIGHTS), one decimal. */
+export function overallScore(limsimScores: Partial<Record<LimsimMetric, number>>, collided: boolean): number {
+  let penalty = 0;
+  let weight = 0;
+  for (const m of LIMSIM_METRICS) {
+    const mean = limsimScores[m];
+    if (mean === undefined) continue;
+    penalty += SCORE_WEIGHTS[m] * ((mean - 1) / 3);
+    weight += SCORE_WEIGHTS[m];
+  }
+  return Math.round(100 * (1 - penalty / (weight || 1)) * (collided ? 0.5 : 1) * 10) / 10;
+}
+
 const MAX_AGE = 1_000_000; // an actor not heard from for 1 s has left the scene
 const STOPPED = 0.1; // m/s
 
@@ -648,18 +661,12 @@ export async function evaluateRun(
     if (values.length) metrics[name] = summarize(values);
   }
   const limsimScores: Partial<Record<LimsimMetric, number>> = {};
-  let penalty = 0;
-  let weight = 0;
   for (const m of LIMSIM_METRICS) {
     const values = samples.map((s) => s[`${m}Score`]).filter((v): v is number => typeof v === 'number');
-    if (!values.length) continue;
-    const mean = values.reduce((a, b) => a + b, 0) / values.length;
-    limsimScores[m] = mean;
-    penalty += SCORE_WEIGHTS[m] * ((mean - 1) / 3);
-    weight += SCORE_WEIGHTS[m];
+    if (values.length) limsimScores[m] = values.reduce((a, b) => a + b, 0) / values.length;
   }
   const collided = events.some((e) => e.kind === 'collision' && e.actors.includes(actorId));
-  const score = Math.round(100 * (1 - penalty / (weight || 1)) * (collided ? 0.5 : 1) * 10) / 10;
+  const score = overallScore(limsimScores, collided);
   const eventCounts: Record<string, number> = {};
   for (const e of events) eventCounts[e.kind] = (eventCounts[e.kind] ?? 0) + 1;
 

@@ -1,5 +1,5 @@
 import './style.css';
-import { api, connectLive, type RunSummary } from './api.js';
+import { api, connectLive, type RunListEntry } from './api.js';
 import { el } from './format.js';
 import { RunList } from './run-list.js';
 import { RunView } from './run-view.js';
@@ -9,7 +9,7 @@ const app = document.getElementById('app')!;
 const status = document.getElementById('store-status')!;
 let list: RunList | null = null;
 let view: RunView | null = null;
-let latestRuns: RunSummary[] = [];
+let latestRuns: RunListEntry[] = [];
 let storeLabel = '';
 
 declare global {

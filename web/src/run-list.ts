@@ -1,10 +1,10 @@
-import type { RunSummary } from './api.js';
+import type { RunListEntry } from './api.js';
 import { date, el, seconds } from './format.js';
 
 /** The run list: search and filter by simulator, date, duration and end reason; live as runs change. */
 export class RunList {
   readonly root = el('section', { class: 'run-list' });
-  private runs: RunSummary[] = [];
+  private runs: RunListEntry[] = [];
   private readonly search = el('input', {
     type: 'search',
     placeholder: 'search description, simulator, metadata',
@@ -76,7 +76,7 @@ export class RunList {
       input.addEventListener('input', () => this.render());
   }
 
-  update(runs: RunSummary[]): void {
+  update(runs: RunListEntry[]): void {
     this.runs = runs;
     this.fillSelect(
       this.simulator,

@@ -5,7 +5,7 @@ import {
   type ActorInfo,
   type AttachmentInfo,
   type RunDetail,
-  type RunSummary,
+  type RunListEntry,
   type Sample,
 } from './api.js';
 import { el, formatValue, seconds } from './format.js';
@@ -315,7 +315,7 @@ export class RunView {
   }
 
   /** A live run grew: extend the timeline and refetch what changed. */
-  async liveUpdate(summary: RunSummary): Promise<void> {
+  async liveUpdate(summary: RunListEntry): Promise<void> {
     if (!this.detail || summary.id !== this.runId || summary.samples === this.detail.samples) return;
     const oldEnd = this.timeline.end;
     this.detail = await api.run(this.runId);
