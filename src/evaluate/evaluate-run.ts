@@ -13,6 +13,7 @@ import { boxesOverlap, type Box } from './footprint.js';
 import {
   consumption,
   discomfort,
+  LIMSIM_METRIC_UNITS,
   LIMSIM_METRICS,
   limsimScore,
   offset,
@@ -129,16 +130,16 @@ const f64 = (name: string, unit: string, optional = false, description?: string)
 });
 
 export const EVALUATION_FIELDS: FieldDecl[] = [
-  f64('offset', 'm^2', true, 'LimSim: squared lateral offset from the lane centre'),
-  f64('discomfort', 'm^2/s^6', false, 'LimSim: squared jerk'),
-  f64('collision', 's', false, 'LimSim: time to collision, 20 when none is coming'),
+  f64('offset', LIMSIM_METRIC_UNITS.offset, true, 'LimSim: squared lateral offset from the lane centre'),
+  f64('discomfort', LIMSIM_METRIC_UNITS.discomfort, false, 'LimSim: squared jerk'),
+  f64('collision', LIMSIM_METRIC_UNITS.collision, false, 'LimSim: time to collision, 20 when none is coming'),
   f64(
     'orientation',
-    '1',
+    LIMSIM_METRIC_UNITS.orientation,
     true,
     'LimSim: squared difference of sin(heading) and sin(lane heading), both mod pi',
   ),
-  f64('consumption', 'm^2/s^3', false, 'LimSim: (v a)^2 + v^3'),
+  f64('consumption', LIMSIM_METRIC_UNITS.consumption, false, 'LimSim: (v a)^2 + v^3'),
   ...LIMSIM_METRICS.map((m) =>
     f64(`${m}Score`, '1', m === 'offset' || m === 'orientation', `LimSim display score of ${m}, 1..4`),
   ),

@@ -6,6 +6,15 @@
 export const LIMSIM_METRICS = ['offset', 'discomfort', 'collision', 'orientation', 'consumption'] as const;
 export type LimsimMetric = (typeof LIMSIM_METRICS)[number];
 
+/** The units of LimSim's raw metrics (the display scores are unitless). */
+export const LIMSIM_METRIC_UNITS: Record<LimsimMetric, string> = {
+  offset: 'm^2',
+  discomfort: 'm^2/s^6',
+  collision: 's',
+  orientation: '1',
+  consumption: 'm^2/s^3',
+};
+
 /** fmod(fmod(θ, 2π) + 2π, π): maps any angle into [0, π), so a heading and its reverse compare equal. */
 export const limsimNormAngle = (theta: number): number =>
   (((theta % (2 * Math.PI)) + 2 * Math.PI) % (2 * Math.PI)) % Math.PI;

@@ -1,3 +1,4 @@
+import { eventColor, type RunEvent } from './event-list.js';
 import { el, seconds } from './format.js';
 
 export const SPEEDS = [0.1, 0.25, 0.5, 1, 2, 5, 10];
@@ -23,6 +24,8 @@ export class Timeline {
   });
   private readonly label = el('span', { class: 'time', 'data-testid': 'time' });
   private readonly marks = el('div', { class: 'marks' });
+  /** A strip of the run's captures, under the track. */
+  private readonly strip = el('div', { class: 'capture-strip', 'data-testid': 'capture-strip' });
   begin: number;
   end: number;
   t: number;
@@ -30,6 +33,7 @@ export class Timeline {
   stepMicros = 100_000;
   playing = false;
   onChange: (t: number) => void = () => {};
+  onPick: (event: RunEvent) => void = () => {};
   private lastFrame = 0;
 
   constructor(begin: number, end: number) {
@@ -42,7 +46,7 @@ export class Timeline {
       this.play,
       this.forward,
       this.speed,
-      el('div', { class: 'track' }, this.slider, this.marks),
+      el('div', { class: 'track' }, this.slider, this.marks, this.strip),
       this.label,
     );
     this.play.addEventListener('click', () => this.toggle());
@@ -60,17 +64,36 @@ export class Timeline {
     this.update();
   }
 
-  mark(events: { t: number; label: string; kind: string }[]): void {
+  private at(t: number): string {
+    return `${((t - this.begin) / (this.end - this.begin)) * 100}%`;
+  }
+
+  /** Events along the track, in their kind's colour; a click picks one. */
+  mark(events: RunEvent[]): void {
     this.marks.replaceChildren(
       ...events.map((e) => {
-        const mark = el('span', {
-          class: `mark ${e.kind}`,
+        const mark = el('button', {
+          class: 'mark',
           'data-testid': 'event-mark',
-          title: `${seconds(e.t - this.begin)} s: ${e.label}`,
+          'data-kind': e.kind,
+          title: `${seconds(e.t - this.begin)} s: ${e.kind} ${e.actors.join(', ')}: ${e.detail}`,
         });
         // Through the style object: the server's CSP refuses style attributes.
-        mark.style.left = `${((e.t - this.begin) / (this.end - this.begin)) * 100}%`;
+        mark.style.left = this.at(e.t);
+        mark.style.background = eventColor(e.kind);
+        mark.addEventListener('click', () => this.onPick(e));
         return mark;
+      }),
+    );
+  }
+
+  /** The times of the run's captures, as ticks under the track. */
+  markCaptures(times: number[]): void {
+    this.strip.replaceChildren(
+      ...times.map((t) => {
+        const tick = el('span', { class: 'capture-tick' });
+        tick.style.left = this.at(t);
+        return tick;
       }),
     );
   }
