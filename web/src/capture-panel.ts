@@ -68,7 +68,14 @@ export class CapturePanel {
 
   private sensorName(id: string): string {
     const actor = this.sensors.get(id);
-    const description = actor?.sourceClass ?? (actor?.attributes.description as string | undefined);
+    // Perception keeps the sensor's own description ("The main camera") in its attributes.
+    const perception = actor?.attributes.perception as { description?: unknown } | undefined;
+    const description =
+      typeof perception?.description === 'string' && perception.description
+        ? perception.description
+        : actor?.sourceClass !== id
+          ? actor?.sourceClass
+          : undefined;
     return description ? `sensor ${id} (${description})` : `sensor ${id}`;
   }
 

@@ -158,7 +158,7 @@ export class PlotPanel {
       scales[`u:${u}`] = {
         // A flat or nearly flat line still gets a range around it, not a collapsed axis.
         range: (_u, min, max) => {
-          const pad = Math.max((max - min) * 0.05, Math.abs(max) * 0.05, 1e-12);
+          const pad = max > min ? (max - min) * 0.05 : max !== 0 ? Math.abs(max) * 0.05 : 1;
           return [min - pad, max + pad];
         },
       };
@@ -218,11 +218,6 @@ export class PlotPanel {
       this.onSeek(this.begin + seconds * 1e6);
     });
     this.plot.root.dataset.testid = 'plot';
-  }
-
-  /** The y axis labels as drawn, for tests. */
-  get axisLabels(): string[] {
-    return [...this.holder.querySelectorAll('.u-axis')].slice(1).map((a) => a.textContent ?? '');
   }
 
   setCursor(t: number): void {

@@ -196,6 +196,8 @@ export class RunView {
 
     await Promise.all([this.loadRoad(), this.loadLights(), this.loadEvents(), this.loadEvaluation()]);
     this.fillLegend();
+    // Fit once the panels are in: the events list takes its height from the map's.
+    if (this.detail.hasRoadNetwork) this.map.fitAll();
     if (this.link.actor && this.actors.has(this.link.actor)) this.selected = this.link.actor;
     if (this.link.t !== undefined && Number.isFinite(this.link.t))
       this.timeline.seek(range.begin + this.link.t * 1e6);
