@@ -181,7 +181,7 @@ export class PlotPanel {
         height: 200,
         scales,
         series: [
-          { label: 's', value: (_u, v) => (v === null ? '' : formatNumber(v)) },
+          { label: 't (s)', value: (_u, v) => (v === null ? '' : formatNumber(v)) },
           ...this.series.map((s, i) => ({
             label: `${s.actor ?? s.stream} ${s.field}${s.unit && s.unit !== '1' ? ` (${formatUnit(s.unit)})` : ''}`,
             stroke: COLORS[i]!,
