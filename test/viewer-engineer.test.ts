@@ -19,9 +19,11 @@ import { stateStream } from '../src/model/standard-streams.js';
 import type { StoreBackend } from '../src/model/store-port.js';
 import { RunRecorder } from '../src/record/run-recorder.js';
 import { describeRun, sceneAt } from '../src/replay/run-queries.js';
+import { loadRoadNetwork } from '../src/roadnet/roadnet-attachment.js';
 import { startServer, type RunningServer } from '../src/server/start-server.js';
 import { openStore } from '../src/store/open-store.js';
 import { ARTIFACTS, launchBrowser } from './helpers/browser.js';
+import { along } from './helpers/lane-run.js';
 import { fixture, REPO_ROOT, tempDir } from './helpers/paths.js';
 
 // These run inside the page (page.evaluate); the Node compilation has no DOM types, on purpose.
@@ -368,6 +370,68 @@ describe('viewer for engineers (#27) and actor lifetimes (#20), in Chromium', ()
     }));
     assert.deepEqual(fitted, { scale: opened.scale, center: opened.center });
     await page.screenshot({ path: join(ARTIFACTS, 'demo-run-view.png') });
+    await closeClean(page);
+  });
+
+  it('draws a traffic light as a stub at its stop line, not a line across the junction', async () => {
+    const net = (await loadRoadNetwork(store, demo))!;
+    const lanes = new Map(net.lanes.map((l) => [l.id, l]));
+    const lengthOf = (line: readonly (readonly number[])[]): number =>
+      line.slice(1).reduce((sum, p, i) => sum + Math.hypot(p[0]! - line[i]![0]!, p[1]! - line[i]![1]!), 0);
+    // A connection through a junction, long enough that its middle is far from every stop line.
+    const through = net.connections.find(
+      (c) => c.trafficLight !== undefined && c.via && lengthOf(lanes.get(c.via)!.centerLine) > 16,
+    )!;
+    assert.ok(through, 'the demo town has signalled junctions');
+    const line = lanes.get(through.via!)!.centerLine;
+    const page = await openRun(`#/runs/${demo}`);
+    // Only the road and its lights: the actors are set aside so none covers the points read.
+    const colours = await page.evaluate(
+      ([light, index, points]) => {
+        const view = window.simrecView;
+        const map = view.map;
+        map.state = {
+          ...map.state,
+          poses: new Map(),
+          trails: new Map(),
+          futures: new Map(),
+          highlighted: new Set(),
+        };
+        const state = map.state.lightStates.get(light)[index];
+        map.scale = 10;
+        return {
+          state,
+          at: points.map(([x, y]: number[]) => {
+            map.center = { x, y };
+            map.draw();
+            const p = map.toScreen(x, y);
+            const ratio = window.devicePixelRatio || 1;
+            const d = map.canvas
+              .getContext('2d')
+              .getImageData(Math.round(p.x * ratio), Math.round(p.y * ratio), 1, 1).data;
+            return `rgb(${d[0]},${d[1]},${d[2]})`;
+          }),
+        };
+      },
+      [
+        through.trafficLight!,
+        through.linkIndex!,
+        [along(line, 1), along(line, lengthOf(line) / 2)].map((p) => [p.x, p.y]),
+      ] as [string, number, number[][]],
+    );
+    const hex = (rgb: string): string =>
+      '#' +
+      rgb
+        .match(/\d+/g)!
+        .map((n) => Number(n).toString(16).padStart(2, '0'))
+        .join('');
+    const LIGHTS: Record<string, string> = { r: '#e74c3c', y: '#f1c40f', g: '#2ecc71', G: '#27ae60' };
+    assert.equal(
+      hex(colours.at[0]!),
+      LIGHTS[colours.state],
+      `1 m past the stop line: the light's ${colours.state}`,
+    );
+    assert.equal(hex(colours.at[1]!), '#4a5055', 'the middle of the junction: road grey, not the light');
     await closeClean(page);
   });
 
