@@ -247,6 +247,15 @@ describe('viewer for engineers (#27) and actor lifetimes (#20), in Chromium', ()
       await page.locator('[data-testid="kpis"] tr[data-metric="discomfort"] td').last().textContent(),
       means.discomfort!.toFixed(2),
     );
+    // What LimSim's own code draws (evaluation.RealTimeEvaluation.normalize_result, run on this file's
+    // evaluationINFO rows): discomfort's mean over the run 1.2127822673036033, and 4 at frame 701.
+    const kpi = (metric: string): ReturnType<Page['locator']> =>
+      page.locator(`[data-testid="kpis"] tr[data-metric="${metric}"] td`);
+    assert.equal(await kpi('discomfort').last().textContent(), '1.21');
+    await seek(page, 0.4);
+    assert.equal(await kpi('discomfort').nth(1).textContent(), '4.00');
+    assert.equal(await kpi('offset').nth(1).textContent(), '1.00');
+    await seek(page, 0);
     await page.screenshot({ path: join(ARTIFACTS, 'limsim-open.png') });
     await closeClean(page);
   });
