@@ -9,12 +9,14 @@ import { after, before, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import type { Browser, Page } from 'playwright-core';
 import { recordDemoRun } from '../src/demo/demo-run.js';
-import { evaluateRun, overallScore, type EvaluationSummary } from '../src/evaluate/evaluate-run.js';
-import { LIMSIM_METRICS, limsimScore, type LimsimMetric } from '../src/evaluate/limsim-formulas.js';
-import { importLimSim } from '../src/formats/limsim/limsim-reader.js';
+import { evaluateRun, type EvaluationSummary } from '../src/evaluate/evaluate-run.js';
+import {
+  LIMSIM_METRICS,
+  limsimScore,
+  overallScore,
+  type LimsimMetric,
+} from '../src/model/evaluation-scores.js';
 import { encodePng } from '../src/formats/perception/image-files.js';
-import { importPerception } from '../src/formats/perception/index.js';
-import { importSolo } from '../src/formats/solo/read-solo.js';
 import { stateStream } from '../src/model/standard-streams.js';
 import type { StoreBackend } from '../src/model/store-port.js';
 import { RunRecorder } from '../src/record/run-recorder.js';
@@ -23,6 +25,7 @@ import { loadRoadNetwork } from '../src/roadnet/roadnet-attachment.js';
 import { startServer, type RunningServer } from '../src/server/start-server.js';
 import { openStore } from '../src/store/open-store.js';
 import { ARTIFACTS, launchBrowser } from './helpers/browser.js';
+import { importLimSim, importPerception, importSolo } from './helpers/formats.js';
 import { along } from './helpers/lane-run.js';
 import { fixture, REPO_ROOT, tempDir } from './helpers/paths.js';
 

@@ -10,16 +10,17 @@ import { loadRoadNetwork } from '../roadnet/roadnet-attachment.js';
 import { LaneIndex } from '../roadnet/spatial-index.js';
 import { loadTracks, type ActorTrack } from './actor-tracks.js';
 import { boxesOverlap, type Box } from './footprint.js';
+import { consumption, discomfort, offset, orientation } from './limsim-formulas.js';
 import {
-  consumption,
-  discomfort,
+  EVALUATION_STREAM,
+  EVENTS_STREAM,
   LIMSIM_METRIC_UNITS,
   LIMSIM_METRICS,
   limsimScore,
-  offset,
-  orientation,
+  overallScore,
+  SCORE_WEIGHTS,
   type LimsimMetric,
-} from './limsim-formulas.js';
+} from '../model/evaluation-scores.js';
 import { LimSimLanes } from '../roadnet/limsim/limsim-geometry.js';
 import { LIMSIM_TTC, SIMREC_TTC, timeToCollision, type MovingBox } from './time-to-collision.js';
 
@@ -90,36 +91,8 @@ export interface EvaluationSummary {
   streams: string[];
 }
 
-/**
- * The overall score: 100 less the weighted mean of LimSim's display scores, each mapped from [1, 4]
- * to a [0, 1] penalty; halved when anything collided with the actor. Safety weighs most.
- */
-export const SCORE_WEIGHTS: Record<LimsimMetric, number> = {
-  collision: 0.4,
-  offset: 0.15,
-  discomfort: 0.15,
-  orientation: 0.15,
-  consumption: 0.15,
-};
-
-/** The overall score from each metric's mean display score (see SCORE_WEIGHTS), one decimal. */
-export function overallScore(limsimScores: Partial<Record<LimsimMetric, number>>, collided: boolean): number {
-  let penalty = 0;
-  let weight = 0;
-  for (const m of LIMSIM_METRICS) {
-    const mean = limsimScores[m];
-    if (mean === undefined) continue;
-    penalty += SCORE_WEIGHTS[m] * ((mean - 1) / 3);
-    weight += SCORE_WEIGHTS[m];
-  }
-  return Math.round(100 * (1 - penalty / (weight || 1)) * (collided ? 0.5 : 1) * 10) / 10;
-}
-
 const MAX_AGE = 1_000_000; // an actor not heard from for 1 s has left the scene
 const STOPPED = 0.1; // m/s
-
-export const EVALUATION_STREAM = 'evaluation';
-export const EVENTS_STREAM = 'events';
 
 const f64 = (name: string, unit: string, optional = false, description?: string): FieldDecl => ({
   name,

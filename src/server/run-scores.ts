@@ -1,4 +1,4 @@
-import { storedEvaluation } from '../evaluate/stored-evaluation.js';
+import { storedEvaluation } from '../replay/stored-evaluation.js';
 import type { RunSummary } from '../model/run.js';
 import type { StoreBackend } from '../model/store-port.js';
 import type { RunEvaluation, RunListEntry } from './wire-types.js';

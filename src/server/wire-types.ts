@@ -3,7 +3,7 @@
  * against them and the viewer (web/) imports them from here, so the two cannot drift apart. Types
  * only: nothing here runs, and the viewer's bundle takes no server code from it.
  */
-import type { LimsimMetric } from '../evaluate/limsim-formulas.js';
+import type { RunEvaluation } from '../model/evaluation-scores.js';
 import type { RunSummary } from '../model/run.js';
 import type { Sample } from '../model/stream.js';
 import type { RunDescription, Scene } from '../replay/run-queries.js';
@@ -14,24 +14,7 @@ export interface HealthAnswer {
   store: { kind: string; location: string; status: 'connected' };
 }
 
-/**
- * The evaluation a run carries (simrec's own, or the one a LimSim recording brought), summed up:
- * GET /api/runs/:id has it whole, the run list its score.
- */
-export interface RunEvaluation {
-  /** The stream the scores come from (its id). */
-  stream: string;
-  /** The actor it scores. */
-  actor: string | null;
-  /** `simrec`: computed by `simrec eval`; `limsim`: LimSim's own, kept by the import. */
-  source: 'simrec' | 'limsim';
-  /** Mean LimSim display score per metric over the run: 1 is best, 4 worst. */
-  scores: Partial<Record<LimsimMetric, number>>;
-  /** simrec's overall score, 0..100, higher is better (halved when something collided with the actor). */
-  score: number;
-  collided: boolean;
-  frames: number;
-}
+export type { RunEvaluation };
 
 /** A run in GET /api/runs and in the live channel's `runs` messages. */
 export interface RunListEntry extends RunSummary {

@@ -3,7 +3,7 @@ import {
   LIMSIM_METRIC_UNITS,
   limsimScore,
   type LimsimMetric,
-} from '../../src/evaluate/limsim-formulas.js';
+} from '../../src/model/evaluation-scores.js';
 import type { RunEvaluation, Sample } from './api.js';
 import { el, formatNumber, formatQuantity } from './format.js';
 

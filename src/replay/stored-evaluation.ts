@@ -4,13 +4,19 @@
  * as `<ego>/limsim_evaluation`). Both hold LimSim's five raw metrics per frame, so both are scored the
  * same way: LimSim's display score per frame, its mean per metric, and simrec's overall score.
  */
-import type { RunEvaluation } from '../server/wire-types.js';
 import type { StoreBackend } from '../model/store-port.js';
 import type { StreamInfo } from '../model/stream.js';
 import { LIMSIM_EVALUATION_STREAM } from '../formats/limsim/limsim-streams.js';
-import { streamSamples } from '../replay/run-queries.js';
-import { EVALUATION_STREAM, EVENTS_STREAM, overallScore } from './evaluate-run.js';
-import { LIMSIM_METRICS, limsimScore, type LimsimMetric } from './limsim-formulas.js';
+import {
+  EVALUATION_STREAM,
+  EVENTS_STREAM,
+  LIMSIM_METRICS,
+  limsimScore,
+  overallScore,
+  type LimsimMetric,
+  type RunEvaluation,
+} from '../model/evaluation-scores.js';
+import { streamSamples } from './run-queries.js';
 
 /** The run's evaluation stream: simrec's own first (as the LimSim export prefers it), else LimSim's. */
 export function evaluationStream(streams: readonly StreamInfo[]): StreamInfo | undefined {
