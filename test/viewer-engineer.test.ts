@@ -603,6 +603,9 @@ describe('viewer for engineers (#27) and actor lifetimes (#20), in Chromium', ()
   it('shows capture runs image first with the sensor named, boxes clipped to the image, and counts missing image files', async () => {
     const page = await openRun(`#/runs/${solo}`);
     assert.ok(await page.locator('.run-view.image-first').count(), 'image-first layout');
+    // No road, no pose: no empty map beside the image, and no note about a blank map.
+    assert.equal(await page.getByTestId('map').count(), 0);
+    assert.equal(await page.getByTestId('notes').textContent(), '');
     const img = page.getByTestId('capture').locator('img');
     await page.waitForFunction(() => document.querySelector('[data-testid="capture"] img')?.complete);
     assert.ok((await img.boundingBox())!.width > 600, 'a large image');
@@ -645,12 +648,21 @@ describe('viewer for engineers (#27) and actor lifetimes (#20), in Chromium', ()
   });
 
   it('keeps the run, the time and the selected actor in the address, so a moment can be shared', async () => {
-    const page = await openRun(`#/runs/${limsim}?t=1.5&actor=69`);
+    const page = await openRun(`#/runs/${limsim}?t=1.5&actor=67`);
     assert.equal(await timeLabel(page), 1.5);
-    await page.getByTestId('inspector').getByText('69').first().waitFor();
+    await page.getByTestId('inspector').locator('tr[data-field="id"] td').getByText('67').waitFor();
+    assert.ok(
+      (await page.evaluate(() => window.simrecView.map.drawn.labels)).includes('67'),
+      'the selected actor is labelled',
+    );
     await page.keyboard.press('ArrowRight');
     await page.waitForFunction(() => window.location.hash.includes('t=1.60'));
-    assert.match(page.url(), new RegExp(`#/runs/${limsim}\\?t=1\\.60&actor=69$`));
+    assert.match(page.url(), new RegExp(`#/runs/${limsim}\\?t=1\\.60&actor=67$`));
+    // Opened again from that address: the same moment.
+    const again = await openRun(new URL(page.url()).hash);
+    assert.equal(await timeLabel(again), 1.6);
+    assert.equal(await again.evaluate(() => window.simrecView.selected), '67');
+    await closeClean(again);
     await closeClean(page);
   });
 

@@ -57,6 +57,8 @@ export class RunView {
   private linkTimer: ReturnType<typeof setTimeout> | undefined;
   private readonly runId: number;
   private readonly link: RunLink;
+  /** Whether the run has anything to draw on a map (a road network or poses). */
+  private hasMap = true;
   /** Frames drawn, for the playback benchmark. */
   framesDrawn = 0;
   /** Actors drawn in the last frame (those present at the cursor). */
@@ -99,7 +101,11 @@ export class RunView {
     this.captures = new CapturePanel(this.detail, range.begin);
     this.timeline.markCaptures(this.captures.times);
 
-    const canvas = el('canvas', { class: 'map', 'data-testid': 'map' });
+    const canvas = el('canvas', {
+      class: 'map',
+      'data-testid': 'map',
+      title: 'drag to pan, wheel or + and - to zoom, f to fit; click an actor to inspect it',
+    });
     const score = this.detail.evaluation
       ? [
           el(
@@ -149,10 +155,13 @@ export class RunView {
     const imageFirst =
       (this.captures.hasImages || this.captures.records > 0) &&
       !this.detail.streams.some((s) => s.name === 'state' && s.samples > 1);
+    // Without a road and without a single pose there is no map to show: it stays out of the way.
+    this.hasMap =
+      this.detail.hasRoadNetwork || this.detail.streams.some((s) => s.name === 'state' && s.samples > 0);
     const side = el(
       'aside',
       {},
-      ...(imageFirst ? [el('h3', {}, 'Map'), mapHolder] : []),
+      ...(imageFirst && this.hasMap ? [el('h3', {}, 'Map'), mapHolder] : []),
       el('h3', {}, 'Inspector'),
       this.inspector.root,
       this.plots.root,
@@ -215,7 +224,7 @@ export class RunView {
 
   private async loadRoad(): Promise<void> {
     if (!this.detail.hasRoadNetwork) {
-      this.note('This run has no road network: actors are shown on a blank map.');
+      if (this.hasMap) this.note('This run has no road network: actors are shown on a blank map.');
       this.map.fit([-100, -100], [100, 100]);
       // Fit the actors once the first poses are in.
       const first = this.data.onLoaded;

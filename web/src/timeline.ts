@@ -6,9 +6,17 @@ export const SPEEDS = [0.1, 0.25, 0.5, 1, 2, 5, 10];
 /** Play, pause, step, speed and scrub over [begin, end]; events marked along the track. */
 export class Timeline {
   readonly root = el('div', { class: 'timeline' });
-  private readonly play = el('button', { 'data-testid': 'play', title: 'play / pause' }, '▶ play');
-  private readonly back = el('button', { 'data-testid': 'step-back', title: 'step back' }, '◀ step');
-  private readonly forward = el('button', { 'data-testid': 'step-forward', title: 'step forward' }, 'step ▶');
+  private readonly play = el('button', { 'data-testid': 'play', title: 'play / pause (space)' }, '▶ play');
+  private readonly back = el(
+    'button',
+    { 'data-testid': 'step-back', title: 'step back (←, shift: ten steps)' },
+    '◀ step',
+  );
+  private readonly forward = el(
+    'button',
+    { 'data-testid': 'step-forward', title: 'step forward (→, shift: ten steps)' },
+    'step ▶',
+  );
   private readonly speed = el(
     'select',
     { 'data-testid': 'speed' },
@@ -62,6 +70,9 @@ export class Timeline {
     this.begin = begin;
     this.end = Math.max(end, begin + 1);
     this.update();
+    // The marks stand at fractions of the range: placed again on the new one.
+    this.mark(this.events);
+    this.markCaptures(this.captureTimes);
   }
 
   private at(t: number): string {
@@ -69,7 +80,11 @@ export class Timeline {
   }
 
   /** Events along the track, in their kind's colour; a click picks one. */
+  private events: RunEvent[] = [];
+  private captureTimes: number[] = [];
+
   mark(events: RunEvent[]): void {
+    this.events = events;
     this.marks.replaceChildren(
       ...events.map((e) => {
         const mark = el('button', {
@@ -89,6 +104,7 @@ export class Timeline {
 
   /** The times of the run's captures, as ticks under the track. */
   markCaptures(times: number[]): void {
+    this.captureTimes = times;
     this.strip.replaceChildren(
       ...times.map((t) => {
         const tick = el('span', { class: 'capture-tick' });
