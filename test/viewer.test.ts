@@ -171,14 +171,15 @@ describe('viewer in Chromium', () => {
     const inspector = page.getByTestId('inspector');
     await inspector.getByText('car1').waitFor();
     await inspector.getByText('speed').waitFor();
-    assert.match((await inspector.textContent())!, /x-?\d+(\.\d+)?y-?\d+(\.\d+)?yaw/);
+    assert.match((await inspector.textContent())!, /x-?\d+(\.\d+)? my-?\d+(\.\d+)? myaw/);
     await page.close();
   });
 
   it('plots a stream field, and says what a run lacks', async () => {
     const page = await openPage(`#/runs/${synthetic}`);
     await page.locator('#app[data-ready="true"]').waitFor();
-    await page.getByTestId('plot-field').selectOption('ego/state:speed');
+    await page.getByTestId('plot-search').fill('ego state speed');
+    await page.locator('[data-testid="plot-option"][data-key="ego/state:speed"]').click();
     await page.locator('[data-testid="plot"] canvas').waitFor();
     const notes = (await page.getByTestId('notes').textContent())!;
     assert.match(notes, /no road network/);

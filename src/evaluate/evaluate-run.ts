@@ -10,15 +10,17 @@ import { loadRoadNetwork } from '../roadnet/roadnet-attachment.js';
 import { LaneIndex } from '../roadnet/spatial-index.js';
 import { loadTracks, type ActorTrack } from './actor-tracks.js';
 import { boxesOverlap, type Box } from './footprint.js';
+import { consumption, discomfort, offset, orientation } from './limsim-formulas.js';
 import {
-  consumption,
-  discomfort,
+  EVALUATION_STREAM,
+  EVENTS_STREAM,
+  LIMSIM_METRIC_UNITS,
   LIMSIM_METRICS,
   limsimScore,
-  offset,
-  orientation,
+  overallScore,
+  SCORE_WEIGHTS,
   type LimsimMetric,
-} from './limsim-formulas.js';
+} from '../model/evaluation-scores.js';
 import { LimSimLanes } from '../roadnet/limsim/limsim-geometry.js';
 import { LIMSIM_TTC, SIMREC_TTC, timeToCollision, type MovingBox } from './time-to-collision.js';
 
@@ -89,23 +91,8 @@ export interface EvaluationSummary {
   streams: string[];
 }
 
-/**
- * The overall score: 100 less the weighted mean of LimSim's display scores, each mapped from [1, 4]
- * to a [0, 1] penalty; halved when anything collided with the actor. Safety weighs most.
- */
-export const SCORE_WEIGHTS: Record<LimsimMetric, number> = {
-  collision: 0.4,
-  offset: 0.15,
-  discomfort: 0.15,
-  orientation: 0.15,
-  consumption: 0.15,
-};
-
 const MAX_AGE = 1_000_000; // an actor not heard from for 1 s has left the scene
 const STOPPED = 0.1; // m/s
-
-export const EVALUATION_STREAM = 'evaluation';
-export const EVENTS_STREAM = 'events';
 
 const f64 = (name: string, unit: string, optional = false, description?: string): FieldDecl => ({
   name,
@@ -116,16 +103,16 @@ const f64 = (name: string, unit: string, optional = false, description?: string)
 });
 
 export const EVALUATION_FIELDS: FieldDecl[] = [
-  f64('offset', 'm^2', true, 'LimSim: squared lateral offset from the lane centre'),
-  f64('discomfort', 'm^2/s^6', false, 'LimSim: squared jerk'),
-  f64('collision', 's', false, 'LimSim: time to collision, 20 when none is coming'),
+  f64('offset', LIMSIM_METRIC_UNITS.offset, true, 'LimSim: squared lateral offset from the lane centre'),
+  f64('discomfort', LIMSIM_METRIC_UNITS.discomfort, false, 'LimSim: squared jerk'),
+  f64('collision', LIMSIM_METRIC_UNITS.collision, false, 'LimSim: time to collision, 20 when none is coming'),
   f64(
     'orientation',
-    '1',
+    LIMSIM_METRIC_UNITS.orientation,
     true,
     'LimSim: squared difference of sin(heading) and sin(lane heading), both mod pi',
   ),
-  f64('consumption', 'm^2/s^3', false, 'LimSim: (v a)^2 + v^3'),
+  f64('consumption', LIMSIM_METRIC_UNITS.consumption, false, 'LimSim: (v a)^2 + v^3'),
   ...LIMSIM_METRICS.map((m) =>
     f64(`${m}Score`, '1', m === 'offset' || m === 'orientation', `LimSim display score of ${m}, 1..4`),
   ),
@@ -648,18 +635,12 @@ export async function evaluateRun(
     if (values.length) metrics[name] = summarize(values);
   }
   const limsimScores: Partial<Record<LimsimMetric, number>> = {};
-  let penalty = 0;
-  let weight = 0;
   for (const m of LIMSIM_METRICS) {
     const values = samples.map((s) => s[`${m}Score`]).filter((v): v is number => typeof v === 'number');
-    if (!values.length) continue;
-    const mean = values.reduce((a, b) => a + b, 0) / values.length;
-    limsimScores[m] = mean;
-    penalty += SCORE_WEIGHTS[m] * ((mean - 1) / 3);
-    weight += SCORE_WEIGHTS[m];
+    if (values.length) limsimScores[m] = values.reduce((a, b) => a + b, 0) / values.length;
   }
   const collided = events.some((e) => e.kind === 'collision' && e.actors.includes(actorId));
-  const score = Math.round(100 * (1 - penalty / (weight || 1)) * (collided ? 0.5 : 1) * 10) / 10;
+  const score = overallScore(limsimScores, collided);
   const eventCounts: Record<string, number> = {};
   for (const e of events) eventCounts[e.kind] = (eventCounts[e.kind] ?? 0) + 1;
 

@@ -8,6 +8,16 @@ import { describeRun, requireRun, sceneAt, streamSamples, trajectory } from '../
 import { toJson } from '../model/json.js';
 import { ROADNET_ATTACHMENT } from '../roadnet/roadnet-attachment.js';
 import { RecordingSettings } from './recording-settings.js';
+import { runEvaluation, withScores } from './run-scores.js';
+import type {
+  HealthAnswer,
+  RunDetail,
+  RunListEntry,
+  SamplesAnswer,
+  SceneAnswer,
+  StateColumns,
+  StateWindow,
+} from './wire-types.js';
 
 const STATUS: Record<ErrorCode, 400 | 404 | 409 | 422 | 500> = {
   invalid: 400,
@@ -39,7 +49,8 @@ function runParam(c: Context): number {
   return Number(raw);
 }
 
-export const json = (c: Context, value: unknown): Response =>
+/** Answers are typed by the wire types the viewer reads (wire-types.ts): `json<RunDetail>(c, ...)`. */
+export const json = <T = unknown>(c: Context, value: T): Response =>
   c.body(toJson(value, 0), 200, { 'content-type': 'application/json' });
 
 /** Errors become answers here, with the status their code implies; the server never crashes on a bad request. */
@@ -111,21 +122,25 @@ export function createApi(store: StoreBackend, settings: RecordingSettings = new
   );
 
   api.get('/health', (c) =>
-    json(c, { store: { kind: store.kind, location: store.location, status: 'connected' } }),
+    json<HealthAnswer>(c, { store: { kind: store.kind, location: store.location, status: 'connected' } }),
   );
 
-  api.get('/runs', async (c) => json(c, await store.listRuns()));
+  api.get('/runs', async (c) => json<RunListEntry[]>(c, await withScores(store, await store.listRuns())));
 
   api.get('/runs/:run', async (c) => {
     const d = await describeRun(store, runParam(c));
-    return json(c, { ...d, hasRoadNetwork: d.attachments.some((a) => a.name === ROADNET_ATTACHMENT) });
+    return json<RunDetail>(c, {
+      ...d,
+      hasRoadNetwork: d.attachments.some((a) => a.name === ROADNET_ATTACHMENT),
+      evaluation: await runEvaluation(store, d.run.id, d.samples),
+    });
   });
 
   api.get('/runs/:run/scene', async (c) => {
     const run = runParam(c);
     const t = intParam(c, 't');
     if (t === undefined) throw new SimrecError('invalid', 'query parameter t: required (microseconds)');
-    return json(
+    return json<SceneAnswer>(
       c,
       await sceneAt(store, run, {
         t,
@@ -142,19 +157,18 @@ export function createApi(store: StoreBackend, settings: RecordingSettings = new
     const from = intParam(c, 'from', info.begin);
     const to = intParam(c, 'to', Number.MAX_SAFE_INTEGER);
     const streams = (await store.listStreams(run)).filter((s) => s.name === STATE_STREAM && s.actor !== null);
-    const actors: Record<string, Record<string, (number | null)[]>> = {};
+    const actors: Record<string, StateColumns> = {};
     for (const s of streams) {
-      const columns: Record<string, (number | null)[]> = { t: [] };
-      for (const f of PLAYBACK_FIELDS) columns[f] = [];
+      const columns: StateColumns = { t: [], x: [], y: [], yaw: [], speed: [] };
       for await (const batch of streamSamples(store, run, s.id, { from: from!, to: to! }))
         for (const sample of batch) {
-          columns.t!.push(sample.t);
+          columns.t.push(sample.t);
           for (const f of PLAYBACK_FIELDS)
-            columns[f]!.push(typeof sample[f] === 'number' ? (sample[f] as number) : null);
+            columns[f].push(typeof sample[f] === 'number' ? (sample[f] as number) : null);
         }
       actors[s.actor!] = columns;
     }
-    return json(c, { from, to, actors });
+    return json<StateWindow>(c, { from: from!, to: to!, actors });
   });
 
   api.get('/runs/:run/trajectory/:actor', async (c) => {
@@ -178,7 +192,7 @@ export function createApi(store: StoreBackend, settings: RecordingSettings = new
     if (to !== undefined) window.to = to;
     const samples: Sample[] = [];
     for await (const batch of streamSamples(store, run, stream, window)) samples.push(...batch);
-    return json(c, { stream, samples });
+    return json<SamplesAnswer>(c, { stream, samples });
   });
 
   api.get('/runs/:run/roadnet', async (c) => {

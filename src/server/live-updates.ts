@@ -2,8 +2,9 @@ import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { StoreBackend } from '../model/store-port.js';
-import type { RunSummary } from '../model/run.js';
 import { toJson } from '../model/json.js';
+import { withScores } from './run-scores.js';
+import type { LiveMessage } from './wire-types.js';
 
 export const LIVE_PATH = '/api/live';
 /** Updates a viewer may leave unread before it is disconnected: many run lists' worth. */
@@ -40,11 +41,11 @@ export class LiveUpdates {
     if (this.polling) return;
     this.polling = true;
     try {
-      const runs: RunSummary[] = await this.store.listRuns();
+      const runs = await this.store.listRuns();
       const signature = runs.map((r) => `${r.id}:${r.state}:${r.samples}:${r.end}`).join(',');
       if (signature === this.lastSignature) return;
       this.lastSignature = signature;
-      this.lastMessage = this.broadcast({ type: 'runs', runs });
+      this.lastMessage = this.broadcast({ type: 'runs', runs: await withScores(this.store, runs) });
     } catch (error) {
       // Forget the last list, so the viewer hears the runs again once the store is back.
       this.lastSignature = '';
@@ -55,7 +56,7 @@ export class LiveUpdates {
   }
 
   /** Sends a message to every connected viewer now; returns its text. */
-  broadcast(message: unknown): string {
+  broadcast(message: LiveMessage): string {
     const text = toJson(message, 0);
     for (const client of this.wss.clients) {
       if (client.readyState !== client.OPEN) continue;

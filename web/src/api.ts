@@ -1,39 +1,33 @@
-import type { RunSummary, ActorInfo, RunInfo } from '../../src/model/run.js';
+import type { ActorInfo, RunInfo } from '../../src/model/run.js';
 import type { StreamInfo, Sample } from '../../src/model/stream.js';
 import type { AttachmentInfo } from '../../src/model/attachment.js';
 import type { RoadNetwork } from '../../src/model/roadnet.js';
+import type {
+  ErrorAnswer,
+  HealthAnswer,
+  LiveMessage,
+  RunDetail,
+  RunEvaluation,
+  RunListEntry,
+  SamplesAnswer,
+  SceneAnswer,
+  Settings,
+  StateWindow,
+} from '../../src/server/wire-types.js';
 
-export type { RunSummary, ActorInfo, RunInfo, StreamInfo, Sample, AttachmentInfo, RoadNetwork };
-
-export interface RunDetail {
-  run: RunInfo;
-  actors: ActorInfo[];
-  streams: StreamInfo[];
-  timeRange: { begin: number; end: number } | null;
-  samples: number;
-  attachments: AttachmentInfo[];
-  hasRoadNetwork: boolean;
-}
-
-/** Columns of every actor's pose over a window, as /api/runs/:id/states sends them. */
-export interface StateWindow {
-  from: number;
-  to: number;
-  actors: Record<
-    string,
-    {
-      t: number[];
-      x: (number | null)[];
-      y: (number | null)[];
-      yaw: (number | null)[];
-      speed: (number | null)[];
-    }
-  >;
-}
-
-export interface Settings {
-  recordEveryRun: boolean;
-}
+export type {
+  ActorInfo,
+  AttachmentInfo,
+  RoadNetwork,
+  RunDetail,
+  RunEvaluation,
+  RunInfo,
+  RunListEntry,
+  Sample,
+  Settings,
+  StateWindow,
+  StreamInfo,
+};
 
 export class ApiError extends Error {
   readonly status: number;
@@ -54,7 +48,7 @@ async function get<T>(path: string): Promise<T> {
   if (!response.ok) {
     let message = `${response.status} ${response.statusText}`;
     try {
-      message = ((await response.json()) as { error: string }).error;
+      message = ((await response.json()) as ErrorAnswer).error;
     } catch {
       // not JSON: keep the status line
     }
@@ -70,24 +64,21 @@ export async function send<T>(method: 'POST' | 'PUT', path: string, body?: unkno
     headers: { 'content-type': 'application/json', ...authHeaders() },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
-  if (!response.ok) throw new ApiError(response.status, ((await response.json()) as { error: string }).error);
+  if (!response.ok) throw new ApiError(response.status, ((await response.json()) as ErrorAnswer).error);
   return (await response.json()) as T;
 }
 
 export { get as getJson };
 
 export const api = {
-  health: () => get<{ store: { kind: string; location: string; status: string } }>('/health'),
-  runs: () => get<RunSummary[]>('/runs'),
+  health: () => get<HealthAnswer>('/health'),
+  runs: () => get<RunListEntry[]>('/runs'),
   run: (id: number) => get<RunDetail>(`/runs/${id}`),
   states: (id: number, from: number, to: number) =>
     get<StateWindow>(`/runs/${id}/states?from=${from}&to=${to}`),
-  scene: (id: number, t: number) =>
-    get<{ t: number; actors: (Sample & { id: string; kind: string })[] }>(
-      `/runs/${id}/scene?t=${t}&interpolate=1`,
-    ),
+  scene: (id: number, t: number) => get<SceneAnswer>(`/runs/${id}/scene?t=${t}&interpolate=1`),
   samples: (id: number, stream: string, from?: number, to?: number) =>
-    get<{ stream: string; samples: Sample[] }>(
+    get<SamplesAnswer>(
       `/runs/${id}/samples?stream=${encodeURIComponent(stream)}${from === undefined ? '' : `&from=${from}`}${to === undefined ? '' : `&to=${to}`}`,
     ),
   roadnet: (id: number) => get<RoadNetwork>(`/runs/${id}/roadnet`),
@@ -99,11 +90,11 @@ export const api = {
 
 /** The live channel: run-list updates pushed by the server, reconnecting when it goes away. */
 export function connectLive(
-  onRuns: (runs: RunSummary[]) => void,
+  onRuns: (runs: RunListEntry[]) => void,
   onSettings: (settings: Settings) => void,
   onState: (state: 'connecting' | 'connected' | 'disconnected' | 'error', detail?: string) => void,
   /** Every message, for panels that listen to their own types. */
-  onMessage?: (message: { type: string }) => void,
+  onMessage?: (message: LiveMessage) => void,
 ): () => void {
   let socket: WebSocket | null = null;
   let stopped = false;
@@ -115,14 +106,9 @@ export function connectLive(
     socket = new WebSocket(url);
     socket.onopen = () => onState('connected');
     socket.onmessage = (event) => {
-      const message = JSON.parse(String(event.data)) as {
-        type: string;
-        runs?: RunSummary[];
-        error?: string;
-        settings?: Settings;
-      };
-      if (message.type === 'settings' && message.settings) onSettings(message.settings);
-      if (message.type === 'runs' && message.runs) {
+      const message = JSON.parse(String(event.data)) as LiveMessage;
+      if (message.type === 'settings') onSettings(message.settings);
+      if (message.type === 'runs') {
         onState('connected');
         onRuns(message.runs);
       }

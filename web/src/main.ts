@@ -1,5 +1,5 @@
 import './style.css';
-import { api, connectLive, type RunSummary } from './api.js';
+import { api, connectLive, type RunListEntry } from './api.js';
 import { el } from './format.js';
 import { RunList } from './run-list.js';
 import { RunView } from './run-view.js';
@@ -9,7 +9,7 @@ const app = document.getElementById('app')!;
 const status = document.getElementById('store-status')!;
 let list: RunList | null = null;
 let view: RunView | null = null;
-let latestRuns: RunSummary[] = [];
+let latestRuns: RunListEntry[] = [];
 let storeLabel = '';
 
 declare global {
@@ -21,7 +21,7 @@ declare global {
 
 async function route(): Promise<void> {
   const hash = location.hash || '#/';
-  const runMatch = /^#\/runs\/(\d+)$/.exec(hash);
+  const runMatch = /^#\/runs\/(\d+)(?:\?(.*))?$/.exec(hash);
   app.replaceChildren();
   list = null;
   view = null;
@@ -31,7 +31,13 @@ async function route(): Promise<void> {
     app.append(list.root);
     list.update(latestRuns.length ? latestRuns : await api.runs());
   } else if (runMatch) {
-    view = new RunView(Number(runMatch[1]));
+    const query = new URLSearchParams(runMatch[2] ?? '');
+    const t = query.get('t');
+    const actor = query.get('actor');
+    view = new RunView(Number(runMatch[1]), {
+      ...(t !== null ? { t: Number(t) } : {}),
+      ...(actor !== null ? { actor } : {}),
+    });
     window.simrecView = view;
     app.append(view.root);
     await view.load();
@@ -49,6 +55,7 @@ async function route(): Promise<void> {
 }
 
 window.addEventListener('hashchange', () => void route());
+window.addEventListener('keydown', (e) => view?.key(e));
 void api.health().then((h) => {
   storeLabel = `${h.store.kind}: ${h.store.location}`;
   if (status.dataset.state === 'connected') status.textContent = `● ${storeLabel}`;

@@ -1,4 +1,5 @@
 import type { ActorInfo, RoadNetwork } from './api.js';
+import { el, formatQuantity } from './format.js';
 import type { Pose } from './playback-data.js';
 
 /** Actor colours: LimSim's ego orange and vehicle blue, so its users find their way at once. */
@@ -8,8 +9,8 @@ export const KIND_COLORS: Record<string, string> = {
   pedestrian: 'rgb(39,174,96)',
   cyclist: 'rgb(142,68,173)',
 };
-const OTHER_COLOR = 'rgb(127,140,141)';
-const LIGHT_COLORS: Record<string, string> = {
+export const OTHER_COLOR = 'rgb(127,140,141)';
+export const LIGHT_COLORS: Record<string, string> = {
   r: '#e74c3c',
   y: '#f1c40f',
   g: '#2ecc71',
@@ -19,6 +20,46 @@ const LIGHT_COLORS: Record<string, string> = {
   O: '#95a5a6',
   s: '#c0392b',
 };
+
+/** The light states a legend names (SUMO's characters, as LimSim and simrec store them). */
+export const LIGHT_NAMES: [string, string][] = [
+  ['r', 'red'],
+  ['y', 'yellow'],
+  ['G', 'green (priority)'],
+  ['g', 'green (yield)'],
+  ['o', 'off'],
+];
+
+/**
+ * Actors are never drawn smaller than this on screen (px): a car at true size is a few pixels when a
+ * whole network is in view. Far out the minimum shrinks, so the roads still show between the actors.
+ */
+const MIN_PX = { near: { length: 14, width: 7 }, far: { length: 8, width: 4 } };
+/** Below this zoom (px per metre) the `far` minimum applies. */
+const FAR_SCALE = 1;
+/** How far into the junction a light's state is drawn (m), from the stop line: a stub, not the whole path. */
+const LIGHT_STUB_METRES = 4;
+
+/** The first `metres` of a polyline. */
+function head(points: readonly (readonly number[])[], metres: number): number[][] {
+  const out: number[][] = [[points[0]![0]!, points[0]![1]!]];
+  let left = metres;
+  for (let i = 1; i < points.length && left > 0; i++) {
+    const [ax, ay] = [points[i - 1]![0]!, points[i - 1]![1]!];
+    const [bx, by] = [points[i]![0]!, points[i]![1]!];
+    const d = Math.hypot(bx - ax, by - ay);
+    if (d <= left) out.push([bx, by]);
+    else out.push([ax + ((bx - ax) * left) / d, ay + ((by - ay) * left) / d]);
+    left -= d;
+  }
+  return out;
+}
+
+/** A round length for a scale bar: 1, 2 or 5 times a power of ten, about `target` metres or less. */
+export function niceLength(target: number): number {
+  const p = 10 ** Math.floor(Math.log10(target));
+  return [5, 2, 1].map((m) => m * p).find((v) => v <= target) ?? p;
+}
 
 interface RoadLayer {
   lanes: { path: Path2D; width: number; kind: string }[];
@@ -39,6 +80,8 @@ export interface MapState {
   poses: Map<string, Pose>;
   actors: Map<string, ActorInfo>;
   selected: string | null;
+  /** Actors to ring (those of the event picked in the list). */
+  highlighted: Set<string>;
   lightStates: Map<string, string>;
   trails: Map<string, [number, number][]>;
   futures: Map<string, [number, number][]>;
@@ -54,7 +97,14 @@ export class MapView {
   scale = 4;
   follow: string | null = null;
   onSelect: (actor: string | null) => void = () => {};
+  /** The user moved or zoomed the map (so a follow is dropped, and a link can say where). */
+  onMove: () => void = () => {};
+  /** Hover: an actor's id, kind and speed beside the pointer. */
+  readonly tooltip = el('div', { class: 'map-tooltip', 'data-testid': 'map-tooltip', hidden: '' });
   private state: MapState | null = null;
+  private bounds: { min: [number, number]; max: [number, number] } | null = null;
+  /** What the last frame drew, for the tests that read the map back: labels and the scale bar. */
+  drawn = { labels: [] as string[], scaleBar: { metres: 0, pixels: 0 } };
 
   constructor(canvas: HTMLCanvasElement) {
     this.canvas = canvas;
@@ -65,7 +115,10 @@ export class MapView {
       canvas.setPointerCapture(e.pointerId);
     });
     canvas.addEventListener('pointermove', (e) => {
-      if (!drag) return;
+      if (!drag) {
+        this.hover(e.offsetX, e.offsetY);
+        return;
+      }
       const dx = e.clientX - drag.x;
       const dy = e.clientY - drag.y;
       if (Math.abs(dx) + Math.abs(dy) > 2) drag.moved = true;
@@ -75,8 +128,11 @@ export class MapView {
       drag.x = e.clientX;
       drag.y = e.clientY;
       this.follow = null;
+      this.tooltip.hidden = true;
       this.draw();
+      this.onMove();
     });
+    canvas.addEventListener('pointerleave', () => (this.tooltip.hidden = true));
     canvas.addEventListener('pointerup', (e) => {
       if (drag && !drag.moved) this.onSelect(this.actorAt(e.offsetX, e.offsetY));
       drag = null;
@@ -85,12 +141,7 @@ export class MapView {
       'wheel',
       (e) => {
         e.preventDefault();
-        const before = this.toWorld(e.offsetX, e.offsetY);
-        this.scale = Math.min(200, Math.max(0.05, this.scale * Math.exp(-e.deltaY * 0.001)));
-        const after = this.toWorld(e.offsetX, e.offsetY);
-        this.center.x += before.x - after.x;
-        this.center.y += before.y - after.y;
-        this.draw();
+        this.zoom(Math.exp(-e.deltaY * 0.001), e.offsetX, e.offsetY);
       },
       { passive: false },
     );
@@ -102,6 +153,30 @@ export class MapView {
     this.canvas.width = Math.max(1, Math.round(this.canvas.clientWidth * ratio));
     this.canvas.height = Math.max(1, Math.round(this.canvas.clientHeight * ratio));
     this.draw();
+  }
+
+  /** Zooms by `factor` about a screen point (the centre by default), keeping that point still. */
+  zoom(factor: number, sx = this.canvas.clientWidth / 2, sy = this.canvas.clientHeight / 2): void {
+    const before = this.toWorld(sx, sy);
+    this.scale = Math.min(200, Math.max(0.05, this.scale * factor));
+    const after = this.toWorld(sx, sy);
+    this.center.x += before.x - after.x;
+    this.center.y += before.y - after.y;
+    this.draw();
+    this.onMove();
+  }
+
+  private hover(sx: number, sy: number): void {
+    const id = this.actorAt(sx, sy);
+    const pose = id ? this.state?.poses.get(id) : undefined;
+    if (!id || !pose) {
+      this.tooltip.hidden = true;
+      return;
+    }
+    const kind = this.state?.actors.get(id)?.kind ?? 'other';
+    this.tooltip.replaceChildren(el('b', {}, id), ` · ${kind} · ${formatQuantity(pose.speed, 'm/s')}`);
+    Object.assign(this.tooltip.style, { left: `${sx + 14}px`, top: `${sy + 10}px` });
+    this.tooltip.hidden = false;
   }
 
   toWorld(sx: number, sy: number): { x: number; y: number } {
@@ -138,12 +213,42 @@ export class MapView {
       signalled: net.lanes
         .filter((l) => viaLight.has(l.id) && l.centerLine.length > 1)
         .map((l) => ({
-          path: polyline(l.centerLine),
-          width: Math.min(l.width || 3.2, 1.5),
+          path: polyline(head(l.centerLine, LIGHT_STUB_METRES)),
+          width: Math.min(l.width || 3.2, 0.8),
           ...viaLight.get(l.id)!,
         })),
     };
+    this.bounds = { min: net.boundary.min, max: net.boundary.max };
     this.fit(net.boundary.min, net.boundary.max);
+  }
+
+  get hasSignals(): boolean {
+    return (this.road?.signalled.length ?? 0) > 0;
+  }
+
+  /**
+   * Everything in view: the road network, or without one the actors present now (at least 40 m
+   * across). The Fit button and the `f` key.
+   */
+  fitAll(): void {
+    this.follow = null;
+    if (this.bounds) this.fit(this.bounds.min, this.bounds.max);
+    else {
+      const poses = [...(this.state?.poses.values() ?? [])];
+      if (!poses.length) return;
+      const xs = poses.map((p) => p.x);
+      const ys = poses.map((p) => p.y);
+      const cx = (Math.min(...xs) + Math.max(...xs)) / 2;
+      const cy = (Math.min(...ys) + Math.max(...ys)) / 2;
+      const half = Math.max(
+        20,
+        (Math.max(...xs) - Math.min(...xs)) / 2,
+        (Math.max(...ys) - Math.min(...ys)) / 2,
+      );
+      this.fit([cx - half, cy - half], [cx + half, cy + half]);
+    }
+    this.draw();
+    this.onMove();
   }
 
   fit(min: [number, number], max: [number, number]): void {
@@ -203,7 +308,8 @@ export class MapView {
       for (const j of this.road.junctions) ctx.fill(j);
       for (const lane of this.road.lanes) {
         ctx.strokeStyle = lane.kind === 'walkingarea' || lane.kind === 'crossing' ? '#6b7378' : '#4a5055';
-        ctx.lineWidth = lane.width;
+        // Never thinner than 2 px: zoomed out, the network still shows under its traffic.
+        ctx.lineWidth = Math.max(lane.width, 2 * px);
         ctx.stroke(lane.path);
       }
       ctx.strokeStyle = '#d8d8d8';
@@ -218,7 +324,7 @@ export class MapView {
         const ch = lights?.get(s.light)?.[s.index];
         if (!ch) continue;
         ctx.strokeStyle = LIGHT_COLORS[ch] ?? '#888';
-        ctx.lineWidth = s.width;
+        ctx.lineWidth = Math.max(s.width, 2 * px);
         ctx.stroke(s.path);
       }
     }
@@ -234,6 +340,7 @@ export class MapView {
     };
     for (const [, points] of state.trails) drawPath(points, 'rgba(255,255,255,0.35)', []);
     for (const [, points] of state.futures) drawPath(points, 'rgba(241,196,15,0.8)', [6, 4]);
+    const min = this.scale >= FAR_SCALE ? MIN_PX.near : MIN_PX.far;
     for (const [id, pose] of state.poses) {
       const actor = state.actors.get(id);
       const kind = actor?.kind ?? 'other';
@@ -242,25 +349,81 @@ export class MapView {
       ctx.save();
       ctx.translate(pose.x, pose.y);
       ctx.rotate(pose.yaw);
-      // Never smaller than a few pixels, so a whole city still shows where its actors are.
-      const l = Math.max(length, 4 * px);
-      const w = Math.max(width, 3 * px);
+      // True size when zoomed in; never smaller than a readable few pixels.
+      const l = Math.max(length, min.length * px);
+      const w = Math.max(width, min.width * px);
       ctx.fillStyle = KIND_COLORS[kind] ?? OTHER_COLOR;
+      ctx.strokeStyle = 'rgba(0,0,0,0.6)';
+      ctx.lineWidth = px;
       if (kind === 'pedestrian') {
         ctx.beginPath();
         ctx.arc(0, 0, w / 2, 0, 2 * Math.PI);
         ctx.fill();
+        ctx.stroke();
       } else {
         ctx.fillRect(-l / 2, -w / 2, l, w);
-        ctx.fillStyle = 'rgba(255,255,255,0.7)';
-        ctx.fillRect(l / 2 - Math.min(0.8, l / 4), -w / 2, Math.min(0.8, l / 4), w);
+        ctx.strokeRect(-l / 2, -w / 2, l, w);
+        // The front: a light band, so the heading shows at any size.
+        const nose = Math.max(Math.min(0.8, l / 4), 3 * px);
+        ctx.fillStyle = 'rgba(255,255,255,0.75)';
+        ctx.fillRect(l / 2 - nose, -w / 2, nose, w);
       }
       if (id === state.selected) {
         ctx.strokeStyle = '#ffffff';
         ctx.lineWidth = 2 * px;
         ctx.strokeRect(-l / 2 - 3 * px, -w / 2 - 3 * px, l + 6 * px, w + 6 * px);
       }
+      if (state.highlighted.has(id)) {
+        ctx.strokeStyle = '#f1c40f';
+        ctx.lineWidth = 2 * px;
+        ctx.beginPath();
+        ctx.arc(0, 0, Math.max(l, w) / 2 + 6 * px, 0, 2 * Math.PI);
+        ctx.stroke();
+      }
       ctx.restore();
     }
+    this.drawOverlay(state);
+  }
+
+  /** Screen-space marks: the labels of the ego and the selected actor, and the scale bar. */
+  private drawOverlay(state: MapState): void {
+    const { ctx } = this;
+    const ratio = window.devicePixelRatio || 1;
+    ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
+    ctx.font = '12px system-ui, sans-serif';
+    ctx.textBaseline = 'middle';
+    this.drawn.labels = [];
+    const labelled = new Set<string>();
+    for (const [id, a] of state.actors) if (a.kind === 'ego') labelled.add(id);
+    if (state.selected) labelled.add(state.selected);
+    for (const id of state.highlighted) labelled.add(id);
+    for (const id of labelled) {
+      const pose = state.poses.get(id);
+      if (!pose) continue;
+      const p = this.toScreen(pose.x, pose.y);
+      const text = id;
+      const w = ctx.measureText(text).width;
+      ctx.fillStyle = 'rgba(0,0,0,0.65)';
+      ctx.fillRect(p.x + 10, p.y - 17, w + 8, 16);
+      ctx.fillStyle = '#fff';
+      ctx.fillText(text, p.x + 14, p.y - 9);
+      this.drawn.labels.push(id);
+    }
+    // Scale bar, bottom left: a round length near 120 px.
+    const metres = niceLength(120 / this.scale);
+    const pixels = metres * this.scale;
+    const x0 = 12;
+    const y0 = this.canvas.clientHeight - 16;
+    ctx.strokeStyle = '#e6e6e6';
+    ctx.lineWidth = 2;
+    ctx.beginPath();
+    ctx.moveTo(x0, y0 - 5);
+    ctx.lineTo(x0, y0);
+    ctx.lineTo(x0 + pixels, y0);
+    ctx.lineTo(x0 + pixels, y0 - 5);
+    ctx.stroke();
+    ctx.fillStyle = '#e6e6e6';
+    ctx.fillText(metres >= 1000 ? `${metres / 1000} km` : `${metres} m`, x0 + pixels + 6, y0 - 2);
+    this.drawn.scaleBar = { metres, pixels };
   }
 }

@@ -1,5 +1,7 @@
+import { absenceAt, usualSampleInterval } from '../../src/model/presence.js';
+import type { PresenceInterval } from '../../src/model/run.js';
 import { lastAtOrBefore } from '../../src/model/sorted-search.js';
-import { api, type StateWindow } from './api.js';
+import { api, type ActorInfo, type StateWindow, type StreamInfo } from './api.js';
 
 /** Seconds of states fetched at once: a one-hour run starts playing after one window, not all of it. */
 const WINDOW_MICROS = 60_000_000;
@@ -19,19 +21,44 @@ const lerpAngle = (a: number, b: number, u: number): number => {
   return a + d * u;
 };
 
+/** What decides whether an actor is in the scene: its presence, and its state stream's usual interval. */
+interface PresenceRule {
+  presence: PresenceInterval[] | undefined;
+  usualInterval: number | null;
+}
+
 /**
  * Every actor's pose over the run, fetched a window at a time around the cursor and interpolated
- * between samples so playback is smooth at any speed.
+ * between samples so playback is smooth at any speed. Only actors present at t are posed, by the same
+ * rules as the server's scenes (model/presence.ts): an actor that left, or whose latest state has gone
+ * stale, is not drawn where it last stood.
  */
 export class PlaybackData {
   private readonly windows = new Map<number, StateWindow | Promise<StateWindow>>();
   private readonly runId: number;
   private readonly begin: number;
+  private readonly rules = new Map<string, PresenceRule>();
   onLoaded: () => void = () => {};
 
-  constructor(runId: number, begin: number) {
+  constructor(runId: number, begin: number, actors: ActorInfo[], streams: StreamInfo[]) {
     this.runId = runId;
     this.begin = begin;
+    this.setActors(actors, streams);
+  }
+
+  /** The actors' presence and their state streams' counts (again when a live run grew). */
+  setActors(actors: ActorInfo[], streams: StreamInfo[]): void {
+    const stateStreams = new Map(
+      streams.filter((s) => s.name === 'state' && s.actor !== null).map((s) => [s.actor!, s]),
+    );
+    this.rules.clear();
+    for (const a of actors) {
+      const stream = stateStreams.get(a.id);
+      this.rules.set(a.id, {
+        presence: a.presence,
+        usualInterval: stream ? usualSampleInterval(stream, a.presence) : null,
+      });
+    }
   }
 
   private windowIndex(t: number): number {
@@ -63,27 +90,37 @@ export class PlaybackData {
     for (const i of [...this.windows.keys()]) if (i >= first) this.windows.delete(i);
   }
 
-  /** Poses at t, and whether the window holding t has loaded. */
+  /** Poses of the actors present at t, and whether the window holding t has loaded. */
   posesAt(t: number): { poses: Map<string, Pose>; loaded: boolean } {
     const poses = new Map<string, Pose>();
     const current = this.window(t);
     if (!current) return { poses, loaded: false };
     const previous = this.windows.get(this.windowIndex(t) - 1);
     for (const [id, cols] of Object.entries(current.actors)) {
-      let pose = this.interpolate(cols, t);
-      // An actor whose last sample is in the previous window still stands where it was.
-      if (!pose && previous && !(previous instanceof Promise)) {
+      let pose = this.interpolate(id, cols, t);
+      // An actor whose last sample is in the previous window may still be present (a slow stream).
+      if (pose === undefined && previous && !(previous instanceof Promise)) {
         const before = previous.actors[id];
-        if (before) pose = this.interpolate(before, t);
+        if (before) pose = this.interpolate(id, before, t);
       }
       if (pose) poses.set(id, pose);
     }
+    // Actors with no sample in this window at all may still be present, from the previous one.
+    if (previous && !(previous instanceof Promise))
+      for (const [id, cols] of Object.entries(previous.actors)) {
+        if (id in current.actors) continue;
+        const pose = this.interpolate(id, cols, t);
+        if (pose) poses.set(id, pose);
+      }
     return { poses, loaded: true };
   }
 
-  private interpolate(c: Columns, t: number): Pose | null {
+  /** The pose at t from the latest sample at or before it; null when the actor is not present then. */
+  private interpolate(id: string, c: Columns, t: number): Pose | null | undefined {
     const i = lastAtOrBefore(c.t, t);
-    if (i < 0) return null;
+    if (i < 0) return undefined;
+    const rule = this.rules.get(id);
+    if (rule && absenceAt(rule.presence, rule.usualInterval, c.t[i]!, t) !== null) return null;
     const x0 = c.x[i];
     const y0 = c.y[i];
     if (x0 == null || y0 == null) return null;

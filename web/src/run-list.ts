@@ -1,10 +1,23 @@
-import type { RunSummary } from './api.js';
-import { date, el, seconds } from './format.js';
+import type { RunListEntry } from './api.js';
+import { date, el, formatNumber, seconds } from './format.js';
+
+/** The run list's columns: header, how rows sort by it (none: not sortable), and whether numeric. */
+const COLUMNS: { label: string; sort?: (r: RunListEntry) => number | string; num?: boolean }[] = [
+  { label: 'Run', sort: (r) => r.id, num: true },
+  { label: 'Simulator', sort: (r) => r.simulator.name },
+  { label: 'Begin (UTC)', sort: (r) => r.begin },
+  { label: 'Duration s', sort: (r) => (r.end ?? Infinity) - r.begin, num: true },
+  { label: 'End reason', sort: (r) => r.endReason ?? '' },
+  { label: 'Actors', sort: (r) => r.actors, num: true },
+  { label: 'Samples', sort: (r) => r.samples, num: true },
+  { label: 'Score', sort: (r) => r.score ?? -Infinity, num: true },
+  { label: 'Description' },
+];
 
 /** The run list: search and filter by simulator, date, duration and end reason; live as runs change. */
 export class RunList {
   readonly root = el('section', { class: 'run-list' });
-  private runs: RunSummary[] = [];
+  private runs: RunListEntry[] = [];
   private readonly search = el('input', {
     type: 'search',
     placeholder: 'search description, simulator, metadata',
@@ -29,6 +42,8 @@ export class RunList {
   });
   private readonly body = el('tbody');
   private readonly count = el('span', { class: 'count' });
+  private sort: { column: number; descending: boolean } | null = null;
+  private readonly sortButtons = new Map<number, HTMLButtonElement>();
 
   constructor() {
     const filters = el(
@@ -48,16 +63,24 @@ export class RunList {
       el(
         'tr',
         {},
-        ...[
-          'Run',
-          'Simulator',
-          'Begin (UTC)',
-          'Duration s',
-          'End reason',
-          'Actors',
-          'Samples',
-          'Description',
-        ].map((h) => el('th', {}, h)),
+        ...COLUMNS.map((c, i) => {
+          if (!c.sort) return el('th', {}, c.label);
+          const button = el(
+            'button',
+            { class: 'sort', 'data-testid': `sort-${c.label.split(' ')[0]!.toLowerCase()}` },
+            c.label,
+          );
+          button.addEventListener('click', () => {
+            // A first click sorts a numeric column best-first (highest score, most samples...).
+            this.sort =
+              this.sort?.column === i
+                ? { column: i, descending: !this.sort.descending }
+                : { column: i, descending: !!c.num };
+            this.render();
+          });
+          this.sortButtons.set(i, button);
+          return el('th', { class: c.num ? 'num' : '' }, button);
+        }),
       ),
     );
     this.root.append(
@@ -76,7 +99,7 @@ export class RunList {
       input.addEventListener('input', () => this.render());
   }
 
-  update(runs: RunSummary[]): void {
+  update(runs: RunListEntry[]): void {
     this.runs = runs;
     this.fillSelect(
       this.simulator,
@@ -100,6 +123,16 @@ export class RunList {
     select.value = current;
   }
 
+  /** A row opens its run when clicked anywhere, not only on its id. */
+  private row(r: RunListEntry, ...cells: HTMLElement[]): HTMLElement {
+    const tr = el('tr', { 'data-run': String(r.id), class: 'clickable' }, ...cells);
+    tr.addEventListener('click', (e) => {
+      if ((e.target as HTMLElement).closest('a')) return;
+      location.hash = `#/runs/${r.id}`;
+    });
+    return tr;
+  }
+
   private render(): void {
     const text = this.search.value.trim().toLowerCase();
     const since = this.since.value ? Date.parse(this.since.value) * 1000 : -Infinity;
@@ -118,12 +151,24 @@ export class RunList {
         duration <= max
       );
     });
+    const sort = this.sort;
+    if (sort) {
+      const key = COLUMNS[sort.column]!.sort!;
+      const sign = sort.descending ? -1 : 1;
+      shown.sort((a, b) => {
+        const ka = key(a);
+        const kb = key(b);
+        return (ka < kb ? -1 : ka > kb ? 1 : a.id - b.id) * sign;
+      });
+    }
+    for (const [column, button] of this.sortButtons)
+      if (sort?.column === column) button.dataset.sorted = sort.descending ? 'descending' : 'ascending';
+      else delete button.dataset.sorted;
     this.count.textContent = `${shown.length} of ${this.runs.length} runs`;
     this.body.replaceChildren(
       ...shown.map((r) =>
-        el(
-          'tr',
-          { 'data-run': String(r.id) },
+        this.row(
+          r,
           el('td', {}, el('a', { href: `#/runs/${r.id}` }, String(r.id))),
           el('td', {}, `${r.simulator.name} ${r.simulator.version ?? ''}`),
           el('td', {}, date(r.begin)),
@@ -131,6 +176,11 @@ export class RunList {
           el('td', {}, r.endReason ?? el('span', { class: 'live-badge' }, 'live')),
           el('td', { class: 'num' }, String(r.actors)),
           el('td', { class: 'num' }, String(r.samples)),
+          el(
+            'td',
+            { class: 'num score', 'data-testid': 'score' },
+            r.score === null ? '–' : formatNumber(r.score),
+          ),
           el('td', {}, r.description),
         ),
       ),
@@ -142,7 +192,7 @@ export class RunList {
           {},
           el(
             'td',
-            { colspan: '8', class: 'empty' },
+            { colspan: String(COLUMNS.length), class: 'empty' },
             this.runs.length ? 'No run matches the filters.' : 'No runs yet: record one with `simrec demo`.',
           ),
         ),

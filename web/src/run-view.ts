@@ -1,59 +1,72 @@
 import { lastAtOrBefore } from '../../src/model/sorted-search.js';
-import {
-  api,
-  ApiError,
-  type ActorInfo,
-  type AttachmentInfo,
-  type RunDetail,
-  type RunSummary,
-  type Sample,
-} from './api.js';
-import { el, formatValue, seconds } from './format.js';
-import { MapView, type MapState } from './map-view.js';
+import { api, ApiError, type ActorInfo, type RunDetail, type RunListEntry, type Sample } from './api.js';
+import { CapturePanel } from './capture-panel.js';
+import { EventList, type RunEvent } from './event-list.js';
+import { el, formatNumber } from './format.js';
+import { Inspector } from './inspector.js';
+import { KIND_COLORS, LIGHT_COLORS, LIGHT_NAMES, MapView, OTHER_COLOR, type MapState } from './map-view.js';
 import { PlaybackData } from './playback-data.js';
 import { PlotPanel } from './plot-panel.js';
-import { Radar, RADAR_AXES } from './radar.js';
+import { EvaluationPanel } from './radar.js';
 import { Timeline } from './timeline.js';
 
 const TRAIL_MICROS = 5_000_000;
 const FUTURE_MICROS = 5_000_000;
+/** The zoom step of the + and - keys. */
+const ZOOM_STEP = 1.25;
 
 /** The latest sample at or before t in a time-ordered list. */
 function sampleAt<T extends { t: number }>(samples: T[], t: number): T | undefined {
   return samples[lastAtOrBefore(samples, t, (s) => s.t)];
 }
 
-/** One run: map, timeline, inspector, plots, captures and the evaluation radar. */
+/** What a link to a moment of a run says besides the run (the hash's query: `#/runs/3?t=12.5&actor=car1`). */
+export interface RunLink {
+  /** Seconds from the first sample. */
+  t?: number;
+  actor?: string;
+}
+
+/** One run: map, timeline with its events, inspector, plots, evaluation and captures. */
 export class RunView {
   readonly root = el('section', { class: 'run-view' });
   private detail!: RunDetail;
   private data!: PlaybackData;
   /** Public for the browser tests, which read pixels at world positions. */
   map!: MapView;
-  private timeline!: Timeline;
-  private plots!: PlotPanel;
-  private readonly radar = new Radar();
+  timeline!: Timeline;
+  plots!: PlotPanel;
+  private evaluationPanel!: EvaluationPanel;
+  private captures!: CapturePanel;
+  private readonly events = new EventList();
+  private readonly inspector = new Inspector();
   private actors = new Map<string, ActorInfo>();
-  private selected: string | null = null;
+  selected: string | null = null;
+  private highlighted = new Set<string>();
   private lights = new Map<string, Sample[]>();
   private evaluation: Sample[] = [];
-  private captures: AttachmentInfo[] = [];
-  private readonly inspector = el('div', { class: 'inspector', 'data-testid': 'inspector' });
-  private readonly capturePanel = el('div', { class: 'captures', 'data-testid': 'captures' });
-  private readonly radarPanel = el('div', { class: 'radar-panel' });
   private readonly notes = el('div', { class: 'notes', 'data-testid': 'notes' });
+  private readonly present = el('div', { class: 'present', 'data-testid': 'present-count' });
+  private readonly legend = el('div', { class: 'legend', 'data-testid': 'legend' });
   private readonly options = {
     trails: el('input', { type: 'checkbox', 'data-testid': 'trails' }),
     future: el('input', { type: 'checkbox', 'data-testid': 'future' }),
     follow: el('input', { type: 'checkbox', 'data-testid': 'follow' }),
   };
   private inspectTimer: ReturnType<typeof setTimeout> | undefined;
+  private linkTimer: ReturnType<typeof setTimeout> | undefined;
   private readonly runId: number;
+  private readonly link: RunLink;
+  /** Whether the run has anything to draw on a map (a road network or poses). */
+  private hasMap = true;
   /** Frames drawn, for the playback benchmark. */
   framesDrawn = 0;
+  /** Actors drawn in the last frame (those present at the cursor). */
+  presentCount = 0;
 
-  constructor(runId: number) {
+  constructor(runId: number, link: RunLink = {}) {
     this.runId = runId;
+    this.link = link;
   }
 
   async load(): Promise<void> {
@@ -75,16 +88,33 @@ export class RunView {
       throw error;
     }
     const { run } = this.detail;
+    // The timeline spans the samples: a LimSim recording begins its run a minute before its first frame.
     const range = this.detail.timeRange ?? { begin: run.begin, end: run.end ?? run.begin };
     this.actors = new Map(this.detail.actors.map((a) => [a.id, a]));
-    this.data = new PlaybackData(this.runId, run.begin);
-    this.timeline = new Timeline(run.begin, Math.max(range.end, run.end ?? 0));
+    this.data = new PlaybackData(this.runId, range.begin, this.detail.actors, this.detail.streams);
+    this.timeline = new Timeline(range.begin, range.end);
     const stepGuess = this.detail.streams.find((s) => s.rateHz)?.rateHz;
     if (stepGuess) this.timeline.stepMicros = Math.round(1e6 / stepGuess);
-    this.plots = new PlotPanel(this.runId, run.begin, this.detail.streams);
+    this.plots = new PlotPanel(this.runId, range.begin, this.detail.streams);
     this.plots.onSeek = (t) => this.timeline.seek(t);
+    this.evaluationPanel = new EvaluationPanel(this.detail.evaluation);
+    this.captures = new CapturePanel(this.detail, range.begin);
+    this.timeline.markCaptures(this.captures.times);
 
-    const canvas = el('canvas', { class: 'map', 'data-testid': 'map' });
+    const canvas = el('canvas', {
+      class: 'map',
+      'data-testid': 'map',
+      title: 'drag to pan, wheel or + and - to zoom, f to fit; click an actor to inspect it',
+    });
+    const score = this.detail.evaluation
+      ? [
+          el(
+            'span',
+            { class: 'score-badge', title: 'overall score, higher is better' },
+            `score ${formatNumber(this.detail.evaluation.score)}`,
+          ),
+        ]
+      : [];
     const title = el(
       'div',
       { class: 'run-title' },
@@ -95,50 +125,91 @@ export class RunView {
         {},
         `${run.simulator.name} ${run.simulator.version ?? ''} · ${run.description} · ${run.endReason ?? 'recording (live)'}`,
       ),
+      ...score,
     );
+    const fit = el('button', { 'data-testid': 'fit', title: 'fit everything in view (f)' }, 'Fit');
+    fit.addEventListener('click', () => {
+      this.options.follow.checked = false;
+      this.map.fitAll();
+    });
     const toggles = el(
       'div',
       { class: 'toggles' },
+      fit,
       el('label', {}, this.options.follow, ' follow ego'),
       el('label', {}, this.options.trails, ' trails'),
       el('label', {}, this.options.future, ' future'),
     );
+    this.map = new MapView(canvas);
+    const mapHolder = el(
+      'div',
+      { class: 'map-holder' },
+      canvas,
+      toggles,
+      this.present,
+      this.legend,
+      this.map.tooltip,
+    );
+    const capturesSection = el('div', {}, el('h3', {}, 'Captures'), this.captures.root);
+    // A camera-centred run (Perception: frames, no trajectories) is shown image first.
+    const imageFirst =
+      (this.captures.hasImages || this.captures.records > 0) &&
+      !this.detail.streams.some((s) => s.name === 'state' && s.samples > 1);
+    // Without a road and without a single pose there is no map to show: it stays out of the way.
+    this.hasMap =
+      this.detail.hasRoadNetwork || this.detail.streams.some((s) => s.name === 'state' && s.samples > 0);
     const side = el(
       'aside',
       {},
+      ...(imageFirst && this.hasMap ? [el('h3', {}, 'Map'), mapHolder] : []),
       el('h3', {}, 'Inspector'),
-      this.inspector,
+      this.inspector.root,
       this.plots.root,
       el('h3', {}, 'Evaluation'),
-      this.radarPanel,
-      el('h3', {}, 'Captures'),
-      this.capturePanel,
+      this.evaluationPanel.root,
+      ...(imageFirst ? [] : [capturesSection]),
     );
+    if (imageFirst) this.root.classList.add('image-first');
     this.root.append(
       title,
       this.notes,
-      el('div', { class: 'stage' }, el('div', { class: 'map-holder' }, canvas, toggles), side),
+      el(
+        'div',
+        { class: 'stage' },
+        imageFirst ? el('div', { class: 'capture-main' }, capturesSection) : mapHolder,
+        side,
+      ),
       this.timeline.root,
+      el('details', { class: 'events-panel', open: '' }, el('summary', {}, 'Events'), this.events.root),
     );
 
-    this.map = new MapView(canvas);
     this.map.onSelect = (id) => this.select(id);
+    this.map.onMove = () => {
+      if (this.map.follow === null) this.options.follow.checked = false;
+    };
     this.data.onLoaded = () => this.render();
     this.timeline.onChange = () => {
       this.render();
       this.scheduleInspect();
+      this.scheduleLink();
     };
+    this.timeline.onPick = (e) => this.pickEvent(e);
+    this.events.onPick = (e) => this.pickEvent(e);
+    this.events.onFilter = (shown) => this.timeline.mark(shown);
     for (const box of Object.values(this.options)) box.addEventListener('change', () => this.render());
-    this.options.follow.addEventListener(
-      'change',
-      () => (this.map.follow = this.options.follow.checked ? this.egoId() : null),
-    );
-    this.options.follow.checked = true;
-    this.map.follow = this.egoId();
+    this.options.follow.addEventListener('change', () => {
+      this.map.follow = this.options.follow.checked ? this.egoId() : null;
+      this.render();
+    });
     this.options.trails.checked = true;
 
-    await Promise.all([this.loadRoad(), this.loadLights(), this.loadEvaluation()]);
-    this.loadCaptures();
+    await Promise.all([this.loadRoad(), this.loadLights(), this.loadEvents(), this.loadEvaluation()]);
+    this.fillLegend();
+    // Fit once the panels are in: the events list takes its height from the map's.
+    if (this.detail.hasRoadNetwork) this.map.fitAll();
+    if (this.link.actor && this.actors.has(this.link.actor)) this.selected = this.link.actor;
+    if (this.link.t !== undefined && Number.isFinite(this.link.t))
+      this.timeline.seek(range.begin + this.link.t * 1e6);
     this.inspect();
     this.render();
   }
@@ -153,8 +224,15 @@ export class RunView {
 
   private async loadRoad(): Promise<void> {
     if (!this.detail.hasRoadNetwork) {
-      this.note('This run has no road network: actors are shown on a blank map.');
+      if (this.hasMap) this.note('This run has no road network: actors are shown on a blank map.');
       this.map.fit([-100, -100], [100, 100]);
+      // Fit the actors once the first poses are in.
+      const first = this.data.onLoaded;
+      this.data.onLoaded = () => {
+        this.data.onLoaded = first;
+        first();
+        this.map.fitAll();
+      };
       return;
     }
     this.map.setRoad(await api.roadnet(this.runId));
@@ -175,39 +253,69 @@ export class RunView {
     );
   }
 
-  private async loadEvaluation(): Promise<void> {
-    const events = this.detail.streams.find((s) => s.id === 'events');
-    if (events) {
-      const { samples } = await api.samples(this.runId, events.id);
-      this.timeline.mark(
-        samples.map((e) => ({
-          t: e.t,
-          kind: String(e.kind),
-          label: `${String(e.kind)} ${(e.actors as string[]).join(', ')}: ${String(e.detail)}`,
-        })),
-      );
-    }
-    const stream = this.detail.streams.find((s) => s.name === 'evaluation');
-    if (!stream) {
-      this.radarPanel.append(el('p', { class: 'empty' }, 'No evaluation for this run yet.'));
-      return;
-    }
-    this.evaluation = (await api.samples(this.runId, stream.id)).samples;
-    this.radarPanel.append(this.radar.canvas);
+  private async loadEvents(): Promise<void> {
+    const stream = this.detail.streams.find((s) => s.id === 'events');
+    const samples = stream ? (await api.samples(this.runId, stream.id)).samples : [];
+    this.events.set(
+      samples.map((e) => ({
+        t: e.t,
+        kind: String(e.kind),
+        actors: Array.isArray(e.actors) ? e.actors.map(String) : [],
+        detail: String(e.detail ?? ''),
+        ...(typeof e.duration === 'number' ? { duration: e.duration } : {}),
+        ...(typeof e.x === 'number' && typeof e.y === 'number' ? { x: e.x, y: e.y } : {}),
+      })),
+      this.timeline.begin,
+    );
   }
 
-  private loadCaptures(): void {
-    this.captures = this.detail.attachments
-      .filter((a) => a.mediaType.startsWith('image/') && a.t !== undefined)
-      .sort((a, b) => a.t! - b.t!);
-    if (this.captures.length === 0)
-      this.capturePanel.append(el('p', { class: 'empty' }, 'No captures in this run.'));
+  private async loadEvaluation(): Promise<void> {
+    const evaluation = this.detail.evaluation;
+    if (evaluation) this.evaluation = (await api.samples(this.runId, evaluation.stream)).samples;
+  }
+
+  private fillLegend(): void {
+    const kinds = new Set(
+      this.detail.streams
+        .filter((s) => s.name === 'state' && s.actor !== null)
+        .map((s) => this.actors.get(s.actor!)?.kind ?? 'other'),
+    );
+    const swatch = (color: string, round = false): HTMLElement => {
+      const s = el('span', { class: round ? 'swatch round' : 'swatch' });
+      s.style.background = color;
+      return s;
+    };
+    const items = [...kinds].map((k) =>
+      el('span', { 'data-kind': k }, swatch(KIND_COLORS[k] ?? OTHER_COLOR, k === 'pedestrian'), ` ${k}`),
+    );
+    if (this.map.hasSignals)
+      items.push(
+        ...LIGHT_NAMES.filter(([ch]) => ch !== 'o').map(([ch, name]) =>
+          el('span', { 'data-light': ch }, swatch(LIGHT_COLORS[ch]!), ` ${name}`),
+        ),
+      );
+    this.legend.replaceChildren(...items);
+    this.legend.hidden = items.length === 0;
+  }
+
+  /** An event from the list or the timeline: jump to it, ring its actors, bring its place into view. */
+  private pickEvent(e: RunEvent): void {
+    this.highlighted = new Set(e.actors);
+    if (e.x !== undefined && e.y !== undefined) {
+      this.options.follow.checked = false;
+      this.map.follow = null;
+      this.map.center = { x: e.x, y: e.y };
+      this.map.scale = Math.max(this.map.scale, 6);
+    }
+    this.timeline.seek(e.t);
   }
 
   private select(id: string | null): void {
     this.selected = id;
+    this.plots.preferred = id;
     this.render();
     this.inspect();
+    this.scheduleLink();
   }
 
   private scheduleInspect(): void {
@@ -218,34 +326,58 @@ export class RunView {
     }, 150);
   }
 
+  /** The address keeps the run, the time and the selected actor, so a moment can be shared. */
+  private scheduleLink(): void {
+    clearTimeout(this.linkTimer);
+    this.linkTimer = setTimeout(() => {
+      const params = new URLSearchParams({ t: ((this.timeline.t - this.timeline.begin) / 1e6).toFixed(2) });
+      if (this.selected) params.set('actor', this.selected);
+      history.replaceState(null, '', `${location.pathname}${location.search}#/runs/${this.runId}?${params}`);
+    }, 200);
+  }
+
   /** Every field of the selected actor's state at the cursor, from the server (interpolated). */
   private async inspect(): Promise<void> {
     const id = this.selected;
     if (!id) {
-      this.inspector.replaceChildren(el('p', { class: 'empty' }, 'Click an actor on the map to inspect it.'));
+      this.inspector.empty();
       return;
     }
     const scene = await api.scene(this.runId, Math.round(this.timeline.t));
     if (id !== this.selected) return;
-    const state = scene.actors.find((a) => a.id === id);
-    const actor = this.actors.get(id);
-    const rows: [string, unknown][] = [
-      ['id', id],
-      ['kind', actor?.kind],
-      ...(actor?.extents ? ([['extents', actor.extents]] as [string, unknown][]) : []),
-      ...Object.entries(actor?.attributes ?? {}),
-    ];
-    if (state) {
-      for (const [k, v] of Object.entries(state))
-        if (k !== 'id' && k !== 'kind')
-          rows.push([
-            k === 't' ? 't (s)' : k,
-            k === 't' ? seconds((v as number) - this.detail.run.begin) : v,
-          ]);
-    } else rows.push(['state', 'not in the scene at this time']);
-    this.inspector.replaceChildren(
-      el('table', {}, ...rows.map(([k, v]) => el('tr', {}, el('th', {}, k), el('td', {}, formatValue(v))))),
+    const stream = this.detail.streams.find((s) => s.actor === id && s.name === 'state');
+    this.inspector.show(
+      this.actors.get(id),
+      id,
+      scene.actors.find((a) => a.id === id),
+      stream,
+      this.timeline.begin,
     );
+  }
+
+  /** Keys, while the run is on screen: space plays, arrows step, + and - zoom, f fits. */
+  key(e: KeyboardEvent): void {
+    if (!this.timeline) return;
+    const target = e.target as HTMLElement | null;
+    if (
+      target &&
+      /^(INPUT|SELECT|TEXTAREA)$/.test(target.tagName) &&
+      (target as HTMLInputElement).type !== 'range'
+    )
+      return;
+    if (e.ctrlKey || e.metaKey || e.altKey) return;
+    if (e.key === ' ') this.timeline.toggle();
+    else if (e.key === 'ArrowRight')
+      this.timeline.seek(this.timeline.t + this.timeline.stepMicros * (e.shiftKey ? 10 : 1));
+    else if (e.key === 'ArrowLeft')
+      this.timeline.seek(this.timeline.t - this.timeline.stepMicros * (e.shiftKey ? 10 : 1));
+    else if (e.key === '+' || e.key === '=') this.map.zoom(ZOOM_STEP);
+    else if (e.key === '-') this.map.zoom(1 / ZOOM_STEP);
+    else if (e.key === 'f') {
+      this.options.follow.checked = false;
+      this.map.fitAll();
+    } else return;
+    e.preventDefault();
   }
 
   private render(): void {
@@ -262,6 +394,7 @@ export class RunView {
       poses,
       actors: this.actors,
       selected: this.selected,
+      highlighted: this.highlighted,
       lightStates,
       trails: new Map(
         this.options.trails.checked ? watched.map((id) => [id, this.data.path(id, t - TRAIL_MICROS, t)]) : [],
@@ -274,53 +407,22 @@ export class RunView {
     };
     this.map.render(state);
     this.framesDrawn++;
+    this.presentCount = poses.size;
+    this.present.textContent = `${poses.size} actor${poses.size === 1 ? '' : 's'} present`;
     this.plots.setCursor(t);
-    if (this.evaluation.length) {
-      const e = sampleAt(this.evaluation, t);
-      if (e)
-        this.radar.draw(Object.fromEntries(RADAR_AXES.map((a) => [a, (e[`${a}Score`] ?? e[a]) as number])));
-    }
-    this.renderCapture(t);
-  }
-
-  private shownCapture: string | null = null;
-  private renderCapture(t: number): void {
-    const capture = sampleAt(this.captures as (AttachmentInfo & { t: number })[], t);
-    if (!capture || capture.name === this.shownCapture) return;
-    this.shownCapture = capture.name;
-    const img = el('img', { src: api.attachmentUrl(this.runId, capture.name), alt: capture.name });
-    const holder = el('div', { class: 'capture' }, img);
-    const boxes = (capture.metadata?.boxes ?? []) as {
-      x: number;
-      y: number;
-      width: number;
-      height: number;
-      label?: string;
-    }[];
-    img.addEventListener('load', () => {
-      const sx = img.clientWidth / img.naturalWidth;
-      for (const b of boxes) {
-        const box = el('div', { class: 'box2d' }, b.label ?? '');
-        // Through the style object: the server's CSP refuses style attributes.
-        Object.assign(box.style, {
-          left: `${b.x * sx}px`,
-          top: `${b.y * sx}px`,
-          width: `${b.width * sx}px`,
-          height: `${b.height * sx}px`,
-        });
-        holder.append(box);
-      }
-    });
-    this.capturePanel.replaceChildren(holder, el('p', {}, capture.name));
+    if (this.evaluation.length) this.evaluationPanel.show(sampleAt(this.evaluation, t));
+    this.captures.render(t);
   }
 
   /** A live run grew: extend the timeline and refetch what changed. */
-  async liveUpdate(summary: RunSummary): Promise<void> {
+  async liveUpdate(summary: RunListEntry): Promise<void> {
     if (!this.detail || summary.id !== this.runId || summary.samples === this.detail.samples) return;
     const oldEnd = this.timeline.end;
     this.detail = await api.run(this.runId);
+    this.actors = new Map(this.detail.actors.map((a) => [a.id, a]));
+    this.data.setActors(this.detail.actors, this.detail.streams);
     const range = this.detail.timeRange;
-    if (range) this.timeline.setRange(this.detail.run.begin, Math.max(range.end, this.detail.run.end ?? 0));
+    if (range) this.timeline.setRange(this.timeline.begin, Math.max(range.end, this.detail.run.end ?? 0));
     this.data.invalidateFrom(oldEnd);
     this.render();
   }

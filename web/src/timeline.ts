@@ -1,3 +1,4 @@
+import { eventColor, type RunEvent } from './event-list.js';
 import { el, seconds } from './format.js';
 
 export const SPEEDS = [0.1, 0.25, 0.5, 1, 2, 5, 10];
@@ -5,9 +6,17 @@ export const SPEEDS = [0.1, 0.25, 0.5, 1, 2, 5, 10];
 /** Play, pause, step, speed and scrub over [begin, end]; events marked along the track. */
 export class Timeline {
   readonly root = el('div', { class: 'timeline' });
-  private readonly play = el('button', { 'data-testid': 'play', title: 'play / pause' }, '▶ play');
-  private readonly back = el('button', { 'data-testid': 'step-back', title: 'step back' }, '◀ step');
-  private readonly forward = el('button', { 'data-testid': 'step-forward', title: 'step forward' }, 'step ▶');
+  private readonly play = el('button', { 'data-testid': 'play', title: 'play / pause (space)' }, '▶ play');
+  private readonly back = el(
+    'button',
+    { 'data-testid': 'step-back', title: 'step back (←, shift: ten steps)' },
+    '◀ step',
+  );
+  private readonly forward = el(
+    'button',
+    { 'data-testid': 'step-forward', title: 'step forward (→, shift: ten steps)' },
+    'step ▶',
+  );
   private readonly speed = el(
     'select',
     { 'data-testid': 'speed' },
@@ -23,6 +32,8 @@ export class Timeline {
   });
   private readonly label = el('span', { class: 'time', 'data-testid': 'time' });
   private readonly marks = el('div', { class: 'marks' });
+  /** A strip of the run's captures, under the track. */
+  private readonly strip = el('div', { class: 'capture-strip', 'data-testid': 'capture-strip' });
   begin: number;
   end: number;
   t: number;
@@ -30,6 +41,7 @@ export class Timeline {
   stepMicros = 100_000;
   playing = false;
   onChange: (t: number) => void = () => {};
+  onPick: (event: RunEvent) => void = () => {};
   private lastFrame = 0;
 
   constructor(begin: number, end: number) {
@@ -42,7 +54,7 @@ export class Timeline {
       this.play,
       this.forward,
       this.speed,
-      el('div', { class: 'track' }, this.slider, this.marks),
+      el('div', { class: 'track' }, this.slider, this.marks, this.strip),
       this.label,
     );
     this.play.addEventListener('click', () => this.toggle());
@@ -58,19 +70,46 @@ export class Timeline {
     this.begin = begin;
     this.end = Math.max(end, begin + 1);
     this.update();
+    // The marks stand at fractions of the range: placed again on the new one.
+    this.mark(this.events);
+    this.markCaptures(this.captureTimes);
   }
 
-  mark(events: { t: number; label: string; kind: string }[]): void {
+  private at(t: number): string {
+    return `${((t - this.begin) / (this.end - this.begin)) * 100}%`;
+  }
+
+  /** Events along the track, in their kind's colour; a click picks one. */
+  private events: RunEvent[] = [];
+  private captureTimes: number[] = [];
+
+  mark(events: RunEvent[]): void {
+    this.events = events;
     this.marks.replaceChildren(
       ...events.map((e) => {
-        const mark = el('span', {
-          class: `mark ${e.kind}`,
+        const mark = el('button', {
+          class: 'mark',
           'data-testid': 'event-mark',
-          title: `${seconds(e.t - this.begin)} s: ${e.label}`,
+          'data-kind': e.kind,
+          title: `${seconds(e.t - this.begin)} s: ${e.kind} ${e.actors.join(', ')}: ${e.detail}`,
         });
         // Through the style object: the server's CSP refuses style attributes.
-        mark.style.left = `${((e.t - this.begin) / (this.end - this.begin)) * 100}%`;
+        mark.style.left = this.at(e.t);
+        mark.style.background = eventColor(e.kind);
+        mark.addEventListener('click', () => this.onPick(e));
         return mark;
+      }),
+    );
+  }
+
+  /** The times of the run's captures, as ticks under the track. */
+  markCaptures(times: number[]): void {
+    this.captureTimes = times;
+    this.strip.replaceChildren(
+      ...times.map((t) => {
+        const tick = el('span', { class: 'capture-tick' });
+        tick.style.left = this.at(t);
+        return tick;
       }),
     );
   }

@@ -1,0 +1,72 @@
+/**
+ * What the HTTP API and the live WebSocket channel send, as types: the server's routes are written
+ * against them and the viewer (web/) imports them from here, so the two cannot drift apart. Types
+ * only: nothing here runs, and the viewer's bundle takes no server code from it.
+ */
+import type { RunEvaluation } from '../model/evaluation-scores.js';
+import type { RunSummary } from '../model/run.js';
+import type { Sample } from '../model/stream.js';
+import type { RunDescription, Scene } from '../replay/run-queries.js';
+import type { RecordingSettingsValues } from './recording-settings.js';
+
+/** GET /api/health */
+export interface HealthAnswer {
+  store: { kind: string; location: string; status: 'connected' };
+}
+
+export type { RunEvaluation };
+
+/** A run in GET /api/runs and in the live channel's `runs` messages. */
+export interface RunListEntry extends RunSummary {
+  /** The overall score of its evaluation, null when it has none. */
+  score: number | null;
+}
+
+/** GET /api/runs/:id */
+export interface RunDetail extends RunDescription {
+  hasRoadNetwork: boolean;
+  evaluation: RunEvaluation | null;
+}
+
+/** GET /api/runs/:id/states: every actor's pose over a window, column by column. */
+export interface StateWindow {
+  from: number;
+  to: number;
+  actors: Record<string, StateColumns>;
+}
+
+export interface StateColumns {
+  t: number[];
+  x: (number | null)[];
+  y: (number | null)[];
+  yaw: (number | null)[];
+  speed: (number | null)[];
+}
+
+/** GET /api/runs/:id/scene */
+export type SceneAnswer = Scene;
+
+/** GET /api/runs/:id/samples */
+export interface SamplesAnswer {
+  stream: string;
+  samples: Sample[];
+}
+
+/** GET and PUT /api/settings */
+export type Settings = RecordingSettingsValues;
+
+/** An error answer, any route. */
+export interface ErrorAnswer {
+  error: string;
+  code: string;
+}
+
+/**
+ * Messages of the live channel (/api/live). `mongodb` carries SODA.Sim's connection view (its routes
+ * own that shape; the viewer's SODA panel reads it).
+ */
+export type LiveMessage =
+  | { type: 'runs'; runs: RunListEntry[] }
+  | { type: 'store-error'; error: string }
+  | { type: 'settings'; settings: Settings }
+  | ({ type: 'mongodb' } & Record<string, unknown>);

@@ -1,0 +1,700 @@
+/**
+ * The viewer as a simulation engineer meets it (#27), and its actors' lifetimes (#20): Debian's
+ * Chromium against a real server over a real SQLite store, on the demo, LimSim's own recording
+ * (imported from ../shared/fixtures) and Unity Perception datasets. Screenshots go to test-artifacts/.
+ */
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import Database from 'better-sqlite3';
+import type { Browser, Page } from 'playwright-core';
+import { recordDemoRun } from '../src/demo/demo-run.js';
+import { evaluateRun, type EvaluationSummary } from '../src/evaluate/evaluate-run.js';
+import {
+  LIMSIM_METRICS,
+  limsimScore,
+  overallScore,
+  type LimsimMetric,
+} from '../src/model/evaluation-scores.js';
+import { encodePng } from '../src/formats/perception/image-files.js';
+import { stateStream } from '../src/model/standard-streams.js';
+import type { StoreBackend } from '../src/model/store-port.js';
+import { RunRecorder } from '../src/record/run-recorder.js';
+import { describeRun, sceneAt } from '../src/replay/run-queries.js';
+import { loadRoadNetwork } from '../src/roadnet/roadnet-attachment.js';
+import { startServer, type RunningServer } from '../src/server/start-server.js';
+import { openStore } from '../src/store/open-store.js';
+import { ARTIFACTS, launchBrowser } from './helpers/browser.js';
+import { importLimSim, importPerception, importSolo } from './helpers/formats.js';
+import { along } from './helpers/lane-run.js';
+import { fixture, REPO_ROOT, tempDir } from './helpers/paths.js';
+
+// These run inside the page (page.evaluate); the Node compilation has no DOM types, on purpose.
+declare const window: any;
+declare const document: any;
+
+const LIMSIM_FILE = fixture('limsim-db', 'egoTrackingTest.db');
+const BEGIN = 1_760_000_000_000_000;
+
+const dir = tempDir('simrec-viewer-engineer-');
+let store: StoreBackend;
+let server: RunningServer;
+let browser: Browser;
+let demo: number;
+let demoEvaluation: EvaluationSummary;
+let limsim: number;
+let mock: number;
+let solo: number;
+let comings: number;
+let tiny: number;
+let boxes: number;
+
+before(async () => {
+  store = await openStore(join(dir.path, 'viewer.db'));
+  demo = (await recordDemoRun(store, { duration: 40, seed: 3 })).run.id;
+  demoEvaluation = await evaluateRun(store, demo);
+  limsim = (await importLimSim(store, LIMSIM_FILE)).run.id;
+  mock = (await importPerception(store, fixture('perception-simrun', 'Dataset'))).run.id;
+  solo = (await importSolo(store, join(REPO_ROOT, 'test', 'fixtures', 'pysolotools', 'solo'))).run.id;
+  comings = await recordComingsAndGoings(store);
+  tiny = await recordTinyValues(store);
+  boxes = await recordBoxesPastTheEdge(store);
+  server = await startServer({ store, port: 0, liveIntervalMs: 200 });
+  browser = await launchBrowser();
+});
+after(async () => {
+  await browser?.close();
+  await server?.close();
+  await store?.close();
+  dir.cleanup();
+});
+
+/**
+ * Three cars at 10 Hz for 5 s, side by side: `stays` all along; `leaves` says it left at 2 s;
+ * `goesQuiet` stops sending at 3 s and never says so (the staleness rule lets it go).
+ */
+async function recordComingsAndGoings(s: StoreBackend): Promise<number> {
+  const rec = await RunRecorder.begin(s, { simulator: { name: 'presence-check' }, begin: BEGIN });
+  for (const id of ['stays', 'leaves', 'goesQuiet']) {
+    await rec.declareActor({ id, kind: 'vehicle', extents: { length: 4.5, width: 1.9, height: 1.5 } });
+    await rec.declareStream(stateStream(id, { rateHz: 10 }));
+  }
+  const lane = { stays: 0, leaves: 10, goesQuiet: 20 } as const;
+  for (let i = 0; i <= 50; i++)
+    for (const id of ['stays', 'leaves', 'goesQuiet'] as const) {
+      const t = BEGIN + i * 100_000;
+      if (id === 'leaves' && i > 20) continue;
+      if (id === 'goesQuiet' && i > 30) continue;
+      await rec.append(`${id}/state`, { t, step: i, x: i, y: lane[id], yaw: 0, speed: 10 });
+    }
+  await rec.leave('leaves', BEGIN + 2_000_000);
+  return (await rec.end('completed')).id;
+}
+
+/** A probe whose one field hovers around 3e-13 m: what float noise around zero looks like. */
+async function recordTinyValues(s: StoreBackend): Promise<number> {
+  const rec = await RunRecorder.begin(s, { simulator: { name: 'tiny-values' }, begin: BEGIN });
+  await rec.declareActor({ id: 'probe', kind: 'vehicle' });
+  await rec.declareStream(stateStream('probe'));
+  const noise = await rec.declareStream({
+    name: 'noise',
+    actor: 'probe',
+    fields: [{ name: 'residual', type: 'f64', unit: 'm' }],
+  });
+  for (let i = 0; i < 40; i++) {
+    const t = BEGIN + i * 100_000;
+    await rec.append('probe/state', { t, step: i, x: i, y: 0, yaw: 0, speed: 1 });
+    await rec.append(noise, { t, step: i, residual: 3e-13 + (i % 7) * 1e-14 });
+  }
+  return (await rec.end('completed')).id;
+}
+
+/** A 200x100 image with a box reaching past its right and bottom edges, as detectors report them. */
+async function recordBoxesPastTheEdge(s: StoreBackend): Promise<number> {
+  const rec = await RunRecorder.begin(s, { simulator: { name: 'camera-check' }, begin: BEGIN });
+  await rec.declareActor({ id: 'cam', kind: 'sensor' });
+  const pixels = new Uint8Array(200 * 100 * 3).fill(90);
+  await rec.attach({
+    name: 'frames/0.png',
+    mediaType: 'image/png',
+    t: BEGIN,
+    data: encodePng(200, 100, 3, pixels),
+    metadata: {
+      capture: '0',
+      sensor: 'cam',
+      boxes: [
+        { x: 150, y: 60, width: 100, height: 80, label: 'past the edge' },
+        { x: 10, y: 10, width: 30, height: 20, label: 'inside' },
+      ],
+    },
+  });
+  return (await rec.end('completed', { end: BEGIN + 1_000_000 })).id;
+}
+
+async function openRun(hash: string, viewport = { width: 1280, height: 800 }): Promise<Page> {
+  const page = await browser.newPage({ viewport });
+  const errors: string[] = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  (page as Page & { errors: string[] }).errors = errors;
+  await page.goto(new URL(hash, server.url).toString());
+  if (hash.startsWith('#/runs/')) {
+    await page.locator('#app[data-ready="true"]').waitFor();
+    // The first window of states is in once something was drawn.
+    await page.waitForFunction(() => window.simrecView?.framesDrawn > 0);
+  }
+  return page;
+}
+
+async function closeClean(page: Page): Promise<void> {
+  assert.deepEqual((page as Page & { errors: string[] }).errors, [], 'no errors in the page');
+  await page.close();
+}
+
+const timeLabel = async (page: Page): Promise<number> =>
+  Number((await page.getByTestId('time').textContent())!.split(' / ')[0]);
+
+/** Seeks the timeline to `seconds` after its begin and waits for that frame to be drawn. */
+async function seek(page: Page, seconds: number): Promise<void> {
+  await page.evaluate((s) => {
+    const view = window.simrecView;
+    view.timeline.seek(view.timeline.begin + s * 1e6);
+  }, seconds);
+  await page.waitForFunction((s) => {
+    const view = window.simrecView;
+    return (
+      Math.abs(view.timeline.t - view.timeline.begin - s * 1e6) < 1 && view.map.state?.poses !== undefined
+    );
+  }, seconds);
+}
+
+/** The ids the map drew in its last frame. */
+const drawnIds = (page: Page): Promise<string[]> =>
+  page.evaluate(() => [...window.simrecView.map.state.poses.keys()].sort());
+
+/** How many pixels within `radius` of a screen point have the colour rgb (within 10 per channel). */
+function countColour(page: Page, sx: number, sy: number, radius: number, rgb: number[]): Promise<number> {
+  return page.evaluate(
+    ([x, y, r, c]) => {
+      const map = window.simrecView.map;
+      const ratio = window.devicePixelRatio || 1;
+      const data = map.canvas
+        .getContext('2d')
+        .getImageData(
+          Math.round((x - r) * ratio),
+          Math.round((y - r) * ratio),
+          2 * r * ratio,
+          2 * r * ratio,
+        ).data;
+      let n = 0;
+      for (let i = 0; i < data.length; i += 4)
+        if (
+          Math.abs(data[i] - c[0]!) < 10 &&
+          Math.abs(data[i + 1] - c[1]!) < 10 &&
+          Math.abs(data[i + 2] - c[2]!) < 10
+        )
+          n++;
+      return n / (ratio * ratio);
+    },
+    [sx, sy, radius, rgb] as [number, number, number, number[]],
+  );
+}
+
+/** LimSim's evaluationINFO read straight from its file: each metric's mean display score. */
+function limsimMeans(): Partial<Record<LimsimMetric, number>> {
+  const db = new Database(LIMSIM_FILE, { readonly: true });
+  try {
+    const rows = db.prepare('SELECT * FROM evaluationINFO').all() as Record<string, number | null>[];
+    const means: Partial<Record<LimsimMetric, number>> = {};
+    for (const m of LIMSIM_METRICS) {
+      const values = rows.map((r) => r[m]).filter((v): v is number => typeof v === 'number');
+      means[m] = values.reduce((a, v) => a + limsimScore(m, v), 0) / values.length;
+    }
+    return means;
+  } finally {
+    db.close();
+  }
+}
+
+describe('viewer for engineers (#27) and actor lifetimes (#20), in Chromium', () => {
+  it("opens a LimSim import on its first frame with its vehicles present and LimSim's own scores", async () => {
+    const d = await describeRun(store, limsim);
+    // The fixture's run begins 69.7 s before its first frame (LimSim's startTime): the lead-in is real.
+    assert.ok(d.timeRange!.begin - d.run.begin > 60_000_000);
+    const page = await openRun(`#/runs/${limsim}`);
+    assert.equal(await timeLabel(page), 0);
+    assert.equal(await page.evaluate(() => window.simrecView.timeline.begin), d.timeRange!.begin);
+    const atStart = await sceneAt(store, limsim, { t: d.timeRange!.begin });
+    assert.ok(atStart.actors.length >= 3, 'vehicles at the first frame');
+    assert.equal(
+      await page.getByTestId('present-count').textContent(),
+      `${atStart.actors.length} actors present`,
+    );
+    assert.deepEqual(await drawnIds(page), atStart.actors.map((a) => a.id).sort());
+    // LimSim's stored evaluation, scored as LimSim's radar scores it, read here from the file itself.
+    const expected = overallScore(limsimMeans(), false);
+    assert.match(
+      (await page.getByTestId('run-score').textContent())!,
+      new RegExp(`^${expected} / 100 higher is better`),
+    );
+    assert.match(
+      (await page.getByTestId('evaluation').textContent())!,
+      /LimSim's own evaluation \(evaluationINFO\)/,
+    );
+    // Frame 697's offset in the file is 0.004905021313988809 m^2: shown rounded, with its unit.
+    assert.equal(
+      await page.locator('[data-testid="kpis"] tr[data-metric="offset"] td').first().textContent(),
+      '0.004905 m²',
+    );
+    const means = limsimMeans();
+    assert.equal(
+      await page.locator('[data-testid="kpis"] tr[data-metric="discomfort"] td').last().textContent(),
+      means.discomfort!.toFixed(2),
+    );
+    // What LimSim's own code draws (evaluation.RealTimeEvaluation.normalize_result, run on this file's
+    // evaluationINFO rows): discomfort's mean over the run 1.2127822673036033, and 4 at frame 701.
+    const kpi = (metric: string): ReturnType<Page['locator']> =>
+      page.locator(`[data-testid="kpis"] tr[data-metric="${metric}"] td`);
+    assert.equal(await kpi('discomfort').last().textContent(), '1.21');
+    await seek(page, 0.4);
+    assert.equal(await kpi('discomfort').nth(1).textContent(), '4.00');
+    assert.equal(await kpi('offset').nth(1).textContent(), '1.00');
+    await seek(page, 0);
+    await page.screenshot({ path: join(ARTIFACTS, 'limsim-open.png') });
+    await closeClean(page);
+  });
+
+  it("draws only the actors present at t, as the server's scenes do, and says how many", async () => {
+    // LimSim's real recording: vehicle 60 leaves the area of interest 1.3 s in.
+    const page = await openRun(`#/runs/${limsim}`);
+    const begin = (await describeRun(store, limsim)).timeRange!.begin;
+    for (const s of [0, 0.5, 1.2, 1.35, 2, 3]) {
+      await seek(page, s);
+      const scene = await sceneAt(store, limsim, { t: begin + s * 1e6 });
+      assert.deepEqual(await drawnIds(page), scene.actors.map((a) => a.id).sort(), `at ${s} s`);
+      assert.equal(
+        await page.getByTestId('present-count').textContent(),
+        `${scene.actors.length} actors present`,
+      );
+    }
+    assert.ok(!(await drawnIds(page)).includes('60'), 'the vehicle that left is not drawn');
+    await page.close();
+
+    // A leave, and a stream that goes quiet: neither car stays where it was last seen.
+    const other = await openRun(`#/runs/${comings}`);
+    await seek(other, 1);
+    assert.deepEqual(await drawnIds(other), ['goesQuiet', 'leaves', 'stays']);
+    await seek(other, 4);
+    assert.deepEqual(await drawnIds(other), ['stays']);
+    assert.equal(await other.getByTestId('present-count').textContent(), '1 actor present');
+    const lastSeen = await other.evaluate(() => {
+      const map = window.simrecView.map;
+      map.scale = 10;
+      map.center = { x: 20, y: 10 };
+      map.draw();
+      return [map.toScreen(20, 10), map.toScreen(30, 20)];
+    });
+    const blue = [41, 128, 185];
+    assert.equal(
+      await countColour(other, lastSeen[0].x, lastSeen[0].y, 15, blue),
+      0,
+      'no car where `leaves` left',
+    );
+    assert.equal(
+      await countColour(other, lastSeen[1].x, lastSeen[1].y, 15, blue),
+      0,
+      'no car where `goesQuiet` went quiet',
+    );
+    await closeClean(other);
+  });
+
+  it('makes the map readable at first sight: fit, a minimum size, labels, legend, scale bar, hover', async () => {
+    const page = await openRun(`#/runs/${demo}`);
+    const opened = await page.evaluate(() => {
+      const map = window.simrecView.map;
+      const net = map.bounds;
+      const corners = [map.toScreen(net.min[0], net.min[1]), map.toScreen(net.max[0], net.max[1])];
+      return {
+        scale: map.scale,
+        center: { ...map.center },
+        corners,
+        w: map.canvas.clientWidth,
+        h: map.canvas.clientHeight,
+      };
+    });
+    for (const c of opened.corners)
+      assert.ok(
+        c.x >= 0 && c.x <= opened.w && c.y >= 0 && c.y <= opened.h,
+        'the whole network is in view on open',
+      );
+    // Every vehicle at least 14x7 px on screen: count its blue around it (its nose is white).
+    const vehicle = await page.evaluate(() => {
+      const view = window.simrecView;
+      for (const [id, pose] of view.map.state.poses)
+        if (view.map.state.actors.get(id)?.kind === 'vehicle') return view.map.toScreen(pose.x, pose.y);
+      return null;
+    });
+    assert.ok(vehicle, 'a vehicle on the map');
+    const blue = await countColour(page, vehicle.x, vehicle.y, 12, [41, 128, 185]);
+    // At true size a demo car is about 8x3 px here (some 20 px of blue); at 14x7 px less its nose and
+    // outline, 35 or more.
+    assert.ok(blue >= 35, `a vehicle covers ${blue} px of blue at the default zoom, expected 35 or more`);
+    assert.ok(
+      (await page.evaluate(() => window.simrecView.map.drawn.labels)).includes('ego'),
+      'the ego is labelled',
+    );
+    const legend = (await page.getByTestId('legend').textContent())!;
+    for (const word of ['ego', 'vehicle', 'pedestrian', 'red', 'yellow', 'green'])
+      assert.match(legend, new RegExp(word));
+    const bar = await page.evaluate(() => ({
+      ...window.simrecView.map.drawn.scaleBar,
+      scale: window.simrecView.map.scale,
+    }));
+    assert.ok(
+      /^[125]0*$/.test(String(bar.metres)) || [0.1, 0.2, 0.5].includes(bar.metres),
+      `round bar: ${bar.metres} m`,
+    );
+    assert.ok(bar.pixels >= 48 && bar.pixels <= 120, `bar ${bar.pixels} px`);
+    assert.ok(Math.abs(bar.pixels - bar.metres * bar.scale) < 1e-9, 'the bar is as long as it says');
+    // Hover the ego: its id, kind and speed with units.
+    const ego = await page.evaluate(() => {
+      const pose = window.simrecView.map.state.poses.get('ego');
+      return window.simrecView.map.toScreen(pose.x, pose.y);
+    });
+    const box = (await page.getByTestId('map').boundingBox())!;
+    await page.mouse.move(box.x + ego.x, box.y + ego.y);
+    await page.getByTestId('map-tooltip').waitFor();
+    assert.match(
+      (await page.getByTestId('map-tooltip').textContent())!,
+      /^ego · ego · [\d.]+ m\/s \([\d.]+ km\/h\)$/,
+    );
+    // Zoom in and pan away, then Fit brings the network back.
+    await page.keyboard.press('+');
+    await page.keyboard.press('+');
+    await page.mouse.move(box.x + 300, box.y + 300);
+    await page.mouse.down();
+    await page.mouse.move(box.x + 500, box.y + 400, { steps: 4 });
+    await page.mouse.up();
+    assert.notDeepEqual(await page.evaluate(() => window.simrecView.map.center), opened.center);
+    await page.getByTestId('fit').click();
+    const fitted = await page.evaluate(() => ({
+      scale: window.simrecView.map.scale,
+      center: window.simrecView.map.center,
+    }));
+    assert.deepEqual(fitted, { scale: opened.scale, center: opened.center });
+    await page.screenshot({ path: join(ARTIFACTS, 'demo-run-view.png') });
+    await closeClean(page);
+  });
+
+  it('draws a traffic light as a stub at its stop line, not a line across the junction', async () => {
+    const net = (await loadRoadNetwork(store, demo))!;
+    const lanes = new Map(net.lanes.map((l) => [l.id, l]));
+    const lengthOf = (line: readonly (readonly number[])[]): number =>
+      line.slice(1).reduce((sum, p, i) => sum + Math.hypot(p[0]! - line[i]![0]!, p[1]! - line[i]![1]!), 0);
+    // A connection through a junction, long enough that its middle is far from every stop line.
+    const through = net.connections.find(
+      (c) => c.trafficLight !== undefined && c.via && lengthOf(lanes.get(c.via)!.centerLine) > 16,
+    )!;
+    assert.ok(through, 'the demo town has signalled junctions');
+    const line = lanes.get(through.via!)!.centerLine;
+    const page = await openRun(`#/runs/${demo}`);
+    // Only the road and its lights: the actors are set aside so none covers the points read.
+    const colours = await page.evaluate(
+      ([light, index, points]) => {
+        const view = window.simrecView;
+        const map = view.map;
+        map.state = {
+          ...map.state,
+          poses: new Map(),
+          trails: new Map(),
+          futures: new Map(),
+          highlighted: new Set(),
+        };
+        const state = map.state.lightStates.get(light)[index];
+        map.scale = 10;
+        return {
+          state,
+          at: points.map(([x, y]: number[]) => {
+            map.center = { x, y };
+            map.draw();
+            const p = map.toScreen(x, y);
+            const ratio = window.devicePixelRatio || 1;
+            const d = map.canvas
+              .getContext('2d')
+              .getImageData(Math.round(p.x * ratio), Math.round(p.y * ratio), 1, 1).data;
+            return `rgb(${d[0]},${d[1]},${d[2]})`;
+          }),
+        };
+      },
+      [
+        through.trafficLight!,
+        through.linkIndex!,
+        [along(line, 1), along(line, lengthOf(line) / 2)].map((p) => [p.x, p.y]),
+      ] as [string, number, number[][]],
+    );
+    const hex = (rgb: string): string =>
+      '#' +
+      rgb
+        .match(/\d+/g)!
+        .map((n) => Number(n).toString(16).padStart(2, '0'))
+        .join('');
+    const LIGHTS: Record<string, string> = { r: '#e74c3c', y: '#f1c40f', g: '#2ecc71', G: '#27ae60' };
+    assert.equal(
+      hex(colours.at[0]!),
+      LIGHTS[colours.state],
+      `1 m past the stop line: the light's ${colours.state}`,
+    );
+    assert.equal(hex(colours.at[1]!), '#4a5055', 'the middle of the junction: road grey, not the light');
+    await closeClean(page);
+  });
+
+  it('lists the events by kind in their colours, filters them, and a click jumps to one and rings its actors', async () => {
+    const page = await openRun(`#/runs/${demo}`);
+    const events = demoEvaluation.events;
+    assert.ok(events.length > 1, 'the demo has events');
+    assert.equal(await page.getByTestId('event-row').count(), events.length);
+    assert.equal(await page.getByTestId('event-mark').count(), events.length);
+    const kinds = [...new Set(events.map((e) => e.kind))];
+    for (const kind of kinds) {
+      const listed = await page
+        .locator(`[data-testid="event-row"][data-kind="${kind}"] .swatch`)
+        .first()
+        .evaluate((n: any) => (window as any).getComputedStyle(n).backgroundColor);
+      const marked = await page
+        .locator(`[data-testid="event-mark"][data-kind="${kind}"]`)
+        .first()
+        .evaluate((n: any) => (window as any).getComputedStyle(n).backgroundColor);
+      assert.equal(listed, marked, `${kind}: one colour in the list and on the timeline`);
+    }
+    const hidden = kinds[0]!;
+    await page.locator(`[data-testid="event-filter"][data-kind="${hidden}"]`).uncheck();
+    const rest = events.filter((e) => e.kind !== hidden).length;
+    assert.equal(await page.getByTestId('event-row').count(), rest);
+    assert.equal(await page.getByTestId('event-mark').count(), rest);
+    await page.locator(`[data-testid="event-filter"][data-kind="${hidden}"]`).check();
+    // Pick the last event in the list: the time jumps there and its actors are ringed and labelled.
+    const last = events[events.length - 1]!;
+    await page.getByTestId('event-row').last().click();
+    const begin = await page.evaluate(() => window.simrecView.timeline.begin);
+    assert.equal(await timeLabel(page), Number(((last.t - begin) / 1e6).toFixed(2)));
+    assert.deepEqual(
+      await page.evaluate(() => [...window.simrecView.highlighted].sort()),
+      [...last.actors].sort(),
+    );
+    const present = await drawnIds(page);
+    const labels: string[] = await page.evaluate(() => window.simrecView.map.drawn.labels);
+    for (const a of last.actors.filter((x) => present.includes(x)))
+      assert.ok(labels.includes(a), `${a} labelled`);
+    // A mark on the timeline picks its event too.
+    await page.getByTestId('event-mark').first().click();
+    assert.equal(await timeLabel(page), Number(((events[0]!.t - begin) / 1e6).toFixed(2)));
+    await page.screenshot({ path: join(ARTIFACTS, 'events.png') });
+    await closeClean(page);
+  });
+
+  it('shows the run score with which way is better, KPIs with units, and sorts the run list by score', async () => {
+    const page = await openRun(`#/runs/${demo}`);
+    assert.match(
+      (await page.getByTestId('run-score').textContent())!,
+      new RegExp(`^${demoEvaluation.score} / 100 higher is better`),
+    );
+    assert.equal(await page.locator('[data-testid="kpis"] tbody tr').count(), 5);
+    await seek(page, 10);
+    assert.match(
+      (await page.locator('[data-testid="kpis"] tr[data-metric="discomfort"] td').first().textContent())!,
+      / m²\/s⁶$/,
+    );
+    assert.match(
+      (await page.locator('[data-testid="kpis"] tr[data-metric="collision"] td').first().textContent())!,
+      / s$/,
+    );
+    await closeClean(page);
+
+    const list = await openRun('#/');
+    await list.locator(`tr[data-run="${demo}"]`).waitFor();
+    const scoreOf = async (run: number): Promise<string> =>
+      (await list.locator(`tr[data-run="${run}"] [data-testid="score"]`).textContent())!;
+    assert.equal(await scoreOf(demo), String(demoEvaluation.score));
+    assert.equal(await scoreOf(limsim), String(overallScore(limsimMeans(), false)));
+    assert.equal(await scoreOf(mock), '–');
+    await list.getByTestId('sort-score').click();
+    const order = async (): Promise<number[]> =>
+      await list
+        .locator('tbody tr[data-run]')
+        .evaluateAll((rows: any[]) => rows.map((r) => Number(r.dataset.run)));
+    const score = new Map([
+      [demo, demoEvaluation.score],
+      [limsim, overallScore(limsimMeans(), false)],
+    ]);
+    const scored = [demo, limsim].sort((a, b) => score.get(b)! - score.get(a)!);
+    assert.deepEqual((await order()).slice(0, 2), scored, 'best score first');
+    await list.getByTestId('sort-score').click();
+    assert.deepEqual((await order()).slice(-2), [...scored].reverse(), 'then worst first, unscored first');
+    // A row opens its run from anywhere on it.
+    await list.locator(`tr[data-run="${limsim}"] td`).nth(1).click();
+    await list.locator('#app[data-ready="true"]').waitFor();
+    assert.match(list.url(), new RegExp(`#/runs/${limsim}`));
+    await closeClean(list);
+  });
+
+  it("inspects an actor with units and rounded numbers, its type's attributes apart from its state", async () => {
+    const page = await openRun(`#/runs/${limsim}?actor=69`);
+    const inspector = page.getByTestId('inspector');
+    await inspector.getByTestId('inspector-state').locator('tr[data-field="speed"]').waitFor();
+    // LimSim's float32 extents (4.519999980926514) read as people write them.
+    assert.equal(
+      await inspector.locator('tr[data-field="size"] td').textContent(),
+      '4.52 m × 1.92 m × 1.5 m',
+    );
+    assert.match((await inspector.getByTestId('inspector-attributes').textContent())!, /maxAccel2\.6/);
+    const state = inspector.getByTestId('inspector-state');
+    assert.match(
+      (await state.locator('tr[data-field="speed"] td').textContent())!,
+      /^[\d.]+ m\/s \([\d.]+ km\/h\)$/,
+    );
+    assert.match(
+      (await state.locator('tr[data-field="yaw"] td').textContent())!,
+      /^-?[\d.e-]+ rad \(-?[\d.e-]+°\)$/,
+    );
+    assert.match((await state.locator('tr[data-field="accel"] td').textContent())!, / m\/s²$/);
+    assert.match((await state.locator('tr[data-field="x"] td').textContent())!, /^-?[\d.]+ m$/);
+    // Four significant digits at most: 0.004132 is fine, 4.519999980926514 is float noise.
+    assert.doesNotMatch((await inspector.textContent())!, /\.0*[1-9]\d{4,}/, 'no float noise');
+    await closeClean(page);
+  });
+
+  it("plots with a searchable picker (the selected actor's fields first), several lines, and tiny values told apart", async () => {
+    const page = await openRun(`#/runs/${limsim}?actor=69`);
+    await page.getByTestId('plot-search').fill('speed');
+    const options = await page
+      .getByTestId('plot-option')
+      .evaluateAll((b: any[]) => b.map((x) => x.dataset.key));
+    assert.ok(options.length > 2, 'every actor has a speed');
+    assert.equal(options[0], '69/state:speed', "the selected actor's field first");
+    await page.getByTestId('plot-option').first().click();
+    await page.getByTestId('plot-search').fill('69 accel');
+    await page.getByTestId('plot-option').first().click();
+    await page.waitForFunction(() => window.simrecView.plots.series.length === 2);
+    assert.equal(await page.getByTestId('plot-chip').count(), 2);
+    assert.equal(
+      await page.evaluate(() => window.simrecView.plots.plot.series.length),
+      3,
+      'time and two lines on one plot',
+    );
+    // Different units, two labelled axes.
+    const axes = await page.evaluate(() => window.simrecView.plots.plot.axes.map((a: any) => a.label));
+    assert.deepEqual(axes, ['time (s)', 'm/s', 'm/s²']);
+    await page.getByTestId('plot-remove').first().click();
+    assert.equal(await page.getByTestId('plot-chip').count(), 1);
+    await page.screenshot({ path: join(ARTIFACTS, 'plots.png') });
+    await closeClean(page);
+
+    const noise = await openRun(`#/runs/${tiny}`);
+    await noise.getByTestId('plot-search').fill('residual');
+    await noise.getByTestId('plot-option').first().click();
+    await noise.waitForFunction(() => window.simrecView.plots.plot !== null);
+    // uPlot draws its ticks on the canvas; these are the texts it drew on the y axis.
+    const labels: string[] = await noise.evaluate(() => window.simrecView.plots.plot.axes[1]._values);
+    assert.ok(labels.length >= 3, `y axis labelled: ${labels}`);
+    assert.equal(new Set(labels).size, labels.length, `labels differ: ${labels}`);
+    for (const l of labels) assert.match(l, /e-13$/, `tiny values in exponent form, not 0: ${labels}`);
+    await closeClean(noise);
+  });
+
+  it('shows capture runs image first with the sensor named, boxes clipped to the image, and counts missing image files', async () => {
+    const page = await openRun(`#/runs/${solo}`);
+    assert.ok(await page.locator('.run-view.image-first').count(), 'image-first layout');
+    // No road, no pose: no empty map beside the image, and no note about a blank map.
+    assert.equal(await page.getByTestId('map').count(), 0);
+    assert.equal(await page.getByTestId('notes').textContent(), '');
+    const img = page.getByTestId('capture').locator('img');
+    await page.waitForFunction(() => document.querySelector('[data-testid="capture"] img')?.complete);
+    assert.ok((await img.boundingBox())!.width > 600, 'a large image');
+    assert.match(
+      (await page.locator('.capture-caption').textContent())!,
+      /^sensor camera \(The main camera\)/,
+    );
+    assert.equal(
+      await page.locator('.capture-strip .capture-tick').count(),
+      2,
+      'both captures on the timeline',
+    );
+    await page.getByTestId('box2d').first().waitFor();
+    assert.equal(await page.getByTestId('box2d').count(), 3);
+    await page.screenshot({ path: join(ARTIFACTS, 'capture-run.png') });
+    await closeClean(page);
+
+    const clipped = await openRun(`#/runs/${boxes}`);
+    await clipped.getByTestId('box2d').nth(1).waitFor();
+    const image = (await clipped.getByTestId('capture').locator('img').boundingBox())!;
+    for (const b of await clipped.getByTestId('box2d').all()) {
+      const r = (await b.boundingBox())!;
+      assert.ok(
+        r.x >= image.x - 0.5 &&
+          r.y >= image.y - 0.5 &&
+          r.x + r.width <= image.x + image.width + 0.5 &&
+          r.y + r.height <= image.y + image.height + 0.5,
+        `box ${JSON.stringify(r)} inside the image ${JSON.stringify(image)}`,
+      );
+    }
+    await closeClean(clipped);
+
+    // Unity's mock names image files it does not ship: the records are counted, not hidden.
+    const missing = await openRun(`#/runs/${mock}`);
+    assert.match(
+      (await missing.getByTestId('capture-status').textContent())!,
+      /^3 capture records; 3 of their image files are missing/,
+    );
+    await closeClean(missing);
+  });
+
+  it('keeps the run, the time and the selected actor in the address, so a moment can be shared', async () => {
+    const page = await openRun(`#/runs/${limsim}?t=1.5&actor=67`);
+    assert.equal(await timeLabel(page), 1.5);
+    await page.getByTestId('inspector').locator('tr[data-field="id"] td').getByText('67').waitFor();
+    assert.ok(
+      (await page.evaluate(() => window.simrecView.map.drawn.labels)).includes('67'),
+      'the selected actor is labelled',
+    );
+    await page.keyboard.press('ArrowRight');
+    await page.waitForFunction(() => window.location.hash.includes('t=1.60'));
+    assert.match(page.url(), new RegExp(`#/runs/${limsim}\\?t=1\\.60&actor=67$`));
+    // Opened again from that address: the same moment.
+    const again = await openRun(new URL(page.url()).hash);
+    assert.equal(await timeLabel(again), 1.6);
+    assert.equal(await again.evaluate(() => window.simrecView.selected), '67');
+    await closeClean(again);
+    await closeClean(page);
+  });
+
+  it('answers keys: space plays and pauses, arrows step, + and - zoom, f fits', async () => {
+    const page = await openRun(`#/runs/${demo}`);
+    const state = (): Promise<{ playing: boolean; t: number; scale: number }> =>
+      page.evaluate(() => ({
+        playing: window.simrecView.timeline.playing,
+        t: window.simrecView.timeline.t - window.simrecView.timeline.begin,
+        scale: window.simrecView.map.scale,
+      }));
+    const opened = await state();
+    await page.keyboard.press(' ');
+    assert.equal((await state()).playing, true);
+    await page.keyboard.press(' ');
+    const paused = await state();
+    assert.equal(paused.playing, false);
+    await page.keyboard.press('ArrowRight');
+    assert.equal((await state()).t, paused.t + 100_000);
+    await page.keyboard.press('ArrowLeft');
+    assert.equal((await state()).t, paused.t);
+    await page.keyboard.press('+');
+    assert.ok(Math.abs((await state()).scale - opened.scale * 1.25) < 1e-9);
+    await page.keyboard.press('-');
+    await page.keyboard.press('-');
+    assert.ok((await state()).scale < opened.scale);
+    await page.keyboard.press('f');
+    assert.equal((await state()).scale, opened.scale);
+    // Typing in the plot search is typing, not a shortcut.
+    await page.getByTestId('plot-search').fill('');
+    await page.getByTestId('plot-search').press('f');
+    assert.equal(await page.getByTestId('plot-search').inputValue(), 'f');
+    await closeClean(page);
+  });
+});

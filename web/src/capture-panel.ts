@@ -1,0 +1,130 @@
+import { lastAtOrBefore } from '../../src/model/sorted-search.js';
+import { api, type ActorInfo, type AttachmentInfo, type RunDetail } from './api.js';
+import { el, seconds } from './format.js';
+
+interface Box {
+  x: number;
+  y: number;
+  width: number;
+  height: number;
+  label?: string;
+}
+
+type Capture = AttachmentInfo & { t: number };
+
+/**
+ * Camera frames at the cursor, with their 2D boxes clipped to the image, and the sensor named. A run
+ * whose capture records name image files the import did not find says how many are missing, rather
+ * than that it has no captures.
+ */
+export class CapturePanel {
+  readonly root = el('div', { class: 'captures', 'data-testid': 'captures' });
+  private readonly status = el('p', { class: 'capture-status', 'data-testid': 'capture-status' });
+  private readonly frame = el('div', { class: 'capture-frame' });
+  private readonly sensorPicker = el('select', { 'data-testid': 'capture-sensor' });
+  private readonly captures: Capture[];
+  private readonly sensors = new Map<string, ActorInfo>();
+  private shown: string | null = null;
+  private readonly runId: number;
+  private readonly begin: number;
+  /** Capture records in the run's `captures` streams (one per frame a sensor took). */
+  readonly records: number;
+
+  constructor(detail: RunDetail, begin: number) {
+    this.runId = detail.run.id;
+    this.begin = begin;
+    this.captures = detail.attachments
+      .filter(
+        (a): a is Capture => a.mediaType.startsWith('image/') && a.t !== undefined && !a.metadata?.annotation,
+      )
+      .sort((a, b) => a.t - b.t);
+    this.records = detail.streams.filter((s) => s.name === 'captures').reduce((n, s) => n + s.samples, 0);
+    for (const a of detail.actors) if (a.kind === 'sensor') this.sensors.set(a.id, a);
+    const sensorIds = [...new Set(this.captures.map((c) => String(c.metadata?.sensor ?? '')))];
+    this.sensorPicker.append(...sensorIds.map((id) => el('option', { value: id }, this.sensorName(id))));
+    this.sensorPicker.hidden = sensorIds.length < 2;
+    this.sensorPicker.addEventListener('change', () => {
+      this.shown = null;
+      this.render(this.lastT);
+    });
+    const missing = Math.max(0, this.records - this.captures.length);
+    this.status.textContent =
+      this.records === 0 && this.captures.length === 0
+        ? 'No captures in this run.'
+        : missing > 0
+          ? `${this.records} capture records; ${missing} of their image files are missing (not found at import), ${this.captures.length} shown.`
+          : `${this.captures.length} captures.`;
+    this.root.append(this.sensorPicker, this.frame, this.status);
+  }
+
+  /** Capture times, for the timeline's strip. */
+  get times(): number[] {
+    return this.captures.map((c) => c.t);
+  }
+
+  get hasImages(): boolean {
+    return this.captures.length > 0;
+  }
+
+  private sensorName(id: string): string {
+    const actor = this.sensors.get(id);
+    // Perception keeps the sensor's own description ("The main camera") in its attributes.
+    const perception = actor?.attributes.perception as { description?: unknown } | undefined;
+    const description =
+      typeof perception?.description === 'string' && perception.description
+        ? perception.description
+        : actor?.sourceClass !== id
+          ? actor?.sourceClass
+          : undefined;
+    return description ? `sensor ${id} (${description})` : `sensor ${id}`;
+  }
+
+  private lastT = 0;
+  render(t: number): void {
+    this.lastT = t;
+    const sensor = this.sensorPicker.value;
+    const own = sensor
+      ? this.captures.filter((c) => String(c.metadata?.sensor ?? '') === sensor)
+      : this.captures;
+    const capture = own[lastAtOrBefore(own, t, (c) => c.t)];
+    if (!capture) {
+      if (this.shown !== null) this.frame.replaceChildren();
+      this.shown = null;
+      return;
+    }
+    if (capture.name === this.shown) return;
+    this.shown = capture.name;
+    const img = el('img', { src: api.attachmentUrl(this.runId, capture.name), alt: capture.name });
+    const holder = el('div', { class: 'capture', 'data-testid': 'capture' }, img);
+    const boxes = (capture.metadata?.boxes ?? []) as unknown as Box[];
+    img.addEventListener('load', () => {
+      const sx = img.clientWidth / img.naturalWidth;
+      const sy = img.clientHeight / img.naturalHeight;
+      for (const b of boxes) {
+        // Clipped to the image: a box that reaches past its edge ends at it, its label inside.
+        const x0 = Math.max(0, b.x);
+        const y0 = Math.max(0, b.y);
+        const x1 = Math.min(img.naturalWidth, b.x + b.width);
+        const y1 = Math.min(img.naturalHeight, b.y + b.height);
+        if (x1 <= x0 || y1 <= y0) continue;
+        const box = el('div', { class: 'box2d', 'data-testid': 'box2d' }, b.label ?? '');
+        // Through the style object: the server's CSP refuses style attributes.
+        Object.assign(box.style, {
+          left: `${x0 * sx}px`,
+          top: `${y0 * sy}px`,
+          width: `${(x1 - x0) * sx}px`,
+          height: `${(y1 - y0) * sy}px`,
+        });
+        holder.append(box);
+      }
+    });
+    this.frame.replaceChildren(
+      holder,
+      el(
+        'p',
+        { class: 'capture-caption' },
+        `${this.sensorName(String(capture.metadata?.sensor ?? '?'))} · ${seconds(capture.t - this.begin)} s · ${capture.name}`,
+      ),
+    );
+  }
+}
