@@ -1,0 +1,269 @@
+/**
+ * MCAP as Foxglove and Lichtblick read it (#25): @mcap/core's indexed reader reads every export and
+ * its summary; every message of a Foxglove channel validates against the JSON schema the file carries
+ * (ajv, a JSON-schema validator; the schemas are @foxglove/schemas'), and so does every stream
+ * channel against its own; one SceneUpdate per recorded frame, holding exactly the actors present.
+ */
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { McapIndexedReader, McapWriter } from '@mcap/core';
+import { SceneUpdate as SceneUpdateSchema } from '@foxglove/schemas/jsonschema.js';
+import * as zstd from '@foxglove/wasm-zstd';
+import { Ajv } from 'ajv';
+import { recordDemoRun } from '../src/demo/demo-run.js';
+import { FileReadable, FileWritable } from '../src/formats/mcap/mcap-files.js';
+import type { StoreBackend } from '../src/model/store-port.js';
+import { importRecording } from '../src/record/import-run.js';
+import { exportRecording } from '../src/replay/export-run.js';
+import { sceneAt } from '../src/replay/run-queries.js';
+import { openStore } from '../src/store/open-store.js';
+import { tempDir } from './helpers/paths.js';
+import { cliJson } from './helpers/run-cli.js';
+
+const decoder = new TextDecoder();
+
+async function openMcap(file: string): Promise<{ reader: McapIndexedReader; close: () => Promise<void> }> {
+  await zstd.isLoaded;
+  const readable = await FileReadable.open(file);
+  const reader = await McapIndexedReader.Initialize({
+    readable,
+    decompressHandlers: { zstd: (data, size) => zstd.decompress(data, Number(size)) },
+  });
+  return { reader, close: () => readable.close() };
+}
+
+describe('MCAP export for Foxglove and Lichtblick', () => {
+  const tmp = tempDir('simrec-mcap-');
+  let store: StoreBackend;
+  let run: number;
+  const file = join(tmp.path, 'demo.mcap');
+  let details: Record<string, unknown>;
+
+  before(async () => {
+    store = await openStore(join(tmp.path, 'store.db'));
+    run = (await recordDemoRun(store, { duration: 40, vehicles: 12, seed: 3 })).run.id;
+    details = await exportRecording(store, 'mcap', [run], file);
+  });
+  after(async () => {
+    await store.close();
+    tmp.cleanup();
+  });
+
+  it("is an indexed, chunked MCAP with a summary and statistics, on the run's own clock", async () => {
+    const { reader, close } = await openMcap(file);
+    try {
+      const info = (await store.getRun(run))!;
+      assert.ok(reader.chunkIndexes.length > 1, `${reader.chunkIndexes.length} chunks`);
+      assert.ok(reader.chunkIndexes.every((c) => c.compression === 'zstd'));
+      assert.equal(reader.statistics!.messageCount, BigInt(details.messages as number));
+      assert.equal(reader.statistics!.channelCount, reader.channelsById.size);
+      assert.ok(reader.statistics!.messageStartTime >= BigInt(info.begin) * 1000n, 'no 0-based times');
+      assert.ok(reader.statistics!.messageEndTime <= BigInt(info.end!) * 1000n);
+      assert.deepEqual(
+        reader.metadataIndexes.map((m) => m.name),
+        ['simrec.run'],
+      );
+      assert.deepEqual(reader.attachmentIndexes.map((a) => a.name).sort(), [
+        'roadnet/network.json',
+        'roadnet/source.net.xml',
+      ]);
+      const topics = [...reader.channelsById.values()].map((c) => c.topic);
+      for (const topic of ['/scene', '/map', '/tf', '/ego/state']) assert.ok(topics.includes(topic), topic);
+      let last = 0n;
+      for await (const m of reader.readMessages()) {
+        assert.ok(m.logTime >= last, 'messages in time order');
+        last = m.logTime;
+      }
+    } finally {
+      await close();
+    }
+  });
+
+  it('every message validates against its channel schema (Foxglove schemas by name)', async () => {
+    const { reader, close } = await openMcap(file);
+    try {
+      const ajv = new Ajv({ strict: false, allErrors: true });
+      const validators = new Map<number, ReturnType<typeof ajv.compile>>();
+      for (const [id, channel] of reader.channelsById) {
+        const schema = reader.schemasById.get(channel.schemaId)!;
+        assert.equal(schema.encoding, 'jsonschema');
+        assert.equal(channel.messageEncoding, 'json');
+        validators.set(id, ajv.compile(JSON.parse(decoder.decode(schema.data)) as object));
+      }
+      const names = new Set([...reader.schemasById.values()].map((s) => s.name));
+      for (const name of ['foxglove.SceneUpdate', 'foxglove.FrameTransforms'])
+        assert.ok(names.has(name), name);
+      // The schema written for the scene is Foxglove's own.
+      const scene = [...reader.schemasById.values()].find((s) => s.name === 'foxglove.SceneUpdate')!;
+      assert.deepEqual(JSON.parse(decoder.decode(scene.data)), SceneUpdateSchema);
+      let checked = 0;
+      for await (const m of reader.readMessages()) {
+        const validate = validators.get(m.channelId)!;
+        const ok = validate(JSON.parse(decoder.decode(m.data)));
+        assert.ok(ok, `${reader.channelsById.get(m.channelId)!.topic}: ${ajv.errorsText(validate.errors)}`);
+        checked++;
+      }
+      assert.equal(checked, details.messages);
+    } finally {
+      await close();
+    }
+  });
+
+  it('one SceneUpdate per recorded frame, holding exactly the actors present then', async () => {
+    const { reader, close } = await openMcap(file);
+    try {
+      const times = new Set<number>();
+      for (const s of await store.listStreams(run))
+        if (s.name === 'state')
+          for await (const batch of store.readSamples({ run, stream: s.id }))
+            for (const x of batch) times.add(x.t);
+      const updates: { t: number; ids: string[] }[] = [];
+      for await (const m of reader.readMessages({ topics: ['/scene'] })) {
+        const update = JSON.parse(decoder.decode(m.data)) as {
+          deletions: { type: number }[];
+          entities: { id: string }[];
+        };
+        assert.equal(update.deletions[0]?.type, 1, 'each update replaces the scene');
+        updates.push({ t: Number(m.logTime / 1000n), ids: update.entities.map((e) => e.id).sort() });
+      }
+      assert.equal(updates.length, times.size);
+      assert.equal(updates.length, details.frames);
+      // Actors come and go in a demo: some frames must differ in who is there, or this proves little.
+      assert.ok(
+        new Set(updates.map((u) => u.ids.length)).size > 1,
+        'the number present changes over the run',
+      );
+      for (const u of updates.filter((_u, i) => i % 37 === 0)) {
+        const scene = await sceneAt(store, run, { t: u.t });
+        assert.deepEqual(u.ids, scene.actors.map((a) => a.id).sort(), `frame at ${u.t}`);
+      }
+    } finally {
+      await close();
+    }
+  });
+
+  it('writes a Foxglove layout beside the file, naming the channels it shows', () => {
+    const layoutFile = join(tmp.path, 'demo.layout.json');
+    assert.deepEqual(details.beside, [layoutFile]);
+    const layout = JSON.parse(readFileSync(layoutFile, 'utf8')) as {
+      configById: Record<string, { topics?: Record<string, unknown>; paths?: { value: string }[] }>;
+    };
+    assert.ok(layout.configById['3D!simrec']!.topics!['/scene']);
+    assert.deepEqual(
+      layout.configById['Plot!simrec']!.paths!.map((p) => p.value),
+      ['/ego/state.speed', '/ego/state.accel'],
+    );
+  });
+
+  it("imports other tools' Foxglove scenes: entities become actors, cube poses their states, the rest named", async () => {
+    const foreign = join(tmp.path, 'other-tool.mcap');
+    const writable = await FileWritable.create(foreign);
+    const writer = new McapWriter({ writable });
+    await writer.start({ profile: '', library: 'another tool' });
+    const sceneSchema = await writer.registerSchema({
+      name: 'foxglove.SceneUpdate',
+      encoding: 'jsonschema',
+      data: new TextEncoder().encode(JSON.stringify(SceneUpdateSchema)),
+    });
+    const scene = await writer.registerChannel({
+      schemaId: sceneSchema,
+      topic: '/objects',
+      messageEncoding: 'json',
+      metadata: new Map(),
+    });
+    const other = await writer.registerSchema({
+      name: 'foxglove.PointCloud',
+      encoding: 'protobuf',
+      data: new Uint8Array(),
+    });
+    const cloud = await writer.registerChannel({
+      schemaId: other,
+      topic: '/lidar',
+      messageEncoding: 'protobuf',
+      metadata: new Map(),
+    });
+    const base = 1_700_000_000_000_000n;
+    for (let i = 0; i < 3; i++) {
+      const t = base + BigInt(i) * 100_000_000n;
+      const cube = (x: number) => ({
+        pose: {
+          position: { x, y: 2, z: 0.75 },
+          orientation: { x: 0, y: 0, z: Math.sin(0.25), w: Math.cos(0.25) },
+        },
+        size: { x: 4, y: 2, z: 1.5 },
+        color: { r: 1, g: 0, b: 0, a: 1 },
+      });
+      const entities = [
+        { id: 'car-1', metadata: [{ key: 'kind', value: 'vehicle' }], cubes: [cube(10 + i)] },
+        ...(i < 2
+          ? [{ id: 'walker', metadata: [{ key: 'kind', value: 'pedestrian' }], cubes: [cube(-i)] }]
+          : []),
+      ];
+      await writer.addMessage({
+        channelId: scene,
+        sequence: i,
+        logTime: t,
+        publishTime: t,
+        data: new TextEncoder().encode(JSON.stringify({ deletions: [], entities })),
+      });
+      await writer.addMessage({
+        channelId: cloud,
+        sequence: i,
+        logTime: t,
+        publishTime: t,
+        data: new Uint8Array([1, 2]),
+      });
+    }
+    await writer.end();
+    await writable.close();
+    const warnings: string[] = [];
+    const { runs, details: read } = await importRecording(store, 'mcap', foreign, {
+      warn: (where, message) => warnings.push(`${where}: ${message}`),
+    });
+    assert.equal(read.source, 'foxglove');
+    assert.deepEqual(
+      (await store.listActors(runs[0]!.id)).map((a) => [a.id, a.kind, a.extents]),
+      [
+        ['car-1', 'vehicle', { length: 4, width: 2, height: 1.5 }],
+        ['walker', 'pedestrian', { length: 4, width: 2, height: 1.5 }],
+      ],
+    );
+    const states = [];
+    for await (const batch of store.readSamples({ run: runs[0]!.id, stream: 'car-1/state' }))
+      states.push(...batch);
+    assert.deepEqual(
+      states.map((s) => [s.t, s.x, s.z, Number((s.yaw as number).toFixed(12))]),
+      [0, 1, 2].map((i) => [1_700_000_000_000_000 / 1000 + i * 100_000, 10 + i, 0, 0.5]),
+    );
+    assert.ok(
+      warnings.some((w) => /\/lidar: foxglove\.PointCloud \(protobuf\) is not mapped/.test(w)),
+      warnings.join('\n'),
+    );
+  });
+
+  it('refuses a file that is not MCAP, naming it, and keeps nothing', async () => {
+    const bad = join(tmp.path, 'bad.mcap');
+    writeFileSync(bad, 'not an mcap file at all');
+    const before = (await store.listRuns()).length;
+    await assert.rejects(importRecording(store, 'mcap', bad), /bad\.mcap: not an indexed MCAP file/);
+    assert.equal((await store.listRuns()).length, before);
+  });
+
+  it('simrec export RUN mcap FILE writes the file and its layout; import reads it back', () => {
+    const db = join(tmp.path, 'cli.db');
+    const env = { SIMREC_STORE: db };
+    cliJson(['demo', '--no-serve', '--duration', '5', '--json'], env);
+    const out = join(tmp.path, 'cli.mcap');
+    const exported = cliJson<{ beside: string[]; frames: number }>(
+      ['export', '1', 'mcap', out, '--json'],
+      env,
+    );
+    assert.ok(existsSync(out) && existsSync(join(tmp.path, 'cli.layout.json')));
+    assert.deepEqual(exported.beside, [join(tmp.path, 'cli.layout.json')]);
+    const imported = cliJson<{ run: { id: number }; source: string }>(['import', 'mcap', out, '--json'], env);
+    assert.equal(imported.source, 'simrec');
+    assert.equal(imported.run.id, 2);
+  });
+});
