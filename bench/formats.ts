@@ -4,9 +4,10 @@
  * so memory growth with the dataset shows).
  */
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { recordDemoRun } from '../src/demo/demo-run.js';
 import { importRecording } from '../src/record/import-run.js';
 import { exportRecording } from '../src/replay/export-run.js';
 import { TrafficGenerator, type BenchSize } from './generator.js';
@@ -48,7 +49,54 @@ async function measureLimSim(scratch: string, quick: boolean): Promise<LimSimRat
   }
 }
 
+export interface McapRates {
+  frames: number;
+  messages: number;
+  exportSeconds: number;
+  framesPerSecond: number;
+  mcapBytes: number;
+  storeBytes: number;
+  /** The MCAP file's size over the run's size in simrec's store (a fresh store holding only it). */
+  sizeRatio: number;
+  /** The same run as a LimSim database, for scale. */
+  limsimBytes: number;
+}
+
+/** MCAP: a demo run exported for Foxglove, its speed and size beside the run's size in the store. */
+async function measureMcap(scratch: string, quick: boolean): Promise<McapRates> {
+  const dir = join(scratch, 'mcap');
+  mkdirSync(dir, { recursive: true });
+  const storeFile = join(dir, 'demo.simrec.db');
+  const store = await openStore(storeFile);
+  try {
+    const { run } = await recordDemoRun(store, { duration: quick ? 30 : 120, vehicles: 30, seed: 1 });
+    const file = join(dir, 'demo.mcap');
+    const start = performance.now();
+    const details = await exportRecording(store, 'mcap', [run.id], file);
+    const exportSeconds = (performance.now() - start) / 1000;
+    await exportRecording(store, 'limsim', [run.id], join(dir, 'demo.limsim.db'));
+    await store.close();
+    const storeBytes =
+      statSync(storeFile).size + (existsSync(`${storeFile}-wal`) ? statSync(`${storeFile}-wal`).size : 0);
+    const mcapBytes = statSync(file).size;
+    return {
+      frames: details.frames as number,
+      messages: details.messages as number,
+      exportSeconds: Math.round(exportSeconds * 1000) / 1000,
+      framesPerSecond: Math.round((details.frames as number) / exportSeconds),
+      mcapBytes,
+      storeBytes,
+      sizeRatio: Math.round((mcapBytes / storeBytes) * 100) / 100,
+      limsimBytes: statSync(join(dir, 'demo.limsim.db')).size,
+    };
+  } finally {
+    await store.close().catch(() => {});
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 export interface FormatResults {
+  mcap?: McapRates;
   limsim?: LimSimRates;
   roadnet: { bytes: number; lanes: number; medianMs: number; mbPerSecond: number };
   perception: { captures: number; seconds: number; capturesPerSecond: number; peakRssMiB: number }[];
@@ -211,7 +259,9 @@ export async function measureFormats(scratch: string, quick: boolean): Promise<F
     return { ...r, capturesPerSecond: Math.round(r.captures / r.seconds) };
   });
   const limsim = await measureLimSim(scratch, quick);
+  const mcap = await measureMcap(scratch, quick);
   return {
+    mcap,
     limsim,
     roadnet: {
       bytes,
@@ -234,6 +284,9 @@ export function formatFormats(f: FormatResults): string {
     ),
     f.limsim
       ? `  LimSim database of ${f.limsim.rows} frame rows: export ${f.limsim.exportRowsPerSecond} rows/s, import ${f.limsim.importRowsPerSecond} rows/s`
+      : '',
+    f.mcap
+      ? `  MCAP export of a ${f.mcap.frames}-frame demo run: ${f.mcap.framesPerSecond} frames/s (${f.mcap.messages} messages); file ${(f.mcap.mcapBytes / 1e6).toFixed(2)} MB = ${f.mcap.sizeRatio}x the run in simrec's store (${(f.mcap.storeBytes / 1e6).toFixed(2)} MB; as LimSim's database ${(f.mcap.limsimBytes / 1e6).toFixed(2)} MB)`
       : '',
     small && large
       ? `  memory grows ${(large.peakRssMiB / small.peakRssMiB).toFixed(2)}x for ${large.captures / small.captures}x the captures`

@@ -50,6 +50,8 @@ export interface BenchResults {
 const SIMREC = 'simrec';
 
 function summarizeRuns(runs: Measurement[]): PeerSummary {
+  // `--only` sections without the record workload measure no runs.
+  if (runs.length === 0) return { median: {}, maxRssBytes: 0, repetitions: [] };
   const keys = Object.keys(runs[0]!.result).filter((k) => typeof runs[0]!.result[k] === 'number');
   return {
     median: Object.fromEntries(keys.map((k) => [k, median(runs.map((r) => r.result[k] as number))])),
