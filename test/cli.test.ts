@@ -17,7 +17,7 @@ interface RunRow {
   begin: number;
   end: number;
   endReason: string;
-  actors: number;
+  actorCount: number;
   samples: number;
 }
 
@@ -36,7 +36,7 @@ describe('simrec command line', () => {
     assert.equal(run.endReason, 'scenario_stop_trigger');
     assert.equal(run.end - run.begin, 20_000_000, '20 simulated seconds');
     // The ego, at least 20 other vehicles, 16 pedestrians and the town's 6 traffic lights.
-    assert.ok(run.actors >= 1 + 20 + 16 + 6, `${run.actors} actors`);
+    assert.ok(run.actorCount >= 1 + 20 + 16 + 6, `${run.actorCount} actors`);
     // Lights, pedestrians, ego (state, control, wheels) at every one of 201 steps, and vehicles as they drive.
     assert.ok(run.samples > (6 + 16 + 3 + 20) * 201 * 0.9, `${run.samples} samples`);
     const table = runCli(['ls'], env);
@@ -44,7 +44,7 @@ describe('simrec command line', () => {
     assert.match(
       table.stdout,
       new RegExp(
-        `\\n1\\s+\\S+\\s+20\\.000\\s+scenario_stop_trigger\\s+simrec-demo 0\\.2\\.0\\s+${run.actors}\\s+${run.samples}`,
+        `\\n1\\s+\\S+\\s+20\\.000\\s+scenario_stop_trigger\\s+simrec-demo 0\\.2\\.0\\s+${run.actorCount}\\s+${run.samples}`,
       ),
     );
   });

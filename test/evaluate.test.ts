@@ -295,12 +295,13 @@ describe('evaluation', () => {
     const env = { SIMREC_STORE: storePath };
     type Summary = { min: number; p95: number; max: number };
     const one = cliJson<{
-      run: number;
+      run: { id: number; begin: number; endReason: string };
       score: number;
       weights: Record<string, number>;
       metrics: Record<string, Summary>;
     }>(['eval', '1', '--json'], env);
-    assert.equal(one.run, 1);
+    assert.equal(one.run.id, 1, 'the run itself, as every command gives it in JSON');
+    assert.equal(typeof one.run.begin, 'number');
     assert.deepEqual(Object.keys(one.weights).sort(), [
       'collision',
       'consumption',
@@ -311,12 +312,12 @@ describe('evaluation', () => {
     const table = runCli(['eval', '1'], env);
     assert.match(table.stdout, /^METRIC\s+MIN\s+MEAN\s+P50\s+P95\s+MAX\s+LIMSIM_SCORE$/m);
     assert.match(table.stdout, /score: [\d.]+ \/ 100 \(weights: collision 0.4/);
-    const rows = cliJson<{ run: number; score: number; p95Jerk: number; maxAbsJerk: number }[]>(
+    const rows = cliJson<{ run: { id: number }; score: number; p95Jerk: number; maxAbsJerk: number }[]>(
       ['eval', '--compare', '1', '2', '--json'],
       env,
     );
     assert.deepEqual(
-      rows.map((r) => r.run),
+      rows.map((r) => r.run.id),
       [1, 2],
     );
     // p95Jerk is the 95th percentile `eval --json` reports, not the extreme (issue #28: it was max |jerk|).

@@ -7,6 +7,7 @@ import { startServer, type RunningServer } from '../src/server/start-server.js';
 import { openStore } from '../src/store/open-store.js';
 import { recordLaneRun } from './helpers/lane-run.js';
 import { fixture, tempDir } from './helpers/paths.js';
+import { cliJson } from './helpers/run-cli.js';
 import { WebSocket } from 'ws';
 
 const dir = tempDir('simrec-api-');
@@ -55,6 +56,27 @@ describe('HTTP API', () => {
     assert.equal((await get(`/api/runs/${synthetic}`)).body.hasRoadNetwork, false);
   });
 
+  it("speaks the command line's JSON: a run is the run itself, info is GET /runs/:id, --at is ?at=", async () => {
+    const env = { SIMREC_STORE: join(dir.path, 'api.db') };
+    const info = cliJson<Record<string, unknown>>(['info', String(laneRun), '--json'], env);
+    const { hasRoadNetwork: _h, evaluation: _e, ...detail } = (await get(`/api/runs/${laneRun}`)).body;
+    assert.deepEqual(info, detail);
+    const listed = cliJson<Record<string, unknown>[]>(['ls', '--json'], env);
+    const api = (await get('/api/runs')).body as Record<string, unknown>[];
+    assert.deepEqual(
+      listed,
+      api.map(({ score: _s, ...rest }) => rest),
+    );
+    for (const entry of listed) {
+      assert.equal(typeof entry.actorCount, 'number', 'counts say they are counts');
+      assert.ok(!('actors' in entry), '`actors` is always the list of actors');
+    }
+    const cliScene = cliJson(['scene', String(synthetic), '--at', '2.5', '--json'], env);
+    assert.deepEqual(cliScene, (await get(`/api/runs/${synthetic}/scene?at=2.5`)).body);
+    const evaluated = cliJson<{ run: { id: number } }>(['eval', String(synthetic), '--json'], env);
+    assert.deepEqual(evaluated.run, (await get(`/api/runs/${synthetic}`)).body.run);
+  });
+
   it('serves states column by column, scenes, samples and trajectories', async () => {
     const run = (await get(`/api/runs/${synthetic}`)).body.run;
     const states = await get(`/api/runs/${synthetic}/states?from=${run.begin}&to=${run.begin + 1_000_000}`);
@@ -90,7 +112,16 @@ describe('HTTP API', () => {
     const cases: [string, number, RegExp][] = [
       ['/api/runs/4242', 404, /run 4242 does not exist/],
       ['/api/runs/abc', 400, /run id: expected a positive integer, got "abc"/],
-      [`/api/runs/${synthetic}/scene`, 400, /query parameter t: required/],
+      [
+        `/api/runs/${synthetic}/scene`,
+        400,
+        /query parameter t \(microseconds since the epoch\) or at .*: required/,
+      ],
+      [
+        `/api/runs/${synthetic}/scene?at=-1`,
+        400,
+        /query parameter at: expected seconds from the run's begin/,
+      ],
       [
         `/api/runs/${synthetic}/scene?t=soon`,
         400,

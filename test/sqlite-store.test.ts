@@ -133,7 +133,7 @@ describe('sqlite store files', () => {
     const again = await openStore(path);
     const [summary] = await again.listRuns();
     assert.deepEqual(
-      [summary!.id, summary!.endReason, summary!.actors, summary!.samples],
+      [summary!.id, summary!.endReason, summary!.actorCount, summary!.samples],
       [rec.id, 'completed', 1, 3000],
     );
     await again.close();

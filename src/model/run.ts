@@ -44,8 +44,9 @@ export interface RunInfo {
 
 /** A run with the counts `simrec ls` shows. */
 export interface RunSummary extends RunInfo {
-  actors: number;
-  streams: number;
+  /** How many actors and streams (counts: `actors` and `streams` are always the lists themselves). */
+  actorCount: number;
+  streamCount: number;
   samples: number;
 }
 

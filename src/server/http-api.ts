@@ -138,8 +138,24 @@ export function createApi(store: StoreBackend, settings: RecordingSettings = new
 
   api.get('/runs/:run/scene', async (c) => {
     const run = runParam(c);
-    const t = intParam(c, 't');
-    if (t === undefined) throw new SimrecError('invalid', 'query parameter t: required (microseconds)');
+    // As the command line asks (`scene --at SECONDS`, from the run's begin), or absolute µs (`t`).
+    const at = c.req.query('at');
+    let t = intParam(c, 't');
+    if (at !== undefined && at !== '') {
+      const seconds = Number(at);
+      if (!Number.isFinite(seconds) || seconds < 0)
+        throw new SimrecError(
+          'invalid',
+          `query parameter at: expected seconds from the run's begin (a number >= 0), got ${JSON.stringify(at)}`,
+        );
+      if (t !== undefined) throw new SimrecError('invalid', 'query parameters t and at: give one');
+      t = (await requireRun(store, run)).begin + Math.round(seconds * 1e6);
+    }
+    if (t === undefined)
+      throw new SimrecError(
+        'invalid',
+        "query parameter t (microseconds since the epoch) or at (seconds from the run's begin): required",
+      );
     return json<SceneAnswer>(
       c,
       await sceneAt(store, run, {

@@ -8,7 +8,7 @@ const COLUMNS: { label: string; sort?: (r: RunListEntry) => number | string; num
   { label: 'Begin (UTC)', sort: (r) => r.begin },
   { label: 'Duration s', sort: (r) => (r.end ?? Infinity) - r.begin, num: true },
   { label: 'End reason', sort: (r) => r.endReason ?? '' },
-  { label: 'Actors', sort: (r) => r.actors, num: true },
+  { label: 'Actors', sort: (r) => r.actorCount, num: true },
   { label: 'Samples', sort: (r) => r.samples, num: true },
   { label: 'Score', sort: (r) => r.score ?? -Infinity, num: true },
   { label: 'Description' },
@@ -174,7 +174,7 @@ export class RunList {
           el('td', {}, date(r.begin)),
           el('td', { class: 'num' }, r.end === null ? 'recording…' : seconds(r.end - r.begin)),
           el('td', {}, r.endReason ?? el('span', { class: 'live-badge' }, 'live')),
-          el('td', { class: 'num' }, String(r.actors)),
+          el('td', { class: 'num' }, String(r.actorCount)),
           el('td', { class: 'num' }, String(r.samples)),
           el(
             'td',

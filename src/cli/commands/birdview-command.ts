@@ -70,7 +70,7 @@ export function registerBirdviewCommand(program: Command): void {
             : [`run ${run}: no road network attached; the road, lane-line and light channels are empty`];
           if (opts.json)
             return printJson({
-              run,
+              run: info,
               t,
               out: opts.out,
               size: [BIRDVIEW_SIZE, BIRDVIEW_SIZE],

@@ -5,6 +5,7 @@ import { FORMATS, formatNames, loadCodec, type FormatEntry } from '../../formats
 import type { FormatOption } from '../../model/codec-port.js';
 import { importRecording } from '../../record/import-run.js';
 import { exportRecording } from '../../replay/export-run.js';
+import { requireRun } from '../../replay/run-queries.js';
 import { parseRunId } from '../args.js';
 import { printJson, printTable, Progress } from '../output.js';
 import { naming } from '../failure.js';
@@ -141,8 +142,9 @@ export function registerConvertCommands(program: Command): void {
         }
         const warnings = warningsCollector();
         const progress = new Progress(`export ${format}`);
-        const details = await withExistingStore(command, (store) =>
-          abortOnInterrupt(`${location} was not written`, (signal) =>
+        const { infos, details } = await withExistingStore(command, async (store) => ({
+          infos: await Promise.all(runs.map((r) => requireRun(store, r))),
+          details: await abortOnInterrupt(`${location} was not written`, (signal) =>
             naming(location, () =>
               exportRecording(store, codec, runs, location, {
                 overwrite: Boolean(opts.force),
@@ -157,10 +159,17 @@ export function registerConvertCommands(program: Command): void {
               }),
             ),
           ),
-        );
+        }));
         progress.done();
         if (opts.json)
-          return printJson({ run: runs[0], runs, format, location, ...details, warnings: warnings.list });
+          return printJson({
+            run: infos[0],
+            runs: infos,
+            format,
+            location,
+            ...details,
+            warnings: warnings.list,
+          });
         printWarnings(warnings.list);
         process.stdout.write(`run ${runs.join(',')} -> ${location}\n`);
       },

@@ -60,7 +60,14 @@ export function registerDemoCommand(program: Command): void {
       progress.done();
       printWarnings(result.warnings);
       const { run } = result;
-      if (opts.json) printJson({ ...run, warnings: result.warnings });
+      if (opts.json)
+        printJson({
+          run,
+          vehicles: result.vehicles,
+          pedestrians: result.pedestrians,
+          trafficLights: result.trafficLights,
+          warnings: result.warnings,
+        });
       else
         process.stdout.write(
           `recorded run ${run.id} into ${store.location}: ${result.vehicles} vehicles, ${result.pedestrians} pedestrians, ${result.trafficLights} traffic lights; try: simrec info ${run.id}\n`,

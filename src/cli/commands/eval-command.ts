@@ -1,6 +1,7 @@
 import { Option, type Command } from 'commander';
 import { evaluateRun, type EvaluationSummary } from '../../evaluate/evaluate-run.js';
 import { invalid } from '../../model/errors.js';
+import type { RunInfo } from '../../model/run.js';
 import { parsePositive, parseRunId } from '../args.js';
 import { formatNumber, printJson, printTable, Progress } from '../output.js';
 import { withExistingStore } from '../with-store.js';
@@ -106,9 +107,12 @@ export function registerEvalCommand(program: Command): void {
           results.push(await evaluateRun(store, run, args));
           progress.done();
         }
+        // In JSON a run is always the run itself (README: "JSON"), here as in every command.
+        const runOf = new Map<number, RunInfo>();
+        for (const r of results) runOf.set(r.run, (await store.getRun(r.run))!);
         if (opts.compare) {
           const rows = results.map((r) => ({
-            run: r.run,
+            run: runOf.get(r.run)!,
             actor: r.actor,
             frames: r.frames,
             score: r.score,
@@ -125,6 +129,7 @@ export function registerEvalCommand(program: Command): void {
             events: r.events.length,
           }));
           if (opts.json) return printJson(rows);
+          const tableRows = rows.map(({ run, ...rest }) => ({ run: run.id, ...rest }));
           printTable(
             [
               'RUN',
@@ -139,14 +144,14 @@ export function registerEvalCommand(program: Command): void {
               'NEAR_MISSES',
               'EVENTS',
             ],
-            rows.map((r) => Object.values(r).map((v) => (v === null ? '-' : formatNumber(v)))),
+            tableRows.map((r) => Object.values(r).map((v) => (v === null ? '-' : formatNumber(v)))),
           );
           return;
         }
         const summary = results[0]!;
-        if (opts.json) return printJson(summary);
-        const info = await store.getRun(summary.run);
-        printSummary(summary, info!.begin);
+        const info = runOf.get(summary.run)!;
+        if (opts.json) return printJson({ ...summary, run: info });
+        printSummary(summary, info.begin);
       }),
     );
 }

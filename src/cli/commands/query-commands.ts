@@ -39,7 +39,7 @@ export function registerQueryCommands(program: Command): void {
             r.end === null ? 'recording' : formatSeconds(r.end - r.begin),
             r.endReason,
             r.simulator.version ? `${r.simulator.name} ${r.simulator.version}` : r.simulator.name,
-            r.actors,
+            r.actorCount,
             r.samples,
             r.description,
           ]),
@@ -62,8 +62,9 @@ export function registerQueryCommands(program: Command): void {
           return `${text.slice(0, INFO_VALUE_CHARS - 3)}...`;
         };
         if (opts.json)
+          // The shape of GET /api/runs/:id (README: "JSON"): the run under `run`, its parts beside it.
           return printJson({
-            ...d.run,
+            run: d.run,
             timeRange: d.timeRange,
             samples: d.samples,
             actors: d.actors,

@@ -16,11 +16,12 @@ export function registerStatsCommand(program: Command): void {
     .option('--heatmap <file>', 'write the box heat map as a PNG')
     .option('--json', 'print JSON')
     .action(async (run: number, opts: { json?: boolean; heatmap?: string }, command: Command) => {
-      const stats = await withExistingStore(command, async (store) =>
-        perceptionStats(await storeRunSource(store, run)),
-      );
+      const { info, stats } = await withExistingStore(command, async (store) => {
+        const source = await storeRunSource(store, run);
+        return { info: source.run, stats: await perceptionStats(source) };
+      });
       if (opts.heatmap) await writeHeatmapPng(stats.heatmap, opts.heatmap);
-      if (opts.json) return printJson(stats);
+      if (opts.json) return printJson({ ...stats, run: info });
       printWarnings(stats.warnings);
       printTable(
         ['FIELD', 'VALUE'],

@@ -241,8 +241,8 @@ export class MongoBackend implements StoreBackend {
     const streamsOf = new Map(streamCounts.map((s) => [s._id, s]));
     return runs.map((r) => ({
       ...runFromDoc(r),
-      actors: actorsOf.get(r._id) ?? 0,
-      streams: streamsOf.get(r._id)?.n ?? 0,
+      actorCount: actorsOf.get(r._id) ?? 0,
+      streamCount: streamsOf.get(r._id)?.n ?? 0,
       samples: streamsOf.get(r._id)?.samples ?? 0,
     }));
   }

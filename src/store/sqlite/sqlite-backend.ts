@@ -221,8 +221,8 @@ export class SqliteBackend implements StoreBackend {
     ).all(args.limit ?? -1) as Row[];
     return rows.map((row) => ({
       ...runFromRow(row),
-      actors: row.actor_count as number,
-      streams: row.stream_count as number,
+      actorCount: row.actor_count as number,
+      streamCount: row.stream_count as number,
       samples: row.sample_count as number,
     }));
   }
