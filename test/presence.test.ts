@@ -6,13 +6,21 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
-import { importLimSim } from './helpers/formats.js';
-import { exportLimSim } from './helpers/formats.js';
+import {
+  exportLimSim,
+  exportSoda,
+  importLimSim,
+  importSoda,
+  loadBirdviewSource,
+  SodaFolder,
+} from './helpers/formats.js';
+import { readFileSync } from 'node:fs';
 import { stateStream } from '../src/model/standard-streams.js';
 import { RunRecorder } from '../src/record/run-recorder.js';
 import { recordDemoRun, type DemoRunOptions } from '../src/demo/demo-run.js';
 import { corners, polygonsOverlap } from '../src/evaluate/footprint.js';
 import type { StoreBackend } from '../src/model/store-port.js';
+import type { RunInfo } from '../src/model/run.js';
 import { usualSampleInterval } from '../src/model/presence.js';
 import { describeRun, sceneAt } from '../src/replay/run-queries.js';
 import { openStore } from '../src/store/open-store.js';
@@ -111,6 +119,44 @@ describe('presence: the demo says when vehicles arrive', () => {
   });
 });
 
+/**
+ * An ego and a car sampled at 10 Hz for 3 s, the car outside the area of interest from 1 s to 2 s
+ * (sampled all along, as LimSim's ego-tracking mode does): every export must leave that gap out.
+ */
+async function carWithAGap(): Promise<RunInfo> {
+  const rec = await RunRecorder.begin(store, { begin: 1_000_000_000 });
+  await rec.declareActors([
+    { id: 'ego', kind: 'ego', extents: { length: 4, width: 2, height: 1.5 } },
+    { id: 'car', kind: 'vehicle', extents: { length: 4, width: 2, height: 1.5 } },
+  ]);
+  await rec.declareStreams([stateStream('ego'), stateStream('car')]);
+  const begin = rec.run.begin;
+  for (let frame = 0; frame <= 30; frame++)
+    await rec.appendMany(
+      ['ego', 'car'].map((id, k) => ({
+        stream: `${id}/state`,
+        samples: [
+          {
+            t: begin + frame * 100_000,
+            step: frame,
+            x: frame,
+            y: 10 * k,
+            yaw: 0,
+            speed: 10,
+            lane: 'E0_0',
+            lanePos: frame,
+          },
+        ],
+      })),
+    );
+  // The car was sampled throughout, but left the area of interest from frame 10 to frame 20.
+  await rec.setPresence('car', [
+    { from: begin, to: begin + 1_000_000 },
+    { from: begin + 2_000_000, to: null },
+  ]);
+  return rec.end('completed');
+}
+
 describe('presence: LimSim recordings', () => {
   it("the sample DB imported: the scene at each frame holds exactly that frame's frameINFO vehicles", async () => {
     const file = fixture('limsim-db', 'egoTrackingTest.db');
@@ -141,37 +187,7 @@ describe('presence: LimSim recordings', () => {
   });
 
   it('export writes a vehicle into frameINFO only at frames where it is present, and the import reads that back', async () => {
-    const rec = await RunRecorder.begin(store, { begin: 1_000_000_000 });
-    await rec.declareActors([
-      { id: 'ego', kind: 'ego', extents: { length: 4, width: 2, height: 1.5 } },
-      { id: 'car', kind: 'vehicle', extents: { length: 4, width: 2, height: 1.5 } },
-    ]);
-    await rec.declareStreams([stateStream('ego'), stateStream('car')]);
-    const begin = rec.run.begin;
-    for (let frame = 0; frame <= 30; frame++)
-      await rec.appendMany(
-        ['ego', 'car'].map((id, k) => ({
-          stream: `${id}/state`,
-          samples: [
-            {
-              t: begin + frame * 100_000,
-              step: frame,
-              x: frame,
-              y: 10 * k,
-              yaw: 0,
-              speed: 10,
-              lane: 'E0_0',
-              lanePos: frame,
-            },
-          ],
-        })),
-      );
-    // The car was sampled throughout, but left the area of interest from frame 10 to frame 20.
-    await rec.setPresence('car', [
-      { from: begin, to: begin + 1_000_000 },
-      { from: begin + 2_000_000, to: null },
-    ]);
-    const run = await rec.end('completed');
+    const run = await carWithAGap();
     const file = join(dir.path, 'presence-export.db');
     await exportLimSim(store, run.id, file);
     const db = new Database(file, { readonly: true });
@@ -198,6 +214,34 @@ describe('presence: LimSim recordings', () => {
         [0, 1_000_000],
         [2_000_000, null],
       ],
+    );
+  });
+});
+
+describe('presence: every export writes an actor only where present', () => {
+  it("SODA.Sim rows, DI-drive's bird's-eye view and the MCAP scene leave out the car's gap", async () => {
+    const run = await carWithAGap();
+    const out = join(dir.path, 'gap-soda');
+    await exportSoda(store, run.id, await SodaFolder.openForWrite(out), {});
+    const rows = readFileSync(join(out, 'dataset0.json'), 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as { name: string; batch?: { timestamp?: { $numberLong: string } }[] })
+      .filter((d) => d.name === 'car' && d.batch)
+      .flatMap((d) => d.batch!);
+    assert.equal(rows.length, 21, 'frames 0-9 and 20-30');
+    const soda = (await importSoda(store, await SodaFolder.openForRead(out))).runs[0]!.run;
+    const carStates: number[] = [];
+    for await (const batch of store.readSamples({ run: soda.id, stream: 'car/state' }))
+      for (const s of batch) carStates.push(Math.round((s.t - soda.begin) / 100_000));
+    assert.ok(!carStates.some((f) => f >= 10 && f < 20), `no car rows in the gap: ${carStates.join(',')}`);
+
+    const birdview = await loadBirdviewSource(store, run.id);
+    const vehiclesAt = (seconds: number) => birdview.sceneAt(run.begin + seconds * 1e6).vehicles.length;
+    assert.deepEqual(
+      [vehiclesAt(0.5), vehiclesAt(1.5), vehiclesAt(2.5)],
+      [1, 0, 1],
+      'the car drawn only where present',
     );
   });
 });

@@ -36,6 +36,15 @@ export function usualSampleInterval(
   return span > 0 ? span / (stream.samples - 1) : null;
 }
 
+/** The samples taken while the actor was present (all of them when its presence was never kept). */
+export function presentOnly<S extends { t: number }>(
+  samples: S[],
+  presence: readonly PresenceInterval[] | undefined,
+): S[] {
+  if (!presence?.length) return samples;
+  return samples.filter((s) => presenceAt(presence, s.t) !== undefined);
+}
+
 /**
  * Whether an actor is in the scene at t, given its latest state at or before t (null when presence
  * says so). Presence the recorder kept decides first: outside its stretches the actor is gone; inside

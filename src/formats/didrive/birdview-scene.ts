@@ -15,6 +15,7 @@ import { invalid } from '../../model/errors.js';
 import type { RoadLane, RoadNetwork, RoadPoint } from '../../model/roadnet.js';
 import { isMarginLane } from '../../model/roadnet.js';
 import type { ActorInfo } from '../../model/run.js';
+import { absenceAt, usualSampleInterval } from '../../model/presence.js';
 import { STATE_STREAM } from '../../model/standard-streams.js';
 import type { RunSource } from '../../model/run-ports.js';
 import type { Sample } from '../../model/stream.js';
@@ -37,8 +38,8 @@ const NOT_ON_THE_ROAD = new Set(['traffic_light', 'sensor', 'ego']);
 interface Track {
   actor: ActorInfo;
   samples: Sample[];
-  /** The gap after which an actor is taken to have left: a step more than its own sampling. */
-  stale: number;
+  /** The state stream's usual sample interval, for the staleness rule (model/presence.ts). */
+  usual: number | null;
 }
 
 export interface BirdviewSource {
@@ -68,7 +69,7 @@ export async function loadBirdviewSource(source: RunSource): Promise<BirdviewSou
   const stateOf = new Map(
     streams
       .filter((s) => s.name === STATE_STREAM && s.actor !== null && s.samples > 0)
-      .map((s) => [s.actor!, s.id]),
+      .map((s) => [s.actor!, s] as const),
   );
   const egoStream = stateOf.get(ego.id);
   if (!egoStream) throw invalid(`run ${runId}: the ego ${ego.id} has no ${STATE_STREAM} samples`);
@@ -76,10 +77,11 @@ export async function loadBirdviewSource(source: RunSource): Promise<BirdviewSou
   for (const actor of actors) {
     const stream = stateOf.get(actor.id);
     if (!stream || (actor.kind !== 'ego' && NOT_ON_THE_ROAD.has(actor.kind))) continue;
-    const samples = await readAll(source, stream);
-    let step = 0;
-    for (let i = 1; i < samples.length; i++) step = Math.max(step, samples[i]!.t - samples[i - 1]!.t);
-    tracks.push({ actor, samples, stale: Math.max(step, 100_000) * 1.5 });
+    tracks.push({
+      actor,
+      samples: await readAll(source, stream.id),
+      usual: usualSampleInterval(stream, actor.presence),
+    });
   }
   const signals = new Map<string, Sample[]>();
   const lightIds = new Set(actors.filter((a) => a.kind === 'traffic_light').map((a) => a.id));
@@ -116,7 +118,8 @@ function makeSource(
       for (const track of tracks) {
         if (track === egoTrack) continue;
         const s = sampleAt(track.samples, t);
-        if (!s || t - s.t > track.stale) continue;
+        // Drawn only where present, by the rules every scene keeps (the run's presence, then staleness).
+        if (!s || absenceAt(track.actor.presence, track.usual, s.t, t) !== null) continue;
         (PEDESTRIAN_KINDS.has(track.actor.kind) ? pedestrians : vehicles).push(box(track.actor, s));
       }
       const lights: BirdviewScene['lights'] = [];

@@ -3,6 +3,7 @@ import { invalid } from '../../model/errors.js';
 import type { JsonObject, JsonValue } from '../../model/json.js';
 import type { LaneMark } from '../../model/roadnet.js';
 import type { ActorInfo } from '../../model/run.js';
+import { presentOnly } from '../../model/presence.js';
 import { CONTROL_STREAM, STATE_STREAM, WHEELS_STREAM } from '../../model/standard-streams.js';
 import type { RunSource } from '../../model/run-ports.js';
 import type { FieldType, Sample, StreamInfo } from '../../model/stream.js';
@@ -229,6 +230,7 @@ export async function writeDataset(
     source.attachment(LANE_MARKS_ATTACHMENT),
   ]);
   const entries = planEntries(actors, streams, roadnet !== undefined);
+  const presenceOf = new Map(actors.map((a) => [a.id, a.presence] as const));
   for (const entry of entries)
     if (entry.type === 'opendrive') {
       const marks: LaneMark[] = sodaMarks
@@ -291,7 +293,10 @@ export async function writeDataset(
         bytes = 0;
         return doc;
       };
-      const samples = await Promise.all(entry.streams.map((s) => readAll(source, s.id)));
+      // An actor's rows only where it is present (SODA.Sim writes an actor while it is in the world).
+      const samples = await Promise.all(
+        entry.streams.map(async (s) => presentOnly(await readAll(source, s.id), presenceOf.get(s.actor ?? ''))),
+      );
       samples.forEach((list, k) => {
         const present = new Set<string>();
         for (const s of list) for (const key in s) if (key !== 't' && key !== 'step') present.add(key);
