@@ -199,9 +199,32 @@ describe('a demo run exported with birdviews', () => {
     });
   });
 
-  it('warns that without a camera there is no rgb_%05d.png for the loaders that list frames by it', () => {
+  it("without a camera, rgb_%05d.png are the birdview in colour, one per frame, so DI-drive's LBC loaders find every frame, and it says so", () => {
+    // LBCBirdViewDataset lists an episode's frames by its rgb*.png files and reads only the birdview
+    // (run against DI-drive's own lbc_dataset.py: all len - gap x n_step frames of a demo export).
     assert.equal(warnings.length, 1, warnings.join('\n'));
-    assert.match(warnings[0]!, /no camera captures.*LBCBirdViewDataset, LBCImageDataset and CILRS/);
+    assert.match(
+      warnings[0]!,
+      /no camera captures in PNG, so rgb_%05d\.png are the bird's-eye view drawn in colour/,
+    );
+    assert.match(
+      warnings[0]!,
+      /LBCImageDataset and CILRS would learn from these pictures, not from a camera/,
+    );
+    const episode = join(out, 'episode_00000');
+    const frames = Number(
+      [...readLmdb(join(episode, 'measurements.lmdb'))]
+        .find((e) => e.key.toString() === 'len')!
+        .value.toString(),
+    );
+    const pngs = readdirSync(episode)
+      .filter((n) => n.startsWith('rgb') && n.endsWith('png'))
+      .sort();
+    assert.equal(pngs.length, frames);
+    assert.equal(pngs[0], 'rgb_00000.png');
+    const png = decodePng(readFileSync(join(episode, pngs[7]!)));
+    assert.deepEqual([png.width, png.height, png.channels], [320, 320, 3]);
+    assert.deepEqual(JSON.parse(readFileSync(join(out, 'metainfo.json'), 'utf8')).obs.rgb, { type: 'rgb' });
   });
 
   it('has each vehicle around the ego lit where its position says, and the ego at 160, 250', async () => {

@@ -52,7 +52,8 @@ import {
 } from './didrive-run.js';
 import { LmdbWriter } from './lmdb-file.js';
 import { frameContexts, sampleAt, type SignalTimeline } from './route-context.js';
-import { BIRDVIEW_OBS, renderBirdview } from './birdview.js';
+import { encode as encodePng } from 'fast-png';
+import { BIRDVIEW_OBS, BIRDVIEW_SIZE, renderBirdview } from './birdview.js';
 import { loadBirdviewSource, readAll, type BirdviewSource } from './birdview-scene.js';
 
 export interface DidriveExportOptions {
@@ -94,6 +95,8 @@ interface EpisodeSource {
   derived: boolean;
   /** Frames whose `birdview_%05d` is drawn from the run's scene (a run that did not come with one). */
   birdview?: { source: BirdviewSource; frameTimes: number[] };
+  /** No camera: `rgb_%05d.png` are the bird's-eye view in colour, so frame-listing loaders find frames. */
+  rgbFromBirdview?: boolean;
 }
 
 export async function exportDidrive(
@@ -172,7 +175,7 @@ const summary = (s: EpisodeSource, episode: string): DidriveExportResult['episod
   run: s.run.id,
   episode,
   frames: s.vectors.length,
-  images: s.images.length,
+  images: s.rgbFromBirdview ? s.vectors.length : s.images.length,
   derived: s.derived,
   birdviews: s.birdview?.frameTimes.length ?? [...s.lmdbValues.keys()].filter(isBirdviewKey).length,
 });
@@ -242,6 +245,18 @@ async function writeEpisode(
   }
   for (const { file, attachment } of [...source.images, ...source.extraFiles])
     writeFileSync(join(dir, file), (await requireAttachment(from, attachment)).data);
+  if (source.rgbFromBirdview)
+    source.birdview!.frameTimes.forEach((t, i) => {
+      const rgb = renderBirdview(source.birdview!.source.sceneAt(t)).rgb();
+      const png = encodePng({
+        width: BIRDVIEW_SIZE,
+        height: BIRDVIEW_SIZE,
+        data: rgb,
+        channels: 3,
+        depth: 8,
+      });
+      writeFileSync(join(dir, `${frameName('rgb', i)}.png`), png);
+    });
   progress(source.vectors.length);
 }
 
@@ -288,15 +303,20 @@ async function loadEpisode(from: RunSource, warn: (message: string) => void): Pr
       extraFiles.push({ file: basename(a.name.slice(EXTRA_FILE_PREFIX.length)), attachment: a.name });
   }
   const { images, obs } = await cameraFrames(from, actors, streamOf, frameTimes, names, warn);
-  if (derived && images.length === 0)
-    warn(
-      `run ${runId}: no camera captures in PNG, so no rgb_%05d.png: DI-drive's LBCBirdViewDataset, LBCImageDataset and CILRS list their frames by rgb_*.png and find none (BeVVAEDataset reads only the birdview)`,
-    );
   // A run that came from DI-drive is written back as it came (byte for byte), birdview or not.
   const birdview =
     !derived || [...lmdbValues.keys()].some(isBirdviewKey)
       ? undefined
       : { source: await loadBirdviewSource(from), frameTimes };
+  // DI-drive's LBC and CILRS loaders list an episode's frames by its rgb_*.png: without a camera they
+  // would find none. The bird's-eye view, drawn in colour, stands in, and the warning says so.
+  const rgbFromBirdview = derived && images.length === 0 && birdview !== undefined;
+  if (rgbFromBirdview) {
+    obs.add('rgb');
+    warn(
+      `run ${runId}: no camera captures in PNG, so rgb_%05d.png are the bird's-eye view drawn in colour (as simrec birdview draws it): LBCBirdViewDataset and BeVVAEDataset train on the birdview and find every frame; LBCImageDataset and CILRS would learn from these pictures, not from a camera (record the run with a camera for image models)`,
+    );
+  }
   if (birdview && !birdview.source.network)
     warn(
       `run ${runId}: no road network attached, so the birdview's road, lane-line and traffic-light channels are empty (vehicles, pedestrians, hero and route are drawn)`,
@@ -319,6 +339,7 @@ async function loadEpisode(from: RunSource, warn: (message: string) => void): Pr
     obs,
     derived,
     ...(birdview ? { birdview } : {}),
+    ...(rgbFromBirdview ? { rgbFromBirdview } : {}),
   };
 }
 
