@@ -4,6 +4,7 @@
  * (imported from ../shared/fixtures) and Unity Perception datasets. Screenshots go to test-artifacts/.
  */
 import assert from 'node:assert/strict';
+import { decode as decodePng } from 'fast-png';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
@@ -444,6 +445,37 @@ describe('viewer for engineers (#27) and actor lifetimes (#20), in Chromium', ()
       `1 m past the stop line: the light's ${colours.state}`,
     );
     assert.equal(hex(colours.at[1]!), '#4a5055', 'the middle of the junction: road grey, not the light');
+    await closeClean(page);
+  });
+
+  it("shows DI-drive's bird's-eye view of the moment on request, as `simrec birdview` draws it (#29)", async () => {
+    const page = await openRun(`#/runs/${demo}`);
+    const image = page.getByTestId('birdview');
+    assert.equal(await image.isVisible(), false, 'hidden until asked for');
+    await page.getByTestId('birdview-toggle').check();
+    await seek(page, 3);
+    type Img = { complete: boolean; naturalWidth: number; naturalHeight: number; src: string };
+    await page.waitForFunction(() => {
+      const img = document.querySelector('[data-testid="birdview"]') as unknown as Img | null;
+      return img !== null && img.complete && img.naturalWidth > 0 && /t=\d+/.test(img.src);
+    });
+    const shown = await image.evaluate((element) => {
+      const img = element as unknown as Img;
+      return { width: img.naturalWidth, height: img.naturalHeight, src: img.src };
+    });
+    assert.deepEqual([shown.width, shown.height], [320, 320]);
+    // The same picture the API gives for that moment: the hero's blue at its place, the route's green.
+    const t = Number(new URL(shown.src).searchParams.get('t'));
+    const png = decodePng(
+      new Uint8Array(
+        await (await fetch(new URL(`api/runs/${demo}/birdview?t=${t}`, server.url))).arrayBuffer(),
+      ),
+    );
+    assert.deepEqual([png.width, png.height], [320, 320]);
+    const lit = (png.data as Uint8Array).some((v, i) => i % 3 === 2 && v > 200);
+    assert.ok(lit, 'something is drawn in it');
+    const bad = await fetch(new URL(`api/runs/${demo}/birdview?at=-3`, server.url));
+    assert.equal(bad.status, 400);
     await closeClean(page);
   });
 

@@ -6,6 +6,7 @@ import type { StoreBackend } from '../model/store-port.js';
 import type { Sample } from '../model/stream.js';
 import { describeRun, requireRun, sceneAt, streamSamples, trajectory } from '../replay/run-queries.js';
 import { toJson } from '../model/json.js';
+import { BirdviewCache } from './birdview-images.js';
 import { ROADNET_ATTACHMENT } from '../roadnet/roadnet-attachment.js';
 import { RecordingSettings } from './recording-settings.js';
 import { runEvaluation, withScores } from './run-scores.js';
@@ -40,6 +41,31 @@ function intParam(c: Context, name: string, fallback?: number): number | undefin
       `query parameter ${name}: expected an integer (microseconds), got ${JSON.stringify(raw)}`,
     );
   return value;
+}
+
+/**
+ * The time a request asks about: `t` in microseconds since the epoch, or `at` in seconds from the
+ * run's begin (as the command line's --at).
+ */
+async function timeParam(c: Context, store: StoreBackend, run: number): Promise<number> {
+  const at = c.req.query('at');
+  const t = intParam(c, 't');
+  if (at !== undefined && at !== '') {
+    const seconds = Number(at);
+    if (!Number.isFinite(seconds) || seconds < 0)
+      throw new SimrecError(
+        'invalid',
+        `query parameter at: expected seconds from the run's begin (a number >= 0), got ${JSON.stringify(at)}`,
+      );
+    if (t !== undefined) throw new SimrecError('invalid', 'query parameters t and at: give one');
+    return (await requireRun(store, run)).begin + Math.round(seconds * 1e6);
+  }
+  if (t === undefined)
+    throw new SimrecError(
+      'invalid',
+      "query parameter t (microseconds since the epoch) or at (seconds from the run's begin): required",
+    );
+  return t;
 }
 
 function runParam(c: Context): number {
@@ -138,24 +164,7 @@ export function createApi(store: StoreBackend, settings: RecordingSettings = new
 
   api.get('/runs/:run/scene', async (c) => {
     const run = runParam(c);
-    // As the command line asks (`scene --at SECONDS`, from the run's begin), or absolute µs (`t`).
-    const at = c.req.query('at');
-    let t = intParam(c, 't');
-    if (at !== undefined && at !== '') {
-      const seconds = Number(at);
-      if (!Number.isFinite(seconds) || seconds < 0)
-        throw new SimrecError(
-          'invalid',
-          `query parameter at: expected seconds from the run's begin (a number >= 0), got ${JSON.stringify(at)}`,
-        );
-      if (t !== undefined) throw new SimrecError('invalid', 'query parameters t and at: give one');
-      t = (await requireRun(store, run)).begin + Math.round(seconds * 1e6);
-    }
-    if (t === undefined)
-      throw new SimrecError(
-        'invalid',
-        "query parameter t (microseconds since the epoch) or at (seconds from the run's begin): required",
-      );
+    const t = await timeParam(c, store, run);
     return json<SceneAnswer>(
       c,
       await sceneAt(store, run, {
@@ -164,6 +173,16 @@ export function createApi(store: StoreBackend, settings: RecordingSettings = new
         includeDeparted: c.req.query('departed') === '1',
       }),
     );
+  });
+
+  /** DI-drive's bird's-eye view of a moment, as `simrec birdview` draws it (what a didrive export holds). */
+  const birdviews = new BirdviewCache(store);
+  api.get('/runs/:run/birdview', async (c) => {
+    const run = runParam(c);
+    const t = await timeParam(c, store, run);
+    const png = await birdviews.png(run, t);
+    const bytes = png.buffer.slice(png.byteOffset, png.byteOffset + png.byteLength) as ArrayBuffer;
+    return c.body(bytes, 200, { 'content-type': 'image/png', 'cache-control': 'no-store' });
   });
 
   /** Every actor's pose over a window, column by column: what the viewer plays back from. */

@@ -84,6 +84,7 @@ export const api = {
   roadnet: (id: number) => get<RoadNetwork>(`/runs/${id}/roadnet`),
   settings: () => get<Settings>('/settings'),
   putSettings: (patch: Partial<Settings>) => send<Settings>('PUT', '/settings', patch),
+  birdviewUrl: (id: number, t: number) => withToken(`api/runs/${id}/birdview?t=${t}`),
   attachmentUrl: (id: number, name: string) =>
     withToken(`api/runs/${id}/attachment?name=${encodeURIComponent(name)}`),
 };

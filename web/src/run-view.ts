@@ -53,6 +53,16 @@ export class RunView {
     future: el('input', { type: 'checkbox', 'data-testid': 'future' }),
     follow: el('input', { type: 'checkbox', 'data-testid': 'follow' }),
   };
+  /** DI-drive's bird's-eye view of the moment (what `export RUN didrive` holds), shown on request. */
+  private readonly birdview = el('img', {
+    class: 'birdview',
+    'data-testid': 'birdview',
+    alt: "DI-drive's bird's-eye view",
+    title:
+      "DI-drive's bird's-eye view at this moment, in visualize_birdview's colours (what a didrive export holds)",
+  });
+  private readonly birdviewToggle = el('input', { type: 'checkbox', 'data-testid': 'birdview-toggle' });
+  private birdviewTimer: ReturnType<typeof setTimeout> | undefined;
   private inspectTimer: ReturnType<typeof setTimeout> | undefined;
   private linkTimer: ReturnType<typeof setTimeout> | undefined;
   private readonly runId: number;
@@ -139,7 +149,22 @@ export class RunView {
       el('label', {}, this.options.follow, ' follow ego'),
       el('label', {}, this.options.trails, ' trails'),
       el('label', {}, this.options.future, ' future'),
+      ...(this.detail.actors.some((a) => a.kind === 'ego')
+        ? [
+            el(
+              'label',
+              { title: "DI-drive's bird's-eye view of the ego's surroundings" },
+              this.birdviewToggle,
+              ' birdview',
+            ),
+          ]
+        : []),
     );
+    this.birdview.hidden = true;
+    this.birdviewToggle.addEventListener('change', () => {
+      this.birdview.hidden = !this.birdviewToggle.checked;
+      this.scheduleBirdview();
+    });
     this.map = new MapView(canvas);
     const mapHolder = el(
       'div',
@@ -148,6 +173,7 @@ export class RunView {
       toggles,
       this.present,
       this.legend,
+      this.birdview,
       this.map.tooltip,
     );
     const capturesSection = el('div', {}, el('h3', {}, 'Captures'), this.captures.root);
@@ -190,6 +216,7 @@ export class RunView {
     this.data.onLoaded = () => this.render();
     this.timeline.onChange = () => {
       this.render();
+      this.scheduleBirdview();
       this.scheduleInspect();
       this.scheduleLink();
     };
@@ -378,6 +405,15 @@ export class RunView {
       this.map.fitAll();
     } else return;
     e.preventDefault();
+  }
+
+  /** At most a few pictures a second while playing: each is drawn by the server. */
+  private scheduleBirdview(): void {
+    if (!this.birdviewToggle.checked || this.birdviewTimer !== undefined) return;
+    this.birdviewTimer = setTimeout(() => {
+      this.birdviewTimer = undefined;
+      this.birdview.src = api.birdviewUrl(this.runId, Math.round(this.timeline.t));
+    }, 250);
   }
 
   private render(): void {
