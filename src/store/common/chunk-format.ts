@@ -60,14 +60,14 @@ const CODEC = {
   constantInteger: 13,
   /** start (zig-zag varint; for t, from the block's first time) and step (zig-zag varint). */
   arithmetic: 14,
-  /** Float64 values as they are, 8 bytes each: a tail block, written at the cost of a copy. */
+  /** Float64 values as they are, 8 bytes each (tail blocks of simrec before 2026-11; see BlockPacking). */
   raw: 15,
 } as const;
 
 /**
- * `packed` (sealed chunks): each column in its smallest form. `raw` (tail chunks, one per commit): the
- * numbers as they are, because the thread that commits must not spend on packing what sealing will
- * pack again anyway.
+ * `packed`: each column in its smallest form (tail and sealed chunks alike). `raw`: the numbers as they
+ * are, how simrec wrote tail chunks before they were packed at commit (2026-11); such tails, left by a
+ * run that did not end, are read and packed again when sealed. Written only by tests of that.
  */
 export type BlockPacking = 'packed' | 'raw';
 
