@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import { SimrecError } from '../src/model/errors.js';
+import type { FrameInput } from '../src/model/columns.js';
 import { stateStream } from '../src/model/standard-streams.js';
 import type { Sample } from '../src/model/stream.js';
 import { RunRecorder } from '../src/record/run-recorder.js';
@@ -216,6 +217,48 @@ describe('columnar recording', () => {
         ['b', 14],
       ],
     );
+    await store.close();
+  });
+
+  it('a frame goes to the streams of the actors it names, in their order, even in an array the caller reuses', async () => {
+    const store = await openStore(fresh());
+    const rec = await RunRecorder.begin(store, { begin: 0 });
+    await rec.declareActors(['a', 'b', 'c'].map((id) => ({ id, kind: 'vehicle' })));
+    await rec.declareStreams(['a', 'b', 'c'].map((id) => stateStream(id)));
+    const actors = ['a', 'b'];
+    const frame = (step: number): FrameInput => ({
+      t: step * 1000,
+      step,
+      actors,
+      columns: { x: [step, step + 0.5], y: [0, 0], yaw: [0, 0] },
+    });
+    rec.appendFrame('state', frame(0));
+    rec.appendFrame('state', frame(1));
+    // The same array, now naming other actors (and in another order).
+    actors[0] = 'c';
+    actors[1] = 'a';
+    rec.appendFrame('state', frame(2));
+    actors[0] = 'zz';
+    assert.throws(() => rec.appendFrame('state', frame(3)), /no declared stream "zz\/state"/);
+    actors[0] = 'c';
+    rec.appendFrame('state', frame(3));
+    await rec.end('completed');
+    const xs = async (stream: string): Promise<unknown[]> =>
+      (await collect(streamSamples(store, rec.id, stream))).map((s) => [s.step, s.x]);
+    assert.deepEqual(await xs('a/state'), [
+      [0, 0],
+      [1, 1],
+      [2, 2.5],
+      [3, 3.5],
+    ]);
+    assert.deepEqual(await xs('b/state'), [
+      [0, 0.5],
+      [1, 1.5],
+    ]);
+    assert.deepEqual(await xs('c/state'), [
+      [2, 2],
+      [3, 3],
+    ]);
     await store.close();
   });
 
