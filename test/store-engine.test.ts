@@ -220,6 +220,30 @@ describe('columnar recording', () => {
     await store.close();
   });
 
+  it('an undeclared field that turns from numbers to strings keeps every value when the tail blocks are sealed as they are', async () => {
+    const store = SqliteBackend.open(fresh(), { chunkSamples: 200, blockSamples: 64 });
+    const rec = await RunRecorder.begin(store, { begin: 0 });
+    await rec.declareActor({ id: 'car', kind: 'vehicle' });
+    await rec.declareStream(stateStream('car'));
+    const sent: Sample[] = [];
+    for (let commit = 0; commit < 6; commit++) {
+      const batch: Sample[] = [];
+      for (let i = 0; i < 70; i++) {
+        const k = commit * 70 + i;
+        const s: Sample = { t: k * 1000, step: k, x: k, y: 0, yaw: 0 };
+        // Numbers in the first three commits (packed as floats), strings after (the field becomes json).
+        if (k % 3 === 0) s.v = commit < 3 ? k * 0.5 : `s${k}`;
+        batch.push(s);
+      }
+      sent.push(...batch);
+      await rec.appendBatch('car/state', batch);
+    }
+    await rec.end('completed');
+    assert.deepEqual(await collect(streamSamples(store, rec.id, 'car/state')), sent);
+    assert.deepEqual((await store.checkIntegrity()).problems, []);
+    await store.close();
+  });
+
   it('a frame goes to the streams of the actors it names, in their order, even in an array the caller reuses', async () => {
     const store = await openStore(fresh());
     const rec = await RunRecorder.begin(store, { begin: 0 });
