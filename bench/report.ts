@@ -133,7 +133,8 @@ export function formatReport(r: BenchResults): string {
   const out: string[] = [
     `simrec bench: ${actors} actors x ${steps} steps at ${hz} Hz (${actors * steps} actor-states), ` +
       `medians of ${r.config.reps} repetition(s), producer waits for durability every ${r.config.commitEverySteps} steps`,
-    `machine: ${m.cpus} x ${m.cpuModel}, ${mb(m.memoryBytes as number)}, node ${m.node}; took ${r.seconds.toFixed(0)} s`,
+    `machine: ${m.cpus} x ${m.cpuModel}, ${mb(m.memoryBytes as number)}, node ${m.node}; took ${r.seconds.toFixed(0)} s` +
+      loadNote(m.loadAverage as { before: number[]; after: number[] } | undefined),
     `generator alone: ${rate(r.generator.median.statesPerSecond!)} (included in every record rate)`,
     '',
     'record               speedup = simrec rate / peer rate; size = simrec bytes / peer bytes',
@@ -182,4 +183,9 @@ export function formatReport(r: BenchResults): string {
   ];
   for (const p of r.peers) if (p.readNote) out.push(`  note: ${p.name} is not read back: ${p.readNote}`);
   return out.join('\n');
+}
+
+/** The 1-minute load average before and after the run: on a shared machine, how busy it was. */
+function loadNote(load: { before: number[]; after: number[] } | undefined): string {
+  return load ? `; load ${load.before[0]!.toFixed(2)} before, ${load.after[0]!.toFixed(2)} after` : '';
 }

@@ -5,7 +5,7 @@
  */
 import { execFile } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { cpus, hostname, platform, release, arch, tmpdir, totalmem } from 'node:os';
+import { cpus, hostname, loadavg, platform, release, arch, tmpdir, totalmem } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs, promisify } from 'node:util';
@@ -92,6 +92,8 @@ async function runChild(job: ChildJob): Promise<ChildReport> {
 }
 
 const started = performance.now();
+/** The machine may be shared: its load average (1, 5, 15 minutes) before and after says how much. */
+const loadBefore = loadavg();
 let viewer: ViewerResults = { skipped: 'not measured' };
 let sumo: SumoOverhead = { skipped: 'not measured' };
 let formats: FormatResults | null = null;
@@ -172,6 +174,7 @@ const results = summarize(measurements, {
     cpuModel: cpus()[0]?.model ?? 'unknown',
     memoryBytes: totalmem(),
     node: process.version,
+    loadAverage: { before: loadBefore, after: loadavg() },
   },
   config,
   seconds: (performance.now() - started) / 1000,

@@ -14,32 +14,48 @@ export interface TargetResult {
 /** Why a target is missed and what would close it, written from the measurements that missed it. */
 const ANALYSIS: Record<string, string> = {
   'record-vs-limsim':
-    'Two threads share two cores: the appending thread (the generator, validation, frame copies) and the ' +
-    "store's writer thread (tail chunks written raw at each commit with synchronous=FULL, then sealed: " +
-    'decoded, packed bit by bit, written again). At each commit point the producer waits for the fsync, ' +
-    'so the writer thread must seal while the producer generates the next steps; profiles put its time ' +
-    "in SQLite (two writes of every sample, tail then sealed) and the float packing's inner loop.",
+    'The benchmark waits for every commit point (each 100 steps) to be durable, so a run is the appending ' +
+    "thread's steps and the writer thread's commits one after the other. Profiled per commit: about 11 ms " +
+    'on the appending thread (the generator, validation, the frame transposed into 202 streams and packed ' +
+    'for the writer) and 14 ms on the writer (packing 20,000 states into blocks, then SQLite: its per-page ' +
+    'WAL writes and the fsync); sealing runs while the next steps are made. 4x LimSim here is 2.5 M ' +
+    'states/s, half of writing raw 56-byte records to a file on this VM, while simrec packs every float ' +
+    'losslessly to a third of that. Measured but not done: a tail journal file beside SQLite (appends as ' +
+    'file writes and fdatasync) would take most of the SQLite share away, but readers in other processes ' +
+    'must see acknowledged samples at once, so they would have to read the journal too.',
   'record-vs-mcap':
     'MCAP per frame appends one prebuilt byte message per step to a buffer and writes it with one fsync ' +
-    'per commit point: the least work of all. simrec packs every float losslessly (31 B/state against ' +
-    "MCAP's 82) and writes tails then sealed chunks; see record-vs-limsim for where the time goes.",
+    'per commit point: the least work of all (82 B/state, nothing packed). simrec packs every float ' +
+    'losslessly (33 B/state) and indexes it per stream; see record-vs-limsim for where the time goes.',
   size:
     'The floats of the benchmark are full-precision noise: the six float fields alone take ~30 B/state ' +
-    'after prediction and bit packing (XOR + shuffle + deflate measures the same); the rest is the ' +
-    "ego's wheels (24 noisy floats a step, 0.8 B/state), block framing and SQLite's half-filled pages.",
+    'after prediction and bit packing (XOR + shuffle + deflate measures the same). Blocks are the size ' +
+    'of a commit (100 samples here): each restarts its predictions and frames its columns, about 1 B/state ' +
+    'more than the 256-sample blocks that packing again at the seal gave (31.7 B), traded for record speed ' +
+    '(docs/recording-engine.md); the rest is the ego wheels (0.8 B/state) and SQLite pages.',
   'size-f32': 'Declared f32, the floats keep 24 bits of mantissa; what remains is noise in those bits.',
   'record-rss':
-    'The writer thread keeps each stream tail (raw, until sealed) and SQLite page caches on two connections.',
+    'Two V8 isolates (the appending thread and the writer thread, each with its own young generation: ' +
+    "capping the writer's at 4-8 MiB measured 180-200 MiB, with more of the writer's time in garbage " +
+    'collection), SQLite page caches on two connections, and the frames of a commit held until it is ' +
+    'written.',
   'size-vs-mcap': 'See size.',
   'seek-first':
-    "A fresh process's first scene opens one chunk per actor (its frame checksum, header and table) and " +
-    'decodes one block of each (checksum, then the bit-packed columns); the index is read at open.',
+    "A fresh process's first scene opens one chunk per actor (a read of its frame, its checksum, header " +
+    'and table), reads one block of each and decodes it (checksum, then the bit-packed columns) with code ' +
+    'V8 has not optimised yet; the index is read at open.',
   'seek-median':
-    'A scene of 200 actors builds 200 sample objects from cached decoded blocks, and lists actors and streams.',
+    'A scene of 200 actors builds 200 sample objects from cached decoded blocks, and lists actors and ' +
+    'streams; with blocks of 100 samples the cache holds 2.5x as many blocks, and each lookup costs more.',
   'seek-p99':
-    'Decoding is paid by the scenes that first touch a block or a chunk (read-ahead decodes a chunk read ' +
-    'twice); with 1,000 random scenes over 100 s more than 1% of them land first in some chunk.',
-  trajectory: 'A whole-run trajectory decodes every block of the stream (about 40) and concatenates them.',
+    'Decoding is paid by the scenes that first touch a chunk window (a block per actor) and by the next ' +
+    'that touch another block of it (read-ahead decodes the whole chunk, 21 blocks, for every actor): with ' +
+    '5 windows in the run, about 10 of the 1,000 random scenes, so the 99th percentile is one of them. ' +
+    'Decoding whole chunks at the first touch would pass this measure but make every jump to a new place ' +
+    'in a long run several times slower.',
+  trajectory:
+    'A whole-run trajectory decodes every block of the stream (about 100 with commit-sized blocks) in a ' +
+    'fresh process, with code V8 has not optimised yet: the same read takes about 2.6 ms once it has.',
 };
 
 interface Check {

@@ -5,8 +5,13 @@ import { SimrecError } from '../src/model/errors.js';
 import { STATE_FIELDS } from '../src/model/standard-streams.js';
 import { normalizeStream, type FieldDecl, type Sample } from '../src/model/stream.js';
 import { packFloat64, packIntegers, unpackFloat64, unpackIntegers } from '../src/store/common/bit-codec.js';
-import { assembleChunk, encodeBlock, type ChunkColumn } from '../src/store/common/chunk-format.js';
-import { openChunk } from '../src/store/common/chunk-reader.js';
+import {
+  assembleChunk,
+  encodeBlock,
+  ParsedChunk,
+  type ChunkColumn,
+} from '../src/store/common/chunk-format.js';
+import { openChunk, type ChunkView } from '../src/store/common/chunk-reader.js';
 import { DEFAULT_TAIL_OPTIONS, encodeChunks, StreamTail } from '../src/store/common/stream-tail.js';
 
 /** Bit patterns, so -0 and 0 (and every NaN-free double) compare as what they are. */
@@ -259,10 +264,8 @@ describe('chunk format: damage is found, never read as data', () => {
 });
 
 describe('stream tails', () => {
-  it('commits become raw tail blocks; sealing packs them, smaller, into chunks of about chunkSamples', () => {
-    const options = { chunkSamples: 300, maxBlockRows: 128 };
-    const tail = new StreamTail<number>(STATE_FIELDS, [], options);
-    const rows = Array.from({ length: 1000 }, (_, i) => ({
+  const rowsOf = (n: number): Sample[] =>
+    Array.from({ length: n }, (_, i) => ({
       t: i * 10_000,
       step: i,
       x: i * 0.3,
@@ -270,46 +273,143 @@ describe('stream tails', () => {
       yaw: 0.1,
       lane: `l${i >> 8}`,
     }));
-    let id = 0;
-    let tailBytes = 0;
-    const tails = [];
-    for (let i = 0; i < rows.length; i += 10) {
-      const { chunk } = tail.append(samplesToColumns(rows.slice(i, i + 10), STATE_FIELDS));
-      tailBytes += chunk.data.length;
-      tails.push(openChunk(chunk.data, 'tail').decodeAll());
-      tail.appended(++id, chunk.count);
+  /** A store of tail chunks by id, as a backend keeps them. */
+  const tailStore = (): { put(data: Uint8Array): number; open(id: number): ChunkView } => {
+    const stored = new Map<number, Uint8Array>();
+    return {
+      put: (data) => (stored.set(stored.size + 1, data), stored.size),
+      open: (id) => openChunk(stored.get(id)!, `tail ${id}`),
+    };
+  };
+
+  it('commits become packed tail chunks; sealing assembles their blocks, as they are, into chunks at every chunkSamples-th sample', () => {
+    const options = { chunkSamples: 300, maxBlockRows: 128 };
+    const tail = new StreamTail<number>(STATE_FIELDS, [], options);
+    const rows = rowsOf(1000);
+    const store = tailStore();
+    const blockBytes = new Set<string>();
+    for (let i = 0; i < rows.length; i += 50) {
+      const { chunk } = tail.append(samplesToColumns(rows.slice(i, i + 50), STATE_FIELDS));
+      const view = openChunk(chunk.data, 'tail') as ParsedChunk;
+      for (let b = 0; b < view.blocks.length; b++)
+        blockBytes.add(Buffer.from(view.encodedBlock(b).bytes).toString('hex'));
+      tail.appended(store.put(chunk.data), chunk.count);
     }
     assert.ok(tail.dueForSeal);
-    const sealed = tail.seal(tails)!;
-    assert.equal(sealed.replaces.length, 100);
-    // Chunks at every 300th sample of the stream; the 100 past the last boundary stay a (raw) tail.
+    const sealed = tail.seal((id) => store.open(id))!;
+    assert.equal(sealed.replaces.length, 20);
+    // Chunks at every 300th sample of the stream; the 100 past the last boundary stay a tail.
     assert.deepEqual(
       sealed.chunks.map((c) => c.count),
       [300, 300, 300],
     );
     assert.equal(sealed.rest?.count, 100);
-    tail.sealed(101);
-    assert.deepEqual(tail.tailIds, [101]);
+    // Commits of 50 are blocks of 50 (none crosses a chunk boundary), assembled without packing again.
+    for (const c of sealed.chunks) {
+      const view = openChunk(c.data, 'sealed') as ParsedChunk;
+      assert.deepEqual(
+        view.blocks.map((b) => b.rows),
+        [50, 50, 50, 50, 50, 50],
+      );
+      for (let b = 0; b < view.blocks.length; b++)
+        assert.ok(blockBytes.has(Buffer.from(view.encodedBlock(b).bytes).toString('hex')));
+    }
+    tail.sealed(store.put(sealed.rest!.data));
     assert.equal(tail.rows, 100);
-    const sealedBytes = sealed.chunks.reduce((sum, c) => sum + c.data.length, 0);
-    assert.ok(sealedBytes < (tailBytes * 0.9) / 3, `sealed ${sealedBytes} bytes, tails ${tailBytes}`);
-    const final = tail.seal([openChunk(sealed.rest!.data, 'rest').decodeAll()], { final: true })!;
+    const final = tail.seal((id) => store.open(id), { final: true })!;
     assert.deepEqual(
       final.chunks.map((c) => c.count),
       [100],
     );
     assert.equal(final.rest, null);
     const back = [...sealed.chunks, ...final.chunks].map((c) => openChunk(c.data, 'sealed').decodeAll());
-    const all = back.flatMap((b) => Array.from(b.columns.x as Float64Array));
     assertSameFloats(
-      all,
-      rows.map((r) => r.x),
+      back.flatMap((b) => Array.from(b.columns.x as Float64Array)),
+      rows.map((r) => r.x as number),
       'x',
     );
     assert.deepEqual(
       back.flatMap((b) => b.columns.lane as string[]),
       rows.map((r) => r.lane),
     );
-    for (const c of sealed.chunks) assert.ok(openChunk(c.data, 'sealed').blocks.every((b) => b.rows <= 128));
+  });
+
+  it('a commit is split at chunk boundaries and at maxBlockRows; commits of a few samples are packed again as one block', () => {
+    const options = { chunkSamples: 300, maxBlockRows: 128 };
+    const rows = rowsOf(700);
+    // One commit of 290 samples, then 410 commits of one sample.
+    const tail = new StreamTail<number>(STATE_FIELDS, [], options);
+    const store = tailStore();
+    const first = tail.append(samplesToColumns(rows.slice(0, 290), STATE_FIELDS)).chunk;
+    assert.deepEqual(
+      openChunk(first.data, 'tail').blocks.map((b) => b.rows),
+      [128, 128, 34],
+    );
+    tail.appended(store.put(first.data), first.count);
+    for (let i = 290; i < rows.length; i++) {
+      const { chunk } = tail.append(samplesToColumns([rows[i]!], STATE_FIELDS));
+      tail.appended(store.put(chunk.data), chunk.count);
+    }
+    const sealed = tail.seal((id) => store.open(id))!;
+    const blockRows = sealed.chunks.map((c) => openChunk(c.data, 'sealed').blocks.map((b) => b.rows));
+    // The ten single samples that end the first chunk become one block of ten (the block of 34 before
+    // them is kept as it is); the second chunk is 300 single samples, packed again in blocks of 128.
+    assert.deepEqual(blockRows, [
+      [128, 128, 34, 10],
+      [128, 128, 44],
+    ]);
+    assert.equal(sealed.rest!.count, 100, 'the rest stays as it was committed, until the next seal');
+    tail.sealed(store.put(sealed.rest!.data));
+    const final = tail.seal((id) => store.open(id), { final: true })!;
+    assert.deepEqual(
+      final.chunks.map((c) => openChunk(c.data, 'sealed').blocks.map((b) => b.rows)),
+      [[100]],
+    );
+    const back = [...sealed.chunks, ...final.chunks].flatMap((c) =>
+      Array.from(openChunk(c.data, 'sealed').decodeAll().columns.y as Float64Array),
+    );
+    assertSameFloats(
+      back,
+      rows.map((r) => r.y as number),
+      'y',
+    );
+  });
+
+  it('tail chunks found in the store (raw, as simrec wrote them before; or of a writer that died) are packed again when sealed', () => {
+    const options = { chunkSamples: 300, maxBlockRows: 128 };
+    const rows = rowsOf(450);
+    const columns: ChunkColumn[] = STATE_FIELDS.map((f) => ({ name: f.name, type: f.type }));
+    const indexOf = new Map(columns.map((c, i) => [c.name, i] as const));
+    const store = tailStore();
+    const tail = new StreamTail<number>(STATE_FIELDS, [], options);
+    // Two raw tail chunks of 200 and 150 samples (the first boundary, 300, falls inside the second).
+    for (const [from, to] of [
+      [0, 200],
+      [200, 350],
+    ] as const) {
+      const batch = samplesToColumns(rows.slice(from, to), STATE_FIELDS);
+      const data = assembleChunk(columns, [encodeBlock(batch, columns, indexOf, 0, to - from, 'raw')]);
+      tail.adopt(store.put(data), to - from);
+    }
+    // Then this writer appends on.
+    const { chunk } = tail.append(samplesToColumns(rows.slice(350), STATE_FIELDS));
+    tail.appended(store.put(chunk.data), chunk.count);
+    const sealed = tail.seal((id) => store.open(id))!;
+    assert.deepEqual(
+      sealed.chunks.map((c) => openChunk(c.data, 'sealed').blocks.map((b) => b.rows)),
+      [[128, 128, 44]],
+    );
+    assert.ok(sealed.chunks[0]!.data.length < 300 * 40, 'packed, not raw');
+    assert.equal(sealed.rest!.count, 150);
+    tail.sealed(store.put(sealed.rest!.data));
+    const final = tail.seal((id) => store.open(id), { final: true })!;
+    const back = [...sealed.chunks, ...final.chunks].flatMap((c) =>
+      Array.from(openChunk(c.data, 'sealed').decodeAll().columns.x as Float64Array),
+    );
+    assertSameFloats(
+      back,
+      rows.map((r) => r.x as number),
+      'x',
+    );
   });
 });

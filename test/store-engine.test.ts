@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import { SimrecError } from '../src/model/errors.js';
+import type { FrameInput } from '../src/model/columns.js';
 import { stateStream } from '../src/model/standard-streams.js';
 import type { Sample } from '../src/model/stream.js';
 import { RunRecorder } from '../src/record/run-recorder.js';
@@ -216,6 +217,72 @@ describe('columnar recording', () => {
         ['b', 14],
       ],
     );
+    await store.close();
+  });
+
+  it('an undeclared field that turns from numbers to strings keeps every value when the tail blocks are sealed as they are', async () => {
+    const store = SqliteBackend.open(fresh(), { chunkSamples: 200, blockSamples: 64 });
+    const rec = await RunRecorder.begin(store, { begin: 0 });
+    await rec.declareActor({ id: 'car', kind: 'vehicle' });
+    await rec.declareStream(stateStream('car'));
+    const sent: Sample[] = [];
+    for (let commit = 0; commit < 6; commit++) {
+      const batch: Sample[] = [];
+      for (let i = 0; i < 70; i++) {
+        const k = commit * 70 + i;
+        const s: Sample = { t: k * 1000, step: k, x: k, y: 0, yaw: 0 };
+        // Numbers in the first three commits (packed as floats), strings after (the field becomes json).
+        if (k % 3 === 0) s.v = commit < 3 ? k * 0.5 : `s${k}`;
+        batch.push(s);
+      }
+      sent.push(...batch);
+      await rec.appendBatch('car/state', batch);
+    }
+    await rec.end('completed');
+    assert.deepEqual(await collect(streamSamples(store, rec.id, 'car/state')), sent);
+    assert.deepEqual((await store.checkIntegrity()).problems, []);
+    await store.close();
+  });
+
+  it('a frame goes to the streams of the actors it names, in their order, even in an array the caller reuses', async () => {
+    const store = await openStore(fresh());
+    const rec = await RunRecorder.begin(store, { begin: 0 });
+    await rec.declareActors(['a', 'b', 'c'].map((id) => ({ id, kind: 'vehicle' })));
+    await rec.declareStreams(['a', 'b', 'c'].map((id) => stateStream(id)));
+    const actors = ['a', 'b'];
+    const frame = (step: number): FrameInput => ({
+      t: step * 1000,
+      step,
+      actors,
+      columns: { x: [step, step + 0.5], y: [0, 0], yaw: [0, 0] },
+    });
+    rec.appendFrame('state', frame(0));
+    rec.appendFrame('state', frame(1));
+    // The same array, now naming other actors (and in another order).
+    actors[0] = 'c';
+    actors[1] = 'a';
+    rec.appendFrame('state', frame(2));
+    actors[0] = 'zz';
+    assert.throws(() => rec.appendFrame('state', frame(3)), /no declared stream "zz\/state"/);
+    actors[0] = 'c';
+    rec.appendFrame('state', frame(3));
+    await rec.end('completed');
+    const xs = async (stream: string): Promise<unknown[]> =>
+      (await collect(streamSamples(store, rec.id, stream))).map((s) => [s.step, s.x]);
+    assert.deepEqual(await xs('a/state'), [
+      [0, 0],
+      [1, 1],
+      [2, 2.5],
+      [3, 3.5],
+    ]);
+    assert.deepEqual(await xs('b/state'), [
+      [0, 0.5],
+      [1, 1.5],
+    ]);
+    assert.deepEqual(await xs('c/state'), [
+      [2, 2],
+      [3, 3],
+    ]);
     await store.close();
   });
 

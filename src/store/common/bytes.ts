@@ -16,6 +16,11 @@ export class ByteWriter {
     return this.pos;
   }
 
+  /** Empties it for reuse, keeping its buffer. */
+  reset(): void {
+    this.pos = 0;
+  }
+
   private ensure(extra: number): void {
     if (this.pos + extra <= this.buf.length) return;
     const bigger = new Uint8Array(Math.max(this.buf.length * 2, this.pos + extra));

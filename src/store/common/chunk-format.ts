@@ -60,14 +60,14 @@ const CODEC = {
   constantInteger: 13,
   /** start (zig-zag varint; for t, from the block's first time) and step (zig-zag varint). */
   arithmetic: 14,
-  /** Float64 values as they are, 8 bytes each: a tail block, written at the cost of a copy. */
+  /** Float64 values as they are, 8 bytes each (tail blocks of simrec before 2026-11; see BlockPacking). */
   raw: 15,
 } as const;
 
 /**
- * `packed` (sealed chunks): each column in its smallest form. `raw` (tail chunks, one per commit): the
- * numbers as they are, because the thread that commits must not spend on packing what sealing will
- * pack again anyway.
+ * `packed`: each column in its smallest form (tail and sealed chunks alike). `raw`: the numbers as they
+ * are, how simrec wrote tail chunks before they were packed at commit (2026-11); such tails, left by a
+ * run that did not end, are read and packed again when sealed. Written only by tests of that.
  */
 export type BlockPacking = 'packed' | 'raw';
 
@@ -135,7 +135,8 @@ export function encodeBlock(
   const rows = to - from;
   if (rows <= 0) throw new Error('encodeBlock: a block needs at least one row');
   const raw = packing === 'raw';
-  const out = new ByteWriter(rows * (raw ? 80 : 40) + 64);
+  const out = blockScratch;
+  out.reset();
   writeIntegerRecord(out, T_INDEX, batch.t.subarray(from, to), 2);
   writeIntegerRecord(out, STEP_INDEX, batch.step.subarray(from, to), 1);
   // In the list's order (declared fields first), so that samples read back list their fields as declared.
@@ -150,8 +151,15 @@ export function encodeBlock(
     for (const name in batch.columns)
       if (!indexOf.has(name))
         throw new Error(`encodeBlock: column ${name} is not in the stream's column list`);
-  return { rows, begin: batch.t[from]!, end: batch.t[to - 1]!, bytes: out.finish() };
+  return { rows, begin: batch.t[from]!, end: batch.t[to - 1]!, bytes: out.finish().slice() };
 }
+
+/**
+ * Where blocks are encoded: one writer, reused (it grows to the largest block), each block copied out at
+ * its size. A writer allocated per block, at twice a block's usual size, was 3% of the writer thread's
+ * time in sealing (measured on the benchmark) and kept the slack alive until the chunk was assembled.
+ */
+const blockScratch = new ByteWriter(64 * 1024);
 
 function writeRecord(
   out: ByteWriter,
@@ -855,9 +863,21 @@ function readFloat64(bytes: Uint8Array): number {
   return new DataView(bytes.buffer, bytes.byteOffset, 8).getFloat64(0, true);
 }
 
-/** Bit streams are read as 32-bit words: a payload at an odd offset is copied to an aligned one. */
-const aligned = (bytes: Uint8Array): Uint8Array =>
-  bytes.byteOffset % 4 === 0 ? bytes : new Uint8Array(bytes);
+/**
+ * Bit streams are read as 32-bit words: a payload at an odd offset is copied to an aligned one, a buffer
+ * reused for every payload (the decoders read it and return arrays of their own; a copy allocated per
+ * column was most of a scene's garbage).
+ */
+let alignedScratch = new Uint32Array(1024);
+function aligned(bytes: Uint8Array): Uint8Array {
+  if (bytes.byteOffset % 4 === 0) return bytes;
+  const words = (bytes.length + 3) >>> 2;
+  if (alignedScratch.length < words)
+    alignedScratch = new Uint32Array(Math.max(words, 2 * alignedScratch.length));
+  const copy = new Uint8Array(alignedScratch.buffer, 0, bytes.length);
+  copy.set(bytes);
+  return copy;
+}
 
 /** Batches of one stream, in time order, as one (columns absent in some are absent in those rows). */
 export function concatBatches(batches: readonly ColumnBatch[], columns: readonly ChunkColumn[]): ColumnBatch {

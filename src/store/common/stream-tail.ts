@@ -3,10 +3,13 @@ import type { FieldDecl, FieldType, InferredField } from '../../model/stream.js'
 import {
   assembleChunk,
   concatBatches,
+  decodeEncodedBlock,
   encodeBlock,
+  ParsedChunk,
   type ChunkColumn,
   type EncodedBlock,
 } from './chunk-format.js';
+import type { ChunkView } from './chunk-reader.js';
 
 export interface StreamTailOptions {
   /** A stream's tail is sealed into chunks of about this many samples once it holds as many. */
@@ -16,9 +19,11 @@ export interface StreamTailOptions {
 }
 
 /**
- * Measured on the benchmark (200 actors at 100 Hz): blocks of 256 samples cost 0.7 bytes a sample less
- * than blocks of 100 (each block restarts its predictions and has its own framing); chunks of 2,048
- * samples (about 64 KB) lose under 2% to SQLite's half-filled last page.
+ * Measured on the benchmark (200 actors at 100 Hz): blocks of 256 samples cost 0.7 to 1 byte a sample
+ * less than blocks of 100 (each block restarts its predictions and has its own framing); chunks of 2,048
+ * samples (about 64 KB) lose under 2% to SQLite's half-filled last page. A commit's blocks are kept as
+ * they are when they hold at least a quarter of maxBlockRows (the benchmark commits 100 steps at a time:
+ * blocks of 100), since packing them again at the seal cost more than the bytes it saves.
  */
 export const DEFAULT_TAIL_OPTIONS: StreamTailOptions = { chunkSamples: 2048, maxBlockRows: 256 };
 
@@ -31,12 +36,15 @@ export interface ChunkToWrite {
 }
 
 /**
- * One stream's unsealed samples, as the writer of a backend keeps them: each append becomes one tail
- * chunk, its numbers raw (a copy, durable at once, nothing spent on packing at commit time), and once
- * the tail holds a chunk's worth it is sealed: decoded, packed in blocks, assembled into chunks that
- * replace the tail chunks. Sealing is the expensive part and is off the commit's path (the SQLite writer
- * thread does it between commits). Backend-neutral: the SQLite writer and the MongoDB backend both keep
- * tails in it and differ only in where chunks go.
+ * One stream's unsealed samples, as the writer of a backend keeps them. Each commit's samples become
+ * one tail chunk, already packed as they will be stored: in blocks that end at the stream's chunk
+ * boundaries (every `chunkSamples`-th sample) and hold at most `maxBlockRows`. Once the tail holds a
+ * chunk's worth it is sealed: the tail chunks' blocks are assembled, as they are, into the chunks that
+ * replace them; only runs of small blocks (commits of a few samples) are decoded and packed again as
+ * one. Measured on the benchmark (200 actors, a commit every 100 steps): tails written raw and packed at
+ * the seal cost the writer thread twice the bytes through SQLite (its per-page WAL writes, not fsync,
+ * are most of a commit) plus a decode and a second encoding of every sample. Backend-neutral: the
+ * SQLite writer keeps tails in it; the MongoDB backend packs whole commits.
  */
 export class StreamTail<Id> {
   readonly declared: readonly FieldDecl[];
@@ -49,6 +57,12 @@ export class StreamTail<Id> {
   private sealedRows = 0;
   /** The tail chunks (their ids in the backend) that a seal replaces. */
   private chunkIds: Id[] = [];
+  /**
+   * Tail chunks this tail packed, whose blocks end at chunk boundaries and go into sealed chunks as
+   * they are. Others (found in the store: a writer that reopens a run, crash recovery, a tail written raw
+   * by simrec before this layout) are decoded and packed again when sealed.
+   */
+  private own = new Set<Id>();
   private readonly options: StreamTailOptions;
 
   constructor(declared: readonly FieldDecl[], extras: readonly InferredField[], options: StreamTailOptions) {
@@ -71,8 +85,8 @@ export class StreamTail<Id> {
   }
 
   /**
-   * Counts a tail chunk in (one this tail wrote, or one already in the store: a writer that reopens a
-   * run, crash recovery). Its samples stay in the store, not in memory, until the seal reads them.
+   * Counts in a tail chunk already in the store (a writer that reopens a run, crash recovery). Its
+   * samples stay in the store, not in memory, until the seal reads them.
    */
   adopt(id: Id, rows: number): void {
     this.chunkIds.push(id);
@@ -80,19 +94,19 @@ export class StreamTail<Id> {
   }
 
   /**
-   * Encodes a batch as the tail chunk of one commit. Returns it, whether the tail is now due to be
-   * sealed, and whether the undeclared fields changed (their list is kept with the stream).
+   * Packs a batch as the tail chunk of one commit. Returns it, and whether the undeclared fields changed
+   * (their list is kept with the stream). Call `appended` once it is written.
    */
   append(input: ColumnBatch): { chunk: ChunkToWrite; extrasChanged: boolean } {
-    const { batch: fitted, changed: extrasChanged } = this.learn(input);
-    const batch = fitted;
-    const blocks = [encodeBlock(batch, this.columns, this.indexOf, 0, batch.t.length, 'raw')];
+    const { batch, changed: extrasChanged } = this.learn(input);
+    const blocks = this.blocksOf(batch, this.sealedRows + this.rowCount);
     return { chunk: this.chunkOf(blocks), extrasChanged };
   }
 
-  /** Records that the tail chunk of `rows` samples was written as `id`. */
+  /** Records that the tail chunk of `rows` samples made by the last `append` was written as `id`. */
   appended(id: Id, rows: number): void {
     this.adopt(id, rows);
+    this.own.add(id);
   }
 
   /** Samples in the tail. */
@@ -110,36 +124,41 @@ export class StreamTail<Id> {
   }
 
   /**
-   * The sealed chunks that replace the tail chunks, given their samples (decoded, oldest first). Chunks
-   * begin at every `chunkSamples`-th sample of the stream and blocks at every `maxBlockRows`-th of the
-   * chunk, so the chunks of streams sampled together cover the same times: a scene then reads one chunk
-   * window of every actor, and a reader's cache holds whole windows. Unless `final`, the samples past the
-   * last boundary stay in the tail, as one raw tail chunk (`rest`). Call `sealed()` once it is durable.
+   * The sealed chunks that replace the tail chunks, given a way to open each (as stored). Chunks begin at
+   * every `chunkSamples`-th sample of the stream, so the chunks of streams sampled together cover the
+   * same times: a scene then reads one chunk window of every actor, and a reader's cache holds whole
+   * windows. Unless `final`, the blocks past the last boundary stay in the tail, as one tail chunk
+   * (`rest`). Call `sealed()` once it is durable.
    */
   seal(
-    tails: readonly ColumnBatch[],
+    open: (id: Id) => ChunkView,
     options: { final?: boolean } = {},
   ): { chunks: ChunkToWrite[]; rest: ChunkToWrite | null; replaces: Id[] } | null {
     if (this.chunkIds.length === 0) return null;
-    const batch = concatBatches(tails, this.columns);
-    const n = batch.t.length;
+    const blocks = this.tailBlocks(open);
     const { chunkSamples } = this.options;
+    const n = this.rowCount;
     // The last boundary within the tail (a multiple of chunkSamples in the stream's own count).
     const firstBoundary = chunkSamples - (this.sealedRows % chunkSamples);
     let cut =
       firstBoundary > n ? 0 : firstBoundary + Math.floor((n - firstBoundary) / chunkSamples) * chunkSamples;
-    if (options.final || cut === 0) cut = options.final ? n : 0;
+    if (options.final) cut = n;
     if (cut === 0) return null;
     const chunks: ChunkToWrite[] = [];
-    for (
-      let from = 0, next = Math.min(firstBoundary, cut);
-      from < cut;
-      from = next, next = Math.min(cut, next + chunkSamples)
-    )
-      chunks.push(this.packRows(batch, from, next));
-    const rest =
-      cut < n ? this.chunkOf([encodeBlock(batch, this.columns, this.indexOf, cut, n, 'raw')]) : null;
-    this.pendingRest = rest ? n - cut : 0;
+    let current: EncodedBlock[] = [];
+    let row = 0;
+    let b = 0;
+    for (; b < blocks.length && row < cut; b++) {
+      current.push(blocks[b]!);
+      row += blocks[b]!.rows;
+      if ((this.sealedRows + row) % chunkSamples === 0 || row === cut) {
+        chunks.push(this.chunkOf(this.mergeSmallBlocks(current)));
+        current = [];
+      }
+    }
+    if (row !== cut) throw new Error(`sealing: tail blocks end at row ${row}, not at ${cut}`);
+    const rest = b < blocks.length ? this.chunkOf(blocks.slice(b)) : null;
+    this.pendingRest = n - cut;
     this.pendingSealed = cut;
     return { chunks, rest, replaces: this.chunkIds.slice() };
   }
@@ -147,9 +166,93 @@ export class StreamTail<Id> {
   private pendingRest = 0;
   private pendingSealed = 0;
 
-  /** The tail chunks' ids, oldest first: the caller reads them (decoded) for `seal`. */
+  /** The tail chunks' ids, oldest first. */
   get tailIds(): readonly Id[] {
     return this.chunkIds;
+  }
+
+  /**
+   * The tail's samples as blocks none of which crosses a chunk boundary: the blocks of its own tail
+   * chunks as they are, the samples of others packed again.
+   */
+  private tailBlocks(open: (id: Id) => ChunkView): EncodedBlock[] {
+    const out: EncodedBlock[] = [];
+    let position = this.sealedRows;
+    let others: ColumnBatch[] = [];
+    const packOthers = (): void => {
+      if (others.length === 0) return;
+      const batch = concatBatches(others, this.columns);
+      out.push(...this.blocksOf(batch, position));
+      position += batch.t.length;
+      others = [];
+    };
+    for (const id of this.chunkIds) {
+      const view = open(id);
+      if (this.own.has(id) && view instanceof ParsedChunk) {
+        packOthers();
+        view.loadAll();
+        for (let b = 0; b < view.blocks.length; b++) {
+          const block = view.encodedBlock(b);
+          out.push(block);
+          position += block.rows;
+        }
+      } else others.push(view.decodeAll());
+    }
+    packOthers();
+    return out;
+  }
+
+  /**
+   * Rows of a batch that begins at `position` in the stream, packed in blocks that end at the stream's
+   * chunk boundaries and hold at most maxBlockRows.
+   */
+  private blocksOf(batch: ColumnBatch, position: number): EncodedBlock[] {
+    const { chunkSamples, maxBlockRows } = this.options;
+    const n = batch.t.length;
+    const blocks: EncodedBlock[] = [];
+    for (let from = 0; from < n;) {
+      const toBoundary = chunkSamples - ((position + from) % chunkSamples);
+      const to = Math.min(n, from + toBoundary, from + maxBlockRows);
+      blocks.push(encodeBlock(batch, this.columns, this.indexOf, from, to));
+      from = to;
+    }
+    return blocks;
+  }
+
+  /**
+   * A sealed chunk's blocks, where each run of two or more small blocks (commits of a few samples each:
+   * a simulator that commits every step) is packed again as blocks of up to maxBlockRows: a block restarts
+   * its predictions and has its own framing, which small blocks pay for every few samples.
+   */
+  private mergeSmallBlocks(blocks: EncodedBlock[]): EncodedBlock[] {
+    const small = Math.max(2, Math.floor(this.options.maxBlockRows / 4));
+    const out: EncodedBlock[] = [];
+    for (let i = 0; i < blocks.length;) {
+      let j = i;
+      while (j < blocks.length && blocks[j]!.rows < small) j++;
+      if (j - i >= 2) {
+        const batch = concatBatches(
+          blocks.slice(i, j).map((b) => decodeEncodedBlock(b, this.columns)),
+          this.columns,
+        );
+        for (let from = 0; from < batch.t.length; from += this.options.maxBlockRows)
+          out.push(
+            encodeBlock(
+              batch,
+              this.columns,
+              this.indexOf,
+              from,
+              Math.min(batch.t.length, from + this.options.maxBlockRows),
+            ),
+          );
+        i = j;
+      } else {
+        // One small block among large ones, or a large one: as it is.
+        const end = Math.max(j, i + 1);
+        for (; i < end; i++) out.push(blocks[i]!);
+      }
+    }
+    return out;
   }
 
   /** A batch (its columns already learnt) packed in chunks of chunkSamples rows from its start. */
@@ -175,6 +278,7 @@ export class StreamTail<Id> {
   sealed(restId?: Id): void {
     this.sealedRows += this.pendingSealed;
     this.chunkIds = restId === undefined ? [] : [restId];
+    this.own = new Set(this.chunkIds);
     this.rowCount = restId === undefined ? 0 : this.pendingRest;
     this.pendingSealed = 0;
     this.pendingRest = 0;

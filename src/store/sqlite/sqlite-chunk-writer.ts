@@ -3,7 +3,7 @@ import type { ColumnBatch } from '../../model/columns.js';
 import { notFound, SimrecError } from '../../model/errors.js';
 import type { EndReason } from '../../model/run.js';
 import type { InferredField, StreamSchema } from '../../model/stream.js';
-import { openChunk } from '../common/chunk-reader.js';
+import { openChunk, type ChunkView } from '../common/chunk-reader.js';
 import { StreamTail, type StreamTailOptions } from '../common/stream-tail.js';
 
 export interface ColumnAppendWithKey {
@@ -173,13 +173,13 @@ export class SqliteChunkWriter {
   /** Seals what the tail holds up to its last chunk boundary (all of it when `final`). */
   private sealTail(entry: TailEntry, final = false): void {
     const read = this.stmt('SELECT data FROM chunks WHERE id = ?');
-    const tails = entry.tail.tailIds.map((id) => {
+    const open = (id: number): ChunkView => {
       const row = read.get(id) as Row | undefined;
       if (!row)
         throw new SimrecError('io', `${this.location}: tail chunk ${id} of run ${entry.run} vanished`);
-      return openChunk(row.data as Buffer, `${this.location} run ${entry.run} chunk ${id}`).decodeAll();
-    });
-    const seal = entry.tail.seal(tails, { final });
+      return openChunk(row.data as Buffer, `${this.location} run ${entry.run} chunk ${id}`);
+    };
+    const seal = entry.tail.seal(open, { final });
     if (!seal) return;
     const remove = this.stmt('DELETE FROM chunks WHERE id = ?');
     for (const id of seal.replaces) remove.run(id);
