@@ -295,7 +295,9 @@ export async function writeDataset(
       };
       // An actor's rows only where it is present (SODA.Sim writes an actor while it is in the world).
       const samples = await Promise.all(
-        entry.streams.map(async (s) => presentOnly(await readAll(source, s.id), presenceOf.get(s.actor ?? ''))),
+        entry.streams.map(async (s) =>
+          presentOnly(await readAll(source, s.id), presenceOf.get(s.actor ?? '')),
+        ),
       );
       samples.forEach((list, k) => {
         const present = new Set<string>();
