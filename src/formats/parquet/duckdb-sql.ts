@@ -4,7 +4,7 @@ type DuckDBApi = typeof import('@duckdb/node-api');
 
 /**
  * SQL over Parquet tables with DuckDB (`@duckdb/node-api`, DuckDB's own Node client). It is an
- * optional dependency, loaded only here: a 70 MB native library that only `simrec sql` needs, and that
+ * optional dependency, loaded only here: a 68 MB native library that only `simrec sql` needs, and that
  * may have no build for a user's platform, must not stop simrec from installing or starting.
  */
 export async function loadDuckDB(): Promise<DuckDBApi> {
