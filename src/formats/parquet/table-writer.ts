@@ -150,8 +150,8 @@ function copyField(
   start: number,
   count: number,
 ): void {
+  // No values: a stream without this field (another actor's schema), or a field absent from the batch.
   if (buffer instanceof Float64Array) {
-    // A stream without this field (another actor's schema), or a field absent from this batch.
     if (values instanceof Float64Array) buffer.set(values.subarray(start, start + count), at);
     else if (values === undefined) buffer.fill(NaN, at, at + count);
     else
