@@ -127,7 +127,7 @@ describe('parquet export, read by DuckDB', () => {
   before(async () => {
     // The demo as a user makes it: three seeds, each scored (ego/evaluation, events).
     for (const seed of [1, 2, 3]) {
-      const run = cliJson<{ id: number }>([
+      const { run } = cliJson<{ run: { id: number } }>([
         '--store',
         storePath,
         'demo',
@@ -335,7 +335,7 @@ describe('parquet export, read by DuckDB', () => {
   it('runs.parquet and runs.json describe the runs', async () => {
     const read = await rows(
       db,
-      `SELECT run, epoch_us("begin") AS b, duration, samples, state FROM ${file('runs')} ORDER BY run`,
+      `SELECT run, epoch_us("begin") AS b, duration, sample_count, state FROM ${file('runs')} ORDER BY run`,
     );
     assert.deepEqual(
       read.map((r) => Number(r.run)),
@@ -345,7 +345,7 @@ describe('parquet export, read by DuckDB', () => {
     assert.deepEqual([Number(typed.b), typed.duration, typed.state], [T0, 25, 'closed']);
     const streams = await store.listStreams(typedRun);
     assert.equal(
-      Number(typed.samples),
+      Number(typed.sample_count),
       streams.reduce((n, s) => n + s.samples, 0),
     );
     const description = JSON.parse(readFileSync(join(out, 'runs.json'), 'utf8'));
@@ -400,7 +400,7 @@ describe('simrec sql', () => {
   before(() => {
     for (const seed of [4, 5, 6]) {
       runs.push(
-        cliJson<{ id: number }>([
+        cliJson<{ run: { id: number } }>([
           '--store',
           storePath,
           'demo',
@@ -410,7 +410,7 @@ describe('simrec sql', () => {
           '--seed',
           String(seed),
           '--json',
-        ]).id,
+        ]).run.id,
       );
       assert.equal(simrec('eval', String(runs.at(-1))).status, 0);
     }

@@ -134,9 +134,9 @@ export async function writeParquetTables(
       simulator_version: run.simulator.version,
       description: run.description,
       metadata: run.metadata,
-      actors: actorsOf.get(source)!.length,
-      streams: streams.length,
-      samples: streams.reduce((sum, s) => sum + s.samples, 0),
+      actor_count: actorsOf.get(source)!.length,
+      stream_count: streams.length,
+      sample_count: streams.reduce((sum, s) => sum + s.samples, 0),
     });
   }
   write('runs', runs);
@@ -181,7 +181,8 @@ const RUN_COLUMNS: TableColumn[] = [
   { name: 'simulator_version', kind: 'string' },
   { name: 'description', kind: 'string' },
   { name: 'metadata', kind: 'json', description: 'town, weather, seeds, suite...' },
-  { name: 'actors', kind: 'i64', required: true, description: 'number of actors' },
-  { name: 'streams', kind: 'i64', required: true, description: 'number of streams' },
-  { name: 'samples', kind: 'i64', required: true, description: 'number of samples, all streams' },
+  // Counts are *_count, as in simrec's JSON (README: `actors` and `streams` are always lists).
+  { name: 'actor_count', kind: 'i64', required: true, description: 'number of actors' },
+  { name: 'stream_count', kind: 'i64', required: true, description: 'number of streams' },
+  { name: 'sample_count', kind: 'i64', required: true, description: 'number of samples, all streams' },
 ];
