@@ -20,6 +20,7 @@ import { formatEvaluation, measureEvaluation, type EvaluationSpeed } from './eva
 import { formatDemo, measureDemo, type DemoSpeed } from './demo.js';
 import { formatDidrive, measureDidrive, type DidriveRates } from './didrive.js';
 import { formatIngest, measureIngest, type IngestSpeed } from './ingest.js';
+import { formatParquet, measureParquet, type ParquetSpeed } from './parquet.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 /** Compiled to dist/bench/run.js: the repository is two levels up. */
@@ -49,6 +50,7 @@ const SECTIONS = [
   'formats',
   'didrive',
   'ingest',
+  'parquet',
   'sumo',
 ] as const;
 type Section = (typeof SECTIONS)[number];
@@ -101,6 +103,7 @@ let evaluation: EvaluationSpeed | null = null;
 let demo: DemoSpeed | null = null;
 let didrive: DidriveRates | null = null;
 let ingest: IngestSpeed | null = null;
+let parquet: ParquetSpeed | null = null;
 const scratch = mkdtempSync(join(tmpdir(), 'simrec-bench-'));
 const measurements: Measurement[] = [];
 const measure = async (workload: Workload, peer: string, rep: number, dir: string): Promise<void> => {
@@ -154,6 +157,10 @@ try {
     progress('ingest over loopback');
     ingest = await measureIngest(scratch, quick);
   }
+  if (wants('parquet')) {
+    progress('Parquet export and a DuckDB aggregate');
+    parquet = await measureParquet(scratch, quick);
+  }
   if (wants('sumo')) {
     progress('recording a real SUMO');
     sumo = await measureSumoOverhead(scratch, REPO_ROOT, quick);
@@ -182,11 +189,11 @@ const results = summarize(measurements, {
 const outDir = resolve(options.out ?? join(REPO_ROOT, 'bench', 'results'));
 mkdirSync(outDir, { recursive: true });
 const outFile = join(outDir, `${now.toISOString().slice(0, 10)}-${host}${quick ? '-quick' : ''}.json`);
-const withViewer = { ...results, viewer, sumo, formats, evaluation, demo, didrive, ingest };
+const withViewer = { ...results, viewer, sumo, formats, evaluation, demo, didrive, ingest, parquet };
 writeFileSync(outFile, JSON.stringify(withViewer, null, 2) + '\n');
 if (options.json) process.stdout.write(JSON.stringify(withViewer, null, 2) + '\n');
 else
   process.stdout.write(
     formatReport(results) +
-      `\n${formatViewer(viewer)}\n${formatSumoOverhead(sumo)}\n${formats ? formatFormats(formats) : ''}\n${evaluation ? formatEvaluation(evaluation) : ''}\n${demo ? formatDemo(demo) : ''}\n${didrive ? formatDidrive(didrive) : ''}\n${ingest ? formatIngest(ingest) : ''}\nresults: ${outFile}\n`,
+      `\n${formatViewer(viewer)}\n${formatSumoOverhead(sumo)}\n${formats ? formatFormats(formats) : ''}\n${evaluation ? formatEvaluation(evaluation) : ''}\n${demo ? formatDemo(demo) : ''}\n${didrive ? formatDidrive(didrive) : ''}\n${ingest ? formatIngest(ingest) : ''}\n${parquet ? formatParquet(parquet) : ''}\nresults: ${outFile}\n`,
   );

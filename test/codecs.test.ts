@@ -55,6 +55,7 @@ describe('every codec is in the conformance suite', () => {
       'didrive',
       'limsim',
       'mcap',
+      'parquet',
       'perception',
       'soda',
       'solo',
@@ -145,5 +146,13 @@ runCodecConformance({
 
 for (const name of ['coco', 'yolo'])
   runCodecConformance({ codec: await codec(name), fixtures: [], sourceRun: perceptionRun });
+
+// Parquet is written only (simrec does not import it): the write tests run on a synthetic run here,
+// and test/parquet.test.ts reads what it writes with DuckDB.
+runCodecConformance({
+  codec: await codec('parquet'),
+  fixtures: [],
+  sourceRun: async (store) => (await recordSyntheticRun(store, { duration: 2, rateHz: 10, vehicles: 2 })).id,
+});
 
 export type { RunPrint };

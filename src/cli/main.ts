@@ -11,6 +11,7 @@ import { registerQueryCommands } from './commands/query-commands.js';
 import { registerRecordCommand } from './commands/record-command.js';
 import { registerRoadnetCommand } from './commands/roadnet-command.js';
 import { registerServeCommand } from './commands/serve-command.js';
+import { registerSqlCommand } from './commands/sql-command.js';
 import { registerMovedCommands, registerStatsCommand } from './commands/stats-command.js';
 
 const program = new Command('simrec')
@@ -33,6 +34,7 @@ registerServeCommand(program);
 registerRecordCommand(program);
 registerConvertCommands(program);
 registerBirdviewCommand(program);
+registerSqlCommand(program);
 registerMovedCommands(program);
 
 stopQuietlyWhenTheReaderLeaves();

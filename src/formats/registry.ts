@@ -45,6 +45,7 @@ export const FORMATS: Record<string, FormatEntry> = {
   },
   didrive: { load: async () => (await import('./didrive/index.js')).didriveCodec },
   mcap: { load: async () => (await import('./mcap/index.js')).mcapCodec },
+  parquet: { load: async () => (await import('./parquet/codec.js')).parquetCodec },
 };
 
 export const formatNames = (): string[] => Object.keys(FORMATS);

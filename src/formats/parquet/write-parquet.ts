@@ -1,0 +1,188 @@
+import { mkdirSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { ActorInfo } from '../../model/run.js';
+import type { RunSource } from '../../model/run-ports.js';
+import type { FieldDecl, StreamInfo } from '../../model/stream.js';
+import { streamFields, streamTableLayout, type TableColumn } from './table-columns.js';
+import { ParquetTableWriter } from './table-writer.js';
+
+/**
+ * Runs as Parquet tables in one folder, for DuckDB, pandas, polars and Spark:
+ * - `<stream name>.parquet`: every stream of that name of every run given, one row per sample:
+ *   `run`, `actor`, `t` (TIMESTAMP, microseconds, UTC), `step`, then the streams' fields;
+ * - `actors.parquet`: one row per actor of each run, its presence intervals a list of {from, to};
+ * - `runs.parquet`: one row per run; `runs.json`: the runs and every stream's schema, as simrec has them.
+ * Several runs share the tables (the `run` column tells them apart): one query reads them all.
+ */
+
+export interface ParquetTablesOptions {
+  warn: (where: string, message: string) => void;
+  onProgress: (done: number, total: number) => void;
+  signal: AbortSignal;
+  /** Only the stream tables of these names (actors and runs are always written); all when absent. */
+  tables?: ReadonlySet<string>;
+  /** Rows per row group (see table-writer.ts). */
+  rowGroupRows?: number;
+}
+
+export interface ParquetTable {
+  file: string;
+  rows: number;
+}
+
+export interface ParquetTablesResult {
+  runs: number[];
+  /** By table name (what `simrec sql` calls it): its file in the folder and its row count. */
+  tables: Record<string, ParquetTable>;
+  bytes: number;
+  samples: number;
+}
+
+/** Table names the folder gives its own tables; a stream of such a name gets a prefix. */
+const OWN_TABLES = new Set(['actors', 'runs']);
+export const streamTableName = (stream: string): string =>
+  OWN_TABLES.has(stream) ? `stream_${stream}` : stream;
+
+interface StreamOfRun {
+  source: RunSource;
+  stream: StreamInfo;
+}
+
+export async function writeParquetTables(
+  sources: readonly RunSource[],
+  folder: string,
+  options: ParquetTablesOptions,
+): Promise<ParquetTablesResult> {
+  mkdirSync(folder, { recursive: true });
+  const streamsOf = new Map<RunSource, StreamInfo[]>();
+  const actorsOf = new Map<RunSource, ActorInfo[]>();
+  const byName = new Map<string, StreamOfRun[]>();
+  for (const source of sources) {
+    const streams = await source.streams();
+    streamsOf.set(source, streams);
+    actorsOf.set(source, await source.actors());
+    for (const stream of streams) {
+      if (options.tables && !options.tables.has(streamTableName(stream.name))) continue;
+      const list = byName.get(stream.name) ?? [];
+      list.push({ source, stream });
+      byName.set(stream.name, list);
+    }
+  }
+  const total = [...byName.values()].flat().reduce((sum, s) => sum + s.stream.samples, 0);
+  let done = 0;
+  const tables: Record<string, ParquetTable> = {};
+  const write = (name: string, writer: ParquetTableWriter): void => {
+    writer.close();
+    tables[name] = { file: `${name}.parquet`, rows: writer.rows };
+  };
+
+  for (const name of [...byName.keys()].sort()) {
+    const table = streamTableName(name);
+    if (table !== name)
+      options.warn(`stream ${name}`, `written as table ${table} (${name} is the folder's own table)`);
+    const streams = byName.get(name)!;
+    const layout = streamTableLayout(streams.map((s) => s.stream));
+    for (const note of layout.notes) options.warn(`table ${table}`, note);
+    const writer = new ParquetTableWriter(join(folder, `${table}.parquet`), layout.columns, {
+      table,
+      ...(options.rowGroupRows ? { rowGroupRows: options.rowGroupRows } : {}),
+      extra: { streams: streams.map((s) => ({ run: s.source.run.id, stream: s.stream.id })) },
+    });
+    for (const { source, stream } of streams) {
+      const fields = new Map<string, FieldDecl>();
+      for (const f of streamFields(stream)) fields.set(f.name, f);
+      for await (const batch of source.columns(stream.id)) {
+        writer.appendBatch(source.run.id, stream.actor, batch, fields);
+        done += batch.t.length;
+        options.onProgress(done, total);
+        options.signal.throwIfAborted();
+      }
+    }
+    write(table, writer);
+  }
+
+  const actors = new ParquetTableWriter(join(folder, 'actors.parquet'), ACTOR_COLUMNS, { table: 'actors' });
+  for (const source of sources)
+    for (const a of actorsOf.get(source)!)
+      actors.appendRow({
+        run: source.run.id,
+        actor: a.id,
+        kind: a.kind,
+        source_class: a.sourceClass,
+        length: a.extents?.length,
+        width: a.extents?.width,
+        height: a.extents?.height,
+        record: a.record,
+        attributes: a.attributes,
+        options: a.options,
+        presence: a.presence,
+      });
+  write('actors', actors);
+
+  const runs = new ParquetTableWriter(join(folder, 'runs.parquet'), RUN_COLUMNS, { table: 'runs' });
+  for (const source of sources) {
+    const { run } = source;
+    const streams = streamsOf.get(source)!;
+    runs.appendRow({
+      run: run.id,
+      begin: run.begin,
+      end: run.end,
+      duration: run.end === null ? null : (run.end - run.begin) / 1e6,
+      end_reason: run.endReason,
+      state: run.state,
+      simulator: run.simulator.name,
+      simulator_version: run.simulator.version,
+      description: run.description,
+      metadata: run.metadata,
+      actor_count: actorsOf.get(source)!.length,
+      stream_count: streams.length,
+      sample_count: streams.reduce((sum, s) => sum + s.samples, 0),
+    });
+  }
+  write('runs', runs);
+
+  // The runs as simrec describes them, with every stream's schema (units, descriptions, rates).
+  const description = {
+    runs: sources.map((source) => ({ ...source.run, streams: streamsOf.get(source)! })),
+    tables,
+  };
+  writeFileSync(join(folder, 'runs.json'), `${JSON.stringify(description, null, 2)}\n`);
+
+  const bytes = Object.values(tables).reduce((sum, t) => sum + statSync(join(folder, t.file)).size, 0);
+  return { runs: sources.map((s) => s.run.id), tables, bytes, samples: done };
+}
+
+const ACTOR_COLUMNS: TableColumn[] = [
+  { name: 'run', kind: 'i64', required: true, description: 'run id' },
+  { name: 'actor', kind: 'string', required: true, description: 'actor id, unique within its run' },
+  { name: 'kind', kind: 'string', required: true, description: 'ego, vehicle, pedestrian, traffic_light...' },
+  { name: 'source_class', kind: 'string', description: "the simulator's own class or blueprint" },
+  { name: 'length', kind: 'f64', unit: 'm', description: 'bounding box extent along x' },
+  { name: 'width', kind: 'f64', unit: 'm', description: 'bounding box extent along y' },
+  { name: 'height', kind: 'f64', unit: 'm', description: 'bounding box extent along z' },
+  { name: 'record', kind: 'bool', required: true, description: 'whether its samples were recorded' },
+  { name: 'attributes', kind: 'json', description: 'static attributes, as the simulator gave them' },
+  { name: 'options', kind: 'json', description: 'recording options' },
+  {
+    name: 'presence',
+    kind: 'presence',
+    description: 'when the actor was in the run: present at t when from <= t < to (to null: to the end)',
+  },
+];
+
+const RUN_COLUMNS: TableColumn[] = [
+  { name: 'run', kind: 'i64', required: true, description: 'run id' },
+  { name: 'begin', kind: 'timestamp', required: true, description: 'start of the run' },
+  { name: 'end', kind: 'timestamp', description: 'end of the run; null while recording' },
+  { name: 'duration', kind: 'f64', unit: 's', description: 'end - begin' },
+  { name: 'end_reason', kind: 'string', description: 'why the run ended' },
+  { name: 'state', kind: 'string', required: true, description: 'recording or closed' },
+  { name: 'simulator', kind: 'string', required: true },
+  { name: 'simulator_version', kind: 'string' },
+  { name: 'description', kind: 'string' },
+  { name: 'metadata', kind: 'json', description: 'town, weather, seeds, suite...' },
+  // Counts are *_count, as in simrec's JSON (README: `actors` and `streams` are always lists).
+  { name: 'actor_count', kind: 'i64', required: true, description: 'number of actors' },
+  { name: 'stream_count', kind: 'i64', required: true, description: 'number of streams' },
+  { name: 'sample_count', kind: 'i64', required: true, description: 'number of samples, all streams' },
+];
