@@ -1,4 +1,5 @@
 import type { FieldDecl, StreamInfo } from '../../model/stream.js';
+import { eulerToQuaternion, quaternionToEuler, type Quaternion } from '../../model/units.js';
 
 /*
  * How a run is laid out in an MCAP file (README: "Foxglove and Lichtblick"). Times are the run's own
@@ -35,22 +36,12 @@ export const foxgloveTime = (micros: number): FoxgloveTime => ({
 });
 export const microsOf = (time: FoxgloveTime): number => time.sec * 1e6 + Math.round(time.nsec / 1000);
 
-/** Intrinsic Z-Y-X (yaw, pitch, roll) as a unit quaternion. */
-export function quaternion(yaw: number, pitch = 0, roll = 0): { x: number; y: number; z: number; w: number } {
-  const [cy, sy] = [Math.cos(yaw / 2), Math.sin(yaw / 2)];
-  const [cp, sp] = [Math.cos(pitch / 2), Math.sin(pitch / 2)];
-  const [cr, sr] = [Math.cos(roll / 2), Math.sin(roll / 2)];
-  return {
-    x: sr * cp * cy - cr * sp * sy,
-    y: cr * sp * cy + sr * cp * sy,
-    z: cr * cp * sy - sr * sp * cy,
-    w: cr * cp * cy + sr * sp * sy,
-  };
-}
+/** Intrinsic Z-Y-X (yaw, pitch, roll) as a unit quaternion: Foxglove's orientation. */
+export const quaternion = (yaw: number, pitch = 0, roll = 0): Quaternion =>
+  eulerToQuaternion({ roll, pitch, yaw });
 
 /** The yaw of a quaternion (rotation about z), for poses read from other tools. */
-export const yawOf = (q: { x: number; y: number; z: number; w: number }): number =>
-  Math.atan2(2 * (q.w * q.z + q.x * q.y), 1 - 2 * (q.y * q.y + q.z * q.z));
+export const yawOf = (q: Quaternion): number => quaternionToEuler(q).yaw;
 
 /** Colours by actor kind, as the viewer draws them. */
 const KIND_COLOURS: Record<string, [number, number, number]> = {
