@@ -17,7 +17,7 @@ import { loadRoadNetwork } from '../src/roadnet/roadnet-attachment.js';
 import { exportLimSim } from './helpers/formats.js';
 import Database from 'better-sqlite3';
 import { openStore } from '../src/store/open-store.js';
-import { fixture, tempDir } from './helpers/paths.js';
+import { fixture, SIMREC_BIN, tempDir } from './helpers/paths.js';
 import { runCli } from './helpers/run-cli.js';
 
 let sumoMissing: string | false = false;
@@ -321,6 +321,56 @@ describe('recording SUMO over TraCI', { skip: sumoMissing }, () => {
     const bad = runCli(['record', 'sumo', '--area', 'ego:50'], { SIMREC_STORE: join(dir.path, 'cli.db') });
     assert.equal(bad.status, 2);
     assert.match(bad.stderr, /--area ego:RADIUS needs --ego ID/);
+  });
+
+  it("stops at the config's <end> as SUMO does (its last state one step before), and --sumo-args --end wins", async () => {
+    const config = join(dir.path, 'end3.sumocfg');
+    const straight = (name: string) => fixture('esmini', 'sumo', name);
+    writeFileSync(
+      config,
+      `<configuration><input><net-file value="${straight('straight.net.xml')}"/><route-files value="${straight('straight.rou.xml')}"/></input><time><begin value="0"/><end value="3"/><step-length value="0.01"/></time></configuration>`,
+    );
+    const { run, steps } = await recordSumo(store, { config });
+    assert.equal(run.endReason, 'completed');
+    assert.equal(steps, 300);
+    let last = 0;
+    for await (const batch of streamSamples(store, run.id, 'veh0/state')) last = batch.at(-1)!.t;
+    // SUMO's own fcd output with end 3 ends at timestep 2.99.
+    const fcd = join(dir.path, 'end3-fcd.xml');
+    execFileSync('sumo', ['-c', config, '--fcd-output', fcd, '--no-step-log', 'true'], {
+      env: { ...process.env, SUMO_HOME: '/usr/share/sumo' },
+    });
+    const times = [...readFileSync(fcd, 'utf8').matchAll(/timestep time="([\d.]+)"/g)].map((m) =>
+      Number(m[1]),
+    );
+    assert.equal(Math.round((last - run.begin) / 1e4), Math.round(times.at(-1)! * 100));
+    const shorter = await recordSumo(store, { config, sumoArgs: ['--end', '1'] });
+    assert.equal(shorter.steps, 100);
+  });
+
+  it('record sumo: its progress bar fills on a terminal toward the end it knows, and an --ego that never departs is said', () => {
+    const env = { ...process.env, SIMREC_STORE: join(dir.path, 'tty.db') };
+    delete (env as Record<string, string | undefined>).CI;
+    const config = fixture('esmini', 'sumo', 'straight.sumocfg');
+    // `script` gives the command a terminal, as a user's shell would.
+    const command = `${JSON.stringify(process.execPath)} ${JSON.stringify(SIMREC_BIN)} record sumo ${JSON.stringify(config)} --duration 3`;
+    const tty = execFileSync('script', ['-qec', command, '/dev/null'], { env, encoding: 'utf8' });
+    const percents = [...tty.matchAll(/(\d+)%/g)].map((m) => Number(m[1]));
+    assert.ok(
+      percents.some((p) => p > 0 && p < 100),
+      `the bar moves: ${percents.slice(0, 10).join(', ')}`,
+    );
+    assert.ok(percents.includes(100), 'and ends full');
+    const r = runCli(['record', 'sumo', config, '--duration', '1', '--ego', 'nobody', '--json'], {
+      SIMREC_STORE: join(dir.path, 'tty.db'),
+    });
+    assert.equal(r.status, 0, r.stderr);
+    const result = JSON.parse(r.stdout) as { warnings: string[] };
+    assert.match(result.warnings[0]!, /--ego nobody: no vehicle of that id departed in the 1\.0 s recorded/);
+    const said = runCli(['record', 'sumo', config, '--duration', '1', '--ego', 'nobody'], {
+      SIMREC_STORE: join(dir.path, 'tty.db'),
+    });
+    assert.match(said.stderr, /simrec: warning: --ego nobody: no vehicle of that id departed/);
   });
 
   it('bad input: SUMO missing, a config SUMO refuses', async () => {

@@ -6,6 +6,7 @@ import { DEEPDRIVE_SHM_PATH } from '../../record/capture/deepdrive-region.js';
 import { parsePositive, parseSeconds } from '../args.js';
 import { printJson, Progress } from '../output.js';
 import { withStore } from '../with-store.js';
+import { printWarnings } from '../warnings.js';
 
 function parseArea(value: string): SumoArea {
   if (value === 'all') return { kind: 'all' };
@@ -83,7 +84,12 @@ export function registerRecordCommand(program: Command): void {
           const args: SumoRecordOptions = {
             area: opts.area,
             signal,
-            onStep: (s) => progress.update(opts.duration ? s / opts.duration : 0, `${s.toFixed(1)} s`),
+            // The bar fills when the end is known (the config's <end>, --end, --duration); else it counts.
+            onStep: (s, total) =>
+              progress.update(
+                total ? s / total : 0,
+                total ? `${s.toFixed(1)} / ${total} s` : `${s.toFixed(1)} s`,
+              ),
           };
           if (config) args.config = config;
           if (opts.net) args.net = opts.net;
@@ -95,11 +101,11 @@ export function registerRecordCommand(program: Command): void {
           return recordSumo(store, args);
         });
         progress.done();
-        if (opts.json) printJson(result);
-        else
-          process.stdout.write(
-            `recorded run ${result.run.id} (${result.run.endReason}): ${result.steps} steps, ${result.vehicles} vehicles, ${result.persons} persons, ${result.trafficLights} traffic lights\n`,
-          );
+        if (opts.json) return printJson(result);
+        printWarnings(result.warnings);
+        process.stdout.write(
+          `recorded run ${result.run.id} (${result.run.endReason}): ${result.steps} steps, ${result.vehicles} vehicles, ${result.persons} persons, ${result.trafficLights} traffic lights\n`,
+        );
       }),
     );
   record

@@ -44,7 +44,11 @@ export interface SumoRecordOptions {
   sumoBinary?: string;
   /** More arguments for SUMO (e.g. `--fcd-output FILE`). */
   sumoArgs?: string[];
-  onStep?: (simSeconds: number) => void;
+  /**
+   * After each step: the simulated seconds so far, and the seconds the recording will last when that
+   * is known (the config's or `--end`'s end, or `duration`), for a progress bar.
+   */
+  onStep?: (simSeconds: number, totalSeconds: number | undefined) => void;
   signal?: AbortSignal;
 }
 
@@ -54,6 +58,8 @@ export interface SumoRecordResult {
   vehicles: number;
   persons: number;
   trafficLights: number;
+  /** What the recording could not do as asked (an `--ego` that never departed, say). */
+  warnings: string[];
 }
 
 const VEHICLE_VARS = [
@@ -105,6 +111,26 @@ interface SumoInputs {
   routes: string[];
   args: string[];
   stepLength: number | undefined;
+  /** The simulation's begin and end times (seconds), from the config's <time>. */
+  begin: number | undefined;
+  end: number | undefined;
+}
+
+/** A time value of SUMO's (seconds, or SUMO's H:M:S form), or undefined. */
+function sumoTime(value: string | undefined, where: string): number | undefined {
+  if (value === undefined || value === '') return undefined;
+  const parts = value.split(':').map(Number);
+  const seconds = parts.reduce((sum, p) => sum * 60 + p, 0);
+  if (parts.some((p) => !Number.isFinite(p)) || parts.length > 4)
+    throw invalid(`${where}: expected a time in seconds (or H:M:S), got ${describeValue(value)}`);
+  return seconds;
+}
+
+/** `--end`/`-e` (and `--begin`/`-b`) among the extra SUMO arguments: they win over the config's. */
+function argumentTime(args: readonly string[], long: string, short: string): number | undefined {
+  for (let i = args.length - 2; i >= 0; i--)
+    if (args[i] === long || args[i] === short) return sumoTime(args[i + 1], `--sumo-args ${args[i]}`);
+  return undefined;
 }
 
 function configInputs(options: SumoRecordOptions): SumoInputs {
@@ -135,6 +161,8 @@ function configInputs(options: SumoRecordOptions): SumoInputs {
         .map((r) => resolve(base, r.trim())),
       args: ['-c', options.config],
       stepLength: step === undefined ? undefined : Number(step),
+      begin: sumoTime(value('time', 'begin'), `${options.config}: <time><begin>`),
+      end: sumoTime(value('time', 'end'), `${options.config}: <time><end>`),
     };
   }
   if (!options.net) throw invalid('record sumo: give a .sumocfg, or --net (and --routes)');
@@ -144,6 +172,8 @@ function configInputs(options: SumoRecordOptions): SumoInputs {
     routes,
     args: ['-n', options.net, ...(routes.length ? ['-r', routes.join(',')] : [])],
     stepLength: undefined,
+    begin: undefined,
+    end: undefined,
   };
 }
 
@@ -171,6 +201,14 @@ const num = (v: unknown): number | undefined => (typeof v === 'number' ? v : und
 export async function recordSumo(store: StoreBackend, options: SumoRecordOptions): Promise<SumoRecordResult> {
   const inputs = configInputs(options);
   const stepLength = options.stepLength ?? inputs.stepLength;
+  const simBegin = argumentTime(options.sumoArgs ?? [], '--begin', '-b') ?? inputs.begin ?? 0;
+  const simEnd = argumentTime(options.sumoArgs ?? [], '--end', '-e') ?? inputs.end;
+  // SUMO under TraCI steps on past its end time as long as the client asks: the end is kept here.
+  const endAfter = Math.min(
+    options.duration ?? Infinity,
+    simEnd === undefined ? Infinity : simEnd - simBegin,
+  );
+  const totalSeconds = Number.isFinite(endAfter) ? endAfter : undefined;
   if (stepLength !== undefined && !(stepLength > 0))
     throw invalid(`--step-length: expected a positive number of seconds, got ${describeValue(stepLength)}`);
   const { network } = await readRoadNetworkFile(inputs.net);
@@ -422,12 +460,17 @@ export async function recordSumo(store: StoreBackend, options: SumoRecordOptions
       const appended = rec.appendMany(frame);
       if (steps % 100 === 0) await pending;
       pending = appended;
-      options.onStep?.(now - dt);
+      options.onStep?.(now - dt - simBegin, totalSeconds);
       if (num(simValues?.get(VAR.MIN_EXPECTED_VEHICLES)) === 0 && steps > 1) {
         reason = 'completed';
         break;
       }
-      if (options.duration !== undefined && now - dt >= options.duration) {
+      if (simEnd !== undefined && now >= simEnd - dt / 2) {
+        // As SUMO itself ends: its last state is the step that begins one step before the end.
+        reason = 'completed';
+        break;
+      }
+      if (options.duration !== undefined && now - dt - simBegin >= options.duration) {
         reason = 'user_request';
         break;
       }
@@ -443,7 +486,19 @@ export async function recordSumo(store: StoreBackend, options: SumoRecordOptions
         })
         .catch(() => {});
     const run = await rec.end(reason);
-    return { run, steps, vehicles: [...declared].length - persons, persons, trafficLights: lights.length };
+    const warnings: string[] = [];
+    if (options.ego !== undefined && !declared.has(options.ego))
+      warnings.push(
+        `--ego ${options.ego}: no vehicle of that id departed in the ${((run.end! - run.begin) / 1e6).toFixed(1)} s recorded, so the run has no ego${area.kind === 'ego' ? ' and, with --area ego, no vehicles' : ''}; check the id in the route files`,
+      );
+    return {
+      run,
+      steps,
+      vehicles: [...declared].length - persons,
+      persons,
+      trafficLights: lights.length,
+      warnings,
+    };
   } catch (error) {
     // SUMO may accept the connection and then refuse its inputs: its own message says why.
     if (!recorder) await Promise.race([sumoExited, new Promise((r) => setTimeout(r, 2000))]);
