@@ -281,6 +281,12 @@ describe('simrec as a careful user meets it', () => {
     assert.equal(stats.status, 0, stats.stderr);
     assert.match(stats.stdout, /\nboxes\s+0\n/);
     assert.match(stats.stderr, /camera_001\.png was not imported .*its 3 labels .* are left out/);
+    // So do COCO and YOLO exports of it, which write no image: they say why instead of an empty dataset.
+    for (const format of ['coco', 'yolo']) {
+      const out = runCli(['export', '1', format, join(dir.path, `mock-${format}`)], perceptionStore);
+      assert.equal(out.status, 0, out.stderr);
+      assert.match(out.stderr, /simrec: warning: .*camera_00\d\.png was not imported .*labels .* are left out/);
+    }
   });
 
   it('info shortens long attributes in its table and says so; --json has them whole', () => {
