@@ -244,6 +244,28 @@ describe('simrec as a careful user meets it', () => {
     assert.deepEqual(readdirSync(outDir), [], 'neither the file, nor its .partial, nor a journal');
   });
 
+  it('Ctrl-C during an import removes the run it had begun, and exits 130', async () => {
+    const bigStore = join(dir.path, 'big.db');
+    const file = join(dir.path, 'big.mcap');
+    assert.equal(runCli(['--store', bigStore, 'export', '1', 'mcap', file]).status, 0);
+    const runs = (): number[] =>
+      cliJson<{ id: number }[]>(['--store', bigStore, 'ls', '--json']).map((r) => r.id);
+    const before = runs();
+    const child = spawn(process.execPath, [SIMREC_BIN, '--store', bigStore, 'import', 'mcap', file]);
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    // Interrupt as soon as the import's run is in the store.
+    for (let seen = false; !seen;) {
+      await new Promise((r) => setTimeout(r, 20));
+      seen = runs().length > before.length;
+    }
+    child.kill('SIGINT');
+    assert.equal(await exited, 130, stderr);
+    assert.match(stderr, /interrupted; .*big\.mcap: nothing was imported/);
+    assert.deepEqual(runs(), before, 'the run it had begun is gone');
+  });
+
   it('eval --compare reports the 95th percentile of jerk as p95Jerk, and the extreme as maxAbsJerk', () => {
     const [row] = cliJson<{ p95Jerk: number; maxAbsJerk: number }[]>(
       ['eval', '--compare', '1', '--json'],
@@ -285,7 +307,10 @@ describe('simrec as a careful user meets it', () => {
     for (const format of ['coco', 'yolo']) {
       const out = runCli(['export', '1', format, join(dir.path, `mock-${format}`)], perceptionStore);
       assert.equal(out.status, 0, out.stderr);
-      assert.match(out.stderr, /simrec: warning: .*camera_00\d\.png was not imported .*labels .* are left out/);
+      assert.match(
+        out.stderr,
+        /simrec: warning: .*camera_00\d\.png was not imported .*labels .* are left out/,
+      );
     }
   });
 
