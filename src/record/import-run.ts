@@ -1,6 +1,6 @@
 import type { CodecOptions, FormatCodec } from '../model/codec-port.js';
 import type { Scenario, VehicleConfig } from '../model/catalog.js';
-import { SimrecError } from '../model/errors.js';
+import { invalid } from '../model/errors.js';
 import type { JsonObject } from '../model/json.js';
 import type { CatalogSink, RunSink, RunTarget } from '../model/run-ports.js';
 import type { RunInfo, RunInit } from '../model/run.js';
@@ -41,10 +41,8 @@ export async function importRecording(
   const codec = typeof format === 'string' ? await loadCodec(format) : format;
   const read = codec.read;
   if (!read)
-    throw new SimrecError(
-      'unsupported',
-      `${codec.name}: import is not supported (the format is written by simrec only)`,
-    );
+    // A direction the format does not have is a usage mistake (exit 2), not a failure.
+    throw invalid(`${codec.name}: import is not supported (the format is written by simrec only)`);
   return withImportTarget(store, options, (into, codecOptions) =>
     read.call(codec, location, into, codecOptions),
   ).then(({ runs, result }) => ({ runs, details: result }));

@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import type { FormatCodec, WriteOptions } from '../model/codec-port.js';
-import { conflict, invalid, SimrecError } from '../model/errors.js';
+import { conflict, invalid } from '../model/errors.js';
 import type { JsonObject } from '../model/json.js';
 import type { ExportSources, RunSource } from '../model/run-ports.js';
 import type { StoreBackend } from '../model/store-port.js';
@@ -44,7 +44,7 @@ export async function exportRecording(
   const codec = typeof format === 'string' ? await loadCodec(format) : format;
   const write = codec.write;
   if (!write)
-    throw new SimrecError('unsupported', `${codec.name}: export is not supported (simrec reads it only)`);
+    throw invalid(`${codec.name}: export is not supported (simrec reads it only)`);
   if (runIds.length === 0) throw invalid('RUN: expected at least one run to export');
   if (runIds.length > 1 && !codec.multiRun)
     throw invalid(
