@@ -95,6 +95,28 @@ describe('ingest over WebSocket and TCP with the TypeScript client', () => {
       );
     });
 
+  it('says when an actor leaves and comes back (leave, appear), and refuses one not declared (#20)', async () => {
+    const client = await IngestClient.connect({ url: fx.tcpUrl, simulator: { name: 'comings' } });
+    const run = await client.beginRun({ description: 'comings and goings' });
+    await client.declareActors([{ id: 'car', kind: 'vehicle' }]);
+    await client.declareStreams([poseStream('car')]);
+    await client.append({ 'car/pose': [poseSample(0), poseSample(1), poseSample(2)] });
+    const { t: lastSeen } = poseSample(2);
+    await client.leave('car', lastSeen + 50_000);
+    await client.appear('car', lastSeen + 500_000);
+    await assert.rejects(client.leave('bus', lastSeen), (e: IngestError) => {
+      assert.match(e.message, /leave\.actor: actor "bus" is not declared/);
+      return true;
+    });
+    await client.endRun();
+    await client.close();
+    const car = (await fx.store.listActors(run)).find((a) => a.id === 'car')!;
+    assert.deepEqual(car.presence, [
+      { from: poseSample(0).t, to: lastSeen + 50_000 },
+      { from: lastSeen + 500_000, to: null },
+    ]);
+  });
+
   it('resends what was not acknowledged after a dropped connection, storing nothing twice', async () => {
     for (const url of [fx.wsUrl, fx.tcpUrl]) {
       const client = await IngestClient.connect({

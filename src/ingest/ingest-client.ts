@@ -162,6 +162,16 @@ export class IngestClient {
     await this.request({ type: 'attach', ...header }, data);
   }
 
+  /** Says that an actor has gone at t (microseconds); resolves once durable. */
+  async leave(actor: string, t: number): Promise<void> {
+    await this.request({ type: 'leave', actor, t });
+  }
+
+  /** Says that an actor is (back) in the scene from t, with or without a sample then. */
+  async appear(actor: string, t: number): Promise<void> {
+    await this.request({ type: 'appear', actor, t });
+  }
+
   /** Ends the run; `closed` is false while other connections still record into it. */
   async endRun(reason: EndReason = 'user_request'): Promise<{ run: number; closed: boolean }> {
     const ack = await this.request({ type: 'end', reason });

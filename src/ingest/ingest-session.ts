@@ -441,6 +441,23 @@ export class IngestSession {
         this.ackWhen(m.seq, recorder.attach(attachment));
         return;
       }
+      case 'leave':
+      case 'appear': {
+        if (!run.owners.has(`actor:${m.actor}`))
+          throw new ProtocolError(
+            'invalid',
+            `${m.type}.actor: actor ${JSON.stringify(m.actor)} is not declared`,
+            {
+              field: 'actor',
+            },
+          );
+        this.checkOwner(run, `actor:${m.actor}`, 'actor');
+        this.ackWhen(
+          m.seq,
+          m.type === 'leave' ? recorder.leave(m.actor, m.t) : recorder.appear(m.actor, m.t),
+        );
+        return;
+      }
       case 'end': {
         // Every earlier message must be durable (and acked) before the run can close.
         await this.drainAnswers();

@@ -149,6 +149,14 @@ export interface AttachMessage extends Sequenced {
   data: Uint8Array;
 }
 
+/** An actor leaves the scene at t (a vehicle that arrived, left the area...), or comes back. */
+export interface PresenceMessage extends Sequenced {
+  type: 'leave' | 'appear';
+  actor: string;
+  /** Microseconds since the epoch. */
+  t: number;
+}
+
 export interface EndMessage extends Sequenced {
   type: 'end';
   reason: EndReason;
@@ -167,6 +175,7 @@ export type SequencedMessage =
   | SamplesMessage
   | CaptureMessage
   | AttachMessage
+  | PresenceMessage
   | EndMessage;
 
 export type ClientMessage = HelloMessage | SequencedMessage | PingMessage;
@@ -383,6 +392,14 @@ export function parseClientMessage(header: unknown, body: Uint8Array | null): Cl
         name: need(m, 'name', isNonEmpty, 'an attachment name'),
         ...definedOnly({ t: optional<number>(m, 't', isInteger, 'integer microseconds') }),
         ...blobFields(m, body),
+      };
+    case 'leave':
+    case 'appear':
+      return {
+        type,
+        seq: m.seq as number,
+        actor: need(m, 'actor', isNonEmpty, 'a declared actor id'),
+        t: need(m, 't', isInteger, 'integer microseconds'),
       };
     case 'end':
       return {
