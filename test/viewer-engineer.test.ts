@@ -306,6 +306,25 @@ describe('viewer for engineers (#27) and actor lifetimes (#20), in Chromium', ()
       'no car where `goesQuiet` went quiet',
     );
     await closeClean(other);
+
+    // The demo at its end: the vehicles that reached their exits earlier are not drawn there.
+    const town = await openRun(`#/runs/${demo}`);
+    const d = await describeRun(store, demo);
+    const end = (d.timeRange!.end - d.timeRange!.begin) / 1e6;
+    await seek(town, end);
+    const atEnd = await sceneAt(store, demo, { t: d.timeRange!.end, includeDeparted: true });
+    const gone = atEnd.actors.filter((a) => a.departed !== undefined).map((a) => a.id);
+    assert.ok(gone.length > 0, 'some demo vehicles left before the end');
+    const drawn = await drawnIds(town);
+    assert.deepEqual(
+      drawn,
+      atEnd.actors
+        .filter((a) => a.departed === undefined)
+        .map((a) => a.id)
+        .sort(),
+    );
+    assert.ok(!gone.some((id) => drawn.includes(id)), 'none of those that left is drawn');
+    await closeClean(town);
   });
 
   it('makes the map readable at first sight: fit, a minimum size, labels, legend, scale bar, hover', async () => {
