@@ -43,8 +43,7 @@ export async function exportRecording(
 ): Promise<JsonObject> {
   const codec = typeof format === 'string' ? await loadCodec(format) : format;
   const write = codec.write;
-  if (!write)
-    throw invalid(`${codec.name}: export is not supported (simrec reads it only)`);
+  if (!write) throw invalid(`${codec.name}: export is not supported (simrec reads it only)`);
   if (runIds.length === 0) throw invalid('RUN: expected at least one run to export');
   if (runIds.length > 1 && !codec.multiRun)
     throw invalid(
