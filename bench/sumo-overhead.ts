@@ -3,9 +3,12 @@
  * over TraCI, steps per second of each, and simrec's recorded actor-states per second beside LimSim's
  * write ceiling (its writer thread inserts at most 1,000 rows a second).
  */
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { join } from 'node:path';
-import { recordSumo } from '../src/ingest/traci/sumo-recorder.js';
+
+import { TraciClient } from '../src/ingest/traci/traci-client.js';
+import { VAR } from '../src/ingest/traci/traci-protocol.js';
+import { recordSumo, VEHICLE_VARS } from '../src/ingest/traci/sumo-recorder.js';
 import { openStore } from '../src/store/open-store.js';
 
 const LIMSIM_ROWS_PER_SECOND = 1000;
@@ -15,6 +18,8 @@ export interface SumoOverhead {
   simulatedSeconds?: number;
   steps?: number;
   plainStepsPerSecond?: number;
+  /** SUMO stepped over TraCI with the recorder's vehicle subscriptions, decoded and dropped: the floor. */
+  traciStepsPerSecond?: number;
   recordedStepsPerSecond?: number;
   actorStatesPerSecond?: number;
   limsimCeilingRatio?: number;
@@ -55,6 +60,13 @@ export async function measureSumoOverhead(
   );
   if (plain.status !== 0) return { skipped: `sumo failed: ${plain.stderr.toString().slice(0, 200)}` };
   const plainSeconds = (performance.now() - plainStart) / 1000;
+  const traciStepsPerSecond = await traciFloor(
+    net,
+    routes,
+    stepLength,
+    Math.round(seconds / stepLength),
+    env,
+  );
   const store = await openStore(join(scratch, 'sumo-overhead.db'));
   try {
     const start = performance.now();
@@ -72,6 +84,7 @@ export async function measureSumoOverhead(
       simulatedSeconds: seconds,
       steps: result.steps,
       plainStepsPerSecond: Math.round(steps / plainSeconds),
+      traciStepsPerSecond,
       recordedStepsPerSecond: Math.round(result.steps / recordedSeconds),
       actorStatesPerSecond: Math.round(statesPerSecond),
       limsimCeilingRatio: Math.round((statesPerSecond / LIMSIM_ROWS_PER_SECOND) * 10) / 10,
@@ -85,7 +98,54 @@ export function formatSumoOverhead(o: SumoOverhead): string {
   if (o.skipped) return `SUMO recording overhead: skipped: ${o.skipped}`;
   return [
     `SUMO recording overhead (LimSim's bigInter, ${o.simulatedSeconds} s at 0.1 s steps):`,
-    `  SUMO alone ${o.plainStepsPerSecond} steps/s; recorded by simrec over TraCI ${o.recordedStepsPerSecond} steps/s (${(o.recordedStepsPerSecond! / o.plainStepsPerSecond!).toFixed(2)}x)`,
+    `  SUMO alone ${o.plainStepsPerSecond} steps/s; stepped over TraCI with the same subscriptions, nothing kept, ${o.traciStepsPerSecond} steps/s; recorded by simrec ${o.recordedStepsPerSecond} steps/s (${(o.recordedStepsPerSecond! / o.plainStepsPerSecond!).toFixed(2)}x SUMO alone, ${(o.recordedStepsPerSecond! / o.traciStepsPerSecond!).toFixed(2)}x the TraCI floor)`,
     `  ${o.actorStatesPerSecond} actor-states/s recorded: ${o.limsimCeilingRatio}x LimSim's ceiling of ${LIMSIM_ROWS_PER_SECOND} rows/s`,
   ].join('\n');
+}
+
+/**
+ * What any TraCI recorder pays before keeping anything: SUMO stepped over TraCI, every vehicle
+ * subscribed to the variables simrec records as it departs, each step's answer decoded and dropped.
+ */
+async function traciFloor(
+  net: string,
+  routes: string,
+  stepLength: number,
+  steps: number,
+  env: NodeJS.ProcessEnv,
+): Promise<number> {
+  const port = 20000 + Math.floor(Math.random() * 20000);
+  const sumo = spawn(
+    'sumo',
+    [
+      '-n',
+      net,
+      '-r',
+      routes,
+      '--step-length',
+      String(stepLength),
+      '--remote-port',
+      String(port),
+      '--no-step-log',
+      'true',
+    ],
+    { env, stdio: 'ignore' },
+  );
+  try {
+    const client = await TraciClient.connect(port, {});
+    await client.setOrder(1);
+    await client.subscribe('simulation', '', [VAR.DEPARTED_VEHICLES_IDS]);
+    const start = performance.now();
+    for (let i = 0; i < steps; i++) {
+      const results = await client.simulationStep();
+      const departed = results.find((r) => r.domain === 'simulation')?.values.get(VAR.DEPARTED_VEHICLES_IDS);
+      for (const id of (departed as string[] | undefined) ?? [])
+        await client.subscribe('vehicle', id, VEHICLE_VARS);
+    }
+    const stepsPerSecond = Math.round(steps / ((performance.now() - start) / 1000));
+    await client.close();
+    return stepsPerSecond;
+  } finally {
+    sumo.kill();
+  }
 }

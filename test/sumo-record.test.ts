@@ -353,7 +353,7 @@ describe('recording SUMO over TraCI', { skip: sumoMissing }, () => {
     delete (env as Record<string, string | undefined>).CI;
     const config = fixture('esmini', 'sumo', 'straight.sumocfg');
     // `script` gives the command a terminal, as a user's shell would.
-    const command = `${JSON.stringify(process.execPath)} ${JSON.stringify(SIMREC_BIN)} record sumo ${JSON.stringify(config)} --duration 3`;
+    const command = `${JSON.stringify(process.execPath)} ${JSON.stringify(SIMREC_BIN)} record sumo ${JSON.stringify(config)} --duration 40`;
     const tty = execFileSync('script', ['-qec', command, '/dev/null'], { env, encoding: 'utf8' });
     const percents = [...tty.matchAll(/(\d+)%/g)].map((m) => Number(m[1]));
     assert.ok(

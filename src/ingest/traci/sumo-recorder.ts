@@ -62,7 +62,10 @@ export interface SumoRecordResult {
   warnings: string[];
 }
 
-const VEHICLE_VARS = [
+/** How far (wall time) recording may run ahead of what is known durable. */
+const BACKLOG_MS = 1000;
+
+export const VEHICLE_VARS = [
   VAR.POSITION3D,
   VAR.ANGLE,
   VAR.SPEED,
@@ -70,16 +73,13 @@ const VEHICLE_VARS = [
   VAR.LANE_ID,
   VAR.LANEPOSITION,
   VAR.ROUTE_INDEX,
-  VAR.TYPE,
-  VAR.LENGTH,
-  VAR.WIDTH,
   VAR.SIGNALS,
 ];
 /**
  * Asked once, when a vehicle departs: its whole route and its vType's limits, which LimSim's recorder
  * keeps in vehicleINFO (routes, maxAccel, maxDecel, maxSpeed) and its planner needs.
  */
-const VEHICLE_ONCE_VARS = [VAR.EDGES, VAR.ACCEL, VAR.DECEL, VAR.MAXSPEED];
+const VEHICLE_ONCE_VARS = [VAR.EDGES, VAR.ACCEL, VAR.DECEL, VAR.MAXSPEED, VAR.TYPE, VAR.LENGTH, VAR.WIDTH];
 const PERSON_VARS = [VAR.POSITION3D, VAR.ANGLE, VAR.SPEED, VAR.TYPE, VAR.LENGTH, VAR.WIDTH];
 const LIGHT_VARS = [
   VAR.TL_RED_YELLOW_GREEN_STATE,
@@ -331,11 +331,15 @@ export async function recordSumo(store: StoreBackend, options: SumoRecordOptions
 
     const declared = new Set<string>();
     const departedAttributes = new Map<string, JsonObject>();
+    const shapes = new Map<string, { length: number; width: number }>();
     const begin = rec.run.begin;
     let steps = 0;
     let persons = 0;
     let reason: EndReason = 'completed';
-    let pending: Promise<void> = Promise.resolve();
+    // Appends not yet known durable, with when they were made: the loop waits only for those older
+    // than a second (long committed unless the disk is behind), so SUMO never waits on the commit
+    // timer, while a simulator far ahead of the disk is still slowed, not buffered without bound.
+    const unconfirmed: { at: number; durable: Promise<void> }[] = [];
     for (;;) {
       if (options.signal?.aborted) {
         reason = 'user_request';
@@ -364,6 +368,11 @@ export async function recordSumo(store: StoreBackend, options: SumoRecordOptions
         const first = await client.subscribe('vehicle', id, [...VEHICLE_VARS, ...VEHICLE_ONCE_VARS]);
         if (first) {
           results.push(first);
+          // A vehicle's type, length and width do not change: asked once, not sent at every step.
+          shapes.set(id, {
+            length: num(first.values.get(VAR.LENGTH)) ?? 4.5,
+            width: num(first.values.get(VAR.WIDTH)) ?? 1.8,
+          });
           departedAttributes.set(id, vehicleAttributes(first));
           await client.subscribe('vehicle', id, VEHICLE_VARS);
         }
@@ -377,7 +386,7 @@ export async function recordSumo(store: StoreBackend, options: SumoRecordOptions
       const movers = results.filter(
         (r) => (r.domain === 'vehicle' || r.domain === 'person') && r.values.has(VAR.POSITION3D),
       );
-      const states = new Map(movers.map((r) => [r.id, centreState(r)]));
+      const states = new Map(movers.map((r) => [r.id, centreState(r, shapes.get(r.id))]));
       const ego = options.ego ? states.get(options.ego) : undefined;
       const frame: { stream: string; samples: Sample[] }[] = [];
       const newActors: {
@@ -386,6 +395,23 @@ export async function recordSumo(store: StoreBackend, options: SumoRecordOptions
         extents: { length: number; width: number; height: number };
         attributes: JsonObject;
       }[] = [];
+      // The step's states as columns, one row per vehicle or person (RunRecorder.appendFrame): no
+      // sample object per actor. NaN and undefined mark a value SUMO did not give.
+      const kept = movers.length;
+      const ids: string[] = [];
+      const columns = {
+        x: new Float64Array(kept),
+        y: new Float64Array(kept),
+        z: new Float64Array(kept),
+        yaw: new Float64Array(kept),
+        speed: new Float64Array(kept),
+        accel: new Float64Array(kept),
+        lanePos: new Float64Array(kept),
+        routeIdx: new Float64Array(kept),
+        signals: new Float64Array(kept),
+        lane: [] as (string | undefined)[],
+        vtag: [] as (string | undefined)[],
+      };
       for (const r of movers) {
         const s = states.get(r.id)!;
         let vtag: string | undefined;
@@ -410,17 +436,20 @@ export async function recordSumo(store: StoreBackend, options: SumoRecordOptions
           });
           departedAttributes.delete(r.id);
         }
-        const sample: Sample = { t, step, x: s.x, y: s.y, z: s.z, yaw: s.yaw, speed: s.speed };
-        for (const [key, v] of [
-          ['accel', num(r.values.get(VAR.ACCELERATION))],
-          ['lane', r.values.get(VAR.LANE_ID)],
-          ['lanePos', centreLanePos(num(r.values.get(VAR.LANEPOSITION)), s.length)],
-          ['routeIdx', num(r.values.get(VAR.ROUTE_INDEX))],
-          ['signals', num(r.values.get(VAR.SIGNALS))],
-          ['vtag', vtag],
-        ] as const)
-          if (v !== undefined && v !== '') sample[key] = v;
-        frame.push({ stream: `${r.id}/state`, samples: [sample] });
+        const row = ids.length;
+        ids.push(r.id);
+        columns.x[row] = s.x;
+        columns.y[row] = s.y;
+        columns.z[row] = s.z;
+        columns.yaw[row] = s.yaw;
+        columns.speed[row] = s.speed;
+        columns.accel[row] = num(r.values.get(VAR.ACCELERATION)) ?? NaN;
+        columns.lanePos[row] = centreLanePos(num(r.values.get(VAR.LANEPOSITION)), s.length) ?? NaN;
+        columns.routeIdx[row] = num(r.values.get(VAR.ROUTE_INDEX)) ?? NaN;
+        columns.signals[row] = num(r.values.get(VAR.SIGNALS)) ?? NaN;
+        const lane = r.values.get(VAR.LANE_ID);
+        columns.lane[row] = typeof lane === 'string' && lane !== '' ? lane : undefined;
+        columns.vtag[row] = vtag;
       }
       for (const r of results) {
         if (r.domain !== 'trafficLight') continue;
@@ -457,9 +486,28 @@ export async function recordSumo(store: StoreBackend, options: SumoRecordOptions
         for (const id of (simValues?.get(key) as string[] | undefined) ?? [])
           if (declared.has(id) && !states.has(id)) void rec.leave(id, t);
       // Durable every 100 steps: a simulator far ahead of the disk is slowed, not buffered without bound.
-      const appended = rec.appendMany(frame);
-      if (steps % 100 === 0) await pending;
-      pending = appended;
+      const rows = ids.length;
+      const stateFrame =
+        rows === 0
+          ? Promise.resolve()
+          : rec.appendFrame('state', {
+              t,
+              step,
+              actors: ids,
+              columns: Object.fromEntries(
+                Object.entries(columns).map(([name, values]) => [
+                  name,
+                  values instanceof Float64Array ? values.subarray(0, rows) : values,
+                ]),
+              ),
+            });
+      const durable = frame.length
+        ? Promise.all([stateFrame, rec.appendMany(frame)]).then(() => {})
+        : stateFrame;
+      durable.catch(() => {}); // surfaced below, when its turn to be awaited comes
+      unconfirmed.push({ at: performance.now(), durable });
+      const wall = performance.now();
+      while (unconfirmed.length && wall - unconfirmed[0]!.at > BACKLOG_MS) await unconfirmed.shift()!.durable;
       options.onStep?.(now - dt - simBegin, totalSeconds);
       if (num(simValues?.get(VAR.MIN_EXPECTED_VEHICLES)) === 0 && steps > 1) {
         reason = 'completed';
@@ -532,7 +580,10 @@ const centreLanePos = (front: number | undefined, length: number): number | unde
   front === undefined ? undefined : front - length / 2;
 
 /** SUMO reports the front bumper and a compass angle; the model wants the centre and a yaw. */
-function centreState(r: SubscriptionResult): {
+function centreState(
+  r: SubscriptionResult,
+  shape: { length: number; width: number } | undefined,
+): {
   x: number;
   y: number;
   z: number;
@@ -543,7 +594,7 @@ function centreState(r: SubscriptionResult): {
 } {
   const [fx, fy, fz] = r.values.get(VAR.POSITION3D) as number[];
   const yaw = sumoAngleToYaw(num(r.values.get(VAR.ANGLE)) ?? 90);
-  const length = num(r.values.get(VAR.LENGTH)) ?? 4.5;
+  const length = num(r.values.get(VAR.LENGTH)) ?? shape?.length ?? 4.5;
   return {
     x: fx! - (length / 2) * Math.cos(yaw),
     y: fy! - (length / 2) * Math.sin(yaw),
@@ -551,6 +602,6 @@ function centreState(r: SubscriptionResult): {
     yaw,
     speed: num(r.values.get(VAR.SPEED)) ?? 0,
     length,
-    width: num(r.values.get(VAR.WIDTH)) ?? 1.8,
+    width: num(r.values.get(VAR.WIDTH)) ?? shape?.width ?? 1.8,
   };
 }
