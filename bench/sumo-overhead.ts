@@ -42,31 +42,12 @@ export async function measureSumoOverhead(
   const stepLength = 0.1;
   const env = { ...process.env, SUMO_HOME: process.env.SUMO_HOME ?? '/usr/share/sumo' };
   const plainStart = performance.now();
-  const plain = spawnSync(
-    'sumo',
-    [
-      '-n',
-      net,
-      '-r',
-      routes,
-      '--step-length',
-      String(stepLength),
-      '--end',
-      String(seconds),
-      '--no-step-log',
-      'true',
-    ],
-    { env, stdio: 'pipe' },
-  );
+  // The same simulation for every peer: SUMO alone, the TraCI floor, simrec.
+  const simulation = ['-n', net, '-r', routes, '--step-length', String(stepLength), '--no-step-log', 'true'];
+  const plain = spawnSync('sumo', [...simulation, '--end', String(seconds)], { env, stdio: 'pipe' });
   if (plain.status !== 0) return { skipped: `sumo failed: ${plain.stderr.toString().slice(0, 200)}` };
   const plainSeconds = (performance.now() - plainStart) / 1000;
-  const traciStepsPerSecond = await traciFloor(
-    net,
-    routes,
-    stepLength,
-    Math.round(seconds / stepLength),
-    env,
-  );
+  const traciStepsPerSecond = await traciFloor(simulation, Math.round(seconds / stepLength), env);
   const store = await openStore(join(scratch, 'sumo-overhead.db'));
   try {
     const start = performance.now();
@@ -108,29 +89,12 @@ export function formatSumoOverhead(o: SumoOverhead): string {
  * subscribed to the variables simrec records as it departs, each step's answer decoded and dropped.
  */
 async function traciFloor(
-  net: string,
-  routes: string,
-  stepLength: number,
+  simulation: readonly string[],
   steps: number,
   env: NodeJS.ProcessEnv,
 ): Promise<number> {
   const port = 20000 + Math.floor(Math.random() * 20000);
-  const sumo = spawn(
-    'sumo',
-    [
-      '-n',
-      net,
-      '-r',
-      routes,
-      '--step-length',
-      String(stepLength),
-      '--remote-port',
-      String(port),
-      '--no-step-log',
-      'true',
-    ],
-    { env, stdio: 'ignore' },
-  );
+  const sumo = spawn('sumo', [...simulation, '--remote-port', String(port)], { env, stdio: 'ignore' });
   try {
     const client = await TraciClient.connect(port, {});
     await client.setOrder(1);
