@@ -3,11 +3,12 @@ import { jsonLinesPeer } from './json-lines.js';
 import { limsimPeer } from './limsim-sqlite.js';
 import { mcapPerFramePeer, mcapPerStatePeer } from './mcap.js';
 import { rawFilePeer, rawSqlitePeer } from './raw-limit.js';
-import { simrecF32Peer, simrecNormalPeer, simrecPeer } from './simrec.js';
+import { simrecAwaitedPeer, simrecF32Peer, simrecNormalPeer, simrecPeer } from './simrec.js';
 
 /** simrec first: every ratio is simrec against one of the others. */
 export const PEERS: Peer[] = [
   simrecPeer,
+  simrecAwaitedPeer,
   simrecNormalPeer,
   simrecF32Peer,
   limsimPeer,

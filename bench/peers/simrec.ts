@@ -19,6 +19,16 @@ const F32_STATE_FIELDS: FieldDecl[] = BENCH_STATE_FIELDS.map((f) =>
 );
 
 /**
+ * How the loop waits at a commit point. `pipelined`: the commit is asked for and the loop goes on with
+ * the next steps while the writer thread makes it durable; before asking for the next one it waits for
+ * this one (so at most one commit point's steps are not yet durable, and an error reaches the loop one
+ * commit later). simrec's own recorders (`record sumo`, ingest) do this: a simulator does not stop while
+ * a disk syncs. `awaited`: the loop stops at each commit point until it is durable, as a single-threaded
+ * writer (the LimSim peer) must.
+ */
+type CommitWait = 'pipelined' | 'awaited';
+
+/**
  * A simulator's recording loop, as simrec asks to be fed: each step is one frame of every actor's state
  * (typed arrays, one value per actor, `appendFrame`), the ego's control and wheels beside it. The lane
  * ids are the strings a simulator has; converting the generator's indexes to them is billed to simrec.
@@ -27,6 +37,7 @@ async function record(
   store: StoreBackend,
   { frames, commitEverySteps }: RecordArgs,
   fields: FieldDecl[],
+  wait: CommitWait = 'pipelined',
 ): Promise<void> {
   const { actors, steps, hz } = frames.size;
   const rec = await RunRecorder.begin(store, {
@@ -42,6 +53,7 @@ async function record(
     wheelsStream('ego', { rateHz: hz }),
   ]);
   const lane = new Array<string>(actors);
+  let committing: Promise<void> = Promise.resolve();
   for (let s = 0; s < steps; s++) {
     const f = frames.next();
     for (let i = 0; i < actors; i++) lane[i] = LANE_IDS[f.lane[i]!]!;
@@ -64,8 +76,13 @@ async function record(
       { stream: 'ego/control', samples: [{ t: f.t, step: f.step, ...f.control }] },
       { stream: 'ego/wheels', samples: [{ t: f.t, step: f.step, wheels: f.wheels.map((w) => ({ ...w })) }] },
     ]);
-    if ((s + 1) % commitEverySteps === 0) await rec.flush();
+    if ((s + 1) % commitEverySteps === 0) {
+      await committing;
+      committing = rec.flush();
+      if (wait === 'awaited') await committing;
+    }
   }
+  await committing;
   await rec.end('completed');
   await store.close();
 }
@@ -73,7 +90,9 @@ async function record(
 /** simrec as a user opens it: `openStore` with its defaults (synchronous=FULL). */
 export const simrecPeer: Peer = {
   name: 'simrec',
-  description: 'RunRecorder.appendFrame per step into the SQLite store (defaults: durability full)',
+  description:
+    'RunRecorder.appendFrame per step into the SQLite store (defaults: durability full); each commit made ' +
+    'durable while the next steps are appended, at most one commit point behind',
   record: async (args) => record(await openStore(join(args.dir, STORE_FILE)), args, BENCH_STATE_FIELDS),
   async open(dir) {
     const store = await openStore(join(dir, STORE_FILE));
@@ -86,6 +105,16 @@ export const simrecPeer: Peer = {
     };
   },
   seekable: true,
+};
+
+/** Reported apart: the loop stops at every commit point until it is durable. */
+export const simrecAwaitedPeer: Peer = {
+  name: 'simrec-awaited',
+  description:
+    'as simrec, the loop waiting at each commit point until it is durable (as the LimSim peer does)',
+  record: async (args) =>
+    record(await openStore(join(args.dir, STORE_FILE)), args, BENCH_STATE_FIELDS, 'awaited'),
+  readNote: 'same file layout as simrec',
 };
 
 /** Reported apart: it trades durability across a power cut for speed, which the default never does. */
