@@ -88,6 +88,8 @@ export interface EncodedBlock {
   begin: number;
   end: number;
   bytes: Uint8Array;
+  /** CRC-32 of `bytes`, once computed (a block assembled twice, at commit and at the seal, is summed once). */
+  crc?: number;
 }
 
 const columnLists = new WeakMap<readonly ChunkColumn[], { count: number; json: string }>();
@@ -291,16 +293,21 @@ function arithmeticBytes(values: Float64Array, origin: number): Uint8Array | nul
   const delta = n > 1 ? values[1]! - values[0]! : 0;
   if (!(Math.abs(start) < 2 ** 52 && Math.abs(delta) < 2 ** 52)) return null;
   for (let i = 1; i < n; i++) if (values[i] !== values[0]! + delta * i) return null;
-  const out = new ByteWriter(12);
+  const out = smallScratch;
+  out.reset();
   out.zigzag(start);
   out.zigzag(delta);
   return out.finish();
 }
 
+/** For the few bytes of arithmetic and constant records: valid until the next, copied into the block at once. */
+const smallScratch = new ByteWriter(32);
+
 /** A repeated value: a small integer as a varint, anything else as its eight bytes. */
 function writeConstant(out: ByteWriter, index: number, presence: Uint8Array | null, v: number): void {
   if (Number.isSafeInteger(v) && !Object.is(v, -0) && Math.abs(v) < 2 ** 52) {
-    const w = new ByteWriter(10);
+    const w = smallScratch;
+    w.reset();
     w.zigzag(v);
     return writeRecord(out, index, CODEC.constantInteger, presence, w.finish());
   }
@@ -433,7 +440,7 @@ export function assembleChunk(columns: readonly ChunkColumn[], blocks: readonly 
     table.varint(b.bytes.length);
     table.varint(b.begin - begin);
     table.varint(b.end - b.begin);
-    table.u32(crc32(b.bytes));
+    table.u32((b.crc ??= crc32(b.bytes)));
   }
   const tableBytes = table.finish();
   const size = 16 + header.length + tableBytes.length + blocks.reduce((sum, b) => sum + b.bytes.length, 0);
@@ -470,9 +477,8 @@ export interface BlockRef {
 }
 
 /**
- * Where a chunk's bytes come from: all of them in memory, or ranges read on demand from the store (a
- * scene reads one block of a chunk; reading the whole of each of 200 chunks was most of a fresh
- * process's first scene).
+ * Where a chunk's bytes come from: all of them in memory, or ranges read on demand (a backend whose
+ * storage can read part of a chunk cheaply; SQLite cannot: it loads a blob whole before substr()).
  */
 export interface ChunkBytes {
   readonly size: number;
@@ -600,7 +606,7 @@ export class ParsedChunk {
   /** Block i as it is encoded, once its checksum holds (to be assembled into another chunk). */
   encodedBlock(i: number): EncodedBlock {
     const ref = this.blocks[i]!;
-    return { rows: ref.rows, begin: ref.begin, end: ref.end, bytes: this.checkedBlock(i) };
+    return { rows: ref.rows, begin: ref.begin, end: ref.end, bytes: this.checkedBlock(i), crc: ref.crc };
   }
 
   /** Block i's bytes, once its checksum holds. */
