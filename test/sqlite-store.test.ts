@@ -86,7 +86,9 @@ describe('sqlite store files', () => {
       .get() as { id: number; count: number };
     assert.ok(chunk.count < 5000, `a/state is kept in several chunks (the first holds ${chunk.count})`);
     db.prepare('UPDATE chunks SET data = ? WHERE id = ?').run(Buffer.from('garbage'), chunk.id);
-    db.prepare("UPDATE streams SET samples = samples + 5 WHERE id = 'b/state'").run();
+    db.prepare(
+      "UPDATE stream_counts SET samples = samples + 5 WHERE stream_key = (SELECT key FROM streams WHERE id = 'b/state')",
+    ).run();
     db.close();
     const found = runCli(['check', '--store', path, '--json']);
     assert.equal(found.status, 1);

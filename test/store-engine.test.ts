@@ -89,6 +89,70 @@ describe('a store written by simrec 0.1.0', () => {
   });
 });
 
+const V3 = join(REPO_ROOT, 'test', 'fixtures', 'store-v3', 'simrec-2026-11-23.sqlite3');
+
+interface ExpectedV3 {
+  runs: {
+    id: number;
+    samples: number;
+    streams: Record<string, { samples: number; begin: number; end: number; data: Sample[] }>;
+  }[];
+}
+
+/** Reads back what the schema-3 fixture's simrec read: every run's count, every stream's counters and samples. */
+async function assertReadsAsV3(store: SqliteBackend): Promise<void> {
+  const expected = JSON.parse(
+    readFileSync(V3.replace('.sqlite3', '.expected.json'), 'utf8'),
+    (_k, v: unknown) => (v === '-0' ? -0 : v),
+  ) as ExpectedV3;
+  const runs = await store.listRuns({ newestFirst: false });
+  for (const run of expected.runs) {
+    assert.equal(runs.find((r) => r.id === run.id)?.samples, run.samples, `run ${run.id}: samples`);
+    const streams = await store.listStreams(run.id);
+    for (const [id, want] of Object.entries(run.streams)) {
+      const info = streams.find((s) => s.id === id)!;
+      assert.deepEqual([info.samples, info.begin, info.end], [want.samples, want.begin, want.end], id);
+      assert.deepStrictEqual(await collect(store.readSamples({ run: run.id, stream: id })), want.data, id);
+    }
+  }
+}
+
+describe('a store written before schema 4 (counters in the streams rows)', () => {
+  it('opens read-only and reads the same counters and samples, leaving the file as it was', async () => {
+    const path = fresh();
+    copyFileSync(V3, path);
+    chmodSync(path, 0o444);
+    const before = readFileSync(path);
+    const store = SqliteBackend.open(path, { readonly: true });
+    await assertReadsAsV3(store);
+    await store.close();
+    assert.deepEqual(readFileSync(path), before);
+  });
+
+  it('opened to write: upgraded in place with the same counters, and new runs count their samples', async () => {
+    const path = fresh();
+    copyFileSync(V3, path);
+    const store = SqliteBackend.open(path);
+    const db = new Database(path, { readonly: true });
+    assert.equal(db.pragma('user_version', { simple: true }), SCHEMA_VERSION);
+    const columns = (db.pragma('table_info(streams)') as { name: string }[]).map((c) => c.name);
+    assert.deepEqual(columns, ['key', 'run_id', 'id', 'schema', 'extra_fields']);
+    db.close();
+    await assertReadsAsV3(store);
+    const rec = await RunRecorder.begin(store, { begin: 9_000_000 });
+    await rec.declareActor({ id: 'car', kind: 'vehicle' });
+    await rec.declareStream(stateStream('car'));
+    for (let i = 0; i < 3; i++)
+      await rec.appendBatch('car/state', [{ t: 9_000_000 + i * 1000, step: i, x: i, y: 0, yaw: 0 }]);
+    const [live] = await store.listStreams(rec.id);
+    assert.deepEqual([live!.samples, live!.begin, live!.end], [3, 9_000_000, 9_002_000]);
+    await rec.end('completed');
+    assert.equal((await store.listRuns()).find((r) => r.id === rec.id)?.samples, 3);
+    assert.deepEqual((await store.checkIntegrity()).problems, []);
+    await store.close();
+  });
+});
+
 describe('stored damage', () => {
   it('a flipped bit in a stored chunk is an error naming run, stream and chunk, and simrec check finds it', async () => {
     const path = fresh();

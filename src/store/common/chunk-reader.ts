@@ -1,5 +1,5 @@
 import type { ColumnBatch, ColumnValues } from '../../model/columns.js';
-import { ParsedChunk, isChunkV2, type ChunkBytes, type ChunkColumn } from './chunk-format.js';
+import { ParsedChunk, isChunkV2, type ChunkColumn } from './chunk-format.js';
 import { decodeChunk as decodeChunkV1, type DecodedChunk } from './chunk-v1.js';
 import { LruCache } from './lru-cache.js';
 
@@ -18,12 +18,6 @@ export interface ChunkView {
 /** Opens a chunk of either layout; damage is an `io` error naming `where`. */
 export function openChunk(data: Uint8Array, where: string): ChunkView {
   return isChunkV2(data) ? ParsedChunk.parse(data, where) : new V1Chunk(decodeChunkV1(data, where));
-}
-
-/** The same from a source read on demand: of today's layout only the frame is read now. */
-export function openChunkFrom(source: ChunkBytes, where: string): ChunkView {
-  const start = source.read(0, Math.min(4, source.size));
-  return isChunkV2(start) ? ParsedChunk.open(source, where) : openChunk(source.read(0, source.size), where);
 }
 
 /** A chunk of the first layout: one block, decoded whole (it has no blocks, nor a checksum). */

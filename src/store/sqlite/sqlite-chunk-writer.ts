@@ -5,6 +5,7 @@ import type { EndReason } from '../../model/run.js';
 import type { InferredField, StreamSchema } from '../../model/stream.js';
 import { openChunk, type ChunkView } from '../common/chunk-reader.js';
 import { StreamTail, type StreamTailOptions } from '../common/stream-tail.js';
+import { ADD_STREAM_COUNTS } from './sqlite-schema.js';
 
 export interface ColumnAppendWithKey {
   stream: string;
@@ -67,9 +68,7 @@ export class SqliteChunkWriter {
           const insert = this.stmt(
             'INSERT INTO chunks (stream_key, begin_us, end_us, count, sealed, data) VALUES (?, ?, ?, ?, ?, ?)',
           );
-          const counters = this.stmt(
-            `UPDATE streams SET samples = samples + ?, begin_us = COALESCE(begin_us, ?), end_us = ? WHERE key = ?`,
-          );
+          const counters = this.stmt(ADD_STREAM_COUNTS);
           for (const { stream, batch } of appends) {
             const n = batch.t.length;
             if (n === 0) continue;
@@ -80,7 +79,7 @@ export class SqliteChunkWriter {
               insert.run(entry.key, chunk.begin, chunk.end, chunk.count, 0, chunk.data).lastInsertRowid,
             );
             entry.tail.appended(id, n);
-            counters.run(n, batch.t[0]!, batch.t[n - 1]!, entry.key);
+            counters.run(entry.key, n, batch.t[0]!, batch.t[n - 1]!);
             if (extrasChanged) this.saveExtras(entry.key, entry.tail.extraFields);
             if (entry.tail.dueForSeal) this.due.add(entry);
           }
@@ -204,7 +203,8 @@ export class SqliteChunkWriter {
     let entry = streams.get(stream);
     if (entry) return entry;
     const row = this.stmt(
-      'SELECT key, schema, extra_fields, samples FROM streams WHERE run_id = ? AND id = ?',
+      `SELECT s.key, s.schema, s.extra_fields, COALESCE(k.samples, 0) AS samples
+       FROM streams s LEFT JOIN stream_counts k ON k.stream_key = s.key WHERE s.run_id = ? AND s.id = ?`,
     ).get(run, stream) as Row | undefined;
     if (!row) throw notFound(`run ${run} has no stream ${JSON.stringify(stream)}`);
     const schema = JSON.parse(row.schema as string) as StreamSchema;
