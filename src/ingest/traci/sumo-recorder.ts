@@ -80,6 +80,8 @@ export const VEHICLE_VARS = [
  * keeps in vehicleINFO (routes, maxAccel, maxDecel, maxSpeed) and its planner needs.
  */
 const VEHICLE_ONCE_VARS = [VAR.EDGES, VAR.ACCEL, VAR.DECEL, VAR.MAXSPEED, VAR.TYPE, VAR.LENGTH, VAR.WIDTH];
+/** A departing vehicle's first subscription: its state and what is asked once. */
+const VEHICLE_FIRST_VARS = [...VEHICLE_VARS, ...VEHICLE_ONCE_VARS];
 const PERSON_VARS = [VAR.POSITION3D, VAR.ANGLE, VAR.SPEED, VAR.TYPE, VAR.LENGTH, VAR.WIDTH];
 const LIGHT_VARS = [
   VAR.TL_RED_YELLOW_GREEN_STATE,
@@ -362,26 +364,30 @@ export async function recordSumo(store: StoreBackend, options: SumoRecordOptions
       // The state after a step is the state of the step that began at now - dt (SUMO's fcd label).
       const t = begin + Math.round((now - dt) * 1e6);
       const step = Math.round((now - dt) / dt);
-      for (const id of (simValues?.get(VAR.DEPARTED_VEHICLES_IDS) as string[] | undefined) ?? []) {
-        // Subscribing returns the values at once; the second subscription replaces the first, so
-        // the route and limits are not sent again at every step.
-        const first = await client.subscribe('vehicle', id, [...VEHICLE_VARS, ...VEHICLE_ONCE_VARS]);
-        if (first) {
-          results.push(first);
-          // A vehicle's type, length and width do not change: asked once, not sent at every step.
-          shapes.set(id, {
-            length: num(first.values.get(VAR.LENGTH)) ?? 4.5,
-            width: num(first.values.get(VAR.WIDTH)) ?? 1.8,
-          });
-          departedAttributes.set(id, vehicleAttributes(first));
-          await client.subscribe('vehicle', id, VEHICLE_VARS);
-        }
-      }
-      for (const id of (simValues?.get(VAR.DEPARTED_PERSONS_IDS) as string[] | undefined) ?? []) {
-        const first = await client.subscribe('person', id, PERSON_VARS);
-        if (first) results.push(first);
-        persons++;
-      }
+      // The step's departures, subscribed in one round trip. Subscribing returns the values at once;
+      // a vehicle's second subscription replaces its first, so that its route and limits, asked once
+      // (a vehicle's type, length and width do not change), are not sent again at every step.
+      const departedVehicles = (simValues?.get(VAR.DEPARTED_VEHICLES_IDS) as string[] | undefined) ?? [];
+      const departedPersons = (simValues?.get(VAR.DEPARTED_PERSONS_IDS) as string[] | undefined) ?? [];
+      const subscribed = await client.subscribeMany([
+        ...departedVehicles.flatMap((id) => [
+          { domain: 'vehicle' as const, id, variables: VEHICLE_FIRST_VARS },
+          { domain: 'vehicle' as const, id, variables: VEHICLE_VARS },
+        ]),
+        ...departedPersons.map((id) => ({ domain: 'person' as const, id, variables: PERSON_VARS })),
+      ]);
+      departedVehicles.forEach((id, i) => {
+        const first = subscribed[2 * i];
+        if (!first) return;
+        results.push(first);
+        shapes.set(id, {
+          length: num(first.values.get(VAR.LENGTH)) ?? 4.5,
+          width: num(first.values.get(VAR.WIDTH)) ?? 1.8,
+        });
+        departedAttributes.set(id, vehicleAttributes(first));
+      });
+      for (const first of subscribed.slice(2 * departedVehicles.length)) if (first) results.push(first);
+      persons += departedPersons.length;
 
       const movers = results.filter(
         (r) => (r.domain === 'vehicle' || r.domain === 'person') && r.values.has(VAR.POSITION3D),

@@ -3,6 +3,7 @@ import { SimrecError } from '../../model/errors.js';
 import {
   commandsOf,
   DOMAINS,
+  nextCommand,
   encodeCommand,
   encodeMessage,
   TRACI,
@@ -170,20 +171,34 @@ export class TraciClient {
 
   /** Subscribes to variables of one object for the rest of the simulation; returns their current values. */
   async subscribe(domain: Domain, id: string, variables: number[]): Promise<SubscriptionResult | undefined> {
-    const content = new TraciWriter()
-      .double(-1073741824)
-      .double(1073741824)
-      .string(id)
-      .ubyte(variables.length);
-    for (const v of variables) content.ubyte(v);
-    const command = DOMAINS[domain].subscribe;
-    const reader = await this.exchange([encodeCommand(command, content.toBuffer())]);
-    TraciClient.status(reader, command);
-    for (const c of commandsOf(reader, reader.buf.length)) {
-      const result = TraciClient.subscriptionResult(c.id, c.content);
-      if (result) return result;
-    }
-    return undefined;
+    return (await this.subscribeMany([{ domain, id, variables }]))[0];
+  }
+
+  /**
+   * Several subscriptions in one message, answered in one: a step's departures cost one round trip,
+   * not one each (a round trip wakes SUMO and this process: most of what a departure cost). In order;
+   * a later subscription of the same object replaces an earlier one. Returns each one's current values.
+   */
+  async subscribeMany(
+    requests: readonly { domain: Domain; id: string; variables: readonly number[] }[],
+  ): Promise<(SubscriptionResult | undefined)[]> {
+    if (requests.length === 0) return [];
+    const commands = requests.map(({ domain, id, variables }) => {
+      const content = new TraciWriter()
+        .double(-1073741824)
+        .double(1073741824)
+        .string(id)
+        .ubyte(variables.length);
+      for (const v of variables) content.ubyte(v);
+      return encodeCommand(DOMAINS[domain].subscribe, content.toBuffer());
+    });
+    const reader = await this.exchange(commands);
+    // The answer: per command, its status, then its subscription response.
+    return requests.map(({ domain }) => {
+      TraciClient.status(reader, DOMAINS[domain].subscribe);
+      const answer = nextCommand(reader);
+      return answer && TraciClient.subscriptionResult(answer.id, answer.content);
+    });
   }
 
   /**

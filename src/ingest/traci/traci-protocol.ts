@@ -220,15 +220,20 @@ export interface TraciCommand {
 
 /** Splits a message body (after its int32 length) into commands. */
 export function* commandsOf(reader: TraciReader, end: number): Generator<TraciCommand> {
-  while (reader.offset < end) {
-    const start = reader.offset;
-    let length = reader.ubyte();
-    if (length === 0) length = reader.int();
-    const id = reader.ubyte();
-    const contentEnd = start + length;
-    if (contentEnd > end || length < 2)
-      throw new Error(`TraCI: command 0x${id.toString(16)} at byte ${start} claims ${length} bytes`);
-    yield { id, content: new TraciReader(reader.buf.subarray(0, contentEnd), reader.offset) };
-    reader.offset = contentEnd;
-  }
+  for (let command = nextCommand(reader, end); command; command = nextCommand(reader, end)) yield command;
+}
+
+/** The command at the reader's place (the reader moves past it), or undefined at `end`. */
+export function nextCommand(reader: TraciReader, end = reader.buf.length): TraciCommand | undefined {
+  if (reader.offset >= end) return undefined;
+  const start = reader.offset;
+  let length = reader.ubyte();
+  if (length === 0) length = reader.int();
+  const id = reader.ubyte();
+  const contentEnd = start + length;
+  if (contentEnd > end || length < 2)
+    throw new Error(`TraCI: command 0x${id.toString(16)} at byte ${start} claims ${length} bytes`);
+  const content = new TraciReader(reader.buf.subarray(0, contentEnd), reader.offset);
+  reader.offset = contentEnd;
+  return { id, content };
 }
