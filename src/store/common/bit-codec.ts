@@ -136,39 +136,6 @@ const packScratch = new BitWriter(64 * 1024);
 const scratch = new Float64Array(1);
 const scratchWords = new Uint32Array(scratch.buffer);
 
-/**
- * Where residuals are computed: one buffer, reused. Every caller uses its residuals before it asks for
- * more, and a typed array allocated per column and block was the costliest line of sealing (measured on
- * the benchmark: 4% of the writer thread).
- */
-let residualScratch = new Uint32Array(2 * 256);
-
-/**
- * Residual words (lo, hi interleaved) of values XOR-ed with their prediction, in the scratch buffer:
- * valid until the next call.
- */
-function residuals(values: Float64Array, predictor: FloatPredictor): Uint32Array {
-  const n = values.length;
-  const words = new Uint32Array(values.buffer, values.byteOffset, n * 2);
-  if (residualScratch.length < n * 2) residualScratch = new Uint32Array(n * 2);
-  const out = residualScratch.subarray(0, n * 2);
-  for (let i = 0; i < n; i++) {
-    let p: number;
-    if (i === 0) p = 0;
-    else if (i === 1 || predictor === 'previous') p = values[i - 1]!;
-    else {
-      p = 2 * values[i - 1]! - values[i - 2]!;
-      // An overflowing extrapolation would be Infinity on one machine and the same on every other, but
-      // a finite fallback keeps the residual small for values near the largest double.
-      if (!Number.isFinite(p)) p = values[i - 1]!;
-    }
-    scratch[0] = p;
-    out[2 * i] = words[2 * i]! ^ scratchWords[0]!;
-    out[2 * i + 1] = words[2 * i + 1]! ^ scratchWords[1]!;
-  }
-  return out;
-}
-
 const significantBits = (lo: number, hi: number): number =>
   hi !== 0 ? 64 - Math.clz32(hi) : lo !== 0 ? 32 - Math.clz32(lo) : 0;
 
@@ -198,7 +165,7 @@ function choosePredictor(values: Float64Array): FloatPredictor {
       if (sp > wp) wp = sp;
       if (i > 1) {
         const p = 2 * values[i - 1]! - values[i - 2]!;
-        // As residuals() predicts: an overflowing extrapolation falls back to the value before.
+        // As packFloat64 predicts: an overflowing extrapolation falls back to the value before.
         if (Number.isFinite(p)) scratch[0] = p;
       }
       const sl = significantBits(lo ^ scratchWords[0]!, hi ^ scratchWords[1]!);
@@ -214,42 +181,57 @@ function choosePredictor(values: Float64Array): FloatPredictor {
   return previousBits < linearBits ? 'previous' : 'linear';
 }
 
-/** The widest residual of values [g, end): the group's width. */
-function groupWidth(r: Uint32Array, g: number, end: number): number {
-  let width = 0;
-  for (let i = g; i < end; i++) {
-    const s = significantBits(r[2 * i]!, r[2 * i + 1]!);
-    if (s > width) width = s;
-  }
-  return width;
-}
+/** A group's residual words, computed once and written at the group's width. */
+const groupLo = new Uint32Array(GROUP);
+const groupHi = new Uint32Array(GROUP);
 
 /**
  * Packs float64 values with whichever predictor costs fewer bits; returns it with the bytes, which are
- * valid until the next column is packed.
+ * valid until the next column is packed. One pass per group of four: each value's prediction, its
+ * residual (XOR with the prediction) and the group's width, then the group written (a pass for the
+ * residuals, one for the widths and one to write them were 30% more of the writer thread's encoding).
  */
 export function packFloat64(values: Float64Array): { predictor: FloatPredictor; bytes: Uint8Array } {
   const n = values.length;
   const predictor = choosePredictor(values);
-  const r = residuals(values, predictor);
+  const linear = predictor === 'linear';
+  const words = new Uint32Array(values.buffer, values.byteOffset, n * 2);
   // Room for every value at 64 bits and its group's width code: growing the writer copied it.
   const out = packScratch.reset(n * 67 + 64);
   // The first value has no prediction: all of its bits, kept apart so it does not widen its group.
   if (n > 0) {
-    out.write(r[0]!, 32);
-    out.write(r[1]!, 32);
+    out.write(words[0]!, 32);
+    out.write(words[1]!, 32);
   }
   let last = 0;
   for (let g = 1; g < n; g += GROUP) {
-    const end = Math.min(n, g + GROUP);
-    const width = groupWidth(r, g, end);
+    const end = g + GROUP < n ? g + GROUP : n;
+    let width = 0;
+    for (let i = g; i < end; i++) {
+      let p: number;
+      if (i === 1 || !linear) p = values[i - 1]!;
+      else {
+        p = 2 * values[i - 1]! - values[i - 2]!;
+        // An overflowing extrapolation would be Infinity on one machine and the same on every other, but
+        // a finite fallback keeps the residual small for values near the largest double.
+        if (!Number.isFinite(p)) p = values[i - 1]!;
+      }
+      scratch[0] = p;
+      const lo = words[2 * i]! ^ scratchWords[0]!;
+      const hi = words[2 * i + 1]! ^ scratchWords[1]!;
+      groupLo[i - g] = lo;
+      groupHi[i - g] = hi;
+      const bits = significantBits(lo, hi);
+      if (bits > width) width = bits;
+    }
     writeWidth(out, width, last);
     last = width;
-    if (width <= 32) for (let i = g; i < end; i++) out.write(r[2 * i]!, width);
+    const count = end - g;
+    if (width <= 32) for (let k = 0; k < count; k++) out.write(groupLo[k]!, width);
     else
-      for (let i = g; i < end; i++) {
-        out.write(r[2 * i]!, 32);
-        out.write(r[2 * i + 1]!, width - 32);
+      for (let k = 0; k < count; k++) {
+        out.write(groupLo[k]!, 32);
+        out.write(groupHi[k]!, width - 32);
       }
   }
   return { predictor, bytes: out.finish() };
