@@ -14,19 +14,23 @@ export interface TargetResult {
 /** Why a target is missed and what would close it, written from the measurements that missed it. */
 const ANALYSIS: Record<string, string> = {
   'record-vs-limsim':
-    'The benchmark waits for every commit point (each 100 steps) to be durable, so a run is the appending ' +
-    "thread's steps and the writer thread's commits one after the other. Profiled per commit: about 11 ms " +
-    'on the appending thread (the generator, validation, the frame transposed into 202 streams and packed ' +
-    'for the writer) and 14 ms on the writer (packing 20,000 states into blocks, then SQLite: its per-page ' +
-    'WAL writes and the fsync); sealing runs while the next steps are made. 4x LimSim here is 2.5 M ' +
-    'states/s, half of writing raw 56-byte records to a file on this VM, while simrec packs every float ' +
-    'losslessly to a third of that. Measured but not done: a tail journal file beside SQLite (appends as ' +
-    'file writes and fdatasync) would take most of the SQLite share away, but readers in other processes ' +
-    'must see acknowledged samples at once, so they would have to read the journal too.',
+    "Each commit is made durable while the next steps are appended (as simrec's own recorders do), so " +
+    'a run takes as long as the busier thread, the writer thread: profiled on this benchmark it is ' +
+    'busy for about 2.1 s of a 2.3 s run (SQLite about 0.9 s: the WAL writes of every tail chunk at ' +
+    'its commit and again of the sealed chunk that replaces it, and the fsyncs; packing about 0.7 s; ' +
+    'garbage collection 0.15 s), the appending thread about 1.4 s (the generator 0.2 s of it). ' +
+    'Waiting at each commit instead (simrec-awaited) is only 5% slower: the writer, not the wait, ' +
+    'sets the pace. Measured and not kept: SQLite pages of 16 or 64 KB (no faster, files 3-9% ' +
+    'larger), no auto-vacuum (no faster), no checkpoints during the run (no faster). 4x LimSim here ' +
+    'is 2.4 M states/s, half of writing raw 56-byte records to a file on this VM, while simrec packs ' +
+    'every float losslessly to a third of that. What would close most of it: writing each sample once ' +
+    '(a tail journal beside SQLite, which readers in other processes would have to read too) and ' +
+    'packing on both threads.',
   'record-vs-mcap':
-    'MCAP per frame appends one prebuilt byte message per step to a buffer and writes it with one fsync ' +
-    'per commit point: the least work of all (82 B/state, nothing packed). simrec packs every float ' +
-    'losslessly (33 B/state) and indexes it per stream; see record-vs-limsim for where the time goes.',
+    'MCAP per frame appends one prebuilt byte message per step to a buffer and writes it with one ' +
+    'fsync per commit point: the least work of all (82 B/state, nothing packed, the chunk being ' +
+    'filled not durable). simrec packs every float losslessly (32.7 B/state) and indexes it per ' +
+    'stream; see record-vs-limsim for where the time goes.',
   size:
     'The floats of the benchmark are full-precision noise: the six float fields alone take ~30 B/state ' +
     'after prediction and bit packing (XOR + shuffle + deflate measures the same). Blocks are the size ' +
@@ -37,13 +41,17 @@ const ANALYSIS: Record<string, string> = {
   'record-rss':
     'Two V8 isolates (the appending thread and the writer thread, each with its own young generation: ' +
     "capping the writer's at 4-8 MiB measured 180-200 MiB, with more of the writer's time in garbage " +
-    'collection), SQLite page caches on two connections, and the frames of a commit held until it is ' +
-    'written.',
+    'collection), SQLite page caches on two connections, the frames of the next commit appended while ' +
+    'one is in flight (the same run waiting at each commit, simrec-awaited, peaks about 45 MiB ' +
+    "lower), and the writer's packed tail blocks (about 13 MB), kept so that a seal need not read " +
+    'them back.',
   'size-vs-mcap': 'See size.',
   'seek-first':
-    "A fresh process's first scene opens one chunk per actor (a read of its frame, its checksum, header " +
-    'and table), reads one block of each and decodes it (checksum, then the bit-packed columns) with code ' +
-    'V8 has not optimised yet; the index is read at open.',
+    "A fresh process's first scene opens one chunk per actor: SQLite reads each 63 KB chunk whole (it " +
+    "loads a blob whole, even for substr()), its frame's checksum, header and block table are checked " +
+    'and one block decoded, with code V8 has not optimised yet; a scene in another window of the run ' +
+    "still costs 25-30 ms. What would close it: blocks stored apart from their chunk's frame (rows of " +
+    'their own), so that a scene reads 200 blocks of 3 KB instead of 200 chunks of 63 KB.',
   'seek-median':
     'A scene of 200 actors builds 200 sample objects from cached decoded blocks, and lists actors and ' +
     'streams; with blocks of 100 samples the cache holds 2.5x as many blocks, and each lookup costs more.',
@@ -54,8 +62,11 @@ const ANALYSIS: Record<string, string> = {
     'Decoding whole chunks at the first touch would pass this measure but make every jump to a new place ' +
     'in a long run several times slower.',
   trajectory:
-    'A whole-run trajectory decodes every block of the stream (about 100 with commit-sized blocks) in a ' +
-    'fresh process, with code V8 has not optimised yet: the same read takes about 2.6 ms once it has.',
+    'A whole-run trajectory decodes every block of the stream (about 100 with commit-sized blocks, ' +
+    'ten columns each) into arrays of their own and concatenates them: garbage collection is a fifth ' +
+    'of a cold read, and the median of 3 is the second read in a fresh process, with code V8 has not ' +
+    'optimised yet (4-18 ms from one process to the next on this VM; 3.4 ms as the median of 20). ' +
+    'Decoding straight into arrays of the run length would close it.',
 };
 
 interface Check {
