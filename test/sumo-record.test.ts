@@ -141,6 +141,8 @@ describe('recording SUMO over TraCI', { skip: sumoMissing }, () => {
         <vehicle id="b" type="car" route="r" depart="3" departSpeed="max"/>
         <vehicle id="c" type="car" route="r" depart="9" departSpeed="max"/></routes>`,
     );
+    const timers = (): number => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+    const timersBefore = timers();
     const result = await recordSumo(store, {
       net: fixture('esmini', 'sumo', 'straight.net.xml'),
       routes: [routes],
@@ -149,6 +151,9 @@ describe('recording SUMO over TraCI', { skip: sumoMissing }, () => {
       sumoArgs: ['--tripinfo-output', tripinfo, '--seed', '42'],
     });
     assert.equal(result.run.endReason, 'completed', 'SUMO ran out of vehicles');
+    // Nothing of the recording is left to keep the process alive (a timer waiting for SUMO's exit
+    // once kept `simrec record sumo` from returning for 5 s after the run was recorded).
+    assert.equal(timers(), timersBefore, 'no timer left running by recordSumo');
     const trips =
       (
         new XMLParser({

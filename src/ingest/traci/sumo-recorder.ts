@@ -239,6 +239,13 @@ export async function recordSumo(store: StoreBackend, options: SumoRecordOptions
   const sumoExited = new Promise<void>((r) =>
     sumo.on('exit', (code, signal) => ((exited = { code, signal }), r())),
   );
+  // The timer is cleared once SUMO is gone: left running, it kept the process alive for seconds
+  // after the run was recorded (`simrec record sumo` sat 5 s before its prompt came back).
+  const sumoExitedWithin = async (ms: number): Promise<void> => {
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([sumoExited, new Promise<void>((r) => (timer = setTimeout(r, ms)))]);
+    clearTimeout(timer);
+  };
   const failedToStart = (): Error | null => {
     if (spawnFailure && (spawnFailure as NodeJS.ErrnoException).code === 'ENOENT')
       return new SimrecError(
@@ -352,7 +359,7 @@ export async function recordSumo(store: StoreBackend, options: SumoRecordOptions
         results = await client.simulationStep();
       } catch (error) {
         // SUMO ends its simulation itself at its end time; anything else is a death mid-run.
-        await Promise.race([sumoExited, new Promise((r) => setTimeout(r, 2000))]);
+        await sumoExitedWithin(2000);
         const ended = exited as { code: number | null } | null;
         reason = ended?.code === 0 ? 'completed' : 'interrupted';
         if (reason === 'interrupted') sumoError ||= (error as Error).message;
@@ -530,7 +537,7 @@ export async function recordSumo(store: StoreBackend, options: SumoRecordOptions
       }
     }
     await client.close();
-    await Promise.race([sumoExited, new Promise((r) => setTimeout(r, 5000))]);
+    await sumoExitedWithin(5000);
     if (reason === 'interrupted')
       await rec
         .attach({
@@ -555,7 +562,7 @@ export async function recordSumo(store: StoreBackend, options: SumoRecordOptions
     };
   } catch (error) {
     // SUMO may accept the connection and then refuse its inputs: its own message says why.
-    if (!recorder) await Promise.race([sumoExited, new Promise((r) => setTimeout(r, 2000))]);
+    if (!recorder) await sumoExitedWithin(2000);
     await client.close().catch(() => {});
     sumo.kill('SIGKILL');
     if (recorder) await recorder.end('inner_error').catch(() => {});
