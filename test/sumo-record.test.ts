@@ -39,6 +39,8 @@ after(async () => {
 
 interface FcdVehicle {
   id: string;
+  /** Set for a person (SUMO's fcd output lists them apart, with an edge instead of a lane). */
+  person?: true;
   pos: string;
   x: string;
   y: string;
@@ -47,27 +49,37 @@ interface FcdVehicle {
   lane: string;
 }
 
-/** SUMO's own record of the run: time -> vehicle id -> front-bumper position, angle, speed. */
+/** SUMO's own record of the run: time -> vehicle or person id -> front position, angle, speed. */
 function readFcd(path: string): Map<number, Map<string, FcdVehicle>> {
   const doc = new XMLParser({
     ignoreAttributes: false,
     attributeNamePrefix: '',
-    isArray: (name) => name === 'timestep' || name === 'vehicle',
+    isArray: (name) => name === 'timestep' || name === 'vehicle' || name === 'person',
   }).parse(readFileSync(path, 'utf8')) as {
-    'fcd-export': { timestep?: { time: string; vehicle?: FcdVehicle[] }[] };
+    'fcd-export': { timestep?: { time: string; vehicle?: FcdVehicle[]; person?: FcdVehicle[] }[] };
   };
   const out = new Map<number, Map<string, FcdVehicle>>();
   for (const step of doc['fcd-export'].timestep ?? [])
-    out.set(Math.round(Number(step.time) * 1000), new Map((step.vehicle ?? []).map((v) => [v.id, v])));
+    out.set(
+      Math.round(Number(step.time) * 1000),
+      new Map([
+        ...(step.vehicle ?? []).map((v) => [v.id, v] as const),
+        ...(step.person ?? []).map((p) => [p.id, { ...p, person: true as const }] as const),
+      ]),
+    );
   return out;
 }
 
 /** Records with --fcd-output and compares every vehicle-step; returns the counts compared. */
 async function recordAndCompare(
   options: SumoRecordOptions,
-): Promise<{ compared: number; runId: number; vehicles: number }> {
+  sumoArgs: string[] = [],
+): Promise<{ compared: number; runId: number; vehicles: number; persons: number; begin: number }> {
   const fcdFile = join(dir.path, `fcd-${Date.now()}.xml`);
-  const result = await recordSumo(store, { ...options, sumoArgs: ['--fcd-output', fcdFile, '--seed', '42'] });
+  const result = await recordSumo(store, {
+    ...options,
+    sumoArgs: ['--fcd-output', fcdFile, '--seed', '42', ...sumoArgs],
+  });
   const fcd = readFcd(fcdFile);
   const begin = result.run.begin;
   const actors = await store.listActors(result.run.id);
@@ -88,11 +100,14 @@ async function recordAndCompare(
           `${actor.id} at ${ms / 1000} s: (${fx}, ${fy}) vs fcd (${v.x}, ${v.y})`,
         );
         assert.ok(Math.abs(s.speed - Number(v.speed)) <= 0.01);
-        assert.ok(
-          Math.abs((s.lanePos as number) + half - Number(v.pos)) <= 0.01,
-          `${actor.id} lane position of the centre`,
-        );
-        assert.equal(s.lane, v.lane);
+        assert.equal(actor.kind, v.person ? 'pedestrian' : actor.kind === 'ego' ? 'ego' : 'vehicle');
+        if (!v.person) {
+          assert.ok(
+            Math.abs((s.lanePos as number) + half - Number(v.pos)) <= 0.01,
+            `${actor.id} lane position of the centre`,
+          );
+          assert.equal(s.lane, v.lane);
+        }
         if (!recorded.has(ms)) recorded.set(ms, new Set());
         recorded.get(ms)!.add(actor.id);
         compared++;
@@ -102,7 +117,13 @@ async function recordAndCompare(
     for (const [ms, vehicles] of fcd)
       for (const id of vehicles.keys())
         assert.ok(recorded.get(ms)?.has(id), `fcd has ${id} at ${ms / 1000} s, the recording does too`);
-  return { compared, runId: result.run.id, vehicles: result.vehicles };
+  return {
+    compared,
+    runId: result.run.id,
+    vehicles: result.vehicles,
+    persons: result.persons,
+    begin: result.run.begin,
+  };
 }
 
 describe('recording SUMO over TraCI', { skip: sumoMissing }, () => {
@@ -188,6 +209,107 @@ describe('recording SUMO over TraCI', { skip: sumoMissing }, () => {
         `${trip.id} is in the scene just before`,
       );
     }
+  });
+
+  it("SUMO's own cross scenario: every vehicle as its fcd output says, the traffic light at every step as its SaveTLSStates output says", async () => {
+    const game = '/usr/share/sumo/tools/game';
+    const tlsFile = join(dir.path, 'tls-states.xml');
+    const saveStates = join(dir.path, 'save-tls.add.xml');
+    writeFileSync(
+      saveStates,
+      `<additional><timedEvent type="SaveTLSStates" source="0" dest="${tlsFile}"/></additional>`,
+    );
+    const { compared, runId, begin } = await recordAndCompare({ config: join(game, 'cross.sumocfg') }, [
+      '--additional-files',
+      [join(game, 'cross', 'cross.tls.add.xml'), join(game, 'input_additional.add.xml'), saveStates].join(
+        ',',
+      ),
+    ]);
+    assert.ok(compared > 1000, `${compared} vehicle-steps compared`);
+    const states = (
+      new XMLParser({
+        ignoreAttributes: false,
+        attributeNamePrefix: '',
+        isArray: (n) => n === 'tlsState',
+      }).parse(readFileSync(tlsFile, 'utf8')) as {
+        tlsStates: {
+          tlsState: { time: string; id: string; programID: string; phase: string; state: string }[];
+        };
+      }
+    ).tlsStates.tlsState;
+    const signal = new Map<number, Sample>();
+    for await (const batch of streamSamples(store, runId, '0/signal'))
+      for (const s of batch) signal.set(Math.round((s.t - begin) / 1000), s);
+    assert.equal(signal.size, 900, 'a signal sample for each of the 900 steps of 0.2 s');
+    let matched = 0;
+    for (const tls of states) {
+      const s = signal.get(Math.round(Number(tls.time) * 1000));
+      if (!s) continue; // SUMO also writes the state at its end time, one step after the last recorded
+      assert.deepEqual(
+        [s.state, s.phase, s.program],
+        [tls.state, Number(tls.phase), tls.programID],
+        `light ${tls.id} at ${tls.time} s`,
+      );
+      matched++;
+    }
+    assert.equal(matched, signal.size, 'every recorded signal sample is one SUMO wrote');
+  });
+
+  it("persons walking on sidewalks are recorded as pedestrians where SUMO's fcd output puts them", async () => {
+    // SUMO's cross with sidewalks and crossings guessed by its own netconvert.
+    const net = join(dir.path, 'walk.net.xml');
+    execFileSync('netconvert', [
+      '--sumo-net-file',
+      '/usr/share/sumo/tools/game/cross/cross.net.xml',
+      '--sidewalks.guess',
+      'true',
+      '--crossings.guess',
+      'true',
+      '-o',
+      net,
+    ]);
+    const routes = join(dir.path, 'walk.rou.xml');
+    writeFileSync(
+      routes,
+      `<routes><vType id="car" maxSpeed="13"/>
+        <person id="walker0" depart="0"><walk edges="1fi 1si 2o 2fo"/></person>
+        <vehicle id="car0" type="car" depart="1"><route edges="1fi 1si 3o 3fo"/></vehicle>
+        <person id="walker1" depart="2"><walk edges="3fi 3si 4o 4fo"/></person></routes>`,
+    );
+    const { compared, persons } = await recordAndCompare({ net, routes: [routes], duration: 120 });
+    assert.equal(persons, 2);
+    assert.ok(compared > 200, `${compared} person- and vehicle-steps compared`);
+  });
+
+  it('a vehicle SUMO teleports out of a jam is recorded before, at and after the jump, as its fcd output says', async () => {
+    // a stops for good near the end of its first edge; b, behind it, waits 10 s and is teleported on.
+    const routes = join(dir.path, 'teleport.rou.xml');
+    writeFileSync(
+      routes,
+      `<routes><vType id="car" maxSpeed="13"/>
+        <vehicle id="a" type="car" depart="0"><route edges="1fi 1si 3o 3fo"/><stop lane="1fi_0" endPos="35" duration="1000"/></vehicle>
+        <vehicle id="b" type="car" depart="2"><route edges="1fi 1si 3o 3fo"/></vehicle></routes>`,
+    );
+    const log = join(dir.path, 'teleport.log');
+    const { runId, begin } = await recordAndCompare(
+      {
+        net: '/usr/share/sumo/tools/game/cross/cross.net.xml',
+        routes: [routes],
+        stepLength: 0.1,
+        duration: 60,
+      },
+      ['--time-to-teleport', '10', '--log', log],
+    );
+    const jump = /Teleporting vehicle 'b'.*time=(\d+(?:\.\d+)?)/.exec(readFileSync(log, 'utf8'));
+    assert.ok(jump, "SUMO's log says b was teleported");
+    const at = Math.round(Number(jump[1]) * 1000);
+    const lanes = new Map<number, string>();
+    for await (const batch of streamSamples(store, runId, 'b/state'))
+      for (const s of batch) lanes.set(Math.round((s.t - begin) / 1000), s.lane as string);
+    assert.equal(lanes.get(at - 100), '1fi_0', 'b waits on its first edge the step before');
+    assert.equal(lanes.get(at), '1si_0', 'b is on the next edge at the step of the jump');
+    const b = (await store.listActors(runId)).find((a) => a.id === 'b')!;
+    assert.equal(b.presence?.length, 1, 'b was there throughout: one stretch of presence');
   });
 
   it("LimSim's ego tracking: only vehicles within the radius, tagged ego, AoI and outOfAoI", async () => {
