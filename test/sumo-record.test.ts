@@ -74,7 +74,14 @@ function readFcd(path: string): Map<number, Map<string, FcdVehicle>> {
 async function recordAndCompare(
   options: SumoRecordOptions,
   sumoArgs: string[] = [],
-): Promise<{ compared: number; runId: number; vehicles: number; persons: number; begin: number }> {
+): Promise<{
+  compared: number;
+  runId: number;
+  vehicles: number;
+  persons: number;
+  vehicleTypes: number;
+  begin: number;
+}> {
   const fcdFile = join(dir.path, `fcd-${Date.now()}.xml`);
   const result = await recordSumo(store, {
     ...options,
@@ -122,6 +129,7 @@ async function recordAndCompare(
     runId: result.run.id,
     vehicles: result.vehicles,
     persons: result.persons,
+    vehicleTypes: result.vehicleTypes,
     begin: result.run.begin,
   };
 }
@@ -279,6 +287,38 @@ describe('recording SUMO over TraCI', { skip: sumoMissing }, () => {
     const { compared, persons } = await recordAndCompare({ net, routes: [routes], duration: 120 });
     assert.equal(persons, 2);
     assert.ok(compared > 200, `${compared} person- and vehicle-steps compared`);
+  });
+
+  it("each vehicle type's limits, size and class are read once and kept with every vehicle of the type", async () => {
+    const routes = join(dir.path, 'types.rou.xml');
+    writeFileSync(
+      routes,
+      `<routes>
+        <vType id="car" accel="3.1" decel="5.2" maxSpeed="12.5" length="4.2" width="1.7" vClass="passenger"/>
+        <vType id="lorry" accel="1.1" decel="3.3" maxSpeed="9" length="11.5" width="2.5" vClass="truck"/>
+        <vehicle id="c1" type="car" depart="0"><route edges="1fi 1si 3o 3fo"/></vehicle>
+        <vehicle id="t1" type="lorry" depart="1"><route edges="2fi 2si 4o 4fo"/></vehicle>
+        <vehicle id="c2" type="car" depart="2"><route edges="3fi 3si 1o 1fo"/></vehicle></routes>`,
+    );
+    const { runId, vehicleTypes } = await recordAndCompare({
+      net: '/usr/share/sumo/tools/game/cross/cross.net.xml',
+      routes: [routes],
+      stepLength: 0.1,
+      duration: 30,
+    });
+    assert.equal(vehicleTypes, 2, 'two types, each read once');
+    const actors = new Map((await store.listActors(runId)).map((a) => [a.id, a]));
+    const car = { vType: 'car', maxAccel: 3.1, maxDecel: 5.2, maxSpeed: 12.5, vClass: 'passenger' };
+    const lorry = { vType: 'lorry', maxAccel: 1.1, maxDecel: 3.3, maxSpeed: 9, vClass: 'truck' };
+    for (const [id, type, length, width, route] of [
+      ['c1', car, 4.2, 1.7, ['1fi', '1si', '3o', '3fo']],
+      ['c2', car, 4.2, 1.7, ['3fi', '3si', '1o', '1fo']],
+      ['t1', lorry, 11.5, 2.5, ['2fi', '2si', '4o', '4fo']],
+    ] as const) {
+      const actor = actors.get(id)!;
+      assert.deepEqual(actor.attributes, { ...type, route }, id);
+      assert.deepEqual([actor.extents?.length, actor.extents?.width], [length, width], id);
+    }
   });
 
   it('a vehicle SUMO teleports out of a jam is recorded before, at and after the jump, as its fcd output says', async () => {

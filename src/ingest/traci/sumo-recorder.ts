@@ -14,7 +14,7 @@ import { RunRecorder } from '../../record/run-recorder.js';
 import { readRoadNetworkFile } from '../../roadnet/read-roadnet.js';
 import { attachRoadNetwork } from '../../roadnet/roadnet-attachment.js';
 import { TraciClient, type SubscriptionResult } from './traci-client.js';
-import { VAR } from './traci-protocol.js';
+import { VAR, type TraciValue } from './traci-protocol.js';
 
 /** The oldest TraCI API this recorder has been tested with (SUMO 1.15 speaks 20). */
 const MIN_TRACI_API = 18;
@@ -58,6 +58,8 @@ export interface SumoRecordResult {
   vehicles: number;
   persons: number;
   trafficLights: number;
+  /** Vehicle types whose limits, size and class were read (once each). */
+  vehicleTypes: number;
   /** What the recording could not do as asked (an `--ego` that never departed, say). */
   warnings: string[];
 }
@@ -76,10 +78,15 @@ export const VEHICLE_VARS = [
   VAR.SIGNALS,
 ];
 /**
- * Asked once, when a vehicle departs: its whole route and its vType's limits, which LimSim's recorder
- * keeps in vehicleINFO (routes, maxAccel, maxDecel, maxSpeed) and its planner needs.
+ * Asked once, when a vehicle departs: its whole route and its type, whose limits LimSim's recorder keeps
+ * in vehicleINFO (routes, maxAccel, maxDecel, maxSpeed) and its planner needs.
  */
-const VEHICLE_ONCE_VARS = [VAR.EDGES, VAR.ACCEL, VAR.DECEL, VAR.MAXSPEED, VAR.TYPE, VAR.LENGTH, VAR.WIDTH];
+const VEHICLE_ONCE_VARS = [VAR.EDGES, VAR.TYPE];
+/**
+ * Asked once per vehicle type, when its first vehicle departs: its limits and size, which every vehicle
+ * of the type shares (kept as each vehicle's attributes and extents).
+ */
+const TYPE_VARS = [VAR.ACCEL, VAR.DECEL, VAR.MAXSPEED, VAR.LENGTH, VAR.WIDTH, VAR.VEHICLECLASS];
 /** A departing vehicle's first subscription: its state and what is asked once. */
 const VEHICLE_FIRST_VARS = [...VEHICLE_VARS, ...VEHICLE_ONCE_VARS];
 const PERSON_VARS = [VAR.POSITION3D, VAR.ANGLE, VAR.SPEED, VAR.TYPE, VAR.LENGTH, VAR.WIDTH];
@@ -341,6 +348,8 @@ export async function recordSumo(store: StoreBackend, options: SumoRecordOptions
     const declared = new Set<string>();
     const departedAttributes = new Map<string, JsonObject>();
     const shapes = new Map<string, { length: number; width: number }>();
+    /** Each vehicle type's limits, size and class, by type id: asked once. */
+    const types = new Map<string, Map<number, TraciValue>>();
     const begin = rec.run.begin;
     let steps = 0;
     let persons = 0;
@@ -372,8 +381,8 @@ export async function recordSumo(store: StoreBackend, options: SumoRecordOptions
       const t = begin + Math.round((now - dt) * 1e6);
       const step = Math.round((now - dt) / dt);
       // The step's departures, subscribed in one round trip. Subscribing returns the values at once;
-      // a vehicle's second subscription replaces its first, so that its route and limits, asked once
-      // (a vehicle's type, length and width do not change), are not sent again at every step.
+      // a vehicle's second subscription replaces its first, so that its route and type, asked once,
+      // are not sent again at every step. A type's limits and size are asked once, for its first vehicle.
       const departedVehicles = (simValues?.get(VAR.DEPARTED_VEHICLES_IDS) as string[] | undefined) ?? [];
       const departedPersons = (simValues?.get(VAR.DEPARTED_PERSONS_IDS) as string[] | undefined) ?? [];
       const subscribed = await client.subscribeMany([
@@ -383,16 +392,16 @@ export async function recordSumo(store: StoreBackend, options: SumoRecordOptions
         ]),
         ...departedPersons.map((id) => ({ domain: 'person' as const, id, variables: PERSON_VARS })),
       ]);
-      departedVehicles.forEach((id, i) => {
+      for (const [i, id] of departedVehicles.entries()) {
         const first = subscribed[2 * i];
-        if (!first) return;
+        if (!first) continue;
         results.push(first);
-        shapes.set(id, {
-          length: num(first.values.get(VAR.LENGTH)) ?? 4.5,
-          width: num(first.values.get(VAR.WIDTH)) ?? 1.8,
-        });
-        departedAttributes.set(id, vehicleAttributes(first));
-      });
+        const typeId = String(first.values.get(VAR.TYPE) ?? '');
+        let type = types.get(typeId);
+        if (!type) types.set(typeId, (type = await client.getMany('vehicleType', typeId, TYPE_VARS)));
+        shapes.set(id, { length: num(type.get(VAR.LENGTH)) ?? 4.5, width: num(type.get(VAR.WIDTH)) ?? 1.8 });
+        departedAttributes.set(id, vehicleAttributes(first, type));
+      }
       for (const first of subscribed.slice(2 * departedVehicles.length)) if (first) results.push(first);
       persons += departedPersons.length;
 
@@ -558,6 +567,7 @@ export async function recordSumo(store: StoreBackend, options: SumoRecordOptions
       vehicles: [...declared].length - persons,
       persons,
       trafficLights: lights.length,
+      vehicleTypes: types.size,
       warnings,
     };
   } catch (error) {
@@ -572,8 +582,11 @@ export async function recordSumo(store: StoreBackend, options: SumoRecordOptions
   }
 }
 
-/** The vType, and for a vehicle seen departing its route and limits (a person has neither). */
-function vehicleAttributes(r: SubscriptionResult): JsonObject {
+/**
+ * The vType, and for a vehicle seen departing its route, its type's limits and its class (a person has
+ * none of them).
+ */
+function vehicleAttributes(r: SubscriptionResult, type?: ReadonlyMap<number, TraciValue>): JsonObject {
   const attributes: JsonObject = { vType: String(r.values.get(VAR.TYPE) ?? '') };
   const route = r.values.get(VAR.EDGES);
   if (Array.isArray(route)) attributes.route = route.map(String);
@@ -582,9 +595,11 @@ function vehicleAttributes(r: SubscriptionResult): JsonObject {
     ['maxDecel', VAR.DECEL],
     ['maxSpeed', VAR.MAXSPEED],
   ] as const) {
-    const v = num(r.values.get(id));
+    const v = num(type?.get(id));
     if (v !== undefined) attributes[name] = v;
   }
+  const vClass = type?.get(VAR.VEHICLECLASS);
+  if (typeof vClass === 'string') attributes.vClass = vClass;
   return attributes;
 }
 

@@ -230,6 +230,24 @@ export class TraciClient {
     return undefined;
   }
 
+  /** Variables of one object, asked once (not subscribed), in one round trip; those SUMO refuses are left out. */
+  async getMany(domain: Domain, id: string, variables: readonly number[]): Promise<Map<number, TraciValue>> {
+    const command = DOMAINS[domain].get;
+    const reader = await this.exchange(
+      variables.map((v) => encodeCommand(command, new TraciWriter().ubyte(v).string(id).toBuffer())),
+    );
+    const values = new Map<number, TraciValue>();
+    for (const variable of variables) {
+      TraciClient.status(reader, command);
+      const answer = nextCommand(reader);
+      if (!answer || answer.id !== command + 0x10) continue;
+      if (answer.content.ubyte() !== variable) continue;
+      answer.content.string(); // object id
+      values.set(variable, answer.content.typed());
+    }
+    return values;
+  }
+
   /** The ids of every object of a domain (traffic lights, persons...). */
   async idList(domain: Domain): Promise<string[]> {
     const command = DOMAINS[domain].get;

@@ -21,6 +21,7 @@ export const DOMAINS = {
   person: { get: 0xae, subscribe: 0xde, subscribeContext: 0x8e },
   trafficLight: { get: 0xa2, subscribe: 0xd2, subscribeContext: 0x82 },
   simulation: { get: 0xab, subscribe: 0xdb, subscribeContext: 0x8b },
+  vehicleType: { get: 0xa5, subscribe: 0xd5, subscribeContext: 0x85 },
 } as const;
 export type Domain = keyof typeof DOMAINS;
 
@@ -35,6 +36,7 @@ export const VAR = {
   LENGTH: 0x44,
   WIDTH: 0x4d,
   TYPE: 0x4f,
+  VEHICLECLASS: 0x49,
   LANE_ID: 0x51,
   LANEPOSITION: 0x56,
   SIGNALS: 0x5b,
