@@ -1,6 +1,13 @@
 import { describeValue, invalid } from './errors.js';
 import { checkJsonValue } from './json.js';
-import { inferFieldType, type FieldDecl, type FieldType, type Sample, type StreamSchema } from './stream.js';
+import {
+  inferFieldType,
+  isFieldName,
+  type FieldDecl,
+  type FieldType,
+  type Sample,
+  type StreamSchema,
+} from './stream.js';
 
 /**
  * Samples as columns: the form recording, ingest, reads for exports and the viewer use on their hot
@@ -136,7 +143,7 @@ export function normalizeColumns(
     if (!ArrayBuffer.isView(values) && !Array.isArray(values))
       throw invalid(`stream ${schema.id}: column ${name}: expected an array, got ${describeValue(values)}`);
     const field = declared.get(name) ?? { name, type: inferColumnType(values), optional: true };
-    if (!declared.has(name) && !/^[A-Za-z_][A-Za-z0-9_.:-]*$/.test(name))
+    if (!declared.has(name) && !isFieldName(name))
       throw invalid(`stream ${schema.id}: field name ${describeValue(name)} is not a valid name`);
     columns[name] = normalizeColumn(schema, field, values, t, rowName);
     if (!declared.has(name)) types[name] = field.type;
@@ -351,12 +358,75 @@ export function columnFields(batch: ColumnBatch, declared: readonly FieldDecl[])
 
 const typesOf = new WeakMap<readonly FieldDecl[], Map<string, FieldDecl>>();
 
+/** Builds a whole row of plain columns as one object literal (see rowBuilder). */
+type RowBuilder = (t: number, step: number, columns: readonly ColumnValues[], i: number) => Sample;
+
+/** Each batch's row builder, looked up once per batch (a scene builds a sample of each cached block). */
+const builderOf = new WeakMap<ColumnBatch, { names: string[]; build: RowBuilder | null }>();
+
+/** Row builders by column list ("name:kind" joined), shared by every batch with the same columns. */
+const rowBuilders = new Map<string, { names: string[]; build: RowBuilder | null }>();
+
+/**
+ * A function that builds a row whose columns are all present as one object literal with the columns'
+ * names written in: every sample of a stream then has the same shape from its creation, where adding
+ * the fields one by one by computed name made each a slow store (building the 200 samples of a scene
+ * was half of a scene's time). Names are written as JSON string literals, which JavaScript reads as
+ * the same strings; `__proto__` (which a literal would take as the prototype) and anything but plain
+ * numbers, booleans and values kept as they are get no builder.
+ */
+function rowBuilder(
+  batch: ColumnBatch,
+  byName: Map<string, FieldDecl>,
+): { names: string[]; build: RowBuilder | null } {
+  const names = Object.keys(batch.columns);
+  const kinds = names.map((name) => {
+    const values = batch.columns[name]!;
+    if (!(values instanceof Float64Array)) return 'v';
+    const type = byName.get(name)?.type;
+    return type === 'vec' ? 'x' : type === 'bool' ? 'b' : 'n';
+  });
+  const key = names.map((n, k) => `${n}:${kinds[k]}`).join('\n');
+  let known = rowBuilders.get(key);
+  if (known) return known;
+  let build: RowBuilder | null = null;
+  if (!names.includes('__proto__') && !kinds.includes('x') && names.length <= 64) {
+    const body = names
+      .map((n, k) => `${JSON.stringify(n)}: c[${k}][i]${kinds[k] === 'b' ? ' === 1' : ''}`)
+      .join(', ');
+    build = new Function(
+      't',
+      'step',
+      'c',
+      'i',
+      `return { t, step${names.length ? ', ' : ''}${body} };`,
+    ) as RowBuilder;
+  }
+  known = { names, build };
+  if (rowBuilders.size < 1024) rowBuilders.set(key, known);
+  return known;
+}
+
 /** Row `i` of a batch as a sample object (absent fields left out, as they were sent). */
 export function sampleAt(batch: ColumnBatch, fields: readonly FieldDecl[], i: number): Sample {
   // The batch's own columns, looked up in the fields by name: a batch holds the few fields a stream
   // sends, its schema may declare many more (the standard state stream declares 19).
   let byName = typesOf.get(fields);
   if (!byName) typesOf.set(fields, (byName = new Map(fields.map((f) => [f.name, f] as const))));
+  let builder = builderOf.get(batch);
+  if (!builder) builderOf.set(batch, (builder = rowBuilder(batch, byName)));
+  const { names, build } = builder;
+  if (build) {
+    let complete = true;
+    const columns: ColumnValues[] = new Array(names.length);
+    for (let k = 0; k < names.length && complete; k++) {
+      const values = batch.columns[names[k]!]!;
+      columns[k] = values;
+      const v = values[i];
+      complete = values instanceof Float64Array ? !Number.isNaN(v) : v !== undefined;
+    }
+    if (complete) return build(batch.t[i]!, batch.step[i]!, columns, i);
+  }
   const s: Sample = { t: batch.t[i]!, step: batch.step[i]! };
   for (const name in batch.columns) {
     const values = batch.columns[name]!;

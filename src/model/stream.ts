@@ -65,9 +65,15 @@ export interface Sample {
   [field: string]: unknown;
 }
 
-/** Names a sample cannot use for a field: they are the sample's own keys. */
-const RESERVED_FIELD_NAMES = new Set(['t', 'step']);
+/**
+ * Names a sample cannot use for a field: they are the sample's own keys, or (`__proto__`) a key every
+ * JavaScript object already has, which an assignment would take as its prototype instead of a field.
+ */
+const RESERVED_FIELD_NAMES = new Set(['t', 'step', '__proto__']);
 const NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_.:-]*$/;
+
+/** Whether an undeclared field (a sample's key, a batch's column) may be kept under this name. */
+export const isFieldName = (name: string): boolean => NAME_PATTERN.test(name) && name !== '__proto__';
 
 export const streamId = (actor: string | null | undefined, name: string): string =>
   actor ? `${actor}/${name}` : name;
@@ -89,7 +95,7 @@ export function normalizeStream(decl: StreamDecl): StreamSchema {
     const where = `stream ${id}.fields[${i}]`;
     if (typeof f?.name !== 'string' || !NAME_PATTERN.test(f.name) || RESERVED_FIELD_NAMES.has(f.name))
       throw invalid(
-        `${where}.name: expected a field name other than t and step, got ${describeValue(f?.name)}`,
+        `${where}.name: expected a field name (letters, digits, _ . : -) other than t, step and __proto__, got ${describeValue(f?.name)}`,
       );
     if (seen.has(f.name)) throw invalid(`${where}.name: field ${f.name} is declared twice`);
     seen.add(f.name);
@@ -188,8 +194,7 @@ export function validateSample(
   }
   for (const key in s) {
     if (key === 't' || key === 'step' || schema.fields.some((f) => f.name === key)) continue;
-    if (!NAME_PATTERN.test(key))
-      throw invalid(`${where}: field name ${describeValue(key)} is not a valid name`);
+    if (!isFieldName(key)) throw invalid(`${where}: field name ${describeValue(key)} is not a valid name`);
     const value = s[key];
     if (value !== undefined) checkJsonValue(value, `${where}: field ${key}`);
   }

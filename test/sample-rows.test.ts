@@ -1,0 +1,75 @@
+/**
+ * model/columns.ts sampleAt: rows of a batch as sample objects, built as one object literal when every
+ * column of the row is present. The literal's keys are the columns' names written into generated code,
+ * so every name a field may have must come back as it went in, and `__proto__` (which a literal or an
+ * assignment takes as the prototype) may not be a field's name at all.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { normalizeColumns, sampleAt, type ColumnBatch } from '../src/model/columns.js';
+import { normalizeStream, validateSample, type FieldDecl, type Sample } from '../src/model/stream.js';
+
+const FIELDS: FieldDecl[] = [
+  { name: 'x', type: 'f64' },
+  { name: 'on', type: 'bool' },
+  { name: 'lane', type: 'string', optional: true },
+  { name: 'wheel', type: 'vec', length: 2, optional: true },
+];
+
+function batch(columns: ColumnBatch['columns']): ColumnBatch {
+  return { t: Float64Array.of(10, 20, 30), step: Float64Array.of(1, 2, 3), columns };
+}
+
+describe('sampleAt', () => {
+  it('builds every row with its fields, bools as booleans, absent fields left out', () => {
+    const b = batch({
+      x: Float64Array.of(1.5, -0, NaN),
+      on: Float64Array.of(1, 0, 1),
+      lane: ['a', undefined, 'c'],
+    });
+    assert.deepStrictEqual(
+      [0, 1, 2].map((i) => sampleAt(b, FIELDS, i)),
+      [
+        { t: 10, step: 1, x: 1.5, on: true, lane: 'a' },
+        { t: 20, step: 2, x: -0, on: false },
+        { t: 30, step: 3, on: true, lane: 'c' },
+      ],
+    );
+    // The same batch read again (its row builder is kept): the same objects.
+    assert.deepStrictEqual(sampleAt(b, FIELDS, 0), { t: 10, step: 1, x: 1.5, on: true, lane: 'a' });
+  });
+
+  it('keeps every name a field may have, those of Object.prototype included, as own fields', () => {
+    const names = ['speed.x', 'ns:key', 'a-b', '_x', 'constructor', 'toString', 'hasOwnProperty', 'valueOf'];
+    const columns: ColumnBatch['columns'] = {};
+    names.forEach((n, k) => (columns[n] = Float64Array.of(k, k, k)));
+    const row = sampleAt(batch(columns), [], 1);
+    assert.deepStrictEqual(Object.keys(row), ['t', 'step', ...names]);
+    names.forEach((n, k) => assert.ok(Object.hasOwn(row, n) && row[n] === k, n));
+  });
+
+  it('__proto__ is refused as a field name, declared, as a column or as a sample key', () => {
+    assert.throws(
+      () => normalizeStream({ name: 'state', fields: [{ name: '__proto__', type: 'f64' }] }),
+      /fields\[0\]\.name: expected a field name .* other than t, step and __proto__, got "__proto__"/,
+    );
+    const schema = normalizeStream({ name: 'state', fields: [{ name: 'x', type: 'f64' }] });
+    assert.throws(
+      () =>
+        normalizeColumns(
+          schema,
+          { t: [1], step: [0], columns: { x: [1], ['__proto__']: [2] } as Record<string, number[]> },
+          null,
+        ),
+      /field name "__proto__" is not a valid name/,
+    );
+    const sample = JSON.parse('{"t": 1, "step": 0, "x": 1, "__proto__": 2}') as Sample;
+    assert.throws(() => validateSample(schema, sample, null), /field name "__proto__" is not a valid name/);
+  });
+
+  it('reads vec fields as arrays, absent when their first component is NaN', () => {
+    const b = batch({ x: Float64Array.of(1, 2, 3), wheel: Float64Array.of(1, 2, NaN, NaN, 5, 6) });
+    assert.deepStrictEqual(sampleAt(b, FIELDS, 0), { t: 10, step: 1, x: 1, wheel: [1, 2] });
+    assert.deepStrictEqual(sampleAt(b, FIELDS, 1), { t: 20, step: 2, x: 2 });
+  });
+});
