@@ -178,6 +178,10 @@ export class RunRecorder {
   }
 
   /** Declares (or re-declares, e.g. to change its record switch) actors of the run. */
+  /**
+   * Declares actors (or changes them). Resolves once declared: durable with the run's next samples, which
+   * cannot be durable without them (docs/recording-engine.md, Durability).
+   */
   async declareActors(decls: ActorDecl[]): Promise<ActorInfo[]> {
     this.checkOpen();
     const actors = decls.map(normalizeActor);
@@ -198,7 +202,10 @@ export class RunRecorder {
     return (await this.declareActors([decl]))[0]!;
   }
 
-  /** Declares streams; returns their ids (`actor/name`, or `name` for run-level streams). */
+  /**
+   * Declares streams; returns their ids (`actor/name`, or `name` for run-level streams). Resolves once
+   * declared, durable with the run's next samples, as declareActors.
+   */
   async declareStreams(decls: StreamDecl[]): Promise<string[]> {
     this.checkOpen();
     const schemas = decls.map(normalizeStream);
