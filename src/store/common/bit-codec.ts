@@ -181,6 +181,17 @@ function choosePredictor(values: Float64Array): FloatPredictor {
   return previousBits < linearBits ? 'previous' : 'linear';
 }
 
+/**
+ * The prediction of values[i] (i >= 1), packing and unpacking alike: the value before, or the line
+ * through the two before. An overflowing extrapolation would be Infinity on one machine and the same on
+ * every other, but a finite fallback keeps the residual small for values near the largest double.
+ */
+function predict(values: Float64Array, i: number, linear: boolean): number {
+  if (i === 1 || !linear) return values[i - 1]!;
+  const p = 2 * values[i - 1]! - values[i - 2]!;
+  return Number.isFinite(p) ? p : values[i - 1]!;
+}
+
 /** A group's residual words, computed once and written at the group's width. */
 const groupLo = new Uint32Array(GROUP);
 const groupHi = new Uint32Array(GROUP);
@@ -208,15 +219,7 @@ export function packFloat64(values: Float64Array): { predictor: FloatPredictor; 
     const end = g + GROUP < n ? g + GROUP : n;
     let width = 0;
     for (let i = g; i < end; i++) {
-      let p: number;
-      if (i === 1 || !linear) p = values[i - 1]!;
-      else {
-        p = 2 * values[i - 1]! - values[i - 2]!;
-        // An overflowing extrapolation would be Infinity on one machine and the same on every other, but
-        // a finite fallback keeps the residual small for values near the largest double.
-        if (!Number.isFinite(p)) p = values[i - 1]!;
-      }
-      scratch[0] = p;
+      scratch[0] = predict(values, i, linear);
       const lo = words[2 * i]! ^ scratchWords[0]!;
       const hi = words[2 * i + 1]! ^ scratchWords[1]!;
       groupLo[i - g] = lo;
@@ -281,13 +284,7 @@ export function unpackFloat64(bytes: Uint8Array, n: number, predictor: FloatPred
       pos += lowBits;
       const hi = highBits === 0 ? 0 : field(pos, highBits);
       pos += highBits;
-      let p: number;
-      if (i === 1 || !linear) p = values[i - 1]!;
-      else {
-        p = 2 * values[i - 1]! - values[i - 2]!;
-        if (!Number.isFinite(p)) p = values[i - 1]!;
-      }
-      scratch[0] = p;
+      scratch[0] = predict(values, i, linear);
       words[2 * i] = lo ^ scratchWords[0]!;
       words[2 * i + 1] = hi ^ scratchWords[1]!;
     }
