@@ -381,6 +381,48 @@ describe('columnar recording', () => {
   });
 });
 
+describe('group commit', () => {
+  it('appends that arrive while a commit is being made durable share the next commit, and each resolves once durable', async () => {
+    const store = SqliteBackend.open(fresh());
+    const rec = await RunRecorder.begin(store, { begin: 0 });
+    await rec.declareActor({ id: 'car', kind: 'vehicle' });
+    await rec.declareStream(stateStream('car'));
+    // The store's first commit is held until the test lets it go: a commit as slow as a busy disk's.
+    const commits: number[] = [];
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const appendColumns = store.appendColumns.bind(store);
+    store.appendColumns = async (run, appends) => {
+      commits.push(appends.reduce((n, a) => n + a.batch.t.length, 0));
+      if (commits.length === 1) await held;
+      return appendColumns(run, appends);
+    };
+    const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+    const durable: boolean[] = [];
+    const appended: Promise<void>[] = [];
+    for (let i = 0; i < 10; i++) {
+      const index = i;
+      appended.push(rec.append('car/state', crashSample(i)).then(() => void (durable[index] = true)));
+      await turn(); // each append in a turn of its own, as batches read off a socket come
+    }
+    assert.deepEqual(
+      commits,
+      [1],
+      'the nine later appends wait for the first commit, none is committed alone',
+    );
+    assert.deepEqual(durable, [], 'nothing resolves before its commit is durable');
+    release();
+    await Promise.all(appended);
+    assert.deepEqual(commits, [1, 9], 'the nine that waited are one commit');
+    await rec.end('completed');
+    assert.deepEqual(
+      await collect(streamSamples(store, rec.id, 'car/state')),
+      Array.from({ length: 10 }, (_, i) => crashSample(i)),
+    );
+    await store.close();
+  });
+});
+
 describe('sealing', () => {
   it('small commits end as sealed chunks of about chunkSamples, and a crashed run is sealed when closed', async () => {
     const path = fresh();

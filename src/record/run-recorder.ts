@@ -147,6 +147,10 @@ export class RunRecorder {
   /** Cancels the scheduled commit, if one is scheduled. */
   private cancelScheduled: (() => void) | null = null;
   private commitChain: Promise<void> = Promise.resolve();
+  /** Commits handed to the store and not yet durable. */
+  private commitsInFlight = 0;
+  /** A scheduled commit found one in flight: it is made when that one is durable, with all that came since. */
+  private commitDeferred = false;
   private failure: unknown = null;
   private ended = false;
   private lastSampleT: number | null = null;
@@ -555,12 +559,24 @@ export class RunRecorder {
     }
     if (this.cancelScheduled !== null) return;
     if (this.commitIntervalMs > 0) {
-      const timer = setTimeout(() => this.commitNow(), this.commitIntervalMs);
+      const timer = setTimeout(() => this.commitWhenIdle(), this.commitIntervalMs);
       this.cancelScheduled = () => clearTimeout(timer);
     } else {
-      const immediate = setImmediate(() => this.commitNow());
+      const immediate = setImmediate(() => this.commitWhenIdle());
       this.cancelScheduled = () => clearImmediate(immediate);
     }
+  }
+
+  /**
+   * Group commit: while the store makes one commit durable, whatever is appended waits for it to finish
+   * and then goes in one commit, not one each. A caller that sends batches as they come (the ingest
+   * server, which reads them off a socket) would otherwise pay a commit, an fsync, per batch; one that
+   * awaits each append is never behind a commit and commits at once, as before.
+   */
+  private commitWhenIdle(): void {
+    this.cancelScheduled = null;
+    if (this.commitsInFlight > 0) this.commitDeferred = true;
+    else this.commitNow();
   }
 
   private commitNow(): void {
@@ -585,7 +601,8 @@ export class RunRecorder {
     this.pendingCount = 0;
     this.group = null;
     if (!group) return;
-    this.commitChain = this.commitChain.then(async () => {
+    this.commitsInFlight++;
+    const committed = this.commitChain.then(async () => {
       if (this.failure) return group.reject(this.failure);
       try {
         if (appends.length) await this.store.appendColumns(this.run.id, appends);
@@ -598,6 +615,13 @@ export class RunRecorder {
       } catch (error) {
         this.failure = error;
         group.reject(error);
+      }
+    });
+    this.commitChain = committed.then(() => {
+      this.commitsInFlight--;
+      if (this.commitsInFlight === 0 && this.commitDeferred) {
+        this.commitDeferred = false;
+        this.commitNow();
       }
     });
   }
