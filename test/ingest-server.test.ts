@@ -275,35 +275,36 @@ describe('ingest over WebSocket and TCP with the TypeScript client', () => {
 });
 
 describe('a simulator that vanishes', () => {
-  it('leaves its run interrupted with every acknowledged batch (SIGKILL)', async () => {
-    const child = spawn(
-      process.execPath,
-      [join(REPO_ROOT, 'dist', 'test', 'helpers', 'ingest-crash-client.js'), fx.tcpUrl],
-      {
-        stdio: ['ignore', 'pipe', 'inherit'],
-      },
-    );
-    let run = 0;
-    let acked = 0;
-    await new Promise<void>((resolve, reject) => {
-      child.once('exit', (code) => reject(new Error(`the client exited early (${code})`)));
-      createInterface({ input: child.stdout! }).on('line', (line) => {
-        const [word, n] = line.split(' ');
-        if (word === 'run') run = Number(n);
-        if (word === 'ack') acked = Number(n);
-        if (acked >= 200) {
-          child.removeAllListeners('exit');
-          child.kill('SIGKILL');
-          resolve();
-        }
+  for (const mode of ['json', 'binary'] as const)
+    it(`leaves its run interrupted with every acknowledged batch (SIGKILL, ${mode} batches)`, async () => {
+      const child = spawn(
+        process.execPath,
+        [join(REPO_ROOT, 'dist', 'test', 'helpers', 'ingest-crash-client.js'), fx.tcpUrl, mode],
+        {
+          stdio: ['ignore', 'pipe', 'inherit'],
+        },
+      );
+      let run = 0;
+      let acked = 0;
+      await new Promise<void>((resolve, reject) => {
+        child.once('exit', (code) => reject(new Error(`the client exited early (${code})`)));
+        createInterface({ input: child.stdout! }).on('line', (line) => {
+          const [word, n] = line.split(' ');
+          if (word === 'run') run = Number(n);
+          if (word === 'ack') acked = Number(n);
+          if (acked >= 200) {
+            child.removeAllListeners('exit');
+            child.kill('SIGKILL');
+            resolve();
+          }
+        });
       });
+      const info = await closedRun(fx.store, run);
+      assert.equal(info.endReason, 'interrupted');
+      const stored = steps(await readAll(fx.store, run, 'car/pose'));
+      assert.ok(stored.length >= acked, `${stored.length} samples stored, ${acked} acknowledged`);
+      assert.deepEqual(stored, range(0, stored.length), 'no gap and no repeat');
     });
-    const info = await closedRun(fx.store, run);
-    assert.equal(info.endReason, 'interrupted');
-    const stored = steps(await readAll(fx.store, run, 'car/pose'));
-    assert.ok(stored.length >= acked, `${stored.length} samples stored, ${acked} acknowledged`);
-    assert.deepEqual(stored, range(0, stored.length), 'no gap and no repeat');
-  });
 
   it('closes the run when the connection drops mid-frame, keeping what was acknowledged', async () => {
     const raw = await RawClient.greeted(fx.tcpPort);

@@ -9,8 +9,10 @@ import { connect as connectTcp, type Socket } from 'node:net';
 import { WebSocket } from 'ws';
 import type { JsonObject } from '../model/json.js';
 import type { ActorDecl, EndReason, SimulatorInfo } from '../model/run.js';
-import type { Sample, StreamDecl } from '../model/stream.js';
-import { decodeMessage, encodeFrame, encodeMessage, FrameDecoder } from './framing.js';
+import type { FrameInput } from '../model/columns.js';
+import type { FieldDecl, Sample, StreamDecl } from '../model/stream.js';
+import { encodeColumnsBody, encodeFrameBody, type StreamColumns } from './binary-batches.js';
+import { decodeMessage, encodeMessage, FrameDecoder, LENGTH_BYTES } from './framing.js';
 import {
   PROTOCOL_VERSION,
   type AckMessage,
@@ -29,6 +31,11 @@ export interface IngestClientOptions {
   /** After a dropped connection: how many times to try again, and how long to wait between tries. */
   reconnect?: { attempts?: number; delayMs?: number };
   onControl?: (control: ControlMessage) => void;
+  /**
+   * The protocol version to ask for: 2 (the default) adds binary batches (appendColumns, appendFrame);
+   * 1 for a server that speaks only JSON batches.
+   */
+  protocol?: 1 | 2;
 }
 
 /** An error the server answered, or the connection's loss. Callers branch on `code`. */
@@ -63,8 +70,8 @@ export interface AttachArgs {
 
 interface Entry {
   seq: number;
-  header: Record<string, unknown>;
-  body: Uint8Array | undefined;
+  /** The message as it goes on the wire, encoded once: a resend after a reconnect sends the same bytes. */
+  message: Buffer;
   bytes: number;
   sent: boolean;
   resolve(ack: AckMessage): void;
@@ -72,7 +79,8 @@ interface Entry {
 }
 
 interface Transport {
-  send(header: object, body?: Uint8Array): void;
+  /** Sends an encoded message (framing.ts: header length, header, body). */
+  send(message: Buffer): void;
   close(): void;
 }
 
@@ -96,6 +104,8 @@ export class IngestClient {
   private lastHeard = Date.now();
   private watchdog: NodeJS.Timeout | null = null;
   private settledWaiters: (() => void)[] = [];
+  /** Fields of the streams this client declared, by stream id: what binary batches' field ids refer to. */
+  private readonly streamFields = new Map<string, readonly FieldDecl[]>();
   /** Counts of reconnects, for tests and for the operator's curiosity. */
   reconnects = 0;
 
@@ -112,6 +122,11 @@ export class IngestClient {
 
   get session(): string {
     return this.welcome!.session;
+  }
+
+  /** The protocol version the server agreed to in its welcome. */
+  get protocol(): number {
+    return this.welcome!.protocol;
   }
 
   /** Messages sent and not yet answered: never more than the server's credit window. */
@@ -140,7 +155,11 @@ export class IngestClient {
   }
 
   async declareStreams(streams: StreamDecl[]): Promise<void> {
-    await this.request({ type: 'streams', streams });
+    const declared = this.request({ type: 'streams', streams });
+    for (const s of streams)
+      if (Array.isArray(s?.fields))
+        this.streamFields.set(s.actor ? `${s.actor}/${s.name}` : s.name, s.fields);
+    await declared;
   }
 
   async declareSensors(sensors: SensorDecl[]): Promise<void> {
@@ -150,6 +169,38 @@ export class IngestClient {
   /** Sends one batch (stream id -> samples); resolves once the server has it on disk. */
   async append(samples: Record<string, Sample[]>): Promise<void> {
     await this.request({ type: 'samples', samples });
+  }
+
+  /**
+   * Sends rows of several streams as binary columns (protocol 2): per stream its times, steps and one
+   * array per declared field. All of it is kept or none; resolves once durable.
+   */
+  async appendColumns(batches: readonly StreamColumns[]): Promise<void> {
+    this.needProtocol(2, 'appendColumns');
+    const body = encodeColumnsBody(batches, (stream) => this.streamFields.get(stream));
+    await this.request({ type: 'columns' }, body);
+  }
+
+  /**
+   * Sends one step of many actors' streams named `name` as binary columns (protocol 2): each column
+   * holds one value per actor, in the order of `frame.actors`. Resolves once durable.
+   */
+  async appendFrame(name: string, frame: FrameInput): Promise<void> {
+    this.needProtocol(2, 'appendFrame');
+    const first = frame.actors[0];
+    const fields = first === undefined ? [] : this.streamFields.get(`${first}/${name}`);
+    if (!fields)
+      throw new RangeError(`appendFrame: stream ${JSON.stringify(`${first}/${name}`)} is not declared`);
+    await this.request({ type: 'frame' }, encodeFrameBody(name, frame, fields));
+  }
+
+  private needProtocol(version: number, what: string): void {
+    const agreed = this.welcome?.protocol ?? 0;
+    if (agreed < version)
+      throw new IngestError(
+        'bad_message',
+        `${what}: needs protocol ${version}; this session speaks protocol ${agreed}`,
+      );
   }
 
   async capture(args: CaptureArgs): Promise<void> {
@@ -209,8 +260,8 @@ export class IngestClient {
     if (this.failure) return Promise.reject(this.failure);
     if (this.closing) return Promise.reject(new IngestError('disconnected', 'the client is closed'));
     const seq = this.nextSeq;
-    const full = { ...header, seq };
-    const bytes = encodeMessage(full, body).length;
+    const message = encodeMessage({ ...header, seq }, body);
+    const bytes = message.length;
     const limit = this.welcome?.maxFrameBytes ?? Infinity;
     if (bytes > limit)
       return Promise.reject(
@@ -221,7 +272,7 @@ export class IngestClient {
       );
     this.nextSeq++;
     const promise = new Promise<AckMessage>((resolve, reject) => {
-      this.entries.set(seq, { seq, header: full, body, bytes, sent: false, resolve, reject });
+      this.entries.set(seq, { seq, message, bytes, sent: false, resolve, reject });
     });
     this.pump();
     return promise;
@@ -239,7 +290,7 @@ export class IngestClient {
       entry.sent = true;
       this.inflight++;
       this.inflightBytes += entry.bytes;
-      transport.send(entry.header, entry.body);
+      transport.send(entry.message);
     }
   }
 
@@ -291,7 +342,7 @@ export class IngestClient {
         this.options.onControl?.(message);
         return;
       case 'ping':
-        this.transport?.send({ type: 'pong' });
+        this.transport?.send(encodeMessage({ type: 'pong' }));
         return;
       case 'pong':
         return;
@@ -359,12 +410,12 @@ export class IngestClient {
     this.transport = transport;
     const hello: Record<string, unknown> = {
       type: 'hello',
-      protocol: PROTOCOL_VERSION,
+      protocol: this.options.protocol ?? PROTOCOL_VERSION,
       simulator: this.options.simulator,
     };
     if (this.options.token !== undefined) hello.token = this.options.token;
     if (this.welcome) hello.resume = { session: this.welcome.session, pending: [...this.entries.keys()] };
-    transport.send(hello);
+    transport.send(encodeMessage(hello));
     const welcome = await welcomed;
     // What the server received is answered right after the welcome; only the rest is resent.
     for (const entry of this.entries.values())
@@ -409,8 +460,14 @@ function openTcp(host: string, port: number, events: TransportEvents): Promise<T
     socket.once('connect', () => {
       open = true;
       resolve({
-        send: (header, body) => {
-          if (socket.writable) socket.write(encodeFrame(header, body));
+        send: (message) => {
+          if (!socket.writable) return;
+          const length = Buffer.allocUnsafe(LENGTH_BYTES);
+          length.writeUInt32BE(message.length, 0);
+          socket.cork();
+          socket.write(length);
+          socket.write(message);
+          socket.uncork();
         },
         close: () => socket.destroy(),
       });
@@ -438,10 +495,8 @@ function openWebSocket(url: string, events: TransportEvents): Promise<Transport>
     ws.once('open', () => {
       open = true;
       resolve({
-        send: (header, body) => {
-          if (ws.readyState !== ws.OPEN) return;
-          if (body === undefined) ws.send(JSON.stringify(header));
-          else ws.send(encodeMessage(header, body));
+        send: (message) => {
+          if (ws.readyState === ws.OPEN) ws.send(message);
         },
         close: () => ws.terminate(),
       });

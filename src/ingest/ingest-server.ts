@@ -22,7 +22,7 @@ import {
   messageRef,
   parseClientMessage,
   ProtocolError,
-  PROTOCOL_VERSION,
+  PROTOCOL_VERSIONS,
   type ControlMessage,
   type HelloMessage,
 } from './protocol.js';
@@ -109,7 +109,7 @@ export class IngestServer implements SessionHost {
     this.token = options.token === undefined ? null : Buffer.from(options.token, 'utf8');
     this.maxFrameBytes = options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES;
     this.window = {
-      messages: options.window?.messages ?? 64,
+      messages: options.window?.messages ?? 256,
       // One message of the largest size must always fit, or a client could never send it.
       bytes: Math.max(options.window?.bytes ?? 32 * 1024 * 1024, this.maxFrameBytes),
     };
@@ -249,10 +249,10 @@ export class IngestServer implements SessionHost {
         fatal: true,
       });
     const hello = message as HelloMessage;
-    if (hello.protocol !== PROTOCOL_VERSION)
+    if (!PROTOCOL_VERSIONS.includes(hello.protocol))
       throw new ProtocolError(
         'unsupported_version',
-        `hello.protocol: this server speaks protocol ${PROTOCOL_VERSION}, got ${hello.protocol}`,
+        `hello.protocol: this server speaks protocols ${PROTOCOL_VERSIONS.join(' and ')}, got ${hello.protocol}`,
         { field: 'protocol', fatal: true },
       );
     if (this.token !== null) {
@@ -278,7 +278,7 @@ export class IngestServer implements SessionHost {
       await session.attach(connection, hello.resume.pending, true);
       return session;
     }
-    const session = new IngestSession(this, randomBytes(12).toString('hex'), hello.simulator);
+    const session = new IngestSession(this, randomBytes(12).toString('hex'), hello.simulator, hello.protocol);
     this.sessions.set(session.id, session);
     await session.attach(connection, [], false);
     return session;

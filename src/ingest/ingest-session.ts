@@ -8,13 +8,14 @@ import { SimrecError } from '../model/errors.js';
 import { validateAttachment, type Attachment } from '../model/attachment.js';
 import type { ActorDecl, EndReason, SimulatorInfo } from '../model/run.js';
 import type { StreamAppend } from '../model/store-port.js';
-import type { StreamDecl } from '../model/stream.js';
+import type { FieldDecl, StreamDecl } from '../model/stream.js';
 import type { RunRecorder } from '../record/run-recorder.js';
+import { decodeColumnsBody, decodeFrameBody } from './binary-batches.js';
 import {
   messageRef,
   parseClientMessage,
   ProtocolError,
-  PROTOCOL_VERSION,
+  SINCE_VERSION,
   type AckMessage,
   type CaptureMessage,
   type ErrorCode,
@@ -84,6 +85,8 @@ const answersKept = (window: number): number => window * 2 + 16;
 export class IngestSession {
   readonly id: string;
   readonly simulator: SimulatorInfo;
+  /** The version agreed in the hello that began the session; a resume keeps it. */
+  readonly protocol: number;
   private readonly host: SessionHost;
   private connection: IngestConnection | null = null;
   private paused = false;
@@ -101,10 +104,11 @@ export class IngestSession {
   private terminated = false;
   lastHeard = Date.now();
 
-  constructor(host: SessionHost, id: string, simulator: SimulatorInfo) {
+  constructor(host: SessionHost, id: string, simulator: SimulatorInfo, protocol: number) {
     this.host = host;
     this.id = id;
     this.simulator = simulator;
+    this.protocol = protocol;
   }
 
   get runId(): number | null {
@@ -140,7 +144,7 @@ export class IngestSession {
     this.lastHeard = Date.now();
     connection.send({
       type: 'welcome',
-      protocol: PROTOCOL_VERSION,
+      protocol: this.protocol,
       session: this.id,
       resumed,
       received: this.lastSeq,
@@ -186,6 +190,13 @@ export class IngestSession {
     let message;
     try {
       message = parseClientMessage(header, body);
+      const since = SINCE_VERSION[message.type];
+      if (since !== undefined && this.protocol < since)
+        throw new ProtocolError(
+          'bad_message',
+          `${message.type}: a message of protocol ${since}; this session speaks protocol ${this.protocol} (say it in hello)`,
+          { field: 'type' },
+        );
     } catch (error) {
       // A refused message still uses up its sequence number, so that the client's numbering goes on.
       if (ref.seq === this.lastSeq + 1) {
@@ -429,6 +440,18 @@ export class IngestSession {
         this.ackWhen(m.seq, recorder.appendMany(appends));
         return;
       }
+      case 'columns': {
+        const batches = decodeColumnsBody(m.body, (stream) => this.writable(run, stream, 'columns'));
+        this.ackWhen(m.seq, recorder.appendColumnsMany(batches));
+        return;
+      }
+      case 'frame': {
+        const { name, frame } = decodeFrameBody(m.body, (stream) => this.writable(run, stream, 'frame'));
+        for (const [i, actor] of frame.actors.entries())
+          this.checkOwner(run, `stream:${actor}/${name}`, `frame.actors[${i}]`);
+        this.ackWhen(m.seq, recorder.appendFrame(name, frame));
+        return;
+      }
       case 'capture': {
         this.ackWhen(m.seq, this.capture(run, m));
         return;
@@ -502,6 +525,13 @@ export class IngestSession {
       bytes: m.data.byteLength,
     });
     return Promise.all([row, run.recorder.attach(attachment)]);
+  }
+
+  /** A stream's declared fields, once this session may write to it; undefined if it is not declared. */
+  private writable(run: SharedRun, stream: string, type: string): readonly FieldDecl[] | undefined {
+    const fields = run.recorder.streamFields(stream);
+    if (fields) this.checkOwner(run, `stream:${stream}`, `${type}.${stream}`);
+    return fields;
   }
 
   /** Refuses a declaration of something another connection of the run declared. */

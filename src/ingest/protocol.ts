@@ -11,7 +11,12 @@ import type { JsonObject } from '../model/json.js';
 import type { ActorDecl, EndReason, SimulatorInfo } from '../model/run.js';
 import type { Sample, StreamDecl } from '../model/stream.js';
 
-export const PROTOCOL_VERSION = 1;
+/** The newest version this side speaks; a hello asks for one, the welcome says which was agreed. */
+export const PROTOCOL_VERSION = 2;
+/** Versions a server accepts: 1 (JSON batches only) and 2 (binary `columns` and `frame` batches too). */
+export const PROTOCOL_VERSIONS: readonly number[] = [1, 2];
+/** Messages that exist from a version on. */
+export const SINCE_VERSION: Record<string, number> = { columns: 2, frame: 2 };
 
 /** The codes an `error` message carries; clients branch on these, people read the text. */
 export const ERROR_CODES = [
@@ -126,6 +131,15 @@ export interface SamplesMessage extends Sequenced {
   samples: Record<string, Sample[]>;
 }
 
+/**
+ * Protocol 2: samples as binary columns (binary-batches.ts); the body is decoded against the streams'
+ * declarations when the message is applied. All of it is kept or none.
+ */
+export interface ColumnsMessage extends Sequenced {
+  type: 'columns' | 'frame';
+  body: Uint8Array;
+}
+
 /** One frame of a sensor; the bytes travel as the message's body. */
 export interface CaptureMessage extends Sequenced {
   type: 'capture';
@@ -173,6 +187,7 @@ export type SequencedMessage =
   | StreamsMessage
   | SensorsMessage
   | SamplesMessage
+  | ColumnsMessage
   | CaptureMessage
   | AttachMessage
   | PresenceMessage
@@ -252,8 +267,12 @@ const SEQUENCED_TYPES = new Set([
   'streams',
   'sensors',
   'samples',
+  'columns',
+  'frame',
   'capture',
   'attach',
+  'leave',
+  'appear',
   'end',
 ]);
 
@@ -316,7 +335,7 @@ export function parseClientMessage(header: unknown, body: Uint8Array | null): Cl
   if (typeof type !== 'string') throw bad('message', 'type', 'a message type', type);
   const m = header;
   if (SEQUENCED_TYPES.has(type)) need(m, 'seq', isSeq, 'an integer sequence number >= 1');
-  const needsBody = type === 'capture' || type === 'attach';
+  const needsBody = type === 'capture' || type === 'attach' || type === 'columns' || type === 'frame';
   if (body !== null && body.byteLength > 0 && !needsBody)
     throw new ProtocolError(
       'bad_message',
@@ -375,6 +394,13 @@ export function parseClientMessage(header: unknown, body: Uint8Array | null): Cl
         if (!Array.isArray(list)) throw bad(type, `samples.${stream}`, 'an array of samples', list);
       return { type, seq: m.seq as number, samples: samples as Record<string, Sample[]> };
     }
+    case 'columns':
+    case 'frame':
+      if (body === null || body.byteLength === 0)
+        throw new ProtocolError('bad_message', `${type}: expected a body of binary batches, got none`, {
+          field: 'body',
+        });
+      return { type, seq: m.seq as number, body };
     case 'capture':
       return {
         type,

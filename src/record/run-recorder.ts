@@ -14,12 +14,18 @@ import {
   type RunInfo,
   type RunInit,
 } from '../model/run.js';
-import { normalizeColumns, type ColumnBatchInput, type FrameInput } from '../model/columns.js';
+import {
+  normalizeColumns,
+  type ColumnBatch,
+  type ColumnBatchInput,
+  type FrameInput,
+} from '../model/columns.js';
 import type { ColumnAppend, StoreBackend, StreamAppend, WriterIdentity } from '../model/store-port.js';
 import {
   inferFieldType,
   normalizeStream,
   validateSample,
+  type FieldDecl,
   type FieldType,
   type Sample,
   type StreamDecl,
@@ -297,19 +303,42 @@ export class RunRecorder {
    * arrays as soon as this returns. Resolves when durable.
    */
   appendColumns(stream: string, input: ColumnBatchInput): Promise<void> {
+    return this.appendColumnsMany([{ stream, input }]);
+  }
+
+  /** Batches of several streams as columns (see appendColumns), all or none. Resolves when durable. */
+  appendColumnsMany(appends: readonly { stream: string; input: ColumnBatchInput }[]): Promise<void> {
     this.checkOpen();
-    const state = this.streams.get(stream);
-    if (!state) throw invalid(`run ${this.run.id} has no declared stream ${describeValue(stream)}`);
-    const batch = normalizeColumns(state.schema, input, state.lastT);
-    const n = batch.t.length;
-    if (n === 0) return Promise.resolve();
-    state.lastT = batch.t[n - 1]!;
-    if (state.actor !== null && !state.actor.record) return Promise.resolve();
-    if (state.actor !== null) this.sawActor(state.actor.id, batch.t[0]!);
-    this.builderOf(state).appendBatch(batch);
-    this.pendingCount += n;
-    if (this.lastSampleT === null || state.lastT > this.lastSampleT) this.lastSampleT = state.lastT;
-    return this.joinCommit();
+    const accepted: { state: StreamState; batch: ColumnBatch }[] = [];
+    // Validated against the time each stream reached earlier in the same call, applied once all pass.
+    const lastT = new Map<StreamState, number | null>();
+    for (const { stream, input } of appends) {
+      const state = this.streams.get(stream);
+      if (!state) throw invalid(`run ${this.run.id} has no declared stream ${describeValue(stream)}`);
+      const previous = lastT.has(state) ? lastT.get(state)! : state.lastT;
+      const batch = normalizeColumns(state.schema, input, previous);
+      const n = batch.t.length;
+      if (n === 0) continue;
+      lastT.set(state, batch.t[n - 1]!);
+      accepted.push({ state, batch });
+    }
+    for (const [state, t] of lastT) state.lastT = t;
+    let recorded = false;
+    for (const { state, batch } of accepted) {
+      if (state.actor !== null && !state.actor.record) continue;
+      if (state.actor !== null) this.sawActor(state.actor.id, batch.t[0]!);
+      this.builderOf(state).appendBatch(batch);
+      this.pendingCount += batch.t.length;
+      const t = batch.t[batch.t.length - 1]!;
+      if (this.lastSampleT === null || t > this.lastSampleT) this.lastSampleT = t;
+      recorded = true;
+    }
+    return recorded ? this.joinCommit() : Promise.resolve();
+  }
+
+  /** A declared stream's fields (undefined if the run has no such stream): what binary batches refer to. */
+  streamFields(stream: string): readonly FieldDecl[] | undefined {
+    return this.streams.get(stream)?.schema.fields;
   }
 
   /**

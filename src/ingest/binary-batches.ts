@@ -1,0 +1,414 @@
+/**
+ * Protocol 2's binary sample batches (docs/protocol.md, "Binary batches"): the body of a `columns`
+ * message (rows of several streams, each stream's values as columns) and of a `frame` message (one step
+ * of many actors' streams of one name, a column holding one value per actor). Little-endian arrays after
+ * a few counts: a simulator writes them with one `array.tobytes()` or `memcpy` per field, and the
+ * server reads them into the recorder's columns without an object per sample or a JSON parse.
+ *
+ * A column is named by its field id, the field's index in the stream's declaration; its values are laid
+ * out as the declared type says (VALUE_LAYOUT). The same code encodes (the TypeScript client) and decodes
+ * (the server), so the two cannot drift apart; the document gives the layout byte for byte.
+ */
+import { endianness } from 'node:os';
+import type { ColumnBatchInput, FrameInput } from '../model/columns.js';
+import { describeValue } from '../model/errors.js';
+import type { FieldDecl, FieldType } from '../model/stream.js';
+import { ProtocolError } from './protocol.js';
+
+/** The bytes one row of a field takes (vec: per component); strings and JSON are length-prefixed. */
+export const VALUE_LAYOUT: Record<FieldType, { bytes: number; wire: string }> = {
+  f64: { bytes: 8, wire: 'f64 (NaN: absent)' },
+  f32: { bytes: 4, wire: 'f32 (NaN: absent)' },
+  i32: { bytes: 4, wire: 'i32' },
+  i64: { bytes: 8, wire: 'i64' },
+  bool: { bytes: 1, wire: 'u8 (0 or 1)' },
+  vec: { bytes: 8, wire: 'f64 x length (NaN first: absent)' },
+  string: { bytes: 0, wire: 'u32 length + UTF-8 (0xFFFFFFFF: absent)' },
+  json: { bytes: 0, wire: 'u32 length + UTF-8 JSON (0xFFFFFFFF: absent)' },
+};
+
+/** A string or JSON value that is absent in its row. */
+const ABSENT = 0xffffffff;
+/** Float64 arrays are copied byte for byte on a little-endian machine, read one by one elsewhere. */
+const LITTLE_ENDIAN = endianness() === 'LE';
+
+/** Rows of one stream, as the client hands them over. */
+export interface StreamColumns {
+  stream: string;
+  t: ArrayLike<number>;
+  step: ArrayLike<number>;
+  /** By field name; fields without a column are absent in every row. */
+  columns: Record<string, ArrayLike<unknown>>;
+}
+
+// ---- encoding (the TypeScript client) ---------------------------------------------------------------
+
+class Writer {
+  private bytes = new Uint8Array(256);
+  private view = new DataView(this.bytes.buffer);
+  length = 0;
+
+  private room(n: number): void {
+    if (this.length + n <= this.bytes.length) return;
+    const grown = new Uint8Array(Math.max(this.bytes.length * 2, this.length + n));
+    grown.set(this.bytes.subarray(0, this.length));
+    this.bytes = grown;
+    this.view = new DataView(grown.buffer);
+  }
+  u8(v: number): void {
+    this.room(1);
+    this.view.setUint8(this.length++, v);
+  }
+  u16(v: number): void {
+    this.room(2);
+    this.view.setUint16(this.length, v, true);
+    this.length += 2;
+  }
+  u32(v: number): void {
+    this.room(4);
+    this.view.setUint32(this.length, v, true);
+    this.length += 4;
+  }
+  i32(v: number): void {
+    this.room(4);
+    this.view.setInt32(this.length, v, true);
+    this.length += 4;
+  }
+  i64(v: number): void {
+    this.room(8);
+    this.view.setBigInt64(this.length, BigInt(v), true);
+    this.length += 8;
+  }
+  f64(v: number): void {
+    this.room(8);
+    this.view.setFloat64(this.length, v, true);
+    this.length += 8;
+  }
+  f32(v: number): void {
+    this.room(4);
+    this.view.setFloat32(this.length, v, true);
+    this.length += 4;
+  }
+  raw(b: Uint8Array): void {
+    this.room(b.length);
+    this.bytes.set(b, this.length);
+    this.length += b.length;
+  }
+  str16(s: string, what: string): void {
+    const b = Buffer.from(s, 'utf8');
+    if (b.length > 0xffff) throw new RangeError(`${what}: ${b.length} bytes of UTF-8 is over 65535`);
+    this.u16(b.length);
+    this.raw(b);
+  }
+  done(): Uint8Array {
+    return this.bytes.subarray(0, this.length);
+  }
+}
+
+function fieldIds(fields: readonly FieldDecl[], names: string[], where: string): number[] {
+  return names.map((name) => {
+    const id = fields.findIndex((f) => f.name === name);
+    if (id < 0)
+      throw new RangeError(
+        `${where}: field ${JSON.stringify(name)} is not declared (binary batches carry declared fields; send others as samples)`,
+      );
+    return id;
+  });
+}
+
+function writeColumn(w: Writer, field: FieldDecl, values: ArrayLike<unknown>, rows: number): void {
+  const count = field.type === 'vec' ? rows * field.length! : rows;
+  if (values.length !== count)
+    throw new RangeError(`field ${field.name}: expected ${count} values, got ${values.length}`);
+  for (let i = 0; i < count; i++) {
+    const v = values[i];
+    switch (field.type) {
+      case 'f64':
+      case 'vec':
+        w.f64(v === undefined || v === null ? NaN : (v as number));
+        break;
+      case 'f32':
+        w.f32(v === undefined || v === null ? NaN : (v as number));
+        break;
+      case 'i32':
+        w.i32(v as number);
+        break;
+      case 'i64':
+        w.i64(v as number);
+        break;
+      case 'bool':
+        w.u8(v === true || v === 1 ? 1 : 0);
+        break;
+      case 'string':
+      case 'json': {
+        if (v === undefined) {
+          w.u32(ABSENT);
+          break;
+        }
+        const b = Buffer.from(field.type === 'json' ? JSON.stringify(v) : String(v), 'utf8');
+        w.u32(b.length);
+        w.raw(b);
+        break;
+      }
+    }
+  }
+}
+
+function writeColumns(
+  w: Writer,
+  fields: readonly FieldDecl[],
+  columns: Record<string, ArrayLike<unknown>>,
+  rows: number,
+  where: string,
+): void {
+  const names = Object.keys(columns).filter((name) => columns[name] !== undefined);
+  const ids = fieldIds(fields, names, where);
+  w.u16(ids.length);
+  ids.forEach((id, k) => {
+    w.u16(id);
+    writeColumn(w, fields[id]!, columns[names[k]!]!, rows);
+  });
+}
+
+/** The body of a `columns` message. `fieldsOf` gives each stream's declared fields. */
+export function encodeColumnsBody(
+  batches: readonly StreamColumns[],
+  fieldsOf: (stream: string) => readonly FieldDecl[] | undefined,
+): Uint8Array {
+  const w = new Writer();
+  w.u16(batches.length);
+  for (const batch of batches) {
+    const fields = fieldsOf(batch.stream);
+    if (!fields) throw new RangeError(`columns: stream ${JSON.stringify(batch.stream)} is not declared`);
+    const n = batch.t.length;
+    w.str16(batch.stream, 'columns: stream id');
+    w.u32(n);
+    for (let i = 0; i < n; i++) w.i64(batch.t[i]!);
+    for (let i = 0; i < n; i++) w.i64(batch.step[i]!);
+    writeColumns(w, fields, batch.columns, n, `columns: stream ${batch.stream}`);
+  }
+  return w.done();
+}
+
+/** The body of a `frame` message; `fields` are the declared fields of the actors' `name` streams. */
+export function encodeFrameBody(name: string, frame: FrameInput, fields: readonly FieldDecl[]): Uint8Array {
+  const w = new Writer();
+  w.str16(name, 'frame: stream name');
+  w.i64(frame.t);
+  w.i64(frame.step);
+  w.u32(frame.actors.length);
+  for (const actor of frame.actors) w.str16(actor, 'frame: actor id');
+  writeColumns(w, fields, frame.columns, frame.actors.length, `frame of ${name}`);
+  return w.done();
+}
+
+// ---- decoding (the server) --------------------------------------------------------------------------
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/** Reads a body front to back; every read checks that the bytes are there and names what it reads. */
+class Reader {
+  private readonly bytes: Uint8Array;
+  private readonly view: DataView;
+  private readonly type: string;
+  offset = 0;
+
+  constructor(bytes: Uint8Array, type: string) {
+    this.bytes = bytes;
+    this.view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    this.type = type;
+  }
+
+  fail(field: string, message: string): ProtocolError {
+    return new ProtocolError('bad_message', `${this.type} ${field}: ${message}`, { field });
+  }
+
+  need(n: number, field: string, what: string): void {
+    if (this.offset + n > this.bytes.byteLength)
+      throw this.fail(
+        field,
+        `${what} needs ${n} bytes at byte ${this.offset} of the body, which ends at byte ${this.bytes.byteLength}`,
+      );
+  }
+  u16(field: string): number {
+    this.need(2, field, 'a u16 count');
+    const v = this.view.getUint16(this.offset, true);
+    this.offset += 2;
+    return v;
+  }
+  u32(field: string, what = 'a u32 count'): number {
+    this.need(4, field, what);
+    const v = this.view.getUint32(this.offset, true);
+    this.offset += 4;
+    return v;
+  }
+  /** An i64 as a number; one beyond +-2^53 would not survive the conversion and is refused. */
+  i64(field: string): number {
+    this.need(8, field, 'an i64');
+    const v = this.i64At(this.offset, field);
+    this.offset += 8;
+    return v;
+  }
+  i64At(at: number, field: string): number {
+    const lo = this.view.getUint32(at, true);
+    const hi = this.view.getInt32(at + 4, true);
+    if (hi > 0x1fffff || hi < -0x200000)
+      throw this.fail(
+        field,
+        `${this.view.getBigInt64(at, true)} is outside +-2^53, expected an integer within it`,
+      );
+    return hi * 4294967296 + lo;
+  }
+  str16(field: string): string {
+    const n = this.u16(field);
+    return this.text(n, field);
+  }
+  text(n: number, field: string): string {
+    this.need(n, field, `a UTF-8 string of ${n} bytes`);
+    try {
+      return utf8.decode(this.bytes.subarray(this.offset, (this.offset += n)));
+    } catch {
+      throw this.fail(field, `the ${n} bytes at byte ${this.offset - n} are not UTF-8`);
+    }
+  }
+  /** `count` float64s, copied out (a view of the frame could not be aligned). */
+  f64s(count: number, field: string, what: string): Float64Array {
+    this.need(count * 8, field, what);
+    const out = new Float64Array(count);
+    if (LITTLE_ENDIAN)
+      new Uint8Array(out.buffer).set(this.bytes.subarray(this.offset, this.offset + count * 8));
+    else for (let i = 0; i < count; i++) out[i] = this.view.getFloat64(this.offset + i * 8, true);
+    this.offset += count * 8;
+    return out;
+  }
+  i64s(count: number, field: string, what: string): Float64Array {
+    this.need(count * 8, field, what);
+    const out = new Float64Array(count);
+    for (let i = 0; i < count; i++) out[i] = this.i64At(this.offset + i * 8, field);
+    this.offset += count * 8;
+    return out;
+  }
+  /** f32, i32 or u8 values, widened to float64 as the recorder holds every number. */
+  narrow(type: 'f32' | 'i32' | 'bool', count: number, field: string, what: string): Float64Array {
+    const size = VALUE_LAYOUT[type].bytes;
+    this.need(count * size, field, what);
+    const out = new Float64Array(count);
+    const v = this.view;
+    const at = this.offset;
+    if (type === 'f32') for (let i = 0; i < count; i++) out[i] = v.getFloat32(at + i * 4, true);
+    else if (type === 'i32') for (let i = 0; i < count; i++) out[i] = v.getInt32(at + i * 4, true);
+    else for (let i = 0; i < count; i++) out[i] = v.getUint8(at + i);
+    this.offset += count * size;
+    return out;
+  }
+  end(): void {
+    if (this.offset !== this.bytes.byteLength)
+      throw this.fail(
+        'body',
+        `${this.bytes.byteLength - this.offset} bytes follow the last batch at byte ${this.offset}, expected none`,
+      );
+  }
+}
+
+function readColumn(r: Reader, field: FieldDecl, rows: number, where: string): ArrayLike<unknown> {
+  const what = `${rows} rows of ${field.type}`;
+  switch (field.type) {
+    case 'f64':
+      return r.f64s(rows, where, what);
+    case 'vec':
+      return r.f64s(rows * field.length!, where, `${what}[${field.length}]`);
+    case 'i64':
+      return r.i64s(rows, where, what);
+    case 'f32':
+    case 'i32':
+    case 'bool':
+      return r.narrow(field.type, rows, where, what);
+    case 'string':
+    case 'json': {
+      r.need(rows * 4, where, `${rows} u32 string lengths at least`);
+      const out: unknown[] = new Array(rows);
+      for (let i = 0; i < rows; i++) {
+        const n = r.u32(`${where}[${i}]`, 'a u32 string length');
+        if (n === ABSENT) continue;
+        const text = r.text(n, `${where}[${i}]`);
+        if (field.type === 'string') out[i] = text;
+        else
+          try {
+            out[i] = JSON.parse(text);
+          } catch {
+            throw r.fail(`${where}[${i}]`, `expected JSON text, got ${describeValue(text)}`);
+          }
+      }
+      return out;
+    }
+  }
+}
+
+function readColumns(
+  r: Reader,
+  fields: readonly FieldDecl[],
+  rows: number,
+  where: string,
+): Record<string, ArrayLike<unknown>> {
+  const count = r.u16(`${where}.columns`);
+  const columns: Record<string, ArrayLike<unknown>> = {};
+  for (let k = 0; k < count; k++) {
+    const id = r.u16(`${where}.columns[${k}]`);
+    const field = fields[id];
+    if (!field)
+      throw r.fail(
+        `${where}.columns[${k}]`,
+        `field id ${id} is not declared, expected 0..${fields.length - 1} (${fields.map((f) => f.name).join(', ')})`,
+      );
+    if (field.name in columns) throw r.fail(`${where}.${field.name}`, `field id ${id} comes twice`);
+    columns[field.name] = readColumn(r, field, rows, `${where}.${field.name}`);
+  }
+  return columns;
+}
+
+/** A `columns` body as the recorder's column batches, by stream id. */
+export function decodeColumnsBody(
+  body: Uint8Array,
+  fieldsOf: (stream: string) => readonly FieldDecl[] | undefined,
+): { stream: string; input: ColumnBatchInput }[] {
+  const r = new Reader(body, 'columns');
+  const count = r.u16('streams');
+  const out: { stream: string; input: ColumnBatchInput }[] = [];
+  for (let s = 0; s < count; s++) {
+    const stream = r.str16(`streams[${s}]`);
+    const fields = fieldsOf(stream);
+    if (!fields) throw r.fail(`streams[${s}]`, `stream ${describeValue(stream)} is not declared in this run`);
+    const rows = r.u32(`${stream}.rows`);
+    const t = r.i64s(rows, `${stream}.t`, `${rows} times (i64)`);
+    const step = r.i64s(rows, `${stream}.step`, `${rows} steps (i64)`);
+    out.push({ stream, input: { t, step, columns: readColumns(r, fields, rows, stream) as never } });
+  }
+  r.end();
+  return out;
+}
+
+/** A `frame` body as the recorder's frame; the field ids are those of the first actor's stream. */
+export function decodeFrameBody(
+  body: Uint8Array,
+  fieldsOf: (stream: string) => readonly FieldDecl[] | undefined,
+): { name: string; frame: FrameInput } {
+  const r = new Reader(body, 'frame');
+  const name = r.str16('name');
+  const t = r.i64('t');
+  const step = r.i64('step');
+  const n = r.u32('actors');
+  // Each actor id takes at least its two length bytes: a count the body cannot hold is refused first.
+  r.need(n * 2, 'actors', `${n} actor ids`);
+  const actors: string[] = new Array(n);
+  for (let i = 0; i < n; i++) actors[i] = r.str16(`actors[${i}]`);
+  if (n === 0) {
+    r.end();
+    return { name, frame: { t, step, actors, columns: {} } };
+  }
+  const fields = fieldsOf(`${actors[0]}/${name}`);
+  if (!fields)
+    throw r.fail('actors[0]', `stream ${describeValue(`${actors[0]}/${name}`)} is not declared in this run`);
+  const columns = readColumns(r, fields, n, name);
+  r.end();
+  return { name, frame: { t, step, actors, columns: columns as never } };
+}

@@ -1,0 +1,454 @@
+/**
+ * Protocol 2's binary batches (docs/protocol.md, "Binary batches") against a real server on loopback:
+ * the document's bytes, every field type bit for bit, version 1 and 2 clients side by side, malformed
+ * bodies refused by name with the session going on, and a connection cut in the middle of a batch.
+ */
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { encodeColumnsBody, encodeFrameBody } from '../src/ingest/binary-batches.js';
+import { encodeFrame } from '../src/ingest/framing.js';
+import { IngestClient } from '../src/ingest/ingest-client.js';
+import type { ErrorMessage } from '../src/ingest/protocol.js';
+import type { FieldDecl, Sample, StreamDecl } from '../src/model/stream.js';
+import {
+  closedRun,
+  RawClient,
+  readAll,
+  startIngestFixture,
+  type IngestFixture,
+} from './helpers/ingest-helpers.js';
+import { REPO_ROOT } from './helpers/paths.js';
+
+let fx: IngestFixture;
+before(async () => {
+  fx = await startIngestFixture();
+});
+after(async () => {
+  await fx.close();
+});
+
+/** The document's example streams. */
+const STATE_FIELDS: FieldDecl[] = [
+  { name: 'x', type: 'f64', unit: 'm' },
+  { name: 'speed', type: 'f32', unit: 'm/s', optional: true },
+];
+const stateStream = (actor: string): StreamDecl => ({ name: 'state', actor, fields: STATE_FIELDS });
+
+/** The bytes of the code blocks that follow the document's binary example, comments stripped. */
+function documentedBytes(): Buffer[] {
+  const doc = readFileSync(join(REPO_ROOT, 'docs', 'protocol.md'), 'utf8');
+  const example = doc.slice(doc.indexOf('**Example.** With `ego/state`'));
+  const blocks = [...example.matchAll(/```\n([\s\S]*?)```/g)].slice(0, 2);
+  assert.equal(blocks.length, 2, 'the document shows a frame and a columns body');
+  return blocks.map(([, text]) =>
+    Buffer.from(
+      text!
+        .split('\n')
+        .map((line) => line.split(/ {2,}/)[0]!.trim())
+        .filter((hex) => /^([0-9a-f]{2} ?)+$/.test(hex))
+        .join(' ')
+        .replaceAll(' ', ''),
+      'hex',
+    ),
+  );
+}
+
+/** A raw version-2 session with a run and the document's streams declared (seq 1 to 4). */
+async function rawSession(): Promise<{ raw: RawClient; run: number }> {
+  const raw = await RawClient.greeted(fx.tcpPort, { protocol: 2 });
+  raw.send({ type: 'begin', seq: 1 });
+  const { run } = (await raw.ack(1)) as { run: number };
+  raw.send({
+    type: 'actors',
+    seq: 2,
+    actors: [
+      { id: 'ego', kind: 'ego' },
+      { id: 'lead', kind: 'vehicle' },
+    ],
+  });
+  raw.send({ type: 'streams', seq: 3, streams: [stateStream('ego'), stateStream('lead')] });
+  raw.send({ type: 'actors', seq: 4, actors: [{ id: 'walker', kind: 'pedestrian' }] });
+  for (const seq of [2, 3, 4]) assert.equal((await raw.ack(seq)).type, 'ack');
+  return { raw, run };
+}
+
+describe('the document', () => {
+  it("shows the bytes simrec's encoder writes, and a server records them as the document says", async () => {
+    const [frame, columns] = documentedBytes();
+    const frameBody = encodeFrameBody(
+      'state',
+      { t: 1_000_000, step: 0, actors: ['ego', 'lead'], columns: { x: [0.5, 20], speed: [10, 9] } },
+      STATE_FIELDS,
+    );
+    assert.equal(encodeFrame({ type: 'frame', seq: 5 }, frameBody).toString('hex'), frame!.toString('hex'));
+    const columnsBody = encodeColumnsBody(
+      [{ stream: 'ego/state', t: [1_050_000, 1_100_000], step: [1, 2], columns: { x: [1, 1.5] } }],
+      () => STATE_FIELDS,
+    );
+    assert.equal(Buffer.from(columnsBody).toString('hex'), columns!.toString('hex'));
+
+    // The document's bytes as they are, on a socket.
+    const { raw, run } = await rawSession();
+    raw.sendRaw(frame!);
+    raw.send({ type: 'columns', seq: 6 }, columns!);
+    raw.send({ type: 'end', seq: 7, reason: 'user_request' });
+    for (const seq of [5, 6, 7]) assert.equal((await raw.ack(seq)).type, 'ack', `message ${seq}`);
+    raw.destroy();
+    assert.deepStrictEqual(await readAll(fx.store, run, 'ego/state'), [
+      { t: 1_000_000, step: 0, x: 0.5, speed: 10 },
+      { t: 1_050_000, step: 1, x: 1 },
+      { t: 1_100_000, step: 2, x: 1.5 },
+    ]);
+    assert.deepStrictEqual(await readAll(fx.store, run, 'lead/state'), [
+      { t: 1_000_000, step: 0, x: 20, speed: 9 },
+    ]);
+  });
+});
+
+/** A stream of every field type, and rows with the values a codec gets wrong. */
+const EVERY_TYPE: FieldDecl[] = [
+  { name: 'f', type: 'f64' },
+  { name: 'g', type: 'f32', optional: true },
+  { name: 'i', type: 'i32' },
+  { name: 'l', type: 'i64' },
+  { name: 'b', type: 'bool' },
+  { name: 'v', type: 'vec', length: 3, optional: true },
+  { name: 's', type: 'string', optional: true },
+  { name: 'j', type: 'json', optional: true },
+];
+const EDGE_ROWS: Sample[] = [
+  {
+    t: 10,
+    step: 0,
+    f: -0,
+    g: 1.5,
+    i: -(2 ** 31),
+    l: -(2 ** 53 - 1),
+    b: true,
+    v: [0, -0, 1e-310],
+    s: 'é∑😀',
+    j: { a: [1, null] },
+  },
+  { t: 20, step: 1, f: 5e-324, i: 2 ** 31 - 1, l: 2 ** 53 - 1, b: false, s: '' },
+  { t: 20, step: 2, f: Number.MAX_VALUE, g: -0, i: 0, l: 0, b: true, v: [-Number.MAX_VALUE, 2, 3], j: null },
+  {
+    t: 30,
+    step: 3,
+    f: -Number.MIN_VALUE,
+    g: 3.4028234663852886e38,
+    i: 7,
+    l: 1_700_000_000_000_000,
+    b: false,
+  },
+];
+
+function columnsOf(rows: Sample[]): { t: number[]; step: number[]; columns: Record<string, unknown[]> } {
+  const columns: Record<string, unknown[]> = {};
+  for (const field of EVERY_TYPE) {
+    if (field.type === 'vec')
+      columns[field.name] = rows.flatMap((r) => (r[field.name] as number[] | undefined) ?? [NaN, NaN, NaN]);
+    else columns[field.name] = rows.map((r) => r[field.name]);
+  }
+  return { t: rows.map((r) => r.t), step: rows.map((r) => r.step), columns };
+}
+
+describe('every field type', () => {
+  it('reads back bit for bit what was sent, through columns and through a frame (JSON loses -0)', async () => {
+    const client = await IngestClient.connect({ url: fx.tcpUrl, simulator: { name: 'types' } });
+    assert.equal(client.protocol, 2);
+    const runs: number[] = [];
+    for (const path of ['samples', 'columns', 'frame'] as const) {
+      runs.push(await client.beginRun());
+      await client.declareActors([0, 1, 2, 3].map((i) => ({ id: `a${i}`, kind: 'vehicle' })));
+      await client.declareStreams(
+        [0, 1, 2, 3].map((i) => ({ name: 'all', actor: `a${i}`, fields: EVERY_TYPE })),
+      );
+      if (path === 'samples') await client.append({ 'a0/all': EDGE_ROWS });
+      if (path === 'columns') await client.appendColumns([{ stream: 'a0/all', ...columnsOf(EDGE_ROWS) }]);
+      // A frame: row k of the edge rows as actor k's sample at one time.
+      const frame = columnsOf(EDGE_ROWS.map((r) => ({ ...r, t: 50, step: 9 })));
+      if (path === 'frame')
+        await client.appendFrame('all', {
+          t: 50,
+          step: 9,
+          actors: ['a0', 'a1', 'a2', 'a3'],
+          columns: frame.columns,
+        });
+      else
+        for (let k = 0; k < 4; k++)
+          await client.append({ [`a${k}/all`]: [{ ...EDGE_ROWS[k]!, t: 50, step: 9 }] });
+      await client.endRun('completed');
+    }
+    await client.close();
+    const read = async (run: number, actor: string): Promise<Sample[]> =>
+      readAll(fx.store, run, `${actor}/all`);
+    const [json, columns, frame] = runs as [number, number, number];
+    const atFifty = EDGE_ROWS.map((row) => ({ ...row, t: 50, step: 9 }));
+    // JSON has no -0 (JSON.stringify(-0) is "0"): binary batches are what keep it. Otherwise the same.
+    const zeroed = (rows: Sample[]): Sample[] => JSON.parse(JSON.stringify(rows)) as Sample[];
+    // The columns run's last row came as JSON.
+    const expected = [...EDGE_ROWS, ...zeroed([atFifty[0]!])];
+    assert.deepStrictEqual(await read(columns, 'a0'), expected, 'columns: bit for bit');
+    const fromColumns = await read(columns, 'a0');
+    assert.ok(Object.is(fromColumns[0]!.f, -0) && Object.is((fromColumns[0]!.v as number[])[1], -0), '-0');
+    for (let k = 0; k < 4; k++)
+      assert.deepStrictEqual(await read(frame, `a${k}`), [atFifty[k]], `frame: actor a${k}, bit for bit`);
+    assert.deepStrictEqual(await read(json, 'a0'), zeroed([...EDGE_ROWS, atFifty[0]!]));
+  });
+});
+
+describe('version 1 and version 2 side by side', () => {
+  it('a JSON client and a binary client record at once, each as it sent', async () => {
+    const v1 = await IngestClient.connect({ url: fx.tcpUrl, simulator: { name: 'v1' }, protocol: 1 });
+    const v2 = await IngestClient.connect({ url: fx.wsUrl, simulator: { name: 'v2' } });
+    assert.deepEqual([v1.protocol, v2.protocol], [1, 2]);
+    await assert.rejects(
+      v1.appendFrame('state', { t: 0, step: 0, actors: [], columns: {} }),
+      /needs protocol 2/,
+    );
+    const record = async (client: IngestClient, binary: boolean): Promise<number> => {
+      const run = await client.beginRun();
+      const actors = ['ego', 'lead'];
+      await client.declareActors(actors.map((id) => ({ id, kind: 'vehicle' })));
+      await client.declareStreams(actors.map(stateStream));
+      const acked: Promise<void>[] = [];
+      for (let step = 0; step < 400; step++) {
+        const t = 1_000_000 + step * 10_000;
+        const x = [step * 0.1, 50 + step * 0.09];
+        if (binary)
+          acked.push(client.appendFrame('state', { t, step, actors, columns: { x, speed: [10, 9] } }));
+        else
+          acked.push(
+            client.append({
+              'ego/state': [{ t, step, x: x[0]!, speed: 10 }],
+              'lead/state': [{ t, step, x: x[1]!, speed: 9 }],
+            }),
+          );
+      }
+      await Promise.all(acked);
+      await client.endRun('completed');
+      return run;
+    };
+    const [r1, r2] = await Promise.all([record(v1, false), record(v2, true)]);
+    await Promise.all([v1.close(), v2.close()]);
+    for (const actor of ['ego', 'lead']) {
+      const a = await readAll(fx.store, r1, `${actor}/state`);
+      assert.equal(a.length, 400);
+      assert.deepStrictEqual(await readAll(fx.store, r2, `${actor}/state`), a, `${actor}: the same rows`);
+    }
+  });
+});
+
+/** A little-endian writer for building bad bodies by hand. */
+function le(...parts: [string, number | bigint | string][]): Buffer {
+  return Buffer.concat(
+    parts.map(([type, v]) => {
+      const b = Buffer.alloc(
+        type === 'str' ? 2 + Buffer.byteLength(v as string) : { u16: 2, u32: 4, i64: 8, f64: 8 }[type]!,
+      );
+      if (type === 'u16') b.writeUInt16LE(v as number);
+      if (type === 'u32') b.writeUInt32LE(v as number);
+      if (type === 'i64') b.writeBigInt64LE(BigInt(v));
+      if (type === 'f64') b.writeDoubleLE(v as number);
+      if (type === 'str') {
+        b.writeUInt16LE(Buffer.byteLength(v as string));
+        b.write(v as string, 2);
+      }
+      return b;
+    }),
+  );
+}
+
+describe('malformed binary batches', () => {
+  it('are refused with the field named, nothing of them kept, and the session goes on', async () => {
+    const { raw, run } = await rawSession();
+    const head = (stream: string, rows: number): [string, number | bigint | string][] => [
+      ['u16', 1],
+      ['str', stream],
+      ['u32', rows],
+      ...Array.from({ length: rows }, (_, i) => ['i64', 1_000_000 + i] as [string, number]),
+      ...Array.from({ length: rows }, (_, i) => ['i64', i] as [string, number]),
+    ];
+    const cases: { what: string; type: string; body: Buffer; code: string; field: string; says: RegExp }[] = [
+      {
+        what: 'an array shorter than its rows',
+        type: 'columns',
+        body: le(...head('ego/state', 2), ['u16', 1], ['u16', 0], ['f64', 1]),
+        code: 'bad_message',
+        field: 'ego/state.x',
+        says: /2 rows of f64 needs 16 bytes at byte \d+ of the body, which ends at byte \d+/,
+      },
+      {
+        what: 'a field id the stream does not declare',
+        type: 'columns',
+        body: le(...head('ego/state', 1), ['u16', 1], ['u16', 7], ['f64', 1]),
+        code: 'bad_message',
+        field: 'ego/state.columns[0]',
+        says: /field id 7 is not declared, expected 0\.\.1 \(x, speed\)/,
+      },
+      {
+        what: 'a field id twice',
+        type: 'columns',
+        body: le(...head('ego/state', 1), ['u16', 2], ['u16', 0], ['f64', 1], ['u16', 0], ['f64', 2]),
+        code: 'bad_message',
+        field: 'ego/state.x',
+        says: /field id 0 comes twice/,
+      },
+      {
+        what: 'a stream id longer than the body',
+        type: 'columns',
+        body: le(['u16', 1], ['u16', 300], ['u32', 0]),
+        code: 'bad_message',
+        field: 'streams[0]',
+        says: /a UTF-8 string of 300 bytes needs 300 bytes at byte 4/,
+      },
+      {
+        what: 'a row count past the end of the frame',
+        type: 'columns',
+        body: le(['u16', 1], ['str', 'ego/state'], ['u32', 0xffffffff]),
+        code: 'bad_message',
+        field: 'ego/state.t',
+        says: /4294967295 times \(i64\) needs 34359738360 bytes/,
+      },
+      {
+        what: 'bytes after the last stream',
+        type: 'columns',
+        body: Buffer.concat([
+          le(...head('ego/state', 1), ['u16', 1], ['u16', 0], ['f64', 1]),
+          Buffer.from([0]),
+        ]),
+        code: 'bad_message',
+        field: 'body',
+        says: /1 bytes follow the last batch/,
+      },
+      {
+        what: 'a stream that is not declared',
+        type: 'columns',
+        body: le(...head('ego/ghost', 1), ['u16', 0]),
+        code: 'bad_message',
+        field: 'streams[0]',
+        says: /stream "ego\/ghost" is not declared in this run/,
+      },
+      {
+        what: 'NaN in a required field',
+        type: 'columns',
+        body: le(...head('ego/state', 1), ['u16', 1], ['u16', 0], ['f64', NaN]),
+        code: 'invalid',
+        field: 'stream ego/state sample at t=1000000',
+        says: /field x is required \(f64\) but absent/,
+      },
+      {
+        what: 'a time beyond 2^53',
+        type: 'columns',
+        body: le(['u16', 1], ['str', 'ego/state'], ['u32', 1], ['i64', 2n ** 60n], ['i64', 0], ['u16', 0]),
+        code: 'bad_message',
+        field: 'ego/state.t',
+        says: /1152921504606846976 is outside \+-2\^53/,
+      },
+      {
+        what: 'a frame with fewer actor ids than it counts',
+        type: 'frame',
+        body: le(
+          ['str', 'state'],
+          ['i64', 2_000_000],
+          ['i64', 5],
+          ['u32', 3],
+          ['str', 'ego'],
+          ['str', 'lead'],
+        ),
+        code: 'bad_message',
+        field: 'actors[2]',
+        says: /a u16 count needs 2 bytes/,
+      },
+      {
+        what: 'a frame naming an actor without the stream',
+        type: 'frame',
+        body: le(
+          ['str', 'state'],
+          ['i64', 2_000_000],
+          ['i64', 5],
+          ['u32', 2],
+          ['str', 'ego'],
+          ['str', 'walker'],
+          ['u16', 1],
+          ['u16', 0],
+          ['f64', 1],
+          ['f64', 2],
+        ),
+        code: 'invalid',
+        field: 'run',
+        says: /has no declared stream "walker\/state" \(frame actor 1\)/,
+      },
+      {
+        what: 'no body at all',
+        type: 'frame',
+        body: Buffer.alloc(0),
+        code: 'bad_message',
+        field: 'body',
+        says: /expected a body of binary batches, got none/,
+      },
+    ];
+    let seq = 5;
+    for (const c of cases) {
+      raw.send({ type: c.type, seq }, c.body);
+      const answer = (await raw.ack(seq)) as ErrorMessage;
+      assert.equal(answer.type, 'error', c.what);
+      assert.equal(answer.code, c.code, `${c.what}: ${answer.message}`);
+      assert.equal(answer.fatal, false, c.what);
+      assert.match(answer.message, c.says, c.what);
+      if (c.field !== 'run') assert.equal(answer.field, c.field, `${c.what}: ${answer.message}`);
+      seq++;
+    }
+    // The session goes on: a good batch after all of them is kept, and only it.
+    const good = encodeColumnsBody(
+      [{ stream: 'ego/state', t: [3_000_000], step: [9], columns: { x: [4] } }],
+      () => STATE_FIELDS,
+    );
+    raw.send({ type: 'columns', seq }, good);
+    assert.equal((await raw.ack(seq)).type, 'ack');
+    raw.send({ type: 'end', seq: seq + 1, reason: 'user_request' });
+    await raw.ack(seq + 1);
+    raw.destroy();
+    assert.deepStrictEqual(await readAll(fx.store, run, 'ego/state'), [{ t: 3_000_000, step: 9, x: 4 }]);
+    assert.deepStrictEqual(await readAll(fx.store, run, 'lead/state'), []);
+  });
+
+  it('a version-1 session that sends a binary batch is told to say protocol 2', async () => {
+    const raw = await RawClient.greeted(fx.tcpPort, { protocol: 1 });
+    raw.send({ type: 'columns', seq: 1 }, Buffer.from([0, 0]));
+    const answer = (await raw.ack(1)) as ErrorMessage;
+    assert.equal(answer.code, 'bad_message');
+    assert.match(answer.message, /columns: a message of protocol 2; this session speaks protocol 1/);
+    raw.send({ type: 'begin', seq: 2 });
+    assert.equal((await raw.ack(2)).type, 'ack', 'the session goes on');
+    raw.destroy();
+  });
+});
+
+describe('a connection cut in the middle of a binary batch', () => {
+  it('closes the run interrupted with every acknowledged batch and nothing of the cut one', async () => {
+    const { raw, run } = await rawSession();
+    const frame = (step: number): Buffer =>
+      Buffer.from(
+        encodeFrameBody(
+          'state',
+          { t: 1_000_000 + step * 10_000, step, actors: ['ego', 'lead'], columns: { x: [step, -step] } },
+          STATE_FIELDS,
+        ),
+      );
+    for (let step = 0; step < 3; step++) raw.send({ type: 'frame', seq: 5 + step }, frame(step));
+    for (let step = 0; step < 3; step++) assert.equal((await raw.ack(5 + step)).type, 'ack');
+    const cut = encodeFrame({ type: 'frame', seq: 8 }, frame(3));
+    raw.sendRaw(cut.subarray(0, cut.length - 9)); // all but the last value
+    await new Promise((r) => setTimeout(r, 50));
+    raw.destroy();
+    const info = await closedRun(fx.store, run);
+    assert.equal(info.endReason, 'interrupted');
+    assert.deepStrictEqual(
+      (await readAll(fx.store, run, 'lead/state')).map((s) => s.x),
+      [-0, -1, -2],
+    );
+  });
+});
