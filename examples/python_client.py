@@ -7,8 +7,11 @@ Standard library only, so that it runs beside any simulator's Python:
     python3 examples/python_client.py 127.0.0.1 8471
 
 Each frame is a big-endian u32 length, then a big-endian u32 header length, the JSON header and the
-body bytes (captures only). Every message that changes something carries a sequence number; the
-server answers each with an ack once it is on disk, or with an error naming the message and field.
+body bytes. Every message that changes something carries a sequence number; the server answers each
+with an ack once it is on disk, or with an error naming the message and field.
+
+With --binary the states go as protocol 2's binary frames (docs/protocol.md, "Binary batches"): one
+message per step holding every actor's values as little-endian arrays, built with struct.
 """
 
 import argparse
@@ -18,7 +21,11 @@ import struct
 import sys
 import time
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
+
+# How one row of a declared field travels in a binary batch (docs/protocol.md): struct codes, little-endian.
+VALUE_CODES = {"f64": "d", "f32": "f", "i32": "i", "i64": "q", "bool": "B", "vec": "d"}
+ABSENT = 0xFFFFFFFF
 
 
 class SimrecError(Exception):
@@ -32,7 +39,7 @@ class SimrecError(Exception):
 
 
 class SimrecClient:
-    def __init__(self, host, port, simulator, version=None, token=None, on_control=None):
+    def __init__(self, host, port, simulator, version=None, token=None, on_control=None, protocol=PROTOCOL_VERSION):
         self.sock = socket.create_connection((host, port))
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.on_control = on_control
@@ -40,7 +47,9 @@ class SimrecClient:
         self.seq = 0
         # seq -> the answer, once it came; None while waiting.
         self.pending = {}
-        hello = {"type": "hello", "protocol": PROTOCOL_VERSION, "simulator": {"name": simulator}}
+        # Declared fields by stream id: a binary batch names a field by its index among them.
+        self.fields = {}
+        hello = {"type": "hello", "protocol": protocol, "simulator": {"name": simulator}}
         if version:
             hello["simulator"]["version"] = version
         if token:
@@ -51,6 +60,7 @@ class SimrecClient:
             raise SimrecError(welcome)
         self.window = welcome["window"]["messages"]
         self.max_frame = welcome["maxFrameBytes"]
+        self.protocol = welcome["protocol"]
 
     # -- framing ----------------------------------------------------------------------------------
 
@@ -129,6 +139,8 @@ class SimrecClient:
 
     def declare_streams(self, streams):
         self._request({"type": "streams", "streams": streams}, wait=True)
+        for s in streams:
+            self.fields[f"{s['actor']}/{s['name']}" if s.get("actor") else s["name"]] = s["fields"]
 
     def declare_sensors(self, sensors):
         self._request({"type": "sensors", "sensors": sensors}, wait=True)
@@ -136,6 +148,31 @@ class SimrecClient:
     def samples(self, batch):
         """Sends {stream id: [samples]} without waiting; returns its sequence number."""
         return self._request({"type": "samples", "samples": batch})
+
+    def frame(self, name, t, step, actors, columns):
+        """Sends one step of the streams <actor>/<name> of several actors as a binary frame (protocol 2).
+
+        `columns` maps a declared field to one value per actor (a vec field: `length` values per actor);
+        None is absent. Returns the sequence number without waiting.
+        """
+        fields = self.fields[f"{actors[0]}/{name}"]
+        body = _str16(name) + struct.pack("<qqI", t, step, len(actors))
+        body += b"".join(_str16(actor) for actor in actors)
+        body += _columns(fields, columns, len(actors))
+        return self._request({"type": "frame"}, body)
+
+    def columns(self, batches):
+        """Sends rows of several streams as binary columns (protocol 2).
+
+        `batches` maps a stream id to {"t": [...], "step": [...], field: [...]}, one value per row.
+        """
+        body = struct.pack("<H", len(batches))
+        for stream, batch in batches.items():
+            rows = len(batch["t"])
+            body += _str16(stream) + struct.pack("<I%dq%dq" % (rows, rows), rows, *batch["t"], *batch["step"])
+            values = {k: v for k, v in batch.items() if k not in ("t", "step")}
+            body += _columns(self.fields[stream], values, rows)
+        return self._request({"type": "columns"}, body)
 
     def capture(self, sensor, t, step, media_type, data):
         return self._request(
@@ -148,6 +185,34 @@ class SimrecClient:
 
     def close(self):
         self.sock.close()
+
+
+def _str16(text):
+    data = text.encode("utf-8")
+    return struct.pack("<H", len(data)) + data
+
+
+def _columns(fields, columns, rows):
+    """The column count, then per column its field id and its values in the declared type."""
+    ids = {field["name"]: i for i, field in enumerate(fields)}
+    out = struct.pack("<H", len(columns))
+    for name, values in columns.items():
+        field = fields[ids[name]]
+        out += struct.pack("<H", ids[name])
+        kind = field["type"]
+        if kind in ("string", "json"):
+            for v in values:
+                if v is None:
+                    out += struct.pack("<I", ABSENT)
+                else:
+                    data = (json.dumps(v) if kind == "json" else v).encode("utf-8")
+                    out += struct.pack("<I", len(data)) + data
+        else:
+            if kind in ("f64", "f32", "vec"):
+                values = [float("nan") if v is None else v for v in values]
+            count = rows * field["length"] if kind == "vec" else rows
+            out += struct.pack("<%d%s" % (count, VALUE_CODES[kind]), *values)
+    return out
 
 
 def ppm(width, height, step):
@@ -163,6 +228,7 @@ def main():
     parser.add_argument("--steps", type=int, default=100)
     parser.add_argument("--token")
     parser.add_argument("--endless", action="store_true", help="record until killed, printing each ack")
+    parser.add_argument("--binary", action="store_true", help="send states as binary frames (protocol 2)")
     args = parser.parse_args()
 
     client = SimrecClient(args.host, args.port, "python-example", version="1.0", token=args.token)
@@ -190,12 +256,21 @@ def main():
     step = 0
     while args.endless or step < args.steps:
         t = 1_000_000 + step * 50_000
-        seq = client.samples(
-            {
-                "ego/state": [{"t": t, "step": step, "x": step * 0.5, "y": 0.0, "yaw": 0.0, "speed": 10.0}],
-                "lead/state": [{"t": t, "step": step, "x": 20 + step * 0.45, "y": 0.0, "yaw": 0.0, "speed": 9.0}],
-            }
-        )
+        if args.binary:
+            seq = client.frame(
+                "state",
+                t,
+                step,
+                ["ego", "lead"],
+                {"x": [step * 0.5, 20 + step * 0.45], "y": [0.0, 0.0], "yaw": [0.0, 0.0], "speed": [10.0, 9.0]},
+            )
+        else:
+            seq = client.samples(
+                {
+                    "ego/state": [{"t": t, "step": step, "x": step * 0.5, "y": 0.0, "yaw": 0.0, "speed": 10.0}],
+                    "lead/state": [{"t": t, "step": step, "x": 20 + step * 0.45, "y": 0.0, "yaw": 0.0, "speed": 9.0}],
+                }
+            )
         batch_end[seq] = step + 1
         if step % 10 == 0 and not args.endless:
             client.capture("front", t, step, "image/x-portable-pixmap", ppm(4, 2, step))

@@ -4,8 +4,6 @@
  * bodies refused by name with the session going on, and a connection cut in the middle of a batch.
  */
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { encodeColumnsBody, encodeFrameBody } from '../src/ingest/binary-batches.js';
 import { encodeFrame } from '../src/ingest/framing.js';
@@ -14,12 +12,12 @@ import type { ErrorMessage } from '../src/ingest/protocol.js';
 import type { FieldDecl, Sample, StreamDecl } from '../src/model/stream.js';
 import {
   closedRun,
+  documentedBytes,
   RawClient,
   readAll,
   startIngestFixture,
   type IngestFixture,
 } from './helpers/ingest-helpers.js';
-import { REPO_ROOT } from './helpers/paths.js';
 
 let fx: IngestFixture;
 before(async () => {
@@ -35,25 +33,6 @@ const STATE_FIELDS: FieldDecl[] = [
   { name: 'speed', type: 'f32', unit: 'm/s', optional: true },
 ];
 const stateStream = (actor: string): StreamDecl => ({ name: 'state', actor, fields: STATE_FIELDS });
-
-/** The bytes of the code blocks that follow the document's binary example, comments stripped. */
-function documentedBytes(): Buffer[] {
-  const doc = readFileSync(join(REPO_ROOT, 'docs', 'protocol.md'), 'utf8');
-  const example = doc.slice(doc.indexOf('**Example.** With `ego/state`'));
-  const blocks = [...example.matchAll(/```\n([\s\S]*?)```/g)].slice(0, 2);
-  assert.equal(blocks.length, 2, 'the document shows a frame and a columns body');
-  return blocks.map(([, text]) =>
-    Buffer.from(
-      text!
-        .split('\n')
-        .map((line) => line.split(/ {2,}/)[0]!.trim())
-        .filter((hex) => /^([0-9a-f]{2} ?)+$/.test(hex))
-        .join(' ')
-        .replaceAll(' ', ''),
-      'hex',
-    ),
-  );
-}
 
 /** A raw version-2 session with a run and the document's streams declared (seq 1 to 4). */
 async function rawSession(): Promise<{ raw: RawClient; run: number }> {

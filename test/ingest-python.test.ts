@@ -4,7 +4,14 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { after, before, describe, it } from 'node:test';
-import { closedRun, readAll, startIngestFixture, type IngestFixture } from './helpers/ingest-helpers.js';
+import { spawnSync } from 'node:child_process';
+import {
+  closedRun,
+  documentedBytes,
+  readAll,
+  startIngestFixture,
+  type IngestFixture,
+} from './helpers/ingest-helpers.js';
 import { REPO_ROOT } from './helpers/paths.js';
 
 const SCRIPT = join(REPO_ROOT, 'examples', 'python_client.py');
@@ -33,6 +40,46 @@ describe('examples/python_client.py over TCP', () => {
   it('is standard library only', () => {
     const modules = [...readFileSync(SCRIPT, 'utf8').matchAll(/^(?:import|from) (\w+)/gm)].map((m) => m[1]);
     assert.deepEqual(modules.sort(), ['argparse', 'json', 'socket', 'struct', 'sys', 'time']);
+  });
+
+  it("writes protocol 2's binary frame and columns byte for byte as the document shows", () => {
+    const [frame, columns] = documentedBytes();
+    const python = `
+import sys
+sys.path.insert(0, ${JSON.stringify(join(REPO_ROOT, 'examples'))})
+import python_client as c
+fields = [{"name": "x", "type": "f64"}, {"name": "speed", "type": "f32", "optional": True}]
+body = c._str16("state") + c.struct.pack("<qqI", 1000000, 0, 2) + c._str16("ego") + c._str16("lead")
+body += c._columns(fields, {"x": [0.5, 20], "speed": [10, 9]}, 2)
+print(body.hex())
+client = c.SimrecClient.__new__(c.SimrecClient)
+client.fields = {"ego/state": fields}
+sent = []
+client._request = lambda header, body: sent.append(body)
+client.columns({"ego/state": {"t": [1050000, 1100000], "step": [1, 2], "x": [1, 1.5]}})
+print(sent[0].hex())
+`;
+    const result = spawnSync('python3', ['-c', python], { encoding: 'utf8' });
+    assert.equal(result.status, 0, result.stderr);
+    const [frameBody, columnsBody] = result.stdout.trim().split('\n');
+    assert.equal(
+      frameBody,
+      frame!.subarray(32).toString('hex'),
+      'the frame body (after its 32 bytes of framing and header)',
+    );
+    assert.equal(columnsBody, columns!.toString('hex'));
+  });
+
+  it('records the same run with --binary (protocol 2 frames) as with JSON samples', async () => {
+    const json = await runPython(['127.0.0.1', String(fx.tcpPort), '--steps', '50']);
+    const binary = await runPython(['127.0.0.1', String(fx.tcpPort), '--steps', '50', '--binary']);
+    assert.equal(binary.code, 0, binary.stderr);
+    const [a, b] = [json, binary].map((r) => Number(/^run (\d+)$/m.exec(r.stdout)?.[1]));
+    for (const stream of ['ego/state', 'lead/state']) {
+      const expected = await readAll(fx.store, a!, stream);
+      assert.equal(expected.length, 50);
+      assert.deepStrictEqual(await readAll(fx.store, b!, stream), expected, stream);
+    }
   });
 
   it('records a short run with two actors and camera captures', async () => {

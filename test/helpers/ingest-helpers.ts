@@ -1,5 +1,7 @@
 import { connect, type Socket } from 'node:net';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import assert from 'node:assert/strict';
 import { decodeMessage, encodeFrame, FrameDecoder } from '../../src/ingest/framing.js';
 import type { ServerMessage } from '../../src/ingest/protocol.js';
 import type { Sample, StreamDecl } from '../../src/model/stream.js';
@@ -7,7 +9,7 @@ import type { StoreBackend } from '../../src/model/store-port.js';
 import type { RunInfo } from '../../src/model/run.js';
 import { startServer, type RunningServer, type ServerOptions } from '../../src/server/start-server.js';
 import { openStore } from '../../src/store/open-store.js';
-import { tempDir } from './paths.js';
+import { REPO_ROOT, tempDir } from './paths.js';
 
 export interface IngestFixture {
   store: StoreBackend;
@@ -160,4 +162,23 @@ export class RawClient {
   destroy(): void {
     this.socket.destroy();
   }
+}
+
+/** The bytes of the code blocks that follow the document's binary example, comments stripped. */
+export function documentedBytes(): Buffer[] {
+  const doc = readFileSync(join(REPO_ROOT, 'docs', 'protocol.md'), 'utf8');
+  const example = doc.slice(doc.indexOf('**Example.** With `ego/state`'));
+  const blocks = [...example.matchAll(/```\n([\s\S]*?)```/g)].slice(0, 2);
+  assert.equal(blocks.length, 2, 'the document shows a frame and a columns body');
+  return blocks.map(([, text]) =>
+    Buffer.from(
+      text!
+        .split('\n')
+        .map((line) => line.split(/ {2,}/)[0]!.trim())
+        .filter((hex) => /^([0-9a-f]{2} ?)+$/.test(hex))
+        .join(' ')
+        .replaceAll(' ', ''),
+      'hex',
+    ),
+  );
 }
