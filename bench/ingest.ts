@@ -1,9 +1,10 @@
 /**
- * End-to-end ingest: the same traffic recorded in-process (RunRecorder.appendMany per step) and sent over
- * loopback TCP by the TypeScript client to a real ingest server in a process of its own (every batch
- * acknowledged once durable), in actor-samples per second; and the server's memory while the client
- * sends every batch at once, as fast as it can (the credit window, not the server's heap, must hold the
- * backlog).
+ * End-to-end ingest: the same traffic recorded in-process and sent over loopback TCP by the TypeScript
+ * client to a real ingest server in a process of its own (every batch acknowledged once durable), in
+ * actor-samples per second, like for like: protocol 2's binary frames against RunRecorder.appendFrame,
+ * protocol 1's JSON samples against RunRecorder.appendMany. And the server's memory while the client
+ * sends every JSON batch at once, as fast as it can (the credit window, not the server's heap, must hold
+ * the backlog).
  */
 import { spawn } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
@@ -11,6 +12,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { IngestClient } from '../src/ingest/ingest-client.js';
+import type { FrameInput } from '../src/model/columns.js';
 import type { Sample, StreamDecl } from '../src/model/stream.js';
 import { RunRecorder } from '../src/record/run-recorder.js';
 import { startServer } from '../src/server/start-server.js';
@@ -20,10 +22,15 @@ import { median } from './stats.js';
 export interface IngestSpeed {
   actors: number;
   steps: number;
+  /** In-process, a frame of every actor a step (appendFrame), and over loopback as binary frames. */
   inProcessSamplesPerSecond: number;
   loopbackSamplesPerSecond: number;
-  /** loopback / in-process: what the network hop and the acknowledgements cost. */
+  /** loopback / in-process for binary frames: what the network hop and the acknowledgements cost. */
   loopbackToInProcess: number;
+  /** The same for JSON samples (protocol 1) against appendMany with sample objects. */
+  inProcessJsonSamplesPerSecond: number;
+  loopbackJsonSamplesPerSecond: number;
+  loopbackJsonToInProcess: number;
   /** The server process's resident memory: after start, and its peak while the client floods it. */
   serverBaselineMiB: number;
   serverPeakMiB: number;
@@ -38,6 +45,8 @@ export interface IngestSpeed {
 
 const BEGIN_US = 1_700_000_000_000_000;
 const STEP_US = 10_000;
+
+const actorIds = (actors: number): string[] => Array.from({ length: actors }, (_, i) => `v${i}`);
 
 const streamsOf = (actors: number): StreamDecl[] =>
   Array.from({ length: actors }, (_, i) => ({
@@ -59,15 +68,38 @@ function stepBatch(actors: number, step: number): Record<string, Sample[]> {
   return batch;
 }
 
-async function inProcess(dir: string, actors: number, steps: number): Promise<number> {
-  const store = await openStore(join(dir, 'in-process.simrec.db'));
+/** One step of the traffic as a frame: every actor's pose as columns, one value per actor. */
+function stepFrame(actors: number, step: number, ids: string[]): FrameInput {
+  const s = step * 0.01;
+  const x = new Float64Array(actors);
+  const y = new Float64Array(actors);
+  const yaw = new Float64Array(actors);
+  const speed = new Float64Array(actors);
+  for (let i = 0; i < actors; i++) {
+    x[i] = i * 7 + s * 13.1;
+    y[i] = Math.sin(s + i) * 3;
+    yaw[i] = (i % 7) * 0.3;
+    speed[i] = 13.1 + (i % 5);
+  }
+  return { t: BEGIN_US + step * STEP_US, step, actors: ids, columns: { x, y, yaw, speed } };
+}
+
+type Path = 'frames' | 'json';
+
+async function inProcess(dir: string, actors: number, steps: number, path: Path): Promise<number> {
+  const store = await openStore(join(dir, `in-process-${path}.simrec.db`));
   try {
     const start = performance.now();
     const rec = await RunRecorder.begin(store, { simulator: { name: 'bench' }, begin: BEGIN_US });
     await rec.declareActors(Array.from({ length: actors }, (_, i) => ({ id: `v${i}`, kind: 'vehicle' })));
     await rec.declareStreams(streamsOf(actors));
     const durable: Promise<void>[] = [];
+    const ids = actorIds(actors);
     for (let step = 0; step < steps; step++) {
+      if (path === 'frames') {
+        durable.push(rec.appendFrame('pose', stepFrame(actors, step, ids)));
+        continue;
+      }
       const batch = stepBatch(actors, step);
       durable.push(rec.appendMany(Object.entries(batch).map(([stream, samples]) => ({ stream, samples }))));
     }
@@ -131,15 +163,25 @@ async function overLoopback(
   port: number,
   actors: number,
   steps: number,
+  path: Path,
 ): Promise<{ rate: number; bytes: number }> {
   const start = performance.now();
-  const client = await IngestClient.connect({ url: `tcp://127.0.0.1:${port}`, simulator: { name: 'bench' } });
+  const client = await IngestClient.connect({
+    url: `tcp://127.0.0.1:${port}`,
+    simulator: { name: 'bench' },
+    protocol: path === 'frames' ? 2 : 1,
+  });
   await client.beginRun({ begin: BEGIN_US });
   await client.declareActors(Array.from({ length: actors }, (_, i) => ({ id: `v${i}`, kind: 'vehicle' })));
   await client.declareStreams(streamsOf(actors));
   let bytes = 0;
   const acked: Promise<void>[] = [];
+  const ids = actorIds(actors);
   for (let step = 0; step < steps; step++) {
+    if (path === 'frames') {
+      acked.push(client.appendFrame('pose', stepFrame(actors, step, ids)));
+      continue;
+    }
     const batch = stepBatch(actors, step);
     bytes += JSON.stringify(batch).length;
     acked.push(client.append(batch));
@@ -154,36 +196,44 @@ export async function measureIngest(scratch: string, quick: boolean): Promise<In
   const actors = quick ? 20 : 100;
   const steps = quick ? 200 : 3000;
   const reps = quick ? 1 : 3;
-  const local: number[] = [];
-  const remote: number[] = [];
+  const local: Record<Path, number[]> = { frames: [], json: [] };
+  const remote: Record<Path, number[]> = { frames: [], json: [] };
   let baseline = 0;
   let peak = 0;
   let sent = 0;
   for (let rep = 0; rep < reps; rep++) {
     const dir = join(scratch, `ingest-${rep}`);
     mkdirSync(dir, { recursive: true });
-    local.push(await inProcess(dir, actors, steps));
-    const server = await startServerChild(dir);
-    const { rate, bytes } = await overLoopback(server.port, actors, steps);
-    remote.push(rate);
-    sent = bytes;
-    baseline = Math.max(baseline, server.baselineBytes);
-    peak = Math.max(peak, (await server.stop()).maxRssBytes);
+    for (const path of ['frames', 'json'] as const) {
+      local[path].push(await inProcess(dir, actors, steps, path));
+      mkdirSync(join(dir, path), { recursive: true });
+      const server = await startServerChild(join(dir, path));
+      const { rate, bytes } = await overLoopback(server.port, actors, steps, path);
+      remote[path].push(rate);
+      const { maxRssBytes } = await server.stop();
+      if (path === 'frames') continue;
+      // The memory figures are the JSON flood's: the larger messages, the heavier parse.
+      sent = bytes;
+      baseline = Math.max(baseline, server.baselineBytes);
+      peak = Math.max(peak, maxRssBytes);
+    }
   }
   const dir = join(scratch, 'ingest-4x');
   mkdirSync(dir, { recursive: true });
   const server = await startServerChild(dir);
-  const { bytes: sent4x } = await overLoopback(server.port, actors, steps * 4);
+  const { bytes: sent4x } = await overLoopback(server.port, actors, steps * 4, 'json');
   const { maxRssBytes: peak4x, retainedHeapBytes: retained4x } = await server.stop();
   const mib = (bytes: number): number => Math.round((bytes / 2 ** 20) * 10) / 10;
-  const inProcessRate = median(local);
-  const loopbackRate = median(remote);
+  const ratio = (a: number, b: number): number => Math.round((a / b) * 100) / 100;
   return {
     actors,
     steps,
-    inProcessSamplesPerSecond: Math.round(inProcessRate),
-    loopbackSamplesPerSecond: Math.round(loopbackRate),
-    loopbackToInProcess: Math.round((loopbackRate / inProcessRate) * 100) / 100,
+    inProcessSamplesPerSecond: Math.round(median(local.frames)),
+    loopbackSamplesPerSecond: Math.round(median(remote.frames)),
+    loopbackToInProcess: ratio(median(remote.frames), median(local.frames)),
+    inProcessJsonSamplesPerSecond: Math.round(median(local.json)),
+    loopbackJsonSamplesPerSecond: Math.round(median(remote.json)),
+    loopbackJsonToInProcess: ratio(median(remote.json), median(local.json)),
     serverBaselineMiB: mib(baseline),
     serverPeakMiB: mib(peak),
     sentMiB: mib(sent),
@@ -196,7 +246,8 @@ export async function measureIngest(scratch: string, quick: boolean): Promise<In
 export const formatIngest = (r: IngestSpeed): string =>
   [
     `ingest (${r.actors} actors x ${r.steps} steps, one batch a step):`,
-    `  over loopback TCP, acknowledged when durable: ${r.loopbackSamplesPerSecond} actor-samples/s, ${r.loopbackToInProcess}x the in-process RunRecorder (${r.inProcessSamplesPerSecond}/s)`,
+    `  binary frames (protocol 2) over loopback TCP, acknowledged when durable: ${r.loopbackSamplesPerSecond} actor-samples/s, ${r.loopbackToInProcess}x the in-process RunRecorder.appendFrame (${r.inProcessSamplesPerSecond}/s)`,
+    `  JSON samples (protocol 1) over loopback TCP: ${r.loopbackJsonSamplesPerSecond} actor-samples/s, ${r.loopbackJsonToInProcess}x the in-process RunRecorder.appendMany (${r.inProcessJsonSamplesPerSecond}/s)`,
     `  server memory with the client sending all ${r.sentMiB} MiB at once: ${r.serverBaselineMiB} MiB after start, peak ${r.serverPeakMiB} MiB; sending ${r.sentMiB4x} MiB, peak ${r.serverPeakMiB4x} MiB (${(r.serverPeakMiB4x / r.serverPeakMiB).toFixed(2)}x for 4x the data; ${r.serverRetainedHeapMiB4x} MiB of heap held after it)`,
   ].join('\n');
 
