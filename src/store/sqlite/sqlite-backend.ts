@@ -200,7 +200,10 @@ export class SqliteBackend implements StoreBackend {
   // ---- runs ----------------------------------------------------------------------------------------
 
   async createRun(run: Omit<RunInfo, 'id'>, writer: WriterIdentity): Promise<RunInfo> {
-    return this.guard('creating a run', () => this.createRunNow(run, writer));
+    const created = await this.guard('creating a run', () => this.createRunNow(run, writer));
+    // The writer thread takes tens of milliseconds to start: it does while the run's actors are declared.
+    this.writer.prepare();
+    return created;
   }
 
   private createRunNow(run: Omit<RunInfo, 'id'>, writer: WriterIdentity): RunInfo {

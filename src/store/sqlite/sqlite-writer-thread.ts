@@ -35,6 +35,8 @@ export function configureConnection(db: Database.Database, durability: 'full' | 
 
 /** What the backend asks of whoever writes its chunks: the writer thread, or the same thread. */
 export interface ChunkWriterPort {
+  /** A run is about to record: get ready to write (start the thread) while the caller declares. */
+  prepare(): void;
   append(run: number, appends: readonly { stream: string; batch: ColumnBatch }[]): Promise<void>;
   endRun(run: number, end: number, reason: EndReason): Promise<void>;
   forgetRun(run: number): void;
@@ -58,7 +60,13 @@ export class WriterThread implements ChunkWriterPort {
     this.config = config;
   }
 
-  /** Started on the first write: a store opened to read never starts a thread. */
+  prepare(): void {
+    if (this.failure) return;
+    // Unref'd until a request waits on it: a thread started for a run that never writes holds nothing up.
+    this.start();
+  }
+
+  /** Started when a run begins: a store opened to read never starts a thread. */
   private start(): Worker {
     if (this.worker) return this.worker;
     const worker = new Worker(new URL('./sqlite-writer-worker.js', import.meta.url), {
@@ -133,6 +141,7 @@ export class InlineWriter implements ChunkWriterPort {
   constructor(writer: SqliteChunkWriter) {
     this.writer = writer;
   }
+  prepare(): void {}
   async append(run: number, appends: readonly { stream: string; batch: ColumnBatch }[]): Promise<void> {
     this.writer.append(run, appends);
     // No thread to seal in the background: seal now, after the commit.
