@@ -13,6 +13,7 @@ import { endianness } from 'node:os';
 import type { ColumnBatchInput, FrameInput } from '../model/columns.js';
 import { describeValue } from '../model/errors.js';
 import type { FieldDecl, FieldType } from '../model/stream.js';
+import { ByteWriter } from '../store/common/bytes.js';
 import { ProtocolError } from './protocol.js';
 
 /** The bytes one row of a field takes (vec: per component); strings and JSON are length-prefixed. */
@@ -43,66 +44,12 @@ export interface StreamColumns {
 
 // ---- encoding (the TypeScript client) ---------------------------------------------------------------
 
-class Writer {
-  private bytes = new Uint8Array(256);
-  private view = new DataView(this.bytes.buffer);
-  length = 0;
-
-  private room(n: number): void {
-    if (this.length + n <= this.bytes.length) return;
-    const grown = new Uint8Array(Math.max(this.bytes.length * 2, this.length + n));
-    grown.set(this.bytes.subarray(0, this.length));
-    this.bytes = grown;
-    this.view = new DataView(grown.buffer);
-  }
-  u8(v: number): void {
-    this.room(1);
-    this.view.setUint8(this.length++, v);
-  }
-  u16(v: number): void {
-    this.room(2);
-    this.view.setUint16(this.length, v, true);
-    this.length += 2;
-  }
-  u32(v: number): void {
-    this.room(4);
-    this.view.setUint32(this.length, v, true);
-    this.length += 4;
-  }
-  i32(v: number): void {
-    this.room(4);
-    this.view.setInt32(this.length, v, true);
-    this.length += 4;
-  }
-  i64(v: number): void {
-    this.room(8);
-    this.view.setBigInt64(this.length, BigInt(v), true);
-    this.length += 8;
-  }
-  f64(v: number): void {
-    this.room(8);
-    this.view.setFloat64(this.length, v, true);
-    this.length += 8;
-  }
-  f32(v: number): void {
-    this.room(4);
-    this.view.setFloat32(this.length, v, true);
-    this.length += 4;
-  }
-  raw(b: Uint8Array): void {
-    this.room(b.length);
-    this.bytes.set(b, this.length);
-    this.length += b.length;
-  }
-  str16(s: string, what: string): void {
-    const b = Buffer.from(s, 'utf8');
-    if (b.length > 0xffff) throw new RangeError(`${what}: ${b.length} bytes of UTF-8 is over 65535`);
-    this.u16(b.length);
-    this.raw(b);
-  }
-  done(): Uint8Array {
-    return this.bytes.subarray(0, this.length);
-  }
+/** A u16 byte length and the UTF-8 bytes: how stream, actor and field names travel. */
+function writeStr16(w: ByteWriter, s: string, what: string): void {
+  const b = Buffer.from(s, 'utf8');
+  if (b.length > 0xffff) throw new RangeError(`${what}: ${b.length} bytes of UTF-8 is over 65535`);
+  w.u16(b.length);
+  w.bytes(b);
 }
 
 function fieldIds(fields: readonly FieldDecl[], names: string[], where: string): number[] {
@@ -116,7 +63,7 @@ function fieldIds(fields: readonly FieldDecl[], names: string[], where: string):
   });
 }
 
-function writeColumn(w: Writer, field: FieldDecl, values: ArrayLike<unknown>, rows: number): void {
+function writeColumn(w: ByteWriter, field: FieldDecl, values: ArrayLike<unknown>, rows: number): void {
   const count = field.type === 'vec' ? rows * field.length! : rows;
   if (values.length !== count)
     throw new RangeError(`field ${field.name}: expected ${count} values, got ${values.length}`);
@@ -147,7 +94,7 @@ function writeColumn(w: Writer, field: FieldDecl, values: ArrayLike<unknown>, ro
         }
         const b = Buffer.from(field.type === 'json' ? JSON.stringify(v) : String(v), 'utf8');
         w.u32(b.length);
-        w.raw(b);
+        w.bytes(b);
         break;
       }
     }
@@ -155,7 +102,7 @@ function writeColumn(w: Writer, field: FieldDecl, values: ArrayLike<unknown>, ro
 }
 
 function writeColumns(
-  w: Writer,
+  w: ByteWriter,
   fields: readonly FieldDecl[],
   columns: Record<string, ArrayLike<unknown>>,
   rows: number,
@@ -175,31 +122,31 @@ export function encodeColumnsBody(
   batches: readonly StreamColumns[],
   fieldsOf: (stream: string) => readonly FieldDecl[] | undefined,
 ): Uint8Array {
-  const w = new Writer();
+  const w = new ByteWriter();
   w.u16(batches.length);
   for (const batch of batches) {
     const fields = fieldsOf(batch.stream);
     if (!fields) throw new RangeError(`columns: stream ${JSON.stringify(batch.stream)} is not declared`);
     const n = batch.t.length;
-    w.str16(batch.stream, 'columns: stream id');
+    writeStr16(w, batch.stream, 'columns: stream id');
     w.u32(n);
     for (let i = 0; i < n; i++) w.i64(batch.t[i]!);
     for (let i = 0; i < n; i++) w.i64(batch.step[i]!);
     writeColumns(w, fields, batch.columns, n, `columns: stream ${batch.stream}`);
   }
-  return w.done();
+  return w.finish();
 }
 
 /** The body of a `frame` message; `fields` are the declared fields of the actors' `name` streams. */
 export function encodeFrameBody(name: string, frame: FrameInput, fields: readonly FieldDecl[]): Uint8Array {
-  const w = new Writer();
-  w.str16(name, 'frame: stream name');
+  const w = new ByteWriter();
+  writeStr16(w, name, 'frame: stream name');
   w.i64(frame.t);
   w.i64(frame.step);
   w.u32(frame.actors.length);
-  for (const actor of frame.actors) w.str16(actor, 'frame: actor id');
+  for (const actor of frame.actors) writeStr16(w, actor, 'frame: actor id');
   writeColumns(w, fields, frame.columns, frame.actors.length, `frame of ${name}`);
-  return w.done();
+  return w.finish();
 }
 
 // ---- decoding (the server) --------------------------------------------------------------------------

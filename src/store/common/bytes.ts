@@ -1,6 +1,7 @@
 /**
  * Growable byte writer and bounds-checked reader for the chunk format: unsigned LEB128 varints (up to
  * 2^53, the integers a JavaScript number holds exactly), zig-zag for signed ones, little-endian floats.
+ * The writer's fixed-width little-endian integers also write the ingest protocol's binary batches.
  */
 export class ByteWriter {
   private buf: Uint8Array;
@@ -49,9 +50,34 @@ export class ByteWriter {
     this.varint(v >= 0 ? 2 * v : -2 * v - 1);
   }
 
+  u16(v: number): void {
+    this.ensure(2);
+    this.view.setUint16(this.pos, v, true);
+    this.pos += 2;
+  }
+
   u32(v: number): void {
     this.ensure(4);
     this.view.setUint32(this.pos, v, true);
+    this.pos += 4;
+  }
+
+  i32(v: number): void {
+    this.ensure(4);
+    this.view.setInt32(this.pos, v, true);
+    this.pos += 4;
+  }
+
+  /** An integer within +-2^53, as a two's-complement i64. */
+  i64(v: number): void {
+    this.ensure(8);
+    this.view.setBigInt64(this.pos, BigInt(v), true);
+    this.pos += 8;
+  }
+
+  f32(v: number): void {
+    this.ensure(4);
+    this.view.setFloat32(this.pos, v, true);
     this.pos += 4;
   }
 
