@@ -44,7 +44,17 @@ export const FORMATS: Record<string, FormatEntry> = {
     ],
   },
   didrive: { load: async () => (await import('./didrive/index.js')).didriveCodec },
-  mcap: { load: async () => (await import('./mcap/index.js')).mcapCodec },
+  mcap: {
+    load: async () => (await import('./mcap/index.js')).mcapCodec,
+    writeOptions: [
+      {
+        key: 'osi',
+        flag: '--osi',
+        description:
+          'mcap: add ASAM OSI 3.8 ground truth (osi3.GroundTruth per frame): an OSI trace file too',
+      },
+    ],
+  },
   parquet: { load: async () => (await import('./parquet/codec.js')).parquetCodec },
 };
 

@@ -75,4 +75,9 @@ export interface FormatCodec {
   output: OutputLayout;
   /** The format holds several runs in one location (as episodes, datasets...). */
   multiRun?: boolean;
+  /**
+   * The extension of a `file` format's files (`mcap`). With it, several runs exported at once are
+   * written one file each (`run-ID.EXT`, with their companions) into a folder at the location.
+   */
+  fileExtension?: string;
 }

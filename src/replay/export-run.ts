@@ -45,7 +45,8 @@ export async function exportRecording(
   const write = codec.write;
   if (!write) throw invalid(`${codec.name}: export is not supported (simrec reads it only)`);
   if (runIds.length === 0) throw invalid('RUN: expected at least one run to export');
-  if (runIds.length > 1 && !codec.multiRun)
+  const fileEachRun = runIds.length > 1 && !codec.multiRun;
+  if (fileEachRun && !(codec.output === 'file' && codec.fileExtension))
     throw invalid(
       `${codec.name}: writes one run to a location; several runs are for formats that hold several`,
     );
@@ -67,6 +68,10 @@ export async function exportRecording(
     settings: options.settings ?? {},
     beside: (name, data) => companions.set(name, data),
   };
+  if (fileEachRun)
+    return writeThroughTemporary(location, true, (folder) =>
+      writeFileEachRun(codec, sources, folder, location, writeOptions),
+    );
   const details =
     codec.output === 'dataset' || codec.output === 'database'
       ? await write.call(codec, sources, location, writeOptions)
@@ -83,6 +88,41 @@ export async function exportRecording(
     beside.push(path);
   }
   return { ...details, beside };
+}
+
+/**
+ * Several runs in a one-run file format: a folder (written whole under a temporary name by the
+ * caller) holding `run-ID.EXT` for each run and each file's companions as `run-ID.NAME`.
+ */
+async function writeFileEachRun(
+  codec: FormatCodec,
+  sources: ExportSources,
+  folder: string,
+  location: string,
+  options: WriteOptions,
+): Promise<JsonObject> {
+  mkdirSync(folder);
+  const files: JsonObject[] = [];
+  for (const run of sources.runs) {
+    const name = `run-${run.run.id}`;
+    const file = `${name}.${codec.fileExtension!}`;
+    const beside: string[] = [];
+    const details = await codec.write!({ ...sources, runs: [run] }, join(folder, file), {
+      ...options,
+      beside: (companion, data) => {
+        writeFileSync(join(folder, `${name}.${companion}`), data);
+        beside.push(join(location, `${name}.${companion}`));
+      },
+    });
+    options.signal.throwIfAborted();
+    files.push({
+      run: run.run.id,
+      file: join(location, file),
+      ...details,
+      ...(beside.length ? { beside } : {}),
+    });
+  }
+  return { files };
 }
 
 /** A path that holds something (a file, or a folder that is not empty) is not overwritten unasked. */

@@ -106,8 +106,10 @@ export function registerConvertCommands(program: Command): void {
   const exportCommand = program
     .command('export')
     .description(`write a run in another format (formats: ${formatNames().join(', ')})`)
-    .argument('<run>', 'run id; several, comma-separated, for formats holding several runs (didrive)', (v) =>
-      v.split(',').map(parseRunId),
+    .argument(
+      '<run>',
+      'run id; several, comma-separated, for formats holding several runs (didrive, parquet) or writing one file each into a folder (mcap)',
+      (v) => v.split(',').map(parseRunId),
     )
     .argument('<format>', formatNames().join(' | '))
     .argument('[location]', 'where to write it (LimSim: a .db file); not needed with --episode-of')
@@ -131,9 +133,11 @@ export function registerConvertCommands(program: Command): void {
           throw invalid('LOCATION: expected where to write, or --episode-of DATASET');
         if (opts.episodeOf !== undefined && positional !== undefined && positional !== opts.episodeOf)
           throw invalid(`LOCATION: ${positional} and --episode-of ${opts.episodeOf} disagree; give one`);
-        if ((runs.length > 1 || opts.episodeOf !== undefined) && !codec.multiRun)
+        if (opts.episodeOf !== undefined && !codec.multiRun)
+          throw invalid(`${format}: --episode-of is for formats holding several runs (didrive)`);
+        if (runs.length > 1 && !codec.multiRun && !codec.fileExtension)
           throw invalid(
-            `${format}: writes one run to a location; several runs and --episode-of are for didrive`,
+            `${format}: writes one run to a location; several runs are for formats holding several (didrive, parquet) or writing one file each (mcap)`,
           );
         // A database (or its mongoexport folder) is added to, never replaced.
         if (codec.output !== 'database' && opts.episodeOf === undefined) {
@@ -171,7 +175,10 @@ export function registerConvertCommands(program: Command): void {
             warnings: warnings.list,
           });
         printWarnings(warnings.list);
-        process.stdout.write(`run ${runs.join(',')} -> ${location}\n`);
+        // Several runs in a one-run format: one file each, in the folder at the location.
+        const files = Array.isArray(details.files) ? (details.files as { run: number; file: string }[]) : [];
+        if (files.length) for (const f of files) process.stdout.write(`run ${f.run} -> ${f.file}\n`);
+        else process.stdout.write(`run ${runs.join(',')} -> ${location}\n`);
       },
     );
 }

@@ -4,10 +4,15 @@ import { MAP_TOPIC, SCENE_TOPIC, streamTopic } from './mcap-layout.js';
 
 /**
  * A Foxglove/Lichtblick layout to open beside the export (Layouts > Import from file): the 3D panel
- * on the scene and the map following the ego, a plot of the ego's speed, the events as a log, and the
- * first camera's images. Panel ids and keys are those of Foxglove's own layout files.
+ * on the scene and the map following the ego, a plot of the ego's speed, the events as a log, the
+ * first camera's images, and a map of the earth following the ego when the run is geo-referenced. Panel ids and keys are those of Foxglove's own layout files.
  */
-export function foxgloveLayout(streams: readonly StreamInfo[], cameras: Iterable<string>): object {
+export function foxgloveLayout(
+  streams: readonly StreamInfo[],
+  cameras: Iterable<string>,
+  /** The LocationFix topic the map panel follows, when the run is geo-referenced. */
+  location?: string,
+): object {
   const egoState = streams.find((s) => s.name === STATE_STREAM && s.actor !== null && /ego/i.test(s.actor));
   const state = egoState ?? streams.find((s) => s.name === STATE_STREAM);
   const camera = [...cameras][0];
@@ -30,14 +35,20 @@ export function foxgloveLayout(streams: readonly StreamInfo[], cameras: Iterable
       showLegend: true,
     },
     'RosOut!simrec': { searchTerms: [], minLogLevel: 1 },
+    ...(location
+      ? { 'map!simrec': { followTopic: location, layer: 'map', disabledTopics: [], zoomLevel: 17 } }
+      : {}),
     ...(camera ? { 'Image!simrec': { imageMode: { imageTopic: streamTopic(`${camera}/image`) } } } : {}),
   };
+  const below = camera
+    ? { direction: 'column', first: 'Image!simrec', second: 'RosOut!simrec', splitPercentage: 60 }
+    : 'RosOut!simrec';
   const side = {
     direction: 'column',
     first: 'Plot!simrec',
-    second: camera
-      ? { direction: 'column', first: 'Image!simrec', second: 'RosOut!simrec', splitPercentage: 60 }
-      : 'RosOut!simrec',
+    second: location
+      ? { direction: 'column', first: 'map!simrec', second: below, splitPercentage: 50 }
+      : below,
     splitPercentage: 50,
   };
   return {

@@ -17,6 +17,7 @@ export const mcapCodec: FormatCodec = {
   name: 'mcap',
   description: "MCAP with Foxglove's JSON schemas (scene, map, transforms, log, images) and every stream",
   output: 'file',
+  fileExtension: 'mcap',
   async read(location, into, options) {
     const { decompress } = await zstd();
     const result = await importMcap(into, location, {
@@ -34,6 +35,7 @@ export const mcapCodec: FormatCodec = {
       onProgress: options.onProgress,
       compress: (data) => compress(data, 3),
       beside: options.beside,
+      osi: options.settings.osi === true,
     });
     return { ...result };
   },

@@ -1,18 +1,25 @@
 import { McapWriter } from '@mcap/core';
-import { CompressedImage, FrameTransforms, Log, SceneUpdate } from '@foxglove/schemas/jsonschema.js';
-import type { ActorInfo } from '../../model/run.js';
+import {
+  CompressedImage,
+  FrameTransforms,
+  LocationFix,
+  Log,
+  SceneUpdate,
+} from '@foxglove/schemas/jsonschema.js';
 import type { RoadNetwork, RoadPoint } from '../../model/roadnet.js';
-import { absenceAt, usualSampleInterval } from '../../model/presence.js';
+import { usualSampleInterval } from '../../model/presence.js';
 import type { RunSource } from '../../model/run-ports.js';
 import { STATE_STREAM } from '../../model/standard-streams.js';
 import type { Sample, StreamInfo } from '../../model/stream.js';
 import { readRoadNetwork } from '../../roadnet/roadnet-attachment.js';
+import { geoLocator, type GeoPosition } from '../../roadnet/geo-location.js';
+import { laneBordersOf } from '../../roadnet/lane-borders.js';
+import { signalLamp, type SignalLamp } from '../../roadnet/signal-heads.js';
 import { foxgloveLayout } from './foxglove-layout.js';
 import {
-  CAR_EXTENTS,
-  DEFAULT_EXTENTS,
   foxgloveTime,
   kindColour,
+  locationTopic,
   LOG_TOPIC,
   MAP_TOPIC,
   nanos,
@@ -26,6 +33,18 @@ import {
   WORLD_FRAME,
 } from './mcap-layout.js';
 import { FileWritable } from './mcap-files.js';
+import { OSI_TRACE_METADATA, osiGroundTruth } from './osi-ground-truth.js';
+import {
+  extentsOf,
+  frameTimes,
+  latest,
+  lightTracks,
+  num,
+  presentSample,
+  rewound,
+  type LightTrack,
+  type Track,
+} from './scene-tracks.js';
 
 export interface McapExportOptions {
   warn?: (message: string) => void;
@@ -34,6 +53,8 @@ export interface McapExportOptions {
   compress?: (data: Uint8Array) => Uint8Array;
   /** A file to write beside the MCAP: the Foxglove layout. */
   beside?: (name: string, data: Uint8Array) => void;
+  /** Adds ASAM OSI ground truth (osi3.GroundTruth per frame), making the file an OSI trace too. */
+  osi?: boolean;
 }
 
 export interface McapExportResult {
@@ -48,13 +69,6 @@ const encoder = new TextEncoder();
 const json = (value: unknown): Uint8Array => encoder.encode(JSON.stringify(value));
 /** Chunks of about a megabyte: what Foxglove's own writers use, and small enough to seek well. */
 const CHUNK_BYTES = 1 << 20;
-
-interface Track {
-  actor: ActorInfo;
-  samples: Sample[];
-  usual: number | null;
-  next: number;
-}
 
 /** One channel's messages in time order, produced as the merge asks for them. */
 interface MessageSource {
@@ -140,19 +154,47 @@ export async function exportMcap(
           next: 0,
         };
       });
+    let location: string | undefined;
+    const lights = lightTracks(actors, byId, samplesOf, network);
     const frames = frameTimes(tracks);
     if (frames.length) {
       sources.push(
-        listSource(await foxglove(SCENE_TOPIC, SceneUpdate), frames, (t) => sceneUpdate(tracks, t)),
+        listSource(await foxglove(SCENE_TOPIC, SceneUpdate), frames, (t) => sceneUpdate(tracks, lights, t)),
       );
       const egos = tracks.filter((t) => t.actor.kind === 'ego');
       if (egos.length) {
-        const egoTracks = egos.map((e) => ({ ...e, next: 0 }));
+        const egoTracks = egos.map(rewound);
         sources.push(
           listSource(await foxglove(TF_TOPIC, FrameTransforms), frames, (t) => egoTransforms(egoTracks, t)),
         );
       }
+      const locate = locatorOf(network, warn);
+      if (locate) {
+        location = locationTopic(egos[0]!.actor.id);
+        for (const ego of egos)
+          sources.push(
+            listSource(
+              await foxglove(locationTopic(ego.actor.id), LocationFix),
+              ego.samples.map((s) => s.t),
+              (_t, i) => locationFix(ego.actor.id, ego.samples[i]!, locate),
+            ),
+          );
+      }
     } else warn(`run ${run.id}: no actor has ${STATE_STREAM} samples; the scene is empty`);
+    const osi = options.osi
+      ? osiGroundTruth(run, tracks.map(rewound), lights.map(rewound), network, warn)
+      : undefined;
+    if (osi) {
+      if (!frames.length) warn(`run ${run.id}: no recorded frame, so no OSI ground truth`);
+      const schemaId = await writer.registerSchema(osi.schema);
+      const channel = await writer.registerChannel({
+        schemaId,
+        topic: osi.topic,
+        messageEncoding: 'protobuf',
+        metadata: osi.channelMetadata,
+      });
+      sources.push(listSource(channel, frames, osi.encode));
+    }
     if (network) {
       const map = await foxglove(MAP_TOPIC, SceneUpdate);
       sources.push(listSource(map, [run.begin], (t) => mapUpdate(network, t)));
@@ -222,6 +264,7 @@ export async function exportMcap(
         data: full.data,
       });
     }
+    if (osi) await writer.addMetadata({ name: OSI_TRACE_METADATA, metadata: osi.fileMetadata });
     await writer.addMetadata({
       name: RUN_METADATA,
       metadata: new Map([
@@ -233,7 +276,7 @@ export async function exportMcap(
     });
     await writer.end();
     await writable.close();
-    options.beside?.('layout.json', json(foxgloveLayout(streams, captures.keys())));
+    options.beside?.('layout.json', json(foxgloveLayout(streams, captures.keys(), location)));
     return {
       messages,
       frames: frames.length,
@@ -247,29 +290,6 @@ export async function exportMcap(
   }
 }
 
-/** Every time at which some actor's state was recorded: the scene's frames. */
-function frameTimes(tracks: readonly Track[]): number[] {
-  const times = new Set<number>();
-  for (const t of tracks) for (const s of t.samples) times.add(s.t);
-  return [...times].sort((a, b) => a - b);
-}
-
-/** The track's latest sample at or before t (tracks are walked forward, frame after frame). */
-function latest(track: Track, t: number): Sample | undefined {
-  while (track.next < track.samples.length && track.samples[track.next]!.t <= t) track.next++;
-  return track.next > 0 ? track.samples[track.next - 1] : undefined;
-}
-
-function extentsOf(actor: ActorInfo): { length: number; width: number; height: number } {
-  const fallback = DEFAULT_EXTENTS[actor.kind] ?? CAR_EXTENTS;
-  return {
-    length: actor.extents?.length || fallback.length,
-    width: actor.extents?.width || fallback.width,
-    height: actor.extents?.height || fallback.height,
-  };
-}
-
-const num = (v: unknown, fallback = 0): number => (typeof v === 'number' ? v : fallback);
 const ZERO = { sec: 0, nsec: 0 };
 
 function entity(
@@ -297,12 +317,63 @@ function entity(
   };
 }
 
-/** The actors present at t, each a cube at its pose (its centre at half its height) and its id. */
-function sceneUpdate(tracks: readonly Track[], t: number): Uint8Array {
+const LAMP_COLOURS: Record<SignalLamp, [number, number, number, number]> = {
+  red: [0.95, 0.1, 0.1, 1],
+  yellow: [1, 0.8, 0.1, 1],
+  green: [0.1, 0.85, 0.2, 1],
+  red_yellow: [1, 0.5, 0.1, 1],
+  flashing_yellow: [1, 0.8, 0.1, 0.5],
+  off: [0.25, 0.25, 0.25, 1],
+};
+/** Metres above the ground: a vehicle's signal head, a pedestrian's. */
+const HEAD_HEIGHT = { vehicle: 2.5, pedestrian: 1.6 };
+
+/** Each head of each light as a sphere in the colour its link shows at t. */
+function lightEntities(lights: readonly LightTrack[], t: number) {
   const entities = [];
+  for (const light of lights) {
+    const state = latest(light, t)?.state;
+    for (const head of light.heads) {
+      const ch = typeof state === 'string' ? state[head.linkIndex] : undefined;
+      const [r, g, b, a] = LAMP_COLOURS[signalLamp(ch)];
+      const [x, y, z] = head.position;
+      const size = head.pedestrian ? 0.3 : 0.45;
+      entities.push(
+        entity(
+          `${head.light}:${head.linkIndex}`,
+          t,
+          {
+            spheres: [
+              {
+                pose: {
+                  position: { x, y, z: z + HEAD_HEIGHT[head.pedestrian ? 'pedestrian' : 'vehicle'] },
+                  orientation: { x: 0, y: 0, z: 0, w: 1 },
+                },
+                size: { x: size, y: size, z: size },
+                color: { r, g, b, a },
+              },
+            ],
+          },
+          [
+            ['kind', 'traffic_light'],
+            ['state', ch ?? ''],
+          ],
+        ),
+      );
+    }
+  }
+  return entities;
+}
+
+/**
+ * The actors present at t, each a cube at its pose (its centre at half its height) and its id, and
+ * the traffic lights' heads in their colours.
+ */
+function sceneUpdate(tracks: readonly Track[], lights: readonly LightTrack[], t: number): Uint8Array {
+  const entities: object[] = lightEntities(lights, t);
   for (const track of tracks) {
-    const s = latest(track, t);
-    if (!s || absenceAt(track.actor.presence, track.usual, s.t, t) !== null) continue;
+    const s = presentSample(track, t);
+    if (!s) continue;
     const size = extentsOf(track.actor);
     const position = { x: num(s.x), y: num(s.y), z: num(s.z) + size.height / 2 };
     const orientation = quaternion(num(s.yaw), num(s.pitch), num(s.roll));
@@ -338,6 +409,30 @@ function sceneUpdate(tracks: readonly Track[], t: number): Uint8Array {
   }
   // Each update replaces the whole scene: an actor that has left is not drawn on.
   return json({ deletions: [{ timestamp: foxgloveTime(t), type: 1, id: '' }], entities });
+}
+
+/** The network's geo-reference as a locator, or a warning when its projection cannot be read. */
+function locatorOf(network: RoadNetwork | undefined, warn: (message: string) => void) {
+  try {
+    return geoLocator(network?.geoReference);
+  } catch (error) {
+    warn(`${(error as Error).message}; no ${LocationFix.title} channel`);
+    return undefined;
+  }
+}
+
+/** Where the ego is on the earth (WGS84), for Foxglove's map panel. */
+function locationFix(ego: string, s: Sample, locate: (x: number, y: number) => GeoPosition): Uint8Array {
+  const { latitude, longitude } = locate(num(s.x), num(s.y));
+  return json({
+    timestamp: foxgloveTime(s.t),
+    frame_id: ego,
+    latitude,
+    longitude,
+    altitude: num(s.z),
+    position_covariance: [0, 0, 0, 0, 0, 0, 0, 0, 0],
+    position_covariance_type: 0,
+  });
 }
 
 function egoTransforms(egos: readonly Track[], t: number): Uint8Array {
@@ -378,7 +473,12 @@ function mapUpdate(network: RoadNetwork, t: number): Uint8Array {
   });
   const lines = [
     line(segments(network.lanes.map((l) => l.centerLine)), 0.15, { r: 0.55, g: 0.55, b: 0.55, a: 1 }),
-    line(segments(network.laneMarks.map((m) => m.shape)), 0.12, { r: 0.95, g: 0.95, b: 0.95, a: 1 }),
+    line(segments(laneBordersOf(network).map((b) => b.mark.shape)), 0.12, {
+      r: 0.95,
+      g: 0.95,
+      b: 0.95,
+      a: 1,
+    }),
     line(
       segments(
         network.junctions.filter((j) => j.outline.length > 2).map((j) => [...j.outline, j.outline[0]!]),

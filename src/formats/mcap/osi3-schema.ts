@@ -1,0 +1,280 @@
+import { createRequire } from 'node:module';
+import protobuf from 'protobufjs';
+import descriptor from 'protobufjs/ext/descriptor.js';
+
+/**
+ * The part of ASAM OSI 3.8.0 (package osi3) that simrec writes: a GroundTruth with moving and
+ * stationary objects, traffic lights, lanes and lane boundaries. Written for simrec from OSI's
+ * message reference; message names, field names, numbers and enum values are OSI's (the wire
+ * format), so OSI's own .proto files decode it, and any field simrec leaves out is simply absent.
+ * Enums list only the values simrec uses, and each enum's 0 (UNKNOWN) and 1 (OTHER).
+ */
+const OSI3_SUBSET = `
+syntax = "proto2";
+package osi3;
+
+message InterfaceVersion {
+  optional uint32 version_major = 1;
+  optional uint32 version_minor = 2;
+  optional uint32 version_patch = 3;
+}
+message Timestamp {
+  optional int64 seconds = 1;
+  optional uint32 nanos = 2;
+}
+message Identifier {
+  optional uint64 value = 1;
+}
+message ExternalReference {
+  optional string reference = 1;
+  optional string type = 2;
+  repeated string identifier = 3;
+}
+message Vector3d {
+  optional double x = 1;
+  optional double y = 2;
+  optional double z = 3;
+}
+message Dimension3d {
+  optional double length = 1;
+  optional double width = 2;
+  optional double height = 3;
+}
+message Orientation3d {
+  optional double roll = 1;
+  optional double pitch = 2;
+  optional double yaw = 3;
+}
+message BaseStationary {
+  optional Dimension3d dimension = 1;
+  optional Vector3d position = 2;
+  optional Orientation3d orientation = 3;
+}
+message BaseMoving {
+  optional Dimension3d dimension = 1;
+  optional Vector3d position = 2;
+  optional Orientation3d orientation = 3;
+  optional Vector3d velocity = 4;
+  optional Vector3d acceleration = 5;
+  optional Orientation3d orientation_rate = 6;
+}
+message MovingObject {
+  optional Identifier id = 1;
+  optional BaseMoving base = 2;
+  optional Type type = 3;
+  repeated Identifier assigned_lane_id = 4;
+  optional VehicleClassification vehicle_classification = 6;
+  repeated ExternalReference source_reference = 10;
+  enum Type {
+    TYPE_UNKNOWN = 0;
+    TYPE_OTHER = 1;
+    TYPE_VEHICLE = 2;
+    TYPE_PEDESTRIAN = 3;
+  }
+  message VehicleClassification {
+    optional Type type = 1;
+    enum Type {
+      TYPE_UNKNOWN = 0;
+      TYPE_OTHER = 1;
+      TYPE_CAR = 4;
+      TYPE_DELIVERY_VAN = 6;
+      TYPE_HEAVY_TRUCK = 7;
+      TYPE_MOTORBIKE = 10;
+      TYPE_BICYCLE = 11;
+      TYPE_BUS = 12;
+      TYPE_TRAM = 13;
+      TYPE_TRAIN = 14;
+    }
+  }
+}
+message StationaryObject {
+  optional Identifier id = 1;
+  optional BaseStationary base = 2;
+  optional Classification classification = 3;
+  repeated ExternalReference source_reference = 5;
+  message Classification {
+    optional Type type = 1;
+    enum Type {
+      TYPE_UNKNOWN = 0;
+      TYPE_OTHER = 1;
+    }
+  }
+}
+message TrafficLight {
+  optional Identifier id = 1;
+  optional BaseStationary base = 2;
+  optional Classification classification = 3;
+  repeated ExternalReference source_reference = 5;
+  message Classification {
+    optional Color color = 1;
+    optional Icon icon = 2;
+    optional Mode mode = 3;
+    repeated Identifier assigned_lane_id = 5;
+    optional bool is_out_of_service = 6;
+    enum Color {
+      COLOR_UNKNOWN = 0;
+      COLOR_OTHER = 1;
+      COLOR_RED = 2;
+      COLOR_YELLOW = 3;
+      COLOR_GREEN = 4;
+    }
+    enum Icon {
+      ICON_UNKNOWN = 0;
+      ICON_OTHER = 1;
+      ICON_NONE = 2;
+      ICON_PEDESTRIAN = 15;
+    }
+    enum Mode {
+      MODE_UNKNOWN = 0;
+      MODE_OTHER = 1;
+      MODE_OFF = 2;
+      MODE_CONSTANT = 3;
+      MODE_FLASHING = 4;
+    }
+  }
+}
+message LaneBoundary {
+  optional Identifier id = 1;
+  repeated BoundaryPoint boundary_line = 2;
+  optional Classification classification = 3;
+  repeated ExternalReference source_reference = 4;
+  message BoundaryPoint {
+    optional Vector3d position = 1;
+    optional double width = 2;
+  }
+  message Classification {
+    optional Type type = 1;
+    optional Color color = 2;
+    enum Type {
+      TYPE_UNKNOWN = 0;
+      TYPE_OTHER = 1;
+      TYPE_NO_LINE = 2;
+      TYPE_SOLID_LINE = 3;
+      TYPE_DASHED_LINE = 4;
+      TYPE_BOTTS_DOTS = 5;
+      TYPE_ROAD_EDGE = 6;
+      TYPE_GRASS_EDGE = 8;
+      TYPE_CURB = 12;
+    }
+    enum Color {
+      COLOR_UNKNOWN = 0;
+      COLOR_OTHER = 1;
+      COLOR_NONE = 2;
+      COLOR_WHITE = 3;
+      COLOR_YELLOW = 4;
+      COLOR_RED = 5;
+      COLOR_BLUE = 6;
+      COLOR_GREEN = 7;
+    }
+  }
+}
+message Lane {
+  optional Identifier id = 1;
+  optional Classification classification = 2;
+  repeated ExternalReference source_reference = 3;
+  message Classification {
+    optional Type type = 1;
+    repeated Vector3d centerline = 3;
+    optional bool centerline_is_driving_direction = 4;
+    repeated Identifier left_adjacent_lane_id = 5;
+    repeated Identifier right_adjacent_lane_id = 6;
+    repeated LanePairing lane_pairing = 7;
+    repeated Identifier right_lane_boundary_id = 8;
+    repeated Identifier left_lane_boundary_id = 9;
+    optional Subtype subtype = 12;
+    enum Type {
+      TYPE_UNKNOWN = 0;
+      TYPE_OTHER = 1;
+      TYPE_DRIVING = 2;
+      TYPE_NONDRIVING = 3;
+      TYPE_INTERSECTION = 4;
+    }
+    enum Subtype {
+      SUBTYPE_UNKNOWN = 0;
+      SUBTYPE_OTHER = 1;
+      SUBTYPE_NORMAL = 2;
+      SUBTYPE_BIKING = 3;
+      SUBTYPE_SIDEWALK = 4;
+      SUBTYPE_PARKING = 5;
+      SUBTYPE_STOP = 6;
+      SUBTYPE_RESTRICTED = 7;
+      SUBTYPE_BORDER = 8;
+      SUBTYPE_SHOULDER = 9;
+    }
+    message LanePairing {
+      optional Identifier antecessor_lane_id = 1;
+      optional Identifier successor_lane_id = 2;
+    }
+  }
+}
+message GroundTruth {
+  optional InterfaceVersion version = 1;
+  optional Timestamp timestamp = 2;
+  optional Identifier host_vehicle_id = 3;
+  repeated StationaryObject stationary_object = 4;
+  repeated MovingObject moving_object = 5;
+  repeated TrafficLight traffic_light = 7;
+  repeated LaneBoundary lane_boundary = 9;
+  repeated Lane lane = 10;
+  optional string proj_string = 14;
+  optional ProjFrameOffset proj_frame_offset = 20;
+  message ProjFrameOffset {
+    optional Vector3d position = 1;
+    optional double yaw = 2;
+  }
+}
+`;
+
+/** The OSI release whose messages these are. */
+export const OSI_VERSION = { version_major: 3, version_minor: 8, version_patch: 0 } as const;
+export const OSI_VERSION_TEXT = '3.8.0';
+
+const root = protobuf.parse(OSI3_SUBSET, { keepCase: true }).root;
+export const GroundTruthType = root.lookupType('osi3.GroundTruth');
+
+/**
+ * The schema record's data, as OSI's trace format asks: a binary FileDescriptorSet. Type names are
+ * made fully qualified (`.osi3.Vector3d`), as protoc writes them, so every protobuf runtime resolves
+ * them without scope rules of its own.
+ */
+export function groundTruthDescriptorSet(): Uint8Array {
+  const set = root.toDescriptor('proto2') as unknown as DescriptorSetObject;
+  for (const file of set.file) {
+    const qualify = (messages: DescriptorMessage[] | undefined, scope: string): void => {
+      for (const m of messages ?? []) {
+        const inner = `${scope}.${m.name}`;
+        for (const f of m.field ?? [])
+          if (f.typeName && !f.typeName.startsWith('.')) f.typeName = resolve(f.typeName, inner);
+        qualify(m.nestedType, inner);
+      }
+    };
+    qualify(file.messageType, `.${file.package}`);
+  }
+  return descriptor.FileDescriptorSet.encode(set as never).finish();
+}
+
+interface DescriptorField {
+  typeName?: string;
+}
+interface DescriptorMessage {
+  name: string;
+  field?: DescriptorField[];
+  nestedType?: DescriptorMessage[];
+}
+interface DescriptorSetObject {
+  file: { package: string; messageType?: DescriptorMessage[] }[];
+}
+
+/** A relative type name as protobuf resolves it: from the innermost scope outwards. */
+function resolve(name: string, scope: string): string {
+  for (let s = scope; s; s = s.slice(0, s.lastIndexOf('.'))) {
+    const candidate = `${s}.${name}`;
+    if (root.lookup(candidate.slice(1))) return candidate;
+  }
+  return `.${name}`;
+}
+
+/** The protobuf implementation that encodes the messages (OSI's trace metadata names it). */
+export const PROTOBUF_VERSION: string = (
+  createRequire(import.meta.url)('protobufjs/package.json') as { version: string }
+).version;

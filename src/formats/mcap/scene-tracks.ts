@@ -1,0 +1,79 @@
+import { absenceAt } from '../../model/presence.js';
+import type { RoadNetwork } from '../../model/roadnet.js';
+import type { ActorInfo } from '../../model/run.js';
+import type { Sample, StreamInfo } from '../../model/stream.js';
+import { signalHeads, type SignalHead } from '../../roadnet/signal-heads.js';
+import { CAR_EXTENTS, DEFAULT_EXTENTS } from './mcap-layout.js';
+
+/*
+ * A run's actors walked frame by frame, as the MCAP writers draw them (Foxglove's scene, OSI's
+ * ground truth): each track is read forward with a cursor, so a frame costs what changed in it.
+ */
+
+/** An actor's samples of one stream, and a cursor into them. */
+export interface Track {
+  actor: ActorInfo;
+  samples: Sample[];
+  /** The stream's usual interval between samples (presence: a gap longer than it is an absence). */
+  usual: number | null;
+  next: number;
+}
+
+/** A traffic light's recorded states (its `signal` stream) and where its heads stand. */
+export interface LightTrack extends Track {
+  heads: SignalHead[];
+}
+
+/** Every time at which some actor's state was recorded: the scene's frames. */
+export function frameTimes(tracks: readonly Track[]): number[] {
+  const times = new Set<number>();
+  for (const t of tracks) for (const s of t.samples) times.add(s.t);
+  return [...times].sort((a, b) => a - b);
+}
+
+/** The track's latest sample at or before t (tracks are walked forward, frame after frame). */
+export function latest(track: Track, t: number): Sample | undefined {
+  while (track.next < track.samples.length && track.samples[track.next]!.t <= t) track.next++;
+  return track.next > 0 ? track.samples[track.next - 1] : undefined;
+}
+
+/** The actor's latest sample at or before t, if the actor is present at t (not yet gone, not absent). */
+export function presentSample(track: Track, t: number): Sample | undefined {
+  const s = latest(track, t);
+  return s && absenceAt(track.actor.presence, track.usual, s.t, t) === null ? s : undefined;
+}
+
+/** Another cursor over the same samples, for a second writer walking the frames. */
+export const rewound = <T extends Track>(track: T): T => ({ ...track, next: 0 });
+
+export function extentsOf(actor: ActorInfo): { length: number; width: number; height: number } {
+  const fallback = DEFAULT_EXTENTS[actor.kind] ?? CAR_EXTENTS;
+  return {
+    length: actor.extents?.length || fallback.length,
+    width: actor.extents?.width || fallback.width,
+    height: actor.extents?.height || fallback.height,
+  };
+}
+
+export const num = (v: unknown, fallback = 0): number => (typeof v === 'number' ? v : fallback);
+
+/** The run's traffic lights that have a `signal` stream and heads in the network. */
+export function lightTracks(
+  actors: readonly ActorInfo[],
+  byId: ReadonlyMap<string, StreamInfo>,
+  samplesOf: ReadonlyMap<string, Sample[]>,
+  network: RoadNetwork | undefined,
+): LightTrack[] {
+  if (!network) return [];
+  const heads = signalHeads(network);
+  return actors
+    .filter((a) => a.kind === 'traffic_light' && byId.has(`${a.id}/signal`))
+    .map((actor) => ({
+      actor,
+      samples: samplesOf.get(`${actor.id}/signal`)!,
+      usual: null,
+      next: 0,
+      heads: heads.filter((h) => h.light === actor.id),
+    }))
+    .filter((l) => l.heads.length > 0);
+}
