@@ -14,7 +14,11 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import protobuf from 'protobufjs';
 import descriptor from 'protobufjs/ext/descriptor.js';
+import { McapWriter } from '@mcap/core';
+import { foxgloveEnumSchemas, foxgloveMessageSchemas, generateProto } from '@foxglove/schemas/internal.js';
 import { recordDemoRun } from '../src/demo/demo-run.js';
+import { FileWritable } from '../src/formats/mcap/mcap-files.js';
+import { importRecording } from '../src/record/import-run.js';
 import { GroundTruthType } from '../src/formats/mcap/osi3-schema.js';
 import { loadRoadNetwork } from '../src/roadnet/roadnet-attachment.js';
 import { signalHeads, signalLamp } from '../src/roadnet/signal-heads.js';
@@ -401,6 +405,128 @@ describe('MCAP with ASAM OSI ground truth (--osi)', () => {
       objects,
       frames.reduce((sum, m) => sum + decode(m.data).moving_object.length, 0),
     );
+  });
+});
+
+/**
+ * Foxglove's protobuf schemas as Foxglove's own generator writes them (@foxglove/schemas' internal
+ * generateProto, the source of their published .proto files), gathered in one protobufjs root.
+ */
+function foxgloveProtobufRoot(): protobuf.Root {
+  const root = new protobuf.Root();
+  root.addJSON(protobuf.common.get('google/protobuf/timestamp.proto')!.nested!);
+  root.addJSON(protobuf.common.get('google/protobuf/duration.proto')!.nested!);
+  for (const schema of Object.values(foxgloveMessageSchemas)) {
+    const enums = Object.values(foxgloveEnumSchemas).filter((e) => e.parentSchemaName === schema.name);
+    protobuf.parse(generateProto(schema, enums), root, { keepCase: true });
+  }
+  root.resolveAll();
+  return root;
+}
+
+describe("MCAP import of other tools' protobuf scenes and transforms", () => {
+  const tmp = tempDir('simrec-mcap-proto-');
+  after(() => tmp.cleanup());
+
+  it('maps protobuf SceneUpdates and FrameTransforms (root frames only), naming what it leaves', async () => {
+    const root = foxgloveProtobufRoot();
+    const set = descriptor.FileDescriptorSet.encode(root.toDescriptor('proto3') as never).finish();
+    const file = join(tmp.path, 'foreign-protobuf.mcap');
+    const writable = await FileWritable.create(file);
+    const writer = new McapWriter({ writable });
+    await writer.start({ profile: '', library: 'a protobuf tool' });
+    const channel = async (topic: string, name: string) =>
+      writer.registerChannel({
+        schemaId: await writer.registerSchema({ name, encoding: 'protobuf', data: set }),
+        topic,
+        messageEncoding: 'protobuf',
+        metadata: new Map(),
+      });
+    const scene = await channel('/objects', 'foxglove.SceneUpdate');
+    const tf = await channel('/tf', 'foxglove.FrameTransforms');
+    const SceneUpdate = root.lookupType('foxglove.SceneUpdate');
+    const FrameTransforms = root.lookupType('foxglove.FrameTransforms');
+    const base = 1_700_000_000n;
+    const yawQuaternion = (yaw: number) => ({ x: 0, y: 0, z: Math.sin(yaw / 2), w: Math.cos(yaw / 2) });
+    for (let i = 0; i < 3; i++) {
+      const timestamp = { seconds: Number(base), nanos: i * 100_000_000 };
+      const logTime = base * 1_000_000_000n + BigInt(i) * 100_000_000n;
+      const update = SceneUpdate.fromObject({
+        entities: [
+          {
+            timestamp,
+            id: 'truck',
+            frame_id: 'world',
+            metadata: [{ key: 'kind', value: 'vehicle' }],
+            cubes: [
+              {
+                pose: { position: { x: 5 + i, y: 0, z: 1.5 }, orientation: yawQuaternion(1) },
+                size: { x: 8, y: 2.5, z: 3 },
+              },
+            ],
+          },
+        ],
+      });
+      const transforms = FrameTransforms.fromObject({
+        transforms: [
+          {
+            timestamp,
+            parent_frame_id: 'world',
+            child_frame_id: 'base_link',
+            translation: { x: i, y: 2, z: 0 },
+            rotation: yawQuaternion(0.5),
+          },
+          {
+            timestamp,
+            parent_frame_id: 'base_link',
+            child_frame_id: 'camera',
+            translation: { x: 1, y: 0, z: 1.4 },
+            rotation: yawQuaternion(0),
+          },
+        ],
+      });
+      for (const [channelId, data] of [
+        [scene, SceneUpdate.encode(update).finish()],
+        [tf, FrameTransforms.encode(transforms).finish()],
+      ] as const)
+        await writer.addMessage({ channelId, sequence: i, logTime, publishTime: logTime, data });
+    }
+    await writer.end();
+    await writable.close();
+
+    const store = await openStore(join(tmp.path, 'foreign.db'));
+    try {
+      const warnings: string[] = [];
+      const { runs, details } = await importRecording(store, 'mcap', file, {
+        warn: (where, message) => warnings.push(`${where}: ${message}`),
+      });
+      assert.equal(details.source, 'foxglove');
+      const run = runs[0]!.id;
+      assert.deepEqual((await store.listActors(run)).map((a) => [a.id, a.kind]).sort(), [
+        ['base_link', 'other'],
+        ['truck', 'vehicle'],
+      ]);
+      const states = async (stream: string) => {
+        const all: Sample[] = [];
+        for await (const batch of store.readSamples({ run, stream })) all.push(...batch);
+        return all.map((s) => [s.t, s.x, s.y, s.z, Number((s.yaw as number).toFixed(12))]);
+      };
+      const t0 = 1_700_000_000 * 1e6;
+      assert.deepEqual(
+        await states('truck/state'),
+        [0, 1, 2].map((i) => [t0 + i * 100_000, 5 + i, 0, 0, 1]),
+      );
+      assert.deepEqual(
+        await states('base_link/state'),
+        [0, 1, 2].map((i) => [t0 + i * 100_000, i, 2, 0, 0.5]),
+      );
+      assert.ok(
+        warnings.some((w) => /frames camera: placed in another frame .* not mapped/.test(w)),
+        warnings.join('\n'),
+      );
+    } finally {
+      await store.close();
+    }
   });
 });
 

@@ -1,4 +1,6 @@
 import { McapIndexedReader, type DecompressHandlers } from '@mcap/core';
+import protobuf from 'protobufjs';
+import 'protobufjs/ext/descriptor.js';
 import type { AttachmentInfo } from '../../model/attachment.js';
 import { describeValue, invalid, notFound, SimrecError } from '../../model/errors.js';
 import type { JsonObject } from '../../model/json.js';
@@ -30,8 +32,8 @@ const decoder = new TextDecoder('utf-8', { fatal: true });
 
 /**
  * Reads an MCAP file as a run. A file simrec wrote is read back whole, from its `simrec.run` metadata
- * and its stream channels. Any other file's Foxglove SceneUpdates (JSON) become actors and states: an
- * entity an actor, a cube's pose its state; what cannot be mapped is named in a warning.
+ * and its stream channels. Any other file's Foxglove SceneUpdates and FrameTransforms (JSON or
+ * protobuf) become actors and states (readFoxgloveScenes); what cannot be mapped is named in a warning.
  */
 export async function importMcap(
   into: RunTarget,
@@ -156,7 +158,7 @@ async function readSimrecExport(
 }
 
 interface SceneEntityMessage {
-  timestamp?: FoxgloveTime;
+  timestamp?: WireTime;
   id?: unknown;
   metadata?: { key: string; value: string }[];
   cubes?: { pose?: Pose; size?: { x: number; y: number; z: number } }[];
@@ -165,8 +167,69 @@ interface Pose {
   position?: { x: number; y: number; z: number };
   orientation?: { x: number; y: number; z: number; w: number };
 }
+interface TransformMessage {
+  timestamp?: WireTime;
+  parent_frame_id?: string;
+  child_frame_id?: unknown;
+  translation?: { x: number; y: number; z: number };
+  rotation?: { x: number; y: number; z: number; w: number };
+}
+/** Foxglove's time: `{sec, nsec}` in JSON, google.protobuf.Timestamp's `{seconds, nanos}` in protobuf. */
+type WireTime = Partial<FoxgloveTime> & { seconds?: number; nanos?: number };
 
-/** Another tool's file: its JSON SceneUpdates' entities as actors, each cube's pose as the state. */
+const microsOfWire = (time: WireTime): number =>
+  microsOf({ sec: time.sec ?? time.seconds ?? 0, nsec: time.nsec ?? time.nanos ?? 0 });
+
+/** The Foxglove schemas simrec maps from other tools' files, and what each message holds. */
+const MAPPED = {
+  'foxglove.SceneUpdate': 'scene',
+  'foxglove.FrameTransforms': 'transforms',
+  'foxglove.FrameTransform': 'transform',
+} as const;
+type Mapped = (typeof MAPPED)[keyof typeof MAPPED];
+
+/**
+ * A channel's messages as objects: JSON as it is; protobuf through the FileDescriptorSet the schema
+ * record carries (protobufjs), with proto field names and zeros kept, so both read alike.
+ */
+function messageDecoder(
+  channel: { topic: string; messageEncoding: string },
+  schema: { name: string; encoding: string; data: Uint8Array },
+): ((data: Uint8Array, where: string) => JsonObject) | undefined {
+  if (channel.messageEncoding === 'json') return parseJson;
+  if (channel.messageEncoding !== 'protobuf' || schema.encoding !== 'protobuf') return undefined;
+  let type: protobuf.Type;
+  try {
+    const root = (protobuf.Root as unknown as DescriptorRoot).fromDescriptor(schema.data, { keepCase: true });
+    type = root.lookupType(schema.name);
+  } catch (error) {
+    throw invalid(
+      `${channel.topic}: schema ${schema.name}: not a protobuf FileDescriptorSet holding it (${(error as Error).message})`,
+    );
+  }
+  return (data, where) => {
+    try {
+      return type.toObject(type.decode(data), {
+        longs: Number,
+        enums: Number,
+        defaults: true,
+        arrays: true,
+      }) as JsonObject;
+    } catch (error) {
+      throw invalid(`${where}: not a ${schema.name} message (${(error as Error).message})`);
+    }
+  };
+}
+interface DescriptorRoot {
+  fromDescriptor(descriptor: Uint8Array, options: { keepCase: boolean }): protobuf.Root;
+}
+
+/**
+ * Another tool's file: its Foxglove SceneUpdates' entities as actors, each entity's first cube's pose
+ * its state; and its FrameTransforms: each frame placed directly in a root frame (one that is no
+ * frame's child, `world` or `map` usually) an actor of kind `other`, the transform its state.
+ * JSON or protobuf alike; every other channel is named in a warning.
+ */
 async function readFoxgloveScenes(
   into: RunTarget,
   reader: McapIndexedReader,
@@ -174,26 +237,43 @@ async function readFoxgloveScenes(
   options: McapImportOptions,
 ): Promise<McapImportResult> {
   const warn = options.warn ?? (() => {});
-  const scenes: string[] = [];
-  for (const channel of reader.channelsById.values()) {
+  const channels = new Map<
+    number,
+    { topic: string; kind: Mapped; decode: NonNullable<ReturnType<typeof messageDecoder>> }
+  >();
+  for (const [id, channel] of reader.channelsById) {
     const schema = reader.schemasById.get(channel.schemaId);
-    if (schema?.name === 'foxglove.SceneUpdate' && channel.messageEncoding === 'json')
-      scenes.push(channel.topic);
+    const kind = schema ? MAPPED[schema.name as keyof typeof MAPPED] : undefined;
+    const decode = schema && kind ? messageDecoder(channel, schema) : undefined;
+    if (kind && decode) channels.set(id, { topic: channel.topic, kind, decode });
     else
       warn(
-        `${channel.topic}: ${schema?.name ?? 'schemaless'} (${channel.messageEncoding}) is not mapped; simrec reads Foxglove SceneUpdates in JSON from other tools`,
+        `${channel.topic}: ${schema?.name ?? 'schemaless'} (${channel.messageEncoding}) is not mapped; simrec reads Foxglove SceneUpdates and FrameTransforms (JSON or protobuf) from other tools`,
       );
   }
-  if (scenes.length === 0)
+  if (channels.size === 0)
     throw new SimrecError(
       'unsupported',
-      `${file}: neither a simrec export (no ${RUN_METADATA} metadata) nor a file with JSON foxglove.SceneUpdate channels; nothing to import`,
+      `${file}: neither a simrec export (no ${RUN_METADATA} metadata) nor a file with foxglove.SceneUpdate or foxglove.FrameTransforms channels; nothing to import`,
     );
+  const topics = [...channels.values()].map((c) => c.topic);
+  // Frames that are some transform's child are not roots: a pass over the transforms finds them.
+  const children = new Set<string>();
+  const transformTopics = [...channels.values()].filter((c) => c.kind !== 'scene').map((c) => c.topic);
+  if (transformTopics.length)
+    for await (const message of reader.readMessages({ topics: transformTopics })) {
+      const channel = channels.get(message.channelId)!;
+      const where = `${file}: ${channel.topic} message ${message.sequence}`;
+      for (const tf of transformsOf(channel.kind, channel.decode(message.data, where)))
+        if (typeof tf.child_frame_id === 'string') children.add(tf.child_frame_id);
+    }
+  const chained = new Set<string>();
+
   const begin = Number((reader.statistics?.messageStartTime ?? 0n) / 1000n);
   const sink: RunSink = await into.beginRun({
     simulator: { name: reader.header.library || 'mcap' },
     description: `imported from ${file}`,
-    metadata: { mcap: { profile: reader.header.profile, library: reader.header.library, topics: scenes } },
+    metadata: { mcap: { profile: reader.header.profile, library: reader.header.library, topics } },
     begin,
   });
   const declared = new Set<string>();
@@ -208,48 +288,81 @@ async function readFoxgloveScenes(
     count = 0;
     if (appends.length) await sink.appendMany(appends);
   };
-  for await (const message of reader.readMessages({ topics: scenes })) {
+  const declare = async (id: string, kind: string, size?: { x: number; y: number; z: number }) => {
+    if (declared.has(id)) return;
+    await sink.declareActors([
+      { id, kind, ...(size ? { extents: { length: size.x, width: size.y, height: size.z } } : {}) },
+    ]);
+    await sink.declareStreams([{ name: STATE_STREAM, actor: id, fields: STATE_FIELDS }]);
+    declared.add(id);
+  };
+  const push = (id: string, sample: Sample): void => {
+    const stream = `${id}/${STATE_STREAM}`;
+    const list = pending.get(stream);
+    if (list) list.push(sample);
+    else pending.set(stream, [sample]);
+    count++;
+  };
+  for await (const message of reader.readMessages({ topics })) {
     messages++;
-    const where = `${file}: message ${message.sequence}`;
-    const update = parseJson(message.data, where) as { entities?: SceneEntityMessage[] };
+    const channel = channels.get(message.channelId)!;
+    const where = `${file}: ${channel.topic} message ${message.sequence}`;
+    const decoded = channel.decode(message.data, where);
     const t = Number(message.logTime / 1000n);
     last = t;
-    for (const [i, e] of (update.entities ?? []).entries()) {
-      if (typeof e.id !== 'string' || e.id === '')
-        throw invalid(`${where}.entities[${i}].id: expected a string, got ${describeValue(e.id)}`);
-      const cube = e.cubes?.[0];
-      if (!cube?.pose?.position) continue;
-      if (!declared.has(e.id)) {
-        const kind = e.metadata?.find((m) => m.key === 'kind')?.value ?? 'vehicle';
-        const size = cube.size;
-        await sink.declareActors([
-          { id: e.id, kind, ...(size ? { extents: { length: size.x, width: size.y, height: size.z } } : {}) },
-        ]);
-        await sink.declareStreams([{ name: STATE_STREAM, actor: e.id, fields: STATE_FIELDS }]);
-        declared.add(e.id);
+    if (channel.kind === 'scene') {
+      const entities = (decoded.entities ?? []) as SceneEntityMessage[];
+      for (const [i, e] of entities.entries()) {
+        if (typeof e.id !== 'string' || e.id === '')
+          throw invalid(`${where}: entities[${i}].id: expected a string, got ${describeValue(e.id)}`);
+        const cube = e.cubes?.[0];
+        if (!cube?.pose?.position) continue;
+        await declare(e.id, e.metadata?.find((m) => m.key === 'kind')?.value ?? 'vehicle', cube.size);
+        const p = cube.pose.position;
+        push(e.id, {
+          t: e.timestamp ? microsOfWire(e.timestamp) : t,
+          step,
+          x: p.x,
+          y: p.y,
+          z: p.z - (cube.size?.z ?? 0) / 2,
+          yaw: cube.pose.orientation ? yawOf(cube.pose.orientation) : 0,
+        });
       }
-      const p = cube.pose.position;
-      const height = cube.size?.z ?? 0;
-      const sample: Sample = {
-        t: e.timestamp ? microsOf(e.timestamp) : t,
-        step,
-        x: p.x,
-        y: p.y,
-        z: p.z - height / 2,
-        yaw: cube.pose.orientation ? yawOf(cube.pose.orientation) : 0,
-      };
-      const stream = `${e.id}/${STATE_STREAM}`;
-      const list = pending.get(stream);
-      if (list) list.push(sample);
-      else pending.set(stream, [sample]);
-      count++;
-    }
+    } else
+      for (const [i, tf] of transformsOf(channel.kind, decoded).entries()) {
+        if (typeof tf.child_frame_id !== 'string' || tf.child_frame_id === '')
+          throw invalid(
+            `${where}: transforms[${i}].child_frame_id: expected a string, got ${describeValue(tf.child_frame_id)}`,
+          );
+        if (!tf.translation || children.has(tf.parent_frame_id ?? '')) {
+          chained.add(tf.child_frame_id);
+          continue;
+        }
+        await declare(tf.child_frame_id, 'other');
+        push(tf.child_frame_id, {
+          t: tf.timestamp ? microsOfWire(tf.timestamp) : t,
+          step,
+          x: tf.translation.x,
+          y: tf.translation.y,
+          z: tf.translation.z,
+          yaw: tf.rotation ? yawOf(tf.rotation) : 0,
+        });
+      }
     step++;
     if (count >= BATCH) await flush();
   }
   await flush();
+  if (chained.size)
+    warn(
+      `frames ${[...chained].sort().join(', ')}: placed in another frame that is itself a child, not in a root frame; not mapped`,
+    );
   const run = await sink.end('completed', { end: last });
   return { run, source: 'foxglove', messages };
+}
+
+function transformsOf(kind: Mapped, message: JsonObject): TransformMessage[] {
+  if (kind === 'transform') return [message as TransformMessage];
+  return kind === 'transforms' ? ((message.transforms ?? []) as TransformMessage[]) : [];
 }
 
 function parseJson(data: Uint8Array, where: string): JsonObject {
