@@ -15,6 +15,8 @@ import { after, before, describe, it } from 'node:test';
 import protobuf from 'protobufjs';
 import descriptor from 'protobufjs/ext/descriptor.js';
 import { McapWriter } from '@mcap/core';
+import { LocationFix as LocationFixSchema } from '@foxglove/schemas/jsonschema.js';
+import { Ajv } from 'ajv';
 import { foxgloveEnumSchemas, foxgloveMessageSchemas, generateProto } from '@foxglove/schemas/internal.js';
 import { recordDemoRun } from '../src/demo/demo-run.js';
 import { FileWritable } from '../src/formats/mcap/mcap-files.js';
@@ -582,9 +584,15 @@ describe('MCAP: traffic lights, LocationFix, several runs', () => {
       const fixes: { latitude: number; longitude: number; frame_id: string }[] = [];
       try {
         const channel = [...reader.channelsById.values()].find((c) => c.topic.endsWith('/location_fix'))!;
-        assert.equal(reader.schemasById.get(channel.schemaId)!.name, 'foxglove.LocationFix');
-        for await (const m of reader.readMessages({ topics: [channel.topic] }))
-          fixes.push(JSON.parse(decoder.decode(m.data)) as (typeof fixes)[number]);
+        const schema = reader.schemasById.get(channel.schemaId)!;
+        assert.equal(schema.name, 'foxglove.LocationFix');
+        assert.deepEqual(JSON.parse(decoder.decode(schema.data)), LocationFixSchema, "Foxglove's own schema");
+        const validate = new Ajv({ strict: false }).compile(LocationFixSchema);
+        for await (const m of reader.readMessages({ topics: [channel.topic] })) {
+          const fix = JSON.parse(decoder.decode(m.data)) as (typeof fixes)[number];
+          assert.ok(validate(fix), JSON.stringify(validate.errors));
+          fixes.push(fix);
+        }
       } finally {
         await close();
       }

@@ -60,7 +60,19 @@ describe('MCAP export for Foxglove and Lichtblick', () => {
         'roadnet/source.net.xml',
       ]);
       const topics = [...reader.channelsById.values()].map((c) => c.topic);
-      for (const topic of ['/scene', '/map', '/tf', '/ego/state']) assert.ok(topics.includes(topic), topic);
+      for (const topic of ['/scene', '/map', '/tf', '/ego/state', '/ego/trajectory'])
+        assert.ok(topics.includes(topic), topic);
+      // The ego's path: one PosesInFrame at its first sample, a pose for every state sample.
+      const paths = [];
+      for await (const m of reader.readMessages({ topics: ['/ego/trajectory'] }))
+        paths.push(JSON.parse(decoder.decode(m.data)) as { poses: { position: { x: number } }[] });
+      const egoStates = [];
+      for await (const batch of store.readSamples({ run, stream: 'ego/state' })) egoStates.push(...batch);
+      assert.equal(paths.length, 1);
+      assert.deepEqual(
+        paths[0]!.poses.map((p) => p.position.x),
+        egoStates.map((s) => s.x),
+      );
       let last = 0n;
       for await (const m of reader.readMessages()) {
         assert.ok(m.logTime >= last, 'messages in time order');

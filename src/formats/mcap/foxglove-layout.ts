@@ -1,6 +1,6 @@
 import { STATE_STREAM } from '../../model/standard-streams.js';
 import type { StreamInfo } from '../../model/stream.js';
-import { MAP_TOPIC, SCENE_TOPIC, streamTopic } from './mcap-layout.js';
+import { MAP_TOPIC, SCENE_TOPIC, streamTopic, trajectoryTopic } from './mcap-layout.js';
 
 /**
  * A Foxglove/Lichtblick layout to open beside the export (Layouts > Import from file): the 3D panel
@@ -19,7 +19,11 @@ export function foxgloveLayout(
   const configById: Record<string, object> = {
     '3D!simrec': {
       ...(egoState ? { followTf: egoState.actor } : {}),
-      topics: { [SCENE_TOPIC]: { visible: true }, [MAP_TOPIC]: { visible: true } },
+      topics: {
+        [SCENE_TOPIC]: { visible: true },
+        [MAP_TOPIC]: { visible: true },
+        ...(egoState ? { [trajectoryTopic(egoState.actor!)]: { visible: true, type: 'line' } } : {}),
+      },
       layers: { grid: { visible: false, layerId: 'foxglove.Grid' } },
     },
     'Plot!simrec': {

@@ -14,6 +14,8 @@ export const MAP_TOPIC = '/map';
 export const TF_TOPIC = '/tf';
 /** The run's events (stream `events`) as Foxglove log lines. */
 export const LOG_TOPIC = '/log';
+/** Each ego's whole path (foxglove.PosesInFrame), once, at its first sample. */
+export const trajectoryTopic = (ego: string): string => `/${ego}/trajectory`;
 /** Where each ego is on the earth (foxglove.LocationFix), when the road network is geo-referenced. */
 export const locationTopic = (ego: string): string => `/${ego}/location_fix`;
 /** Each stream of the run on its own JSON channel, `/<stream id>`: `/ego/state`, `/ego/wheels`... */

@@ -4,6 +4,7 @@ import {
   FrameTransforms,
   LocationFix,
   Log,
+  PosesInFrame,
   SceneUpdate,
 } from '@foxglove/schemas/jsonschema.js';
 import type { RoadNetwork, RoadPoint } from '../../model/roadnet.js';
@@ -30,6 +31,7 @@ import {
   streamJsonSchema,
   streamTopic,
   TF_TOPIC,
+  trajectoryTopic,
   WORLD_FRAME,
 } from './mcap-layout.js';
 import { FileWritable } from './mcap-files.js';
@@ -168,6 +170,15 @@ export async function exportMcap(
           listSource(await foxglove(TF_TOPIC, FrameTransforms), frames, (t) => egoTransforms(egoTracks, t)),
         );
       }
+      // Each ego's whole path, once, at its first sample: Foxglove's 3D panel draws it as a line.
+      for (const ego of egos)
+        sources.push(
+          listSource(
+            await foxglove(trajectoryTopic(ego.actor.id), PosesInFrame),
+            ego.samples.slice(0, 1).map((s) => s.t),
+            (t) => trajectory(ego.samples, t),
+          ),
+        );
       const locate = locatorOf(network, warn);
       if (locate) {
         location = locationTopic(egos[0]!.actor.id);
@@ -409,6 +420,17 @@ function sceneUpdate(tracks: readonly Track[], lights: readonly LightTrack[], t:
   }
   // Each update replaces the whole scene: an actor that has left is not drawn on.
   return json({ deletions: [{ timestamp: foxgloveTime(t), type: 1, id: '' }], entities });
+}
+
+function trajectory(samples: readonly Sample[], t: number): Uint8Array {
+  return json({
+    timestamp: foxgloveTime(t),
+    frame_id: WORLD_FRAME,
+    poses: samples.map((s) => ({
+      position: { x: num(s.x), y: num(s.y), z: num(s.z) },
+      orientation: quaternion(num(s.yaw), num(s.pitch), num(s.roll)),
+    })),
+  });
 }
 
 /** The network's geo-reference as a locator, or a warning when its projection cannot be read. */
