@@ -15,7 +15,10 @@ import { after, before, describe, it } from 'node:test';
 import protobuf from 'protobufjs';
 import descriptor from 'protobufjs/ext/descriptor.js';
 import { McapWriter } from '@mcap/core';
-import { LocationFix as LocationFixSchema } from '@foxglove/schemas/jsonschema.js';
+import {
+  ImageAnnotations as ImageAnnotationsSchema,
+  LocationFix as LocationFixSchema,
+} from '@foxglove/schemas/jsonschema.js';
 import { Ajv } from 'ajv';
 import { foxgloveEnumSchemas, foxgloveMessageSchemas, generateProto } from '@foxglove/schemas/internal.js';
 import { recordDemoRun } from '../src/demo/demo-run.js';
@@ -25,12 +28,13 @@ import { GroundTruthType } from '../src/formats/mcap/osi3-schema.js';
 import { loadRoadNetwork } from '../src/roadnet/roadnet-attachment.js';
 import { signalHeads, signalLamp } from '../src/roadnet/signal-heads.js';
 import type { StoreBackend } from '../src/model/store-port.js';
+import { captureBoxes, sampleToCapture, type PerceptionCapture } from '../src/model/perception.js';
 import type { Sample } from '../src/model/stream.js';
 import { exportRecording } from '../src/replay/export-run.js';
 import { sceneAt } from '../src/replay/run-queries.js';
 import { openStore } from '../src/store/open-store.js';
 import { openMcap } from './helpers/open-mcap.js';
-import { fixture, tempDir } from './helpers/paths.js';
+import { fixture, REPO_ROOT, tempDir } from './helpers/paths.js';
 import { cliJson, runCli } from './helpers/run-cli.js';
 
 const decoder = new TextDecoder();
@@ -612,6 +616,58 @@ describe('MCAP: traffic lights, LocationFix, several runs', () => {
         near(p.longitude, 4.512152013620609) && near(p.latitude, 0.001803877390955991),
         JSON.stringify(p),
       );
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("draws a camera's 2-D boxes and keypoints over its images as foxglove.ImageAnnotations", async () => {
+    const store = await openStore(join(tmp.path, 'labels.db'));
+    try {
+      // datasetinsights' keypoint sample: Unity Perception captures with images, boxes and keypoints.
+      const dataset = join(REPO_ROOT, 'test', 'fixtures', 'datasetinsights', 'simrun_keypoint_dataset');
+      const { runs } = await importRecording(store, 'perception', dataset);
+      const run = runs[0]!.id;
+      const file = join(tmp.path, 'labels.mcap');
+      await exportRecording(store, 'mcap', [run], file);
+      const captures: PerceptionCapture[] = [];
+      for (const s of await store.listStreams(run))
+        if (s.name === 'captures' && s.actor)
+          for await (const batch of store.readSamples({ run, stream: s.id }))
+            captures.push(...batch.map((x) => sampleToCapture(s.actor!, x)));
+      const labelled = captures.filter((c) => captureBoxes(c).length > 0);
+      assert.ok(labelled.length > 0, 'the sample has boxes');
+      const { reader, close } = await openMcap(file);
+      try {
+        const channel = [...reader.channelsById.values()].find((c) => c.topic.endsWith('/annotations'))!;
+        const schema = reader.schemasById.get(channel.schemaId)!;
+        assert.equal(schema.name, 'foxglove.ImageAnnotations');
+        const validate = new Ajv({ strict: false }).compile(ImageAnnotationsSchema);
+        type Points = { type: number; points: { x: number; y: number }[] };
+        const messages: { t: number; points: Points[] }[] = [];
+        for await (const m of reader.readMessages({ topics: [channel.topic] })) {
+          const message = JSON.parse(decoder.decode(m.data)) as { points: Points[] };
+          assert.ok(validate(message), JSON.stringify(validate.errors));
+          messages.push({ t: Number(m.logTime / 1000n), points: message.points });
+        }
+        assert.equal(messages.length, labelled.length);
+        for (const [i, c] of labelled.entries()) {
+          const outlines = messages[i]!.points.filter((p) => p.type === 2);
+          assert.equal(messages[i]!.t, c.t);
+          assert.deepEqual(
+            outlines.map((p) => p.points[0]),
+            captureBoxes(c).map((b) => ({ x: b.x, y: b.y })),
+          );
+          assert.deepEqual(
+            outlines.map((p) => p.points[2]),
+            captureBoxes(c).map((b) => ({ x: b.x + b.width, y: b.y + b.height })),
+          );
+        }
+        const keypoints = messages.flatMap((m) => m.points.filter((p) => p.type === 1));
+        assert.ok(keypoints.length > 0 && keypoints.every((p) => p.points.length > 0), 'keypoints drawn');
+      } finally {
+        await close();
+      }
     } finally {
       await store.close();
     }

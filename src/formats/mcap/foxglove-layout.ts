@@ -1,6 +1,6 @@
 import { STATE_STREAM } from '../../model/standard-streams.js';
 import type { StreamInfo } from '../../model/stream.js';
-import { MAP_TOPIC, SCENE_TOPIC, streamTopic, trajectoryTopic } from './mcap-layout.js';
+import { annotationsTopic, MAP_TOPIC, SCENE_TOPIC, streamTopic, trajectoryTopic } from './mcap-layout.js';
 
 /**
  * A Foxglove/Lichtblick layout to open beside the export (Layouts > Import from file): the 3D panel
@@ -12,6 +12,8 @@ export function foxgloveLayout(
   cameras: Iterable<string>,
   /** The LocationFix topic the map panel follows, when the run is geo-referenced. */
   location?: string,
+  /** Cameras whose captures have 2-D boxes or keypoints (drawn over their images). */
+  labelled: Iterable<string> = [],
 ): object {
   const egoState = streams.find((s) => s.name === STATE_STREAM && s.actor !== null && /ego/i.test(s.actor));
   const state = egoState ?? streams.find((s) => s.name === STATE_STREAM);
@@ -42,7 +44,18 @@ export function foxgloveLayout(
     ...(location
       ? { 'map!simrec': { followTopic: location, layer: 'map', disabledTopics: [], zoomLevel: 17 } }
       : {}),
-    ...(camera ? { 'Image!simrec': { imageMode: { imageTopic: streamTopic(`${camera}/image`) } } } : {}),
+    ...(camera
+      ? {
+          'Image!simrec': {
+            imageMode: {
+              imageTopic: streamTopic(`${camera}/image`),
+              ...([...labelled].includes(camera)
+                ? { annotations: { [annotationsTopic(camera)]: { visible: true } } }
+                : {}),
+            },
+          },
+        }
+      : {}),
   };
   const below = camera
     ? { direction: 'column', first: 'Image!simrec', second: 'RosOut!simrec', splitPercentage: 60 }

@@ -14,6 +14,8 @@ export const MAP_TOPIC = '/map';
 export const TF_TOPIC = '/tf';
 /** The run's events (stream `events`) as Foxglove log lines. */
 export const LOG_TOPIC = '/log';
+/** A camera's 2-D boxes and keypoints (foxglove.ImageAnnotations), beside its images. */
+export const annotationsTopic = (sensor: string): string => `/${sensor}/annotations`;
 /** Each ego's whole path (foxglove.PosesInFrame), once, at its first sample. */
 export const trajectoryTopic = (ego: string): string => `/${ego}/trajectory`;
 /** Where each ego is on the earth (foxglove.LocationFix), when the road network is geo-referenced. */

@@ -3,11 +3,13 @@ import {
   CompressedImage,
   FrameTransforms,
   LocationFix,
+  ImageAnnotations,
   Log,
   PosesInFrame,
   SceneUpdate,
 } from '@foxglove/schemas/jsonschema.js';
 import type { RoadNetwork, RoadPoint } from '../../model/roadnet.js';
+import { sampleToCapture } from '../../model/perception.js';
 import { usualSampleInterval } from '../../model/presence.js';
 import type { RunSource } from '../../model/run-ports.js';
 import { STATE_STREAM } from '../../model/standard-streams.js';
@@ -18,6 +20,7 @@ import { laneBordersOf } from '../../roadnet/lane-borders.js';
 import { signalLamp, type SignalLamp } from '../../roadnet/signal-heads.js';
 import { foxgloveLayout } from './foxglove-layout.js';
 import {
+  annotationsTopic,
   foxgloveTime,
   kindColour,
   locationTopic,
@@ -34,6 +37,7 @@ import {
   trajectoryTopic,
   WORLD_FRAME,
 } from './mcap-layout.js';
+import { imageAnnotations } from './image-annotations.js';
 import { FileWritable } from './mcap-files.js';
 import { OSI_TRACE_METADATA, osiGroundTruth } from './osi-ground-truth.js';
 import {
@@ -220,6 +224,15 @@ export async function exportMcap(
         ),
       );
     const captures = await captureImages(source, streams, samplesOf, warn);
+    const labelled = labelledCaptures(streams, samplesOf);
+    for (const [sensor, list] of labelled)
+      sources.push(
+        listSource(
+          await foxglove(annotationsTopic(sensor), ImageAnnotations),
+          list.map((c) => c.t),
+          (_t, i) => json(list[i]!.message),
+        ),
+      );
     for (const [sensor, list] of captures)
       sources.push(
         listSource(
@@ -287,7 +300,10 @@ export async function exportMcap(
     });
     await writer.end();
     await writable.close();
-    options.beside?.('layout.json', json(foxgloveLayout(streams, captures.keys(), location)));
+    options.beside?.(
+      'layout.json',
+      json(foxgloveLayout(streams, captures.keys(), location, labelled.keys())),
+    );
     return {
       messages,
       frames: frames.length,
@@ -523,6 +539,24 @@ function logLine(event: Sample): Uint8Array {
     file: '',
     line: 0,
   });
+}
+
+/** Each camera's captures that have 2-D boxes or keypoints, as ImageAnnotations messages. */
+function labelledCaptures(
+  streams: readonly StreamInfo[],
+  samplesOf: ReadonlyMap<string, Sample[]>,
+): Map<string, { t: number; message: object }[]> {
+  const out = new Map<string, { t: number; message: object }[]>();
+  for (const s of streams) {
+    if (s.name !== 'captures' || s.actor === null) continue;
+    const list = [];
+    for (const sample of samplesOf.get(s.id) ?? []) {
+      const message = imageAnnotations(sampleToCapture(s.actor, sample));
+      if (message) list.push({ t: sample.t, message });
+    }
+    if (list.length) out.set(s.actor, list);
+  }
+  return out;
 }
 
 interface CaptureImage {
