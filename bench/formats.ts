@@ -60,6 +60,9 @@ export interface McapRates {
   sizeRatio: number;
   /** The same run as a LimSim database, for scale. */
   limsimBytes: number;
+  /** The export with ASAM OSI ground truth too (`--osi`): its speed and size. */
+  osiFramesPerSecond: number;
+  osiBytes: number;
 }
 
 /** MCAP: a demo run exported for Foxglove, its speed and size beside the run's size in the store. */
@@ -74,6 +77,10 @@ async function measureMcap(scratch: string, quick: boolean): Promise<McapRates> 
     const start = performance.now();
     const details = await exportRecording(store, 'mcap', [run.id], file);
     const exportSeconds = (performance.now() - start) / 1000;
+    const osiFile = join(dir, 'demo.osi.mcap');
+    const osiStart = performance.now();
+    await exportRecording(store, 'mcap', [run.id], osiFile, { settings: { osi: true } });
+    const osiSeconds = (performance.now() - osiStart) / 1000;
     await exportRecording(store, 'limsim', [run.id], join(dir, 'demo.limsim.db'));
     await store.close();
     const storeBytes =
@@ -88,6 +95,8 @@ async function measureMcap(scratch: string, quick: boolean): Promise<McapRates> 
       storeBytes,
       sizeRatio: Math.round((mcapBytes / storeBytes) * 100) / 100,
       limsimBytes: statSync(join(dir, 'demo.limsim.db')).size,
+      osiFramesPerSecond: Math.round((details.frames as number) / osiSeconds),
+      osiBytes: statSync(osiFile).size,
     };
   } finally {
     await store.close().catch(() => {});
@@ -286,7 +295,7 @@ export function formatFormats(f: FormatResults): string {
       ? `  LimSim database of ${f.limsim.rows} frame rows: export ${f.limsim.exportRowsPerSecond} rows/s, import ${f.limsim.importRowsPerSecond} rows/s`
       : '',
     f.mcap
-      ? `  MCAP export of a ${f.mcap.frames}-frame demo run: ${f.mcap.framesPerSecond} frames/s (${f.mcap.messages} messages); file ${(f.mcap.mcapBytes / 1e6).toFixed(2)} MB = ${f.mcap.sizeRatio}x the run in simrec's store (${(f.mcap.storeBytes / 1e6).toFixed(2)} MB; as LimSim's database ${(f.mcap.limsimBytes / 1e6).toFixed(2)} MB)`
+      ? `  MCAP export of a ${f.mcap.frames}-frame demo run: ${f.mcap.framesPerSecond} frames/s (${f.mcap.messages} messages); file ${(f.mcap.mcapBytes / 1e6).toFixed(2)} MB = ${f.mcap.sizeRatio}x the run in simrec's store (${(f.mcap.storeBytes / 1e6).toFixed(2)} MB; as LimSim's database ${(f.mcap.limsimBytes / 1e6).toFixed(2)} MB); with --osi ${f.mcap.osiFramesPerSecond} frames/s, ${(f.mcap.osiBytes / 1e6).toFixed(2)} MB`
       : '',
     small && large
       ? `  memory grows ${(large.peakRssMiB / small.peakRssMiB).toFixed(2)}x for ${large.captures / small.captures}x the captures`
