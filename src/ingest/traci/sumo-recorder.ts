@@ -66,6 +66,18 @@ export interface SumoRecordResult {
 
 /** How far (wall time) recording may run ahead of what is known durable. */
 const BACKLOG_MS = 1000;
+/**
+ * Steps sent ahead of the one being recorded. SUMO reads its messages in order, so it goes from one
+ * step to the next without waiting for this process (a round trip per step cost half its speed).
+ */
+const IN_FLIGHT = 16;
+
+/** A vehicle or person on the road after a step, and its subscribed values. */
+interface Mover {
+  domain: 'vehicle' | 'person';
+  id: string;
+  values: Map<number, TraciValue>;
+}
 
 export const VEHICLE_VARS = [
   VAR.POSITION3D,
@@ -88,7 +100,6 @@ const VEHICLE_ONCE_VARS = [VAR.EDGES, VAR.TYPE];
  */
 const TYPE_VARS = [VAR.ACCEL, VAR.DECEL, VAR.MAXSPEED, VAR.LENGTH, VAR.WIDTH, VAR.VEHICLECLASS];
 /** A departing vehicle's first subscription: its state and what is asked once. */
-const VEHICLE_FIRST_VARS = [...VEHICLE_VARS, ...VEHICLE_ONCE_VARS];
 const PERSON_VARS = [VAR.POSITION3D, VAR.ANGLE, VAR.SPEED, VAR.TYPE, VAR.LENGTH, VAR.WIDTH];
 const LIGHT_VARS = [
   VAR.TL_RED_YELLOW_GREEN_STATE,
@@ -345,11 +356,23 @@ export async function recordSumo(store: StoreBackend, options: SumoRecordOptions
       for (const id of lights) await client.subscribe('trafficLight', id, LIGHT_VARS);
     }
 
+    // Every vehicle and person on the road, each step, from one context subscription per domain
+    // around a junction with a range that covers the network: a vehicle is in it from the step it
+    // departs, with nothing to subscribe when it does, so steps can be sent ahead (see IN_FLIGHT).
+    const junctions = await client.idList('junction');
+    if (!junctions.length) throw invalid(`${inputs.net}: the network has no junction to subscribe around`);
+    const { min, max } = network.boundary;
+    const range = 2 * Math.hypot(max[0] - min[0], max[1] - min[1]) + 1000;
+    await client.subscribeContext('junction', junctions[0]!, 'vehicle', range, VEHICLE_VARS);
+    await client.subscribeContext('junction', junctions[0]!, 'person', range, PERSON_VARS);
+
     const declared = new Set<string>();
     const departedAttributes = new Map<string, JsonObject>();
     const shapes = new Map<string, { length: number; width: number }>();
     /** Each vehicle type's limits, size and class, by type id: asked once. */
-    const types = new Map<string, Map<number, TraciValue>>();
+    const types = new Map<string, Promise<Map<number, TraciValue>>>();
+    /** Vehicles gone before their route and type could be asked (they lived less than IN_FLIGHT steps). */
+    const undescribed: string[] = [];
     const begin = rec.run.begin;
     let steps = 0;
     let persons = 0;
@@ -358,57 +381,59 @@ export async function recordSumo(store: StoreBackend, options: SumoRecordOptions
     // than a second (long committed unless the disk is behind), so SUMO never waits on the commit
     // timer, while a simulator far ahead of the disk is still slowed, not buffered without bound.
     const unconfirmed: { at: number; durable: Promise<void> }[] = [];
-    for (;;) {
-      if (options.signal?.aborted) {
-        reason = 'user_request';
-        break;
-      }
-      let results: SubscriptionResult[];
-      try {
-        results = await client.simulationStep();
-      } catch (error) {
-        // SUMO ends its simulation itself at its end time; anything else is a death mid-run.
-        await sumoExitedWithin(2000);
-        const ended = exited as { code: number | null } | null;
-        reason = ended?.code === 0 ? 'completed' : 'interrupted';
-        if (reason === 'interrupted') sumoError ||= (error as Error).message;
-        break;
-      }
+    // Steps are sent ahead only up to the end, so that SUMO simulates (and writes in its own outputs)
+    // no step the run does not record: to its end time, whose last state begins one step before it,
+    // or to --duration, whose last state begins at it.
+    const stepsToEnd = simEnd === undefined ? Infinity : Math.round((simEnd - simBegin) / dt);
+    const stepsToDuration = options.duration === undefined ? Infinity : Math.round(options.duration / dt) + 1;
+    const maxSteps = Math.min(stepsToEnd, stepsToDuration);
+    const lastStepReason: EndReason = stepsToDuration < stepsToEnd ? 'user_request' : 'completed';
+    const warnings: string[] = [];
+    const inFlight: Promise<SubscriptionResult[]>[] = [];
+    let issued = 0;
+    /** Steps answered, waiting (in order) for their new vehicles' route and type before being recorded. */
+    const waiting: { results: SubscriptionResult[]; described: Promise<void>; settled: boolean }[] = [];
+
+    /**
+     * A step's departures: each new vehicle's route and type, and each new type's limits and size,
+     * asked once. The questions go behind the steps already in flight and are answered after them.
+     */
+    const describe = async (results: SubscriptionResult[]): Promise<void> => {
+      const simValues = results.find((r) => r.domain === 'simulation')?.values;
+      const departed = (simValues?.get(VAR.DEPARTED_VEHICLES_IDS) as string[] | undefined) ?? [];
+      persons += ((simValues?.get(VAR.DEPARTED_PERSONS_IDS) as string[] | undefined) ?? []).length;
+      await Promise.all(
+        departed.map(async (id) => {
+          try {
+            const once = await client.getMany('vehicle', id, VEHICLE_ONCE_VARS);
+            const typeId = String(once.get(VAR.TYPE) ?? '');
+            let type = types.get(typeId);
+            if (!type) types.set(typeId, (type = client.getMany('vehicleType', typeId, TYPE_VARS)));
+            const t = await type;
+            shapes.set(id, { length: num(t.get(VAR.LENGTH)) ?? 4.5, width: num(t.get(VAR.WIDTH)) ?? 1.8 });
+            departedAttributes.set(id, vehicleAttributes(once, t));
+          } catch {
+            // Gone before it was asked (or SUMO ended): recorded with what its states say.
+            undescribed.push(id);
+          }
+        }),
+      );
+    };
+
+    /** Records one step's states, lights, departures and arrivals; says whether the run ends here. */
+    const record = async (results: SubscriptionResult[]): Promise<EndReason | undefined> => {
       steps++;
       const simValues = results.find((r) => r.domain === 'simulation')?.values;
       const now = num(simValues?.get(VAR.TIME)) ?? steps * dt;
       // The state after a step is the state of the step that began at now - dt (SUMO's fcd label).
       const t = begin + Math.round((now - dt) * 1e6);
       const step = Math.round((now - dt) / dt);
-      // The step's departures, subscribed in one round trip. Subscribing returns the values at once;
-      // a vehicle's second subscription replaces its first, so that its route and type, asked once,
-      // are not sent again at every step. A type's limits and size are asked once, for its first vehicle.
-      const departedVehicles = (simValues?.get(VAR.DEPARTED_VEHICLES_IDS) as string[] | undefined) ?? [];
-      const departedPersons = (simValues?.get(VAR.DEPARTED_PERSONS_IDS) as string[] | undefined) ?? [];
-      const subscribed = await client.subscribeMany([
-        ...departedVehicles.flatMap((id) => [
-          { domain: 'vehicle' as const, id, variables: VEHICLE_FIRST_VARS },
-          { domain: 'vehicle' as const, id, variables: VEHICLE_VARS },
-        ]),
-        ...departedPersons.map((id) => ({ domain: 'person' as const, id, variables: PERSON_VARS })),
-      ]);
-      for (const [i, id] of departedVehicles.entries()) {
-        const first = subscribed[2 * i];
-        if (!first) continue;
-        results.push(first);
-        const typeId = String(first.values.get(VAR.TYPE) ?? '');
-        let type = types.get(typeId);
-        if (!type) types.set(typeId, (type = await client.getMany('vehicleType', typeId, TYPE_VARS)));
-        shapes.set(id, { length: num(type.get(VAR.LENGTH)) ?? 4.5, width: num(type.get(VAR.WIDTH)) ?? 1.8 });
-        departedAttributes.set(id, vehicleAttributes(first, type));
-      }
-      for (const first of subscribed.slice(2 * departedVehicles.length)) if (first) results.push(first);
-      persons += departedPersons.length;
-
-      const movers = results.filter(
-        (r) => (r.domain === 'vehicle' || r.domain === 'person') && r.values.has(VAR.POSITION3D),
-      );
-      const states = new Map(movers.map((r) => [r.id, centreState(r, shapes.get(r.id))]));
+      const movers: Mover[] = [];
+      for (const r of results)
+        if (r.context && (r.contextDomain === 'vehicle' || r.contextDomain === 'person'))
+          for (const [id, values] of r.context)
+            if (values.has(VAR.POSITION3D)) movers.push({ domain: r.contextDomain, id, values });
+      const states = new Map(movers.map((r) => [r.id, centreState(r.values, shapes.get(r.id))]));
       const ego = options.ego ? states.get(options.ego) : undefined;
       const frame: { stream: string; samples: Sample[] }[] = [];
       const newActors: {
@@ -454,7 +479,7 @@ export async function recordSumo(store: StoreBackend, options: SumoRecordOptions
             kind: r.id === options.ego ? 'ego' : r.domain === 'person' ? 'pedestrian' : 'vehicle',
             extents: { length: s.length, width: s.width, height: r.domain === 'person' ? 1.8 : 1.5 },
             // Vehicles out of the area are declared when they enter it, long after they departed.
-            attributes: departedAttributes.get(r.id) ?? vehicleAttributes(r),
+            attributes: departedAttributes.get(r.id) ?? vehicleAttributes(r.values),
           });
           departedAttributes.delete(r.id);
         }
@@ -531,20 +556,69 @@ export async function recordSumo(store: StoreBackend, options: SumoRecordOptions
       const wall = performance.now();
       while (unconfirmed.length && wall - unconfirmed[0]!.at > BACKLOG_MS) await unconfirmed.shift()!.durable;
       options.onStep?.(now - dt - simBegin, totalSeconds);
-      if (num(simValues?.get(VAR.MIN_EXPECTED_VEHICLES)) === 0 && steps > 1) {
-        reason = 'completed';
+      if (num(simValues?.get(VAR.MIN_EXPECTED_VEHICLES)) === 0 && steps > 1) return 'completed';
+      // As SUMO itself ends: its last state is the step that begins one step before the end.
+      if (simEnd !== undefined && now >= simEnd - dt / 2) return 'completed';
+      if (options.duration !== undefined && now - dt - simBegin >= options.duration) return 'user_request';
+      return undefined;
+    };
+
+    let ended: EndReason | undefined;
+    /** SUMO has answered its last step (it ended, or every step asked for was answered). */
+    let answeredAll = false;
+    while (ended === undefined) {
+      if (options.signal?.aborted) {
+        ended = 'user_request';
         break;
       }
-      if (simEnd !== undefined && now >= simEnd - dt / 2) {
-        // As SUMO itself ends: its last state is the step that begins one step before the end.
-        reason = 'completed';
+      while (inFlight.length < IN_FLIGHT && issued < maxSteps) {
+        const next = client.simulationStep();
+        next.catch(() => {}); // a step sent past SUMO's end: its failure is read in its turn
+        inFlight.push(next);
+        issued++;
+      }
+      if (!inFlight.length) {
+        answeredAll = true;
         break;
       }
-      if (options.duration !== undefined && now - dt - simBegin >= options.duration) {
-        reason = 'user_request';
+      let results: SubscriptionResult[];
+      try {
+        results = await inFlight.shift()!;
+      } catch (error) {
+        // SUMO ends its simulation itself at its end time; anything else is a death mid-run.
+        await sumoExitedWithin(2000);
+        const exit = exited as { code: number | null } | null;
+        if (exit?.code !== 0) {
+          ended = 'interrupted';
+          sumoError ||= (error as Error).message;
+        }
+        answeredAll = true;
         break;
+      }
+      const entry = { results, described: describe(results), settled: false };
+      void entry.described.then(() => (entry.settled = true));
+      waiting.push(entry);
+      // Record, in order, every step whose new vehicles are described; never wait for the rest.
+      while (ended === undefined && waiting.length && (waiting[0]!.settled || !inFlight.length)) {
+        const head = waiting.shift()!;
+        await head.described;
+        ended = await record(head.results);
       }
     }
+    // The steps SUMO answered before it ended (or before the last asked for) are recorded too.
+    while (answeredAll && waiting.length && (ended === undefined || ended === 'interrupted')) {
+      const head = waiting.shift()!;
+      await head.described;
+      const stop = await record(head.results);
+      if (stop && ended === undefined) ended = stop;
+      if (stop) break;
+    }
+    // Every step asked for was recorded (float times may fall a hair short of the end's test).
+    reason = ended ?? (issued >= maxSteps ? lastStepReason : 'completed');
+    if (undescribed.length)
+      warnings.push(
+        `${undescribed.length} vehicles (${undescribed.slice(0, 5).join(', ')}${undescribed.length > 5 ? '...' : ''}) arrived within ${IN_FLIGHT} steps of departing, before their route and type were asked: recorded without them, as 4.5 m long`,
+      );
     await client.close();
     await sumoExitedWithin(5000);
     if (reason === 'interrupted')
@@ -556,7 +630,6 @@ export async function recordSumo(store: StoreBackend, options: SumoRecordOptions
         })
         .catch(() => {});
     const run = await rec.end(reason);
-    const warnings: string[] = [];
     if (options.ego !== undefined && !declared.has(options.ego))
       warnings.push(
         `--ego ${options.ego}: no vehicle of that id departed in the ${((run.end! - run.begin) / 1e6).toFixed(1)} s recorded, so the run has no ego${area.kind === 'ego' ? ' and, with --area ego, no vehicles' : ''}; check the id in the route files`,
@@ -586,9 +659,12 @@ export async function recordSumo(store: StoreBackend, options: SumoRecordOptions
  * The vType, and for a vehicle seen departing its route, its type's limits and its class (a person has
  * none of them).
  */
-function vehicleAttributes(r: SubscriptionResult, type?: ReadonlyMap<number, TraciValue>): JsonObject {
-  const attributes: JsonObject = { vType: String(r.values.get(VAR.TYPE) ?? '') };
-  const route = r.values.get(VAR.EDGES);
+function vehicleAttributes(
+  values: ReadonlyMap<number, TraciValue>,
+  type?: ReadonlyMap<number, TraciValue>,
+): JsonObject {
+  const attributes: JsonObject = { vType: String(values.get(VAR.TYPE) ?? '') };
+  const route = values.get(VAR.EDGES);
   if (Array.isArray(route)) attributes.route = route.map(String);
   for (const [name, id] of [
     ['maxAccel', VAR.ACCEL],
@@ -609,7 +685,7 @@ const centreLanePos = (front: number | undefined, length: number): number | unde
 
 /** SUMO reports the front bumper and a compass angle; the model wants the centre and a yaw. */
 function centreState(
-  r: SubscriptionResult,
+  values: ReadonlyMap<number, TraciValue>,
   shape: { length: number; width: number } | undefined,
 ): {
   x: number;
@@ -620,16 +696,16 @@ function centreState(
   length: number;
   width: number;
 } {
-  const [fx, fy, fz] = r.values.get(VAR.POSITION3D) as number[];
-  const yaw = sumoAngleToYaw(num(r.values.get(VAR.ANGLE)) ?? 90);
-  const length = num(r.values.get(VAR.LENGTH)) ?? shape?.length ?? 4.5;
+  const [fx, fy, fz] = values.get(VAR.POSITION3D) as number[];
+  const yaw = sumoAngleToYaw(num(values.get(VAR.ANGLE)) ?? 90);
+  const length = num(values.get(VAR.LENGTH)) ?? shape?.length ?? 4.5;
   return {
     x: fx! - (length / 2) * Math.cos(yaw),
     y: fy! - (length / 2) * Math.sin(yaw),
     z: fz ?? 0,
     yaw,
-    speed: num(r.values.get(VAR.SPEED)) ?? 0,
+    speed: num(values.get(VAR.SPEED)) ?? 0,
     length,
-    width: num(r.values.get(VAR.WIDTH)) ?? shape?.width ?? 1.8,
+    width: num(values.get(VAR.WIDTH)) ?? shape?.width ?? 1.8,
   };
 }

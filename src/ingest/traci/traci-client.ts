@@ -20,6 +20,8 @@ export interface SubscriptionResult {
   values: Map<number, TraciValue>;
   /** For a context subscription: every object in range, id -> its values. */
   context?: Map<string, Map<number, TraciValue>>;
+  /** For a context subscription: the domain of the objects in range (vehicles, persons...). */
+  contextDomain?: Domain;
 }
 
 const RESPONSE_TO_DOMAIN = new Map<number, Domain>(
@@ -27,6 +29,9 @@ const RESPONSE_TO_DOMAIN = new Map<number, Domain>(
     ids.subscribe + 0x10,
     domain,
   ]),
+);
+const GET_TO_DOMAIN = new Map<number, Domain>(
+  (Object.entries(DOMAINS) as [Domain, { get: number }][]).map(([domain, ids]) => [ids.get, domain]),
 );
 const CONTEXT_RESPONSE_TO_DOMAIN = new Map<number, Domain>(
   (Object.entries(DOMAINS) as [Domain, { subscribeContext: number }][]).map(([domain, ids]) => [
@@ -36,15 +41,16 @@ const CONTEXT_RESPONSE_TO_DOMAIN = new Map<number, Domain>(
 );
 
 /**
- * A TraCI client: one request in flight at a time, as the protocol wants. Every method resolves with
- * SUMO's answer or rejects with SUMO's own error text.
+ * A TraCI client. Requests are answered in the order they are sent, so several may be in flight (a
+ * recorder keeps a few steps ahead: SUMO never waits for this process between steps). Every method
+ * resolves with SUMO's answer or rejects with SUMO's own error text.
  */
 export class TraciClient {
   private readonly socket: Socket;
   private buffered: Buffer = Buffer.alloc(0);
-  private waiting: { resolve(message: Buffer): void; reject(error: Error): void } | null = null;
+  /** Requests sent and not yet answered, oldest first: SUMO answers messages in the order sent. */
+  private readonly waiting: { resolve(message: Buffer): void; reject(error: Error): void }[] = [];
   private closedError: Error | null = null;
-  private queue: Promise<unknown> = Promise.resolve();
 
   private constructor(socket: Socket) {
     this.socket = socket;
@@ -54,8 +60,7 @@ export class TraciClient {
     });
     const fail = (error: Error): void => {
       this.closedError ??= error;
-      this.waiting?.reject(this.closedError);
-      this.waiting = null;
+      for (const waiting of this.waiting.splice(0)) waiting.reject(this.closedError);
     };
     socket.on('error', fail);
     socket.on('close', () => fail(new Error('TraCI: SUMO closed the connection')));
@@ -89,29 +94,26 @@ export class TraciClient {
   }
 
   private deliver(): void {
-    if (!this.waiting || this.buffered.length < 4) return;
-    const length = this.buffered.readInt32BE(0);
-    if (this.buffered.length < length) return;
-    const message = this.buffered.subarray(0, length);
-    this.buffered = this.buffered.subarray(length);
-    const waiting = this.waiting;
-    this.waiting = null;
-    waiting.resolve(message);
+    while (this.waiting.length && this.buffered.length >= 4) {
+      const length = this.buffered.readInt32BE(0);
+      if (this.buffered.length < length) return;
+      const message = this.buffered.subarray(0, length);
+      this.buffered = this.buffered.subarray(length);
+      this.waiting.shift()!.resolve(message);
+    }
   }
 
-  /** Sends one message and returns a reader over the answer (after its length). */
+  /**
+   * Sends one message and returns a reader over the answer (after its length). Requests may be
+   * pipelined: each is sent at once, and SUMO, which reads its messages in order, answers them in
+   * the order sent, so a caller can keep several steps in flight (see simulationStep) without ever
+   * waiting a round trip between them.
+   */
   private exchange(commands: Buffer[]): Promise<TraciReader> {
-    const run = async (): Promise<TraciReader> => {
-      if (this.closedError) throw this.closedError;
-      const answer = new Promise<Buffer>((resolve, reject) => (this.waiting = { resolve, reject }));
-      this.socket.write(encodeMessage(commands));
-      this.deliver();
-      const message = await answer;
-      return new TraciReader(message, 4);
-    };
-    const result = this.queue.then(run, run);
-    this.queue = result.catch(() => {});
-    return result;
+    if (this.closedError) return Promise.reject(this.closedError);
+    const answer = new Promise<Buffer>((resolve, reject) => this.waiting.push({ resolve, reject }));
+    this.socket.write(encodeMessage(commands));
+    return answer.then((message) => new TraciReader(message, 4));
   }
 
   /** Reads the status answer to command `id`; throws SUMO's own error text. */
@@ -284,7 +286,7 @@ export class TraciClient {
 
   private static contextResult(domain: Domain, content: TraciReader): SubscriptionResult {
     const objectId = content.string();
-    content.ubyte(); // the context domain
+    const contextDomain = GET_TO_DOMAIN.get(content.ubyte());
     const variables = content.ubyte();
     const objects = content.int();
     const context = new Map<string, Map<number, TraciValue>>();
@@ -299,7 +301,7 @@ export class TraciClient {
       }
       context.set(oid, values);
     }
-    return { domain, id: objectId, values: new Map(), context };
+    return { domain, id: objectId, values: new Map(), context, ...(contextDomain ? { contextDomain } : {}) };
   }
 
   /** Asks SUMO to end the simulation and close; resolves once it has answered or gone. */

@@ -22,6 +22,7 @@ export const DOMAINS = {
   trafficLight: { get: 0xa2, subscribe: 0xd2, subscribeContext: 0x82 },
   simulation: { get: 0xab, subscribe: 0xdb, subscribeContext: 0x8b },
   vehicleType: { get: 0xa5, subscribe: 0xd5, subscribeContext: 0x85 },
+  junction: { get: 0xa9, subscribe: 0xd9, subscribeContext: 0x89 },
 } as const;
 export type Domain = keyof typeof DOMAINS;
 
