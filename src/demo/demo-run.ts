@@ -2,9 +2,10 @@ import { basename } from 'node:path';
 import type { JsonObject } from '../model/json.js';
 import type { RoadLane, RoadNetwork } from '../model/roadnet.js';
 import type { ActorDecl, RunInfo } from '../model/run.js';
-import { controlStream, stateStream, wheelsStream } from '../model/standard-streams.js';
+import type { FrameInput } from '../model/columns.js';
+import { controlStream, STATE_STREAM, stateStream, wheelsStream } from '../model/standard-streams.js';
 import type { StoreBackend, StreamAppend } from '../model/store-port.js';
-import type { Sample, StreamDecl } from '../model/stream.js';
+import type { StreamDecl } from '../model/stream.js';
 import { MICROS_PER_SECOND } from '../model/units.js';
 import { RunRecorder } from '../record/run-recorder.js';
 import { readRoadNetwork, readRoadNetworkFile } from '../roadnet/read-roadnet.js';
@@ -61,6 +62,7 @@ interface DemoSink {
   declareActors(decls: ActorDecl[]): Promise<unknown>;
   declareStreams(decls: StreamDecl[]): Promise<unknown>;
   appendMany(frame: StreamAppend[]): Promise<void>;
+  appendFrame(name: string, frame: FrameInput): Promise<void>;
   leave(actor: string, t: number): Promise<void>;
 }
 
@@ -157,6 +159,7 @@ export async function simulateDemoTraffic(
     declareActors: async () => {},
     declareStreams: async () => {},
     appendMany: async () => {},
+    appendFrame: async () => {},
     leave: async () => {},
   };
   const { actorSteps } = await driveTraffic(demo, discard, 0, options.onProgress);
@@ -239,70 +242,66 @@ async function driveTraffic(
       participants += present.length;
       await declareVehicles(present);
     }
+    // Every vehicle's and pedestrian's state as one frame of columns (RunRecorder.appendFrame): no
+    // sample object per actor. NaN and undefined mark what an actor does not have (a pedestrian's
+    // acceleration, a non-ego vehicle's roll): the sample read back has no such field.
+    const walkers = sim.pedestrians.walkers;
+    const rows = sim.vehicles.length + walkers.length;
+    const states = stateColumns(rows);
+    const actors: string[] = [];
     const frame: StreamAppend[] = [];
     for (const v of sim.vehicles) {
       const id = actorIds.get(v)!;
-      const sample: Sample = {
-        t,
-        step,
-        x: round(v.x),
-        y: round(v.y),
-        yaw: v.yaw,
-        speed: v.speed,
-        vx: v.speed * Math.cos(v.yaw),
-        vy: v.speed * Math.sin(v.yaw),
-        accel: v.accel,
-        wz: v.yawRate,
-        lane: v.lane,
-        lanePos: v.lanePos,
-      };
+      const row = actors.push(id) - 1;
+      states.x[row] = round(v.x);
+      states.y[row] = round(v.y);
+      states.yaw[row] = v.yaw;
+      states.speed[row] = v.speed;
+      states.vx[row] = v.speed * Math.cos(v.yaw);
+      states.vy[row] = v.speed * Math.sin(v.yaw);
+      states.accel[row] = v.accel;
+      states.wz[row] = v.yawRate;
+      states.lane[row] = v.lane;
+      states.lanePos[row] = v.lanePos;
       if (v.ego) {
         const details = ego.update(
           { speed: v.speed, accel: v.accel, yaw: v.yaw, yawRate: v.yawRate, curvature: v.curvature },
           step === 0 ? 0 : 1 / rateHz,
         );
-        Object.assign(sample, {
-          z: 0,
-          roll: details.roll,
-          pitch: details.pitch,
-          vz: 0,
-          ax: details.ax,
-          ay: details.ay,
-          az: 0,
-          wx: details.wx,
-          wy: details.wy,
-        });
+        states.z[row] = 0;
+        states.roll[row] = details.roll;
+        states.pitch[row] = details.pitch;
+        states.vz[row] = 0;
+        states.ax[row] = details.ax;
+        states.ay[row] = details.ay;
+        states.az[row] = 0;
+        states.wx[row] = details.wx;
+        states.wy[row] = details.wy;
         frame.push(
           { stream: `${id}/control`, samples: [{ t, step, ...details.control }] },
           { stream: `${id}/wheels`, samples: [{ t, step, wheels: details.wheels }] },
         );
       }
-      frame.push({ stream: `${id}/state`, samples: [sample] });
     }
-    for (const p of sim.pedestrians.walkers) {
+    for (const p of walkers) {
       const on = sim.pedestrians.laneOf(p);
-      frame.push({
-        stream: `${p.id}/state`,
-        samples: [
-          {
-            t,
-            step,
-            x: round(p.x),
-            y: round(p.y),
-            yaw: p.yaw,
-            speed: step === 0 ? 0 : (p.moved * rateHz) / substeps,
-            lane: on.lane,
-            lanePos: on.lanePos,
-          },
-        ],
-      });
+      const row = actors.push(p.id) - 1;
+      states.x[row] = round(p.x);
+      states.y[row] = round(p.y);
+      states.yaw[row] = p.yaw;
+      states.speed[row] = step === 0 ? 0 : (p.moved * rateHz) / substeps;
+      states.lane[row] = on.lane;
+      states.lanePos[row] = on.lanePos;
     }
     for (const light of sim.lights) {
       const s = sim.signals.get(light.id)!;
       frame.push({ stream: `${light.id}/signal`, samples: [{ t, step, ...s }] });
     }
     actorSteps += sim.vehicles.length + sim.pedestrians.walkers.length + sim.lights.length;
-    const durable = sink.appendMany(frame);
+    const durable = Promise.all([
+      sink.appendFrame(STATE_STREAM, { t, step, actors, columns: states }),
+      sink.appendMany(frame),
+    ]).then(() => {});
     const perSecond = Math.max(1, Math.round(rateHz));
     if (step % perSecond === 0) onProgress?.(step / steps);
     // Every ten simulated seconds a checkpoint, to bound what is held in memory: the simulation waits
@@ -319,6 +318,32 @@ async function driveTraffic(
       `${d.where}: vehicle ${JSON.stringify(d.id)} could not depart by the end (no room on its first lane)`,
     );
   return { participants, actorSteps };
+}
+
+/** The state columns of a frame of `rows` actors, every value absent (NaN, undefined) until set. */
+function stateColumns(rows: number) {
+  const absent = (): Float64Array => new Float64Array(rows).fill(NaN);
+  return {
+    x: absent(),
+    y: absent(),
+    z: absent(),
+    roll: absent(),
+    pitch: absent(),
+    yaw: absent(),
+    speed: absent(),
+    vx: absent(),
+    vy: absent(),
+    vz: absent(),
+    accel: absent(),
+    ax: absent(),
+    ay: absent(),
+    az: absent(),
+    wx: absent(),
+    wy: absent(),
+    wz: absent(),
+    lane: new Array<string | undefined>(rows),
+    lanePos: absent(),
+  };
 }
 
 // Positions to the millimetre's thousandth: the noise bits below say nothing and cost space.
