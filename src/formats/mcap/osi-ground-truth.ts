@@ -130,6 +130,18 @@ export function osiGroundTruth(
   if (offset?.heading)
     warn(`the network's offset turns it by ${offset.heading} rad; proj_frame_offset omits the turn`);
 
+  // The road is the same in every frame, and each frame carries it: a reader may start anywhere. Its
+  // fields (9 and up) follow the changing ones (7 and below), so its bytes, encoded once, are appended
+  // to each frame's: the message is the one encoding every field at once gives, byte for byte.
+  const road = GroundTruthType.encode({
+    lane_boundary: boundaries,
+    lane: lanes,
+    ...(geo?.projection ? { proj_string: geo.projection } : {}),
+    ...(offset
+      ? { proj_frame_offset: { position: { x: -offset.x, y: -offset.y, z: -(offset.z ?? 0) } } }
+      : {}),
+  }).finish();
+
   const encode = (t: number): Uint8Array => {
     const moving = [];
     const stationary = [];
@@ -186,22 +198,15 @@ export function osiGroundTruth(
       const shows = signalLamp(typeof state === 'string' ? state[lamp.head.linkIndex] : undefined);
       traffic_light.push(trafficLamp(lamp.head, lamp.colour, shows, lamp.id, laneIds));
     }
-    const message = {
+    const changing = GroundTruthType.encode({
       version: OSI_VERSION,
       timestamp: osiTimestamp(t),
       ...(ego ? { host_vehicle_id: ego.id } : {}),
       stationary_object: stationary,
       moving_object: moving,
       traffic_light,
-      // The road is the same in every frame, and each frame carries it: a reader may start anywhere.
-      lane_boundary: boundaries,
-      lane: lanes,
-      ...(geo?.projection ? { proj_string: geo.projection } : {}),
-      ...(offset
-        ? { proj_frame_offset: { position: { x: -offset.x, y: -offset.y, z: -(offset.z ?? 0) } } }
-        : {}),
-    };
-    return GroundTruthType.encode(message).finish();
+    }).finish();
+    return Buffer.concat([changing, road]);
   };
 
   const versions = {
