@@ -27,6 +27,8 @@ import { openChunk } from '../src/store/common/chunk-reader.js';
 import { assembleChunk, decodeEncodedBlock, encodeBlock } from '../src/store/common/chunk-format.js';
 import type { ColumnBatch } from '../src/model/columns.js';
 import { openStore } from '../src/store/open-store.js';
+import { importRecording } from '../src/record/import-run.js';
+import { exportRecording } from '../src/replay/export-run.js';
 import { fixture, tempDir } from './helpers/paths.js';
 
 const SEED = 20261122;
@@ -451,6 +453,38 @@ describe('fuzzing the readers (seeded)', () => {
       { seed: SEED, numRuns: 150 },
     );
     assert.ok(refused > 0 && imported > 0, `both outcomes happen (refused ${refused}, imported ${imported})`);
+    assert.deepEqual((await store.checkIntegrity()).problems, []);
+    await store.close();
+  });
+
+  it('MCAP exports: 150 damaged files (zstd chunks, OSI ground truth) are imported or refused, never half-imported', async () => {
+    const store = await openStore(join(dir.path, 'mcap-store.db'));
+    const demo = await recordSyntheticRun(store, { duration: 3 });
+    const source = join(dir.path, 'source.mcap');
+    await exportRecording(store, 'mcap', [demo.id], source, { settings: { osi: true } });
+    const original = readFileSync(source);
+    let refused = 0;
+    let imported = 0;
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(mutation(original.length), { minLength: 1, maxLength: 3 }),
+        async (mutations) => {
+          const copy = join(dir.path, 'copy.mcap');
+          writeFileSync(copy, mutate(original, mutations));
+          const outcome = await importedOrRefused(store, () => importRecording(store, 'mcap', copy));
+          if (outcome === 'imported') imported++;
+          else refused++;
+          return true;
+        },
+      ),
+      { seed: SEED, numRuns: 150 },
+    );
+    // MCAP checks itself (CRCs of chunks, attachments and the summary; lengths and offsets in the
+    // indexes), so damage is nearly always found: refused, naming the file, and nothing kept.
+    assert.ok(refused > 0, `refused ${refused}, imported ${imported}`);
+    const before = (await store.listRuns()).length;
+    await importRecording(store, 'mcap', source);
+    assert.equal((await store.listRuns()).length, before + 1, 'the undamaged file imports');
     assert.deepEqual((await store.checkIntegrity()).problems, []);
     await store.close();
   });

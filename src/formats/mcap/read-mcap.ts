@@ -50,10 +50,17 @@ export async function importMcap(
     } catch (error) {
       throw invalid(`${file}: not an indexed MCAP file (${(error as Error).message})`);
     }
-    const described = await readRunMetadata(reader, file);
-    return described
-      ? await readSimrecExport(into, reader, file, described, options)
-      : await readFoxgloveScenes(into, reader, file, options);
+    try {
+      const described = await readRunMetadata(reader, file);
+      return described
+        ? await readSimrecExport(into, reader, file, described, options)
+        : await readFoxgloveScenes(into, reader, file, options);
+    } catch (error) {
+      // @mcap/core and zstd say what is wrong (a length past the end, a chunk that does not
+      // decompress, a CRC) but not where: the file is named, the import refused and undone.
+      if (error instanceof SimrecError) throw error;
+      throw invalid(`${file}: a damaged MCAP file: ${(error as Error).message}`);
+    }
   } finally {
     await readable.close();
   }
