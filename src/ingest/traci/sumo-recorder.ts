@@ -72,12 +72,8 @@ const BACKLOG_MS = 1000;
  */
 const IN_FLIGHT = 16;
 
-/** A vehicle or person on the road after a step, and its subscribed values. */
-interface Mover {
-  domain: 'vehicle' | 'person';
-  id: string;
-  values: Map<number, TraciValue>;
-}
+/** The frame's numeric columns, moved together when rows out of the area are dropped. */
+const NUMBER_COLUMNS = ['x', 'y', 'z', 'yaw', 'speed', 'accel', 'lanePos', 'routeIdx', 'signals'] as const;
 
 export const VEHICLE_VARS = [
   VAR.POSITION3D,
@@ -428,13 +424,26 @@ export async function recordSumo(store: StoreBackend, options: SumoRecordOptions
       // The state after a step is the state of the step that began at now - dt (SUMO's fcd label).
       const t = begin + Math.round((now - dt) * 1e6);
       const step = Math.round((now - dt) / dt);
-      const movers: Mover[] = [];
-      for (const r of results)
-        if (r.context && (r.contextDomain === 'vehicle' || r.contextDomain === 'person'))
-          for (const [id, values] of r.context)
-            if (values.has(VAR.POSITION3D)) movers.push({ domain: r.contextDomain, id, values });
-      const states = new Map(movers.map((r) => [r.id, centreState(r.values, shapes.get(r.id))]));
-      const ego = options.ego ? states.get(options.ego) : undefined;
+      // Every vehicle and person on the road, straight from the context subscriptions' columns: the
+      // centre of each (SUMO gives the front bumper) into the frame's columns, no object per actor.
+      const contexts = results.filter(
+        (r) => r.contextColumns && (r.contextDomain === 'vehicle' || r.contextDomain === 'person'),
+      );
+      const rows = contexts.reduce((n, r) => n + r.contextColumns!.ids.length, 0);
+      const ids: string[] = [];
+      const columns = {
+        x: new Float64Array(rows),
+        y: new Float64Array(rows),
+        z: new Float64Array(rows),
+        yaw: new Float64Array(rows),
+        speed: new Float64Array(rows),
+        accel: new Float64Array(rows),
+        lanePos: new Float64Array(rows),
+        routeIdx: new Float64Array(rows),
+        signals: new Float64Array(rows),
+        lane: [] as (string | undefined)[],
+        vtag: [] as (string | undefined)[],
+      };
       const frame: { stream: string; samples: Sample[] }[] = [];
       const newActors: {
         id: string;
@@ -442,62 +451,87 @@ export async function recordSumo(store: StoreBackend, options: SumoRecordOptions
         extents: { length: number; width: number; height: number };
         attributes: JsonObject;
       }[] = [];
-      // The step's states as columns, one row per vehicle or person (RunRecorder.appendFrame): no
-      // sample object per actor. NaN and undefined mark a value SUMO did not give.
-      const kept = movers.length;
-      const ids: string[] = [];
-      const columns = {
-        x: new Float64Array(kept),
-        y: new Float64Array(kept),
-        z: new Float64Array(kept),
-        yaw: new Float64Array(kept),
-        speed: new Float64Array(kept),
-        accel: new Float64Array(kept),
-        lanePos: new Float64Array(kept),
-        routeIdx: new Float64Array(kept),
-        signals: new Float64Array(kept),
-        lane: [] as (string | undefined)[],
-        vtag: [] as (string | undefined)[],
-      };
-      for (const r of movers) {
-        const s = states.get(r.id)!;
+      const lengths: number[] = [];
+      const widths: number[] = [];
+      const persons: boolean[] = [];
+      const typeIds: unknown[] = [];
+      for (const r of contexts) {
+        const { ids: objects, columns: c } = r.contextColumns!;
+        const position = c.get(VAR.POSITION3D);
+        const angle = c.get(VAR.ANGLE);
+        const speed = c.get(VAR.SPEED);
+        const length = c.get(VAR.LENGTH);
+        const width = c.get(VAR.WIDTH);
+        const accel = c.get(VAR.ACCELERATION);
+        const lanePos = c.get(VAR.LANEPOSITION);
+        const routeIdx = c.get(VAR.ROUTE_INDEX);
+        const signals = c.get(VAR.SIGNALS);
+        const lane = c.get(VAR.LANE_ID);
+        const type = c.get(VAR.TYPE);
+        for (let o = 0; o < objects.length; o++) {
+          const front = position?.[o] as number[] | undefined;
+          if (!front) continue;
+          const id = objects[o]!;
+          const shape = shapes.get(id);
+          const l = num(length?.[o]) ?? shape?.length ?? 4.5;
+          const yaw = sumoAngleToYaw(num(angle?.[o]) ?? 90);
+          const row = ids.push(id) - 1;
+          columns.x[row] = front[0]! - (l / 2) * Math.cos(yaw);
+          columns.y[row] = front[1]! - (l / 2) * Math.sin(yaw);
+          columns.z[row] = front[2] ?? 0;
+          columns.yaw[row] = yaw;
+          columns.speed[row] = num(speed?.[o]) ?? 0;
+          columns.accel[row] = num(accel?.[o]) ?? NaN;
+          columns.lanePos[row] = centreLanePos(num(lanePos?.[o]), l) ?? NaN;
+          columns.routeIdx[row] = num(routeIdx?.[o]) ?? NaN;
+          columns.signals[row] = num(signals?.[o]) ?? NaN;
+          const laneId = lane?.[o];
+          columns.lane[row] = typeof laneId === 'string' && laneId !== '' ? laneId : undefined;
+          lengths[row] = l;
+          widths[row] = num(width?.[o]) ?? shape?.width ?? 1.8;
+          persons[row] = r.contextDomain === 'person';
+          typeIds[row] = type?.[o];
+        }
+      }
+      // The area: the rows kept, tagged as LimSim tags them (rows out of it are dropped in place).
+      const egoRow = options.ego === undefined ? -1 : ids.indexOf(options.ego);
+      let kept = 0;
+      for (let row = 0; row < ids.length; row++) {
+        const id = ids[row]!;
         let vtag: string | undefined;
+        const x = columns.x[row]!;
+        const y = columns.y[row]!;
         if (area.kind === 'ego') {
-          if (!ego) continue;
-          const d = r.id === options.ego ? 0 : Math.hypot(s.x - ego.x, s.y - ego.y);
+          if (egoRow < 0) continue;
+          const d = row === egoRow ? 0 : Math.hypot(x - columns.x[egoRow]!, y - columns.y[egoRow]!);
           if (d > area.radius) continue;
-          vtag = r.id === options.ego ? 'ego' : d <= area.radius / 2 ? 'AoI' : 'outOfAoI';
+          vtag = row === egoRow ? 'ego' : d <= area.radius / 2 ? 'AoI' : 'outOfAoI';
         } else if (area.kind === 'local') {
-          const d = Math.hypot(s.x - area.x, s.y - area.y);
+          const d = Math.hypot(x - area.x, y - area.y);
           if (d > 2 * area.radius) continue;
           vtag = d <= area.radius ? 'AoI' : 'outOfAoI';
-        } else if (options.ego) vtag = r.id === options.ego ? 'ego' : undefined;
-        if (!declared.has(r.id)) {
-          declared.add(r.id);
+        } else if (options.ego) vtag = row === egoRow ? 'ego' : undefined;
+        if (!declared.has(id)) {
+          declared.add(id);
           newActors.push({
-            id: r.id,
-            kind: r.id === options.ego ? 'ego' : r.domain === 'person' ? 'pedestrian' : 'vehicle',
-            extents: { length: s.length, width: s.width, height: r.domain === 'person' ? 1.8 : 1.5 },
+            id,
+            kind: id === options.ego ? 'ego' : persons[row] ? 'pedestrian' : 'vehicle',
+            extents: { length: lengths[row]!, width: widths[row]!, height: persons[row] ? 1.8 : 1.5 },
             // Vehicles out of the area are declared when they enter it, long after they departed.
-            attributes: departedAttributes.get(r.id) ?? vehicleAttributes(r.values),
+            attributes: departedAttributes.get(id) ?? { vType: String(typeIds[row] ?? '') },
           });
-          departedAttributes.delete(r.id);
+          departedAttributes.delete(id);
         }
-        const row = ids.length;
-        ids.push(r.id);
-        columns.x[row] = s.x;
-        columns.y[row] = s.y;
-        columns.z[row] = s.z;
-        columns.yaw[row] = s.yaw;
-        columns.speed[row] = s.speed;
-        columns.accel[row] = num(r.values.get(VAR.ACCELERATION)) ?? NaN;
-        columns.lanePos[row] = centreLanePos(num(r.values.get(VAR.LANEPOSITION)), s.length) ?? NaN;
-        columns.routeIdx[row] = num(r.values.get(VAR.ROUTE_INDEX)) ?? NaN;
-        columns.signals[row] = num(r.values.get(VAR.SIGNALS)) ?? NaN;
-        const lane = r.values.get(VAR.LANE_ID);
-        columns.lane[row] = typeof lane === 'string' && lane !== '' ? lane : undefined;
-        columns.vtag[row] = vtag;
+        if (kept !== row) {
+          ids[kept] = id;
+          for (const name of NUMBER_COLUMNS) columns[name][kept] = columns[name][row]!;
+          columns.lane[kept] = columns.lane[row];
+        }
+        columns.vtag[kept] = vtag;
+        kept++;
       }
+      ids.length = kept;
+      columns.lane.length = kept;
       for (const r of results) {
         if (r.domain !== 'trafficLight') continue;
         const state = r.values.get(VAR.TL_RED_YELLOW_GREEN_STATE);
@@ -525,17 +559,17 @@ export async function recordSumo(store: StoreBackend, options: SumoRecordOptions
       }
       // Vehicles that arrived or began to teleport, and persons that finished, during this step: they
       // are gone from the state at t (a teleported vehicle comes back with its next state).
+      const present = new Set(ids);
       for (const key of [
         VAR.ARRIVED_VEHICLES_IDS,
         VAR.ARRIVED_PERSONS_IDS,
         VAR.TELEPORT_STARTING_VEHICLES_IDS,
       ])
         for (const id of (simValues?.get(key) as string[] | undefined) ?? [])
-          if (declared.has(id) && !states.has(id)) void rec.leave(id, t);
+          if (declared.has(id) && !present.has(id)) void rec.leave(id, t);
       // Durable every 100 steps: a simulator far ahead of the disk is slowed, not buffered without bound.
-      const rows = ids.length;
       const stateFrame =
-        rows === 0
+        ids.length === 0
           ? Promise.resolve()
           : rec.appendFrame('state', {
               t,
@@ -544,7 +578,7 @@ export async function recordSumo(store: StoreBackend, options: SumoRecordOptions
               columns: Object.fromEntries(
                 Object.entries(columns).map(([name, values]) => [
                   name,
-                  values instanceof Float64Array ? values.subarray(0, rows) : values,
+                  values instanceof Float64Array ? values.subarray(0, ids.length) : values,
                 ]),
               ),
             });
@@ -682,30 +716,3 @@ function vehicleAttributes(
 /** SUMO's lane position is the front bumper's; the model's, like LimSim's, is the centre's. */
 const centreLanePos = (front: number | undefined, length: number): number | undefined =>
   front === undefined ? undefined : front - length / 2;
-
-/** SUMO reports the front bumper and a compass angle; the model wants the centre and a yaw. */
-function centreState(
-  values: ReadonlyMap<number, TraciValue>,
-  shape: { length: number; width: number } | undefined,
-): {
-  x: number;
-  y: number;
-  z: number;
-  yaw: number;
-  speed: number;
-  length: number;
-  width: number;
-} {
-  const [fx, fy, fz] = values.get(VAR.POSITION3D) as number[];
-  const yaw = sumoAngleToYaw(num(values.get(VAR.ANGLE)) ?? 90);
-  const length = num(values.get(VAR.LENGTH)) ?? shape?.length ?? 4.5;
-  return {
-    x: fx! - (length / 2) * Math.cos(yaw),
-    y: fy! - (length / 2) * Math.sin(yaw),
-    z: fz ?? 0,
-    yaw,
-    speed: num(values.get(VAR.SPEED)) ?? 0,
-    length,
-    width: num(values.get(VAR.WIDTH)) ?? shape?.width ?? 1.8,
-  };
-}

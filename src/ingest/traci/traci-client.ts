@@ -22,6 +22,8 @@ export interface SubscriptionResult {
   context?: Map<string, Map<number, TraciValue>>;
   /** For a context subscription: the domain of the objects in range (vehicles, persons...). */
   contextDomain?: Domain;
+  /** For a context subscription: the objects in range, and each variable's value for each (in order). */
+  contextColumns?: { ids: string[]; columns: Map<number, (TraciValue | undefined)[]> };
 }
 
 const RESPONSE_TO_DOMAIN = new Map<number, Domain>(
@@ -284,24 +286,48 @@ export class TraciClient {
     return { domain, id: objectId, values };
   }
 
+  /**
+   * A context subscription's answer as columns, one value per object in range: no object per vehicle
+   * (a recorder turns them straight into a frame). `context`, by object, is built only when asked.
+   */
   private static contextResult(domain: Domain, content: TraciReader): SubscriptionResult {
     const objectId = content.string();
     const contextDomain = GET_TO_DOMAIN.get(content.ubyte());
     const variables = content.ubyte();
     const objects = content.int();
-    const context = new Map<string, Map<number, TraciValue>>();
+    const ids = new Array<string>(objects);
+    const columns = new Map<number, (TraciValue | undefined)[]>();
     for (let o = 0; o < objects; o++) {
-      const oid = content.string();
-      const values = new Map<number, TraciValue>();
+      ids[o] = content.string();
       for (let v = 0; v < variables; v++) {
         const variable = content.ubyte();
         const status = content.ubyte();
         const value = content.typed();
-        if (status === TRACI.RTYPE_OK) values.set(variable, value);
+        let column = columns.get(variable);
+        if (!column) columns.set(variable, (column = new Array<TraciValue | undefined>(objects)));
+        column[o] = status === TRACI.RTYPE_OK ? value : undefined;
       }
-      context.set(oid, values);
     }
-    return { domain, id: objectId, values: new Map(), context, ...(contextDomain ? { contextDomain } : {}) };
+    let byObject: Map<string, Map<number, TraciValue>> | undefined;
+    return {
+      domain,
+      id: objectId,
+      values: new Map(),
+      contextColumns: { ids, columns },
+      get context() {
+        if (!byObject) {
+          byObject = new Map();
+          ids.forEach((id, o) => {
+            const values = new Map<number, TraciValue>();
+            for (const [variable, column] of columns)
+              if (column[o] !== undefined) values.set(variable, column[o]!);
+            byObject!.set(id, values);
+          });
+        }
+        return byObject;
+      },
+      ...(contextDomain ? { contextDomain } : {}),
+    };
   }
 
   /** Asks SUMO to end the simulation and close; resolves once it has answered or gone. */

@@ -294,20 +294,25 @@ export class SqliteBackend implements StoreBackend {
   private putActorsNow(run: number, actors: ActorInfo[]): void {
     this.requireRun(run);
     this.lists.delete(run);
-    const ordRow = this.stmt('SELECT COALESCE(MAX(ord), -1) AS ord FROM actors WHERE run_id = ?').get(
-      run,
-    ) as Row;
-    let ord = (ordRow.ord as number) + 1;
+    // The largest order number of the run's actors, asked of SQLite once per run, then kept: asking
+    // at every declaration scanned every actor of the run (a recorder declaring each departure as
+    // it comes spent most of its main thread's store time there).
+    let max = this.maxActorOrd.get(run);
+    if (max === undefined)
+      max = (this.stmt('SELECT COALESCE(MAX(ord), -1) AS ord FROM actors WHERE run_id = ?').get(run) as Row)
+        .ord as number;
+    let ord = max + 1;
     const upsert = this.stmt(
       `INSERT INTO actors (run_id, id, ord, kind, source_class, extents, attributes, options, record)
        VALUES (@run, @id, @ord, @kind, @sourceClass, @extents, @attributes, @options, @record)
        ON CONFLICT (run_id, id) DO UPDATE SET kind = excluded.kind, source_class = excluded.source_class,
-         extents = excluded.extents, attributes = excluded.attributes, options = excluded.options, record = excluded.record`,
+         extents = excluded.extents, attributes = excluded.attributes, options = excluded.options, record = excluded.record
+       RETURNING ord`,
     );
     this.db
       .transaction(() => {
-        for (const a of actors)
-          upsert.run({
+        for (const a of actors) {
+          const row = upsert.get({
             run,
             id: a.id,
             ord: ord++,
@@ -317,9 +322,13 @@ export class SqliteBackend implements StoreBackend {
             attributes: json(a.attributes),
             options: json(a.options),
             record: a.record ? 1 : 0,
-          });
+          }) as Row;
+          // A new actor takes the order offered; one declared before keeps its own.
+          max = Math.max(max!, row.ord as number);
+        }
       })
       .immediate();
+    this.maxActorOrd.set(run, max);
   }
 
   async putPresence(run: number, presence: ActorPresence[]): Promise<void> {
@@ -784,7 +793,11 @@ export class SqliteBackend implements StoreBackend {
   private forgetRun(run: number): void {
     this.lists.delete(run);
     this.indexes.delete(run);
+    this.maxActorOrd.delete(run);
   }
+
+  /** Each run's largest actor order number, once known (see putActorsNow). */
+  private readonly maxActorOrd = new Map<number, number>();
 
   /** Runs, actors and streams change rarely and are read on every scene: kept until a write. */
   private readonly lists = new Map<number, RunLists>();
