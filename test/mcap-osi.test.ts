@@ -665,6 +665,23 @@ describe('MCAP: traffic lights, LocationFix, several runs', () => {
         }
         const keypoints = messages.flatMap((m) => m.points.filter((p) => p.type === 1));
         assert.ok(keypoints.length > 0 && keypoints.every((p) => p.points.length > 0), 'keypoints drawn');
+        // The template's skeleton (17 points, 19 bones in this sample) joins the points seen.
+        let bones = 0;
+        for (const m of messages) {
+          const seen = new Set(
+            m.points.filter((p) => p.type === 1).flatMap((p) => p.points.map((q) => `${q.x},${q.y}`)),
+          );
+          for (const b of m.points.filter((p) => p.type === 4)) {
+            assert.equal(b.points.length % 2, 0, 'a line list: pairs of points');
+            assert.ok(b.points.length / 2 <= 19);
+            assert.ok(
+              b.points.every((q) => seen.has(`${q.x},${q.y}`)),
+              'bones join points seen',
+            );
+            bones++;
+          }
+        }
+        assert.ok(bones > 0, 'skeletons drawn');
       } finally {
         await close();
       }

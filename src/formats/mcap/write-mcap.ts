@@ -37,7 +37,9 @@ import {
   trajectoryTopic,
   WORLD_FRAME,
 } from './mcap-layout.js';
-import { imageAnnotations } from './image-annotations.js';
+import { imageAnnotations, templatesOf } from './image-annotations.js';
+import { loadDefinitions } from '../perception/perception-run.js';
+import type { KeypointTemplate } from '../perception/value-shapes.js';
 import { FileWritable } from './mcap-files.js';
 import { OSI_TRACE_METADATA, osiGroundTruth } from './osi-ground-truth.js';
 import {
@@ -224,7 +226,8 @@ export async function exportMcap(
         ),
       );
     const captures = await captureImages(source, streams, samplesOf, warn);
-    const labelled = labelledCaptures(streams, samplesOf);
+    const templates = templatesOf((await loadDefinitions(source)).annotationDefinitions);
+    const labelled = labelledCaptures(streams, samplesOf, templates);
     for (const [sensor, list] of labelled)
       sources.push(
         listSource(
@@ -545,13 +548,14 @@ function logLine(event: Sample): Uint8Array {
 function labelledCaptures(
   streams: readonly StreamInfo[],
   samplesOf: ReadonlyMap<string, Sample[]>,
+  templates: ReadonlyMap<string, KeypointTemplate>,
 ): Map<string, { t: number; message: object }[]> {
   const out = new Map<string, { t: number; message: object }[]>();
   for (const s of streams) {
     if (s.name !== 'captures' || s.actor === null) continue;
     const list = [];
     for (const sample of samplesOf.get(s.id) ?? []) {
-      const message = imageAnnotations(sampleToCapture(s.actor, sample));
+      const message = imageAnnotations(sampleToCapture(s.actor, sample), templates);
       if (message) list.push({ t: sample.t, message });
     }
     if (list.length) out.set(s.actor, list);

@@ -330,7 +330,7 @@ export async function loadDataset(source: RunSource): Promise<LoadedDataset> {
   return { run, info, egos, sensors, ...definitions, captures, metrics };
 }
 
-async function loadDefinitions(source: RunSource): Promise<DatasetDefinitions> {
+export async function loadDefinitions(source: RunSource): Promise<DatasetDefinitions> {
   const runId = source.run.id;
   const attachment = await source.attachment(DEFINITIONS_ATTACHMENT);
   if (!attachment) return { annotationDefinitions: [], metricDefinitions: [] };
