@@ -155,10 +155,10 @@ class SimrecClient:
         `columns` maps a declared field to one value per actor (a vec field: `length` values per actor);
         None is absent. Returns the sequence number without waiting.
         """
-        fields = self.fields[f"{actors[0]}/{name}"]
         body = _str16(name) + struct.pack("<qqI", t, step, len(actors))
-        body += b"".join(_str16(actor) for actor in actors)
-        body += _columns(fields, columns, len(actors))
+        if actors:  # a frame of no actors ends after its count
+            body += b"".join(_str16(actor) for actor in actors)
+            body += _columns(self.fields[f"{actors[0]}/{name}"], columns, len(actors))
         return self._request({"type": "frame"}, body)
 
     def columns(self, batches):

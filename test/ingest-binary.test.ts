@@ -5,7 +5,12 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { encodeColumnsBody, encodeFrameBody } from '../src/ingest/binary-batches.js';
+import {
+  decodeFrameBody,
+  encodeColumnsBody,
+  encodeFrameBody,
+  type ActorBlockCache,
+} from '../src/ingest/binary-batches.js';
 import { encodeFrame } from '../src/ingest/framing.js';
 import { IngestClient } from '../src/ingest/ingest-client.js';
 import type { ErrorMessage } from '../src/ingest/protocol.js';
@@ -175,6 +180,34 @@ describe('every field type', () => {
     for (let k = 0; k < 4; k++)
       assert.deepStrictEqual(await read(frame, `a${k}`), [atFifty[k]], `frame: actor a${k}, bit for bit`);
     assert.deepStrictEqual(await read(json, 'a0'), zeroed([...EDGE_ROWS, atFifty[0]!]));
+  });
+});
+
+describe('actor lists kept between frames', () => {
+  it('change nothing on the wire, and a changed list is read as sent', () => {
+    const fields: FieldDecl[] = [{ name: 'x', type: 'f64' }];
+    const lists = [['a', 'b'], ['a', 'b'], ['b', 'a'], ['a', 'b', 'c'], ['a', 'b', 'c'], ['a'], []];
+    const clientCache = new Map<string, ActorBlockCache>();
+    const serverCache = new Map<string, ActorBlockCache>();
+    let previous: readonly string[] | undefined;
+    for (const [i, actors] of lists.entries()) {
+      const frame = {
+        t: 1_000 + i,
+        step: i,
+        actors,
+        columns: { x: Float64Array.from(actors, (_, k) => k + i) },
+      };
+      const cached = encodeFrameBody('pose', frame, fields, clientCache);
+      assert.deepEqual(cached, encodeFrameBody('pose', frame, fields), `frame ${i}: the same bytes`);
+      const read = decodeFrameBody(cached, () => fields, serverCache);
+      assert.deepEqual(read.frame.actors, actors, `frame ${i}: its actors`);
+      if (actors.length) assert.deepEqual([...(read.frame.columns.x as Float64Array)], [...frame.columns.x]);
+      // A frame of no actors ends at its count: it has no columns (it had none to read before either).
+      else assert.deepEqual(read.frame.columns, {});
+      // The same list as the frame before is the same array: decoded once.
+      if (i === 1 || i === 4) assert.equal(read.frame.actors, previous);
+      previous = read.frame.actors;
+    }
   });
 });
 

@@ -137,15 +137,46 @@ export function encodeColumnsBody(
   return w.finish();
 }
 
+/**
+ * The last actor list a frame carried, and its bytes: a simulator sends the same actors step after
+ * step, so each end keeps them once (the client its encoding, the server its decoding) and compares.
+ * One per stream name; the wire is the same with or without it.
+ */
+export interface ActorBlockCache {
+  actors: string[];
+  bytes: Uint8Array;
+}
+
+const sameActors = (a: readonly string[], b: readonly string[]): boolean => {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+};
+
 /** The body of a `frame` message; `fields` are the declared fields of the actors' `name` streams. */
-export function encodeFrameBody(name: string, frame: FrameInput, fields: readonly FieldDecl[]): Uint8Array {
+export function encodeFrameBody(
+  name: string,
+  frame: FrameInput,
+  fields: readonly FieldDecl[],
+  cache?: Map<string, ActorBlockCache>,
+): Uint8Array {
   const w = new ByteWriter();
   writeStr16(w, name, 'frame: stream name');
   w.i64(frame.t);
   w.i64(frame.step);
-  w.u32(frame.actors.length);
-  for (const actor of frame.actors) writeStr16(w, actor, 'frame: actor id');
-  writeColumns(w, fields, frame.columns, frame.actors.length, `frame of ${name}`);
+  const known = cache?.get(name);
+  if (known && sameActors(known.actors, frame.actors)) w.bytes(known.bytes);
+  else {
+    const block = new ByteWriter();
+    block.u32(frame.actors.length);
+    for (const actor of frame.actors) writeStr16(block, actor, 'frame: actor id');
+    const bytes = block.finish();
+    cache?.set(name, { actors: [...frame.actors], bytes });
+    w.bytes(bytes);
+  }
+  // A frame of no actors ends at its count (it has no columns to name: the decoder reads none).
+  if (frame.actors.length > 0)
+    writeColumns(w, fields, frame.columns, frame.actors.length, `frame of ${name}`);
   return w.finish();
 }
 
@@ -248,6 +279,15 @@ class Reader {
     this.offset += count * size;
     return out;
   }
+  /** Whether the body holds `bytes` at `at`. */
+  startsWith(bytes: Uint8Array, at: number): boolean {
+    if (at + bytes.byteLength > this.bytes.byteLength) return false;
+    return Buffer.compare(bytes, this.bytes.subarray(at, at + bytes.byteLength)) === 0;
+  }
+  /** A copy of bytes [from, to) of the body (a view would keep the whole message alive). */
+  copy(from: number, to: number): Uint8Array {
+    return Uint8Array.prototype.slice.call(this.bytes, from, to);
+  }
   end(): void {
     if (this.offset !== this.bytes.byteLength)
       throw this.fail(
@@ -338,16 +378,27 @@ export function decodeColumnsBody(
 export function decodeFrameBody(
   body: Uint8Array,
   fieldsOf: (stream: string) => readonly FieldDecl[] | undefined,
+  cache?: Map<string, ActorBlockCache>,
 ): { name: string; frame: FrameInput } {
   const r = new Reader(body, 'frame');
   const name = r.str16('name');
   const t = r.i64('t');
   const step = r.i64('step');
+  const blockStart = r.offset;
   const n = r.u32('actors');
   // Each actor id takes at least its two length bytes: a count the body cannot hold is refused first.
   r.need(n * 2, 'actors', `${n} actor ids`);
-  const actors: string[] = new Array(n);
-  for (let i = 0; i < n; i++) actors[i] = r.str16(`actors[${i}]`);
+  // The same actors as this stream's last frame (byte for byte): their ids, decoded then, are reused.
+  const known = cache?.get(name);
+  let actors: string[];
+  if (known && r.startsWith(known.bytes, blockStart)) {
+    actors = known.actors;
+    r.offset = blockStart + known.bytes.byteLength;
+  } else {
+    actors = new Array(n);
+    for (let i = 0; i < n; i++) actors[i] = r.str16(`actors[${i}]`);
+    cache?.set(name, { actors, bytes: r.copy(blockStart, r.offset) });
+  }
   if (n === 0) {
     r.end();
     return { name, frame: { t, step, actors, columns: {} } };

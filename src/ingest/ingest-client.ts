@@ -11,7 +11,12 @@ import type { JsonObject } from '../model/json.js';
 import type { ActorDecl, EndReason, SimulatorInfo } from '../model/run.js';
 import type { FrameInput } from '../model/columns.js';
 import type { FieldDecl, Sample, StreamDecl } from '../model/stream.js';
-import { encodeColumnsBody, encodeFrameBody, type StreamColumns } from './binary-batches.js';
+import {
+  encodeColumnsBody,
+  encodeFrameBody,
+  type ActorBlockCache,
+  type StreamColumns,
+} from './binary-batches.js';
 import { decodeMessage, encodeMessage, FrameDecoder, LENGTH_BYTES } from './framing.js';
 import {
   PROTOCOL_VERSION,
@@ -106,6 +111,8 @@ export class IngestClient {
   private settledWaiters: (() => void)[] = [];
   /** Fields of the streams this client declared, by stream id: what binary batches' field ids refer to. */
   private readonly streamFields = new Map<string, readonly FieldDecl[]>();
+  /** The actor ids of the last frame of each stream name, encoded once (binary-batches.ts). */
+  private readonly frameActors = new Map<string, ActorBlockCache>();
   /** Counts of reconnects, for tests and for the operator's curiosity. */
   reconnects = 0;
 
@@ -191,7 +198,7 @@ export class IngestClient {
     const fields = first === undefined ? [] : this.streamFields.get(`${first}/${name}`);
     if (!fields)
       throw new RangeError(`appendFrame: stream ${JSON.stringify(`${first}/${name}`)} is not declared`);
-    await this.request({ type: 'frame' }, encodeFrameBody(name, frame, fields));
+    await this.request({ type: 'frame' }, encodeFrameBody(name, frame, fields, this.frameActors));
   }
 
   private needProtocol(version: number, what: string): void {

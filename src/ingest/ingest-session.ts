@@ -10,7 +10,7 @@ import type { ActorDecl, EndReason, SimulatorInfo } from '../model/run.js';
 import type { StreamAppend } from '../model/store-port.js';
 import type { FieldDecl, StreamDecl } from '../model/stream.js';
 import type { RunRecorder } from '../record/run-recorder.js';
-import { decodeColumnsBody, decodeFrameBody } from './binary-batches.js';
+import { decodeColumnsBody, decodeFrameBody, type ActorBlockCache } from './binary-batches.js';
 import {
   messageRef,
   parseClientMessage,
@@ -97,6 +97,8 @@ export class IngestSession {
   /** Sends acks in sequence order, each once its write is durable. */
   private answered: Promise<void> = Promise.resolve();
   private readonly answers = new Map<number, AckMessage | ErrorMessage>();
+  /** The actor ids of the last frame of each stream name, decoded once (binary-batches.ts). */
+  private readonly frameActors = new Map<string, ActorBlockCache>();
   private readonly sizes = new Map<number, number>();
   private inflightBytes = 0;
   private graceTimer: NodeJS.Timeout | null = null;
@@ -446,7 +448,11 @@ export class IngestSession {
         return;
       }
       case 'frame': {
-        const { name, frame } = decodeFrameBody(m.body, (stream) => this.writable(run, stream, 'frame'));
+        const { name, frame } = decodeFrameBody(
+          m.body,
+          (stream) => this.writable(run, stream, 'frame'),
+          this.frameActors,
+        );
         for (const [i, actor] of frame.actors.entries())
           this.checkOwner(run, `stream:${actor}/${name}`, `frame.actors[${i}]`);
         this.ackWhen(m.seq, recorder.appendFrame(name, frame));
