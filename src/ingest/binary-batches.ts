@@ -67,6 +67,11 @@ function writeColumn(w: ByteWriter, field: FieldDecl, values: ArrayLike<unknown>
   const count = field.type === 'vec' ? rows * field.length! : rows;
   if (values.length !== count)
     throw new RangeError(`field ${field.name}: expected ${count} values, got ${values.length}`);
+  // A Float64Array is already the wire's f64 column on a little-endian machine: one copy.
+  if ((field.type === 'f64' || field.type === 'vec') && values instanceof Float64Array && LITTLE_ENDIAN) {
+    w.bytes(new Uint8Array(values.buffer, values.byteOffset, values.byteLength));
+    return;
+  }
   for (let i = 0; i < count; i++) {
     const v = values[i];
     switch (field.type) {
@@ -160,11 +165,13 @@ export function encodeFrameBody(
   fields: readonly FieldDecl[],
   cache?: Map<string, ActorBlockCache>,
 ): Uint8Array {
-  const w = new ByteWriter();
+  const known = cache?.get(name);
+  const columns = Object.keys(frame.columns).length;
+  // Sized for the usual frame (f64 columns), so it is written without growing.
+  const w = new ByteWriter(64 + (known?.bytes.byteLength ?? 0) + frame.actors.length * (24 + 8 * columns));
   writeStr16(w, name, 'frame: stream name');
   w.i64(frame.t);
   w.i64(frame.step);
-  const known = cache?.get(name);
   if (known && sameActors(known.actors, frame.actors)) w.bytes(known.bytes);
   else {
     const block = new ByteWriter();
