@@ -178,6 +178,25 @@ describe('ingest over WebSocket and TCP with the TypeScript client', () => {
       b.append({ 'a1/pose': [poseSample(9999)] }),
       (e: IngestError) => e.code === 'conflict',
     );
+    // Nor in a frame, whoever comes first in it, before or after frames of its own (the server
+    // keeps the actor lists it found to be the connection's: a new list is looked up again).
+    await b.declareActors([{ id: 'b2', kind: 'vehicle' }]);
+    await b.declareStreams([poseStream('b2')]);
+    const frame = (step: number, actors: string[]) => ({
+      t: 1_000_000 + step * 10_000,
+      step,
+      actors,
+      columns: { x: new Float64Array(actors.length).fill(step), v: new Float64Array(actors.length) },
+    });
+    await b.appendFrame('pose', frame(1, ['b2']));
+    await b.appendFrame('pose', frame(2, ['b2']));
+    for (const step of [3, 4])
+      await assert.rejects(
+        b.appendFrame('pose', frame(step, ['b2', 'a1'])),
+        (e: IngestError) => e.code === 'conflict' && /frame\.actors\[1\]/.test(e.message),
+      );
+    await b.appendFrame('pose', frame(5, ['b2']));
+    assert.deepEqual(steps(await readAll(fx.store, shared, 'b2/pose')), [1, 2, 5]);
     assert.deepEqual(await a.endRun(), { run: shared, closed: false });
     assert.equal((await fx.store.getRun(shared))?.state, 'recording');
     assert.deepEqual(await b.endRun('completed'), { run: shared, closed: true });

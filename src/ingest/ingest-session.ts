@@ -99,6 +99,8 @@ export class IngestSession {
   private readonly answers = new Map<number, AckMessage | ErrorMessage>();
   /** The actor ids of the last frame of each stream name, decoded once (binary-batches.ts). */
   private readonly frameActors = new Map<string, ActorBlockCache>();
+  /** Actor lists of frames whose streams were found to be this session's, and for which run and name. */
+  private readonly ownedFrameActors = new WeakMap<readonly string[], { run: SharedRun; name: string }>();
   private readonly sizes = new Map<number, number>();
   private inflightBytes = 0;
   private graceTimer: NodeJS.Timeout | null = null;
@@ -453,8 +455,14 @@ export class IngestSession {
           (stream) => this.writable(run, stream, 'frame'),
           this.frameActors,
         );
-        for (const [i, actor] of frame.actors.entries())
-          this.checkOwner(run, `stream:${actor}/${name}`, `frame.actors[${i}]`);
+        // A stream's owner is set when it is declared and kept for the run: an actor list found to be
+        // this session's (the same array: see frameActors) need not be looked up again.
+        const checked = this.ownedFrameActors.get(frame.actors);
+        if (checked?.run !== run || checked.name !== name) {
+          for (const [i, actor] of frame.actors.entries())
+            this.checkOwner(run, `stream:${actor}/${name}`, `frame.actors[${i}]`);
+          this.ownedFrameActors.set(frame.actors, { run, name });
+        }
         this.ackWhen(m.seq, recorder.appendFrame(name, frame));
         return;
       }
