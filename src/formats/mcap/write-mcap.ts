@@ -2,32 +2,40 @@ import { McapWriter } from '@mcap/core';
 import {
   CompressedImage,
   FrameTransforms,
-  LocationFix,
   ImageAnnotations,
+  LocationFix,
   Log,
   PosesInFrame,
   SceneUpdate,
 } from '@foxglove/schemas/jsonschema.js';
-import type { RoadNetwork, RoadPoint } from '../../model/roadnet.js';
 import { sampleToCapture } from '../../model/perception.js';
 import { usualSampleInterval } from '../../model/presence.js';
 import type { RunSource } from '../../model/run-ports.js';
 import { STATE_STREAM } from '../../model/standard-streams.js';
 import type { Sample, StreamInfo } from '../../model/stream.js';
 import { readRoadNetwork } from '../../roadnet/roadnet-attachment.js';
-import { geoLocator, type GeoPosition } from '../../roadnet/geo-location.js';
-import { laneBordersOf } from '../../roadnet/lane-borders.js';
-import { signalLamp, type SignalLamp } from '../../roadnet/signal-heads.js';
+import { loadDefinitions } from '../perception/perception-run.js';
+import type { KeypointTemplate } from '../perception/value-shapes.js';
 import { foxgloveLayout } from './foxglove-layout.js';
+import {
+  egoTransforms,
+  json,
+  locationFix,
+  locatorOf,
+  logLine,
+  mapUpdate,
+  sceneUpdate,
+  trajectory,
+} from './foxglove-messages.js';
+import { imageAnnotations, templatesOf } from './image-annotations.js';
+import { FileWritable } from './mcap-files.js';
 import {
   annotationsTopic,
   foxgloveTime,
-  kindColour,
   locationTopic,
   LOG_TOPIC,
   MAP_TOPIC,
   nanos,
-  quaternion,
   RUN_METADATA,
   SAMPLES_SCHEMA_PREFIX,
   SCENE_TOPIC,
@@ -35,24 +43,10 @@ import {
   streamTopic,
   TF_TOPIC,
   trajectoryTopic,
-  WORLD_FRAME,
 } from './mcap-layout.js';
-import { imageAnnotations, templatesOf } from './image-annotations.js';
-import { loadDefinitions } from '../perception/perception-run.js';
-import type { KeypointTemplate } from '../perception/value-shapes.js';
-import { FileWritable } from './mcap-files.js';
+import { listSource, mergeInTimeOrder, type MessageSource } from './message-merge.js';
 import { OSI_TRACE_METADATA, osiGroundTruth } from './osi-ground-truth.js';
-import {
-  extentsOf,
-  frameTimes,
-  latest,
-  lightTracks,
-  num,
-  presentSample,
-  rewound,
-  type LightTrack,
-  type Track,
-} from './scene-tracks.js';
+import { frameTimes, lightTracks, rewound, type Track } from './scene-tracks.js';
 
 export interface McapExportOptions {
   warn?: (message: string) => void;
@@ -73,18 +67,8 @@ export interface McapExportResult {
   bytes: number;
 }
 
-const encoder = new TextEncoder();
-const json = (value: unknown): Uint8Array => encoder.encode(JSON.stringify(value));
 /** Chunks of about a megabyte: what Foxglove's own writers use, and small enough to seek well. */
 const CHUNK_BYTES = 1 << 20;
-
-/** One channel's messages in time order, produced as the merge asks for them. */
-interface MessageSource {
-  channel: number;
-  /** The time of the message `take` would give, or undefined when done. */
-  peek(): number | undefined;
-  take(): Uint8Array;
-}
 
 /**
  * Writes a run as an MCAP file that Foxglove and Lichtblick open: Foxglove's JSON schemas on their
@@ -320,230 +304,6 @@ export async function exportMcap(
   }
 }
 
-const ZERO = { sec: 0, nsec: 0 };
-
-function entity(
-  id: string,
-  t: number,
-  parts: Partial<Record<string, unknown[]>>,
-  metadata: [string, string][] = [],
-) {
-  return {
-    timestamp: foxgloveTime(t),
-    frame_id: WORLD_FRAME,
-    id,
-    lifetime: ZERO,
-    frame_locked: false,
-    metadata: metadata.map(([key, value]) => ({ key, value })),
-    arrows: [],
-    cubes: [],
-    spheres: [],
-    cylinders: [],
-    lines: [],
-    triangles: [],
-    texts: [],
-    models: [],
-    ...parts,
-  };
-}
-
-const LAMP_COLOURS: Record<SignalLamp, [number, number, number, number]> = {
-  red: [0.95, 0.1, 0.1, 1],
-  yellow: [1, 0.8, 0.1, 1],
-  green: [0.1, 0.85, 0.2, 1],
-  red_yellow: [1, 0.5, 0.1, 1],
-  flashing_yellow: [1, 0.8, 0.1, 0.5],
-  off: [0.25, 0.25, 0.25, 1],
-};
-/** Metres above the ground: a vehicle's signal head, a pedestrian's. */
-const HEAD_HEIGHT = { vehicle: 2.5, pedestrian: 1.6 };
-
-/** Each head of each light as a sphere in the colour its link shows at t. */
-function lightEntities(lights: readonly LightTrack[], t: number) {
-  const entities = [];
-  for (const light of lights) {
-    const state = latest(light, t)?.state;
-    for (const head of light.heads) {
-      const ch = typeof state === 'string' ? state[head.linkIndex] : undefined;
-      const [r, g, b, a] = LAMP_COLOURS[signalLamp(ch)];
-      const [x, y, z] = head.position;
-      const size = head.pedestrian ? 0.3 : 0.45;
-      entities.push(
-        entity(
-          `${head.light}:${head.linkIndex}`,
-          t,
-          {
-            spheres: [
-              {
-                pose: {
-                  position: { x, y, z: z + HEAD_HEIGHT[head.pedestrian ? 'pedestrian' : 'vehicle'] },
-                  orientation: { x: 0, y: 0, z: 0, w: 1 },
-                },
-                size: { x: size, y: size, z: size },
-                color: { r, g, b, a },
-              },
-            ],
-          },
-          [
-            ['kind', 'traffic_light'],
-            ['state', ch ?? ''],
-          ],
-        ),
-      );
-    }
-  }
-  return entities;
-}
-
-/**
- * The actors present at t, each a cube at its pose (its centre at half its height) and its id, and
- * the traffic lights' heads in their colours.
- */
-function sceneUpdate(tracks: readonly Track[], lights: readonly LightTrack[], t: number): Uint8Array {
-  const entities: object[] = lightEntities(lights, t);
-  for (const track of tracks) {
-    const s = presentSample(track, t);
-    if (!s) continue;
-    const size = extentsOf(track.actor);
-    const position = { x: num(s.x), y: num(s.y), z: num(s.z) + size.height / 2 };
-    const orientation = quaternion(num(s.yaw), num(s.pitch), num(s.roll));
-    entities.push(
-      entity(
-        track.actor.id,
-        t,
-        {
-          cubes: [
-            {
-              pose: { position, orientation },
-              size: { x: size.length, y: size.width, z: size.height },
-              color: kindColour(track.actor.kind),
-            },
-          ],
-          texts: [
-            {
-              pose: {
-                position: { ...position, z: position.z + size.height },
-                orientation: { x: 0, y: 0, z: 0, w: 1 },
-              },
-              billboard: true,
-              font_size: 14,
-              scale_invariant: true,
-              color: { r: 1, g: 1, b: 1, a: 1 },
-              text: track.actor.id,
-            },
-          ],
-        },
-        [['kind', track.actor.kind]],
-      ),
-    );
-  }
-  // Each update replaces the whole scene: an actor that has left is not drawn on.
-  return json({ deletions: [{ timestamp: foxgloveTime(t), type: 1, id: '' }], entities });
-}
-
-function trajectory(samples: readonly Sample[], t: number): Uint8Array {
-  return json({
-    timestamp: foxgloveTime(t),
-    frame_id: WORLD_FRAME,
-    poses: samples.map((s) => ({
-      position: { x: num(s.x), y: num(s.y), z: num(s.z) },
-      orientation: quaternion(num(s.yaw), num(s.pitch), num(s.roll)),
-    })),
-  });
-}
-
-/** The network's geo-reference as a locator, or a warning when its projection cannot be read. */
-function locatorOf(network: RoadNetwork | undefined, warn: (message: string) => void) {
-  try {
-    return geoLocator(network?.geoReference);
-  } catch (error) {
-    warn(`${(error as Error).message}; no ${LocationFix.title} channel`);
-    return undefined;
-  }
-}
-
-/** Where the ego is on the earth (WGS84), for Foxglove's map panel. */
-function locationFix(ego: string, s: Sample, locate: (x: number, y: number) => GeoPosition): Uint8Array {
-  const { latitude, longitude } = locate(num(s.x), num(s.y));
-  return json({
-    timestamp: foxgloveTime(s.t),
-    frame_id: ego,
-    latitude,
-    longitude,
-    altitude: num(s.z),
-    position_covariance: [0, 0, 0, 0, 0, 0, 0, 0, 0],
-    position_covariance_type: 0,
-  });
-}
-
-function egoTransforms(egos: readonly Track[], t: number): Uint8Array {
-  const transforms = [];
-  for (const ego of egos) {
-    const s = latest(ego, t);
-    if (!s) continue;
-    transforms.push({
-      timestamp: foxgloveTime(t),
-      parent_frame_id: WORLD_FRAME,
-      child_frame_id: ego.actor.id,
-      translation: { x: num(s.x), y: num(s.y), z: num(s.z) },
-      rotation: quaternion(num(s.yaw), num(s.pitch), num(s.roll)),
-    });
-  }
-  return json({ transforms });
-}
-
-/** The road network as line lists (lanes grey, marks white) and junction outlines, kept forever. */
-function mapUpdate(network: RoadNetwork, t: number): Uint8Array {
-  const identity = { position: { x: 0, y: 0, z: 0 }, orientation: { x: 0, y: 0, z: 0, w: 1 } };
-  const point = (p: RoadPoint) => ({ x: p[0], y: p[1], z: p[2] ?? 0 });
-  const segments = (shapes: Iterable<readonly RoadPoint[]>) => {
-    const points = [];
-    for (const shape of shapes)
-      for (let i = 1; i < shape.length; i++) points.push(point(shape[i - 1]!), point(shape[i]!));
-    return points;
-  };
-  const line = (points: object[], thickness: number, color: object) => ({
-    type: 2,
-    pose: identity,
-    thickness,
-    scale_invariant: false,
-    points,
-    color,
-    colors: [],
-    indices: [],
-  });
-  const lines = [
-    line(segments(network.lanes.map((l) => l.centerLine)), 0.15, { r: 0.55, g: 0.55, b: 0.55, a: 1 }),
-    line(segments(laneBordersOf(network).map((b) => b.mark.shape)), 0.12, {
-      r: 0.95,
-      g: 0.95,
-      b: 0.95,
-      a: 1,
-    }),
-    line(
-      segments(
-        network.junctions.filter((j) => j.outline.length > 2).map((j) => [...j.outline, j.outline[0]!]),
-      ),
-      0.1,
-      { r: 0.35, g: 0.35, b: 0.45, a: 1 },
-    ),
-  ];
-  return json({ deletions: [], entities: [entity('roadnet', t, { lines }, [['format', network.format]])] });
-}
-
-function logLine(event: Sample): Uint8Array {
-  const actors = Array.isArray(event.actors) ? event.actors.join(', ') : '';
-  const detail = typeof event.detail === 'string' ? event.detail : '';
-  return json({
-    timestamp: foxgloveTime(event.t),
-    level: 3,
-    message: [String(event.kind ?? 'event'), actors, detail].filter(Boolean).join(': '),
-    name: 'simrec',
-    file: '',
-    line: 0,
-  });
-}
-
 /** Each camera's captures that have 2-D boxes or keypoints, as ImageAnnotations messages. */
 function labelledCaptures(
   streams: readonly StreamInfo[],
@@ -606,54 +366,4 @@ async function captureImages(
       `${missing} captures have no PNG or JPEG file kept with the run; they have no image channel message`,
     );
   return out;
-}
-
-function listSource(
-  channel: number,
-  times: readonly number[],
-  encode: (t: number, i: number) => Uint8Array,
-): MessageSource {
-  let i = 0;
-  return {
-    channel,
-    peek: () => times[i],
-    take: () => {
-      const data = encode(times[i]!, i);
-      i++;
-      return data;
-    },
-  };
-}
-
-/** Writes the sources' messages in time order (a heap of the sources by their next message's time). */
-async function mergeInTimeOrder(
-  sources: readonly MessageSource[],
-  write: (channel: number, t: number, data: Uint8Array) => Promise<void>,
-): Promise<void> {
-  const heap = sources.filter((s) => s.peek() !== undefined);
-  const before = (a: MessageSource, b: MessageSource): boolean =>
-    a.peek()! < b.peek()! || (a.peek() === b.peek() && a.channel < b.channel);
-  const down = (i: number): void => {
-    for (;;) {
-      const l = 2 * i + 1;
-      const r = l + 1;
-      let m = i;
-      if (l < heap.length && before(heap[l]!, heap[m]!)) m = l;
-      if (r < heap.length && before(heap[r]!, heap[m]!)) m = r;
-      if (m === i) return;
-      [heap[i], heap[m]] = [heap[m]!, heap[i]!];
-      i = m;
-    }
-  };
-  for (let i = Math.floor(heap.length / 2) - 1; i >= 0; i--) down(i);
-  while (heap.length) {
-    const top = heap[0]!;
-    const t = top.peek()!;
-    await write(top.channel, t, top.take());
-    if (top.peek() === undefined) {
-      heap[0] = heap[heap.length - 1]!;
-      heap.pop();
-    }
-    if (heap.length) down(0);
-  }
 }

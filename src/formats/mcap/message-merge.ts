@@ -1,0 +1,63 @@
+/*
+ * The export's channels merged into one stream of messages in time order, as MCAP readers want them:
+ * each channel encodes a message only when the merge asks for it, so the encoded messages of a run
+ * are never all in memory at once.
+ */
+
+/** One channel's messages in time order, produced as the merge asks for them. */
+export interface MessageSource {
+  channel: number;
+  /** The time of the message `take` would give, or undefined when done. */
+  peek(): number | undefined;
+  take(): Uint8Array;
+}
+
+export function listSource(
+  channel: number,
+  times: readonly number[],
+  encode: (t: number, i: number) => Uint8Array,
+): MessageSource {
+  let i = 0;
+  return {
+    channel,
+    peek: () => times[i],
+    take: () => {
+      const data = encode(times[i]!, i);
+      i++;
+      return data;
+    },
+  };
+}
+
+/** Writes the sources' messages in time order (a heap of the sources by their next message's time). */
+export async function mergeInTimeOrder(
+  sources: readonly MessageSource[],
+  write: (channel: number, t: number, data: Uint8Array) => Promise<void>,
+): Promise<void> {
+  const heap = sources.filter((s) => s.peek() !== undefined);
+  const before = (a: MessageSource, b: MessageSource): boolean =>
+    a.peek()! < b.peek()! || (a.peek() === b.peek() && a.channel < b.channel);
+  const down = (i: number): void => {
+    for (;;) {
+      const l = 2 * i + 1;
+      const r = l + 1;
+      let m = i;
+      if (l < heap.length && before(heap[l]!, heap[m]!)) m = l;
+      if (r < heap.length && before(heap[r]!, heap[m]!)) m = r;
+      if (m === i) return;
+      [heap[i], heap[m]] = [heap[m]!, heap[i]!];
+      i = m;
+    }
+  };
+  for (let i = Math.floor(heap.length / 2) - 1; i >= 0; i--) down(i);
+  while (heap.length) {
+    const top = heap[0]!;
+    const t = top.peek()!;
+    await write(top.channel, t, top.take());
+    if (top.peek() === undefined) {
+      heap[0] = heap[heap.length - 1]!;
+      heap.pop();
+    }
+    if (heap.length) down(0);
+  }
+}
