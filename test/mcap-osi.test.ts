@@ -536,6 +536,101 @@ describe("MCAP import of other tools' protobuf scenes and transforms", () => {
   });
 });
 
+describe("MCAP import of other tools' OSI ground truth", () => {
+  const tmp = tempDir('simrec-mcap-osi-in-');
+  after(() => tmp.cleanup());
+
+  it('maps osi3.GroundTruth channels: moving objects become actors and states, the host vehicle the ego', async () => {
+    const store = await openStore(join(tmp.path, 'osi-in.db'));
+    try {
+      const run = (await recordDemoRun(store, { duration: 8, vehicles: 6, seed: 7 })).run.id;
+      const exported = join(tmp.path, 'with-osi.mcap');
+      await exportRecording(store, 'mcap', [run], exported, { settings: { osi: true } });
+      // An OSI trace as another tool writes one: the GroundTruth channel alone, no simrec.run record.
+      const foreign = join(tmp.path, 'osi-only.mcap');
+      const { reader, close } = await openMcap(exported);
+      const writable = await FileWritable.create(foreign);
+      const writer = new McapWriter({ writable, useChunks: true });
+      await writer.start({ profile: '', library: 'an OSI tool' });
+      try {
+        const channel = [...reader.channelsById.values()].find((c) => c.topic === '/osi/ground_truth')!;
+        const schema = reader.schemasById.get(channel.schemaId)!;
+        const channelId = await writer.registerChannel({
+          schemaId: await writer.registerSchema({
+            name: schema.name,
+            encoding: schema.encoding,
+            data: schema.data,
+          }),
+          topic: 'ground_truth',
+          messageEncoding: 'protobuf',
+          metadata: channel.metadata,
+        });
+        let lastTime = 0n;
+        for await (const m of reader.readMessages({ topics: [channel.topic] })) {
+          await writer.addMessage({ ...m, channelId });
+          lastTime = m.logTime;
+        }
+        // One object another tool named only by its OSI id.
+        const extra = GroundTruthType.encode({
+          timestamp: { seconds: Number(lastTime / 1_000_000_000n), nanos: Number(lastTime % 1_000_000_000n) },
+          moving_object: [
+            {
+              id: { value: 424242 },
+              type: 3,
+              base: { position: v3(1, 2, 0.9), dimension: { length: 0.5, width: 0.5, height: 1.8 } },
+            },
+          ],
+        }).finish();
+        await writer.addMessage({
+          channelId,
+          sequence: 0,
+          logTime: lastTime,
+          publishTime: lastTime,
+          data: extra,
+        });
+        await writer.addMetadata({ name: 'net.asam.osi.trace', metadata: new Map([['version', '3.8.0']]) });
+      } finally {
+        await writer.end();
+        await writable.close();
+        await close();
+      }
+      const { runs, details } = await importRecording(store, 'mcap', foreign);
+      assert.equal(details.source, 'foxglove');
+      const imported = runs[0]!.id;
+      const original = (await store.listActors(run)).filter((a) => a.kind !== 'traffic_light');
+      const actors = await store.listActors(imported);
+      assert.deepEqual(
+        actors.map((a) => [a.id, a.kind]).sort(),
+        [...original.map((a) => [a.id, a.kind]), ['osi-424242', 'pedestrian']].sort(),
+      );
+      for (const actor of original.filter((_a, i) => i % 3 === 0)) {
+        const states = async (r: number) => {
+          const all: Sample[] = [];
+          for await (const b of store.readSamples({ run: r, stream: `${actor.id}/state` })) all.push(...b);
+          return all;
+        };
+        const [before, after] = [await states(run), await states(imported)];
+        assert.equal(after.length, before.length, `${actor.id}: a state per frame it was in`);
+        for (const [i, s] of after.entries()) {
+          assert.equal(s.t, before[i]!.t);
+          assert.equal(s.x, before[i]!.x);
+          assert.equal(s.y, before[i]!.y);
+          assert.ok(
+            Math.abs(
+              Math.atan2(
+                Math.sin((s.yaw as number) - (before[i]!.yaw as number)),
+                Math.cos((s.yaw as number) - (before[i]!.yaw as number)),
+              ),
+            ) < 1e-12,
+          );
+        }
+      }
+    } finally {
+      await store.close();
+    }
+  });
+});
+
 describe('MCAP: traffic lights, LocationFix, several runs', () => {
   const tmp = tempDir('simrec-mcap-more-');
   after(() => tmp.cleanup());

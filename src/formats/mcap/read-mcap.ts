@@ -10,6 +10,7 @@ import { STATE_FIELDS, STATE_STREAM } from '../../model/standard-streams.js';
 import type { StreamAppend } from '../../model/store-port.js';
 import type { Sample, StreamSchema } from '../../model/stream.js';
 import { FileReadable } from './mcap-files.js';
+import { OSI_SCHEMA_NAME, SIMREC_REFERENCE_TYPE } from './osi-ground-truth.js';
 import { microsOf, RUN_METADATA, yawOf, type FoxgloveTime } from './mcap-layout.js';
 
 export interface McapImportOptions {
@@ -192,6 +193,7 @@ const MAPPED = {
   'foxglove.SceneUpdate': 'scene',
   'foxglove.FrameTransforms': 'transforms',
   'foxglove.FrameTransform': 'transform',
+  [OSI_SCHEMA_NAME]: 'ground_truth',
 } as const;
 type Mapped = (typeof MAPPED)[keyof typeof MAPPED];
 
@@ -255,13 +257,13 @@ async function readFoxgloveScenes(
     if (kind && decode) channels.set(id, { topic: channel.topic, kind, decode });
     else
       warn(
-        `${channel.topic}: ${schema?.name ?? 'schemaless'} (${channel.messageEncoding}) is not mapped; simrec reads Foxglove SceneUpdates and FrameTransforms (JSON or protobuf) from other tools`,
+        `${channel.topic}: ${schema?.name ?? 'schemaless'} (${channel.messageEncoding}) is not mapped; simrec reads Foxglove SceneUpdates and FrameTransforms (JSON or protobuf) and OSI GroundTruth from other tools`,
       );
   }
   if (channels.size === 0)
     throw new SimrecError(
       'unsupported',
-      `${file}: neither a simrec export (no ${RUN_METADATA} metadata) nor a file with foxglove.SceneUpdate or foxglove.FrameTransforms channels; nothing to import`,
+      `${file}: neither a simrec export (no ${RUN_METADATA} metadata) nor a file with foxglove.SceneUpdate, foxglove.FrameTransforms or osi3.GroundTruth channels; nothing to import`,
     );
   const topics = [...channels.values()].map((c) => c.topic);
   // Frames that are some transform's child are not roots: a pass over the transforms finds them.
@@ -335,7 +337,12 @@ async function readFoxgloveScenes(
           yaw: cube.pose.orientation ? yawOf(cube.pose.orientation) : 0,
         });
       }
-    } else
+    } else if (channel.kind === 'ground_truth')
+      for (const object of groundTruthObjects(decoded as GroundTruthMessage)) {
+        await declare(object.id, object.kind, object.size);
+        push(object.id, { t: object.t ?? t, step, ...object.state });
+      }
+    else
       for (const [i, tf] of transformsOf(channel.kind, decoded).entries()) {
         if (typeof tf.child_frame_id !== 'string' || tf.child_frame_id === '')
           throw invalid(
@@ -365,6 +372,87 @@ async function readFoxgloveScenes(
     );
   const run = await sink.end('completed', { end: last });
   return { run, source: 'foxglove', messages };
+}
+
+interface OsiVector {
+  x?: number;
+  y?: number;
+  z?: number;
+}
+interface OsiObject {
+  id?: { value?: number };
+  type?: number;
+  base?: {
+    dimension?: { length?: number; width?: number; height?: number } | null;
+    position?: OsiVector | null;
+    orientation?: { roll?: number; pitch?: number; yaw?: number } | null;
+    velocity?: OsiVector | null;
+    acceleration?: OsiVector | null;
+    orientation_rate?: { roll?: number; pitch?: number; yaw?: number } | null;
+  } | null;
+  source_reference?: { type?: string; identifier?: string[] }[];
+}
+interface GroundTruthMessage {
+  timestamp?: { seconds?: number; nanos?: number } | null;
+  host_vehicle_id?: { value?: number } | null;
+  moving_object?: OsiObject[];
+  stationary_object?: OsiObject[];
+}
+
+/**
+ * An OSI GroundTruth's objects as actors and states: moving objects (vehicles, pedestrians; the host
+ * vehicle is the ego) and stationary ones (`static`), each named by its simrec id where simrec wrote
+ * the file (`org.simrec.id`), else `osi-<id>`; OSI places an object at its box's centre, simrec at
+ * the ground under it.
+ */
+function groundTruthObjects(gt: GroundTruthMessage) {
+  const stamp = gt.timestamp;
+  const t = stamp ? (stamp.seconds ?? 0) * 1e6 + Math.round((stamp.nanos ?? 0) / 1000) : undefined;
+  const host = gt.host_vehicle_id?.value;
+  const objects = [
+    ...(gt.moving_object ?? []).map((o) => ({ o, moving: true })),
+    ...(gt.stationary_object ?? []).map((o) => ({ o, moving: false })),
+  ];
+  return objects.flatMap(({ o, moving }) => {
+    const p = o.base?.position;
+    if (!p || o.id?.value === undefined) return [];
+    const named = o.source_reference?.find((r) => r.type === SIMREC_REFERENCE_TYPE)?.identifier?.[0];
+    const d = o.base?.dimension;
+    const height = d?.height ?? 0;
+    const kind = !moving
+      ? 'static'
+      : o.id.value === host
+        ? 'ego'
+        : o.type === 3
+          ? 'pedestrian'
+          : o.type === 2
+            ? 'vehicle'
+            : 'other';
+    const r = o.base?.orientation;
+    const v = o.base?.velocity;
+    const a = o.base?.acceleration;
+    const w = o.base?.orientation_rate;
+    const state = {
+      x: p.x ?? 0,
+      y: p.y ?? 0,
+      z: (p.z ?? 0) - height / 2,
+      roll: r?.roll ?? 0,
+      pitch: r?.pitch ?? 0,
+      yaw: r?.yaw ?? 0,
+      ...(v ? { vx: v.x ?? 0, vy: v.y ?? 0, vz: v.z ?? 0 } : {}),
+      ...(a ? { ax: a.x ?? 0, ay: a.y ?? 0, az: a.z ?? 0 } : {}),
+      ...(w ? { wx: w.roll ?? 0, wy: w.pitch ?? 0, wz: w.yaw ?? 0 } : {}),
+    };
+    return [
+      {
+        id: named ?? `osi-${o.id.value}`,
+        kind,
+        t,
+        state,
+        ...(d ? { size: { x: d.length ?? 0, y: d.width ?? 0, z: height } } : {}),
+      },
+    ];
+  });
 }
 
 function transformsOf(kind: Mapped, message: JsonObject): TransformMessage[] {
