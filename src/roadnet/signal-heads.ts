@@ -23,6 +23,9 @@ export interface SignalHead {
 /** Metres between heads of links leaving the same lane. */
 const HEAD_SPACING = 0.6;
 
+/** Metres above the ground a head's lamps are drawn at: a vehicle's head, a pedestrian's. */
+export const headHeight = (head: Pick<SignalHead, 'pedestrian'>): number => (head.pedestrian ? 1.6 : 2.5);
+
 export function signalHeads(network: RoadNetwork): SignalHead[] {
   const lanes = new Map(network.lanes.map((l) => [l.id, l] as const));
   const placed: { head: Omit<SignalHead, 'position'>; at: RoadPoint; toward: RoadPoint }[] = [];

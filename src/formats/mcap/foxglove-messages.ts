@@ -9,7 +9,7 @@ import type { RoadNetwork, RoadPoint } from '../../model/roadnet.js';
 import type { Sample } from '../../model/stream.js';
 import { geoLocator, type GeoPosition } from '../../roadnet/geo-location.js';
 import { laneBordersOf } from '../../roadnet/lane-borders.js';
-import { signalLamp, type SignalLamp } from '../../roadnet/signal-heads.js';
+import { headHeight, signalLamp, type SignalLamp } from '../../roadnet/signal-heads.js';
 import { foxgloveTime, kindColour, quaternion, WORLD_FRAME } from './mcap-layout.js';
 import { extentsOf, latest, num, presentSample, type LightTrack, type Track } from './scene-tracks.js';
 
@@ -51,8 +51,6 @@ const LAMP_COLOURS: Record<SignalLamp, [number, number, number, number]> = {
   flashing_yellow: [1, 0.8, 0.1, 0.5],
   off: [0.25, 0.25, 0.25, 1],
 };
-/** Metres above the ground: a vehicle's signal head, a pedestrian's. */
-const HEAD_HEIGHT = { vehicle: 2.5, pedestrian: 1.6 };
 
 /** Each head of each light as a sphere in the colour its link shows at t. */
 export function lightEntities(lights: readonly LightTrack[], t: number) {
@@ -72,7 +70,7 @@ export function lightEntities(lights: readonly LightTrack[], t: number) {
             spheres: [
               {
                 pose: {
-                  position: { x, y, z: z + HEAD_HEIGHT[head.pedestrian ? 'pedestrian' : 'vehicle'] },
+                  position: { x, y, z: z + headHeight(head) },
                   orientation: { x: 0, y: 0, z: 0, w: 1 },
                 },
                 size: { x: size, y: size, z: size },

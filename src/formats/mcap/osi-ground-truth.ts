@@ -1,7 +1,9 @@
 import type { LaneMark, RoadLane, RoadNetwork, RoadPoint } from '../../model/roadnet.js';
 import type { ActorInfo, RunInfo } from '../../model/run.js';
+import { wrapAngle } from '../../model/units.js';
 import { laneBordersOf } from '../../roadnet/lane-borders.js';
-import { signalLamp, type SignalHead } from '../../roadnet/signal-heads.js';
+import { headHeight, signalLamp, type SignalHead } from '../../roadnet/signal-heads.js';
+import { foxgloveTime } from './mcap-layout.js';
 import {
   GroundTruthType,
   groundTruthDescriptorSet,
@@ -242,8 +244,8 @@ const simulatorName = (run: RunInfo): string =>
 
 /** Microseconds since the epoch as OSI's Timestamp (nanos always 0 <= n < 1e9). */
 export function osiTimestamp(micros: number): { seconds: number; nanos: number } {
-  const seconds = Math.floor(micros / 1e6);
-  return { seconds, nanos: (micros - seconds * 1e6) * 1000 };
+  const { sec, nsec } = foxgloveTime(micros);
+  return { seconds: sec, nanos: nsec };
 }
 
 function reference(what: string, id: string) {
@@ -280,7 +282,7 @@ function trafficLamp(
     (shows === 'red_yellow' && (colour === 'red' || colour === 'yellow')) ||
     (shows === 'flashing_yellow' && colour === 'yellow');
   const mode = !lit ? MODE.off : shows === 'flashing_yellow' ? MODE.flashing : MODE.constant;
-  const base = head.pedestrian ? 1.6 : 2.5;
+  const base = headHeight(head);
   const rise = { red: 0.3, yellow: 0, green: -0.3 }[colour];
   const lane = laneIds.get(head.lane);
   return {
@@ -301,8 +303,6 @@ function trafficLamp(
     source_reference: [reference('traffic light', `${head.light}:${head.linkIndex}`)],
   };
 }
-
-const wrapAngle = (a: number): number => Math.atan2(Math.sin(a), Math.cos(a));
 
 const point = (p: RoadPoint): Vector3d => ({ x: p[0], y: p[1], z: p[2] ?? 0 });
 

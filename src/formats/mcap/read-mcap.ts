@@ -407,7 +407,7 @@ interface GroundTruthMessage {
  */
 function groundTruthObjects(gt: GroundTruthMessage) {
   const stamp = gt.timestamp;
-  const t = stamp ? (stamp.seconds ?? 0) * 1e6 + Math.round((stamp.nanos ?? 0) / 1000) : undefined;
+  const t = stamp ? microsOfWire(stamp) : undefined;
   const host = gt.host_vehicle_id?.value;
   const objects = [
     ...(gt.moving_object ?? []).map((o) => ({ o, moving: true })),

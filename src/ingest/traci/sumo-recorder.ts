@@ -95,7 +95,6 @@ const VEHICLE_ONCE_VARS = [VAR.EDGES, VAR.TYPE];
  * of the type shares (kept as each vehicle's attributes and extents).
  */
 const TYPE_VARS = [VAR.ACCEL, VAR.DECEL, VAR.MAXSPEED, VAR.LENGTH, VAR.WIDTH, VAR.VEHICLECLASS];
-/** A departing vehicle's first subscription: its state and what is asked once. */
 const PERSON_VARS = [VAR.POSITION3D, VAR.ANGLE, VAR.SPEED, VAR.TYPE, VAR.LENGTH, VAR.WIDTH];
 const LIGHT_VARS = [
   VAR.TL_RED_YELLOW_GREEN_STATE,
@@ -453,7 +452,7 @@ export async function recordSumo(store: StoreBackend, options: SumoRecordOptions
       }[] = [];
       const lengths: number[] = [];
       const widths: number[] = [];
-      const persons: boolean[] = [];
+      const isPerson: boolean[] = [];
       const typeIds: unknown[] = [];
       for (const r of contexts) {
         const { ids: objects, columns: c } = r.contextColumns!;
@@ -489,7 +488,7 @@ export async function recordSumo(store: StoreBackend, options: SumoRecordOptions
           columns.lane[row] = typeof laneId === 'string' && laneId !== '' ? laneId : undefined;
           lengths[row] = l;
           widths[row] = num(width?.[o]) ?? shape?.width ?? 1.8;
-          persons[row] = r.contextDomain === 'person';
+          isPerson[row] = r.contextDomain === 'person';
           typeIds[row] = type?.[o];
         }
       }
@@ -515,8 +514,8 @@ export async function recordSumo(store: StoreBackend, options: SumoRecordOptions
           declared.add(id);
           newActors.push({
             id,
-            kind: id === options.ego ? 'ego' : persons[row] ? 'pedestrian' : 'vehicle',
-            extents: { length: lengths[row]!, width: widths[row]!, height: persons[row] ? 1.8 : 1.5 },
+            kind: id === options.ego ? 'ego' : isPerson[row] ? 'pedestrian' : 'vehicle',
+            extents: { length: lengths[row]!, width: widths[row]!, height: isPerson[row] ? 1.8 : 1.5 },
             // Vehicles out of the area are declared when they enter it, long after they departed.
             attributes: departedAttributes.get(id) ?? { vType: String(typeIds[row] ?? '') },
           });
