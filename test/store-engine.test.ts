@@ -1,6 +1,7 @@
 /**
  * The SQLite store's recording engine beyond the conformance suite: the previous version's files,
- * stored damage, the columnar append paths, sealing on the writer thread and SIGKILL while it seals.
+ * stored damage, the columnar append paths, sealing on the writer thread and SIGKILL while it seals,
+ * and what a scene decodes.
  */
 import assert from 'node:assert/strict';
 import { chmodSync, copyFileSync, readFileSync } from 'node:fs';
@@ -8,6 +9,7 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import { SimrecError } from '../src/model/errors.js';
+import { ParsedChunk } from '../src/store/common/chunk-format.js';
 import type { FrameInput } from '../src/model/columns.js';
 import { stateStream } from '../src/model/standard-streams.js';
 import type { Sample } from '../src/model/stream.js';
@@ -527,5 +529,114 @@ describe('sealing', () => {
     assert.deepEqual(await readonly.closeAbandonedRuns(() => false), []);
     assert.equal((await collect(streamSamples(readonly, rec.id, 'car/state'))).length, 2);
     await readonly.close();
+  });
+});
+
+describe('reading scenes', () => {
+  /** Two actors, 1,000 steps at 100 Hz, committed every 50 steps into chunks of about 200 samples. */
+  async function recordTwoActors(): Promise<string> {
+    const path = fresh();
+    const store = SqliteBackend.open(path, { chunkSamples: 200, blockSamples: 64 });
+    const rec = await RunRecorder.begin(store, { begin: 0 });
+    await rec.declareActors(['a', 'b'].map((id) => ({ id, kind: 'vehicle' })));
+    await rec.declareStreams(['a', 'b'].map((id) => stateStream(id)));
+    for (let step = 0; step < 1000; step++) {
+      rec.appendFrame('state', {
+        t: step * 10_000,
+        step,
+        actors: ['a', 'b'],
+        columns: { x: [step, -step], y: [0.5, 1.5], yaw: [0, 0] },
+      });
+      if ((step + 1) % 50 === 0) await rec.flush();
+    }
+    await rec.end('completed');
+    await store.close();
+    return path;
+  }
+
+  /** Every block the real decoder decodes while `work` runs, by chunk. */
+  async function decodesDuring(work: () => Promise<void>): Promise<Map<ParsedChunk, number[]>> {
+    const seen = new Map<ParsedChunk, number[]>();
+    const decode = ParsedChunk.prototype.decodeBlock;
+    ParsedChunk.prototype.decodeBlock = function (this: ParsedChunk, i, fields) {
+      let blocks = seen.get(this);
+      if (!blocks) seen.set(this, (blocks = []));
+      blocks.push(i);
+      return decode.call(this, i, fields);
+    };
+    try {
+      await work();
+    } finally {
+      ParsedChunk.prototype.decodeBlock = decode;
+    }
+    return seen;
+  }
+
+  it('a scene without interpolation decodes only the block holding t, even at its last row', async () => {
+    const path = await recordTwoActors();
+    const probe = await openStore(path);
+    // The last row of a block: the row after t is in the next block.
+    const decoded = await decodesDuring(async () => void (await sceneAt(probe, 1, { t: 0 })));
+    const [chunk] = [...decoded.keys()];
+    const lastRowOfFirstBlock = chunk!.blocks[0]!.end;
+    await probe.close();
+
+    const store = await openStore(path);
+    let scene: Awaited<ReturnType<typeof sceneAt>> | undefined;
+    const plain = await decodesDuring(async () => {
+      scene = await sceneAt(store, 1, { t: lastRowOfFirstBlock });
+    });
+    assert.deepEqual([...plain.values()], [[0], [0]], 'one block of each actor, not the next one too');
+    const step = lastRowOfFirstBlock / 10_000;
+    assert.deepEqual(scene!.actors, [
+      { id: 'a', kind: 'vehicle', t: lastRowOfFirstBlock, x: step, y: 0.5, yaw: 0 },
+      { id: 'b', kind: 'vehicle', t: lastRowOfFirstBlock, x: -step, y: 1.5, yaw: 0 },
+    ]);
+    // Plain objects to every reader, whatever builds them.
+    assert.ok(scene!.actors.every((a) => Object.getPrototypeOf(a) === Object.prototype));
+    // Interpolating needs the row after: the next block.
+    const interpolated = await decodesDuring(async () => {
+      await sceneAt(store, 1, { t: lastRowOfFirstBlock + 5_000, interpolate: true });
+    });
+    assert.ok([...interpolated.values()].every((blocks) => blocks.length >= 1));
+    await store.close();
+  });
+
+  it('a chunk read at a second block is decoded whole, and the stream then reads each chunk whole at its first touch', async () => {
+    const path = await recordTwoActors();
+    const store = await openStore(path);
+    // First touch of the first chunks: one block of each actor.
+    const first = await decodesDuring(async () => void (await sceneAt(store, 1, { t: 15_000 })));
+    assert.deepEqual([...first.values()], [[0], [0]]);
+    const [chunkA] = [...first.keys()];
+    assert.ok(chunkA!.blocks.length > 2, `chunks of several blocks (${chunkA!.blocks.length})`);
+    // A second block of the same chunks: the rest of each chunk is decoded at once, once.
+    const lastBlock = chunkA!.blocks.length - 1;
+    const second = await decodesDuring(
+      async () => void (await sceneAt(store, 1, { t: chunkA!.blocks[lastBlock]!.begin })),
+    );
+    for (const blocks of second.values())
+      assert.deepEqual(
+        blocks.sort((x, y) => x - y),
+        Array.from({ length: lastBlock }, (_, i) => i + 1),
+      );
+    // Both streams are being browsed: a chunk far on is decoded whole at its first touch.
+    const later = await decodesDuring(async () => void (await sceneAt(store, 1, { t: 8_000_000 })));
+    assert.equal(later.size, 2);
+    for (const [chunk, blocks] of later)
+      assert.deepEqual(
+        blocks.sort((x, y) => x - y),
+        chunk.blocks.map((_, i) => i),
+      );
+    await store.close();
+
+    // A store that has only read one block of a stream reads one block at a first touch elsewhere.
+    const other = await openStore(path);
+    const alone = await decodesDuring(async () => void (await sceneAt(other, 1, { t: 8_000_000 })));
+    assert.deepEqual(
+      [...alone.values()].map((blocks) => blocks.length),
+      [1, 1],
+    );
+    await other.close();
   });
 });

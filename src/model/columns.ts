@@ -361,8 +361,14 @@ const typesOf = new WeakMap<readonly FieldDecl[], Map<string, FieldDecl>>();
 /** Builds a whole row of plain columns as one object literal (see rowBuilder). */
 type RowBuilder = (t: number, step: number, columns: readonly ColumnValues[], i: number) => Sample;
 
-/** Each batch's row builder, looked up once per batch (a scene builds a sample of each cached block). */
-const builderOf = new WeakMap<ColumnBatch, { names: string[]; build: RowBuilder | null }>();
+/**
+ * Each batch's row builder and its columns in the builder's order, looked up once per batch (a scene
+ * builds a sample of each cached block; the columns array is not made again for every row).
+ */
+const builderOf = new WeakMap<
+  ColumnBatch,
+  { names: string[]; build: RowBuilder | null; columns: ColumnValues[] }
+>();
 
 /** Row builders by column list ("name:kind" joined), shared by every batch with the same columns. */
 const rowBuilders = new Map<string, { names: string[]; build: RowBuilder | null }>();
@@ -414,14 +420,16 @@ export function sampleAt(batch: ColumnBatch, fields: readonly FieldDecl[], i: nu
   let byName = typesOf.get(fields);
   if (!byName) typesOf.set(fields, (byName = new Map(fields.map((f) => [f.name, f] as const))));
   let builder = builderOf.get(batch);
-  if (!builder) builderOf.set(batch, (builder = rowBuilder(batch, byName)));
-  const { names, build } = builder;
+  if (!builder) {
+    const shared = rowBuilder(batch, byName);
+    builder = { ...shared, columns: shared.names.map((name) => batch.columns[name]!) };
+    builderOf.set(batch, builder);
+  }
+  const { build, columns } = builder;
   if (build) {
     let complete = true;
-    const columns: ColumnValues[] = new Array(names.length);
-    for (let k = 0; k < names.length && complete; k++) {
-      const values = batch.columns[names[k]!]!;
-      columns[k] = values;
+    for (let k = 0; k < columns.length && complete; k++) {
+      const values = columns[k]!;
       const v = values[i];
       complete = values instanceof Float64Array ? !Number.isNaN(v) : v !== undefined;
     }

@@ -476,7 +476,7 @@ export class MongoBackend implements StoreBackend {
         const block = view.blocks[b]!;
         if (block.begin > to) break;
         if (block.end < from) continue;
-        const batch = this.cache.block(String(doc._id), view, b, fields);
+        const batch = this.cache.block(String(doc._id), view, b, fields, args.run, args.stream);
         const lo = firstAtOrAfter(batch.t, from);
         const hi = lastAtOrBefore(batch.t, to) + 1;
         if (hi > lo) yield sliceBatch(batch, view.columns, lo, hi);
@@ -491,9 +491,8 @@ export class MongoBackend implements StoreBackend {
   async bracketMany(run: number, args: BracketArgs): Promise<SampleBracket[]> {
     const fields = args.fields ? new Set<string>(args.fields) : undefined;
     const brackets = await Promise.all(
-      args.streams.map((stream: string) => this.bracket(run, stream, args.t, fields)),
+      args.streams.map((stream: string) => this.bracket(run, stream, args.t, fields, args.after !== false)),
     );
-    if (args.after === false) for (const b of brackets) delete b.after;
     return brackets;
   }
 
@@ -505,12 +504,15 @@ export class MongoBackend implements StoreBackend {
     run: number,
     stream: string,
     t: number,
-    fields?: ReadonlySet<string>,
+    fields: ReadonlySet<string> | undefined,
+    wantAfter: boolean,
   ): Promise<SampleBracket> {
     await this.stream(run, stream);
     const bracket: SampleBracket = {};
+    const decode = (doc: ChunkDoc, view: ChunkView, block: number): ColumnBatch =>
+      this.cache.block(String(doc._id), view, block, fields, run, stream);
     const rowOf = (doc: ChunkDoc, view: ChunkView, block: number, row: number): Sample =>
-      sampleAt(this.cache.block(String(doc._id), view, block, fields), view.columns, row);
+      sampleAt(decode(doc, view, block), view.columns, row);
     const before = await this.chunks()
       .find({ run, stream, begin: { $lte: t } })
       .sort({ begin: -1, _id: -1 })
@@ -519,9 +521,10 @@ export class MongoBackend implements StoreBackend {
     if (before) {
       const view = this.view(before);
       const b = view.blockAtOrBefore(t);
-      const batch = this.cache.block(String(before._id), view, b, fields);
+      const batch = decode(before, view, b);
       const row = lastAtOrBefore(batch.t, t);
       bracket.before = rowOf(before, view, b, row);
+      if (!wantAfter) return bracket;
       if (row + 1 < batch.t.length) {
         bracket.after = rowOf(before, view, b, row + 1);
         return bracket;
@@ -531,6 +534,7 @@ export class MongoBackend implements StoreBackend {
         return bracket;
       }
     }
+    if (!wantAfter) return bracket;
     const after = await this.chunks()
       .find({ run, stream, begin: { $gt: t } })
       .sort({ begin: 1, _id: 1 })
