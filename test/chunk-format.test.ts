@@ -132,6 +132,39 @@ describe('chunk format: every bit back', () => {
       }
     });
 
+  it('a chunk of several blocks decodes whole into one batch, blocks without a column included, all fields or some', () => {
+    const rows = hardRows(300);
+    // Rows 100..179 have none of these fields: the block holding them has no record of them.
+    for (let i = 100; i < 180; i++)
+      for (const name of ['label', 'pos', 'doc', 'flag', 'f32']) delete rows[i]![name];
+    const batch = samplesToColumns(rows, FIELDS);
+    for (const packing of ['packed', 'raw'] as const) {
+      const ranges = [
+        [0, 1],
+        [1, 100],
+        [100, 180],
+        [180, 300],
+      ] as const;
+      const chunk = assembleChunk(
+        COLUMNS,
+        ranges.map(([from, to]) => encodeBlock(batch, COLUMNS, INDEX, from, to, packing)),
+      );
+      const view = openChunk(chunk, 'test chunk');
+      assert.equal(view.blocks.length, 4);
+      assertSameBatch(view.decodeAll(), batch, `${packing} whole`);
+      // The same as each block decoded on its own, one after another.
+      for (let b = 0; b < 4; b++) {
+        const [from, to] = ranges[b]!;
+        const block = view.decodeBlock(b);
+        assertSameFloats(block.t, batch.t.subarray(from, to), `${packing} block ${b} t`);
+      }
+      const some = view.decodeAll(new Set(['label', 'pos', 'f64']));
+      assert.deepEqual(Object.keys(some.columns).sort(), ['f64', 'label', 'pos']);
+      assertSameFloats(some.columns.pos as Float64Array, batch.columns.pos as Float64Array, `${packing} pos`);
+      assert.deepStrictEqual(some.columns.label, batch.columns.label);
+    }
+  });
+
   it('constant columns, one-sample chunks, irregular and repeated times', () => {
     const constant = Array.from({ length: 100 }, (_, i) => ({
       t: 1000 + i,

@@ -208,19 +208,23 @@ function concatColumns(batches: ColumnBatch[], columns: ChunkColumnLike[]): Colu
   const t = new Float64Array(n);
   const step = new Float64Array(n);
   const out: Record<string, ColumnValues> = {};
-  for (const c of columns)
-    out[c.name] = c.width ? new Float64Array(n * c.width).fill(NaN) : new Array<unknown>(n);
+  for (const c of columns) out[c.name] = c.width ? new Float64Array(n * c.width) : new Array<unknown>(n);
   let row = 0;
   for (const b of batches) {
+    const rows = b.t.length;
     t.set(b.t, row);
     step.set(b.step, row);
     for (const c of columns) {
       const part = b.columns[c.name];
-      if (part === undefined) continue;
-      if (c.width) (out[c.name] as Float64Array).set(part as Float64Array, row * c.width);
-      else for (let i = 0; i < b.t.length; i++) (out[c.name] as unknown[])[row + i] = (part as unknown[])[i];
+      const whole = out[c.name]!;
+      // A batch without the column: its rows have no value (NaN in a numeric column).
+      if (c.width && part === undefined)
+        (whole as Float64Array).fill(NaN, row * c.width, (row + rows) * c.width);
+      else if (c.width) (whole as Float64Array).set(part as Float64Array, row * c.width);
+      else if (part !== undefined)
+        for (let i = 0; i < rows; i++) (whole as unknown[])[row + i] = (part as unknown[])[i];
     }
-    row += b.t.length;
+    row += rows;
   }
   return { t, step, columns: out };
 }

@@ -240,8 +240,17 @@ export function packFloat64(values: Float64Array): { predictor: FloatPredictor; 
   return { predictor, bytes: out.finish() };
 }
 
-export function unpackFloat64(bytes: Uint8Array, n: number, predictor: FloatPredictor): Float64Array {
-  const values = new Float64Array(n);
+/**
+ * The values packFloat64 packed, into `target` when given (n values long: a place in a chunk-wide
+ * column, so that reading a whole chunk does not decode each block into arrays of its own and copy them).
+ */
+export function unpackFloat64(
+  bytes: Uint8Array,
+  n: number,
+  predictor: FloatPredictor,
+  target?: Float64Array,
+): Float64Array {
+  const values = target ?? new Float64Array(n);
   if (n === 0) return values;
   if (bytes.byteLength % 4 !== 0 || bytes.byteOffset % 4 !== 0)
     throw new Error(
@@ -259,7 +268,7 @@ export function unpackFloat64(bytes: Uint8Array, n: number, predictor: FloatPred
     return width === 32 ? v >>> 0 : (v & ((1 << width) - 1)) >>> 0;
   };
   if (totalBits < 64) throw new Error('bit stream ends early');
-  const words = new Uint32Array(values.buffer);
+  const words = new Uint32Array(values.buffer, values.byteOffset, n * 2);
   words[0] = src[0]!;
   words[1] = src[1]!;
   let pos = 64;
@@ -308,7 +317,7 @@ export function packFloat32(values: Float64Array): Uint8Array {
   return packWords(r);
 }
 
-export function unpackFloat32(bytes: Uint8Array, n: number): Float64Array {
+export function unpackFloat32(bytes: Uint8Array, n: number, target?: Float64Array): Float64Array {
   const r = unpackWords(bytes, n);
   const f = new Float32Array(n);
   const w = new Uint32Array(f.buffer);
@@ -319,7 +328,9 @@ export function unpackFloat32(bytes: Uint8Array, n: number): Float64Array {
     if (!Number.isFinite(p[0]!)) p[0] = f[i - 1]!;
     w[i] = r[i]! ^ pw[0]!;
   }
-  return Float64Array.from(f);
+  if (!target) return Float64Array.from(f);
+  target.set(f);
+  return target;
 }
 
 /** Unsigned 32-bit words in groups at the width of their widest. */
@@ -384,8 +395,13 @@ export function packIntegers(values: Float64Array, order: 1 | 2): Uint8Array | n
   return out;
 }
 
-export function unpackIntegers(bytes: Uint8Array, n: number, order: 1 | 2): Float64Array {
-  const out = new Float64Array(n);
+export function unpackIntegers(
+  bytes: Uint8Array,
+  n: number,
+  order: 1 | 2,
+  target?: Float64Array,
+): Float64Array {
+  const out = target ?? new Float64Array(n);
   if (n === 0) return out;
   if (bytes.length < 8) throw new Error('integer column shorter than its first value');
   out[0] = new DataView(bytes.buffer, bytes.byteOffset, 8).getFloat64(0, true);

@@ -486,10 +486,12 @@ export interface ChunkBytes {
   read(offset: number, length: number): Uint8Array;
 }
 
-export const bytesInMemory = (data: Uint8Array): ChunkBytes => ({
-  size: data.length,
-  read: (offset, length) => data.subarray(offset, offset + length),
-});
+export function bytesInMemory(data: Uint8Array): ChunkBytes {
+  // A plain Uint8Array over a Buffer's bytes: a Buffer's subarray (every block, every column record) is
+  // Node's own JavaScript, a tenth of a cold trajectory's time; a Uint8Array's is V8's.
+  const bytes = Buffer.isBuffer(data) ? new Uint8Array(data.buffer, data.byteOffset, data.byteLength) : data;
+  return { size: bytes.length, read: (offset, length) => bytes.subarray(offset, offset + length) };
+}
 
 export const isChunkV2 = (data: Uint8Array): boolean =>
   data.length >= 4 && data[0] === 0x53 && data[1] === 0x52 && data[2] === 0x43 && data[3] === 0x32;
@@ -592,11 +594,11 @@ export class ParsedChunk {
   }
 
   /** Decodes block i; only the fields named in `fields` when given (t and step always). */
-  decodeBlock(i: number, fields?: ReadonlySet<string>): ColumnBatch {
+  decodeBlock(i: number, fields?: ReadonlySet<string>, into?: BlockTarget): ColumnBatch {
     const ref = this.blocks[i]!;
     const bytes = this.checkedBlock(i);
     try {
-      return decodeBlockBytes(bytes, ref.rows, ref.begin, this.columns, fields);
+      return decodeBlockBytes(bytes, ref.rows, ref.begin, this.columns, fields, into);
     } catch (error) {
       if (error instanceof SimrecError) throw error;
       throw new SimrecError('io', `${this.where}: corrupt chunk (block ${i}: ${(error as Error).message})`);
@@ -634,14 +636,40 @@ export class ParsedChunk {
     this.whole ??= this.source.read(0, this.source.size);
   }
 
-  /** The whole chunk as one batch (the blocks' columns concatenated). */
+  /**
+   * The whole chunk as one batch: each block decoded straight into chunk-wide columns (rows of a block
+   * without a column are NaN or undefined there, as a block's absent values; a column no block has is
+   * left out).
+   */
   decodeAll(fields?: ReadonlySet<string>): ColumnBatch {
     this.loadAll();
     if (this.blocks.length === 1) return this.decodeBlock(0, fields);
-    return concatBatches(
-      this.blocks.map((_, i) => this.decodeBlock(i, fields)),
-      this.columns,
-    );
+    const n = this.n;
+    const wanted = fields ? this.columns.filter((c) => fields.has(c.name)) : this.columns;
+    const batch: ColumnBatch = { t: new Float64Array(n), step: new Float64Array(n), columns: {} };
+    for (const c of wanted)
+      batch.columns[c.name] =
+        c.type === 'string' || c.type === 'json'
+          ? new Array<unknown>(n)
+          : new Float64Array(n * (c.length ?? 1));
+    const seen = new Set<string>();
+    let row = 0;
+    for (let i = 0; i < this.blocks.length; i++) {
+      const rows = this.blocks[i]!.rows;
+      const block = this.decodeBlock(i, fields, { batch, row });
+      for (const c of wanted) {
+        if (c.name in block.columns) seen.add(c.name);
+        else {
+          const values = batch.columns[c.name]!;
+          const width = c.length ?? 1;
+          if (values instanceof Float64Array) values.fill(NaN, row * width, (row + rows) * width);
+          else values.fill(undefined, row, row + rows);
+        }
+      }
+      row += rows;
+    }
+    for (const c of wanted) if (!seen.has(c.name)) delete batch.columns[c.name];
+    return batch;
   }
 }
 
@@ -657,12 +685,23 @@ export function decodeEncodedBlock(block: EncodedBlock, columns: readonly ChunkC
 
 const hex = (v: number): string => `0x${v.toString(16).padStart(8, '0')}`;
 
+/** Where a block's rows go when a whole chunk is decoded: chunk-wide columns, from row `row` on. */
+interface BlockTarget {
+  batch: ColumnBatch;
+  row: number;
+}
+
+/**
+ * A block's columns. With `into`, they are written into the chunk-wide columns instead, and the batch
+ * returned names those (its columns say which ones the block had).
+ */
 function decodeBlockBytes(
   bytes: Uint8Array,
   rows: number,
   begin: number,
   columns: readonly ChunkColumn[],
   fields: ReadonlySet<string> | undefined,
+  into?: BlockTarget,
 ): ColumnBatch {
   const input = new ByteReader(bytes);
   let t: Float64Array | null = null;
@@ -675,7 +714,14 @@ function decodeBlockBytes(
     const length = input.varint();
     const payload = input.take(length);
     if (index === T_INDEX || index === STEP_INDEX) {
-      const values = decodeNumbers(codec, payload, rows, index === T_INDEX ? begin : 0);
+      const target = into && (index === T_INDEX ? into.batch.t : into.batch.step);
+      const values = decodeNumbers(
+        codec,
+        payload,
+        rows,
+        index === T_INDEX ? begin : 0,
+        target ? target.subarray(into.row, into.row + rows) : undefined,
+      );
       if (index === T_INDEX) t = values;
       else step = values;
       continue;
@@ -695,48 +741,87 @@ function decodeBlockBytes(
       present = 0;
       for (let i = 0; i < rows; i++) if (presence[i >> 3]! & (1 << (i & 7))) present++;
     }
-    out[column.name] = decodeColumn(column, codec, body, present, rows, presence);
+    const whole = into?.batch.columns[column.name];
+    if (whole === undefined) out[column.name] = decodeColumn(column, codec, body, present, rows, presence);
+    else {
+      decodeColumnInto(column, codec, body, present, rows, presence, whole, into!.row);
+      out[column.name] = whole;
+    }
   }
   if (!t || !step) throw new Error('block has no time or step column');
   return { t, step, columns: out };
 }
 
-function decodeNumbers(codec: number, payload: Uint8Array, n: number, origin = 0): Float64Array {
+/** A numeric record's n values, into `target` when given (n values long), else into an array of their own. */
+function decodeNumbers(
+  codec: number,
+  payload: Uint8Array,
+  n: number,
+  origin = 0,
+  target?: Float64Array,
+): Float64Array {
   switch (codec) {
     case CODEC.constantInteger:
-      return new Float64Array(n).fill(new ByteReader(payload).zigzag());
+      return (target ?? new Float64Array(n)).fill(new ByteReader(payload).zigzag());
     case CODEC.raw: {
       if (payload.length !== n * 8) throw new Error(`raw column of ${payload.length} bytes for ${n} values`);
       // Copied: the payload may sit at any offset, and a Float64Array needs 8-byte alignment.
-      const out = new Float64Array(n);
-      new Uint8Array(out.buffer).set(payload);
+      const out = target ?? new Float64Array(n);
+      new Uint8Array(out.buffer, out.byteOffset, n * 8).set(payload);
       return out;
     }
     case CODEC.arithmetic: {
       const input = new ByteReader(payload);
       const start = origin + input.zigzag();
       const delta = input.zigzag();
-      const out = new Float64Array(n);
+      const out = target ?? new Float64Array(n);
       for (let i = 0; i < n; i++) out[i] = start + delta * i;
       return out;
     }
     case CODEC.constant: {
       if (payload.length !== 8) throw new Error(`constant of ${payload.length} bytes`);
-      return new Float64Array(n).fill(readFloat64(payload));
+      return (target ?? new Float64Array(n)).fill(readFloat64(payload));
     }
     case CODEC.floatLinear:
-      return unpackFloat64(aligned(payload), n, 'linear');
+      return unpackFloat64(aligned(payload), n, 'linear', target);
     case CODEC.floatPrevious:
-      return unpackFloat64(aligned(payload), n, 'previous');
+      return unpackFloat64(aligned(payload), n, 'previous', target);
     case CODEC.float32:
-      return unpackFloat32(aligned(payload), n);
+      return unpackFloat32(aligned(payload), n, target);
     case CODEC.intDelta:
-      return unpackIntegers(aligned(payload), n, 1);
+      return unpackIntegers(aligned(payload), n, 1, target);
     case CODEC.intDeltaOfDelta:
-      return unpackIntegers(aligned(payload), n, 2);
+      return unpackIntegers(aligned(payload), n, 2, target);
     default:
       throw new Error(`codec ${codec} is not a numeric codec`);
   }
+}
+
+/**
+ * A column's block of rows written into a chunk-wide column from row `row` on: numbers and dictionary
+ * strings decoded in place, anything else decoded on its own and copied.
+ */
+function decodeColumnInto(
+  column: ChunkColumn,
+  codec: number,
+  body: Uint8Array,
+  present: number,
+  rows: number,
+  presence: Uint8Array | null,
+  whole: ColumnValues,
+  row: number,
+): void {
+  if (presence === null && whole instanceof Float64Array && column.type !== 'vec' && codec !== CODEC.bits) {
+    decodeNumbers(codec, body, rows, 0, whole.subarray(row, row + rows));
+    return;
+  }
+  if (presence === null && Array.isArray(whole) && codec === CODEC.dictionary) {
+    decodeDictionary(body, rows, whole, row);
+    return;
+  }
+  const values = decodeColumn(column, codec, body, present, rows, presence);
+  if (whole instanceof Float64Array) whole.set(values as Float64Array, row * (column.length ?? 1));
+  else for (let i = 0; i < rows; i++) whole[row + i] = values[i];
 }
 
 function decodeColumn(
@@ -822,22 +907,24 @@ function readSubRecords(body: Uint8Array, n: number, count: number): Float64Arra
   return out;
 }
 
-function decodeDictionary(body: Uint8Array, n: number): string[] {
+/** n dictionary-coded strings, into `out` from `offset` on when given. */
+function decodeDictionary(body: Uint8Array, n: number, out: unknown[] = [], offset = 0): unknown[] {
   const input = new ByteReader(body);
   const size = input.varint();
   if (size > n) throw new Error(`string dictionary of ${size} values for ${n} rows`);
   const dict: string[] = [];
   for (let i = 0; i < size; i++) dict.push(input.string());
   const runs = input.varint();
-  const out: string[] = [];
+  let filled = 0;
   for (let r = 0; r < runs; r++) {
     const v = dict[input.varint()];
     const count = input.varint();
     if (v === undefined) throw new Error('string column names a value it does not have');
-    if (out.length + count > n) throw new Error(`string column has more than ${n} values`);
-    for (let k = 0; k < count; k++) out.push(v);
+    if (filled + count > n) throw new Error(`string column has more than ${n} values`);
+    for (let k = 0; k < count; k++) out[offset + filled + k] = v;
+    filled += count;
   }
-  if (out.length !== n) throw new Error(`string column has ${out.length} values, expected ${n}`);
+  if (filled !== n) throw new Error(`string column has ${filled} values, expected ${n}`);
   return out;
 }
 

@@ -102,10 +102,25 @@ export class ChunkCache<Id> {
   private readonly touchedOnce = new LruCache<Id, number>(4096);
   /** Streams (as the backend names them) that have had a chunk read on. */
   private readonly browsed = new LruCache<string, true>(16_384);
+  /** Chunks decoded whole, as one batch each: what columnar reads (readColumns) take. */
+  private readonly wholes: LruCache<string | number, ColumnBatch>;
 
-  constructor(options: { chunks?: number; blocks?: number } = {}) {
+  constructor(options: { chunks?: number; blocks?: number; wholeChunks?: number } = {}) {
     this.chunks = new LruCache(options.chunks ?? 2048);
     this.blocks = new LruCache(options.blocks ?? 24_576);
+    this.wholes = new LruCache(options.wholeChunks ?? 256);
+  }
+
+  /**
+   * A chunk's rows as one batch (the fields asked for, t and step always): every block decoded straight
+   * into chunk-wide columns, so that a trajectory or a window is a few arrays per chunk, not a few per
+   * block copied again. Scenes keep to blocks: they want one row of many streams.
+   */
+  whole(id: Id, view: ChunkView, fields?: ReadonlySet<string>): ColumnBatch {
+    const key = this.keyOf(id, 0, fields);
+    let batch = this.wholes.get(key);
+    if (batch === undefined) this.wholes.set(key, (batch = view.decodeAll(fields)));
+    return batch;
   }
 
   chunk(id: Id, load: () => ChunkView | undefined): ChunkView | undefined {
@@ -175,6 +190,7 @@ export class ChunkCache<Id> {
   clear(): void {
     this.chunks.clear();
     this.blocks.clear();
+    this.wholes.clear();
     this.touchedOnce.clear();
     this.browsed.clear();
   }

@@ -472,15 +472,10 @@ export class MongoBackend implements StoreBackend {
       args.signal?.throwIfAborted();
       if (doc.end < from) continue;
       const view = this.view(doc);
-      for (let b = Math.max(0, view.blockAtOrBefore(from)); b < view.blocks.length; b++) {
-        const block = view.blocks[b]!;
-        if (block.begin > to) break;
-        if (block.end < from) continue;
-        const batch = this.cache.block(String(doc._id), view, b, fields, args.run, args.stream);
-        const lo = firstAtOrAfter(batch.t, from);
-        const hi = lastAtOrBefore(batch.t, to) + 1;
-        if (hi > lo) yield sliceBatch(batch, view.columns, lo, hi);
-      }
+      const batch = this.cache.whole(String(doc._id), view, fields);
+      const lo = firstAtOrAfter(batch.t, from);
+      const hi = lastAtOrBefore(batch.t, to) + 1;
+      if (hi > lo) yield sliceBatch(batch, view.columns, lo, hi);
     }
   }
 

@@ -484,26 +484,21 @@ export class SqliteBackend implements StoreBackend {
           this.forgetRun(args.run);
           continue reading;
         }
-        for (let b = Math.max(0, view.blockAtOrBefore(from)); b < view.blocks.length; b++) {
-          const block = view.blocks[b]!;
-          if (block.begin > to) break;
-          if (block.end < from) continue;
-          const batch = this.blockIfPresent(ref.id, view, b, fields, args.run, stream.id);
-          if (!batch) {
-            this.forgetRun(args.run);
-            continue reading;
-          }
-          let lo = firstAtOrAfter(batch.t, from);
-          const hi = lastAtOrBefore(batch.t, to) + 1;
-          for (let skip = alreadyAtFrom; skip > 0 && lo < hi && batch.t[lo] === from; skip--) lo++;
-          if (hi <= lo) continue;
-          const lastT = batch.t[hi - 1]!;
-          let atLast = 0;
-          for (let i = hi - 1; i >= lo && batch.t[i] === lastT; i--) atLast++;
-          alreadyAtFrom = lastT === from ? alreadyAtFrom + atLast : atLast;
-          from = lastT;
-          yield sliceBatch(batch, view.columns, lo, hi);
+        const batch = this.wholeIfPresent(ref.id, view, fields);
+        if (!batch) {
+          this.forgetRun(args.run);
+          continue reading;
         }
+        let lo = firstAtOrAfter(batch.t, from);
+        const hi = lastAtOrBefore(batch.t, to) + 1;
+        for (let skip = alreadyAtFrom; skip > 0 && lo < hi && batch.t[lo] === from; skip--) lo++;
+        if (hi <= lo) continue;
+        const lastT = batch.t[hi - 1]!;
+        let atLast = 0;
+        for (let i = hi - 1; i >= lo && batch.t[i] === lastT; i--) atLast++;
+        alreadyAtFrom = lastT === from ? alreadyAtFrom + atLast : atLast;
+        from = lastT;
+        yield sliceBatch(batch, view.columns, lo, hi);
       }
       return;
     }
@@ -790,6 +785,20 @@ export class SqliteBackend implements StoreBackend {
   ): ColumnBatch | undefined {
     try {
       return this.cache.block(id, view, b, fields, run, stream);
+    } catch (error) {
+      if (error instanceof SimrecError && error.code === 'conflict') return undefined;
+      throw error;
+    }
+  }
+
+  /** The chunk decoded whole, or undefined when it was replaced since it was opened (as blockIfPresent). */
+  private wholeIfPresent(
+    id: number,
+    view: ChunkView,
+    fields: ReadonlySet<string> | undefined,
+  ): ColumnBatch | undefined {
+    try {
+      return this.cache.whole(id, view, fields);
     } catch (error) {
       if (error instanceof SimrecError && error.code === 'conflict') return undefined;
       throw error;
