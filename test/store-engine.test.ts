@@ -533,7 +533,7 @@ describe('sealing', () => {
 });
 
 describe('reading scenes', () => {
-  /** Two actors, 1,000 steps at 100 Hz, committed every 50 steps into chunks of about 200 samples. */
+  /** Two actors, 1,000 steps at 100 Hz, committed every 50 steps (blocks of 50) into chunks of about 200. */
   async function recordTwoActors(): Promise<string> {
     const path = fresh();
     const store = SqliteBackend.open(path, { chunkSamples: 200, blockSamples: 64 });
@@ -545,7 +545,8 @@ describe('reading scenes', () => {
         t: step * 10_000,
         step,
         actors: ['a', 'b'],
-        columns: { x: [step, -step], y: [0.5, 1.5], yaw: [0, 0] },
+        // Not a line in time, so that a wrong row after a block end cannot interpolate to the right x.
+        columns: { x: [step * step, -step], y: [0.5, 1.5], yaw: [0, 0] },
       });
       if ((step + 1) % 50 === 0) await rec.flush();
     }
@@ -558,11 +559,11 @@ describe('reading scenes', () => {
   async function decodesDuring(work: () => Promise<void>): Promise<Map<ParsedChunk, number[]>> {
     const seen = new Map<ParsedChunk, number[]>();
     const decode = ParsedChunk.prototype.decodeBlock;
-    ParsedChunk.prototype.decodeBlock = function (this: ParsedChunk, i, fields) {
+    ParsedChunk.prototype.decodeBlock = function (this: ParsedChunk, ...args) {
       let blocks = seen.get(this);
       if (!blocks) seen.set(this, (blocks = []));
-      blocks.push(i);
-      return decode.call(this, i, fields);
+      blocks.push(args[0]);
+      return decode.apply(this, args);
     };
     try {
       await work();
@@ -589,16 +590,22 @@ describe('reading scenes', () => {
     assert.deepEqual([...plain.values()], [[0], [0]], 'one block of each actor, not the next one too');
     const step = lastRowOfFirstBlock / 10_000;
     assert.deepEqual(scene!.actors, [
-      { id: 'a', kind: 'vehicle', t: lastRowOfFirstBlock, x: step, y: 0.5, yaw: 0 },
+      { id: 'a', kind: 'vehicle', t: lastRowOfFirstBlock, x: step * step, y: 0.5, yaw: 0 },
       { id: 'b', kind: 'vehicle', t: lastRowOfFirstBlock, x: -step, y: 1.5, yaw: 0 },
     ]);
     // Plain objects to every reader, whatever builds them.
     assert.ok(scene!.actors.every((a) => Object.getPrototypeOf(a) === Object.prototype));
-    // Interpolating needs the row after: the next block.
+    // Interpolating needs the row after, the next block's first: its second block read, the chunk is
+    // decoded whole, and the row after is found in it.
+    let between: Awaited<ReturnType<typeof sceneAt>> | undefined;
     const interpolated = await decodesDuring(async () => {
-      await sceneAt(store, 1, { t: lastRowOfFirstBlock + 5_000, interpolate: true });
+      between = await sceneAt(store, 1, { t: lastRowOfFirstBlock + 5_000, interpolate: true });
     });
     assert.ok([...interpolated.values()].every((blocks) => blocks.length >= 1));
+    assert.deepEqual(
+      between!.actors.map((a) => a.x),
+      [(step * step + (step + 1) * (step + 1)) / 2, -step - 0.5],
+    );
     await store.close();
   });
 
@@ -610,16 +617,20 @@ describe('reading scenes', () => {
     assert.deepEqual([...first.values()], [[0], [0]]);
     const [chunkA] = [...first.keys()];
     assert.ok(chunkA!.blocks.length > 2, `chunks of several blocks (${chunkA!.blocks.length})`);
-    // A second block of the same chunks: the rest of each chunk is decoded at once, once.
+    // A second block of the same chunks: each chunk is decoded whole, once, and kept so.
     const lastBlock = chunkA!.blocks.length - 1;
     const second = await decodesDuring(
       async () => void (await sceneAt(store, 1, { t: chunkA!.blocks[lastBlock]!.begin })),
     );
-    for (const blocks of second.values())
+    for (const [chunk, blocks] of second)
       assert.deepEqual(
         blocks.sort((x, y) => x - y),
-        Array.from({ length: lastBlock }, (_, i) => i + 1),
+        chunk.blocks.map((_, i) => i),
       );
+    const again = await decodesDuring(
+      async () => void (await sceneAt(store, 1, { t: chunkA!.blocks[1]!.begin + 10_000 })),
+    );
+    assert.equal(again.size, 0, 'the chunks are cached whole');
     // Both streams are being browsed: a chunk far on is decoded whole at its first touch.
     const later = await decodesDuring(async () => void (await sceneAt(store, 1, { t: 8_000_000 })));
     assert.equal(later.size, 2);

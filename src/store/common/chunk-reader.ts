@@ -88,39 +88,30 @@ export interface ChunkRef<Id> {
  * actor; with 200 actors and a few hundred samples a block the cache holds minutes of a run.
  *
  * Read-ahead: the first block read from a chunk is decoded alone (a fresh process's first scene decodes
- * one block per actor, not whole chunks), and when a second block of the same chunk is wanted the rest
- * of the chunk is decoded with it, because a chunk read twice is read on (playback, scrubbing, random
- * scenes over a run). The stream is then being browsed: the next chunks of it are decoded whole at their
- * first touch. Decoding happens in one burst per chunk instead of one per block, and a reader moving
- * about a run pays one burst per chunk window rather than two, which keeps the 99th percentile of a
- * scene's time low.
+ * one block per actor, not whole chunks), and when a second block of the same chunk is wanted the whole
+ * chunk is decoded, because a chunk read twice is read on (playback, scrubbing, random scenes over a
+ * run). The stream is then being browsed: the chunks of it touched once so far are decoded whole with it,
+ * and its next chunks at their first touch. A reader moving about a run pays one decoding burst per
+ * chunk window, which keeps the 99th percentile of a scene's time low. A chunk decoded whole is kept as one batch (chunk-wide columns), not as a batch per
+ * block: a twentieth of the objects for the garbage collector to trace and move once a run is cached.
  */
 export class ChunkCache<Id> {
   private readonly chunks: LruCache<Id, ChunkView>;
+  /** Blocks decoded alone (a chunk's first touch, or a read of some fields). */
   private readonly blocks: LruCache<string | number, ColumnBatch>;
+  /** Chunks decoded whole, as one batch each. */
+  private readonly wholes: LruCache<string | number, ColumnBatch>;
   /** Chunks with exactly one block decoded: the next block of them reads the whole chunk. */
   private readonly touchedOnce = new LruCache<Id, number>(4096);
   /** Streams (as the backend names them) that have had a chunk read on. */
   private readonly browsed = new LruCache<string, true>(16_384);
-  /** Chunks decoded whole, as one batch each: what columnar reads (readColumns) take. */
-  private readonly wholes: LruCache<string | number, ColumnBatch>;
+  /** Of each stream not browsed yet, the chunks touched once: read on with the first one read on. */
+  private readonly touchedOfStream = new LruCache<string, { id: Id; view: ChunkView }[]>(16_384);
 
   constructor(options: { chunks?: number; blocks?: number; wholeChunks?: number } = {}) {
     this.chunks = new LruCache(options.chunks ?? 2048);
-    this.blocks = new LruCache(options.blocks ?? 24_576);
-    this.wholes = new LruCache(options.wholeChunks ?? 256);
-  }
-
-  /**
-   * A chunk's rows as one batch (the fields asked for, t and step always): every block decoded straight
-   * into chunk-wide columns, so that a trajectory or a window is a few arrays per chunk, not a few per
-   * block copied again. Scenes keep to blocks: they want one row of many streams.
-   */
-  whole(id: Id, view: ChunkView, fields?: ReadonlySet<string>): ColumnBatch {
-    const key = this.keyOf(id, 0, fields);
-    let batch = this.wholes.get(key);
-    if (batch === undefined) this.wholes.set(key, (batch = view.decodeAll(fields)));
-    return batch;
+    this.blocks = new LruCache(options.blocks ?? 8192);
+    this.wholes = new LruCache(options.wholeChunks ?? 2048);
   }
 
   chunk(id: Id, load: () => ChunkView | undefined): ChunkView | undefined {
@@ -133,8 +124,22 @@ export class ChunkCache<Id> {
   }
 
   /**
-   * Block i of a chunk, decoded. `run` and `stream` name the chunk's stream for the read-ahead; without
-   * them a chunk is read on at its second block only.
+   * A chunk's rows as one batch (the fields asked for, t and step always): every block decoded straight
+   * into chunk-wide columns, so that a trajectory or a window is a few arrays per chunk, not a few per
+   * block copied again.
+   */
+  whole(id: Id, view: ChunkView, fields?: ReadonlySet<string>): ColumnBatch {
+    const key = this.keyOf(id, 0, fields);
+    let batch = this.wholes.get(key);
+    if (batch === undefined) this.wholes.set(key, (batch = view.decodeAll(fields)));
+    return batch;
+  }
+
+  /**
+   * Rows holding block i of a chunk: the block alone, or the whole chunk once it has been read on (a
+   * caller finds its row by time in what it gets; a batch of `view.n` rows is the whole chunk). `run` and
+   * `stream` name the chunk's stream for the read-ahead; without them a chunk is read on at its second
+   * block only.
    */
   block(
     id: Id,
@@ -144,40 +149,52 @@ export class ChunkCache<Id> {
     run?: number,
     streamName?: string,
   ): ColumnBatch {
+    const whole = this.wholes.get(this.keyOf(id, 0, fields));
+    if (whole) return whole;
     const key = this.keyOf(id, i, fields);
     const cached = this.blocks.get(key);
     if (cached) return cached;
-    // Built on a miss only: a scene of 200 actors is 200 lookups.
-    const stream = streamName === undefined ? undefined : `${run}/${streamName}`;
     if (fields || view.blocks.length === 1) {
       const batch = view.decodeBlock(i, fields);
       this.blocks.set(key, batch);
       return batch;
     }
-    if (stream !== undefined && this.browsed.get(stream)) return this.readOn(id, view, i);
+    // Built on a miss only: a scene of 200 actors is 200 lookups.
+    const stream = streamName === undefined ? undefined : `${run}/${streamName}`;
+    if (stream !== undefined && this.browsed.get(stream)) return this.whole(id, view);
     const first = this.touchedOnce.get(id);
     if (first === undefined || first === i) {
+      if (first === undefined && stream !== undefined) {
+        let touched = this.touchedOfStream.get(stream);
+        if (!touched) this.touchedOfStream.set(stream, (touched = []));
+        touched.push({ id, view });
+      }
       this.touchedOnce.set(id, i);
       const batch = view.decodeBlock(i);
       this.blocks.set(key, batch);
       return batch;
     }
-    this.touchedOnce.delete(id);
-    if (stream !== undefined) this.browsed.set(stream, true);
-    return this.readOn(id, view, i);
+    if (stream === undefined) {
+      this.readOn(id);
+      return this.whole(id, view);
+    }
+    // The stream is being browsed: the other chunks of it read once so far are read on too, in the same
+    // burst (a reader that came back to one place will come back to the others).
+    this.browsed.set(stream, true);
+    for (const touched of this.touchedOfStream.get(stream) ?? []) {
+      this.readOn(touched.id);
+      this.whole(touched.id, touched.view);
+    }
+    this.touchedOfStream.delete(stream);
+    return this.whole(id, view);
   }
 
-  /** Decodes every block of the chunk not in the cache yet, and gives block i. */
-  private readOn(id: Id, view: ChunkView, i: number): ColumnBatch {
-    view.loadAll();
-    let wanted: ColumnBatch | undefined;
-    for (let b = 0; b < view.blocks.length; b++) {
-      const k = this.keyOf(id, b);
-      let batch = this.blocks.get(k);
-      if (batch === undefined) this.blocks.set(k, (batch = view.decodeBlock(b)));
-      if (b === i) wanted = batch;
-    }
-    return wanted!;
+  /** Forgets that a chunk was touched once, and its one block: it is about to be decoded whole. */
+  private readOn(id: Id): void {
+    const first = this.touchedOnce.get(id);
+    if (first === undefined) return;
+    this.touchedOnce.delete(id);
+    this.blocks.delete(this.keyOf(id, first));
   }
 
   /** A number when it can be (a string key is an allocation per lookup, 200 of them a scene). */
@@ -193,6 +210,7 @@ export class ChunkCache<Id> {
     this.wholes.clear();
     this.touchedOnce.clear();
     this.browsed.clear();
+    this.touchedOfStream.clear();
   }
 }
 
@@ -263,7 +281,18 @@ export function sliceBatch(
   return { t: batch.t.subarray(from, to), step: batch.step.subarray(from, to), columns: out };
 }
 
-/** A row's place: which chunk, which block (decoded), which row of the block. */
+/**
+ * Where block b's first row is in a batch the cache gave for it: 0 in the block alone, its place in the
+ * chunk in a whole chunk's batch (the cache may decode the chunk whole when block b is asked for).
+ */
+export function firstRowOfBlock(view: ChunkView, batch: ColumnBatch, b: number): number {
+  if (batch.t.length < view.n) return 0;
+  let row = 0;
+  for (let k = 0; k < b; k++) row += view.blocks[k]!.rows;
+  return row;
+}
+
+/** A row's place: which chunk, which block (decoded), which row of the batch holding it. */
 export interface RowAt<Id> {
   ref: ChunkRef<Id>;
   view: ChunkView;
@@ -300,10 +329,11 @@ export function bracketRows<Id>(
       out.after = { ref, view, batch, row: row + 1 };
       return out;
     }
-    if (b + 1 < view.blocks.length) {
+    // The next block, unless what was decoded is the whole chunk already.
+    if (batch.t.length < view.n && b + 1 < view.blocks.length) {
       const next = decode(ref, view, b + 1);
       if (!next) return undefined;
-      out.after = { ref, view, batch: next, row: 0 };
+      out.after = { ref, view, batch: next, row: firstRowOfBlock(view, next, b + 1) };
       return out;
     }
   }

@@ -29,6 +29,7 @@ import { connectMongo } from '../../mongodb/connect-mongo.js';
 import { sampleAt, samplesToColumns, type ColumnBatch } from '../../model/columns.js';
 import {
   ChunkCache,
+  firstRowOfBlock,
   firstAtOrAfter,
   lastAtOrBefore,
   openChunk,
@@ -506,8 +507,6 @@ export class MongoBackend implements StoreBackend {
     const bracket: SampleBracket = {};
     const decode = (doc: ChunkDoc, view: ChunkView, block: number): ColumnBatch =>
       this.cache.block(String(doc._id), view, block, fields, run, stream);
-    const rowOf = (doc: ChunkDoc, view: ChunkView, block: number, row: number): Sample =>
-      sampleAt(decode(doc, view, block), view.columns, row);
     const before = await this.chunks()
       .find({ run, stream, begin: { $lte: t } })
       .sort({ begin: -1, _id: -1 })
@@ -518,14 +517,16 @@ export class MongoBackend implements StoreBackend {
       const b = view.blockAtOrBefore(t);
       const batch = decode(before, view, b);
       const row = lastAtOrBefore(batch.t, t);
-      bracket.before = rowOf(before, view, b, row);
+      bracket.before = sampleAt(batch, view.columns, row);
       if (!wantAfter) return bracket;
       if (row + 1 < batch.t.length) {
-        bracket.after = rowOf(before, view, b, row + 1);
+        bracket.after = sampleAt(batch, view.columns, row + 1);
         return bracket;
       }
-      if (b + 1 < view.blocks.length) {
-        bracket.after = rowOf(before, view, b + 1, 0);
+      // The next block, unless what was decoded is the whole chunk already.
+      if (batch.t.length < view.n && b + 1 < view.blocks.length) {
+        const next = decode(before, view, b + 1);
+        bracket.after = sampleAt(next, view.columns, firstRowOfBlock(view, next, b + 1));
         return bracket;
       }
     }
@@ -535,7 +536,10 @@ export class MongoBackend implements StoreBackend {
       .sort({ begin: 1, _id: 1 })
       .limit(1)
       .next();
-    if (after) bracket.after = rowOf(after, this.view(after), 0, 0);
+    if (after) {
+      const view = this.view(after);
+      bracket.after = sampleAt(decode(after, view, 0), view.columns, 0);
+    }
     return bracket;
   }
 
