@@ -188,7 +188,13 @@ const results = summarize(measurements, {
 });
 const outDir = resolve(options.out ?? join(REPO_ROOT, 'bench', 'results'));
 mkdirSync(outDir, { recursive: true });
-const outFile = join(outDir, `${now.toISOString().slice(0, 10)}-${host}${quick ? '-quick' : ''}.json`);
+// A run of some sections is named after them, so that it does not replace the day's full run (or a run
+// of other sections) that the README may cite.
+const sectionsPart = options.only ? `-${[...only].join('-')}` : '';
+const outFile = join(
+  outDir,
+  `${now.toISOString().slice(0, 10)}-${host}${sectionsPart}${quick ? '-quick' : ''}.json`,
+);
 const withViewer = { ...results, viewer, sumo, formats, evaluation, demo, didrive, ingest, parquet };
 writeFileSync(outFile, JSON.stringify(withViewer, null, 2) + '\n');
 if (options.json) process.stdout.write(JSON.stringify(withViewer, null, 2) + '\n');
