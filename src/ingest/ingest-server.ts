@@ -109,7 +109,10 @@ export class IngestServer implements SessionHost {
     this.token = options.token === undefined ? null : Buffer.from(options.token, 'utf8');
     this.maxFrameBytes = options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES;
     this.window = {
-      messages: options.window?.messages ?? 256,
+      // Deep enough that a client keeps sending while the group commit before makes its frames durable:
+      // a window of 256 one-step frames held the binary ingest bench about 15% below 1,024's (the
+      // bytes, not the count, bound the server's memory).
+      messages: options.window?.messages ?? 1024,
       // One message of the largest size must always fit, or a client could never send it.
       bytes: Math.max(options.window?.bytes ?? 32 * 1024 * 1024, this.maxFrameBytes),
     };
