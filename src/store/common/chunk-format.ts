@@ -105,6 +105,27 @@ function columnList(columns: readonly ChunkColumn[]): string {
 export const describeColumn = (c: ChunkColumn): string =>
   c.type === 'vec' ? `${c.name}:vec:${c.length}` : `${c.name}:${c.type}`;
 
+/**
+ * Column lists already parsed, by the header text from their key on: every chunk of a stream, and the
+ * state streams of every actor, share one list (one object for the row builders to key on, and a
+ * fresh process's first scene parses a list once, not once per actor).
+ */
+const parsedColumnLists = new Map<string, readonly ChunkColumn[]>();
+
+function parsedColumns(
+  list: unknown[],
+  headerText: string,
+  corrupt: (why: string) => Error,
+): readonly ChunkColumn[] {
+  const key = headerText.slice(headerText.indexOf('"columns":'));
+  let columns = parsedColumnLists.get(key);
+  if (!columns) {
+    columns = Object.freeze(list.map((c) => Object.freeze(parseColumn(c, corrupt))));
+    if (parsedColumnLists.size < 4096) parsedColumnLists.set(key, columns);
+  }
+  return columns;
+}
+
 function parseColumn(text: unknown, corrupt: (why: string) => Error): ChunkColumn {
   if (typeof text !== 'string') throw corrupt('a column description is not a string');
   const [name, type, length] = text.split(':');
@@ -510,7 +531,7 @@ export class ParsedChunk {
     source: ChunkBytes,
     where: string,
     n: number,
-    columns: ChunkColumn[],
+    columns: readonly ChunkColumn[],
     blocks: BlockRef[],
   ) {
     this.source = source;
@@ -544,7 +565,8 @@ export class ParsedChunk {
         `checksum mismatch: stored ${hex(stored)}, computed ${hex(actual)}; the stored bytes are damaged`,
       );
     try {
-      const header = JSON.parse(buf.toString('utf8', 16, 16 + headerLength)) as {
+      const headerText = buf.toString('utf8', 16, 16 + headerLength);
+      const header = JSON.parse(headerText) as {
         n: unknown;
         begin: unknown;
         columns: unknown;
@@ -555,7 +577,7 @@ export class ParsedChunk {
       if (!Number.isSafeInteger(n) || (n as number) < 1 || (n as number) > MAX_CHUNK_SAMPLES)
         throw corrupt(`header claims ${String(n)} samples, expected 1..${MAX_CHUNK_SAMPLES}`);
       if (!Array.isArray(header.columns)) throw corrupt('header has no column list');
-      const columns = header.columns.map((c) => parseColumn(c, corrupt));
+      const columns = parsedColumns(header.columns, headerText, corrupt);
       const table = new ByteReader(buf.subarray(16 + headerLength, frameEnd));
       const count = table.varint();
       const blocks: BlockRef[] = [];
