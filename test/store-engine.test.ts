@@ -609,34 +609,43 @@ describe('reading scenes', () => {
     await store.close();
   });
 
-  it('a chunk read at a second block is decoded whole, and the stream then reads each chunk whole at its first touch', async () => {
+  it('a chunk read at a second block is decoded whole, with the chunks of its stream touched once, and later chunks whole at their first touch', async () => {
     const path = await recordTwoActors();
     const store = await openStore(path);
-    // First touch of the first chunks: one block of each actor.
+    const sorted = (blocks: number[]): number[] => [...blocks].sort((x, y) => x - y);
+    // First touches of two chunk windows: one block of each actor each time.
     const first = await decodesDuring(async () => void (await sceneAt(store, 1, { t: 15_000 })));
     assert.deepEqual([...first.values()], [[0], [0]]);
+    const far = await decodesDuring(async () => void (await sceneAt(store, 1, { t: 8_000_000 })));
+    assert.deepEqual(
+      [...far.values()].map((blocks) => blocks.length),
+      [1, 1],
+    );
     const [chunkA] = [...first.keys()];
     assert.ok(chunkA!.blocks.length > 2, `chunks of several blocks (${chunkA!.blocks.length})`);
-    // A second block of the same chunks: each chunk is decoded whole, once, and kept so.
+    // A second block of the first chunks: they are decoded whole, once, and so are the far ones, read
+    // once so far, in the same burst.
     const lastBlock = chunkA!.blocks.length - 1;
     const second = await decodesDuring(
       async () => void (await sceneAt(store, 1, { t: chunkA!.blocks[lastBlock]!.begin })),
     );
+    assert.equal(second.size, 4, 'both actors: the first chunks and the far ones');
     for (const [chunk, blocks] of second)
       assert.deepEqual(
-        blocks.sort((x, y) => x - y),
+        sorted(blocks),
         chunk.blocks.map((_, i) => i),
       );
-    const again = await decodesDuring(
-      async () => void (await sceneAt(store, 1, { t: chunkA!.blocks[1]!.begin + 10_000 })),
-    );
+    const again = await decodesDuring(async () => {
+      await sceneAt(store, 1, { t: chunkA!.blocks[1]!.begin + 10_000 });
+      await sceneAt(store, 1, { t: 8_000_000 + 300_000 });
+    });
     assert.equal(again.size, 0, 'the chunks are cached whole');
-    // Both streams are being browsed: a chunk far on is decoded whole at its first touch.
-    const later = await decodesDuring(async () => void (await sceneAt(store, 1, { t: 8_000_000 })));
+    // Both streams are being browsed: a chunk never touched is decoded whole at its first touch.
+    const later = await decodesDuring(async () => void (await sceneAt(store, 1, { t: 5_000_000 })));
     assert.equal(later.size, 2);
     for (const [chunk, blocks] of later)
       assert.deepEqual(
-        blocks.sort((x, y) => x - y),
+        sorted(blocks),
         chunk.blocks.map((_, i) => i),
       );
     await store.close();

@@ -95,6 +95,9 @@ export interface ChunkRef<Id> {
  * chunk window, which keeps the 99th percentile of a scene's time low. A chunk decoded whole is kept as one batch (chunk-wide columns), not as a batch per
  * block: a twentieth of the objects for the garbage collector to trace and move once a run is cached.
  */
+/** How many chunks touched once are remembered per stream for the read-ahead. */
+const TOUCHED_CHUNKS_KEPT = 16;
+
 export class ChunkCache<Id> {
   private readonly chunks: LruCache<Id, ChunkView>;
   /** Blocks decoded alone (a chunk's first touch, or a read of some fields). */
@@ -105,8 +108,11 @@ export class ChunkCache<Id> {
   private readonly touchedOnce = new LruCache<Id, number>(4096);
   /** Streams (as the backend names them) that have had a chunk read on. */
   private readonly browsed = new LruCache<string, true>(16_384);
-  /** Of each stream not browsed yet, the chunks touched once: read on with the first one read on. */
-  private readonly touchedOfStream = new LruCache<string, { id: Id; view: ChunkView }[]>(16_384);
+  /**
+   * Of each stream not browsed yet, the last chunks touched once (ids only: their views stay in the
+   * chunk cache, or are not read on): read on with the first one read on.
+   */
+  private readonly touchedOfStream = new LruCache<string, Id[]>(16_384);
 
   constructor(options: { chunks?: number; blocks?: number; wholeChunks?: number } = {}) {
     this.chunks = new LruCache(options.chunks ?? 2048);
@@ -167,7 +173,8 @@ export class ChunkCache<Id> {
       if (first === undefined && stream !== undefined) {
         let touched = this.touchedOfStream.get(stream);
         if (!touched) this.touchedOfStream.set(stream, (touched = []));
-        touched.push({ id, view });
+        touched.push(id);
+        if (touched.length > TOUCHED_CHUNKS_KEPT) touched.shift();
       }
       this.touchedOnce.set(id, i);
       const batch = view.decodeBlock(i);
@@ -182,8 +189,10 @@ export class ChunkCache<Id> {
     // burst (a reader that came back to one place will come back to the others).
     this.browsed.set(stream, true);
     for (const touched of this.touchedOfStream.get(stream) ?? []) {
-      this.readOn(touched.id);
-      this.whole(touched.id, touched.view);
+      const other = this.chunks.get(touched);
+      if (other === undefined || this.touchedOnce.get(touched) === undefined) continue;
+      this.readOn(touched);
+      this.whole(touched, other);
     }
     this.touchedOfStream.delete(stream);
     return this.whole(id, view);
