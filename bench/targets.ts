@@ -48,25 +48,28 @@ const ANALYSIS: Record<string, string> = {
   'size-vs-mcap': 'See size.',
   'seek-first':
     "A fresh process's first scene opens one chunk per actor: SQLite reads each 63 KB chunk whole (it " +
-    "loads a blob whole, even for substr()), its frame's checksum, header and block table are checked " +
-    'and one block decoded, with code V8 has not optimised yet; a scene in another window of the run ' +
-    "still costs 25-30 ms. What would close it: blocks stored apart from their chunk's frame (rows of " +
-    'their own), so that a scene reads 200 blocks of 3 KB instead of 200 chunks of 63 KB.',
+    'loads a blob whole, even for substr(): about 10 ms for the 200), each frame is checked (7 ms) and ' +
+    'one block of each decoded (15-25 ms), by code V8 has not optimised yet (the same work takes a ' +
+    "quarter of that warm). What would close it: blocks stored apart from their chunk's frame (rows of " +
+    'their own), so that a scene reads 200 blocks of 3 KB instead of 200 chunks of 63 KB, and fewer ' +
+    'rows decoded than the whole block for the first scene.',
   'seek-median':
-    'A scene of 200 actors builds 200 sample objects from cached decoded blocks, and lists actors and ' +
-    'streams; with blocks of 100 samples the cache holds 2.5x as many blocks, and each lookup costs more.',
+    'A scene of 200 actors finds 200 rows in chunks cached whole, builds 200 samples and 200 entries, ' +
+    'and lists actors and streams (copies of 200 each): about 0.4 ms on this VM.',
   'seek-p99':
-    'Decoding is paid by the scenes that first touch a chunk window (a block per actor) and by the next ' +
-    'that touch another block of it (read-ahead decodes the whole chunk, 21 blocks, for every actor): with ' +
-    '5 windows in the run, about 10 of the 1,000 random scenes, so the 99th percentile is one of them. ' +
-    'Decoding whole chunks at the first touch would pass this measure but make every jump to a new place ' +
-    'in a long run several times slower.',
+    'Decoding is paid by a few scenes: the first touches of chunk windows (a block per actor), the scene ' +
+    'that finds the streams browsed (every chunk touched once decoded whole) and the first touch of each ' +
+    'window after it (decoded whole): 6 of the 1,000 random scenes here, under the 1% that sets the 99th ' +
+    'percentile. What remains is V8 after those bursts: young collections promoting the chunks just ' +
+    'cached, and code recompiled for objects it had not seen, make a handful of the next 50 scenes take ' +
+    '3-8 ms, more in some processes than in others (1.9 to 3.8 ms at the 99th percentile from one run ' +
+    'to the next on this VM).',
   trajectory:
-    'A whole-run trajectory decodes every block of the stream (about 100 with commit-sized blocks, ' +
-    'ten columns each) into arrays of their own and concatenates them: garbage collection is a fifth ' +
-    'of a cold read, and the median of 3 is the second read in a fresh process, with code V8 has not ' +
-    'optimised yet (4-18 ms from one process to the next on this VM; 3.4 ms as the median of 20). ' +
-    'Decoding straight into arrays of the run length would close it.',
+    'A whole-run trajectory decodes each of its 5 chunks straight into chunk-wide arrays and joins them: ' +
+    '2.5 ms warm (the median of 200 reads in one process). The median of 3 is the second read of a ' +
+    'fresh process, run largely by code V8 is still optimising on its other thread (TurboFan takes ' +
+    "8-15 ms to compile each of the decoder's functions): 4.5 to 10 ms from one process to the next on " +
+    'this VM.',
 };
 
 interface Check {
