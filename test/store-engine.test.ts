@@ -383,6 +383,50 @@ describe('columnar recording', () => {
   });
 });
 
+describe('declarations', () => {
+  it('are known to the recorder at once and stored in order: streams and samples may follow without waiting', async () => {
+    const store = await openStore(fresh());
+    const rec = await RunRecorder.begin(store, { begin: 0 });
+    // Nothing awaited between them: the stream names an actor whose declaration is not stored yet.
+    const declared = Promise.all([
+      rec.declareActors([{ id: 'car', kind: 'vehicle' }]),
+      rec.declareStreams([stateStream('car')]),
+    ]);
+    const appended = rec.append('car/state', { t: 0, step: 0, x: 1, y: 2, yaw: 0 });
+    await Promise.all([declared, appended]);
+    assert.deepEqual(
+      (await store.listActors(rec.id)).map((a) => a.id),
+      ['car'],
+    );
+    assert.deepEqual(
+      (await store.listStreams(rec.id)).map((s) => [s.id, s.samples]),
+      [['car/state', 1]],
+    );
+    await assert.rejects(rec.declareStreams([stateStream('car')]), /already declared/);
+    await assert.rejects(
+      rec.declareStreams([stateStream('bus')]),
+      /actor "bus" is not declared/,
+      'a stream of an undeclared actor is still refused',
+    );
+    await rec.end('completed');
+    await store.close();
+  });
+
+  it('one that cannot be stored fails the recording, as a failed commit does', async () => {
+    const store = await openStore(fresh());
+    const rec = await RunRecorder.begin(store, { begin: 0 });
+    await rec.declareActor({ id: 'car', kind: 'vehicle' });
+    await rec.declareStream(stateStream('car'));
+    await rec.append('car/state', { t: 0, step: 0, x: 1, y: 2, yaw: 0 });
+    assert.equal(await store.deleteRun(rec.id), true);
+    const declared = rec.declareActors([{ id: 'bus', kind: 'vehicle' }]);
+    const appended = rec.append('car/state', { t: 10, step: 1, x: 1, y: 2, yaw: 0 });
+    await assert.rejects(declared, /run \d+ does not exist/);
+    await assert.rejects(appended, /run \d+ does not exist/);
+    await store.close();
+  });
+});
+
 describe('group commit', () => {
   it('appends that arrive while a commit is being made durable share the next commit, and each resolves once durable', async () => {
     const store = SqliteBackend.open(fresh());

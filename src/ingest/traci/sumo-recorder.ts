@@ -550,12 +550,21 @@ export async function recordSumo(store: StoreBackend, options: SumoRecordOptions
           ],
         });
       }
-      if (newActors.length) {
-        await rec.declareActors(newActors);
-        await rec.declareStreams(
-          newActors.map((a) => ({ name: 'state', actor: a.id, fields: SUMO_STATE_FIELDS, rateHz: 1 / dt })),
-        );
-      }
+      // Known to the recorder at once, stored before this step's samples, not waited for here (each
+      // departure's declarations were awaited for 12% of the time of recording bigInter).
+      const declaring = newActors.length
+        ? Promise.all([
+            rec.declareActors(newActors),
+            rec.declareStreams(
+              newActors.map((a) => ({
+                name: 'state',
+                actor: a.id,
+                fields: SUMO_STATE_FIELDS,
+                rateHz: 1 / dt,
+              })),
+            ),
+          ])
+        : undefined;
       // Vehicles that arrived or began to teleport, and persons that finished, during this step: they
       // are gone from the state at t (a teleported vehicle comes back with its next state).
       const present = new Set(ids);
@@ -581,9 +590,11 @@ export async function recordSumo(store: StoreBackend, options: SumoRecordOptions
                 ]),
               ),
             });
-      const durable = frame.length
-        ? Promise.all([stateFrame, rec.appendMany(frame)]).then(() => {})
-        : stateFrame;
+      const durable = Promise.all([
+        stateFrame,
+        declaring,
+        frame.length ? rec.appendMany(frame) : undefined,
+      ]).then(() => {});
       durable.catch(() => {}); // surfaced below, when its turn to be awaited comes
       unconfirmed.push({ at: performance.now(), durable });
       const wall = performance.now();
