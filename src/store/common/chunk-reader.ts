@@ -83,6 +83,9 @@ export interface ChunkRef<Id> {
   stream?: string;
 }
 
+/** How many chunks touched once are remembered per stream for the read-ahead. */
+const TOUCHED_CHUNKS_KEPT = 16;
+
 /**
  * Opened chunks and decoded blocks, the least recently used out first. A scene touches one block per
  * actor; with 200 actors and a few hundred samples a block the cache holds minutes of a run.
@@ -90,14 +93,12 @@ export interface ChunkRef<Id> {
  * Read-ahead: the first block read from a chunk is decoded alone (a fresh process's first scene decodes
  * one block per actor, not whole chunks), and when a second block of the same chunk is wanted the whole
  * chunk is decoded, because a chunk read twice is read on (playback, scrubbing, random scenes over a
- * run). The stream is then being browsed: the chunks of it touched once so far are decoded whole with it,
- * and its next chunks at their first touch. A reader moving about a run pays one decoding burst per
- * chunk window, which keeps the 99th percentile of a scene's time low. A chunk decoded whole is kept as one batch (chunk-wide columns), not as a batch per
- * block: a twentieth of the objects for the garbage collector to trace and move once a run is cached.
+ * run). The stream is then being browsed: the chunks of it touched once so far are decoded whole with
+ * it, and its next chunks at their first touch. A reader moving about a run pays one decoding burst per
+ * chunk window, which keeps the 99th percentile of a scene's time low. A chunk decoded whole is kept as
+ * one batch (chunk-wide columns), not as a batch per block: a twentieth of the objects for the garbage
+ * collector to trace and move once a run is cached.
  */
-/** How many chunks touched once are remembered per stream for the read-ahead. */
-const TOUCHED_CHUNKS_KEPT = 16;
-
 export class ChunkCache<Id> {
   private readonly chunks: LruCache<Id, ChunkView>;
   /** Blocks decoded alone (a chunk's first touch, or a read of some fields). */
@@ -167,7 +168,10 @@ export class ChunkCache<Id> {
     }
     // Built on a miss only: a scene of 200 actors is 200 lookups.
     const stream = streamName === undefined ? undefined : `${run}/${streamName}`;
-    if (stream !== undefined && this.browsed.get(stream)) return this.whole(id, view);
+    if (stream !== undefined && this.browsed.get(stream)) {
+      this.readOn(id);
+      return this.whole(id, view);
+    }
     const first = this.touchedOnce.get(id);
     if (first === undefined || first === i) {
       if (first === undefined && stream !== undefined) {
