@@ -11,6 +11,7 @@ import Database from 'better-sqlite3';
 import { SimrecError } from '../src/model/errors.js';
 import { ParsedChunk } from '../src/store/common/chunk-format.js';
 import type { FrameInput } from '../src/model/columns.js';
+import type { ColumnAppend, StoreBackend } from '../src/model/store-port.js';
 import { stateStream } from '../src/model/standard-streams.js';
 import type { Sample } from '../src/model/stream.js';
 import { RunRecorder } from '../src/record/run-recorder.js';
@@ -42,6 +43,14 @@ function expectedV1(): { runs: { run: { id: number }; streams: Record<string, { 
 let files = 0;
 const fresh = (): string => join(dir.path, `store-${++files}.db`);
 
+/** A run that begins at `begin`, with one car and its state stream declared. */
+async function recordingOneCar(store: StoreBackend, begin: number): Promise<RunRecorder> {
+  const rec = await RunRecorder.begin(store, { begin });
+  await rec.declareActor({ id: 'car', kind: 'vehicle' });
+  await rec.declareStream(stateStream('car'));
+  return rec;
+}
+
 describe('a store written by simrec 0.1.0', () => {
   it('opens read-only and reads every sample as 0.1.0 did, bit for bit, leaving the file as it was', async () => {
     const path = fresh();
@@ -70,9 +79,7 @@ describe('a store written by simrec 0.1.0', () => {
       (await store.listRuns({ newestFirst: false })).map((r) => r.state),
       ['closed', 'recording'],
     );
-    const rec = await RunRecorder.begin(store, { begin: 5_000_000 });
-    await rec.declareActor({ id: 'car', kind: 'vehicle' });
-    await rec.declareStream(stateStream('car'));
+    const rec = await recordingOneCar(store, 5_000_000);
     await rec.appendBatch('car/state', [{ t: 5_000_000, step: 0, x: 1, y: 2, yaw: 3 }]);
     await rec.leave('car', 6_000_000);
     await rec.end('completed');
@@ -141,9 +148,7 @@ describe('a store written before schema 4 (counters in the streams rows)', () =>
     assert.deepEqual(columns, ['key', 'run_id', 'id', 'schema', 'extra_fields']);
     db.close();
     await assertReadsAsV3(store);
-    const rec = await RunRecorder.begin(store, { begin: 9_000_000 });
-    await rec.declareActor({ id: 'car', kind: 'vehicle' });
-    await rec.declareStream(stateStream('car'));
+    const rec = await recordingOneCar(store, 9_000_000);
     for (let i = 0; i < 3; i++)
       await rec.appendBatch('car/state', [{ t: 9_000_000 + i * 1000, step: i, x: i, y: 0, yaw: 0 }]);
     const [live] = await store.listStreams(rec.id);
@@ -159,9 +164,7 @@ describe('stored damage', () => {
   it('a flipped bit in a stored chunk is an error naming run, stream and chunk, and simrec check finds it', async () => {
     const path = fresh();
     const store = await openStore(path);
-    const rec = await RunRecorder.begin(store, { begin: 1_000_000 });
-    await rec.declareActor({ id: 'car', kind: 'vehicle' });
-    await rec.declareStream(stateStream('car'));
+    const rec = await recordingOneCar(store, 1_000_000);
     await rec.appendBatch(
       'car/state',
       Array.from({ length: 500 }, (_, i) => ({ t: 1_000_000 + i * 1000, step: i, x: i * 0.1, y: 0, yaw: 0 })),
@@ -192,9 +195,7 @@ describe('stored damage', () => {
   it('simrec check --repair keeps the readable blocks of a damaged chunk', async () => {
     const path = fresh();
     const store = SqliteBackend.open(path, { chunkSamples: 1000, blockSamples: 100 });
-    const rec = await RunRecorder.begin(store, { begin: 0 });
-    await rec.declareActor({ id: 'car', kind: 'vehicle' });
-    await rec.declareStream(stateStream('car'));
+    const rec = await recordingOneCar(store, 0);
     await rec.appendBatch(
       'car/state',
       Array.from({ length: 1000 }, (_, i) => crashSample(i)),
@@ -288,9 +289,7 @@ describe('columnar recording', () => {
 
   it('an undeclared field that turns from numbers to strings keeps every value when the tail blocks are sealed as they are', async () => {
     const store = SqliteBackend.open(fresh(), { chunkSamples: 200, blockSamples: 64 });
-    const rec = await RunRecorder.begin(store, { begin: 0 });
-    await rec.declareActor({ id: 'car', kind: 'vehicle' });
-    await rec.declareStream(stateStream('car'));
+    const rec = await recordingOneCar(store, 0);
     const sent: Sample[] = [];
     for (let commit = 0; commit < 6; commit++) {
       const batch: Sample[] = [];
@@ -414,9 +413,7 @@ describe('declarations', () => {
 
   it('one that cannot be stored fails the recording, as a failed commit does', async () => {
     const store = await openStore(fresh());
-    const rec = await RunRecorder.begin(store, { begin: 0 });
-    await rec.declareActor({ id: 'car', kind: 'vehicle' });
-    await rec.declareStream(stateStream('car'));
+    const rec = await recordingOneCar(store, 0);
     await rec.append('car/state', { t: 0, step: 0, x: 1, y: 2, yaw: 0 });
     assert.equal(await store.deleteRun(rec.id), true);
     const declared = rec.declareActors([{ id: 'bus', kind: 'vehicle' }]);
@@ -427,21 +424,51 @@ describe('declarations', () => {
   });
 });
 
+describe('presence with samples', () => {
+  it('is written in the same transaction as the samples it came with: both kept, or neither', async () => {
+    const store = SqliteBackend.open(fresh());
+    const rec = await recordingOneCar(store, 0);
+    const batch = (t: number): ColumnAppend['batch'] => ({
+      t: new Float64Array([t]),
+      step: new Float64Array([t / 10]),
+      columns: { x: new Float64Array([1]), y: new Float64Array([2]), yaw: new Float64Array([0]) },
+    });
+    await store.appendColumns(
+      rec.id,
+      [{ stream: 'car/state', batch: batch(0) }],
+      [{ actor: 'car', intervals: [{ from: 0, to: 10 }] }],
+    );
+    const [car] = await store.listActors(rec.id);
+    assert.deepEqual(car!.presence, [{ from: 0, to: 10 }]);
+    // Presence of an actor the run does not have: the transaction fails whole, its samples with it.
+    await assert.rejects(
+      store.appendColumns(
+        rec.id,
+        [{ stream: 'car/state', batch: batch(20) }],
+        [{ actor: 'ghost', intervals: [{ from: 0, to: null }] }],
+      ),
+      /run \d+ has no actor "ghost"/,
+    );
+    const [state] = await store.listStreams(rec.id);
+    assert.equal(state!.samples, 1, 'the samples of the failed transaction are not kept');
+    await rec.end('completed');
+    await store.close();
+  });
+});
+
 describe('group commit', () => {
   it('appends that arrive while a commit is being made durable share the next commit, and each resolves once durable', async () => {
     const store = SqliteBackend.open(fresh());
-    const rec = await RunRecorder.begin(store, { begin: 0 });
-    await rec.declareActor({ id: 'car', kind: 'vehicle' });
-    await rec.declareStream(stateStream('car'));
+    const rec = await recordingOneCar(store, 0);
     // The store's first commit is held until the test lets it go: a commit as slow as a busy disk's.
     const commits: number[] = [];
     let release!: () => void;
     const held = new Promise<void>((resolve) => (release = resolve));
     const appendColumns = store.appendColumns.bind(store);
-    store.appendColumns = async (run, appends) => {
+    store.appendColumns = async (run, appends, presence) => {
       commits.push(appends.reduce((n, a) => n + a.batch.t.length, 0));
       if (commits.length === 1) await held;
-      return appendColumns(run, appends);
+      return appendColumns(run, appends, presence);
     };
     const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
     const durable: boolean[] = [];
@@ -473,9 +500,7 @@ describe('sealing', () => {
   it('small commits end as sealed chunks of about chunkSamples, and a crashed run is sealed when closed', async () => {
     const path = fresh();
     const store = SqliteBackend.open(path, { chunkSamples: 200, blockSamples: 64 });
-    const rec = await RunRecorder.begin(store, { begin: 0 });
-    await rec.declareActor({ id: 'car', kind: 'vehicle' });
-    await rec.declareStream(stateStream('car'));
+    const rec = await recordingOneCar(store, 0);
     for (let i = 0; i < 1000; i++) await rec.append('car/state', crashSample(i));
     await rec.end('completed');
     const dead = await RunRecorder.begin(

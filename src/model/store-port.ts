@@ -105,8 +105,10 @@ export interface StoreBackend {
   /**
    * Appends columns to several streams in one atomic, durable write. Samples are in time order and
    * already validated (model/columns.ts); the backend may keep the arrays until the promise settles.
+   * `presence`: actors' presence changed with these samples (a vehicle that left), kept as putPresence
+   * keeps it: in the same transaction where the backend has one, else right after the samples.
    */
-  appendColumns(run: number, appends: ColumnAppend[]): Promise<void>;
+  appendColumns(run: number, appends: ColumnAppend[], presence?: ActorPresence[]): Promise<void>;
   /**
    * Writes a derived stream whole (metrics computed after the run, by `simrec eval` say), replacing
    * any earlier version of it, in one atomic, durable write. Unlike appends it is allowed on a closed

@@ -662,10 +662,10 @@ export class RunRecorder {
     const committed = this.commitChain.then(async () => {
       if (this.failure) return group.reject(this.failure);
       try {
-        if (appends.length) await this.store.appendColumns(this.run.id, appends);
-        // After the samples: a crash between the two leaves samples with the presence before them, which
-        // scenes then judge by the staleness rule, never presence that samples contradict.
-        if (presence.length) await this.store.putPresence(this.run.id, presence);
+        // Presence changed with these samples goes with them (in the same transaction where the store
+        // has one); alone, it is written as it is.
+        if (appends.length) await this.store.appendColumns(this.run.id, appends, presence);
+        else if (presence.length) await this.store.putPresence(this.run.id, presence);
         if (batchEnd !== null && (this.lastDurableT === null || batchEnd > this.lastDurableT))
           this.lastDurableT = batchEnd;
         group.resolve();

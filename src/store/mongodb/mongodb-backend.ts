@@ -383,7 +383,7 @@ export class MongoBackend implements StoreBackend {
    * Each append is its stream's chunks as they are (a document per commit and stream, in the chunk
    * format of every backend); there are no tails to seal, the server being a round trip away.
    */
-  async appendColumns(run: number, appends: ColumnAppend[]): Promise<void> {
+  async appendColumns(run: number, appends: ColumnAppend[], presence?: ActorPresence[]): Promise<void> {
     const state = await this.runs().findOne({ _id: run }, { projection: { state: 1 } });
     if (!state || state.state !== 'recording') throw await this.runStateError(run);
     const docs: ChunkDoc[] = [];
@@ -429,6 +429,9 @@ export class MongoBackend implements StoreBackend {
         cause: error,
       });
     }
+    // After the samples (no transaction spans both without a replica set): a crash between the two
+    // leaves samples with the presence before them, which scenes judge by the staleness rule.
+    if (presence?.length) await this.putPresence(run, presence);
   }
 
   async putDerivedStream(run: number, schema: StreamSchema, samples: Sample[]): Promise<void> {

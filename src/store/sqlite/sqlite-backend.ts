@@ -416,9 +416,11 @@ export class SqliteBackend implements StoreBackend {
 
   // ---- samples -------------------------------------------------------------------------------------
 
-  async appendColumns(run: number, appends: ColumnAppend[]): Promise<void> {
+  async appendColumns(run: number, appends: ColumnAppend[], presence?: ActorPresence[]): Promise<void> {
     try {
-      await this.writer.append(run, appends);
+      // Presence goes with the samples into the writer thread's transaction: one fsync, off this
+      // thread, and never samples durable without the leave that came with them.
+      await this.writer.append(run, appends, presence);
     } finally {
       // The writer committed on its own connection: what this one cached of the run is stale.
       this.forgetRun(run);

@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 import type { ColumnBatch } from '../../model/columns.js';
 import { notFound, SimrecError } from '../../model/errors.js';
-import type { EndReason } from '../../model/run.js';
+import type { ActorPresence, EndReason } from '../../model/run.js';
 import type { InferredField, StreamSchema } from '../../model/stream.js';
 import { openChunk, type ChunkView } from '../common/chunk-reader.js';
 import { StreamTail, type StreamTailOptions } from '../common/stream-tail.js';
@@ -57,8 +57,15 @@ export class SqliteChunkWriter {
     return s;
   }
 
-  /** Appends to several streams of a run in one durable transaction. */
-  append(run: number, appends: readonly ColumnAppendWithKey[]): void {
+  /**
+   * Appends to several streams of a run in one durable transaction, with the presence of actors that
+   * changed with them (written as putPresence writes it).
+   */
+  append(
+    run: number,
+    appends: readonly ColumnAppendWithKey[],
+    presence: readonly ActorPresence[] = [],
+  ): void {
     const touched: TailEntry[] = [];
     try {
       this.db
@@ -82,6 +89,12 @@ export class SqliteChunkWriter {
             counters.run(entry.key, n, batch.t[0]!, batch.t[n - 1]!);
             if (extrasChanged) this.saveExtras(entry.key, entry.tail.extraFields);
             if (entry.tail.dueForSeal) this.due.add(entry);
+          }
+          if (presence.length) {
+            const update = this.stmt('UPDATE actors SET presence = ? WHERE run_id = ? AND id = ?');
+            for (const p of presence)
+              if (update.run(JSON.stringify(p.intervals), run, p.actor).changes === 0)
+                throw notFound(`run ${run} has no actor ${JSON.stringify(p.actor)}`);
           }
         })
         .immediate();

@@ -2,7 +2,7 @@ import { Worker } from 'node:worker_threads';
 import type Database from 'better-sqlite3';
 import type { ColumnBatch } from '../../model/columns.js';
 import { SimrecError, type ErrorCode } from '../../model/errors.js';
-import type { EndReason } from '../../model/run.js';
+import type { ActorPresence, EndReason } from '../../model/run.js';
 import { packBatches, type WireBatches } from '../common/column-wire.js';
 import type { StreamTailOptions } from '../common/stream-tail.js';
 import { SqliteChunkWriter } from './sqlite-chunk-writer.js';
@@ -15,7 +15,7 @@ export interface WriterThreadConfig {
 }
 
 type WriterRequestBody =
-  | { op: 'append'; run: number; batches: WireBatches }
+  | { op: 'append'; run: number; batches: WireBatches; presence?: ActorPresence[] }
   | { op: 'end'; run: number; end: number; reason: EndReason }
   | { op: 'forget'; run: number }
   | { op: 'close' };
@@ -37,7 +37,11 @@ export function configureConnection(db: Database.Database, durability: 'full' | 
 export interface ChunkWriterPort {
   /** A run is about to record: get ready to write (start the thread) while the caller declares. */
   prepare(): void;
-  append(run: number, appends: readonly { stream: string; batch: ColumnBatch }[]): Promise<void>;
+  append(
+    run: number,
+    appends: readonly { stream: string; batch: ColumnBatch }[],
+    presence?: readonly ActorPresence[],
+  ): Promise<void>;
   endRun(run: number, end: number, reason: EndReason): Promise<void>;
   forgetRun(run: number): void;
   close(): Promise<void>;
@@ -113,9 +117,16 @@ export class WriterThread implements ChunkWriterPort {
     });
   }
 
-  append(run: number, appends: readonly { stream: string; batch: ColumnBatch }[]): Promise<void> {
+  append(
+    run: number,
+    appends: readonly { stream: string; batch: ColumnBatch }[],
+    presence?: readonly ActorPresence[],
+  ): Promise<void> {
     const batches = packBatches(appends);
-    return this.request({ op: 'append', run, batches }, [batches.arena.buffer as ArrayBuffer]);
+    return this.request(
+      { op: 'append', run, batches, ...(presence?.length ? { presence: [...presence] } : {}) },
+      [batches.arena.buffer as ArrayBuffer],
+    );
   }
 
   endRun(run: number, end: number, reason: EndReason): Promise<void> {
@@ -142,8 +153,12 @@ export class InlineWriter implements ChunkWriterPort {
     this.writer = writer;
   }
   prepare(): void {}
-  async append(run: number, appends: readonly { stream: string; batch: ColumnBatch }[]): Promise<void> {
-    this.writer.append(run, appends);
+  async append(
+    run: number,
+    appends: readonly { stream: string; batch: ColumnBatch }[],
+    presence?: readonly ActorPresence[],
+  ): Promise<void> {
+    this.writer.append(run, appends, presence);
     // No thread to seal in the background: seal now, after the commit.
     while (this.writer.sealDue());
   }

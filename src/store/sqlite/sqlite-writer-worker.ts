@@ -48,7 +48,7 @@ parentPort!.on('message', (request: WriterRequest) => {
   try {
     switch (request.op) {
       case 'append':
-        writer.append(request.run, unpackBatches(request.batches));
+        writer.append(request.run, unpackBatches(request.batches), request.presence);
         break;
       case 'end':
         writer.endRun(request.run, request.end, request.reason);
