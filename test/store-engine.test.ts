@@ -10,6 +10,7 @@ import { after, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import { SimrecError } from '../src/model/errors.js';
 import { ParsedChunk } from '../src/store/common/chunk-format.js';
+import { LruCache } from '../src/store/common/lru-cache.js';
 import type { FrameInput } from '../src/model/columns.js';
 import type { ColumnAppend, StoreBackend } from '../src/model/store-port.js';
 import { stateStream } from '../src/model/standard-streams.js';
@@ -727,5 +728,57 @@ describe('reading scenes', () => {
       [1, 1],
     );
     await other.close();
+  });
+});
+
+describe('caches of decoded data', () => {
+  it('are bounded by the bytes they hold: entries weighed, the least recently used out first', () => {
+    const cache = new LruCache<string, number[]>(25, (v) => v.length);
+    cache.set('a', new Array(10).fill(0));
+    cache.set('b', new Array(10).fill(0));
+    assert.equal(cache.weight, 20);
+    cache.get('a'); // used: b goes first
+    cache.set('c', new Array(10).fill(0));
+    assert.deepEqual(
+      [cache.get('a') !== undefined, cache.get('b') !== undefined, cache.get('c') !== undefined],
+      [true, false, true],
+    );
+    assert.equal(cache.weight, 20);
+    cache.set('a', new Array(3).fill(0)); // replaced: its new weight counts
+    assert.equal(cache.weight, 13);
+    cache.delete('c');
+    assert.equal(cache.weight, 3);
+    cache.set('huge', new Array(40).fill(0)); // heavier than the whole capacity: kept, alone
+    assert.equal(cache.size, 1);
+    assert.equal(cache.weight, 40);
+  });
+
+  it('a store whose cache holds less than a chunk reads every scene and trajectory right', async () => {
+    const path = fresh();
+    const writing = SqliteBackend.open(path, { chunkSamples: 200, blockSamples: 64 });
+    const rec = await recordingOneCar(writing, 0);
+    for (let step = 0; step < 1000; step++) {
+      rec.appendFrame('state', {
+        t: step * 10_000,
+        step,
+        actors: ['car'],
+        columns: { x: [step * step], y: [1], yaw: [0] },
+      });
+      if ((step + 1) % 50 === 0) await rec.flush();
+    }
+    await rec.end('completed');
+    await writing.close();
+    const store = SqliteBackend.open(path, { cacheBytes: 4096, readonly: true });
+    for (const step of [10, 990, 500, 11, 49, 50, 51, 700, 10, 199, 200, 201, 999, 0]) {
+      const scene = await sceneAt(store, 1, { t: step * 10_000 + 5_000, interpolate: true });
+      const expected = step === 999 ? step * step : (step * step + (step + 1) * (step + 1)) / 2;
+      assert.equal(scene.actors[0]!.x, expected, `x between steps ${step} and ${step + 1}`);
+    }
+    const trajectory = await trajectoryColumns(store, 1, { actor: 'car' });
+    assert.deepEqual(
+      Array.from(trajectory.columns.x as Float64Array),
+      Array.from({ length: 1000 }, (_, step) => step * step),
+    );
+    await store.close();
   });
 });

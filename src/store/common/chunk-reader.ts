@@ -115,10 +115,16 @@ export class ChunkCache<Id> {
    */
   private readonly touchedOfStream = new LruCache<string, Id[]>(16_384);
 
-  constructor(options: { chunks?: number; blocks?: number; wholeChunks?: number } = {}) {
+  /**
+   * Bounds: opened chunks by number (each holds its stored bytes, about 64 KB sealed), decoded data by
+   * its bytes: blocks decoded alone, 64 MiB by default, chunks decoded whole, 256 MiB (a 200-actor run
+   * of 100 s at 100 Hz is about 160 MiB decoded). A count of decoded chunks bounded a server's memory
+   * by the width of the runs it served rather than by what it can spare.
+   */
+  constructor(options: { chunks?: number; blockBytes?: number; wholeBytes?: number } = {}) {
     this.chunks = new LruCache(options.chunks ?? 2048);
-    this.blocks = new LruCache(options.blocks ?? 8192);
-    this.wholes = new LruCache(options.wholeChunks ?? 2048);
+    this.blocks = new LruCache(options.blockBytes ?? 64 * 2 ** 20, batchBytes);
+    this.wholes = new LruCache(options.wholeBytes ?? 256 * 2 ** 20, batchBytes);
   }
 
   chunk(id: Id, load: () => ChunkView | undefined): ChunkView | undefined {
@@ -225,6 +231,16 @@ export class ChunkCache<Id> {
     this.browsed.clear();
     this.touchedOfStream.clear();
   }
+}
+
+/** About what a decoded batch holds in memory: its numbers, and a reference per value of other columns. */
+export function batchBytes(batch: ColumnBatch): number {
+  let bytes = batch.t.byteLength + batch.step.byteLength;
+  for (const name in batch.columns) {
+    const values = batch.columns[name]!;
+    bytes += values instanceof Float64Array ? values.byteLength : values.length * 8;
+  }
+  return bytes;
 }
 
 /** Index of the last ref that begins at or before t, or -1. */

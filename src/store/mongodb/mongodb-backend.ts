@@ -129,7 +129,8 @@ const bytes = (b: Binary): Uint8Array => new Uint8Array(b.buffer.buffer, b.buffe
 
 export interface MongoStoreOptions {
   chunkSamples?: number;
-  cacheBlocks?: number;
+  /** Bytes of decoded chunks kept in memory for queries (256 MiB by default; see ChunkCache). */
+  cacheBytes?: number;
 }
 
 export class MongoBackend implements StoreBackend {
@@ -151,7 +152,7 @@ export class MongoBackend implements StoreBackend {
       ...DEFAULT_TAIL_OPTIONS,
       ...(options.chunkSamples ? { chunkSamples: options.chunkSamples } : {}),
     };
-    this.cache = new ChunkCache(options.cacheBlocks ? { blocks: options.cacheBlocks } : {});
+    this.cache = new ChunkCache(options.cacheBytes ? { wholeBytes: options.cacheBytes } : {});
     this.scenarios = scenarioCatalog(this.scenarioRows());
     this.vehicles = vehicleCatalog(this.vehicleRows());
   }

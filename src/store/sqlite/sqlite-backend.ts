@@ -62,8 +62,8 @@ export interface SqliteStoreOptions {
   chunkSamples?: number;
   /** Most samples in a block, the unit a scene decodes. */
   blockSamples?: number;
-  /** Decoded blocks kept in memory for queries. */
-  cacheBlocks?: number;
+  /** Bytes of decoded chunks kept in memory for queries (256 MiB by default; see ChunkCache). */
+  cacheBytes?: number;
   /**
    * Encode and write chunks on a worker thread (the default), so that the appending thread only
    * appends; `false` writes them on the caller's thread (simpler to debug, and what tests of the
@@ -125,7 +125,7 @@ export class SqliteBackend implements StoreBackend {
       ...(options.chunkSamples ? { chunkSamples: options.chunkSamples } : {}),
       ...(options.blockSamples ? { maxBlockRows: options.blockSamples } : {}),
     };
-    this.cache = new ChunkCache(options.cacheBlocks ? { blocks: options.cacheBlocks } : {});
+    this.cache = new ChunkCache(options.cacheBytes ? { wholeBytes: options.cacheBytes } : {});
     this.writer =
       options.writerThread === false || options.readonly
         ? new InlineWriter(new SqliteChunkWriter(db, path, this.tailOptions, options.durability))
