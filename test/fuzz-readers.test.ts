@@ -112,6 +112,26 @@ async function importedOrRefused(
   }
 }
 
+/**
+ * 150 damaged copies (seeded): `importDamaged` damages a copy as `damage` says and imports it; each
+ * import is checked by importedOrRefused and counted.
+ */
+async function damagedImports<T>(
+  store: StoreBackend,
+  damage: fc.Arbitrary<T>,
+  importDamaged: (damage: T) => Promise<unknown>,
+): Promise<{ imported: number; refused: number }> {
+  const counts = { imported: 0, refused: 0 };
+  await fc.assert(
+    fc.asyncProperty(damage, async (d) => {
+      counts[await importedOrRefused(store, () => importDamaged(d))]++;
+      return true;
+    }),
+    { seed: SEED, numRuns: 150 },
+  );
+  return counts;
+}
+
 describe('fuzzing the readers (seeded)', () => {
   it('store chunks: 3,000 damaged blocks and frames (checksums put right) are read or refused as corrupt', () => {
     // Checksums catch every mutation; below them, the parser and the decoders themselves are fuzzed.
@@ -407,23 +427,16 @@ describe('fuzzing the readers (seeded)', () => {
       `episode_00000/measurements.lmdb/${LMDB_DATA_FILE}`,
     ];
     const originals = files.map((f) => readFileSync(join(source, f)));
-    let refused = 0;
-    let imported = 0;
-    await fc.assert(
-      fc.asyncProperty(
-        fc.nat(files.length - 1),
-        fc.array(mutation(4096), { minLength: 1, maxLength: 3 }),
-        async (which, mutations) => {
-          const copy = join(dir.path, 'didrive-copy');
-          rmSync(copy, { recursive: true, force: true });
-          cpSync(source, copy, { recursive: true });
-          writeFileSync(join(copy, files[which]!), mutate(originals[which]!, mutations));
-          if ((await importedOrRefused(store, () => importDidrive(store, copy))) === 'imported') imported++;
-          else refused++;
-          return true;
-        },
-      ),
-      { seed: SEED, numRuns: 150 },
+    const { imported, refused } = await damagedImports(
+      store,
+      fc.tuple(fc.nat(files.length - 1), fc.array(mutation(4096), { minLength: 1, maxLength: 3 })),
+      async ([which, mutations]) => {
+        const copy = join(dir.path, 'didrive-copy');
+        rmSync(copy, { recursive: true, force: true });
+        cpSync(source, copy, { recursive: true });
+        writeFileSync(join(copy, files[which]!), mutate(originals[which]!, mutations));
+        await importDidrive(store, copy);
+      },
     );
     assert.ok(refused > 0 && imported > 0, `both outcomes happen (refused ${refused}, imported ${imported})`);
     assert.deepEqual((await store.checkIntegrity()).problems, []);
@@ -436,21 +449,15 @@ describe('fuzzing the readers (seeded)', () => {
     const source = join(dir.path, 'limsim-source.db');
     await exportLimSim(store, demo.id, source);
     const original = readFileSync(source);
-    let refused = 0;
-    let imported = 0;
-    await fc.assert(
-      fc.asyncProperty(
-        fc.array(mutation(original.length), { minLength: 1, maxLength: 3 }),
-        async (mutations) => {
-          const copy = join(dir.path, 'limsim-copy.db');
-          rmSync(copy, { force: true });
-          writeFileSync(copy, mutate(original, mutations));
-          if ((await importedOrRefused(store, () => importLimSim(store, copy))) === 'imported') imported++;
-          else refused++;
-          return true;
-        },
-      ),
-      { seed: SEED, numRuns: 150 },
+    const { imported, refused } = await damagedImports(
+      store,
+      fc.array(mutation(original.length), { minLength: 1, maxLength: 3 }),
+      async (mutations) => {
+        const copy = join(dir.path, 'limsim-copy.db');
+        rmSync(copy, { force: true });
+        writeFileSync(copy, mutate(original, mutations));
+        await importLimSim(store, copy);
+      },
     );
     assert.ok(refused > 0 && imported > 0, `both outcomes happen (refused ${refused}, imported ${imported})`);
     assert.deepEqual((await store.checkIntegrity()).problems, []);
@@ -463,21 +470,14 @@ describe('fuzzing the readers (seeded)', () => {
     const source = join(dir.path, 'source.mcap');
     await exportRecording(store, 'mcap', [demo.id], source, { settings: { osi: true } });
     const original = readFileSync(source);
-    let refused = 0;
-    let imported = 0;
-    await fc.assert(
-      fc.asyncProperty(
-        fc.array(mutation(original.length), { minLength: 1, maxLength: 3 }),
-        async (mutations) => {
-          const copy = join(dir.path, 'copy.mcap');
-          writeFileSync(copy, mutate(original, mutations));
-          const outcome = await importedOrRefused(store, () => importRecording(store, 'mcap', copy));
-          if (outcome === 'imported') imported++;
-          else refused++;
-          return true;
-        },
-      ),
-      { seed: SEED, numRuns: 150 },
+    const { imported, refused } = await damagedImports(
+      store,
+      fc.array(mutation(original.length), { minLength: 1, maxLength: 3 }),
+      async (mutations) => {
+        const copy = join(dir.path, 'copy.mcap');
+        writeFileSync(copy, mutate(original, mutations));
+        await importRecording(store, 'mcap', copy);
+      },
     );
     // MCAP checks itself (CRCs of chunks, attachments and the summary; lengths and offsets in the
     // indexes), so damage is nearly always found: refused, naming the file, and nothing kept.
@@ -496,27 +496,16 @@ describe('fuzzing the readers (seeded)', () => {
     await exportSoda(store, demo.id, await SodaFolder.openForWrite(source), {});
     const batches = readdirSync(source).find((f) => /^dataset\d+\.json$/.test(f))!;
     const original = readFileSync(join(source, batches));
-    let refused = 0;
-    let imported = 0;
-    await fc.assert(
-      fc.asyncProperty(
-        fc.array(mutation(original.length), { minLength: 1, maxLength: 3 }),
-        async (mutations) => {
-          const copy = join(dir.path, 'soda-copy');
-          rmSync(copy, { recursive: true, force: true });
-          cpSync(source, copy, { recursive: true });
-          writeFileSync(join(copy, batches), mutate(original, mutations));
-          if (
-            (await importedOrRefused(store, async () =>
-              importSoda(store, await SodaFolder.openForRead(copy)),
-            )) === 'imported'
-          )
-            imported++;
-          else refused++;
-          return true;
-        },
-      ),
-      { seed: SEED, numRuns: 150 },
+    const { imported, refused } = await damagedImports(
+      store,
+      fc.array(mutation(original.length), { minLength: 1, maxLength: 3 }),
+      async (mutations) => {
+        const copy = join(dir.path, 'soda-copy');
+        rmSync(copy, { recursive: true, force: true });
+        cpSync(source, copy, { recursive: true });
+        writeFileSync(join(copy, batches), mutate(original, mutations));
+        await importSoda(store, await SodaFolder.openForRead(copy));
+      },
     );
     assert.ok(refused > 0, `damaged files are refused (refused ${refused}, imported ${imported})`);
     assert.deepEqual((await store.checkIntegrity()).problems, []);
