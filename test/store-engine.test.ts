@@ -352,6 +352,66 @@ describe('columnar recording', () => {
     await store.close();
   });
 
+  it('frames whose actors come and go within one commit keep each actor its rows, with rows of other kinds in order', async () => {
+    const store = await openStore(fresh());
+    const rec = await RunRecorder.begin(store, { begin: 0 });
+    const ids = ['a', 'b', 'c', 'd'];
+    await rec.declareActors(ids.map((id) => ({ id, kind: 'vehicle' })));
+    await rec.declareStreams(
+      ids.map((actor) => ({
+        name: 'pose',
+        actor,
+        fields: [
+          { name: 'p', type: 'vec', length: 2 },
+          { name: 'tag', type: 'string', optional: true },
+        ],
+      })),
+    );
+    const frame = (step: number, actors: string[]): FrameInput => ({
+      t: step * 1000,
+      step,
+      actors,
+      columns: {
+        p: Float64Array.from(actors.flatMap((id) => [step, id.charCodeAt(0)])),
+        tag: actors.map((id) => (id === 'b' ? undefined : `${id}${step}`)),
+      },
+    });
+    // No await between them: one commit. b departs, c and d arrive, a leaves and comes back.
+    const appended = [
+      rec.appendFrame('pose', frame(0, ['a', 'b'])),
+      rec.appendFrame('pose', frame(1, ['a', 'b'])),
+      rec.appendFrame('pose', frame(2, ['b', 'c'])),
+      rec.appendFrame('pose', frame(3, ['c', 'a', 'd'])),
+      // A row of another kind for a stream with frames waiting: after them, before the next frame.
+      rec.appendMany([{ stream: 'd/pose', samples: [{ t: 3500, step: 35, p: [-1, -1] }] }]),
+      rec.appendFrame('pose', frame(4, ['a', 'b', 'c', 'd'])),
+      // A row of another kind first, then frames of the same stream.
+      rec.appendMany([{ stream: 'c/pose', samples: [{ t: 4500, step: 45, p: [-2, -2] }] }]),
+      rec.appendFrame('pose', frame(5, ['d', 'c'])),
+    ];
+    await Promise.all(appended);
+    await rec.end('completed');
+    const rows = async (actor: string): Promise<unknown[]> =>
+      (await collect(streamSamples(store, rec.id, `${actor}/pose`))).map((s) => [s.step, s.p, s.tag]);
+    const code = (id: string): number => id.charCodeAt(0);
+    const row = (id: string, step: number): unknown[] => [
+      step,
+      [step, code(id)],
+      id === 'b' ? undefined : `${id}${step}`,
+    ];
+    assert.deepEqual(await rows('a'), [row('a', 0), row('a', 1), row('a', 3), row('a', 4)]);
+    assert.deepEqual(await rows('b'), [row('b', 0), row('b', 1), row('b', 2), row('b', 4)]);
+    assert.deepEqual(await rows('c'), [
+      row('c', 2),
+      row('c', 3),
+      row('c', 4),
+      [45, [-2, -2], undefined],
+      row('c', 5),
+    ]);
+    assert.deepEqual(await rows('d'), [row('d', 3), [35, [-1, -1], undefined], row('d', 4), row('d', 5)]);
+    await store.close();
+  });
+
   it('a bad frame names the actor and field, and nothing of it is kept', async () => {
     const store = await openStore(fresh());
     const rec = await RunRecorder.begin(store, { begin: 0 });

@@ -2,123 +2,260 @@ import type { ColumnBatch, ColumnValues } from '../model/columns.js';
 import type { FieldType } from '../model/stream.js';
 
 /**
- * Frames of one set of actors' streams (their `state`, say) waiting for a commit, kept frame-major: a
- * frame's column is copied in with one `set` of its typed array, whatever the number of actors. At
- * commit the frames are transposed into one batch per actor's stream. Writing each value straight into
+ * Frames of many actors' streams of one kind (their `state`, say) waiting for a commit, kept row by row
+ * in arrival order: a frame's column is copied in with one `set` of its typed array, whatever the number
+ * of actors. At commit the rows are dealt out into one batch per stream. Writing each value straight into
  * its actor's column instead cost a lookup per value, most of the appending thread's time at 200 actors.
+ *
+ * Actors may come and go from one frame to the next (a vehicle departs, another arrives): each stream
+ * has a slot, and a row remembers its slot. The buffer used to hold one fixed set of actors and was
+ * emptied into the streams' builders whenever the set changed, which in the demo's traffic (a departure
+ * or an arrival every few steps) was a transposition of a handful of frames each time: 40% of what
+ * recording cost the simulation.
  */
 export class FrameBuffer {
-  /** The streams, one per actor, in the frames' order. */
-  readonly streams: readonly string[];
+  /** The fields the frames' streams declare (their JSON): one schema per buffer. */
+  readonly signature: string;
+  /** The types of undeclared columns, the same for every frame of the buffer (see `accepts`). */
+  readonly types: Record<string, FieldType> | undefined;
+  private readonly typesKey: string;
+  /** Stream ids by slot, and slots by stream id. */
+  private readonly streamOfSlot: string[] = [];
+  private readonly slotOfStream = new Map<string, number>();
+  /** The last frame's streams and their slots: the next frame usually has the same. */
+  private lastStreams: readonly string[] = [];
+  private lastSlots = new Int32Array(0);
+
   private frames = 0;
+  private rows = 0;
+  /**
+   * Whether every frame so far had the first frame's streams, in its order (a simulator's usual frames):
+   * then row r is slot r % slots, and take() copies each stream's values at a stride, without looking
+   * up each row's slot.
+   */
+  private uniform = true;
   private capacity = 0;
+  private frameT = 0;
+  /** Per row: its stream's slot, its time and step. */
+  private slot = new Int32Array(0);
   private t = new Float64Array(0);
   private step = new Float64Array(0);
+  /** Numeric and vec columns, `capacity * width` long; rows without a value are NaN. */
   private readonly numbers = new Map<string, { values: Float64Array; width: number }>();
-  private readonly lists = new Map<string, unknown[][]>();
-  private readonly types: Record<string, FieldType> | undefined;
-  private expected = 16;
+  /** Other columns; rows past a list's end have no value. */
+  private readonly lists = new Map<string, unknown[]>();
+  /** Rows the last commit held: the next one starts at that capacity instead of growing to it again. */
+  private expected = 256;
 
-  constructor(streams: readonly string[], types?: Record<string, FieldType>) {
-    this.streams = streams;
+  constructor(signature: string, types?: Record<string, FieldType>) {
+    this.signature = signature;
     this.types = types;
+    this.typesKey = typesKey(types);
   }
 
+  /** Frames waiting. */
   get length(): number {
     return this.frames;
   }
 
+  /** The last frame's time, null when empty. */
   get lastT(): number | null {
-    return this.frames ? this.t[this.frames - 1]! : null;
+    return this.frames ? this.frameT : null;
   }
 
-  /** Whether a frame of these streams (same actors, same order) can join this buffer. */
-  matches(streams: readonly string[]): boolean {
-    if (streams.length !== this.streams.length) return false;
-    for (let i = 0; i < streams.length; i++) if (streams[i] !== this.streams[i]) return false;
-    return true;
+  /** Whether rows of `stream` are waiting. */
+  holds(stream: string): boolean {
+    return this.slotOfStream.has(stream);
   }
 
-  private grow(): void {
-    if (this.frames < this.capacity) return;
-    const capacity = Math.max(this.expected, this.capacity * 2);
-    const a = this.streams.length;
+  /** Whether frames whose undeclared columns have these types can join this buffer. */
+  accepts(types: Record<string, FieldType> | undefined): boolean {
+    return typesKey(types) === this.typesKey;
+  }
+
+  private slotsOf(streams: readonly string[]): Int32Array {
+    const last = this.lastStreams;
+    if (last.length === streams.length) {
+      let i = 0;
+      while (i < streams.length && streams[i] === last[i]) i++;
+      if (i === streams.length) return this.lastSlots;
+    }
+    const slots = new Int32Array(streams.length);
+    for (let i = 0; i < streams.length; i++) {
+      const id = streams[i]!;
+      let slot = this.slotOfStream.get(id);
+      if (slot === undefined) {
+        slot = this.streamOfSlot.push(id) - 1;
+        this.slotOfStream.set(id, slot);
+      }
+      slots[i] = slot;
+    }
+    this.lastStreams = streams;
+    this.lastSlots = slots;
+    return slots;
+  }
+
+  private grow(rows: number): void {
+    if (this.rows + rows <= this.capacity) return;
+    const capacity = Math.max(this.expected, this.capacity * 2, this.rows + rows);
+    const slot = new Int32Array(capacity);
+    slot.set(this.slot.subarray(0, this.rows));
+    this.slot = slot;
     const t = new Float64Array(capacity);
-    t.set(this.t.subarray(0, this.frames));
+    t.set(this.t.subarray(0, this.rows));
     this.t = t;
     const step = new Float64Array(capacity);
-    step.set(this.step.subarray(0, this.frames));
+    step.set(this.step.subarray(0, this.rows));
     this.step = step;
     for (const column of this.numbers.values()) {
-      const values = new Float64Array(capacity * a * column.width).fill(NaN);
-      values.set(column.values.subarray(0, this.frames * a * column.width));
+      const values = new Float64Array(capacity * column.width).fill(NaN);
+      values.set(column.values.subarray(0, this.rows * column.width));
       column.values = values;
     }
     this.capacity = capacity;
   }
 
-  /** Appends one validated frame (model/columns.ts: one value, or `width` numbers, per actor). */
-  append(t: number, step: number, columns: Record<string, ColumnValues>): void {
-    this.grow();
-    const f = this.frames;
-    const a = this.streams.length;
-    this.t[f] = t;
-    this.step[f] = step;
+  /**
+   * Appends one validated frame (model/columns.ts: one value, or `width` numbers, per stream) of the
+   * streams `streams`, in their order. The caller keeps `streams` unchanged afterwards.
+   */
+  append(t: number, step: number, streams: readonly string[], columns: Record<string, ColumnValues>): void {
+    const n = streams.length;
+    this.grow(n);
+    const at = this.rows;
+    const previous = this.lastSlots;
+    const slots = this.slotsOf(streams);
+    // The first frame's streams take slots 0, 1, 2... unless one of them comes twice.
+    if (this.frames === 0) this.uniform = this.streamOfSlot.length === n;
+    else if (slots !== previous) this.uniform = false;
+    this.slot.set(slots, at);
+    this.t.fill(t, at, at + n);
+    this.step.fill(step, at, at + n);
     for (const name in columns) {
       const values = columns[name]!;
       if (values instanceof Float64Array) {
         let column = this.numbers.get(name);
         if (!column) {
           column = {
-            values: new Float64Array(this.capacity * values.length).fill(NaN),
-            width: values.length / a,
+            values: new Float64Array(this.capacity * (values.length / n)).fill(NaN),
+            width: values.length / n,
           };
           this.numbers.set(name, column);
         }
-        column.values.set(values, f * a * column.width);
+        column.values.set(values, at * column.width);
       } else {
         let list = this.lists.get(name);
         if (!list) this.lists.set(name, (list = []));
-        while (list.length < f) list.push(new Array<unknown>(a));
-        list.push(values as unknown[]);
+        while (list.length < at) list.push(undefined);
+        for (let i = 0; i < n; i++) list.push(values[i]);
       }
     }
+    this.rows += n;
     this.frames++;
+    this.frameT = t;
   }
 
-  /** One batch per stream (transposed), and the buffer empty again. */
+  /** One batch per stream with rows waiting, in slot order, and the buffer empty again. */
   take(): { stream: string; batch: ColumnBatch }[] {
-    const frames = this.frames;
-    const a = this.streams.length;
-    const out: { stream: string; batch: ColumnBatch }[] = [];
-    const t = this.t.slice(0, frames);
-    const step = this.step.slice(0, frames);
-    for (let i = 0; i < a; i++) {
-      const columns: Record<string, ColumnValues> = {};
-      for (const [name, { values, width }] of this.numbers) {
-        const column = new Float64Array(frames * width);
-        if (width === 1) for (let f = 0; f < frames; f++) column[f] = values[f * a + i]!;
-        else
-          for (let f = 0; f < frames; f++)
-            for (let k = 0; k < width; k++) column[f * width + k] = values[(f * a + i) * width + k]!;
-        columns[name] = column;
-      }
-      for (const [name, list] of this.lists) {
-        const column = new Array<unknown>(frames);
-        for (let f = 0; f < frames; f++) column[f] = list[f]?.[i];
-        columns[name] = column;
-      }
-      const batch: ColumnBatch = { t, step, columns };
-      if (this.types) batch.types = this.types;
-      out.push({ stream: this.streams[i]!, batch });
-    }
-    this.expected = Math.max(16, frames);
+    const out = this.uniform ? this.takeUniform() : this.takeRows();
+    this.expected = Math.max(256, this.rows);
     this.frames = 0;
+    this.rows = 0;
     this.capacity = 0;
+    this.slot = new Int32Array(0);
     this.t = new Float64Array(0);
     this.step = new Float64Array(0);
     this.numbers.clear();
     this.lists.clear();
+    // Slots start afresh with each commit: the actors of a long run come and go by the thousand.
+    this.streamOfSlot.length = 0;
+    this.slotOfStream.clear();
+    this.lastStreams = [];
+    this.lastSlots = new Int32Array(0);
+    return out;
+  }
+
+  /** Every frame had the same streams: stream s's rows are s, s + slots, s + 2 slots... */
+  private takeUniform(): { stream: string; batch: ColumnBatch }[] {
+    const frames = this.frames;
+    const a = this.streamOfSlot.length;
+    const out: { stream: string; batch: ColumnBatch }[] = new Array(a);
+    for (let s = 0; s < a; s++) {
+      const t = new Float64Array(frames);
+      const step = new Float64Array(frames);
+      for (let f = 0; f < frames; f++) {
+        t[f] = this.t[f * a + s]!;
+        step[f] = this.step[f * a + s]!;
+      }
+      const columns: Record<string, ColumnValues> = {};
+      for (const [name, { values, width }] of this.numbers) {
+        const column = new Float64Array(frames * width);
+        if (width === 1) for (let f = 0; f < frames; f++) column[f] = values[f * a + s]!;
+        else
+          for (let f = 0; f < frames; f++)
+            for (let k = 0; k < width; k++) column[f * width + k] = values[(f * a + s) * width + k]!;
+        columns[name] = column;
+      }
+      for (const [name, list] of this.lists) {
+        const column = new Array<unknown>(frames);
+        for (let f = 0; f < frames; f++) column[f] = list[f * a + s];
+        columns[name] = column;
+      }
+      const batch: ColumnBatch = { t, step, columns };
+      if (this.types) batch.types = this.types;
+      out[s] = { stream: this.streamOfSlot[s]!, batch };
+    }
+    return out;
+  }
+
+  /** Frames of changing streams: each row goes to its slot's batch. */
+  private takeRows(): { stream: string; batch: ColumnBatch }[] {
+    const rows = this.rows;
+    const slots = this.streamOfSlot.length;
+    // Where each row goes: its slot's batch, at the count of that slot's rows before it.
+    const counts = new Int32Array(slots);
+    const position = new Int32Array(rows);
+    for (let r = 0; r < rows; r++) position[r] = counts[this.slot[r]!]!++;
+    const batches: (ColumnBatch | undefined)[] = new Array(slots);
+    for (let s = 0; s < slots; s++) {
+      const n = counts[s]!;
+      if (n === 0) continue;
+      const batch: ColumnBatch = { t: new Float64Array(n), step: new Float64Array(n), columns: {} };
+      if (this.types) batch.types = this.types;
+      batches[s] = batch;
+    }
+    for (let r = 0; r < rows; r++) {
+      const batch = batches[this.slot[r]!]!;
+      batch.t[position[r]!] = this.t[r]!;
+      batch.step[position[r]!] = this.step[r]!;
+    }
+    for (const [name, { values, width }] of this.numbers) {
+      for (let s = 0; s < slots; s++) {
+        const batch = batches[s];
+        if (batch) batch.columns[name] = new Float64Array(counts[s]! * width);
+      }
+      for (let r = 0; r < rows; r++) {
+        const column = batches[this.slot[r]!]!.columns[name] as Float64Array;
+        if (width === 1) column[position[r]!] = values[r]!;
+        else column.set(values.subarray(r * width, (r + 1) * width), position[r]! * width);
+      }
+    }
+    for (const [name, list] of this.lists) {
+      for (let s = 0; s < slots; s++) {
+        const batch = batches[s];
+        if (batch) batch.columns[name] = new Array<unknown>(counts[s]!);
+      }
+      for (let r = 0; r < rows; r++)
+        (batches[this.slot[r]!]!.columns[name] as unknown[])[position[r]!] = list[r];
+    }
+    const out: { stream: string; batch: ColumnBatch }[] = [];
+    for (let s = 0; s < slots; s++) {
+      const batch = batches[s];
+      if (batch) out.push({ stream: this.streamOfSlot[s]!, batch });
+    }
     return out;
   }
 }
+
+const typesKey = (types: Record<string, FieldType> | undefined): string =>
+  types ? JSON.stringify(Object.entries(types).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : '';

@@ -147,7 +147,6 @@ export class RunRecorder {
   private readonly pending = new Map<StreamState, ColumnBuilder>();
   /** Frames of the last appendFrame's actors, kept frame-major until the commit (frame-buffer.ts). */
   private frames: FrameBuffer | null = null;
-  private readonly framed = new Set<StreamState>();
   private pendingCount = 0;
   private group: CommitGroup | null = null;
   /** Cancels the scheduled commit, if one is scheduled. */
@@ -391,11 +390,17 @@ export class RunRecorder {
         );
       states[i] = state;
     }
-    this.lastFrame = { name, actors: actors.slice(), states };
+    this.lastFrame = { name, actors: actors.slice(), states, ids: states.map((s) => s.schema.id) };
     return states;
   }
 
-  private lastFrame: { name: string; actors: readonly string[]; states: StreamState[] } | null = null;
+  private lastFrame: {
+    name: string;
+    actors: readonly string[];
+    states: StreamState[];
+    /** The states' stream ids, which the frame buffer keeps as they are. */
+    ids: readonly string[];
+  } | null = null;
 
   /**
    * Appends one step of many actors' streams named `name` (their `state`, say): each column holds one
@@ -430,7 +435,12 @@ export class RunRecorder {
       null,
       (i, ti) => `stream ${states[i]!.schema.id} sample at t=${ti}`,
     );
-    const recorded = states.filter((state) => state.actor === null || state.actor.record);
+    let recorded = states;
+    let ids = this.lastFrame!.ids;
+    if (!states.every((state) => state.actor === null || state.actor.record)) {
+      recorded = states.filter((state) => state.actor === null || state.actor.record);
+      ids = recorded.map((s) => s.schema.id);
+    }
     for (const state of states) state.lastT = frame.t;
     if (recorded.length === 0) return Promise.resolve();
     for (const state of recorded) if (state.actor !== null) this.sawActor(state.actor.id, frame.t);
@@ -449,13 +459,12 @@ export class RunRecorder {
         } else columns[name] = keep.map((i) => v[i]);
       }
     }
-    const ids = recorded.map((s) => s.schema.id);
-    if (!this.frames?.matches(ids)) {
+    const signature = states[0]!.signature;
+    if (!this.frames || this.frames.signature !== signature || !this.frames.accepts(batch.types)) {
       this.drainFrames();
-      this.frames = new FrameBuffer(ids, batch.types);
-      for (const s of recorded) this.framed.add(s);
+      this.frames = new FrameBuffer(signature, batch.types);
     }
-    this.frames.append(frame.t, frame.step, columns);
+    this.frames.append(frame.t, frame.step, ids, columns);
     this.pendingCount += recorded.length;
     if (this.lastSampleT === null || frame.t > this.lastSampleT) this.lastSampleT = frame.t;
     return this.joinCommit();
@@ -464,9 +473,7 @@ export class RunRecorder {
   /** Moves buffered frames into the streams' builders, so that rows of other kinds follow them in order. */
   private drainFrames(): void {
     const frames = this.frames;
-    if (!frames) return;
-    this.frames = null;
-    this.framed.clear();
+    if (!frames?.length) return;
     for (const { stream, batch } of frames.take())
       this.builderOf(this.streams.get(stream)!).appendBatch(batch);
   }
@@ -544,7 +551,7 @@ export class RunRecorder {
 
   private builderOf(state: StreamState): ColumnBuilder {
     // A stream with frames waiting gets its other rows after them.
-    if (this.framed.has(state)) this.drainFrames();
+    if (this.frames?.holds(state.schema.id)) this.drainFrames();
     let builder = this.pending.get(state);
     if (!builder) this.pending.set(state, (builder = new ColumnBuilder(state.schema.fields)));
     return builder;
@@ -642,14 +649,22 @@ export class RunRecorder {
     const group = this.group;
     const appends: ColumnAppend[] = [];
     let batchEnd: number | null = this.frames?.lastT ?? null;
+    // A stream's frames follow its rows of other kinds (builderOf empties the frames into the builders
+    // before such rows join them), so where a stream has both they go into one batch, builder first.
+    const framed: ColumnAppend[] = [];
+    if (this.frames?.length)
+      for (const a of this.frames.take()) {
+        const builder = this.pending.get(this.streams.get(a.stream)!);
+        if (builder?.length) builder.appendBatch(a.batch);
+        else framed.push(a);
+      }
     for (const [state, builder] of this.pending) {
       if (builder.length === 0) continue;
       const t = builder.lastT!;
       if (batchEnd === null || t > batchEnd) batchEnd = t;
       appends.push({ stream: state.schema.id, batch: builder.take() });
     }
-    // A stream is either in the frame buffer or in a builder this commit (drainFrames keeps it so).
-    if (this.frames?.length) for (const a of this.frames.take()) appends.push(a);
+    for (const a of framed) appends.push(a);
     const presence = [...this.presenceChanged].map((actor) => ({
       actor,
       intervals: this.presence.get(actor)!.map((iv) => ({ ...iv })),
