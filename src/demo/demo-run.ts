@@ -210,8 +210,8 @@ async function driveTraffic(
       streams.push(stateStream(id, { rateHz }));
       if (v.ego) streams.push(controlStream(id, { rateHz }), wheelsStream(id, { rateHz }));
     }
-    await sink.declareActors(decls);
-    await sink.declareStreams(streams);
+    // Known to the recorder at once, stored in order with the samples (RunRecorder.declareActors).
+    await Promise.all([sink.declareActors(decls), sink.declareStreams(streams)]);
   };
   await declareVehicles(sim.vehicles);
 
@@ -220,6 +220,7 @@ async function driveTraffic(
   let participants = sim.vehicles.length;
   let actorSteps = 0;
   let checkpoint: Promise<void> = Promise.resolve();
+  let departures: Promise<void> = Promise.resolve();
   for (let step = 0; step <= steps; step++) {
     const t = begin + Math.round((step / rateHz) * MICROS_PER_SECOND);
     if (step > 0) {
@@ -240,7 +241,9 @@ async function driveTraffic(
       // A vehicle that came and went within one recording interval is never seen.
       const present = departed.filter((v) => sim.vehicles.includes(v));
       participants += present.length;
-      await declareVehicles(present);
+      // Not awaited here: a wait would let the store start a commit at every departure (a commit costs
+      // this thread the same whatever its size). Its failure fails this step's durable promise.
+      departures = declareVehicles(present);
     }
     // Every vehicle's and pedestrian's state as one frame of columns (RunRecorder.appendFrame): no
     // sample object per actor. NaN and undefined mark what an actor does not have (a pedestrian's
@@ -301,7 +304,9 @@ async function driveTraffic(
     const durable = Promise.all([
       sink.appendFrame(STATE_STREAM, { t, step, actors, columns: states }),
       sink.appendMany(frame),
+      departures,
     ]).then(() => {});
+    departures = Promise.resolve();
     const perSecond = Math.max(1, Math.round(rateHz));
     if (step % perSecond === 0) onProgress?.(step / steps);
     // Every ten simulated seconds a checkpoint, to bound what is held in memory: the simulation waits

@@ -197,7 +197,7 @@ function normalizeColumn(
       `stream ${schema.id}: column ${field.name}: expected ${n} values (one per time), got ${values.length}`,
     );
   if (isNumeric(field.type)) {
-    const fast = numericFastPath(field.type, values, n);
+    const fast = numericFastPath(field.type, values, n, field.optional === true);
     if (fast) return fast;
     const out = new Float64Array(n);
     const typed = ArrayBuffer.isView(values);
@@ -251,11 +251,21 @@ function normalizeColumn(
  * returned as it is (whoever keeps the rows copies them: the recorder does, at once). Null when any
  * value needs a look (absent, out of range, another representation): the general path words the error.
  */
-function numericFastPath(type: FieldType, values: ColumnInput, n: number): Float64Array | null {
+function numericFastPath(
+  type: FieldType,
+  values: ColumnInput,
+  n: number,
+  /** NaN (absent) is a valid value: a simulator's frame leaves out what some actors do not have. */
+  optional: boolean,
+): Float64Array | null {
   if (values instanceof Float64Array) {
     switch (type) {
       case 'f64':
-        for (let i = 0; i < n; i++) if (values[i]! - values[i]! !== 0) return null; // NaN or +-Infinity
+        for (let i = 0; i < n; i++) {
+          const v = values[i]!;
+          // NaN or +-Infinity; then NaN where absence is allowed.
+          if (v - v !== 0 && !(optional && v !== v)) return null;
+        }
         return values;
       case 'i64':
         for (let i = 0; i < n; i++) if (!Number.isSafeInteger(values[i])) return null;

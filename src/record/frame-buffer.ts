@@ -211,49 +211,40 @@ export class FrameBuffer {
   /** Frames of changing streams: each row goes to its slot's batch. */
   private takeRows(): { stream: string; batch: ColumnBatch }[] {
     const rows = this.rows;
-    const slots = this.streamOfSlot.length;
-    // Where each row goes: its slot's batch, at the count of that slot's rows before it.
-    const counts = new Int32Array(slots);
+    const slotOf = this.slot;
+    // Where each row goes: its slot's batch, at the count of that slot's rows before it. Every slot
+    // has rows (slots are given to streams as their rows come, afresh with each commit).
+    const counts = new Int32Array(this.streamOfSlot.length);
     const position = new Int32Array(rows);
-    for (let r = 0; r < rows; r++) position[r] = counts[this.slot[r]!]!++;
-    const batches: (ColumnBatch | undefined)[] = new Array(slots);
-    for (let s = 0; s < slots; s++) {
-      const n = counts[s]!;
-      if (n === 0) continue;
-      const batch: ColumnBatch = { t: new Float64Array(n), step: new Float64Array(n), columns: {} };
-      if (this.types) batch.types = this.types;
-      batches[s] = batch;
-    }
-    for (let r = 0; r < rows; r++) {
-      const batch = batches[this.slot[r]!]!;
-      batch.t[position[r]!] = this.t[r]!;
-      batch.step[position[r]!] = this.step[r]!;
-    }
-    for (const [name, { values, width }] of this.numbers) {
-      for (let s = 0; s < slots; s++) {
-        const batch = batches[s];
-        if (batch) batch.columns[name] = new Float64Array(counts[s]! * width);
-      }
+    for (let r = 0; r < rows; r++) position[r] = counts[slotOf[r]!]!++;
+    const deal = (values: Float64Array, width: number): Float64Array[] => {
+      const targets = Array.from(counts, (n) => new Float64Array(n * width));
       for (let r = 0; r < rows; r++) {
-        const column = batches[this.slot[r]!]!.columns[name] as Float64Array;
-        if (width === 1) column[position[r]!] = values[r]!;
-        else column.set(values.subarray(r * width, (r + 1) * width), position[r]! * width);
+        const target = targets[slotOf[r]!]!;
+        if (width === 1) target[position[r]!] = values[r]!;
+        else for (let k = 0; k < width; k++) target[position[r]! * width + k] = values[r * width + k]!;
       }
-    }
-    for (const [name, list] of this.lists) {
-      for (let s = 0; s < slots; s++) {
-        const batch = batches[s];
-        if (batch) batch.columns[name] = new Array<unknown>(counts[s]!);
-      }
-      for (let r = 0; r < rows; r++)
-        (batches[this.slot[r]!]!.columns[name] as unknown[])[position[r]!] = list[r];
-    }
-    const out: { stream: string; batch: ColumnBatch }[] = [];
-    for (let s = 0; s < slots; s++) {
-      const batch = batches[s];
-      if (batch) out.push({ stream: this.streamOfSlot[s]!, batch });
-    }
-    return out;
+      return targets;
+    };
+    const dealList = (values: unknown[]): unknown[][] => {
+      const targets = Array.from(counts, (n) => new Array<unknown>(n));
+      for (let r = 0; r < rows; r++) targets[slotOf[r]!]![position[r]!] = values[r];
+      return targets;
+    };
+    const t = deal(this.t, 1);
+    const step = deal(this.step, 1);
+    const numbers = [...this.numbers].map(
+      ([name, { values, width }]) => [name, deal(values, width)] as const,
+    );
+    const lists = [...this.lists].map(([name, values]) => [name, dealList(values)] as const);
+    return this.streamOfSlot.map((stream, s) => {
+      const columns: Record<string, ColumnValues> = {};
+      for (const [name, dealt] of numbers) columns[name] = dealt[s]!;
+      for (const [name, dealt] of lists) columns[name] = dealt[s]!;
+      const batch: ColumnBatch = { t: t[s]!, step: step[s]!, columns };
+      if (this.types) batch.types = this.types;
+      return { stream, batch };
+    });
   }
 }
 

@@ -113,12 +113,10 @@ export class SqliteBackend implements StoreBackend {
 
   /** Where this store's version keeps the streams' counters (sqlite-schema.ts). */
   private readonly counters: { join: string; columns: string };
-  private readonly durability: 'full' | 'normal';
 
   private constructor(db: Database.Database, path: string, options: SqliteStoreOptions, version: number) {
     this.db = db;
     this.counters = streamCounters(version);
-    this.durability = options.durability ?? 'full';
     this.location = path;
     this.tailOptions = {
       ...DEFAULT_TAIL_OPTIONS,
@@ -286,49 +284,9 @@ export class SqliteBackend implements StoreBackend {
   // ---- actors and streams --------------------------------------------------------------------------
 
   async putActors(run: number, actors: ActorInfo[]): Promise<void> {
-    this.guard(`declaring actors of run ${run}`, () =>
-      this.declaration(() => this.putActorsNow(run, actors)),
-    );
-  }
-
-  private putActorsNow(run: number, actors: ActorInfo[]): void {
-    this.requireRun(run);
+    // On the writer's connection, in order with the samples: this thread never waits for its lock.
+    await this.writer.putActors(run, actors);
     this.lists.delete(run);
-    // The largest order number of the run's actors, asked of SQLite once per run, then kept: asking
-    // at every declaration scanned every actor of the run (a recorder declaring each departure as
-    // it comes spent most of its main thread's store time there).
-    let max = this.maxActorOrd.get(run);
-    if (max === undefined)
-      max = (this.stmt('SELECT COALESCE(MAX(ord), -1) AS ord FROM actors WHERE run_id = ?').get(run) as Row)
-        .ord as number;
-    let ord = max + 1;
-    const upsert = this.stmt(
-      `INSERT INTO actors (run_id, id, ord, kind, source_class, extents, attributes, options, record)
-       VALUES (@run, @id, @ord, @kind, @sourceClass, @extents, @attributes, @options, @record)
-       ON CONFLICT (run_id, id) DO UPDATE SET kind = excluded.kind, source_class = excluded.source_class,
-         extents = excluded.extents, attributes = excluded.attributes, options = excluded.options, record = excluded.record
-       RETURNING ord`,
-    );
-    this.db
-      .transaction(() => {
-        for (const a of actors) {
-          const row = upsert.get({
-            run,
-            id: a.id,
-            ord: ord++,
-            kind: a.kind,
-            sourceClass: a.sourceClass ?? null,
-            extents: a.extents ? json(a.extents) : null,
-            attributes: json(a.attributes),
-            options: json(a.options),
-            record: a.record ? 1 : 0,
-          }) as Row;
-          // A new actor takes the order offered; one declared before keeps its own.
-          max = Math.max(max!, row.ord as number);
-        }
-      })
-      .immediate();
-    this.maxActorOrd.set(run, max);
   }
 
   async putPresence(run: number, presence: ActorPresence[]): Promise<void> {
@@ -375,23 +333,8 @@ export class SqliteBackend implements StoreBackend {
   }
 
   async putStreams(run: number, streams: StreamSchema[]): Promise<void> {
-    this.guard(`declaring streams of run ${run}`, () =>
-      this.declaration(() => this.putStreamsNow(run, streams)),
-    );
-  }
-
-  private putStreamsNow(run: number, streams: StreamSchema[]): void {
-    this.requireRun(run);
+    await this.writer.putStreams(run, streams);
     this.lists.delete(run);
-    const upsert = this.stmt(
-      `INSERT INTO streams (run_id, id, schema) VALUES (?, ?, ?)
-       ON CONFLICT (run_id, id) DO UPDATE SET schema = excluded.schema`,
-    );
-    this.db
-      .transaction(() => {
-        for (const s of streams) upsert.run(run, s.id, json(s));
-      })
-      .immediate();
   }
 
   async listStreams(run: number): Promise<StreamInfo[]> {
@@ -657,24 +600,6 @@ export class SqliteBackend implements StoreBackend {
   // ---- internals -----------------------------------------------------------------------------------
 
   /** SQLite's failures (a full disk, a read-only file) become `io` errors that say what was being done. */
-  /**
-   * Commits a run's declarations (actors, streams) without an fsync of their own. A declaration is
-   * promised declared, not durable (docs/protocol.md: declarations are acknowledged once declared); the
-   * samples that name it come in later commits, which fsync the WAL (one file, written in order) and so
-   * make it durable with them, and a run's end is fsynced too: no sample is ever durable without its
-   * declarations. Measured: a departing vehicle's two fsyncs, actor and stream, were 7% of record sumo
-   * (LimSim's bigInter) and 12% of the demo, while the simulator waited.
-   */
-  private declaration(work: () => void): void {
-    if (this.durability !== 'full') return work();
-    this.db.pragma('synchronous = NORMAL');
-    try {
-      work();
-    } finally {
-      this.db.pragma('synchronous = FULL');
-    }
-  }
-
   private guard<T>(what: string, work: () => T): T {
     try {
       return work();
@@ -810,11 +735,7 @@ export class SqliteBackend implements StoreBackend {
   private forgetRun(run: number): void {
     this.lists.delete(run);
     this.indexes.delete(run);
-    this.maxActorOrd.delete(run);
   }
-
-  /** Each run's largest actor order number, once known (see putActorsNow). */
-  private readonly maxActorOrd = new Map<number, number>();
 
   /** Runs, actors and streams change rarely and are read on every scene: kept until a write. */
   private readonly lists = new Map<number, RunLists>();

@@ -2,7 +2,8 @@ import { Worker } from 'node:worker_threads';
 import type Database from 'better-sqlite3';
 import type { ColumnBatch } from '../../model/columns.js';
 import { SimrecError, type ErrorCode } from '../../model/errors.js';
-import type { ActorPresence, EndReason } from '../../model/run.js';
+import type { ActorInfo, ActorPresence, EndReason } from '../../model/run.js';
+import type { StreamSchema } from '../../model/stream.js';
 import { packBatches, type WireBatches } from '../common/column-wire.js';
 import type { StreamTailOptions } from '../common/stream-tail.js';
 import { SqliteChunkWriter } from './sqlite-chunk-writer.js';
@@ -15,6 +16,8 @@ export interface WriterThreadConfig {
 }
 
 type WriterRequestBody =
+  | { op: 'actors'; run: number; actors: readonly ActorInfo[] }
+  | { op: 'streams'; run: number; streams: readonly StreamSchema[] }
   | { op: 'append'; run: number; batches: WireBatches; presence?: ActorPresence[] }
   | { op: 'end'; run: number; end: number; reason: EndReason }
   | { op: 'forget'; run: number }
@@ -37,6 +40,9 @@ export function configureConnection(db: Database.Database, durability: 'full' | 
 export interface ChunkWriterPort {
   /** A run is about to record: get ready to write (start the thread) while the caller declares. */
   prepare(): void;
+  /** Declarations, in order with the appends (SqliteChunkWriter.putActors, putStreams). */
+  putActors(run: number, actors: readonly ActorInfo[]): Promise<void>;
+  putStreams(run: number, streams: readonly StreamSchema[]): Promise<void>;
   append(
     run: number,
     appends: readonly { stream: string; batch: ColumnBatch }[],
@@ -117,6 +123,14 @@ export class WriterThread implements ChunkWriterPort {
     });
   }
 
+  putActors(run: number, actors: readonly ActorInfo[]): Promise<void> {
+    return this.request({ op: 'actors', run, actors });
+  }
+
+  putStreams(run: number, streams: readonly StreamSchema[]): Promise<void> {
+    return this.request({ op: 'streams', run, streams });
+  }
+
   append(
     run: number,
     appends: readonly { stream: string; batch: ColumnBatch }[],
@@ -153,6 +167,12 @@ export class InlineWriter implements ChunkWriterPort {
     this.writer = writer;
   }
   prepare(): void {}
+  async putActors(run: number, actors: readonly ActorInfo[]): Promise<void> {
+    this.writer.putActors(run, actors);
+  }
+  async putStreams(run: number, streams: readonly StreamSchema[]): Promise<void> {
+    this.writer.putStreams(run, streams);
+  }
   async append(
     run: number,
     appends: readonly { stream: string; batch: ColumnBatch }[],

@@ -47,6 +47,12 @@ parentPort!.on('message', (request: WriterRequest) => {
   let response: WriterResponse;
   try {
     switch (request.op) {
+      case 'actors':
+        writer.putActors(request.run, request.actors);
+        break;
+      case 'streams':
+        writer.putStreams(request.run, request.streams);
+        break;
       case 'append':
         writer.append(request.run, unpackBatches(request.batches), request.presence);
         break;
