@@ -430,6 +430,32 @@ describe('columnar recording', () => {
         }),
       /stream b\/state sample at t=0: field x is required \(f64\) but absent/,
     );
+    // The same in the engine's own form (a Float64Array, which optional fields take as it is).
+    assert.throws(
+      () =>
+        rec.appendFrame('state', {
+          t: 0,
+          step: 0,
+          actors: ['a', 'b'],
+          columns: { x: Float64Array.of(1, NaN), y: Float64Array.of(0, Infinity), yaw: [0, 0] },
+        }),
+      /stream b\/state sample at t=0: field x is required \(f64\) but absent/,
+    );
+    assert.throws(
+      () =>
+        rec.appendFrame('state', {
+          t: 0,
+          step: 0,
+          actors: ['a', 'b'],
+          columns: {
+            x: Float64Array.of(1, 2),
+            y: [0, 0],
+            yaw: [0, 0],
+            speed: Float64Array.of(NaN, -Infinity),
+          },
+        }),
+      /stream b\/state sample at t=0: field speed: expected a finite number \(m\/s\), got -Infinity/,
+    );
     assert.throws(
       () => rec.appendFrame('state', { t: 0, step: 0, actors: ['a', 'zz'], columns: {} }),
       /no declared stream "zz\/state"/,
