@@ -16,8 +16,9 @@ export interface WriterThreadConfig {
 }
 
 type WriterRequestBody =
-  | { op: 'actors'; run: number; actors: readonly ActorInfo[] }
-  | { op: 'streams'; run: number; streams: readonly StreamSchema[] }
+  /** Declarations as JSON text (see WriterThread.putActors). */
+  | { op: 'actors'; run: number; json: string }
+  | { op: 'streams'; run: number; json: string }
   | { op: 'append'; run: number; batches: WireBatches; presence?: ActorPresence[] }
   | { op: 'end'; run: number; end: number; reason: EndReason }
   | { op: 'forget'; run: number }
@@ -123,12 +124,16 @@ export class WriterThread implements ChunkWriterPort {
     });
   }
 
+  /**
+   * Declarations go to the thread as JSON text, which the store keeps anyway: posting a stream's schema
+   * (a score of field objects) as objects costs three times its text (7 us against 2, measured alone).
+   */
   putActors(run: number, actors: readonly ActorInfo[]): Promise<void> {
-    return this.request({ op: 'actors', run, actors });
+    return this.request({ op: 'actors', run, json: JSON.stringify(actors) });
   }
 
   putStreams(run: number, streams: readonly StreamSchema[]): Promise<void> {
-    return this.request({ op: 'streams', run, streams });
+    return this.request({ op: 'streams', run, json: JSON.stringify(streams) });
   }
 
   append(

@@ -5,6 +5,8 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import Database from 'better-sqlite3';
 import { SimrecError } from '../../model/errors.js';
+import type { ActorInfo } from '../../model/run.js';
+import type { StreamSchema } from '../../model/stream.js';
 import { unpackBatches } from '../common/column-wire.js';
 import { SqliteChunkWriter } from './sqlite-chunk-writer.js';
 import {
@@ -48,10 +50,10 @@ parentPort!.on('message', (request: WriterRequest) => {
   try {
     switch (request.op) {
       case 'actors':
-        writer.putActors(request.run, request.actors);
+        writer.putActors(request.run, JSON.parse(request.json) as ActorInfo[]);
         break;
       case 'streams':
-        writer.putStreams(request.run, request.streams);
+        writer.putStreams(request.run, JSON.parse(request.json) as StreamSchema[]);
         break;
       case 'append':
         writer.append(request.run, unpackBatches(request.batches), request.presence);
