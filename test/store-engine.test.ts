@@ -498,6 +498,53 @@ describe('declarations', () => {
     await store.close();
   });
 
+  it('made while the writer thread starts and after it: one order of actors, both refused for a missing run', async () => {
+    const store = SqliteBackend.open(fresh());
+    const writer = (store as unknown as { writer: { ready: boolean } }).writer;
+    const rec = await RunRecorder.begin(store, { begin: 0 });
+    // Right after begin the thread is still loading: these are written on the caller's connection.
+    assert.equal(writer.ready, false, 'the thread is not ready yet');
+    await rec.declareActors([
+      { id: 'first', kind: 'vehicle' },
+      { id: 'second', kind: 'vehicle' },
+    ]);
+    await rec.declareStreams([stateStream('first')]);
+    await rec.append('first/state', { t: 0, step: 0, x: 1, y: 2, yaw: 0 });
+    assert.equal(writer.ready, true, 'the thread answered a commit');
+    // Now on the thread's connection: new actors come after the earlier ones, one redeclared keeps its place.
+    await rec.declareActors([{ id: 'third', kind: 'vehicle' }]);
+    await store.putActors(rec.id, [{ id: 'first', kind: 'ego', record: true, attributes: {}, options: {} }]);
+    await rec.declareStreams([stateStream('third')]);
+    await rec.append('third/state', { t: 10, step: 1, x: 1, y: 2, yaw: 0 });
+    assert.deepEqual(
+      (await store.listActors(rec.id)).map((a) => [a.id, a.kind]),
+      [
+        ['first', 'ego'],
+        ['second', 'vehicle'],
+        ['third', 'vehicle'],
+      ],
+    );
+    assert.deepEqual(
+      (await store.listStreams(rec.id)).map((s) => [s.id, s.samples]),
+      [
+        ['first/state', 1],
+        ['third/state', 1],
+      ],
+    );
+    await rec.end('completed');
+    await assert.rejects(
+      store.putActors(999, [{ id: 'x', kind: 'vehicle', record: true, attributes: {}, options: {} }]),
+      /run 999 does not exist/,
+    );
+    const early = SqliteBackend.open(fresh());
+    await assert.rejects(
+      early.putStreams(999, [{ ...stateStream('x'), id: 'x/state', actor: 'x' } as never]),
+      /run 999 does not exist/,
+    );
+    await early.close();
+    await store.close();
+  });
+
   it('one that cannot be stored fails the recording, as a failed commit does', async () => {
     const store = await openStore(fresh());
     const rec = await recordingOneCar(store, 0);

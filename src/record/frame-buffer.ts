@@ -11,7 +11,8 @@ import type { FieldType } from '../model/stream.js';
  * has a slot, and a row remembers its slot. The buffer used to hold one fixed set of actors and was
  * emptied into the streams' builders whenever the set changed, which in the demo's traffic (a departure
  * or an arrival every few steps) was a transposition of a handful of frames each time: 40% of what
- * recording cost the simulation.
+ * recording cost the simulation. While every frame has the same streams (a simulator's usual frames)
+ * nothing is kept per row: row r is slot r % slots, and all streams share one array of times.
  */
 export class FrameBuffer {
   /** The fields the frames' streams declare (their JSON): one schema per buffer. */
@@ -26,26 +27,28 @@ export class FrameBuffer {
   private lastStreams: readonly string[] = [];
   private lastSlots = new Int32Array(0);
 
+  /** Per frame: its time, step and first row. */
   private frames = 0;
-  private rows = 0;
+  private frameCapacity = 0;
+  private frameT = new Float64Array(0);
+  private frameStep = new Float64Array(0);
+  private frameRow = new Int32Array(0);
   /**
-   * Whether every frame so far had the first frame's streams, in its order (a simulator's usual frames):
-   * then row r is slot r % slots, and take() copies each stream's values at a stride, without looking
-   * up each row's slot.
+   * Whether every frame so far had the first frame's streams, in its order. Until it stops being so,
+   * `slot` is not written (row r is slot r % slots).
    */
   private uniform = true;
+  /** Per row: its stream's slot (once frames differ). */
+  private rows = 0;
   private capacity = 0;
-  private frameT = 0;
-  /** Per row: its stream's slot, its time and step. */
   private slot = new Int32Array(0);
-  private t = new Float64Array(0);
-  private step = new Float64Array(0);
   /** Numeric and vec columns, `capacity * width` long; rows without a value are NaN. */
   private readonly numbers = new Map<string, { values: Float64Array; width: number }>();
   /** Other columns; rows past a list's end have no value. */
   private readonly lists = new Map<string, unknown[]>();
-  /** Rows the last commit held: the next one starts at that capacity instead of growing to it again. */
-  private expected = 256;
+  /** Rows and frames the last commit held: the next starts at that capacity instead of growing to it. */
+  private expectedRows = 256;
+  private expectedFrames = 16;
 
   constructor(signature: string, types?: Record<string, FieldType>) {
     this.signature = signature;
@@ -60,7 +63,7 @@ export class FrameBuffer {
 
   /** The last frame's time, null when empty. */
   get lastT(): number | null {
-    return this.frames ? this.frameT : null;
+    return this.frames ? this.frameT[this.frames - 1]! : null;
   }
 
   /** Whether rows of `stream` are waiting. */
@@ -73,8 +76,10 @@ export class FrameBuffer {
     return typesKey(types) === this.typesKey;
   }
 
+  /** The slots of a frame's streams; the same array as the last frame's when its streams are the same. */
   private slotsOf(streams: readonly string[]): Int32Array {
     const last = this.lastStreams;
+    if (streams === last) return this.lastSlots;
     if (last.length === streams.length) {
       let i = 0;
       while (i < streams.length && streams[i] === last[i]) i++;
@@ -95,18 +100,28 @@ export class FrameBuffer {
     return slots;
   }
 
-  private grow(rows: number): void {
+  private growFrames(): void {
+    if (this.frames < this.frameCapacity) return;
+    const capacity = Math.max(this.expectedFrames, this.frameCapacity * 2);
+    const grown = <T extends Float64Array | Int32Array>(old: T, make: (n: number) => T): T => {
+      const array = make(capacity);
+      array.set(old.subarray(0, this.frames));
+      return array;
+    };
+    this.frameT = grown(this.frameT, (n) => new Float64Array(n));
+    this.frameStep = grown(this.frameStep, (n) => new Float64Array(n));
+    this.frameRow = grown(this.frameRow, (n) => new Int32Array(n));
+    this.frameCapacity = capacity;
+  }
+
+  private growRows(rows: number): void {
     if (this.rows + rows <= this.capacity) return;
-    const capacity = Math.max(this.expected, this.capacity * 2, this.rows + rows);
-    const slot = new Int32Array(capacity);
-    slot.set(this.slot.subarray(0, this.rows));
-    this.slot = slot;
-    const t = new Float64Array(capacity);
-    t.set(this.t.subarray(0, this.rows));
-    this.t = t;
-    const step = new Float64Array(capacity);
-    step.set(this.step.subarray(0, this.rows));
-    this.step = step;
+    const capacity = Math.max(this.expectedRows, this.capacity * 2, this.rows + rows);
+    if (!this.uniform) {
+      const slot = new Int32Array(capacity);
+      slot.set(this.slot.subarray(0, this.rows));
+      this.slot = slot;
+    }
     for (const column of this.numbers.values()) {
       const values = new Float64Array(capacity * column.width).fill(NaN);
       values.set(column.values.subarray(0, this.rows * column.width));
@@ -115,31 +130,41 @@ export class FrameBuffer {
     this.capacity = capacity;
   }
 
+  /** Frames stop being alike: the rows so far get the slots they had implicitly (of `slots` streams). */
+  private keepSlotsPerRow(slots: number): void {
+    this.uniform = false;
+    this.slot = new Int32Array(this.capacity);
+    for (let r = 0; r < this.rows; r++) this.slot[r] = r % slots;
+  }
+
   /**
    * Appends one validated frame (model/columns.ts: one value, or `width` numbers, per stream) of the
    * streams `streams`, in their order. The caller keeps `streams` unchanged afterwards.
    */
   append(t: number, step: number, streams: readonly string[], columns: Record<string, ColumnValues>): void {
     const n = streams.length;
-    this.grow(n);
-    const at = this.rows;
     const previous = this.lastSlots;
+    const known = this.streamOfSlot.length;
     const slots = this.slotsOf(streams);
-    // The first frame's streams take slots 0, 1, 2... unless one of them comes twice.
-    if (this.frames === 0) this.uniform = this.streamOfSlot.length === n;
-    else if (slots !== previous) this.uniform = false;
-    this.slot.set(slots, at);
-    this.t.fill(t, at, at + n);
-    this.step.fill(step, at, at + n);
+    // Alike: the first frame's streams took slots 0, 1, 2... (none came twice), and every frame since
+    // had the same streams.
+    const alike = this.frames === 0 ? known === 0 && this.streamOfSlot.length === n : slots === previous;
+    if (this.uniform && !alike) this.keepSlotsPerRow(known);
+    this.growFrames();
+    this.growRows(n);
+    const at = this.rows;
+    const f = this.frames;
+    this.frameT[f] = t;
+    this.frameStep[f] = step;
+    this.frameRow[f] = at;
+    if (!this.uniform) this.slot.set(slots, at);
     for (const name in columns) {
       const values = columns[name]!;
       if (values instanceof Float64Array) {
         let column = this.numbers.get(name);
         if (!column) {
-          column = {
-            values: new Float64Array(this.capacity * (values.length / n)).fill(NaN),
-            width: values.length / n,
-          };
+          const width = values.length / n;
+          column = { values: new Float64Array(this.capacity * width).fill(NaN), width };
           this.numbers.set(name, column);
         }
         column.values.set(values, at * column.width);
@@ -152,19 +177,22 @@ export class FrameBuffer {
     }
     this.rows += n;
     this.frames++;
-    this.frameT = t;
   }
 
   /** One batch per stream with rows waiting, in slot order, and the buffer empty again. */
   take(): { stream: string; batch: ColumnBatch }[] {
     const out = this.uniform ? this.takeUniform() : this.takeRows();
-    this.expected = Math.max(256, this.rows);
+    this.expectedRows = Math.max(256, this.rows);
+    this.expectedFrames = Math.max(16, this.frames);
     this.frames = 0;
+    this.frameCapacity = 0;
+    this.frameT = new Float64Array(0);
+    this.frameStep = new Float64Array(0);
+    this.frameRow = new Int32Array(0);
+    this.uniform = true;
     this.rows = 0;
     this.capacity = 0;
     this.slot = new Int32Array(0);
-    this.t = new Float64Array(0);
-    this.step = new Float64Array(0);
     this.numbers.clear();
     this.lists.clear();
     // Slots start afresh with each commit: the actors of a long run come and go by the thousand.
@@ -179,14 +207,11 @@ export class FrameBuffer {
   private takeUniform(): { stream: string; batch: ColumnBatch }[] {
     const frames = this.frames;
     const a = this.streamOfSlot.length;
+    // One array of times and one of steps, shared by every stream's batch (they are only read).
+    const t = this.frameT.slice(0, frames);
+    const step = this.frameStep.slice(0, frames);
     const out: { stream: string; batch: ColumnBatch }[] = new Array(a);
     for (let s = 0; s < a; s++) {
-      const t = new Float64Array(frames);
-      const step = new Float64Array(frames);
-      for (let f = 0; f < frames; f++) {
-        t[f] = this.t[f * a + s]!;
-        step[f] = this.step[f * a + s]!;
-      }
       const columns: Record<string, ColumnValues> = {};
       for (const [name, { values, width }] of this.numbers) {
         const column = new Float64Array(frames * width);
@@ -231,8 +256,16 @@ export class FrameBuffer {
       for (let r = 0; r < rows; r++) targets[slotOf[r]!]![position[r]!] = values[r];
       return targets;
     };
-    const t = deal(this.t, 1);
-    const step = deal(this.step, 1);
+    // Each row's time and step, from its frame's.
+    const rowT = new Float64Array(rows);
+    const rowStep = new Float64Array(rows);
+    for (let f = 0; f < this.frames; f++) {
+      const end = f + 1 < this.frames ? this.frameRow[f + 1]! : rows;
+      rowT.fill(this.frameT[f]!, this.frameRow[f]!, end);
+      rowStep.fill(this.frameStep[f]!, this.frameRow[f]!, end);
+    }
+    const t = deal(rowT, 1);
+    const step = deal(rowStep, 1);
     const numbers = [...this.numbers].map(
       ([name, { values, width }]) => [name, deal(values, width)] as const,
     );

@@ -127,12 +127,10 @@ export class SqliteBackend implements StoreBackend {
     this.writer =
       options.writerThread === false || options.readonly
         ? new InlineWriter(new SqliteChunkWriter(db, path, this.tailOptions, options.durability))
-        : new WriterThread({
-            path,
-            location: path,
-            durability: options.durability ?? 'full',
-            tail: this.tailOptions,
-          });
+        : new WriterThread(
+            { path, location: path, durability: options.durability ?? 'full', tail: this.tailOptions },
+            new SqliteChunkWriter(db, path, this.tailOptions, options.durability),
+          );
     this.scenarios = scenarioCatalog(this.scenarioRows());
     this.vehicles = vehicleCatalog(this.vehicleRows());
   }

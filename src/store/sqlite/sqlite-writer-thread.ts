@@ -26,9 +26,10 @@ type WriterRequestBody =
 
 export type WriterRequest = { id: number } & WriterRequestBody;
 
-export type WriterResponse = { id: number } & (
-  { ok: true } | { ok: false; code: ErrorCode; message: string }
-);
+export type WriterResponse =
+  | ({ id: number } & ({ ok: true } | { ok: false; code: ErrorCode; message: string }))
+  /** Sent once, when the thread has opened its connection and takes requests. */
+  | { ready: true };
 
 /** The pragmas every connection to a store runs with, the writer thread's included. */
 export function configureConnection(db: Database.Database, durability: 'full' | 'normal'): void {
@@ -66,9 +67,19 @@ export class WriterThread implements ChunkWriterPort {
   private nextId = 1;
   private readonly waiting = new Map<number, { resolve(): void; reject(e: unknown): void }>();
   private failure: Error | null = null;
+  /** Whether the thread has started and takes requests. */
+  private ready = false;
+  /**
+   * Writes declarations on the caller's connection until the thread is ready. A thread takes 30 to 50
+   * ms to start (its modules, its connection); a recorder's first declarations, sent to it, waited for
+   * that, a fifth of a 3,000-step ingest benchmark's in-process recording. Before the thread is ready
+   * it has written nothing, so nothing it was asked to write can come after what is written here.
+   */
+  private readonly meanwhile: SqliteChunkWriter;
 
-  constructor(config: WriterThreadConfig) {
+  constructor(config: WriterThreadConfig, meanwhile: SqliteChunkWriter) {
     this.config = config;
+    this.meanwhile = meanwhile;
   }
 
   prepare(): void {
@@ -84,6 +95,10 @@ export class WriterThread implements ChunkWriterPort {
       workerData: this.config,
     });
     worker.on('message', (response: WriterResponse) => {
+      if ('ready' in response) {
+        this.ready = true;
+        return;
+      }
       const pending = this.waiting.get(response.id);
       if (!pending) return;
       this.waiting.delete(response.id);
@@ -102,11 +117,13 @@ export class WriterThread implements ChunkWriterPort {
       for (const pending of this.waiting.values()) pending.reject(this.failure);
       this.waiting.clear();
       this.worker = null;
+      this.ready = false;
     };
     worker.on('error', fail);
     worker.on('exit', (code) => {
       if (this.waiting.size > 0) fail(new Error(`exited with code ${code}`));
       this.worker = null;
+      this.ready = false;
     });
     worker.unref();
     this.worker = worker;
@@ -129,11 +146,20 @@ export class WriterThread implements ChunkWriterPort {
    * (a score of field objects) as objects costs three times its text (7 us against 2, measured alone).
    */
   putActors(run: number, actors: readonly ActorInfo[]): Promise<void> {
+    if (!this.ready) return this.declareMeanwhile(run, (w) => w.putActors(run, actors));
     return this.request({ op: 'actors', run, json: JSON.stringify(actors) });
   }
 
   putStreams(run: number, streams: readonly StreamSchema[]): Promise<void> {
+    if (!this.ready) return this.declareMeanwhile(run, (w) => w.putStreams(run, streams));
     return this.request({ op: 'streams', run, json: JSON.stringify(streams) });
+  }
+
+  private async declareMeanwhile(run: number, write: (writer: SqliteChunkWriter) => void): Promise<void> {
+    if (this.failure) throw this.failure;
+    // What it knew of the run's actors may be stale: the thread declares once it is ready.
+    this.meanwhile.forgetRun(run);
+    write(this.meanwhile);
   }
 
   append(

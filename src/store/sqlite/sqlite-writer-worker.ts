@@ -81,3 +81,4 @@ parentPort!.on('message', (request: WriterRequest) => {
   parentPort!.postMessage(response);
   if (request.op !== 'close') sealInBackground();
 });
+parentPort!.postMessage({ ready: true } satisfies WriterResponse);
