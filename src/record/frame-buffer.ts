@@ -179,9 +179,79 @@ export class FrameBuffer {
     this.frames++;
   }
 
-  /** One batch per stream with rows waiting, in slot order, and the buffer empty again. */
+  /**
+   * One batch per stream with rows waiting, in slot order, and the buffer empty again. Each column is
+   * gathered stream by stream into one array, and a stream's batch holds views of it: a typed array
+   * per stream and column was, at 55 to 200 actors, the most of what a commit cost the appending thread
+   * (allocations, and their garbage).
+   */
   take(): { stream: string; batch: ColumnBatch }[] {
-    const out = this.uniform ? this.takeUniform() : this.takeRows();
+    const slots = this.streamOfSlot.length;
+    // Stream s's rows are rows[start[s]] .. rows[start[s + 1] - 1], in order.
+    const start = new Int32Array(slots + 1);
+    let rows: Int32Array;
+    if (this.uniform) {
+      const frames = this.frames;
+      rows = new Int32Array(this.rows);
+      for (let s = 0, i = 0; s < slots; s++) {
+        start[s] = i;
+        for (let f = 0; f < frames; f++) rows[i++] = f * slots + s;
+      }
+      start[slots] = this.rows;
+    } else rows = this.rowsBySlot(start);
+    const t = this.gatherTimes(this.frameT, rows);
+    const step = this.gatherTimes(this.frameStep, rows);
+    const numbers = [...this.numbers].map(([name, { values, width }]) => {
+      const gathered = new Float64Array(rows.length * width);
+      if (width === 1) for (let i = 0; i < rows.length; i++) gathered[i] = values[rows[i]!]!;
+      else
+        for (let i = 0; i < rows.length; i++)
+          for (let k = 0; k < width; k++) gathered[i * width + k] = values[rows[i]! * width + k]!;
+      return { name, gathered, width };
+    });
+    const lists = [...this.lists].map(([name, values]) => {
+      const gathered = new Array<unknown>(rows.length);
+      for (let i = 0; i < rows.length; i++) gathered[i] = values[rows[i]!];
+      return { name, gathered };
+    });
+    const out = this.streamOfSlot.map((stream, s) => {
+      const from = start[s]!;
+      const to = start[s + 1]!;
+      const columns: Record<string, ColumnValues> = {};
+      for (const { name, gathered, width } of numbers)
+        columns[name] = gathered.subarray(from * width, to * width);
+      for (const { name, gathered } of lists) columns[name] = gathered.slice(from, to);
+      const batch: ColumnBatch = { t: t.subarray(from, to), step: step.subarray(from, to), columns };
+      if (this.types) batch.types = this.types;
+      return { stream, batch };
+    });
+    this.reset();
+    return out;
+  }
+
+  /** Rows grouped by slot, each slot's in order; `start` gets where each slot's rows begin. */
+  private rowsBySlot(start: Int32Array): Int32Array {
+    const slots = this.streamOfSlot.length;
+    const count = new Int32Array(slots);
+    for (let r = 0; r < this.rows; r++) count[this.slot[r]!]!++;
+    for (let s = 0; s < slots; s++) start[s + 1] = start[s]! + count[s]!;
+    const next = start.slice(0, slots);
+    const rows = new Int32Array(this.rows);
+    for (let r = 0; r < this.rows; r++) rows[next[this.slot[r]!]!++] = r;
+    return rows;
+  }
+
+  /** Each of `rows`' time (or step), from its frame's. */
+  private gatherTimes(perFrame: Float64Array, rows: Int32Array): Float64Array {
+    const perRow = new Float64Array(this.rows);
+    for (let f = 0; f < this.frames; f++)
+      perRow.fill(perFrame[f]!, this.frameRow[f]!, f + 1 < this.frames ? this.frameRow[f + 1]! : this.rows);
+    const out = new Float64Array(rows.length);
+    for (let i = 0; i < rows.length; i++) out[i] = perRow[rows[i]!]!;
+    return out;
+  }
+
+  private reset(): void {
     this.expectedRows = Math.max(256, this.rows);
     this.expectedFrames = Math.max(16, this.frames);
     this.frames = 0;
@@ -200,84 +270,6 @@ export class FrameBuffer {
     this.slotOfStream.clear();
     this.lastStreams = [];
     this.lastSlots = new Int32Array(0);
-    return out;
-  }
-
-  /** Every frame had the same streams: stream s's rows are s, s + slots, s + 2 slots... */
-  private takeUniform(): { stream: string; batch: ColumnBatch }[] {
-    const frames = this.frames;
-    const a = this.streamOfSlot.length;
-    // One array of times and one of steps, shared by every stream's batch (they are only read).
-    const t = this.frameT.slice(0, frames);
-    const step = this.frameStep.slice(0, frames);
-    const out: { stream: string; batch: ColumnBatch }[] = new Array(a);
-    for (let s = 0; s < a; s++) {
-      const columns: Record<string, ColumnValues> = {};
-      for (const [name, { values, width }] of this.numbers) {
-        const column = new Float64Array(frames * width);
-        if (width === 1) for (let f = 0; f < frames; f++) column[f] = values[f * a + s]!;
-        else
-          for (let f = 0; f < frames; f++)
-            for (let k = 0; k < width; k++) column[f * width + k] = values[(f * a + s) * width + k]!;
-        columns[name] = column;
-      }
-      for (const [name, list] of this.lists) {
-        const column = new Array<unknown>(frames);
-        for (let f = 0; f < frames; f++) column[f] = list[f * a + s];
-        columns[name] = column;
-      }
-      const batch: ColumnBatch = { t, step, columns };
-      if (this.types) batch.types = this.types;
-      out[s] = { stream: this.streamOfSlot[s]!, batch };
-    }
-    return out;
-  }
-
-  /** Frames of changing streams: each row goes to its slot's batch. */
-  private takeRows(): { stream: string; batch: ColumnBatch }[] {
-    const rows = this.rows;
-    const slotOf = this.slot;
-    // Where each row goes: its slot's batch, at the count of that slot's rows before it. Every slot
-    // has rows (slots are given to streams as their rows come, afresh with each commit).
-    const counts = new Int32Array(this.streamOfSlot.length);
-    const position = new Int32Array(rows);
-    for (let r = 0; r < rows; r++) position[r] = counts[slotOf[r]!]!++;
-    const deal = (values: Float64Array, width: number): Float64Array[] => {
-      const targets = Array.from(counts, (n) => new Float64Array(n * width));
-      for (let r = 0; r < rows; r++) {
-        const target = targets[slotOf[r]!]!;
-        if (width === 1) target[position[r]!] = values[r]!;
-        else for (let k = 0; k < width; k++) target[position[r]! * width + k] = values[r * width + k]!;
-      }
-      return targets;
-    };
-    const dealList = (values: unknown[]): unknown[][] => {
-      const targets = Array.from(counts, (n) => new Array<unknown>(n));
-      for (let r = 0; r < rows; r++) targets[slotOf[r]!]![position[r]!] = values[r];
-      return targets;
-    };
-    // Each row's time and step, from its frame's.
-    const rowT = new Float64Array(rows);
-    const rowStep = new Float64Array(rows);
-    for (let f = 0; f < this.frames; f++) {
-      const end = f + 1 < this.frames ? this.frameRow[f + 1]! : rows;
-      rowT.fill(this.frameT[f]!, this.frameRow[f]!, end);
-      rowStep.fill(this.frameStep[f]!, this.frameRow[f]!, end);
-    }
-    const t = deal(rowT, 1);
-    const step = deal(rowStep, 1);
-    const numbers = [...this.numbers].map(
-      ([name, { values, width }]) => [name, deal(values, width)] as const,
-    );
-    const lists = [...this.lists].map(([name, values]) => [name, dealList(values)] as const);
-    return this.streamOfSlot.map((stream, s) => {
-      const columns: Record<string, ColumnValues> = {};
-      for (const [name, dealt] of numbers) columns[name] = dealt[s]!;
-      for (const [name, dealt] of lists) columns[name] = dealt[s]!;
-      const batch: ColumnBatch = { t: t[s]!, step: step[s]!, columns };
-      if (this.types) batch.types = this.types;
-      return { stream, batch };
-    });
   }
 }
 
