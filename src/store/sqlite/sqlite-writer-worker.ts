@@ -45,7 +45,8 @@ function sealInBackground(): void {
   });
 }
 
-parentPort!.on('message', (request: WriterRequest) => {
+/** One request, done; its answer. */
+function handle(request: WriterRequest): WriterResponse {
   let response: WriterResponse;
   try {
     switch (request.op) {
@@ -78,7 +79,14 @@ parentPort!.on('message', (request: WriterRequest) => {
       message: error instanceof SimrecError ? e.message : `${config.location}: ${e.message}`,
     };
   }
-  parentPort!.postMessage(response);
-  if (request.op !== 'close') sealInBackground();
+  return response;
+}
+
+// The requests of one turn of the appending thread come as one message (WriterThread.send), in order.
+parentPort!.on('message', (requests: WriterRequest[]) => {
+  const responses = requests.map(handle);
+  parentPort!.postMessage(responses);
+  if (!requests.some((r) => r.op === 'close')) sealInBackground();
 });
-parentPort!.postMessage({ ready: true } satisfies WriterResponse);
+// Says it takes requests (the appending thread declares on its own connection until then).
+parentPort!.postMessage({ ready: true });
