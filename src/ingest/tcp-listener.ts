@@ -32,11 +32,23 @@ export async function listenTcp(
       // What it left unread will never be read: drop it with the socket now.
       socket.destroy();
     });
+    // Answers sent in one tick (the acks of one commit, each message's) leave in one write, not a
+    // system call each: the socket is corked until the next tick.
+    let corked = false;
+    const uncork = (): void => {
+      corked = false;
+      socket.uncork();
+    };
     const connection: IngestConnection = {
       send: (message) => {
         if (closing || !socket.writable) return;
         const frame = encodeFrame(message);
         flow.queued(frame.length);
+        if (!corked) {
+          corked = true;
+          socket.cork();
+          process.nextTick(uncork);
+        }
         socket.write(frame, () => flow.written(frame.length));
       },
       close: () => {
