@@ -188,8 +188,8 @@ describe('chunk format: every bit back', () => {
     const words = new Uint32Array(2 * 4096);
     for (let i = 0; i < words.length; i++) words[i] = next() * 2 + (next() & 1);
     const values = new Float64Array(words.buffer).map((v) => (Number.isFinite(v) ? v : 1.5));
-    const { predictor, bytes } = packFloat64(values);
-    assertSameFloats(unpackFloat64(bytes, values.length, predictor), values, 'random doubles');
+    const { packing, bytes } = packFloat64(values);
+    assertSameFloats(unpackFloat64(bytes, values.length, packing), values, 'random doubles');
     const ints = Float64Array.from(
       { length: 1000 },
       (_, i) => 1_750_000_000_000_000 + i * 10_000 + (i % 7) * 3,
@@ -200,6 +200,31 @@ describe('chunk format: every bit back', () => {
       null,
       'a delta past 32 bits falls back to floats',
     );
+  });
+
+  it('noise about zero is packed with residuals rotated (the sign bit at the bottom), bit for bit, in fewer bytes', () => {
+    let seed = 777;
+    const next = (): number => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    const noise = Float64Array.from({ length: 256 }, () => (next() - 0.5) * 3);
+    const packed = packFloat64(noise);
+    assert.equal(packed.packing.rotated, true, 'an acceleration-like column is rotated');
+    assertSameFloats(unpackFloat64(packed.bytes, noise.length, packed.packing), noise, 'noise');
+    // The same values packed straight: every residual whose sign differs costs 64 bits.
+    const straight = packFloat64(Float64Array.from(noise, (v) => Math.abs(v) + 10));
+    assert.equal(straight.packing.rotated, false, 'a column of one sign is not');
+    assert.ok(
+      packed.bytes.byteLength < 7.4 * noise.length,
+      `${packed.bytes.byteLength} bytes for 256 values`,
+    );
+    // The hard doubles through every packing.
+    const edges = HARD_DOUBLES;
+    const values = Float64Array.from([...noise.subarray(0, 10), ...edges, ...[...edges].reverse(), ...noise]);
+    for (const predictor of ['linear', 'previous'] as const)
+      for (const rotated of [false, true]) {
+        const packing = { predictor, rotated };
+        const { bytes } = packFloat64(values, packing);
+        assertSameFloats(unpackFloat64(bytes, values.length, packing), values, `${predictor} ${rotated}`);
+      }
   });
 
   it('f32 fields keep float32 values exactly, in under half the bytes of f64', () => {

@@ -5,6 +5,7 @@ import { FIELD_TYPES, type FieldType } from '../../model/stream.js';
 import {
   packFloat32,
   packFloat64,
+  type FloatPacking,
   packIntegers,
   unpackFloat32,
   unpackFloat64,
@@ -62,6 +63,9 @@ const CODEC = {
   arithmetic: 14,
   /** Float64 values as they are, 8 bytes each (tail blocks of simrec before 2026-11; see BlockPacking). */
   raw: 15,
+  /** floatLinear and floatPrevious with residuals rotated (bit-codec.ts FloatPacking.rotated). */
+  floatLinearRotated: 16,
+  floatPreviousRotated: 17,
 } as const;
 
 /**
@@ -70,6 +74,11 @@ const CODEC = {
  * run that did not end, are read and packed again when sealed. Written only by tests of that.
  */
 export type BlockPacking = 'packed' | 'raw';
+
+const LINEAR: FloatPacking = { predictor: 'linear', rotated: false };
+const PREVIOUS: FloatPacking = { predictor: 'previous', rotated: false };
+const LINEAR_ROTATED: FloatPacking = { predictor: 'linear', rotated: true };
+const PREVIOUS_ROTATED: FloatPacking = { predictor: 'previous', rotated: true };
 
 /** Bit 7 of the codec byte: a presence bitmap precedes the values. */
 const FLAG_PRESENCE = 0x80;
@@ -222,8 +231,16 @@ function writeFloatRecord(
       new Uint8Array(values.buffer, values.byteOffset, values.byteLength),
     );
   if (isConstant(values)) return writeConstant(out, index, presence, values[0]!);
-  const { predictor, bytes } = packFloat64(values);
-  writeRecord(out, index, predictor === 'linear' ? CODEC.floatLinear : CODEC.floatPrevious, presence, bytes);
+  const { packing, bytes } = packFloat64(values);
+  const codec =
+    packing.predictor === 'linear'
+      ? packing.rotated
+        ? CODEC.floatLinearRotated
+        : CODEC.floatLinear
+      : packing.rotated
+        ? CODEC.floatPreviousRotated
+        : CODEC.floatPrevious;
+  writeRecord(out, index, codec, presence, bytes);
 }
 
 function writeColumnRecord(
@@ -805,9 +822,13 @@ function decodeNumbers(
       return (target ?? new Float64Array(n)).fill(readFloat64(payload));
     }
     case CODEC.floatLinear:
-      return unpackFloat64(aligned(payload), n, 'linear', target);
+      return unpackFloat64(aligned(payload), n, LINEAR, target);
     case CODEC.floatPrevious:
-      return unpackFloat64(aligned(payload), n, 'previous', target);
+      return unpackFloat64(aligned(payload), n, PREVIOUS, target);
+    case CODEC.floatLinearRotated:
+      return unpackFloat64(aligned(payload), n, LINEAR_ROTATED, target);
+    case CODEC.floatPreviousRotated:
+      return unpackFloat64(aligned(payload), n, PREVIOUS_ROTATED, target);
     case CODEC.float32:
       return unpackFloat32(aligned(payload), n, target);
     case CODEC.intDelta:
