@@ -26,10 +26,10 @@ type WriterRequestBody =
 
 export type WriterRequest = { id: number } & WriterRequestBody;
 
-/** The thread answers each message (the requests of one turn, see WriterThread.send) with an array. */
-export type WriterResponse = { id: number } & (
-  { ok: true } | { ok: false; code: ErrorCode; message: string }
-);
+export type WriterResponse =
+  | ({ id: number } & ({ ok: true } | { ok: false; code: ErrorCode; message: string }))
+  /** Sent once, when the thread has opened its connection and takes requests. */
+  | { ready: true };
 
 /** The pragmas every connection to a store runs with, the writer thread's included. */
 export function configureConnection(db: Database.Database, durability: 'full' | 'normal'): void {
@@ -98,19 +98,17 @@ export class WriterThread implements ChunkWriterPort {
       // slower). What the thread keeps (tails' blocks) lives in the old generation, which is not capped.
       resourceLimits: { maxYoungGenerationSizeMb: 16 },
     });
-    worker.on('message', (message: WriterResponse[] | { ready: true }) => {
-      if ('ready' in message) {
+    worker.on('message', (response: WriterResponse) => {
+      if ('ready' in response) {
         this.ready = true;
         return;
       }
-      for (const response of message) {
-        const pending = this.waiting.get(response.id);
-        if (!pending) continue;
-        this.waiting.delete(response.id);
-        if (response.ok) pending.resolve();
-        else pending.reject(new SimrecError(response.code, response.message));
-      }
+      const pending = this.waiting.get(response.id);
+      if (!pending) return;
+      this.waiting.delete(response.id);
       if (this.waiting.size === 0) worker.unref();
+      if (response.ok) pending.resolve();
+      else pending.reject(new SimrecError(response.code, response.message));
     });
     const fail = (error: Error): void => {
       this.failure = new SimrecError(
@@ -143,28 +141,8 @@ export class WriterThread implements ChunkWriterPort {
     return new Promise<void>((resolve, reject) => {
       this.waiting.set(id, { resolve, reject });
       worker.ref();
-      if (this.outbox.length === 0) queueMicrotask(() => this.send());
-      this.outbox.push({ ...body, id } as WriterRequest);
-      this.outboxTransfer.push(...transfer);
+      worker.postMessage({ ...body, id } as WriterRequest, transfer);
     });
-  }
-
-  /** Requests made in this turn of the event loop, posted together at its end (see send). */
-  private outbox: WriterRequest[] = [];
-  private outboxTransfer: ArrayBuffer[] = [];
-
-  /**
-   * Posts the requests of one turn as one message, in order. Each message wakes the thread, and on two
-   * busy cores the woken thread takes the core from the caller for a while: recording SUMO, a
-   * departure's actor and stream declarations posted apart cost the appending thread 300 us each.
-   */
-  private send(): void {
-    const requests = this.outbox;
-    const transfer = this.outboxTransfer;
-    this.outbox = [];
-    this.outboxTransfer = [];
-    // A thread that stopped meanwhile has rejected these requests already (fail).
-    this.worker?.postMessage(requests, transfer);
   }
 
   /**

@@ -45,8 +45,7 @@ function sealInBackground(): void {
   });
 }
 
-/** One request, done; its answer. */
-function handle(request: WriterRequest): WriterResponse {
+parentPort!.on('message', (request: WriterRequest) => {
   let response: WriterResponse;
   try {
     switch (request.op) {
@@ -79,14 +78,7 @@ function handle(request: WriterRequest): WriterResponse {
       message: error instanceof SimrecError ? e.message : `${config.location}: ${e.message}`,
     };
   }
-  return response;
-}
-
-// The requests of one turn of the appending thread come as one message (WriterThread.send), in order.
-parentPort!.on('message', (requests: WriterRequest[]) => {
-  const responses = requests.map(handle);
-  parentPort!.postMessage(responses);
-  if (!requests.some((r) => r.op === 'close')) sealInBackground();
+  parentPort!.postMessage(response);
+  if (request.op !== 'close') sealInBackground();
 });
-// Says it takes requests (the appending thread declares on its own connection until then).
-parentPort!.postMessage({ ready: true });
+parentPort!.postMessage({ ready: true } satisfies WriterResponse);
