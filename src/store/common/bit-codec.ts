@@ -158,46 +158,60 @@ const significantBits = (lo: number, hi: number): number =>
  */
 function choosePacking(values: Float64Array): FloatPacking {
   if (values.length <= 2) return { predictor: 'linear', rotated: false };
+  const straight = scorePackings(values, false);
+  // Rotation only pays where a residual's sign bit is set (a value and its prediction of opposite
+  // signs); elsewhere it costs a bit a value, and the second pass is not made.
+  if (!straight.signs) return { predictor: straight.linear ? 'linear' : 'previous', rotated: false };
+  const rotated = scorePackings(values, true);
+  const best = Math.min(straight.previousBits, straight.linearBits, rotated.previousBits, rotated.linearBits);
+  if (best === straight.linearBits) return { predictor: 'linear', rotated: false };
+  if (best === straight.previousBits) return { predictor: 'previous', rotated: false };
+  return { predictor: rotated.linear ? 'linear' : 'previous', rotated: true };
+}
+
+/** The bits each predictor would take on the first 64 values, residuals rotated or not (see choosePacking). */
+function scorePackings(
+  values: Float64Array,
+  rotated: boolean,
+): { previousBits: number; linearBits: number; linear: boolean; signs: boolean } {
   const n = Math.min(values.length, 64);
   const words = new Uint32Array(values.buffer, values.byteOffset, n * 2);
-  // Per packing: bits so far and the last group's width (previous, linear, previous rotated, linear rotated).
-  const bits = [0, 0, 0, 0];
-  const last = [0, 0, 0, 0];
-  const widths = [0, 0, 0, 0];
+  const bitsOf = rotated ? rotatedBits : significantBits;
+  let previousBits = 0;
+  let linearBits = 0;
+  let previousWidth = 0;
+  let linearWidth = 0;
+  let signs = 0;
   for (let g = 1; g < n; g += GROUP) {
     const end = Math.min(n, g + GROUP);
-    widths.fill(0);
+    let wp = 0;
+    let wl = 0;
     for (let i = g; i < end; i++) {
       const lo = words[2 * i]!;
       const hi = words[2 * i + 1]!;
       scratch[0] = values[i - 1]!;
-      let rlo = lo ^ scratchWords[0]!;
       let rhi = hi ^ scratchWords[1]!;
-      let w = significantBits(rlo, rhi);
-      if (w > widths[0]!) widths[0] = w;
-      w = rotatedBits(rlo, rhi);
-      if (w > widths[2]!) widths[2] = w;
+      signs |= rhi;
+      const sp = bitsOf(lo ^ scratchWords[0]!, rhi);
+      if (sp > wp) wp = sp;
       if (i > 1) {
         const p = 2 * values[i - 1]! - values[i - 2]!;
         // As packFloat64 predicts: an overflowing extrapolation falls back to the value before.
         if (Number.isFinite(p)) scratch[0] = p;
       }
-      rlo = lo ^ scratchWords[0]!;
       rhi = hi ^ scratchWords[1]!;
-      w = significantBits(rlo, rhi);
-      if (w > widths[1]!) widths[1] = w;
-      w = rotatedBits(rlo, rhi);
-      if (w > widths[3]!) widths[3] = w;
+      signs |= rhi;
+      const sl = bitsOf(lo ^ scratchWords[0]!, rhi);
+      if (sl > wl) wl = sl;
     }
-    for (let k = 0; k < 4; k++) {
-      const d = widths[k]! - last[k]!;
-      bits[k]! += (d >= -3 && d <= 3 ? 3 : 10) + widths[k]! * (end - g);
-      last[k] = widths[k]!;
-    }
+    const dp = wp - previousWidth;
+    previousBits += (dp >= -3 && dp <= 3 ? 3 : 10) + wp * (end - g);
+    previousWidth = wp;
+    const dl = wl - linearWidth;
+    linearBits += (dl >= -3 && dl <= 3 ? 3 : 10) + wl * (end - g);
+    linearWidth = wl;
   }
-  let best = 1;
-  for (const k of [0, 3, 2]) if (bits[k]! < bits[best]!) best = k;
-  return { predictor: best === 0 || best === 2 ? 'previous' : 'linear', rotated: best >= 2 };
+  return { previousBits, linearBits, linear: linearBits <= previousBits, signs: signs >>> 31 === 1 };
 }
 
 /** The significant bits of a residual rotated left by one (without rotating it): all but its sign, and one. */
