@@ -15,37 +15,38 @@ export interface TargetResult {
 const ANALYSIS: Record<string, string> = {
   'record-vs-limsim':
     "Each commit is made durable while the next steps are appended (as simrec's own recorders do), so " +
-    'a run takes as long as the busier thread, the writer thread: profiled on this benchmark it is ' +
-    'busy for about 2.1 s of a 2.3 s run (SQLite about 0.9 s: the WAL writes of every tail chunk at ' +
-    'its commit and again of the sealed chunk that replaces it, and the fsyncs; packing about 0.7 s; ' +
-    'garbage collection 0.15 s), the appending thread about 1.4 s (the generator 0.2 s of it). ' +
-    'Waiting at each commit instead (simrec-awaited) is only 5% slower: the writer, not the wait, ' +
-    'sets the pace. Measured and not kept: SQLite pages of 16 or 64 KB (no faster, files 3-9% ' +
-    'larger), no auto-vacuum (no faster), no checkpoints during the run (no faster). 4x LimSim here ' +
-    'is 2.4 M states/s, half of writing raw 56-byte records to a file on this VM, while simrec packs ' +
-    'every float losslessly to a third of that. What would close most of it: writing each sample once ' +
-    '(a tail journal beside SQLite, which readers in other processes would have to read too) and ' +
-    'packing on both threads.',
+    'a run takes as long as the busier thread, the writer thread: instrumented on this benchmark it is ' +
+    "busy for about 2.1 s of a 2.3 s run (packing each commit's tail blocks 0.77 s; SQLite's inserts, " +
+    'counters and commits with their fsyncs 0.45 s; sealing 0.38 s, the sealed chunks written again; ' +
+    'garbage collection), the appending thread about 1.4 s (the generator 0.2 s of it). ' +
+    'Waiting at each commit instead (simrec-awaited) is about 15% slower: the writer is still the ' +
+    'larger share of the run. Measured and not kept: SQLite pages of 16 or 64 KB (no faster, files 3-10% ' +
+    'larger), no auto-vacuum (no faster), no checkpoints during the run (no faster), the requests of a ' +
+    'turn posted together (15-20% slower). 4x LimSim here is 2.4 M states/s, half of writing raw ' +
+    '56-byte records to a file on this VM, while simrec packs every float losslessly to a third of that. ' +
+    'What would close most of it: writing each sample once (a tail journal beside SQLite, which readers ' +
+    'in other processes would have to read too) and packing on both threads.',
   'record-vs-mcap':
     'MCAP per frame appends one prebuilt byte message per step to a buffer and writes it with one ' +
     'fsync per commit point: the least work of all (82 B/state, nothing packed, the chunk being ' +
-    'filled not durable). simrec packs every float losslessly (32.7 B/state) and indexes it per ' +
+    'filled not durable). simrec packs every float losslessly (31.6 B/state) and indexes it per ' +
     'stream; see record-vs-limsim for where the time goes.',
   size:
-    'The floats of the benchmark are full-precision noise: the six float fields alone take ~30 B/state ' +
-    'after prediction and bit packing (XOR + shuffle + deflate measures the same). Blocks are the size ' +
-    'of a commit (100 samples here): each restarts its predictions and frames its columns, about 1 B/state ' +
-    'more than the 256-sample blocks that packing again at the seal gave (31.7 B), traded for record speed ' +
-    '(docs/recording-engine.md); the rest is the ego wheels (0.8 B/state) and SQLite pages.',
-  'size-f32': 'Declared f32, the floats keep 24 bits of mantissa; what remains is noise in those bits.',
+    'The floats of the benchmark are full-precision noise: the six float fields take ~29 B/state after ' +
+    'prediction and bit packing (the accelerations, noise about zero, with residuals rotated so that a ' +
+    'change of sign costs one bit: 7.1 B instead of 7.9). Blocks are the size of a commit (100 samples ' +
+    'here): each restarts its predictions and frames its columns, about 0.5 B/state more than 256-sample ' +
+    'blocks, which packing again at the seal would give for a decode and an encode of every sample on the ' +
+    'writer thread, the bottleneck (docs/recording-engine.md); the rest is the ego wheels (0.8 B/state) ' +
+    "and SQLite's pages around the chunks (0.8 B/state).",
   'record-rss':
-    'Two V8 isolates (the appending thread and the writer thread, each with its own young generation: ' +
-    "capping the writer's at 4-8 MiB measured 180-200 MiB, with more of the writer's time in garbage " +
-    'collection), SQLite page caches on two connections, the frames of the next commit appended while ' +
-    'one is in flight (the same run waiting at each commit, simrec-awaited, peaks about 45 MiB ' +
-    "lower), and the writer's packed tail blocks (about 13 MB), kept so that a seal need not read " +
-    'them back.',
-  'size-vs-mcap': 'See size.',
+    'Two V8 isolates: the appending thread, whose young generation V8 grows to its 32 MiB under this ' +
+    'load (it cannot be capped from within a process: --max-semi-space-size=4 measured 187 MiB), and the ' +
+    "writer thread, whose young generation is capped at 16 MiB (20 MiB less at the peak than V8's " +
+    '48, at the same rate; 8 MiB was 5% slower); SQLite page caches on two connections; the frames of ' +
+    'the next commit appended while one is in flight (the same run waiting at each commit, ' +
+    "simrec-awaited, peaks 15 MiB lower); and the writer's packed tail blocks (about 13 MB), kept so that " +
+    'a seal need not read them back.',
   'seek-first':
     "A fresh process's first scene opens one chunk per actor: SQLite reads each 63 KB chunk whole (it " +
     'loads a blob whole, even for substr(): about 10 ms for the 200), each frame is checked (7 ms) and ' +
@@ -62,14 +63,15 @@ const ANALYSIS: Record<string, string> = {
     'window after it (decoded whole): 6 of the 1,000 random scenes here, under the 1% that sets the 99th ' +
     'percentile. What remains is V8 after those bursts: young collections promoting the chunks just ' +
     'cached, and code recompiled for objects it had not seen, make a handful of the next 50 scenes take ' +
-    '3-8 ms, more in some processes than in others (1.9 to 3.8 ms at the 99th percentile from one run ' +
-    'to the next on this VM).',
+    '3-8 ms, more in some processes than in others (1.9 to 5.2 ms at the 99th percentile from one ' +
+    'repetition to the next on this VM, most under 3).',
   trajectory:
     'A whole-run trajectory decodes each of its 5 chunks straight into chunk-wide arrays and joins them: ' +
-    '2.5 ms warm (the median of 200 reads in one process). The median of 3 is the second read of a ' +
+    '2.5 to 3 ms warm (the median of 200 reads in one process). The median of 3 is the second read of a ' +
     'fresh process, run largely by code V8 is still optimising on its other thread (TurboFan takes ' +
-    "8-15 ms to compile each of the decoder's functions): 4.5 to 10 ms from one process to the next on " +
-    'this VM.',
+    "8-15 ms to compile each of the decoder's functions): 4.5 to 12 ms from one process to the next on " +
+    'this VM. Written out without its small helper functions, the float decoder ran slower in a fresh ' +
+    'process (first trajectory 18-24 ms against 13-16).',
 };
 
 interface Check {
