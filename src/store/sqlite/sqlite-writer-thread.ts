@@ -70,10 +70,12 @@ export class WriterThread implements ChunkWriterPort {
   /** Whether the thread has started and takes requests. */
   private ready = false;
   /**
-   * Writes declarations on the caller's connection until the thread is ready. A thread takes 30 to 50
-   * ms to start (its modules, its connection); a recorder's first declarations, sent to it, waited for
-   * that, a fifth of a 3,000-step ingest benchmark's in-process recording. Before the thread is ready
-   * it has written nothing, so nothing it was asked to write can come after what is written here.
+   * Writes declarations on the caller's connection until the thread is ready. A thread takes 30 to 150
+   * ms to start (its modules, its connection; longer while the caller keeps the other core busy); a
+   * recorder's first declarations, sent to it, waited for that, a fifth of a 3,000-step ingest
+   * benchmark's in-process recording. Before the thread is ready it has written nothing, and a recorder
+   * declares after the commit in flight is durable (RunRecorder.storeInOrder), so nothing it was asked
+   * to write can come after what is written here.
    */
   private readonly meanwhile: SqliteChunkWriter;
 
