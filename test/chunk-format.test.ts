@@ -165,6 +165,39 @@ describe('chunk format: every bit back', () => {
     }
   });
 
+  it('JSON values of one shape are packed as the shape and float columns; one that differs late is kept as text, every value back', () => {
+    const wheel = (i: number, k: number): Record<string, unknown> => ({
+      w: i * 0.5 + k,
+      slip: -0.01 * i,
+      hot: false,
+    });
+    const doc = (i: number): Record<string, unknown> => ({ wheels: [wheel(i, 0), wheel(i, 1)], tag: 'x' });
+    const rowsWith = (last: (i: number) => unknown): Sample[] =>
+      Array.from({ length: 64 }, (_, i) => ({ t: i * 1000, step: i, doc: i === 63 ? last(i) : doc(i) }));
+    const size = (rows: Sample[]): number =>
+      encodeBlock(samplesToColumns(rows, FIELDS), COLUMNS, INDEX, 0, rows.length).bytes.length;
+    const alike = rowsWith(doc);
+    // The same values with their shapes told apart by the text: a last value with a key more.
+    const text = rowsWith((i) => ({ ...doc(i), extra: 1 }));
+    assert.ok(size(alike) < size(text) * 0.6, `one shape ${size(alike)} B, text ${size(text)} B`);
+    const late: ((i: number) => unknown)[] = [
+      (i) => ({ ...doc(i), extra: 1 }), // a key more
+      (i) => ({ tag: 'x', wheels: doc(i).wheels }), // the same keys, another order
+      (i) => ({ wheels: doc(i).wheels, label: 'x' }), // a key of another name
+      (i) => ({ ...doc(i), tag: 'y' }), // another string
+      (i) => ({ ...doc(i), wheels: [wheel(i, 0)] }), // a shorter array
+      (i) => ({ ...doc(i), wheels: [wheel(i, 0), { ...wheel(i, 1), hot: 1 }] }), // a number for a boolean
+      (i) => ({ ...doc(i), wheels: [wheel(i, 0), { ...wheel(i, 1), slip: 'n/a' }] }), // a string for a number
+      (i) => ({ ...doc(i), tag: undefined }), // a key left out
+      (i) => [doc(i)], // an array for an object
+      (i) => ({ ...doc(i), wheels: [wheel(i, 0), { ...wheel(i, 1), grip: undefined }] }), // undefined: the same shape
+    ];
+    for (const [k, last] of late.entries()) {
+      const rows = rowsWith(last);
+      assertSameBatch(roundTrip(rows, 'packed'), samplesToColumns(rows, FIELDS), `variant ${k}`);
+    }
+  });
+
   it('constant columns, one-sample chunks, irregular and repeated times', () => {
     const constant = Array.from({ length: 100 }, (_, i) => ({
       t: 1000 + i,
