@@ -420,40 +420,20 @@ describe('columnar recording', () => {
       { id: 'b', kind: 'vehicle' },
     ]);
     await rec.declareStreams([stateStream('a'), stateStream('b')]);
+    /** Appending a frame of both actors at t=0 with these columns. */
+    const frameOf = (columns: FrameInput['columns']) => (): unknown =>
+      rec.appendFrame('state', { t: 0, step: 0, actors: ['a', 'b'], columns });
     assert.throws(
-      () =>
-        rec.appendFrame('state', {
-          t: 0,
-          step: 0,
-          actors: ['a', 'b'],
-          columns: { x: [1, NaN], y: [0, 0], yaw: [0, 0] },
-        }),
+      frameOf({ x: [1, NaN], y: [0, 0], yaw: [0, 0] }),
       /stream b\/state sample at t=0: field x is required \(f64\) but absent/,
     );
     // The same in the engine's own form (a Float64Array, which optional fields take as it is).
     assert.throws(
-      () =>
-        rec.appendFrame('state', {
-          t: 0,
-          step: 0,
-          actors: ['a', 'b'],
-          columns: { x: Float64Array.of(1, NaN), y: Float64Array.of(0, Infinity), yaw: [0, 0] },
-        }),
+      frameOf({ x: Float64Array.of(1, NaN), y: Float64Array.of(0, Infinity), yaw: [0, 0] }),
       /stream b\/state sample at t=0: field x is required \(f64\) but absent/,
     );
     assert.throws(
-      () =>
-        rec.appendFrame('state', {
-          t: 0,
-          step: 0,
-          actors: ['a', 'b'],
-          columns: {
-            x: Float64Array.of(1, 2),
-            y: [0, 0],
-            yaw: [0, 0],
-            speed: Float64Array.of(NaN, -Infinity),
-          },
-        }),
+      frameOf({ x: Float64Array.of(1, 2), y: [0, 0], yaw: [0, 0], speed: Float64Array.of(NaN, -Infinity) }),
       /stream b\/state sample at t=0: field speed: expected a finite number \(m\/s\), got -Infinity/,
     );
     assert.throws(

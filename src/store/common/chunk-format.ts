@@ -75,10 +75,19 @@ const CODEC = {
  */
 export type BlockPacking = 'packed' | 'raw';
 
-const LINEAR: FloatPacking = { predictor: 'linear', rotated: false };
-const PREVIOUS: FloatPacking = { predictor: 'previous', rotated: false };
-const LINEAR_ROTATED: FloatPacking = { predictor: 'linear', rotated: true };
-const PREVIOUS_ROTATED: FloatPacking = { predictor: 'previous', rotated: true };
+/** The float codecs and the packing each stands for: the one place that pairs them, both ways. */
+const FLOAT_PACKINGS = new Map<number, FloatPacking>([
+  [CODEC.floatLinear, { predictor: 'linear', rotated: false }],
+  [CODEC.floatPrevious, { predictor: 'previous', rotated: false }],
+  [CODEC.floatLinearRotated, { predictor: 'linear', rotated: true }],
+  [CODEC.floatPreviousRotated, { predictor: 'previous', rotated: true }],
+]);
+
+function floatCodec(packing: FloatPacking): number {
+  for (const [codec, p] of FLOAT_PACKINGS)
+    if (p.predictor === packing.predictor && p.rotated === packing.rotated) return codec;
+  throw new Error(`no codec for float packing ${JSON.stringify(packing)}`);
+}
 
 /** Bit 7 of the codec byte: a presence bitmap precedes the values. */
 const FLAG_PRESENCE = 0x80;
@@ -232,15 +241,7 @@ function writeFloatRecord(
     );
   if (isConstant(values)) return writeConstant(out, index, presence, values[0]!);
   const { packing, bytes } = packFloat64(values);
-  const codec =
-    packing.predictor === 'linear'
-      ? packing.rotated
-        ? CODEC.floatLinearRotated
-        : CODEC.floatLinear
-      : packing.rotated
-        ? CODEC.floatPreviousRotated
-        : CODEC.floatPrevious;
-  writeRecord(out, index, codec, presence, bytes);
+  writeRecord(out, index, floatCodec(packing), presence, bytes);
 }
 
 function writeColumnRecord(
@@ -859,13 +860,10 @@ function decodeNumbers(
       return (target ?? new Float64Array(n)).fill(readFloat64(payload));
     }
     case CODEC.floatLinear:
-      return unpackFloat64(aligned(payload), n, LINEAR, target);
     case CODEC.floatPrevious:
-      return unpackFloat64(aligned(payload), n, PREVIOUS, target);
     case CODEC.floatLinearRotated:
-      return unpackFloat64(aligned(payload), n, LINEAR_ROTATED, target);
     case CODEC.floatPreviousRotated:
-      return unpackFloat64(aligned(payload), n, PREVIOUS_ROTATED, target);
+      return unpackFloat64(aligned(payload), n, FLOAT_PACKINGS.get(codec)!, target);
     case CODEC.float32:
       return unpackFloat32(aligned(payload), n, target);
     case CODEC.intDelta:
