@@ -48,12 +48,12 @@ const ANALYSIS: Record<string, string> = {
     "simrec-awaited, peaks 15 MiB lower); and the writer's packed tail blocks (about 13 MB), kept so that " +
     'a seal need not read them back.',
   'seek-first':
-    "A fresh process's first scene opens one chunk per actor: SQLite reads each 63 KB chunk whole (it " +
-    'loads a blob whole, even for substr(): about 10 ms for the 200), each frame is checked (7 ms) and ' +
-    'one block of each decoded (15-25 ms), by code V8 has not optimised yet (the same work takes a ' +
-    "quarter of that warm). What would close it: blocks stored apart from their chunk's frame (rows of " +
-    'their own), so that a scene reads 200 blocks of 3 KB instead of 200 chunks of 63 KB, and fewer ' +
-    'rows decoded than the whole block for the first scene.',
+    "A fresh process's first scene opens one chunk per actor: SQLite reads each 63 KB chunk whole, each " +
+    'frame is checked and one block of each decoded, by code V8 has not optimised yet (the same work ' +
+    'takes a quarter of that warm). Reading less does not close it: with the blocks stored as rows of ' +
+    'their own (measured 2026-11-26), reading 200 frames and one 3 KB block each took as long as reading ' +
+    'the 200 whole chunks (22-30 against 24-31 ms in fresh processes), and the file grew 37%. What would: ' +
+    'less code run cold per block (fewer, larger blocks), or decoding only the rows at t.',
   'seek-median':
     'A scene of 200 actors finds 200 rows in chunks cached whole, builds 200 samples and 200 entries, ' +
     'and lists actors and streams (copies of 200 each): about 0.4 ms on this VM.',
