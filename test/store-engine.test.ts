@@ -447,6 +447,46 @@ describe('columnar recording', () => {
     );
     await store.close();
   });
+  it('frames of the same actors notice a leave, a return and a record switch between them', async () => {
+    const store = await openStore(fresh());
+    const rec = await RunRecorder.begin(store, { begin: 0 });
+    await rec.declareActors(['a', 'b'].map((id) => ({ id, kind: 'vehicle' })));
+    await rec.declareStreams(['a', 'b'].map((id) => stateStream(id)));
+    // The recorder keeps what it knows of the last frame's actors: each change below must reach it.
+    const frame = (step: number): FrameInput => ({
+      t: step * 1000,
+      step,
+      actors: ['a', 'b'],
+      columns: { x: [step, step], y: [0, 0], yaw: [0, 0] },
+    });
+    const appended = [rec.appendFrame('state', frame(0)), rec.appendFrame('state', frame(1))];
+    appended.push(rec.leave('a', 1500), rec.appendFrame('state', frame(2)));
+    appended.push(rec.leave('b', 2500));
+    await rec.declareActors([{ id: 'b', kind: 'vehicle', record: false }]);
+    appended.push(rec.appendFrame('state', frame(3)), rec.appendFrame('state', frame(4)));
+    assert.throws(
+      () => rec.appendFrame('state', { ...frame(5), t: 1.5 }),
+      /frame of state: t: expected an integer number of microseconds, got 1\.5/,
+    );
+    assert.throws(
+      () => rec.appendFrame('state', { ...frame(5), step: 'five' as unknown as number }),
+      /frame of state at t=5000: step: expected an integer, got "five"/,
+    );
+    assert.throws(() => rec.appendFrame('state', frame(3)), /a\/state sample at t=3000: time goes backwards/);
+    await Promise.all(appended);
+    await rec.end('completed');
+    const steps = async (actor: string): Promise<number[]> =>
+      (await collect(streamSamples(store, rec.id, `${actor}/state`))).map((s) => s.step);
+    assert.deepEqual(await steps('a'), [0, 1, 2, 3, 4]);
+    assert.deepEqual(await steps('b'), [0, 1, 2]);
+    const presence = new Map((await store.listActors(rec.id)).map((a) => [a.id, a.presence]));
+    // a left and came back with the next frame; b left and, no longer recorded, stayed gone.
+    assert.deepEqual(presence.get('a')?.[0], { from: 0, to: 1500 });
+    assert.equal(presence.get('a')?.[1]?.from, 2000);
+    assert.equal(presence.get('a')?.length, 2);
+    assert.deepEqual(presence.get('b'), [{ from: 0, to: 2500 }]);
+    await store.close();
+  });
 });
 
 describe('declarations', () => {

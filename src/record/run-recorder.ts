@@ -16,6 +16,7 @@ import {
 } from '../model/run.js';
 import {
   normalizeColumns,
+  normalizeFieldColumns,
   type ColumnBatch,
   type ColumnBatchInput,
   type FrameInput,
@@ -54,10 +55,33 @@ interface StreamState {
   /** The schema's fields as JSON: streams of a frame that share it are validated once for all. */
   signature: string;
   actor: ActorInfo | null;
-  /** Time of the last accepted sample, to refuse time going backwards. */
-  lastT: number | null;
+  /**
+   * Time of the last accepted sample, to refuse time going backwards; -Infinity before the first. A
+   * number from the start, so that V8 keeps it as a double written in place: with null first, each
+   * frame's write of 200 times boxed 200 new numbers for the garbage collector.
+   */
+  lastT: number;
   /** True only for samples that certainly pass validateSample; anything else gets the full check. */
   isPlainValid: (sample: unknown, previousT: number | null) => boolean;
+}
+
+/**
+ * The actors of the last frame appended, with what is known of them until something changes it: their
+ * streams' fields, record switches and presence did not need a look per actor at every frame.
+ */
+interface FrameActors {
+  name: string;
+  actors: readonly string[];
+  states: StreamState[];
+  /** The states' stream ids, which the frame buffer keeps as they are. */
+  ids: readonly string[];
+  /** Whether every stream declares the same fields (streams are never redeclared). */
+  sameFields: boolean;
+  /** Whether every actor records, as of `RunRecorder.actorsVersion` = recordedAt. */
+  recordedAt: number;
+  allRecorded: boolean;
+  /** The `RunRecorder.presenceVersion` at which every actor was last seen present; -1 if one was not. */
+  presentAt: number;
 }
 
 const INT32_MIN = -(2 ** 31);
@@ -201,6 +225,7 @@ export class RunRecorder {
       if (ids.has(a.id)) throw invalid(`actor ${a.id} is declared twice in one call`);
       ids.add(a.id);
     }
+    this.actorsVersion++;
     for (const a of actors) {
       this.actors.set(a.id, a);
       for (const s of this.streams.values()) if (s.actor?.id === a.id) s.actor = a;
@@ -236,7 +261,7 @@ export class RunRecorder {
         schema,
         signature: JSON.stringify(schema.fields),
         actor: schema.actor === null ? null : this.actors.get(schema.actor)!,
-        lastT: null,
+        lastT: -Infinity,
         isPlainValid: plainSampleCheck(schema),
       });
     await stored;
@@ -291,7 +316,7 @@ export class RunRecorder {
   appendMany(appends: StreamAppend[]): Promise<void> {
     this.checkOpen();
     const accepted: { state: StreamState; samples: Sample[]; lastT: number; plain: boolean }[] = [];
-    const lastT = new Map<StreamState, number | null>();
+    const lastT = new Map<StreamState, number>();
     for (const { stream, samples } of appends) {
       const state = this.streams.get(stream);
       if (!state) throw invalid(`run ${this.run.id} has no declared stream ${describeValue(stream)}`);
@@ -309,7 +334,7 @@ export class RunRecorder {
       }
       lastT.set(state, previous);
       if (samples.length && (state.actor === null || state.actor.record))
-        accepted.push({ state, samples, lastT: previous!, plain });
+        accepted.push({ state, samples, lastT: previous, plain });
     }
     for (const [state, t] of lastT) state.lastT = t;
     if (accepted.length === 0) return Promise.resolve();
@@ -338,7 +363,7 @@ export class RunRecorder {
     this.checkOpen();
     const accepted: { state: StreamState; batch: ColumnBatch }[] = [];
     // Validated against the time each stream reached earlier in the same call, applied once all pass.
-    const lastT = new Map<StreamState, number | null>();
+    const lastT = new Map<StreamState, number>();
     for (const { stream, input } of appends) {
       const state = this.streams.get(stream);
       if (!state) throw invalid(`run ${this.run.id} has no declared stream ${describeValue(stream)}`);
@@ -374,12 +399,12 @@ export class RunRecorder {
    * are never removed from a run), since building and looking up 200 stream ids a step was an eighth of
    * the appending thread's time on the benchmark.
    */
-  private frameStates(name: string, actors: readonly string[]): StreamState[] {
+  private frameOf(name: string, actors: readonly string[]): FrameActors {
     const last = this.lastFrame;
     if (last && last.name === name && last.actors.length === actors.length) {
       let i = 0;
       while (i < actors.length && actors[i] === last.actors[i]) i++;
-      if (i === actors.length) return last.states;
+      if (i === actors.length) return last;
     }
     const states: StreamState[] = new Array(actors.length);
     for (let i = 0; i < actors.length; i++) {
@@ -390,17 +415,23 @@ export class RunRecorder {
         );
       states[i] = state;
     }
-    this.lastFrame = { name, actors: actors.slice(), states, ids: states.map((s) => s.schema.id) };
-    return states;
+    return (this.lastFrame = {
+      name,
+      actors: actors.slice(),
+      states,
+      ids: states.map((s) => s.schema.id),
+      sameFields: states.every((s) => s.signature === states[0]!.signature),
+      recordedAt: -1,
+      allRecorded: false,
+      presentAt: -1,
+    });
   }
 
-  private lastFrame: {
-    name: string;
-    actors: readonly string[];
-    states: StreamState[];
-    /** The states' stream ids, which the frame buffer keeps as they are. */
-    ids: readonly string[];
-  } | null = null;
+  private lastFrame: FrameActors | null = null;
+  /** Counts declareActors calls: a frame's record switches are looked at again after one. */
+  private actorsVersion = 0;
+  /** Counts changes that may close an actor's stretch of presence (leave, setPresence). */
+  private presenceVersion = 0;
 
   /**
    * Appends one step of many actors' streams named `name` (their `state`, say): each column holds one
@@ -414,36 +445,56 @@ export class RunRecorder {
       throw invalid(`frame of ${name}: actors: expected an array of actor ids, got ${describeValue(actors)}`);
     const n = actors.length;
     if (n === 0) return Promise.resolve();
-    const states = this.frameStates(name, actors);
+    if (!Number.isSafeInteger(frame.t))
+      throw invalid(
+        `frame of ${name}: t: expected an integer number of microseconds, got ${describeValue(frame.t)}`,
+      );
+    if (!Number.isSafeInteger(frame.step))
+      throw invalid(
+        `frame of ${name} at t=${frame.t}: step: expected an integer, got ${describeValue(frame.step)}`,
+      );
+    const known = this.frameOf(name, actors);
+    const states = known.states;
     for (let i = 0; i < n; i++) {
       const state = states[i]!;
-      if (state.lastT !== null && frame.t < state.lastT)
+      if (frame.t < state.lastT)
         throw invalid(
           `stream ${state.schema.id} sample at t=${frame.t}: time goes backwards (previous sample at t=${state.lastT})`,
         );
     }
     const schema = states[0]!.schema;
-    if (!states.every((s) => s.signature === states[0]!.signature))
+    if (!known.sameFields)
       throw invalid(
         `frame of ${name}: the actors' ${name} streams declare different fields; append them apart`,
       );
-    const t = new Float64Array(n).fill(frame.t);
-    const step = new Float64Array(n).fill(frame.step);
-    const batch = normalizeColumns(
+    // Every row has the frame's time: no array of times is made, nor checked.
+    const batch = normalizeFieldColumns(
       schema,
-      { t, step, columns: frame.columns },
-      null,
+      frame.columns,
+      n,
+      () => frame.t,
       (i, ti) => `stream ${states[i]!.schema.id} sample at t=${ti}`,
     );
+    if (known.recordedAt !== this.actorsVersion) {
+      known.allRecorded = states.every((state) => state.actor === null || state.actor.record);
+      known.recordedAt = this.actorsVersion;
+    }
     let recorded = states;
-    let ids = this.lastFrame!.ids;
-    if (!states.every((state) => state.actor === null || state.actor.record)) {
+    let ids = known.ids;
+    if (!known.allRecorded) {
       recorded = states.filter((state) => state.actor === null || state.actor.record);
       ids = recorded.map((s) => s.schema.id);
     }
     for (const state of states) state.lastT = frame.t;
     if (recorded.length === 0) return Promise.resolve();
-    for (const state of recorded) if (state.actor !== null) this.sawActor(state.actor.id, frame.t);
+    // Every actor of the last frame was present (an open stretch) and nothing has closed a stretch
+    // since: this frame changes no one's presence, and 200 lookups a frame are saved.
+    if (known.presentAt !== this.presenceVersion || !known.allRecorded) {
+      let allOpen = true;
+      for (const state of recorded)
+        if (state.actor !== null) allOpen = this.sawActor(state.actor.id, frame.t) && allOpen;
+      known.presentAt = allOpen ? this.presenceVersion : -1;
+    }
     let columns = batch.columns;
     if (recorded.length < n) {
       // Actors whose record switch is off: their values are dropped before the buffer.
@@ -483,15 +534,17 @@ export class RunRecorder {
    * everything known of the actor (never seen, or left before t) opens a new stretch of presence.
    * A sample inside or between stretches someone set is theirs to explain and changes nothing.
    */
-  private sawActor(actor: string, t: number): void {
+  private sawActor(actor: string, t: number): boolean {
     let intervals = this.presence.get(actor);
     if (!intervals) this.presence.set(actor, (intervals = []));
     const last = intervals[intervals.length - 1];
-    if (last !== undefined && (last.to === null || t < last.to)) return;
+    if (last !== undefined && last.to === null) return true;
+    if (last !== undefined && t < last.to!) return false;
     // Back at the very moment it left: one stretch, not two touching ones.
     if (last !== undefined && t === last.to) last.to = null;
     else intervals.push({ from: t, to: null });
     this.presenceChanged.add(actor);
+    return true;
   }
 
   private presenceOf(actorId: string, t: number, what: string): PresenceInterval[] {
@@ -518,6 +571,7 @@ export class RunRecorder {
       );
     if (t === last.from) intervals.pop();
     else last.to = t;
+    this.presenceVersion++;
     this.presenceChanged.add(actorId);
     return this.joinCommit();
   }
@@ -545,6 +599,7 @@ export class RunRecorder {
   setPresence(actorId: string, intervals: readonly PresenceInterval[]): Promise<void> {
     this.presenceOf(actorId, 0, 'setPresence');
     this.presence.set(actorId, checkPresence(actorId, intervals));
+    this.presenceVersion++;
     this.presenceChanged.add(actorId);
     return this.joinCommit();
   }
