@@ -256,14 +256,17 @@ class Reader {
       throw this.fail(field, `the ${n} bytes at byte ${this.offset - n} are not UTF-8`);
     }
   }
-  /** `count` float64s, copied out (a view of the frame could not be aligned). */
-  f64s(count: number, field: string, what: string): Float64Array {
+  /**
+   * `count` float64s, copied out (a view of the frame could not be aligned): into `into`'s array when
+   * given (see FrameScratch), else into a new one.
+   */
+  f64s(count: number, field: string, what: string, into?: ScratchColumn): Float64Array {
     this.need(count * 8, field, what);
-    const out = new Float64Array(count);
-    if (LITTLE_ENDIAN)
-      new Uint8Array(out.buffer).set(this.bytes.subarray(this.offset, this.offset + count * 8));
+    const out = into?.values ?? new Float64Array(count);
+    const end = this.offset + count * 8;
+    if (LITTLE_ENDIAN) (into?.bytes ?? new Uint8Array(out.buffer)).set(this.bytes.subarray(this.offset, end));
     else for (let i = 0; i < count; i++) out[i] = this.view.getFloat64(this.offset + i * 8, true);
-    this.offset += count * 8;
+    this.offset = end;
     return out;
   }
   i64s(count: number, field: string, what: string): Float64Array {
@@ -304,13 +307,46 @@ class Reader {
   }
 }
 
-function readColumn(r: Reader, field: FieldDecl, rows: number, where: string): ArrayLike<unknown> {
+/** A float64 column's array and a byte view of it, reused from one frame to the next. */
+interface ScratchColumn {
+  values: Float64Array;
+  bytes: Uint8Array;
+}
+
+/**
+ * The arrays a session decodes its frames' float64 columns into, used again for its next frame: the
+ * recorder copies a frame's values before appendFrame returns (model/columns.ts), so they are free once
+ * the frame is appended. A new array per column and frame (an allocation outside V8's heap, zeroed, then
+ * a finaliser for the garbage collector) was a fifth of what decoding a frame cost the server.
+ */
+export class FrameScratch {
+  private readonly columns: ScratchColumn[] = [];
+
+  /** The array for the frame's k-th column of `count` numbers. */
+  column(k: number, count: number): ScratchColumn {
+    let column = this.columns[k];
+    if (column?.values.length !== count) {
+      const values = new Float64Array(count);
+      this.columns[k] = column = { values, bytes: new Uint8Array(values.buffer) };
+    }
+    return column;
+  }
+}
+
+function readColumn(
+  r: Reader,
+  field: FieldDecl,
+  rows: number,
+  where: string,
+  /** Where a float64 column of `count` numbers may be decoded into; a new array when undefined. */
+  into: (count: number) => ScratchColumn | undefined = () => undefined,
+): ArrayLike<unknown> {
   const what = `${rows} rows of ${field.type}`;
   switch (field.type) {
     case 'f64':
-      return r.f64s(rows, where, what);
+      return r.f64s(rows, where, what, into(rows));
     case 'vec':
-      return r.f64s(rows * field.length!, where, `${what}[${field.length}]`);
+      return r.f64s(rows * field.length!, where, `${what}[${field.length}]`, into(rows * field.length!));
     case 'i64':
       return r.i64s(rows, where, what);
     case 'f32':
@@ -343,6 +379,7 @@ function readColumns(
   fields: readonly FieldDecl[],
   rows: number,
   where: string,
+  scratch?: FrameScratch,
 ): Record<string, ArrayLike<unknown>> {
   const count = r.u16(`${where}.columns`);
   const columns: Record<string, ArrayLike<unknown>> = {};
@@ -355,7 +392,13 @@ function readColumns(
         `field id ${id} is not declared, expected 0..${fields.length - 1} (${fields.map((f) => f.name).join(', ')})`,
       );
     if (field.name in columns) throw r.fail(`${where}.${field.name}`, `field id ${id} comes twice`);
-    columns[field.name] = readColumn(r, field, rows, `${where}.${field.name}`);
+    columns[field.name] = readColumn(
+      r,
+      field,
+      rows,
+      `${where}.${field.name}`,
+      scratch ? (count: number) => scratch.column(k, count) : undefined,
+    );
   }
   return columns;
 }
@@ -386,6 +429,8 @@ export function decodeFrameBody(
   body: Uint8Array,
   fieldsOf: (stream: string) => readonly FieldDecl[] | undefined,
   cache?: Map<string, ActorBlockCache>,
+  /** Reused arrays for the float64 columns: the frame must be appended before the next is decoded. */
+  scratch?: FrameScratch,
 ): { name: string; frame: FrameInput } {
   const r = new Reader(body, 'frame');
   const name = r.str16('name');
@@ -413,7 +458,7 @@ export function decodeFrameBody(
   const fields = fieldsOf(`${actors[0]}/${name}`);
   if (!fields)
     throw r.fail('actors[0]', `stream ${describeValue(`${actors[0]}/${name}`)} is not declared in this run`);
-  const columns = readColumns(r, fields, n, name);
+  const columns = readColumns(r, fields, n, name, scratch);
   r.end();
   return { name, frame: { t, step, actors, columns: columns as never } };
 }

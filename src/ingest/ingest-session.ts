@@ -10,7 +10,7 @@ import type { ActorDecl, EndReason, SimulatorInfo } from '../model/run.js';
 import type { StreamAppend } from '../model/store-port.js';
 import type { FieldDecl, StreamDecl } from '../model/stream.js';
 import type { RunRecorder } from '../record/run-recorder.js';
-import { decodeColumnsBody, decodeFrameBody, type ActorBlockCache } from './binary-batches.js';
+import { decodeColumnsBody, decodeFrameBody, FrameScratch, type ActorBlockCache } from './binary-batches.js';
 import {
   messageRef,
   parseClientMessage,
@@ -99,6 +99,8 @@ export class IngestSession {
   private readonly answers = new Map<number, AckMessage | ErrorMessage>();
   /** The actor ids of the last frame of each stream name, decoded once (binary-batches.ts). */
   private readonly frameActors = new Map<string, ActorBlockCache>();
+  /** The arrays this session's frames are decoded into (appended at once, then free again). */
+  private readonly frameScratch = new FrameScratch();
   /** Actor lists of frames whose streams were found to be this session's, and for which run and name. */
   private readonly ownedFrameActors = new WeakMap<readonly string[], { run: SharedRun; name: string }>();
   private readonly sizes = new Map<number, number>();
@@ -454,6 +456,7 @@ export class IngestSession {
           m.body,
           (stream) => this.writable(run, stream, 'frame'),
           this.frameActors,
+          this.frameScratch,
         );
         // A stream's owner is set when it is declared and kept for the run: an actor list found to be
         // this session's (the same array: see frameActors) need not be looked up again.
