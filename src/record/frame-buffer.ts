@@ -44,7 +44,10 @@ export class FrameBuffer {
   private slot = new Int32Array(0);
   /** Numeric and vec columns, `capacity * width` long; rows without a value are NaN. */
   private readonly numbers = new Map<string, { values: Float64Array; width: number }>();
-  /** Other columns; rows past a list's end have no value. */
+  /**
+   * Other columns, `capacity` long like the numbers (holes have no value): pushed to one by one, a
+   * list of 20,000 rows was copied as it grew and again by each young collection that found it alive.
+   */
   private readonly lists = new Map<string, unknown[]>();
   /** Rows and frames the last commit held: the next starts at that capacity instead of growing to it. */
   private expectedRows = 256;
@@ -127,6 +130,11 @@ export class FrameBuffer {
       values.set(column.values.subarray(0, this.rows * column.width));
       column.values = values;
     }
+    for (const [name, list] of this.lists) {
+      const grown = new Array<unknown>(capacity);
+      for (let r = 0; r < this.rows; r++) grown[r] = list[r];
+      this.lists.set(name, grown);
+    }
     this.capacity = capacity;
   }
 
@@ -170,9 +178,8 @@ export class FrameBuffer {
         column.values.set(values, at * column.width);
       } else {
         let list = this.lists.get(name);
-        if (!list) this.lists.set(name, (list = []));
-        while (list.length < at) list.push(undefined);
-        for (let i = 0; i < n; i++) list.push(values[i]);
+        if (!list) this.lists.set(name, (list = new Array<unknown>(this.capacity)));
+        for (let i = 0; i < n; i++) list[at + i] = values[i];
       }
     }
     this.rows += n;
