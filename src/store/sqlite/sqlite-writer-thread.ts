@@ -4,7 +4,7 @@ import type { ColumnBatch } from '../../model/columns.js';
 import { SimrecError, type ErrorCode } from '../../model/errors.js';
 import type { ActorInfo, ActorPresence, EndReason } from '../../model/run.js';
 import type { StreamSchema } from '../../model/stream.js';
-import { packBatches, type WireBatches } from '../common/column-wire.js';
+import { ArenaPool, packBatches, type WireBatches } from '../common/column-wire.js';
 import type { StreamTailOptions } from '../common/stream-tail.js';
 import { SqliteChunkWriter } from './sqlite-chunk-writer.js';
 
@@ -27,7 +27,8 @@ type WriterRequestBody =
 export type WriterRequest = { id: number } & WriterRequestBody;
 
 export type WriterResponse =
-  | ({ id: number } & ({ ok: true } | { ok: false; code: ErrorCode; message: string }))
+  /** `arena`: an append's arena, handed back for the next one (column-wire.ts ArenaPool). */
+  | ({ id: number; arena?: ArrayBuffer } & ({ ok: true } | { ok: false; code: ErrorCode; message: string }))
   /** Sent once, when the thread has opened its connection and takes requests. */
   | { ready: true };
 
@@ -66,6 +67,7 @@ export class WriterThread implements ChunkWriterPort {
   private readonly config: WriterThreadConfig;
   private nextId = 1;
   private readonly waiting = new Map<number, { resolve(): void; reject(e: unknown): void }>();
+  private readonly arenas = new ArenaPool();
   private failure: Error | null = null;
   /** Whether the thread has started and takes requests. */
   private ready = false;
@@ -105,6 +107,7 @@ export class WriterThread implements ChunkWriterPort {
         this.ready = true;
         return;
       }
+      if (response.arena) this.arenas.give(response.arena);
       const pending = this.waiting.get(response.id);
       if (!pending) return;
       this.waiting.delete(response.id);
@@ -173,7 +176,7 @@ export class WriterThread implements ChunkWriterPort {
     appends: readonly { stream: string; batch: ColumnBatch }[],
     presence?: readonly ActorPresence[],
   ): Promise<void> {
-    const batches = packBatches(appends);
+    const batches = packBatches(appends, this.arenas);
     return this.request(
       { op: 'append', run, batches, ...(presence?.length ? { presence: [...presence] } : {}) },
       [batches.arena.buffer as ArrayBuffer],
