@@ -11,7 +11,8 @@ import Database from 'better-sqlite3';
 import { SimrecError } from '../src/model/errors.js';
 import { ParsedChunk } from '../src/store/common/chunk-format.js';
 import { LruCache } from '../src/store/common/lru-cache.js';
-import type { FrameInput } from '../src/model/columns.js';
+import type { ColumnBatch, FrameInput } from '../src/model/columns.js';
+import { ArenaPool, packBatches, unpackBatches } from '../src/store/common/column-wire.js';
 import type { ColumnAppend, StoreBackend } from '../src/model/store-port.js';
 import { stateStream } from '../src/model/standard-streams.js';
 import type { Sample } from '../src/model/stream.js';
@@ -486,6 +487,39 @@ describe('columnar recording', () => {
     assert.equal(presence.get('a')?.length, 2);
     assert.deepEqual(presence.get('b'), [{ from: 0, to: 2500 }]);
     await store.close();
+  });
+});
+
+describe('arenas between the threads', () => {
+  it('an arena handed back is packed into again, and carries nothing of the batches packed in it before', () => {
+    const pool = new ArenaPool(2);
+    const batch = (n: number, base: number, lane: string): ColumnBatch => ({
+      t: Float64Array.from({ length: n }, (_, i) => base + i),
+      step: Float64Array.from({ length: n }, (_, i) => i),
+      columns: {
+        x: Float64Array.from({ length: n }, (_, i) => base * 2 + i),
+        lane: Array.from({ length: n }, (_, i) => (i % 3 === 0 ? undefined : `${lane}${i % 2}`)),
+      },
+    });
+    const big = [
+      { stream: 'a/state', batch: batch(50, 1000, 'L') },
+      { stream: 'b/state', batch: batch(40, 5000, 'M') },
+    ];
+    const first = packBatches(big, pool);
+    const buffer = first.arena.buffer as ArrayBuffer;
+    assert.deepEqual(unpackBatches(first), big);
+    // The writer thread hands it back with its answer; the next commit, smaller, is packed into it.
+    pool.give(buffer);
+    const small = [{ stream: 'c/state', batch: batch(7, 9000, 'N') }];
+    const second = packBatches(small, pool);
+    assert.equal(second.arena.buffer, buffer);
+    assert.deepEqual(unpackBatches(second), small);
+    // Nothing handed back: a new arena. Handed back beyond the pool's size: the largest are kept.
+    assert.notEqual(packBatches(small, pool).arena.buffer, buffer);
+    pool.give(new ArrayBuffer(64));
+    pool.give(new ArrayBuffer(8));
+    pool.give(buffer);
+    assert.equal(packBatches(big, pool).arena.buffer, buffer);
   });
 });
 
