@@ -16,6 +16,7 @@ import { ArenaPool, packBatches, unpackBatches } from '../src/store/common/colum
 import type { ColumnAppend, StoreBackend } from '../src/model/store-port.js';
 import { stateStream } from '../src/model/standard-streams.js';
 import type { Sample } from '../src/model/stream.js';
+import { FrameBuffer } from '../src/record/frame-buffer.js';
 import { RunRecorder } from '../src/record/run-recorder.js';
 import { sceneAt, streamSamples, trajectoryColumns } from '../src/replay/run-queries.js';
 import { openStore } from '../src/store/open-store.js';
@@ -487,6 +488,77 @@ describe('columnar recording', () => {
     assert.equal(presence.get('a')?.length, 2);
     assert.deepEqual(presence.get('b'), [{ from: 0, to: 2500 }]);
     await store.close();
+  });
+});
+
+describe('the frame buffer', () => {
+  it('kept from one commit to the next, gives each commit only its own rows and columns', () => {
+    const buffer = new FrameBuffer('fields');
+    const ids = ['a/s', 'b/s'];
+    /** Per stream: its times, x and tag of the frames at `frames` (indexes in the commit). */
+    const rows = (taken: ReturnType<FrameBuffer['take']>, frames: number[]): unknown[] =>
+      taken.map(({ stream, batch }) => [
+        stream,
+        batch.t.length,
+        frames.map((f) => [
+          batch.t[f],
+          (batch.columns.x as Float64Array | undefined)?.[f],
+          batch.columns.tag?.[f],
+        ]),
+        Object.keys(batch.columns),
+      ]);
+    // Commits of 40 frames (80 rows): large enough for the buffer to keep its arrays for the next.
+    for (let f = 0; f < 40; f++)
+      buffer.append(f, f, ids, { x: Float64Array.of(f, -f), tag: [`a${f}`, f % 2 ? undefined : `b${f}`] });
+    assert.deepEqual(rows(buffer.take(), [0, 39]), [
+      [
+        'a/s',
+        40,
+        [
+          [0, 0, 'a0'],
+          [39, 39, 'a39'],
+        ],
+        ['x', 'tag'],
+      ],
+      [
+        'b/s',
+        40,
+        [
+          [0, -0, 'b0'],
+          [39, -39, undefined],
+        ],
+        ['x', 'tag'],
+      ],
+    ]);
+    // The next: x and tag in its last frame only. Nothing of the commit before shows.
+    for (let f = 40; f < 80; f++)
+      buffer.append(f, f, ids, f === 79 ? { x: Float64Array.of(7, 8), tag: ['z', undefined] } : {});
+    const [a, b] = rows(buffer.take(), [0, 38, 39]);
+    assert.deepEqual(a, [
+      'a/s',
+      40,
+      [
+        [40, NaN, undefined],
+        [78, NaN, undefined],
+        [79, 7, 'z'],
+      ],
+      ['x', 'tag'],
+    ]);
+    assert.deepEqual(b, [
+      'b/s',
+      40,
+      [
+        [40, NaN, undefined],
+        [78, NaN, undefined],
+        [79, 8, undefined],
+      ],
+      ['x', 'tag'],
+    ]);
+    // A burst, then a commit far smaller (the buffer lets the burst's memory go).
+    for (let f = 0; f < 300; f++) buffer.append(100 + f, 100 + f, ids, { tag: [`a${f}`, `b${f}`] });
+    assert.deepEqual(buffer.take()[1]!.batch.columns.tag!.slice(298), ['b298', 'b299']);
+    buffer.append(1000, 1000, ['b/s'], { x: Float64Array.of(7) });
+    assert.deepEqual(rows(buffer.take(), [0]), [['b/s', 1, [[1000, 7, undefined]], ['x']]]);
   });
 });
 

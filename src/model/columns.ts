@@ -193,11 +193,8 @@ function normalizeColumn(
   timeOf: (row: number) => number,
   rowName: (i: number, t: number) => string,
 ): ColumnValues {
-  const where = (i: number): string => `${rowName(i, timeOf(i))}: field ${field.name}`;
-  const unit = field.unit ? ` (${field.unit})` : '';
-  const absent = (i: number): never => {
-    throw invalid(`${where(i)} is required (${field.type}) but absent`);
-  };
+  // Errors are worded by functions (rowWhere, absentError), not closures made per call: a frame's
+  // columns are validated 100 times a second, and nothing need be allocated unless a value is wrong.
   if (field.type === 'vec') {
     const len = field.length!;
     if (values.length !== n * len)
@@ -208,7 +205,7 @@ function normalizeColumn(
     for (let i = 0; i < n; i++) {
       const first = values[i * len];
       if (typeof first === 'number' && Number.isNaN(first)) {
-        if (!field.optional) absent(i);
+        if (!field.optional) absentError(field, i, timeOf, rowName);
         for (let k = 0; k < len; k++) out[i * len + k] = NaN;
         continue;
       }
@@ -216,7 +213,7 @@ function normalizeColumn(
         const v = values[i * len + k];
         if (typeof v !== 'number' || !Number.isFinite(v))
           throw invalid(
-            `${where(i)}: expected an array of ${len} finite numbers${unit}, got ${describeValue(v)} at [${k}]`,
+            `${rowWhere(field, i, timeOf, rowName)}: expected an array of ${len} finite numbers${unitOf(field)}, got ${describeValue(v)} at [${k}]`,
           );
         out[i * len + k] = v;
       }
@@ -239,18 +236,20 @@ function normalizeColumn(
         else if (field.type === 'bool' && typeof v === 'boolean') v = v ? 1 : 0;
         else if (typeof v !== 'number')
           throw invalid(
-            `${where(i)}: expected ${field.type === 'bool' ? 'a boolean' : 'a number'}${unit}, got ${describeValue(v)}`,
+            `${rowWhere(field, i, timeOf, rowName)}: expected ${field.type === 'bool' ? 'a boolean' : 'a number'}${unitOf(field)}, got ${describeValue(v)}`,
           );
       }
       const x = v as number;
       if (Number.isNaN(x)) {
-        if (!field.optional) absent(i);
+        if (!field.optional) absentError(field, i, timeOf, rowName);
         out[i] = NaN;
         continue;
       }
       const expected = numericMismatch(field.type, x);
       if (expected !== null)
-        throw invalid(`${where(i)}: expected ${expected}${unit}, got ${describeValue(x)}`);
+        throw invalid(
+          `${rowWhere(field, i, timeOf, rowName)}: expected ${expected}${unitOf(field)}, got ${describeValue(x)}`,
+        );
       out[i] = field.type === 'f32' ? Math.fround(x) : x;
     }
     return out;
@@ -264,17 +263,37 @@ function normalizeColumn(
   for (let i = 0; i < n; i++) {
     const v = (values as readonly unknown[])[i];
     if (v === undefined || (v === null && field.type !== 'json')) {
-      if (!field.optional) absent(i);
+      if (!field.optional) absentError(field, i, timeOf, rowName);
       out[i] = undefined;
       continue;
     }
     if (field.type === 'string' && typeof v !== 'string')
-      throw invalid(`${where(i)}: expected a string, got ${describeValue(v)}`);
-    if (field.type === 'json') checkJsonValue(v, where(i));
+      throw invalid(`${rowWhere(field, i, timeOf, rowName)}: expected a string, got ${describeValue(v)}`);
+    if (field.type === 'json') checkJsonValue(v, rowWhere(field, i, timeOf, rowName));
     out[i] = v;
   }
   return out;
 }
+
+function rowWhere(
+  field: FieldDecl,
+  i: number,
+  timeOf: (row: number) => number,
+  rowName: (i: number, t: number) => string,
+): string {
+  return `${rowName(i, timeOf(i))}: field ${field.name}`;
+}
+
+function absentError(
+  field: FieldDecl,
+  i: number,
+  timeOf: (row: number) => number,
+  rowName: (i: number, t: number) => string,
+): never {
+  throw invalid(`${rowWhere(field, i, timeOf, rowName)} is required (${field.type}) but absent`);
+}
+
+const unitOf = (field: FieldDecl): string => (field.unit ? ` (${field.unit})` : '');
 
 /**
  * The usual case without a copy or a per-value branch on the type: every value present and valid in

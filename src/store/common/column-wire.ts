@@ -130,7 +130,10 @@ export function packBatches(
         values.push(v as unknown[]);
       } else {
         places[p++] = offset;
-        for (const x of v as (string | undefined)[]) {
+        const list = v as (string | undefined)[];
+        // Indexed: a commit's 20,000 strings made as many iterator results in code not yet optimised.
+        for (let i = 0; i < list.length; i++) {
+          const x = list[i];
           if (x === undefined) arena[offset++] = STRING_ABSENT;
           else {
             let k = stringIndex.get(x);
@@ -186,7 +189,8 @@ export function unpackBatches(wire: WireBatches): { stream: string; batch: Colum
 function isStrings(values: ColumnValues): boolean {
   if (values instanceof Float64Array) return false;
   let seen = false;
-  for (const v of values) {
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i];
     if (v === undefined) continue;
     if (typeof v !== 'string') return false;
     seen = true;
