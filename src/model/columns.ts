@@ -205,7 +205,7 @@ function normalizeColumn(
     for (let i = 0; i < n; i++) {
       const first = values[i * len];
       if (typeof first === 'number' && Number.isNaN(first)) {
-        if (!field.optional) absentError(field, i, timeOf, rowName);
+        if (!field.optional) absentError(field, rowWhere(field, i, timeOf, rowName));
         for (let k = 0; k < len; k++) out[i * len + k] = NaN;
         continue;
       }
@@ -241,7 +241,7 @@ function normalizeColumn(
       }
       const x = v as number;
       if (Number.isNaN(x)) {
-        if (!field.optional) absentError(field, i, timeOf, rowName);
+        if (!field.optional) absentError(field, rowWhere(field, i, timeOf, rowName));
         out[i] = NaN;
         continue;
       }
@@ -263,7 +263,7 @@ function normalizeColumn(
   for (let i = 0; i < n; i++) {
     const v = (values as readonly unknown[])[i];
     if (v === undefined || (v === null && field.type !== 'json')) {
-      if (!field.optional) absentError(field, i, timeOf, rowName);
+      if (!field.optional) absentError(field, rowWhere(field, i, timeOf, rowName));
       out[i] = undefined;
       continue;
     }
@@ -284,13 +284,9 @@ function rowWhere(
   return `${rowName(i, timeOf(i))}: field ${field.name}`;
 }
 
-function absentError(
-  field: FieldDecl,
-  i: number,
-  timeOf: (row: number) => number,
-  rowName: (i: number, t: number) => string,
-): never {
-  throw invalid(`${rowWhere(field, i, timeOf, rowName)} is required (${field.type}) but absent`);
+/** The error for a required value found absent, `where` naming its row and field. */
+function absentError(field: FieldDecl, where: string): never {
+  throw invalid(`${where} is required (${field.type}) but absent`);
 }
 
 const unitOf = (field: FieldDecl): string => (field.unit ? ` (${field.unit})` : '');
