@@ -563,7 +563,7 @@ describe('the frame buffer', () => {
 });
 
 describe('arenas between the threads', () => {
-  it('an arena handed back is packed into again, and carries nothing of the batches packed in it before', () => {
+  it('an arena is packed into again once its request is answered, and carries nothing of the batches before', () => {
     const pool = new ArenaPool(2);
     const batch = (n: number, base: number, lane: string): ColumnBatch => ({
       t: Float64Array.from({ length: n }, (_, i) => base + i),
@@ -578,20 +578,22 @@ describe('arenas between the threads', () => {
       { stream: 'b/state', batch: batch(40, 5000, 'M') },
     ];
     const first = packBatches(big, pool);
-    const buffer = first.arena.buffer as ArrayBuffer;
+    // Shared with the writer thread, not transferred: nothing is ever detached (see ArenaPool).
+    assert.ok(first.arena.buffer instanceof SharedArrayBuffer);
     assert.deepEqual(unpackBatches(first), big);
-    // The writer thread hands it back with its answer; the next commit, smaller, is packed into it.
-    pool.give(buffer);
+    // Its request answered, the next commit, smaller, is packed into it.
+    pool.give(first.arena);
     const small = [{ stream: 'c/state', batch: batch(7, 9000, 'N') }];
     const second = packBatches(small, pool);
-    assert.equal(second.arena.buffer, buffer);
+    assert.equal(second.arena.buffer, first.arena.buffer);
     assert.deepEqual(unpackBatches(second), small);
-    // Nothing handed back: a new arena. Handed back beyond the pool's size: the largest are kept.
-    assert.notEqual(packBatches(small, pool).arena.buffer, buffer);
-    pool.give(new ArrayBuffer(64));
-    pool.give(new ArrayBuffer(8));
-    pool.give(buffer);
-    assert.equal(packBatches(big, pool).arena.buffer, buffer);
+    // Nothing given back: a new arena. Given back beyond the pool's size: the largest are kept.
+    const third = packBatches(small, pool);
+    assert.notEqual(third.arena.buffer, first.arena.buffer);
+    pool.give(third.arena);
+    pool.give(new Float64Array(new SharedArrayBuffer(8)));
+    pool.give(first.arena);
+    assert.equal(packBatches(big, pool).arena.buffer, first.arena.buffer);
   });
 });
 

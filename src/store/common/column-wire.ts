@@ -3,7 +3,7 @@ import type { FieldType } from '../../model/stream.js';
 
 /**
  * Column batches of many streams packed for another thread: every number of every stream in one
- * Float64Array (transferred, not copied), strings as indexes into one table, and each stream's place
+ * Float64Array (in shared memory when packed from an ArenaPool, else transferred; never copied), strings as indexes into one table, and each stream's place
  * in it as a few numbers, its columns' names and kinds shared by every stream with the same ones. A
  * commit of 200 actors would otherwise post thousands of typed arrays and objects and 20,000 strings,
  * and structured cloning them cost more than encoding them.
@@ -24,13 +24,17 @@ export interface WireBatches {
 const STRING_ABSENT = -1;
 
 /**
- * Arenas the receiving thread has handed back once it unpacked them, for the next `packBatches`. A
- * commit of 200 actors x 100 steps packs into 1.6 MB: a new arena per commit was zeroed and faulted in
- * page by page by the appending thread, then left to the receiving thread's garbage collector, whose
- * heap sees little else, so that tens of them (30 to 40 MB on the record benchmark) waited to be freed.
+ * Arenas for `packBatches` in memory both threads share, each used again once the thread it was posted
+ * to has answered the request. A commit of 200 actors x 100 steps packs into 1.6 MB: a new arena per
+ * commit was zeroed and faulted in page by page by the appending thread, then left to the receiving
+ * thread's collector, whose heap sees little else, so that tens of them (30 to 40 MB on the record
+ * benchmark) waited to be freed. Shared rather than transferred back and forth: detaching any
+ * ArrayBuffer makes V8 drop, for the rest of the thread's life, optimised code that assumed none ever
+ * would be, and the writer thread's encoders ran a second commit of the demo at half speed after the
+ * first arena went back.
  */
 export class ArenaPool {
-  private readonly free: ArrayBuffer[] = [];
+  private readonly free: SharedArrayBuffer[] = [];
   private readonly keep: number;
 
   /** `keep`: buffers held at most (about as many as commits in flight). */
@@ -47,11 +51,16 @@ export class ArenaPool {
     }
     if (best >= 0) return new Float64Array(this.free.splice(best, 1)[0]!, 0, size);
     // A quarter more: the next commit is often a little larger than this one.
-    return new Float64Array(new ArrayBuffer(Math.ceil(size * 1.25) * 8), 0, size);
+    return new Float64Array(new SharedArrayBuffer(Math.ceil(size * 1.25) * 8), 0, size);
   }
 
-  /** A buffer back from the other thread; when the pool is full, the largest buffers are kept. */
-  give(buffer: ArrayBuffer): void {
+  /**
+   * An arena whose reader is done with it (its request answered, whether it succeeded or not); when
+   * the pool is full, the largest buffers are kept.
+   */
+  give(arena: Float64Array): void {
+    const buffer = arena.buffer;
+    if (!(buffer instanceof SharedArrayBuffer)) return;
     if (this.free.length < this.keep) {
       this.free.push(buffer);
       return;

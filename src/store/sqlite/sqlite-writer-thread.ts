@@ -27,8 +27,7 @@ type WriterRequestBody =
 export type WriterRequest = { id: number } & WriterRequestBody;
 
 export type WriterResponse =
-  /** `arena`: an append's arena, handed back for the next one (column-wire.ts ArenaPool). */
-  | ({ id: number; arena?: ArrayBuffer } & ({ ok: true } | { ok: false; code: ErrorCode; message: string }))
+  | ({ id: number } & ({ ok: true } | { ok: false; code: ErrorCode; message: string }))
   /** Sent once, when the thread has opened its connection and takes requests. */
   | { ready: true };
 
@@ -66,7 +65,11 @@ export class WriterThread implements ChunkWriterPort {
   private worker: Worker | null = null;
   private readonly config: WriterThreadConfig;
   private nextId = 1;
-  private readonly waiting = new Map<number, { resolve(): void; reject(e: unknown): void }>();
+  /** Requests posted and not answered; an append's arena is the pool's again once it is answered. */
+  private readonly waiting = new Map<
+    number,
+    { resolve(): void; reject(e: unknown): void; arena?: Float64Array }
+  >();
   private readonly arenas = new ArenaPool();
   private failure: Error | null = null;
   /** Whether the thread has started and takes requests. */
@@ -107,9 +110,9 @@ export class WriterThread implements ChunkWriterPort {
         this.ready = true;
         return;
       }
-      if (response.arena) this.arenas.give(response.arena);
       const pending = this.waiting.get(response.id);
       if (!pending) return;
+      if (pending.arena) this.arenas.give(pending.arena);
       this.waiting.delete(response.id);
       if (this.waiting.size === 0) worker.unref();
       if (response.ok) pending.resolve();
@@ -139,14 +142,14 @@ export class WriterThread implements ChunkWriterPort {
     return worker;
   }
 
-  private request(body: WriterRequestBody, transfer: ArrayBuffer[] = []): Promise<void> {
+  private request(body: WriterRequestBody, arena?: Float64Array): Promise<void> {
     if (this.failure) return Promise.reject(this.failure);
     const worker = this.start();
     const id = this.nextId++;
     return new Promise<void>((resolve, reject) => {
-      this.waiting.set(id, { resolve, reject });
+      this.waiting.set(id, arena ? { resolve, reject, arena } : { resolve, reject });
       worker.ref();
-      worker.postMessage({ ...body, id } as WriterRequest, transfer);
+      worker.postMessage({ ...body, id } as WriterRequest);
     });
   }
 
@@ -176,10 +179,11 @@ export class WriterThread implements ChunkWriterPort {
     appends: readonly { stream: string; batch: ColumnBatch }[],
     presence?: readonly ActorPresence[],
   ): Promise<void> {
+    // The arena is shared with the thread, not copied nor transferred (column-wire.ts ArenaPool).
     const batches = packBatches(appends, this.arenas);
     return this.request(
       { op: 'append', run, batches, ...(presence?.length ? { presence: [...presence] } : {}) },
-      [batches.arena.buffer as ArrayBuffer],
+      batches.arena,
     );
   }
 

@@ -78,11 +78,7 @@ parentPort!.on('message', (request: WriterRequest) => {
       message: error instanceof SimrecError ? e.message : `${config.location}: ${e.message}`,
     };
   }
-  if (request.op === 'append') {
-    // Unpacked and written: the arena goes back to be packed into again (column-wire.ts ArenaPool).
-    const arena = request.batches.arena.buffer as ArrayBuffer;
-    parentPort!.postMessage({ ...response, arena }, [arena]);
-  } else parentPort!.postMessage(response);
+  parentPort!.postMessage(response);
   if (request.op !== 'close') sealInBackground();
 });
 parentPort!.postMessage({ ready: true } satisfies WriterResponse);
