@@ -414,6 +414,58 @@ describe('columnar recording', () => {
     await store.close();
   });
 
+  it('frames of two names sent in turn keep each stream its rows, with rows of other kinds in order', async () => {
+    const store = await openStore(fresh());
+    const rec = await RunRecorder.begin(store, { begin: 0 });
+    await rec.declareActors([
+      { id: 'a', kind: 'vehicle' },
+      { id: 'b', kind: 'vehicle' },
+      { id: 'L', kind: 'traffic_light' },
+    ]);
+    await rec.declareStreams([
+      stateStream('a'),
+      stateStream('b'),
+      { name: 'signal', actor: 'L', fields: [{ name: 'state', type: 'string' }] },
+    ]);
+    // Each name has its frames waiting apart (one buffer each): a simulator's state and signal frames
+    // in turn used to empty the one buffer into the streams at every frame.
+    const appended: Promise<void>[] = [];
+    for (let step = 0; step < 4; step++) {
+      const t = step * 1000;
+      appended.push(
+        rec.appendFrame('state', {
+          t,
+          step,
+          actors: ['a', 'b'],
+          columns: { x: [step, 10 + step], y: [0, 0], yaw: [0, 0] },
+        }),
+        rec.appendFrame('signal', { t, step, actors: ['L'], columns: { state: [step % 2 ? 'r' : 'G'] } }),
+      );
+      if (step === 1)
+        appended.push(rec.appendMany([{ stream: 'L/signal', samples: [{ t: 1500, step: 15, state: 'y' }] }]));
+    }
+    await Promise.all(appended);
+    await rec.end('completed');
+    const rows = async (stream: string, field: string): Promise<unknown[]> =>
+      (await collect(streamSamples(store, rec.id, stream))).map((s) => [s.step, s[field]]);
+    assert.deepEqual(await rows('L/signal', 'state'), [
+      [0, 'G'],
+      [1, 'r'],
+      [15, 'y'],
+      [2, 'G'],
+      [3, 'r'],
+    ]);
+    assert.deepEqual(
+      await rows('a/state', 'x'),
+      [0, 1, 2, 3].map((k) => [k, k]),
+    );
+    assert.deepEqual(
+      await rows('b/state', 'x'),
+      [0, 1, 2, 3].map((k) => [k, 10 + k]),
+    );
+    await store.close();
+  });
+
   it('a bad frame names the actor and field, and nothing of it is kept', async () => {
     const store = await openStore(fresh());
     const rec = await RunRecorder.begin(store, { begin: 0 });

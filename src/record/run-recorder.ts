@@ -70,7 +70,6 @@ interface StreamState {
  * streams' fields, record switches and presence did not need a look per actor at every frame.
  */
 interface FrameActors {
-  name: string;
   actors: readonly string[];
   states: StreamState[];
   /** The states' stream ids, which the frame buffer keeps as they are. */
@@ -169,8 +168,8 @@ export class RunRecorder {
   private readonly presence = new Map<string, PresenceInterval[]>();
   private readonly presenceChanged = new Set<string>();
   private readonly pending = new Map<StreamState, ColumnBuilder>();
-  /** Frames of the last appendFrame's actors, kept frame-major until the commit (frame-buffer.ts). */
-  private frames: FrameBuffer | null = null;
+  /** Frames waiting for the commit, one buffer per frame name (frame-buffer.ts). */
+  private readonly frameBuffers = new Map<string, FrameBuffer>();
   private pendingCount = 0;
   private group: CommitGroup | null = null;
   /** Cancels the scheduled commit, if one is scheduled. */
@@ -395,13 +394,13 @@ export class RunRecorder {
 
   /**
    * The streams `actor/name` of a frame's actors, in their order. A simulator sends the same actors step
-   * after step: the last frame's list is kept and reused when the name and actors are the same (streams
-   * are never removed from a run), since building and looking up 200 stream ids a step was an eighth of
-   * the appending thread's time on the benchmark.
+   * after step: the last frame's list of each name is kept and reused when its actors are the same
+   * (streams are never removed from a run), since building and looking up 200 stream ids a step was an
+   * eighth of the appending thread's time on the benchmark.
    */
   private frameOf(name: string, actors: readonly string[]): FrameActors {
-    const last = this.lastFrame;
-    if (last && last.name === name && last.actors.length === actors.length) {
+    const last = this.lastFrames.get(name);
+    if (last && last.actors.length === actors.length) {
       let i = 0;
       while (i < actors.length && actors[i] === last.actors[i]) i++;
       if (i === actors.length) return last;
@@ -415,8 +414,7 @@ export class RunRecorder {
         );
       states[i] = state;
     }
-    return (this.lastFrame = {
-      name,
+    const known: FrameActors = {
       actors: actors.slice(),
       states,
       ids: states.map((s) => s.schema.id),
@@ -424,10 +422,13 @@ export class RunRecorder {
       recordedAt: -1,
       allRecorded: false,
       presentAt: -1,
-    });
+    };
+    this.lastFrames.set(name, known);
+    return known;
   }
 
-  private lastFrame: FrameActors | null = null;
+  /** The last frame's actors, by frame name (a simulator's `state` and `signal` frames alternate). */
+  private readonly lastFrames = new Map<string, FrameActors>();
   /** Counts declareActors calls: a frame's record switches are looked at again after one. */
   private actorsVersion = 0;
   /** Counts changes that may close an actor's stretch of presence (leave, setPresence). */
@@ -511,20 +512,20 @@ export class RunRecorder {
       }
     }
     const signature = states[0]!.signature;
-    if (!this.frames || this.frames.signature !== signature || !this.frames.accepts(batch.types)) {
-      this.drainFrames();
-      this.frames = new FrameBuffer(signature, batch.types);
+    let buffer = this.frameBuffers.get(name);
+    if (!buffer || buffer.signature !== signature || !buffer.accepts(batch.types)) {
+      if (buffer) this.drainFrames(buffer);
+      this.frameBuffers.set(name, (buffer = new FrameBuffer(signature, batch.types)));
     }
-    this.frames.append(frame.t, frame.step, ids, columns);
+    buffer.append(frame.t, frame.step, ids, columns);
     this.pendingCount += recorded.length;
     if (this.lastSampleT === null || frame.t > this.lastSampleT) this.lastSampleT = frame.t;
     return this.joinCommit();
   }
 
   /** Moves buffered frames into the streams' builders, so that rows of other kinds follow them in order. */
-  private drainFrames(): void {
-    const frames = this.frames;
-    if (!frames?.length) return;
+  private drainFrames(frames: FrameBuffer): void {
+    if (!frames.length) return;
     for (const { stream, batch } of frames.take())
       this.builderOf(this.streams.get(stream)!).appendBatch(batch);
   }
@@ -606,7 +607,8 @@ export class RunRecorder {
 
   private builderOf(state: StreamState): ColumnBuilder {
     // A stream with frames waiting gets its other rows after them.
-    if (this.frames?.holds(state.schema.id)) this.drainFrames();
+    const frames = this.frameBuffers.get(state.schema.name);
+    if (frames?.holds(state.schema.id)) this.drainFrames(frames);
     let builder = this.pending.get(state);
     if (!builder) this.pending.set(state, (builder = new ColumnBuilder(state.schema.fields)));
     return builder;
@@ -703,16 +705,20 @@ export class RunRecorder {
     this.cancelScheduled = null;
     const group = this.group;
     const appends: ColumnAppend[] = [];
-    let batchEnd: number | null = this.frames?.lastT ?? null;
+    let batchEnd: number | null = null;
     // A stream's frames follow its rows of other kinds (builderOf empties the frames into the builders
     // before such rows join them), so where a stream has both they go into one batch, builder first.
     const framed: ColumnAppend[] = [];
-    if (this.frames?.length)
-      for (const a of this.frames.take()) {
+    for (const frames of this.frameBuffers.values()) {
+      if (!frames.length) continue;
+      const t = frames.lastT!;
+      if (batchEnd === null || t > batchEnd) batchEnd = t;
+      for (const a of frames.take()) {
         const builder = this.pending.get(this.streams.get(a.stream)!);
         if (builder?.length) builder.appendBatch(a.batch);
         else framed.push(a);
       }
+    }
     for (const [state, builder] of this.pending) {
       if (builder.length === 0) continue;
       const t = builder.lastT!;
