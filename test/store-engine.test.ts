@@ -606,6 +606,18 @@ describe('the frame buffer', () => {
       ],
       ['x', 'tag'],
     ]);
+    // Two numbers a row (a vec), frames alike: each stream's pairs in frame order.
+    for (let f = 0; f < 3; f++)
+      buffer.append(200 + f, 200 + f, ids, { p: Float64Array.of(f, -f, 10 + f, -10 - f) });
+    assert.deepEqual(
+      buffer
+        .take()
+        .map(({ stream, batch }) => [stream, [...batch.t], [...(batch.columns.p as Float64Array)]]),
+      [
+        ['a/s', [200, 201, 202], [0, -0, 1, -1, 2, -2]],
+        ['b/s', [200, 201, 202], [10, -10, 11, -11, 12, -12]],
+      ],
+    );
     // A burst, then a commit far smaller (the buffer lets the burst's memory go).
     for (let f = 0; f < 300; f++) buffer.append(100 + f, 100 + f, ids, { tag: [`a${f}`, `b${f}`] });
     assert.deepEqual(buffer.take()[1]!.batch.columns.tag!.slice(298), ['b298', 'b299']);

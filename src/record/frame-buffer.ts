@@ -200,35 +200,38 @@ export class FrameBuffer {
    */
   take(): { stream: string; batch: ColumnBatch }[] {
     const slots = this.streamOfSlot.length;
-    // Stream s's rows are rows[start[s]] .. rows[start[s + 1] - 1], in order.
+    const frames = this.frames;
+    // Stream s's rows are rows[start[s]] .. rows[start[s + 1] - 1], in order. Frames alike: row r of the
+    // buffer is frame r / slots, slot r % slots, so stream s's are s, s + slots, ...: read by stride,
+    // without an array of row numbers (a third of the gathering time at 200 actors).
     const start = new Int32Array(slots + 1);
-    let rows: Int32Array;
-    if (this.uniform) {
-      const frames = this.frames;
-      rows = new Int32Array(this.rows);
-      for (let s = 0, i = 0; s < slots; s++) {
-        start[s] = i;
-        for (let f = 0; f < frames; f++) rows[i++] = f * slots + s;
-      }
-      start[slots] = this.rows;
-    } else rows = this.rowsBySlot(start);
-    const t = this.gatherTimes(this.frameT, rows);
-    const step = this.gatherTimes(this.frameStep, rows);
+    let rows: Int32Array | null = null;
+    if (this.uniform) for (let s = 0; s <= slots; s++) start[s] = s * frames;
+    else rows = this.rowsBySlot(start);
+    const t = this.gatherTimes(this.frameT, rows, slots);
+    const step = this.gatherTimes(this.frameStep, rows, slots);
     const numbers = [...this.numbers]
       .filter(([, c]) => c.used)
       .map(([name, { values, width }]) => {
-        const gathered = new Float64Array(rows.length * width);
-        if (width === 1) for (let i = 0; i < rows.length; i++) gathered[i] = values[rows[i]!]!;
+        const gathered = new Float64Array(this.rows * width);
+        if (rows === null && width === 1)
+          for (let s = 0, i = 0; s < slots; s++)
+            for (let r = s; r < this.rows; r += slots) gathered[i++] = values[r]!;
         else
-          for (let i = 0; i < rows.length; i++)
-            for (let k = 0; k < width; k++) gathered[i * width + k] = values[rows[i]! * width + k]!;
+          for (let i = 0; i < this.rows; i++) {
+            const r = rows === null ? (i % frames) * slots + Math.floor(i / frames) : rows[i]!;
+            for (let k = 0; k < width; k++) gathered[i * width + k] = values[r * width + k]!;
+          }
         return { name, gathered, width };
       });
     const lists = [...this.lists]
       .filter(([, c]) => c.used)
       .map(([name, { values }]) => {
-        const gathered = new Array<unknown>(rows.length);
-        for (let i = 0; i < rows.length; i++) gathered[i] = values[rows[i]!];
+        const gathered = new Array<unknown>(this.rows);
+        if (rows === null)
+          for (let s = 0, i = 0; s < slots; s++)
+            for (let r = s; r < this.rows; r += slots) gathered[i++] = values[r];
+        else for (let i = 0; i < this.rows; i++) gathered[i] = values[rows[i]!];
         return { name, gathered };
       });
     const out = this.streamOfSlot.map((stream, s) => {
@@ -258,12 +261,18 @@ export class FrameBuffer {
     return rows;
   }
 
-  /** Each of `rows`' time (or step), from its frame's. */
-  private gatherTimes(perFrame: Float64Array, rows: Int32Array): Float64Array {
+  /** Each row's time (or step), from its frame's: `rows` as take() has them, null when frames are alike. */
+  private gatherTimes(perFrame: Float64Array, rows: Int32Array | null, slots: number): Float64Array {
+    const out = new Float64Array(this.rows);
+    if (rows === null) {
+      // Every stream has a row in every frame: each stream's times are the frames' times.
+      const times = perFrame.subarray(0, this.frames);
+      for (let s = 0; s < slots; s++) out.set(times, s * this.frames);
+      return out;
+    }
     const perRow = new Float64Array(this.rows);
     for (let f = 0; f < this.frames; f++)
       perRow.fill(perFrame[f]!, this.frameRow[f]!, f + 1 < this.frames ? this.frameRow[f + 1]! : this.rows);
-    const out = new Float64Array(rows.length);
     for (let i = 0; i < rows.length; i++) out[i] = perRow[rows[i]!]!;
     return out;
   }
