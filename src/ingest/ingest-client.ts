@@ -17,6 +17,7 @@ import {
   type ActorBlockCache,
   type StreamColumns,
 } from './binary-batches.js';
+import { ByteWriter } from '../store/common/bytes.js';
 import { decodeMessage, encodeMessage, FrameDecoder, LENGTH_BYTES } from './framing.js';
 import {
   PROTOCOL_VERSION,
@@ -86,6 +87,9 @@ interface Entry {
 interface Transport {
   /** Sends an encoded message (framing.ts: header length, header, body). */
   send(message: Buffer): void;
+  /** Holds what is sent until `uncork`, to leave in one write (see pump). */
+  cork(): void;
+  uncork(): void;
   close(): void;
 }
 
@@ -113,6 +117,8 @@ export class IngestClient {
   private readonly streamFields = new Map<string, readonly FieldDecl[]>();
   /** The actor ids of the last frame of each stream name, encoded once (binary-batches.ts). */
   private readonly frameActors = new Map<string, ActorBlockCache>();
+  /** Where frame bodies are encoded before request() copies them into their message. */
+  private readonly frameWriter = new ByteWriter(4096);
   /** Counts of reconnects, for tests and for the operator's curiosity. */
   reconnects = 0;
 
@@ -198,7 +204,8 @@ export class IngestClient {
     const fields = first === undefined ? [] : this.streamFields.get(`${first}/${name}`);
     if (!fields)
       throw new RangeError(`appendFrame: stream ${JSON.stringify(`${first}/${name}`)} is not declared`);
-    await this.request({ type: 'frame' }, encodeFrameBody(name, frame, fields, this.frameActors));
+    const body = encodeFrameBody(name, frame, fields, this.frameActors, this.frameWriter);
+    await this.request({ type: 'frame' }, body);
   }
 
   private needProtocol(version: number, what: string): void {
@@ -290,15 +297,22 @@ export class IngestClient {
     const transport = this.transport;
     const welcome = this.welcome;
     if (!transport || !welcome || this.welcomeWaiter) return;
+    let corked = false;
     for (const entry of this.entries.values()) {
       if (entry.sent) continue;
       if (this.inflight >= welcome.window.messages) break;
       if (this.inflight > 0 && this.inflightBytes + entry.bytes > welcome.window.bytes) break;
+      if (!corked) {
+        // The messages an ack lets through leave in one write, not a system call each.
+        corked = true;
+        transport.cork();
+      }
       entry.sent = true;
       this.inflight++;
       this.inflightBytes += entry.bytes;
       transport.send(entry.message);
     }
+    if (corked) transport.uncork();
   }
 
   private settle(seq: number, outcome: { ack: AckMessage } | { error: unknown }): void {
@@ -476,6 +490,8 @@ function openTcp(host: string, port: number, events: TransportEvents): Promise<T
           socket.write(message);
           socket.uncork();
         },
+        cork: () => socket.cork(),
+        uncork: () => socket.uncork(),
         close: () => socket.destroy(),
       });
     });
@@ -505,6 +521,9 @@ function openWebSocket(url: string, events: TransportEvents): Promise<Transport>
         send: (message) => {
           if (ws.readyState === ws.OPEN) ws.send(message);
         },
+        // Each message is a WebSocket message of its own.
+        cork: () => {},
+        uncork: () => {},
         close: () => ws.terminate(),
       });
     });
