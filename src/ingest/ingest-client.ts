@@ -105,6 +105,8 @@ export class IngestClient {
   private welcomeWaiter: { resolve(w: WelcomeMessage): void; reject(e: unknown): void } | null = null;
   private readonly entries = new Map<number, Entry>();
   private nextSeq = 1;
+  /** Every message before this sequence number has been sent (or answered): see pump. */
+  private unsentFrom = 1;
   private inflight = 0;
   private inflightBytes = 0;
   private failure: IngestError | null = null;
@@ -298,8 +300,15 @@ export class IngestClient {
     const welcome = this.welcome;
     if (!transport || !welcome || this.welcomeWaiter) return;
     let corked = false;
-    for (const entry of this.entries.values()) {
-      if (entry.sent) continue;
+    // Messages before unsentFrom are all sent or answered: the scan starts there, not at the oldest
+    // message in flight (with a window of 1,024, scanning the sent ones at every ack was a tenth of
+    // what the client spent on the loopback benchmark).
+    for (let seq = this.unsentFrom; seq < this.nextSeq; seq++) {
+      const entry = this.entries.get(seq);
+      if (entry === undefined || entry.sent) {
+        if (seq === this.unsentFrom) this.unsentFrom = seq + 1;
+        continue;
+      }
       if (this.inflight >= welcome.window.messages) break;
       if (this.inflight > 0 && this.inflightBytes + entry.bytes > welcome.window.bytes) break;
       if (!corked) {
@@ -308,6 +317,7 @@ export class IngestClient {
         transport.cork();
       }
       entry.sent = true;
+      if (seq === this.unsentFrom) this.unsentFrom = seq + 1;
       this.inflight++;
       this.inflightBytes += entry.bytes;
       transport.send(entry.message);
@@ -384,6 +394,8 @@ export class IngestClient {
     // Nothing sent is known to have arrived: all of it is resent after the resume, except what the
     // server says it received.
     for (const entry of this.entries.values()) entry.sent = false;
+    // The oldest unanswered message (entries keep the order of their sequence numbers).
+    this.unsentFrom = this.entries.keys().next().value ?? this.nextSeq;
     this.inflight = 0;
     this.inflightBytes = 0;
     this.reconnecting ??= this.reconnect().finally(() => (this.reconnecting = null));
