@@ -18,7 +18,8 @@ const ANALYSIS: Record<string, string> = {
     'a run takes as long as the busier thread, the writer thread: instrumented on this benchmark it is ' +
     "busy for about 2.1 s of a 2.3 s run (packing each commit's tail blocks 0.77 s; SQLite's inserts, " +
     'counters and commits with their fsyncs 0.45 s; sealing 0.38 s, the sealed chunks written again; ' +
-    'garbage collection), the appending thread about 1.4 s (the generator 0.2 s of it). ' +
+    'garbage collection), the appending thread about 0.8 s of a 2.1 s run since 2026-11-26 (1.4 s ' +
+    'before; the generator 0.2 s of it). ' +
     'Waiting at each commit instead (simrec-awaited) is about 15% slower: the writer is still the ' +
     'larger share of the run. Measured and not kept: SQLite pages of 16 or 64 KB (no faster, files 3-10% ' +
     'larger), no auto-vacuum (no faster), no checkpoints during the run (no faster), the requests of a ' +
@@ -46,7 +47,9 @@ const ANALYSIS: Record<string, string> = {
     '48, at the same rate; 8 MiB was 5% slower); SQLite page caches on two connections; the frames of ' +
     'the next commit appended while one is in flight (the same run waiting at each commit, ' +
     "simrec-awaited, peaks 15 MiB lower); and the writer's packed tail blocks (about 13 MB), kept so that " +
-    'a seal need not read them back.',
+    'a seal need not read them back. Since 2026-11-26 commits reach the writer thread in arenas kept in ' +
+    'memory both threads share and the frame buffer keeps its arrays from commit to commit (the ' +
+    "appending thread's malloc heap 41 to 21 MB at the peak): 209-213 MiB against 223.",
   'seek-first':
     "A fresh process's first scene opens one chunk per actor: SQLite reads each 63 KB chunk whole, each " +
     'frame is checked and one block of each decoded, by code V8 has not optimised yet (the same work ' +
