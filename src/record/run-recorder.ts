@@ -488,8 +488,9 @@ export class RunRecorder {
     }
     for (const state of states) state.lastT = frame.t;
     if (recorded.length === 0) return Promise.resolve();
-    // Every actor of the last frame was present (an open stretch) and nothing has closed a stretch
-    // since: this frame changes no one's presence, and 200 lookups a frame are saved.
+    // Presence is looked at per actor only when it may change: not when every actor of these streams
+    // was present (an open stretch) at their last frame and nothing has closed a stretch since (200
+    // lookups a frame saved).
     if (known.presentAt !== this.presenceVersion || !known.allRecorded) {
       let allOpen = true;
       for (const state of recorded)

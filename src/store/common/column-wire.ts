@@ -3,10 +3,10 @@ import type { FieldType } from '../../model/stream.js';
 
 /**
  * Column batches of many streams packed for another thread: every number of every stream in one
- * Float64Array (in shared memory when packed from an ArenaPool, else transferred; never copied), strings as indexes into one table, and each stream's place
- * in it as a few numbers, its columns' names and kinds shared by every stream with the same ones. A
- * commit of 200 actors would otherwise post thousands of typed arrays and objects and 20,000 strings,
- * and structured cloning them cost more than encoding them.
+ * Float64Array (in memory both threads share when packed from an ArenaPool), strings as indexes into
+ * one table, and each stream's place in it as a few numbers, its columns' names and kinds shared by
+ * every stream with the same ones. A commit of 200 actors would otherwise post thousands of typed
+ * arrays and objects and 20,000 strings, and structured cloning them cost more than encoding them.
  */
 export interface WireBatches {
   arena: Float64Array;
