@@ -15,7 +15,8 @@ import type { ColumnBatch, FrameInput } from '../src/model/columns.js';
 import { ArenaPool, packBatches, unpackBatches } from '../src/store/common/column-wire.js';
 import type { ColumnAppend, StoreBackend } from '../src/model/store-port.js';
 import { stateStream } from '../src/model/standard-streams.js';
-import type { Sample } from '../src/model/stream.js';
+import type { FieldDecl, Sample } from '../src/model/stream.js';
+import { Random } from '../src/demo/random.js';
 import { FrameBuffer } from '../src/record/frame-buffer.js';
 import { RunRecorder } from '../src/record/run-recorder.js';
 import { sceneAt, streamSamples, trajectoryColumns } from '../src/replay/run-queries.js';
@@ -540,6 +541,109 @@ describe('columnar recording', () => {
     assert.equal(presence.get('a')?.length, 2);
     assert.deepEqual(presence.get('b'), [{ from: 0, to: 2500 }]);
     await store.close();
+  });
+});
+
+describe('frames against sample objects', () => {
+  it('a random run of frames records what the same appends as sample objects record (5 seeds)', async () => {
+    // The frame path keeps a lot between frames (the last frame's actors and what is known of them, a
+    // buffer per name kept from commit to commit): the same random run, once as frames and once as
+    // sample objects (which keep nothing of the kind), must store the same rows and presence.
+    const ids = ['a', 'b', 'c', 'd', 'e', 'f'];
+    const fields: FieldDecl[] = [
+      { name: 'x', type: 'f64' },
+      { name: 'tag', type: 'string', optional: true },
+      { name: 'v', type: 'vec', length: 2, optional: true },
+    ];
+    for (const seed of [1, 2, 3, 4, 5]) {
+      const random = new Random(seed);
+      const stores = [await openStore(fresh()), await openStore(fresh())];
+      const recorders = await Promise.all(stores.map((store) => RunRecorder.begin(store, { begin: 0 })));
+      for (const rec of recorders) {
+        await rec.declareActors(ids.map((id) => ({ id, kind: 'vehicle' })));
+        await rec.declareStreams([
+          ...ids.map((actor) => ({ name: 'state', actor, fields })),
+          ...ids.map((actor) => ({ name: 'pose', actor, fields: [{ name: 'x', type: 'f64' as const }] })),
+        ]);
+      }
+      const framed = recorders[0]!;
+      const pending: Promise<void>[] = [];
+      const both = (apply: (rec: RunRecorder, asFrames: boolean) => Promise<void> | undefined): void => {
+        for (const rec of recorders) {
+          const done = apply(rec, rec === framed);
+          if (done) pending.push(done);
+        }
+      };
+      let actors = ['a', 'b', 'c'];
+      for (let step = 0; step < 240; step++) {
+        const t = step * 1000;
+        // The actor list changes now and then: one more, one fewer, another order (or stays the same
+        // array, as a simulator's usually does).
+        if (random.next() < 0.15) {
+          const next = ids.filter(() => random.next() < 0.6);
+          if (random.next() < 0.5) next.reverse();
+          if (next.length) actors = next;
+        }
+        const x = actors.map(() => Math.round(random.uniform(-1e3, 1e3) * 1e3) / 1e3);
+        const tag = actors.map((id) => (random.next() < 0.3 ? undefined : `${id}${step % 3}`));
+        const v = actors.flatMap(() => (random.next() < 0.4 ? [NaN, NaN] : [random.int(9), -random.int(9)]));
+        both((rec, asFrames) => {
+          if (asFrames)
+            return rec.appendFrame('state', {
+              t,
+              step,
+              actors,
+              columns: { x: Float64Array.from(x), tag, v: Float64Array.from(v) },
+            });
+          return rec.appendMany(
+            actors.map((id, i) => {
+              const sample: Sample = { t, step, x: x[i]! };
+              if (tag[i] !== undefined) sample.tag = tag[i];
+              if (!Number.isNaN(v[2 * i])) sample.v = [v[2 * i]!, v[2 * i + 1]!];
+              return { stream: `${id}/state`, samples: [sample] };
+            }),
+          );
+        });
+        // A second kind of frame in turn, for a few actors.
+        if (step % 2 === 0) {
+          const some = actors.slice(0, 2);
+          both((rec, asFrames) =>
+            asFrames
+              ? rec.appendFrame('pose', { t, step, actors: some, columns: { x: some.map(() => step) } })
+              : rec.appendMany(some.map((id) => ({ stream: `${id}/pose`, samples: [{ t, step, x: step }] }))),
+          );
+        }
+        // Between frames: a row of another kind, an actor leaving, a record switch, an actor appearing
+        // without a sample, a commit.
+        const r = random.next();
+        const who = ids[random.int(ids.length)]!;
+        if (r < 0.1)
+          both((rec) => rec.appendMany([{ stream: `${who}/state`, samples: [{ t: t + 500, step, x: -1 }] }]));
+        else if (r < 0.2) both((rec) => rec.leave(who, t + 600));
+        else if (r < 0.25) {
+          const record = random.next() < 0.5;
+          for (const rec of recorders) await rec.declareActors([{ id: who, kind: 'vehicle', record }]);
+        } else if (r < 0.3) both((rec) => rec.appear(who, t + 700));
+        else if (r < 0.4) await Promise.all(recorders.map((rec) => rec.flush()));
+      }
+      await Promise.all(pending);
+      await Promise.all(recorders.map((rec) => rec.end('completed')));
+      for (const id of ids)
+        for (const name of ['state', 'pose']) {
+          const rows = await Promise.all(
+            stores.map(async (store, k) => collect(streamSamples(store, recorders[k]!.id, `${id}/${name}`))),
+          );
+          assert.deepEqual(rows[0], rows[1], `seed ${seed}: ${id}/${name}`);
+        }
+      const presence = await Promise.all(
+        stores.map(async (store, k) =>
+          (await store.listActors(recorders[k]!.id)).map((a) => [a.id, a.presence]),
+        ),
+      );
+      assert.deepEqual(presence[0], presence[1], `seed ${seed}: presence`);
+      assert.ok((await collect(streamSamples(stores[0]!, framed.id, 'a/state'))).length > 0);
+      await Promise.all(stores.map((store) => store.close()));
+    }
   });
 });
 
