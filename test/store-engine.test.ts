@@ -355,6 +355,39 @@ describe('columnar recording', () => {
     await store.close();
   });
 
+  it("a frame's columns are copied as it is appended: the caller fills the same arrays for the next", async () => {
+    const store = await openStore(fresh());
+    const rec = await RunRecorder.begin(store, { begin: 0 });
+    await rec.declareActors(['a', 'b'].map((id) => ({ id, kind: 'vehicle' })));
+    await rec.declareStreams(['a', 'b'].map((id) => stateStream(id)));
+    // As the ingest server does with the frames it decodes: one set of arrays, refilled every step.
+    const x = new Float64Array(2);
+    const y = new Float64Array(2);
+    const yaw = [0, 0];
+    const appended: Promise<void>[] = [];
+    for (let step = 0; step < 5; step++) {
+      x.set([step, 10 + step]);
+      y.set([-step, -10 - step]);
+      appended.push(
+        rec.appendFrame('state', { t: step * 1000, step, actors: ['a', 'b'], columns: { x, y, yaw } }),
+      );
+    }
+    x.fill(NaN);
+    await Promise.all(appended);
+    await rec.end('completed');
+    const rows = async (id: string): Promise<unknown[]> =>
+      (await collect(streamSamples(store, rec.id, `${id}/state`))).map((s) => [s.x, s.y]);
+    assert.deepEqual(
+      await rows('a'),
+      [0, 1, 2, 3, 4].map((k) => [k, -k]),
+    );
+    assert.deepEqual(
+      await rows('b'),
+      [0, 1, 2, 3, 4].map((k) => [10 + k, -10 - k]),
+    );
+    await store.close();
+  });
+
   it('frames whose actors come and go within one commit keep each actor its rows, with rows of other kinds in order', async () => {
     const store = await openStore(fresh());
     const rec = await RunRecorder.begin(store, { begin: 0 });

@@ -437,7 +437,9 @@ export class RunRecorder {
   /**
    * Appends one step of many actors' streams named `name` (their `state`, say): each column holds one
    * value per actor, in the order of `frame.actors`. Validated column by column across the actors (once
-   * for all actors whose streams share a schema); all or none. Resolves when durable.
+   * for all actors whose streams share a schema); all or none. The values are copied before this
+   * returns: the caller may fill the same arrays for its next frame (the ingest server decodes every
+   * frame into the same ones). Resolves when durable.
    */
   appendFrame(name: string, frame: FrameInput): Promise<void> {
     this.checkOpen();
