@@ -47,6 +47,15 @@ function expectedV1(): { runs: { run: { id: number }; streams: Record<string, { 
 let files = 0;
 const fresh = (): string => join(dir.path, `store-${++files}.db`);
 
+/** A fresh store and a run recording `ids` as vehicles with a state stream each, begun at t=0. */
+async function vehicleRun(ids: string[]): Promise<{ store: StoreBackend; rec: RunRecorder }> {
+  const store = await openStore(fresh());
+  const rec = await RunRecorder.begin(store, { begin: 0 });
+  await rec.declareActors(ids.map((id) => ({ id, kind: 'vehicle' })));
+  await rec.declareStreams(ids.map((id) => stateStream(id)));
+  return { store, rec };
+}
+
 /** A run that begins at `begin`, with one car and its state stream declared. */
 async function recordingOneCar(store: StoreBackend, begin: number): Promise<RunRecorder> {
   const rec = await RunRecorder.begin(store, { begin });
@@ -228,11 +237,8 @@ describe('stored damage', () => {
 
 describe('columnar recording', () => {
   it('appendFrame, appendColumns and appendMany on the same streams keep every row, in time order', async () => {
-    const store = await openStore(fresh());
-    const rec = await RunRecorder.begin(store, { begin: 0 });
     const ids = ['a', 'b', 'c'];
-    await rec.declareActors(ids.map((id) => ({ id, kind: 'vehicle' })));
-    await rec.declareStreams(ids.map((id) => stateStream(id)));
+    const { store, rec } = await vehicleRun(ids);
     await rec.setRecording('c', false);
     for (let step = 0; step < 10; step++) {
       const t = step * 100_000;
@@ -314,10 +320,7 @@ describe('columnar recording', () => {
   });
 
   it('a frame goes to the streams of the actors it names, in their order, even in an array the caller reuses', async () => {
-    const store = await openStore(fresh());
-    const rec = await RunRecorder.begin(store, { begin: 0 });
-    await rec.declareActors(['a', 'b', 'c'].map((id) => ({ id, kind: 'vehicle' })));
-    await rec.declareStreams(['a', 'b', 'c'].map((id) => stateStream(id)));
+    const { store, rec } = await vehicleRun(['a', 'b', 'c']);
     const actors = ['a', 'b'];
     const frame = (step: number): FrameInput => ({
       t: step * 1000,
@@ -356,10 +359,7 @@ describe('columnar recording', () => {
   });
 
   it("a frame's columns are copied as it is appended: the caller fills the same arrays for the next", async () => {
-    const store = await openStore(fresh());
-    const rec = await RunRecorder.begin(store, { begin: 0 });
-    await rec.declareActors(['a', 'b'].map((id) => ({ id, kind: 'vehicle' })));
-    await rec.declareStreams(['a', 'b'].map((id) => stateStream(id)));
+    const { store, rec } = await vehicleRun(['a', 'b']);
     // As the ingest server does with the frames it decodes: one set of arrays, refilled every step.
     const x = new Float64Array(2);
     const y = new Float64Array(2);
@@ -501,13 +501,7 @@ describe('columnar recording', () => {
   });
 
   it('a bad frame names the actor and field, and nothing of it is kept', async () => {
-    const store = await openStore(fresh());
-    const rec = await RunRecorder.begin(store, { begin: 0 });
-    await rec.declareActors([
-      { id: 'a', kind: 'vehicle' },
-      { id: 'b', kind: 'vehicle' },
-    ]);
-    await rec.declareStreams([stateStream('a'), stateStream('b')]);
+    const { store, rec } = await vehicleRun(['a', 'b']);
     /** Appending a frame of both actors at t=0 with these columns. */
     const frameOf = (columns: FrameInput['columns']) => (): unknown =>
       rec.appendFrame('state', { t: 0, step: 0, actors: ['a', 'b'], columns });
@@ -536,10 +530,7 @@ describe('columnar recording', () => {
     await store.close();
   });
   it('frames of the same actors notice a leave, a return and a record switch between them', async () => {
-    const store = await openStore(fresh());
-    const rec = await RunRecorder.begin(store, { begin: 0 });
-    await rec.declareActors(['a', 'b'].map((id) => ({ id, kind: 'vehicle' })));
-    await rec.declareStreams(['a', 'b'].map((id) => stateStream(id)));
+    const { store, rec } = await vehicleRun(['a', 'b']);
     // The recorder keeps what it knows of the last frame's actors: each change below must reach it.
     const frame = (step: number): FrameInput => ({
       t: step * 1000,

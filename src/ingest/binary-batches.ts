@@ -346,15 +346,21 @@ function readColumn(
   field: FieldDecl,
   rows: number,
   where: string,
-  /** Where a float64 column of `count` numbers may be decoded into; a new array when undefined. */
-  into: (count: number) => ScratchColumn | undefined = () => undefined,
+  /** Where float64 columns are decoded into, this one as the frame's column `k`; new arrays without. */
+  scratch?: FrameScratch,
+  k = 0,
 ): ArrayLike<unknown> {
   const what = `${rows} rows of ${field.type}`;
   switch (field.type) {
     case 'f64':
-      return r.f64s(rows, where, what, into(rows));
+      return r.f64s(rows, where, what, scratch?.column(k, rows));
     case 'vec':
-      return r.f64s(rows * field.length!, where, `${what}[${field.length}]`, into(rows * field.length!));
+      return r.f64s(
+        rows * field.length!,
+        where,
+        `${what}[${field.length}]`,
+        scratch?.column(k, rows * field.length!),
+      );
     case 'i64':
       return r.i64s(rows, where, what);
     case 'f32':
@@ -400,13 +406,7 @@ function readColumns(
         `field id ${id} is not declared, expected 0..${fields.length - 1} (${fields.map((f) => f.name).join(', ')})`,
       );
     if (field.name in columns) throw r.fail(`${where}.${field.name}`, `field id ${id} comes twice`);
-    columns[field.name] = readColumn(
-      r,
-      field,
-      rows,
-      `${where}.${field.name}`,
-      scratch ? (count: number) => scratch.column(k, count) : undefined,
-    );
+    columns[field.name] = readColumn(r, field, rows, `${where}.${field.name}`, scratch, k);
   }
   return columns;
 }
