@@ -27,11 +27,18 @@ export class BitWriter {
     this.words = new Uint32Array(Math.max(4, (capacityBits >>> 5) + 2));
   }
 
-  /** Empties it for reuse, with room for at least `capacityBits` (what finish() returned is overwritten). */
-  reset(capacityBits: number): this {
-    const words = (capacityBits >>> 5) + 2;
+  /** Where finish()'s bytes begin, in words: room a caller keeps in front of them for a prefix. */
+  private start = 0;
+
+  /**
+   * Empties it for reuse, with room for at least `capacityBits` (what finish() returned is overwritten),
+   * after `reservedWords` words left for the caller to fill (finish() does not include them).
+   */
+  reset(capacityBits: number, reservedWords = 0): this {
+    const words = (capacityBits >>> 5) + 2 + reservedWords;
     if (this.words.length < words) this.words = new Uint32Array(words);
-    this.pos = 0;
+    this.start = reservedWords;
+    this.pos = reservedWords;
     this.acc = 0;
     this.used = 0;
     return this;
@@ -66,7 +73,7 @@ export class BitWriter {
       if (this.pos === this.words.length) this.grow();
       this.words[this.pos] = this.acc;
     }
-    return new Uint8Array(this.words.buffer, 0, words * 4);
+    return new Uint8Array(this.words.buffer, this.start * 4, (words - this.start) * 4);
   }
 }
 
@@ -391,9 +398,9 @@ export function unpackFloat32(bytes: Uint8Array, n: number, target?: Float64Arra
 }
 
 /** Unsigned 32-bit words in groups at the width of their widest. */
-function packWords(r: Uint32Array): Uint8Array {
+function packWords(r: Uint32Array, reservedWords = 0): Uint8Array {
   const n = r.length;
-  const out = packScratch.reset(n * 43 + 64);
+  const out = packScratch.reset(n * 43 + 64, reservedWords);
   if (n > 0) out.write(r[0]!, 32);
   let last = 0;
   for (let g = 1; g < n; g += GROUP) {
@@ -433,7 +440,9 @@ const TWO_31 = 2 ** 31;
 export function packIntegers(values: Float64Array, order: 1 | 2): Uint8Array | null {
   const n = values.length;
   if (n === 0) return new Uint8Array(0);
-  const r = new Uint32Array(n - 1);
+  if (residualScratch.length < n - 1)
+    residualScratch = new Uint32Array(Math.max(n - 1, 2 * residualScratch.length));
+  const r = residualScratch.subarray(0, n - 1);
   let prev = values[0]!;
   let prevDelta = 0;
   for (let i = 1; i < n; i++) {
@@ -445,12 +454,16 @@ export function packIntegers(values: Float64Array, order: 1 | 2): Uint8Array | n
     prev = v;
     prevDelta = delta;
   }
-  const packed = packWords(r);
-  const out = new Uint8Array(8 + packed.length);
-  new DataView(out.buffer).setFloat64(0, values[0]!, true);
-  out.set(packed, 8);
+  // The first value's eight bytes go in front of the packed words, in the two words of the same
+  // scratch left before them: no array of its own, nor a copy. Valid until the next column is packed.
+  const packed = packWords(r, 2);
+  const out = new Uint8Array(packed.buffer, packed.byteOffset - 8, 8 + packed.length);
+  new DataView(out.buffer, out.byteOffset, 8).setFloat64(0, values[0]!, true);
   return out;
 }
+
+/** packIntegers' zig-zag residuals, reused (a column of integers is packed as it is made). */
+let residualScratch = new Uint32Array(1024);
 
 export function unpackIntegers(
   bytes: Uint8Array,

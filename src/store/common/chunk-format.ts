@@ -375,7 +375,10 @@ function bitmapOf(n: number, has: (i: number) => boolean): Uint8Array {
   return bitmap;
 }
 
-/** Distinct strings once, then runs of their indexes: a lane id changes a few times a minute. */
+/**
+ * Distinct strings once, then runs of their indexes: a lane id changes a few times a minute. The bytes
+ * are valid until the next call.
+ */
 function dictionaryBytes(values: readonly string[]): Uint8Array {
   const dict: string[] = [];
   const index = new Map<string, number>();
@@ -394,13 +397,20 @@ function dictionaryBytes(values: readonly string[]): Uint8Array {
       current = k;
     }
   }
-  const out = new ByteWriter(16 + values.length);
+  const out = dictionaryScratch;
+  out.reset();
   out.varint(dict.length);
   for (const d of dict) out.string(d);
   out.varint(runs.length / 2);
   for (const r of runs) out.varint(r);
   return out.finish();
 }
+
+/**
+ * Where string columns are packed: valid until the next, copied into the block at once. A writer per
+ * block and column was a tenth of what the writer thread allocated on the benchmark (a lane id column).
+ */
+const dictionaryScratch = new ByteWriter(1024);
 
 /**
  * JSON values of one shape (per-wheel states: the same keys, the same strings, only numbers change) as
@@ -508,8 +518,10 @@ export function assembleChunk(columns: readonly ChunkColumn[], blocks: readonly 
   const n = blocks.reduce((sum, b) => sum + b.rows, 0);
   const begin = blocks[0]!.begin;
   // Written by hand: the column list is the same string for every chunk of a stream.
-  const header = Buffer.from(`{"n":${n},"begin":${begin},"columns":${columnList(columns)}}`, 'utf8');
-  const table = new ByteWriter(blocks.length * 12 + 8);
+  const header = `{"n":${n},"begin":${begin},"columns":${columnList(columns)}}`;
+  const headerLength = Buffer.byteLength(header, 'utf8');
+  const table = tableScratch;
+  table.reset();
   table.varint(blocks.length);
   for (const b of blocks) {
     table.varint(b.rows);
@@ -519,13 +531,13 @@ export function assembleChunk(columns: readonly ChunkColumn[], blocks: readonly 
     table.u32((b.crc ??= crc32(b.bytes)));
   }
   const tableBytes = table.finish();
-  const size = 16 + header.length + tableBytes.length + blocks.reduce((sum, b) => sum + b.bytes.length, 0);
+  const size = 16 + headerLength + tableBytes.length + blocks.reduce((sum, b) => sum + b.bytes.length, 0);
   const out = Buffer.allocUnsafe(size);
   out.write(MAGIC, 0, 'latin1');
-  out.writeUInt32LE(header.length, 4);
+  out.writeUInt32LE(headerLength, 4);
   out.writeUInt32LE(tableBytes.length, 8);
-  header.copy(out, 16);
-  let offset = 16 + header.length;
+  out.write(header, 16, 'utf8');
+  let offset = 16 + headerLength;
   out.set(tableBytes, offset);
   offset += tableBytes.length;
   out.writeUInt32LE(crc32(out.subarray(16, offset), crc32(out.subarray(0, 12))), 12);
@@ -535,6 +547,9 @@ export function assembleChunk(columns: readonly ChunkColumn[], blocks: readonly 
   }
   return out;
 }
+
+/** The block table of the chunk being assembled (copied into it): one writer, not one per chunk. */
+const tableScratch = new ByteWriter(1024);
 
 // ---- decoding --------------------------------------------------------------------------------------
 
