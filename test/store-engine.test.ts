@@ -388,6 +388,57 @@ describe('columnar recording', () => {
     await store.close();
   });
 
+  it('a JSON value is copied as it is appended, by every append path: the caller may change its object for the next step', async () => {
+    const store = await openStore(fresh());
+    const rec = await RunRecorder.begin(store, { begin: 0 });
+    const ids = ['many', 'frame', 'columns'];
+    await rec.declareActors(ids.map((id) => ({ id, kind: 'vehicle' })));
+    // A declared json field, and an undeclared field (its type inferred) holding an object too.
+    await rec.declareStreams(
+      ids.map((actor) => ({ name: 'wheels', actor, fields: [{ name: 'doc', type: 'json' as const }] })),
+    );
+    // One object, filled again every step, as a simulator keeps its wheels' state; a key "__proto__"
+    // (JSON.parse makes such keys) stays a key of the copy.
+    const doc = JSON.parse('{"wheels":[{"w":0}],"__proto__":{"k":0}}') as {
+      wheels: { w: number }[];
+      ['__proto__']: { k: number };
+    };
+    const extra = { slip: [0] };
+    const appended: Promise<void>[] = [];
+    for (let step = 0; step < 4; step++) {
+      doc.wheels[0]!.w = step;
+      Object.getOwnPropertyDescriptor(doc, '__proto__')!.value.k = step;
+      extra.slip[0] = 10 + step;
+      const t = step * 1000;
+      appended.push(rec.appendMany([{ stream: 'many/wheels', samples: [{ t, step, doc, extra }] }]));
+      appended.push(
+        rec.appendFrame('wheels', { t, step, actors: ['frame'], columns: { doc: [doc], extra: [extra] } }),
+      );
+      appended.push(
+        rec.appendColumns('columns/wheels', {
+          t: [t],
+          step: [step],
+          columns: { doc: [doc], extra: [extra] },
+        }),
+      );
+    }
+    doc.wheels[0]!.w = 99;
+    extra.slip[0] = 99;
+    await Promise.all(appended);
+    await rec.end('completed');
+    for (const id of ids) {
+      const samples = await collect(streamSamples(store, rec.id, `${id}/wheels`));
+      assert.deepEqual(
+        samples.map((s) => [s.step, JSON.stringify(s.doc), s.extra]),
+        [0, 1, 2, 3].map((k) => [k, `{"wheels":[{"w":${k}}],"__proto__":{"k":${k}}}`, { slip: [10 + k] }]),
+        `${id}: each sample as it was appended`,
+      );
+      for (const s of samples)
+        assert.equal(Object.getPrototypeOf(s.doc), Object.prototype, `${id}: a plain object`);
+    }
+    await store.close();
+  });
+
   it('frames whose actors come and go within one commit keep each actor its rows, with rows of other kinds in order', async () => {
     const store = await openStore(fresh());
     const rec = await RunRecorder.begin(store, { begin: 0 });

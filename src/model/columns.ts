@@ -1,5 +1,5 @@
 import { describeValue, invalid } from './errors.js';
-import { checkJsonValue } from './json.js';
+import { checkJsonValue, copyJsonValue } from './json.js';
 import {
   inferFieldType,
   isFieldName,
@@ -269,8 +269,11 @@ function normalizeColumn(
     }
     if (field.type === 'string' && typeof v !== 'string')
       throw invalid(`${rowWhere(field, i, timeOf, rowName)}: expected a string, got ${describeValue(v)}`);
-    if (field.type === 'json') checkJsonValue(v, rowWhere(field, i, timeOf, rowName));
-    out[i] = v;
+    if (field.type === 'json') {
+      checkJsonValue(v, rowWhere(field, i, timeOf, rowName));
+      // Copied: the caller may change its object once the append returns (json.ts copyJsonValue).
+      out[i] = copyJsonValue(v);
+    } else out[i] = v;
   }
   return out;
 }

@@ -58,6 +58,37 @@ function jsonProblem(value: unknown, depth: number): { path: string; message: st
   }
 }
 
+/**
+ * A deep copy of a value checkJsonValue accepted: what a recorder keeps of a sample's JSON field while
+ * its caller goes on with the original (a simulator that fills the same wheels object every step would
+ * otherwise have every sample of a commit recorded with the last step's values). Strings, numbers,
+ * booleans and null are returned as they are.
+ */
+export function copyJsonValue(value: JsonValue): JsonValue {
+  if (typeof value !== 'object' || value === null) return value;
+  if (Array.isArray(value)) {
+    const out = new Array<JsonValue>(value.length);
+    for (let i = 0; i < value.length; i++) out[i] = copyJsonValue(value[i]!);
+    return out;
+  }
+  const out: JsonObject = {};
+  for (const key in value) {
+    if (!Object.prototype.hasOwnProperty.call(value, key)) continue;
+    const item = value[key];
+    if (item === undefined) continue; // dropped by JSON, as checkJsonValue allows
+    // A key "__proto__" (JSON.parse makes one) must stay a key, not become the copy's prototype.
+    if (key === '__proto__')
+      Object.defineProperty(out, key, {
+        value: copyJsonValue(item),
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
+    else out[key] = copyJsonValue(item);
+  }
+  return out;
+}
+
 /** JSON text in which bigints (int64 scenario ids) are numbers when exact, else decimal strings. */
 export function toJson(value: unknown, indent = 2): string {
   return JSON.stringify(

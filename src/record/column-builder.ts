@@ -1,5 +1,6 @@
 import type { ColumnBatch, ColumnValues } from '../model/columns.js';
 import type { FieldDecl, FieldType, Sample } from '../model/stream.js';
+import { copyJsonValue, type JsonValue } from '../model/json.js';
 
 const isNumericType = (type: FieldType): boolean => type !== 'string' && type !== 'json' && type !== 'vec';
 
@@ -118,8 +119,10 @@ export class ColumnBuilder {
         this.numberColumn(name, 1)[at] =
           typeof v === 'boolean' ? (v ? 1 : 0) : type === 'f32' ? Math.fround(v as number) : (v as number);
       } else if (v !== null || type === 'json') {
+        // A JSON value is copied (the caller may change its object once the append returns); a string
+        // cannot change.
         const list = this.listColumn(name);
-        list.push(v);
+        list.push(type === 'json' ? copyJsonValue(v as JsonValue) : v);
       }
     }
     this.n++;
