@@ -439,6 +439,37 @@ describe('columnar recording', () => {
     await store.close();
   });
 
+  it("an actor's attributes and a stream's metadata are kept as declared, though written after the commit in flight", async () => {
+    const { store, rec } = await vehicleRun(['a']);
+    // A commit in flight: declarations made now are written after it.
+    const committing = rec.appendFrame('state', {
+      t: 0,
+      step: 0,
+      actors: ['a'],
+      columns: { x: [1], y: [2], yaw: [0] },
+    });
+    await rec.flush();
+    rec.appendFrame('state', { t: 10, step: 1, actors: ['a'], columns: { x: [1], y: [2], yaw: [0] } });
+    const flushed = rec.flush();
+    // One object reused for every declaration, as a loop over a simulator's vehicles might.
+    const attributes = { route: ['e1', 'e2'], vType: 'car' };
+    const metadata = { source: { sensor: 'lidar-0' } };
+    const declared = [
+      rec.declareActors([{ id: 'b', kind: 'vehicle', attributes }]),
+      rec.declareStreams([{ name: 'scan', actor: 'b', fields: [{ name: 'n', type: 'i32' }], metadata }]),
+    ];
+    attributes.route.push('e3');
+    attributes.vType = 'bus';
+    metadata.source.sensor = 'lidar-9';
+    await Promise.all([committing, flushed, ...declared]);
+    await rec.end('completed');
+    const b = (await store.listActors(rec.id)).find((a) => a.id === 'b')!;
+    assert.deepEqual(b.attributes, { route: ['e1', 'e2'], vType: 'car' });
+    const scan = (await store.listStreams(rec.id)).find((s) => s.id === 'b/scan')!;
+    assert.deepEqual(scan.metadata, { source: { sensor: 'lidar-0' } });
+    await store.close();
+  });
+
   it('frames whose actors come and go within one commit keep each actor its rows, with rows of other kinds in order', async () => {
     const store = await openStore(fresh());
     const rec = await RunRecorder.begin(store, { begin: 0 });

@@ -1,5 +1,5 @@
 import { describeValue, invalid } from './errors.js';
-import { checkJsonValue, type JsonObject } from './json.js';
+import { checkJsonValue, copyJsonValue, type JsonObject } from './json.js';
 
 /** Why a run ended. The first six are SODA.Sim's; others are accepted as given (lower_snake_case). */
 export const KNOWN_END_REASONS = [
@@ -212,7 +212,15 @@ export function normalizeActor(decl: ActorDecl): ActorInfo {
   checkJsonObject(attributes, `${where}.attributes`);
   const options = decl.options ?? {};
   checkJsonObject(options, `${where}.options`);
-  const actor: ActorInfo = { id: decl.id, kind: decl.kind, record: decl.record ?? true, attributes, options };
+  // Copies: the recorder writes an actor after the commit in flight, and its caller may change its
+  // objects meanwhile (json.ts copyJsonValue).
+  const actor: ActorInfo = {
+    id: decl.id,
+    kind: decl.kind,
+    record: decl.record ?? true,
+    attributes: copyJsonValue(attributes) as JsonObject,
+    options: copyJsonValue(options) as JsonObject,
+  };
   if (decl.sourceClass !== undefined) actor.sourceClass = decl.sourceClass;
   if (decl.extents !== undefined)
     actor.extents = { length: decl.extents.length, width: decl.extents.width, height: decl.extents.height };

@@ -1,5 +1,5 @@
 import { describeValue, invalid } from './errors.js';
-import { checkJsonValue, type JsonObject } from './json.js';
+import { checkJsonValue, copyJsonValue, type JsonObject } from './json.js';
 
 /**
  * Field types a stream schema can declare. Numbers are JavaScript numbers; `i64` holds integers up to
@@ -122,7 +122,14 @@ export function normalizeStream(decl: StreamDecl): StreamSchema {
     throw invalid(`stream ${id}.rateHz: expected a positive number, got ${describeValue(decl.rateHz)}`);
   const metadata = decl.metadata ?? {};
   checkJsonValue(metadata, `stream ${id}.metadata`);
-  const schema: StreamSchema = { id, name: decl.name, actor: decl.actor ?? null, fields, metadata };
+  const schema: StreamSchema = {
+    id,
+    name: decl.name,
+    actor: decl.actor ?? null,
+    fields,
+    // A copy: the schema is written after the commit in flight (json.ts copyJsonValue).
+    metadata: copyJsonValue(metadata) as JsonObject,
+  };
   if (decl.rateHz !== undefined) schema.rateHz = decl.rateHz;
   return schema;
 }
