@@ -19,7 +19,10 @@ const ANALYSIS: Record<string, string> = {
     "busy for about 2.1 s of a 2.3 s run (packing each commit's tail blocks 0.77 s; SQLite's inserts, " +
     'counters and commits with their fsyncs 0.45 s; sealing 0.38 s, the sealed chunks written again; ' +
     'garbage collection), the appending thread about 0.8 s of a 2.1 s run since 2026-11-26 (1.4 s ' +
-    'before; the generator 0.2 s of it). ' +
+    'before; the generator 0.2 s of it). Since the afternoon of 2026-11-26 the writer packs string and ' +
+    'integer columns and chunk tables into writers it keeps (about 4% faster in alternating runs). ' +
+    'A run makes 149,000 pwrite and 70,000 pread calls (two writes a WAL frame) and 135 fsyncs; without ' +
+    'fsyncs (simrec-normal) it is 2-3% faster: the SQLite time is page writes, not the disk. ' +
     'Waiting at each commit instead (simrec-awaited) is about 15% slower: the writer is still the ' +
     'larger share of the run. Measured and not kept: SQLite pages of 16 or 64 KB (no faster, files 3-10% ' +
     'larger), no auto-vacuum (no faster), no checkpoints during the run (no faster), the requests of a ' +
@@ -49,13 +52,20 @@ const ANALYSIS: Record<string, string> = {
     "simrec-awaited, peaks 15 MiB lower); and the writer's packed tail blocks (about 13 MB), kept so that " +
     'a seal need not read them back. Since 2026-11-26 commits reach the writer thread in arenas kept in ' +
     'memory both threads share and the frame buffer keeps its arrays from commit to commit (the ' +
-    "appending thread's malloc heap 41 to 21 MB at the peak): 209-213 MiB against 223.",
+    "appending thread's malloc heap 41 to 21 MB at the peak): 209-213 MiB against 223. Measured since: " +
+    "the appending thread's young generation grows by what survives its collections, here mostly the " +
+    "ego's per-step sample objects (control, and the wheels' JSON objects held until the commit): " +
+    'without them the same run keeps a 15 MiB young generation and peaks 15-20 MiB lower. The writer ' +
+    "thread's malloc arena holds 49-57 MiB at the peak (38.5 MB of it array buffers: tail blocks and " +
+    'blocks not yet collected); forcing a full collection after every seal left it as large.',
   'seek-first':
     "A fresh process's first scene opens one chunk per actor: SQLite reads each 63 KB chunk whole, each " +
     'frame is checked and one block of each decoded, by code V8 has not optimised yet (the same work ' +
     'takes a quarter of that warm). Reading less does not close it: with the blocks stored as rows of ' +
     'their own (measured 2026-11-26), reading 200 frames and one 3 KB block each took as long as reading ' +
-    'the 200 whole chunks (22-30 against 24-31 ms in fresh processes), and the file grew 37%. What would: ' +
+    'the 200 whole chunks (22-30 against 24-31 ms in fresh processes), and the file grew 37%. Profiled ' +
+    '(42-49 ms): SQLite returning the whole chunks 13-17 ms (12.7 MB, copied twice), opening them 5-6, ' +
+    'decoding one block of each 10-11, listing the streams 4, building samples 3. What would: ' +
     'less code run cold per block (fewer, larger blocks), or decoding only the rows at t.',
   'seek-median':
     'A scene of 200 actors finds 200 rows in chunks cached whole, builds 200 samples and 200 entries, ' +
@@ -66,8 +76,10 @@ const ANALYSIS: Record<string, string> = {
     'window after it (decoded whole): 6 of the 1,000 random scenes here, under the 1% that sets the 99th ' +
     'percentile. What remains is V8 after those bursts: young collections promoting the chunks just ' +
     'cached, and code recompiled for objects it had not seen, make a handful of the next 50 scenes take ' +
-    '3-8 ms, more in some processes than in others (1.9 to 5.2 ms at the 99th percentile from one ' +
-    'repetition to the next on this VM, most under 3).',
+    '3-8 ms, more in some processes than in others (1.9 to 5.7 ms at the 99th percentile from one ' +
+    'repetition to the next on this VM, most under 3): the heap grows from 10 to 37 MB in the first ' +
+    "0.7 s (decoded lane columns are arrays of strings on V8's heap) and its five full collections " +
+    'mark in steps during the scenes after the bursts.',
   trajectory:
     'A whole-run trajectory decodes each of its 5 chunks straight into chunk-wide arrays and joins them: ' +
     '2.5 to 3 ms warm (the median of 200 reads in one process). The median of 3 is the second read of a ' +
