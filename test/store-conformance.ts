@@ -8,13 +8,19 @@ import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { describe, it, type TestContext } from 'node:test';
 import { SimrecError } from '../src/model/errors.js';
-import { samplesToColumns } from '../src/model/columns.js';
+import { samplesToColumns, type ColumnBatch } from '../src/model/columns.js';
 import { controlStream, STATE_FIELDS, stateStream, wheelsStream } from '../src/model/standard-streams.js';
 import type { StoreBackend, WriterIdentity } from '../src/model/store-port.js';
 import type { Sample, StreamDecl } from '../src/model/stream.js';
 import { writeDerivedStream } from '../src/record/derived-streams.js';
 import { RunRecorder } from '../src/record/run-recorder.js';
-import { describeRun, sceneAt, streamSamples, trajectory } from '../src/replay/run-queries.js';
+import {
+  describeRun,
+  sceneAt,
+  streamSamples,
+  trajectory,
+  trajectoryColumns,
+} from '../src/replay/run-queries.js';
 import { isWriterAlive } from '../src/store/common/writer-identity.js';
 import { openStore } from '../src/store/open-store.js';
 import { crashSample } from './helpers/crash-sample.js';
@@ -237,6 +243,55 @@ export function runStoreConformance(target: ConformanceTarget): void {
         mixed: 'json',
         sometimesNull: 'json',
       });
+    });
+
+    test("what a read returns is the caller's: changing it changes no later read", async (store) => {
+      const rec = await beginCarRun(store, [stateStream('car')]);
+      const all = Array.from({ length: 3000 }, (_, i) => ({
+        t: BEGIN + i * 10_000,
+        step: i,
+        x: i,
+        y: -i,
+        yaw: 0,
+      }));
+      await rec.appendBatch('car/state', all);
+      await rec.end('completed');
+      const read = async (window: { from?: number; to?: number }): Promise<ColumnBatch[]> => {
+        const out: ColumnBatch[] = [];
+        for await (const b of store.readColumns({ run: rec.id, stream: 'car/state', ...window })) out.push(b);
+        return out;
+      };
+      // The whole stream (whole chunks) and a window inside one chunk: both once cached.
+      for (const window of [{}, { from: BEGIN + 10 * 10_000, to: BEGIN + 20 * 10_000 }]) {
+        const first = await read(window);
+        for (const b of first) {
+          b.t.fill(0);
+          b.step.fill(-1);
+          (b.columns.x as Float64Array).fill(NaN);
+        }
+        const again = (await read(window)).flatMap((b) => Array.from(b.columns.x as Float64Array));
+        const from = window.from === undefined ? 0 : 10;
+        assert.deepEqual(
+          again,
+          Array.from({ length: window.from === undefined ? 3000 : 11 }, (_, i) => from + i),
+        );
+      }
+      const trajectory = await trajectoryColumns(store, rec.id, {
+        actor: 'car',
+        from: BEGIN,
+        to: BEGIN + 50_000,
+      });
+      (trajectory.columns.x as Float64Array).fill(-7);
+      const trajectoryAgain = await trajectoryColumns(store, rec.id, {
+        actor: 'car',
+        from: BEGIN,
+        to: BEGIN + 50_000,
+      });
+      assert.deepEqual(Array.from(trajectoryAgain.columns.x as Float64Array), [0, 1, 2, 3, 4, 5]);
+      assert.deepEqual(
+        (await collect(streamSamples(store, rec.id, 'car/state', { to: BEGIN + 20_000 }))).map((s) => s.x),
+        [0, 1, 2],
+      );
     });
 
     test('samples across many chunks: complete, ordered, windows inclusive', async (store) => {

@@ -115,7 +115,10 @@ export interface StoreBackend {
    * run: derived data does not change what was recorded.
    */
   putDerivedStream(run: number, schema: StreamSchema, samples: Sample[]): Promise<void>;
-  /** Yields the stream's samples in time order as columns, a block at a time. */
+  /**
+   * Yields the stream's samples in time order as columns, a chunk at a time. The arrays are the
+   * caller's to change (copies of what the store caches); JSON values inside are shared, read-only.
+   */
   readColumns(args: ReadColumnsArgs): AsyncIterable<ColumnBatch>;
   /** Yields the stream's samples in time order, a batch at a time (objects built from readColumns). */
   readSamples(args: ReadSamplesArgs): AsyncIterable<Sample[]>;

@@ -291,23 +291,27 @@ export function firstAtOrAfter(t: Float64Array, time: number): number {
   return lo;
 }
 
-/** Rows [from, to) of a batch, sharing its arrays. */
+/** Rows [from, to) of a batch, as arrays of their own. */
 export function sliceBatch(
   batch: ColumnBatch,
   columns: readonly ChunkColumn[],
   from: number,
   to: number,
 ): ColumnBatch {
-  if (from === 0 && to === batch.t.length) return batch;
+  // Copies, not views of the cache's arrays (nor the cached batch itself): a caller may change what
+  // it reads (a unit conversion in place, say) without changing what the next read of the chunk gets,
+  // in its process or, on a server, another client's. JSON values inside are shared: treat as read-only.
   const out: Record<string, ColumnValues> = {};
   for (const c of columns) {
     const values = batch.columns[c.name];
     if (values === undefined) continue;
     const width = c.type === 'vec' ? c.length! : 1;
     out[c.name] =
-      values instanceof Float64Array ? values.subarray(from * width, to * width) : values.slice(from, to);
+      values instanceof Float64Array ? values.slice(from * width, to * width) : values.slice(from, to);
   }
-  return { t: batch.t.subarray(from, to), step: batch.step.subarray(from, to), columns: out };
+  const sliced: ColumnBatch = { t: batch.t.slice(from, to), step: batch.step.slice(from, to), columns: out };
+  if (batch.types) sliced.types = batch.types;
+  return sliced;
 }
 
 /**
