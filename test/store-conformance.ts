@@ -246,7 +246,8 @@ export function runStoreConformance(target: ConformanceTarget): void {
     });
 
     test("what a read returns is the caller's: changing it changes no later read", async (store) => {
-      const rec = await beginCarRun(store, [stateStream('car')]);
+      const doc = { name: 'doc', actor: 'car', fields: [{ name: 'doc', type: 'json' as const }] };
+      const rec = await beginCarRun(store, [stateStream('car'), doc]);
       const all = Array.from({ length: 3000 }, (_, i) => ({
         t: BEGIN + i * 10_000,
         step: i,
@@ -255,6 +256,10 @@ export function runStoreConformance(target: ConformanceTarget): void {
         yaw: 0,
       }));
       await rec.appendBatch('car/state', all);
+      await rec.appendBatch(
+        'car/doc',
+        all.map(({ t, step }) => ({ t, step, doc: { wheels: [{ w: step }] } })),
+      );
       await rec.end('completed');
       const read = async (window: { from?: number; to?: number }): Promise<ColumnBatch[]> => {
         const out: ColumnBatch[] = [];
@@ -292,6 +297,25 @@ export function runStoreConformance(target: ConformanceTarget): void {
         (await collect(streamSamples(store, rec.id, 'car/state', { to: BEGIN + 20_000 }))).map((s) => s.x),
         [0, 1, 2],
       );
+      // JSON values: in samples read, in a scene's brackets and in columns, each changed in place.
+      const wheelsAt = async (): Promise<unknown[]> => {
+        const samples = await collect(streamSamples(store, rec.id, 'car/doc', { to: BEGIN + 10_000 }));
+        const [bracket] = await store.bracketMany(rec.id, { streams: ['car/doc'], t: BEGIN + 5_000 });
+        const columns: ColumnBatch[] = [];
+        for await (const b of store.readColumns({ run: rec.id, stream: 'car/doc', to: BEGIN }))
+          columns.push(b);
+        const docs = [
+          ...samples.map((s) => s.doc),
+          bracket!.before!.doc,
+          bracket!.after!.doc,
+          ...columns.flatMap((b) => b.columns.doc as unknown[]),
+        ] as { wheels: { w: number }[] }[];
+        const seen = docs.map((d) => d.wheels[0]!.w);
+        for (const d of docs) d.wheels[0]!.w = -1;
+        return seen;
+      };
+      assert.deepEqual(await wheelsAt(), [0, 1, 0, 1, 0]);
+      assert.deepEqual(await wheelsAt(), [0, 1, 0, 1, 0]);
     });
 
     test('samples across many chunks: complete, ordered, windows inclusive', async (store) => {

@@ -1,7 +1,9 @@
-import type { ColumnBatch, ColumnValues } from '../../model/columns.js';
+import { sampleAt, type ColumnBatch, type ColumnValues } from '../../model/columns.js';
+import type { Sample } from '../../model/stream.js';
 import { ParsedChunk, isChunkV2, type ChunkColumn } from './chunk-format.js';
 import { decodeChunk as decodeChunkV1, type DecodedChunk } from './chunk-v1.js';
 import { LruCache } from './lru-cache.js';
+import { copyJsonValue, type JsonValue } from '../../model/json.js';
 
 /** A stored chunk, whichever layout wrote it: its blocks, decoded on demand. */
 export interface ChunkView {
@@ -291,6 +293,32 @@ export function firstAtOrAfter(t: Float64Array, time: number): number {
   return lo;
 }
 
+/** A value of a cached list column as a caller may keep and change: objects and arrays copied. */
+export const copyCachedValue = (v: unknown): unknown =>
+  typeof v === 'object' && v !== null ? copyJsonValue(v as JsonValue) : v;
+
+/**
+ * Row `row` of a cached batch as a sample its caller may keep and change (a scene's): sampleAt, with
+ * its JSON values copied (numbers and strings are values, a vec field an array of its own already).
+ */
+export function ownSampleAt(batch: ColumnBatch, columns: readonly ChunkColumn[], row: number): Sample {
+  const sample = sampleAt(batch, columns, row);
+  for (const name of jsonColumnsOf(columns))
+    if (sample[name] !== undefined) sample[name] = copyCachedValue(sample[name]);
+  return sample;
+}
+
+/**
+ * The names of a column list's JSON columns, found once per list (a scene makes 200 samples: looking
+ * at every column of each was a tenth of a scene's time).
+ */
+const jsonColumns = new WeakMap<readonly ChunkColumn[], readonly string[]>();
+function jsonColumnsOf(columns: readonly ChunkColumn[]): readonly string[] {
+  let names = jsonColumns.get(columns);
+  if (!names) jsonColumns.set(columns, (names = columns.filter((c) => c.type === 'json').map((c) => c.name)));
+  return names;
+}
+
 /** Rows [from, to) of a batch, as arrays of their own. */
 export function sliceBatch(
   batch: ColumnBatch,
@@ -298,16 +326,17 @@ export function sliceBatch(
   from: number,
   to: number,
 ): ColumnBatch {
-  // Copies, not views of the cache's arrays (nor the cached batch itself): a caller may change what
-  // it reads (a unit conversion in place, say) without changing what the next read of the chunk gets,
-  // in its process or, on a server, another client's. JSON values inside are shared: treat as read-only.
+  // Copies, not views of the cache's arrays (nor the cached batch itself), JSON values included: a
+  // caller may change what it reads (a unit conversion in place, say) without changing what the next
+  // read of the chunk gets, in its process or, on a server, another client's.
   const out: Record<string, ColumnValues> = {};
   for (const c of columns) {
     const values = batch.columns[c.name];
     if (values === undefined) continue;
     const width = c.type === 'vec' ? c.length! : 1;
-    out[c.name] =
-      values instanceof Float64Array ? values.slice(from * width, to * width) : values.slice(from, to);
+    if (values instanceof Float64Array) out[c.name] = values.slice(from * width, to * width);
+    else if (c.type === 'json') out[c.name] = values.slice(from, to).map(copyCachedValue);
+    else out[c.name] = values.slice(from, to);
   }
   const sliced: ColumnBatch = { t: batch.t.slice(from, to), step: batch.step.slice(from, to), columns: out };
   if (batch.types) sliced.types = batch.types;

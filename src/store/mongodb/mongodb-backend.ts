@@ -26,13 +26,14 @@ import type {
 } from '../../model/store-port.js';
 import { type InferredField, type Sample, type StreamInfo, type StreamSchema } from '../../model/stream.js';
 import { connectMongo } from '../../mongodb/connect-mongo.js';
-import { sampleAt, samplesToColumns, type ColumnBatch } from '../../model/columns.js';
+import { samplesToColumns, type ColumnBatch } from '../../model/columns.js';
 import {
   ChunkCache,
   firstRowOfBlock,
   firstAtOrAfter,
   lastAtOrBefore,
   openChunk,
+  ownSampleAt,
   sliceBatch,
   type ChunkView,
 } from '../common/chunk-reader.js';
@@ -521,16 +522,16 @@ export class MongoBackend implements StoreBackend {
       const b = view.blockAtOrBefore(t);
       const batch = decode(before, view, b);
       const row = lastAtOrBefore(batch.t, t);
-      bracket.before = sampleAt(batch, view.columns, row);
+      bracket.before = ownSampleAt(batch, view.columns, row);
       if (!wantAfter) return bracket;
       if (row + 1 < batch.t.length) {
-        bracket.after = sampleAt(batch, view.columns, row + 1);
+        bracket.after = ownSampleAt(batch, view.columns, row + 1);
         return bracket;
       }
       // The next block, unless what was decoded is the whole chunk already.
       if (batch.t.length < view.n && b + 1 < view.blocks.length) {
         const next = decode(before, view, b + 1);
-        bracket.after = sampleAt(next, view.columns, firstRowOfBlock(view, next, b + 1));
+        bracket.after = ownSampleAt(next, view.columns, firstRowOfBlock(view, next, b + 1));
         return bracket;
       }
     }
@@ -542,7 +543,7 @@ export class MongoBackend implements StoreBackend {
       .next();
     if (after) {
       const view = this.view(after);
-      bracket.after = sampleAt(decode(after, view, 0), view.columns, 0);
+      bracket.after = ownSampleAt(decode(after, view, 0), view.columns, 0);
     }
     return bracket;
   }

@@ -2,7 +2,7 @@ import { existsSync, statSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import type { Attachment, AttachmentInfo } from '../../model/attachment.js';
 import type { Scenario, ScenarioSummary, VehicleConfig } from '../../model/catalog.js';
-import { samplesToColumns, sampleAt, type ColumnBatch } from '../../model/columns.js';
+import { samplesToColumns, type ColumnBatch } from '../../model/columns.js';
 import { notFound, SimrecError } from '../../model/errors.js';
 import type { JsonObject } from '../../model/json.js';
 import type { ActorInfo, ActorPresence, EndReason, RunInfo, RunSummary } from '../../model/run.js';
@@ -28,6 +28,7 @@ import {
   lastAtOrBefore,
   lastBeginAtOrBefore,
   openChunk,
+  ownSampleAt,
   sliceBatch,
   type ChunkRef,
   type ChunkView,
@@ -473,8 +474,9 @@ export class SqliteBackend implements StoreBackend {
     return rows.map((found) => {
       const bracket: SampleBracket = {};
       const { before, after } = found ?? {};
-      if (before) bracket.before = sampleAt(before.batch, before.view.columns, before.row);
-      if (after && args.after !== false) bracket.after = sampleAt(after.batch, after.view.columns, after.row);
+      if (before) bracket.before = ownSampleAt(before.batch, before.view.columns, before.row);
+      if (after && args.after !== false)
+        bracket.after = ownSampleAt(after.batch, after.view.columns, after.row);
       return bracket;
     });
   }
