@@ -116,8 +116,8 @@ export interface StoreBackend {
    */
   putDerivedStream(run: number, schema: StreamSchema, samples: Sample[]): Promise<void>;
   /**
-   * Yields the stream's samples in time order as columns, a chunk at a time. The arrays are the
-   * caller's to change (copies of what the store caches); JSON values inside are shared, read-only.
+   * Yields the stream's samples in time order as columns, a chunk at a time. The arrays and the JSON
+   * values in them are the caller's to change (copies of what the store caches).
    */
   readColumns(args: ReadColumnsArgs): AsyncIterable<ColumnBatch>;
   /** Yields the stream's samples in time order, a batch at a time (objects built from readColumns). */
