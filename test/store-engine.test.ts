@@ -604,6 +604,30 @@ describe('columnar recording', () => {
       () => rec.appendFrame('state', { t: 0, step: 0, actors: ['a', 'zz'], columns: {} }),
       /no declared stream "zz\/state"/,
     );
+    // The same actor twice, after a frame of other actors (the list is looked at again when it changes).
+    assert.throws(
+      () => rec.appendFrame('state', { t: 0, step: 0, actors: ['a', 'b', 'a'], columns: {} }),
+      /frame of state: actor "a" is listed twice \(places 0 and 2\); a frame holds one row per actor/,
+    );
+    // Not objects where objects are expected: errors that say so, not a TypeError from inside.
+    const wrong = (v: unknown): never => v as never;
+    assert.throws(
+      () => rec.appendFrame('state', wrong(null)),
+      /frame of "state": expected an object \{t, step, actors, columns\}, got null/,
+    );
+    assert.throws(
+      () => rec.appendMany(wrong(null)),
+      /appendMany: expected an array of \{stream, samples\}, got null/,
+    );
+    assert.throws(() => rec.appendMany([wrong(null)]), /appendMany: expected \{stream, samples\}, got null/);
+    await assert.rejects(
+      rec.declareActors(wrong(null)),
+      /declareActors: expected an array of actors, got null/,
+    );
+    await assert.rejects(
+      rec.declareStreams(wrong('x')),
+      /declareStreams: expected an array of streams, got "x"/,
+    );
     await rec.end('completed');
     assert.deepEqual(
       (await store.listStreams(rec.id)).map((s) => s.samples),

@@ -218,6 +218,8 @@ export class RunRecorder {
    */
   async declareActors(decls: ActorDecl[]): Promise<ActorInfo[]> {
     this.checkOpen();
+    if (!Array.isArray(decls))
+      throw invalid(`declareActors: expected an array of actors, got ${describeValue(decls)}`);
     const actors = decls.map(normalizeActor);
     const ids = new Set<string>();
     for (const a of actors) {
@@ -243,6 +245,8 @@ export class RunRecorder {
    */
   async declareStreams(decls: StreamDecl[]): Promise<string[]> {
     this.checkOpen();
+    if (!Array.isArray(decls))
+      throw invalid(`declareStreams: expected an array of streams, got ${describeValue(decls)}`);
     const schemas = decls.map(normalizeStream);
     const ids = new Set<string>();
     for (const schema of schemas) {
@@ -314,9 +318,14 @@ export class RunRecorder {
   /** Appends samples of several streams (a frame of the whole scene, say), all or none. */
   appendMany(appends: StreamAppend[]): Promise<void> {
     this.checkOpen();
+    if (!Array.isArray(appends))
+      throw invalid(`appendMany: expected an array of {stream, samples}, got ${describeValue(appends)}`);
     const accepted: { state: StreamState; samples: Sample[]; lastT: number; plain: boolean }[] = [];
     const lastT = new Map<StreamState, number>();
-    for (const { stream, samples } of appends) {
+    for (const entry of appends) {
+      if (typeof entry !== 'object' || entry === null)
+        throw invalid(`appendMany: expected {stream, samples}, got ${describeValue(entry)}`);
+      const { stream, samples } = entry;
       const state = this.streams.get(stream);
       if (!state) throw invalid(`run ${this.run.id} has no declared stream ${describeValue(stream)}`);
       if (!Array.isArray(samples))
@@ -406,12 +415,21 @@ export class RunRecorder {
       if (i === actors.length) return last;
     }
     const states: StreamState[] = new Array(actors.length);
+    // Looked at only when the list differs from the last frame's (a simulator sends the same actors
+    // step after step): an actor twice in a frame is a caller's mistake, not two samples.
+    const places = new Map<StreamState, number>();
     for (let i = 0; i < actors.length; i++) {
       const state = this.streams.get(`${actors[i]}/${name}`);
       if (!state)
         throw invalid(
           `run ${this.run.id} has no declared stream ${describeValue(`${actors[i]}/${name}`)} (frame actor ${i})`,
         );
+      const first = places.get(state);
+      if (first !== undefined)
+        throw invalid(
+          `frame of ${name}: actor ${describeValue(actors[i])} is listed twice (places ${first} and ${i}); a frame holds one row per actor`,
+        );
+      places.set(state, i);
       states[i] = state;
     }
     const known: FrameActors = {
@@ -443,6 +461,10 @@ export class RunRecorder {
    */
   appendFrame(name: string, frame: FrameInput): Promise<void> {
     this.checkOpen();
+    if (typeof frame !== 'object' || frame === null)
+      throw invalid(
+        `frame of ${describeValue(name)}: expected an object {t, step, actors, columns}, got ${describeValue(frame)}`,
+      );
     const actors = frame.actors;
     if (!Array.isArray(actors))
       throw invalid(`frame of ${name}: actors: expected an array of actor ids, got ${describeValue(actors)}`);
