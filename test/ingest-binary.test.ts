@@ -427,6 +427,77 @@ describe('malformed binary batches', () => {
     assert.deepStrictEqual(await readAll(fx.store, run, 'lead/state'), []);
   });
 
+  it('a thousand batches damaged at random (bits flipped, cut short, the rest set to 0xff, bytes added) are each answered, the session going on', async () => {
+    const { raw, run } = await rawSession();
+    // A fixed seed: the same damage in every run. Found with 10,000 of them over five seeds while
+    // writing this: every one answered, none fatal, no error from inside the decoder.
+    let seed = 20261126;
+    const random = (): number => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    const cache = new Map<string, ActorBlockCache>();
+    let t = 10_000_000;
+    const frame = (): Buffer =>
+      Buffer.from(
+        encodeFrameBody(
+          'state',
+          { t: (t += 10), step: t, actors: ['ego', 'lead'], columns: { x: [1.5, -2], speed: [3, 4] } },
+          STATE_FIELDS,
+          cache,
+        ),
+      );
+    const columns = (): Buffer =>
+      Buffer.from(
+        encodeColumnsBody(
+          [{ stream: 'lead/state', t: [(t += 10)], step: [t], columns: { x: [1], speed: [2] } }],
+          () => STATE_FIELDS,
+        ),
+      );
+    const answers = new Map<string, number>();
+    let seq = 5;
+    for (let i = 0; i < 1000; i++) {
+      const asFrame = random() < 0.6;
+      let body = asFrame ? frame() : columns();
+      const damage = Math.floor(random() * 4);
+      if (damage === 0)
+        for (let k = 0; k < 1 + Math.floor(random() * 4); k++)
+          body[Math.floor(random() * body.length)]! ^= 1 << Math.floor(random() * 8);
+      else if (damage === 1) body = body.subarray(0, Math.floor(random() * body.length));
+      else if (damage === 2) body.fill(0xff, Math.floor(random() * body.length)).subarray(0, body.length);
+      else body = Buffer.concat([body, Buffer.alloc(1 + Math.floor(random() * 16))]);
+      raw.send({ type: asFrame ? 'frame' : 'columns', seq }, body);
+      const answer = await raw.ack(seq++);
+      if (answer.type === 'error') {
+        const e = answer as ErrorMessage;
+        assert.ok(!e.fatal, `message ${seq - 1}: a damaged batch is not fatal: ${e.message}`);
+        assert.ok(['bad_message', 'invalid'].includes(e.code), `message ${seq - 1}: code ${e.code}`);
+        assert.doesNotMatch(
+          e.message,
+          /undefined|TypeError|Cannot read|is not a function|NaN bytes/,
+          `message ${seq - 1}`,
+        );
+      }
+      answers.set(answer.type, (answers.get(answer.type) ?? 0) + 1);
+    }
+    assert.equal((answers.get('ack') ?? 0) + (answers.get('error') ?? 0), 1000);
+    assert.ok((answers.get('error') ?? 0) > 900, 'most damage is found');
+    // A batch damaged into a valid one (a flipped bit in a value or a time) is kept as it came; the
+    // session records on: a good frame at a time after any of them is acknowledged.
+    raw.send(
+      { type: 'frame', seq },
+      encodeFrameBody(
+        'state',
+        { t: Number.MAX_SAFE_INTEGER, step: 1, actors: ['ego', 'lead'], columns: { x: [7, 8] } },
+        STATE_FIELDS,
+        cache,
+      ),
+    );
+    assert.equal((await raw.ack(seq)).type, 'ack');
+    raw.send({ type: 'end', seq: seq + 1, reason: 'user_request' });
+    await raw.ack(seq + 1);
+    raw.destroy();
+    const ego = await readAll(fx.store, run, 'ego/state');
+    assert.deepStrictEqual(ego.at(-1), { t: Number.MAX_SAFE_INTEGER, step: 1, x: 7 });
+  });
+
   it('a version-1 session that sends a binary batch is told to say protocol 2', async () => {
     const raw = await RawClient.greeted(fx.tcpPort, { protocol: 1 });
     raw.send({ type: 'columns', seq: 1 }, Buffer.from([0, 0]));
