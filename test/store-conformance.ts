@@ -316,6 +316,27 @@ export function runStoreConformance(target: ConformanceTarget): void {
       };
       assert.deepEqual(await wheelsAt(), [0, 1, 0, 1, 0]);
       assert.deepEqual(await wheelsAt(), [0, 1, 0, 1, 0]);
+      // A run's lists: a caller changing what it got (the store may refuse, as SQLite's frozen cache
+      // does) changes nothing of the next answer.
+      const [stream] = await store.listStreams(rec.id);
+      const [actor] = await store.listActors(rec.id);
+      const asStored = JSON.parse(JSON.stringify({ stream, actor })) as unknown;
+      const tries = [
+        () => stream!.fields.splice(0),
+        () => ((stream!.fields[0] as { type: string }).type = 'string'),
+        () => ((stream!.metadata as Record<string, unknown>).changed = true),
+        () => ((actor!.attributes as Record<string, unknown>).changed = true),
+        () => (actor!.id = 'other'),
+      ];
+      for (const change of tries)
+        try {
+          change();
+        } catch {
+          // Refused: as good as ignored.
+        }
+      const [streamAgain] = await store.listStreams(rec.id);
+      const [actorAgain] = await store.listActors(rec.id);
+      assert.deepEqual(JSON.parse(JSON.stringify({ stream: streamAgain, actor: actorAgain })), asStored);
     });
 
     test('samples across many chunks: complete, ordered, windows inclusive', async (store) => {

@@ -89,6 +89,16 @@ export function copyJsonValue(value: JsonValue): JsonValue {
   return out;
 }
 
+/**
+ * Freezes a JSON value and everything in it: what a cache hands out to many callers (a store's list of
+ * a run's streams), so that a caller changing it gets an error instead of changing every later answer.
+ */
+export function deepFreeze<T>(value: T): T {
+  if (typeof value !== 'object' || value === null || Object.isFrozen(value)) return value;
+  for (const item of Object.values(value)) deepFreeze(item);
+  return Object.freeze(value);
+}
+
 /** JSON text in which bigints (int64 scenario ids) are numbers when exact, else decimal strings. */
 export function toJson(value: unknown, indent = 2): string {
   return JSON.stringify(

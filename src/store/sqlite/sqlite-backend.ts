@@ -4,7 +4,7 @@ import type { Attachment, AttachmentInfo } from '../../model/attachment.js';
 import type { Scenario, ScenarioSummary, VehicleConfig } from '../../model/catalog.js';
 import { samplesToColumns, type ColumnBatch } from '../../model/columns.js';
 import { notFound, SimrecError } from '../../model/errors.js';
-import type { JsonObject } from '../../model/json.js';
+import { deepFreeze, type JsonObject } from '../../model/json.js';
 import type { ActorInfo, ActorPresence, EndReason, RunInfo, RunSummary } from '../../model/run.js';
 import type {
   BracketArgs,
@@ -327,6 +327,11 @@ export class SqliteBackend implements StoreBackend {
       if (row.extents !== null) actor.extents = parse(row.extents);
       // undefined in a schema 1 or 2 file opened read-only (no column), null for actors it held before.
       if (row.presence !== null && row.presence !== undefined) actor.presence = parse(row.presence);
+      // Cached and handed out (shallow copies, presence copied) to every caller: what is shared is
+      // frozen, so that a caller changing it fails instead of changing every later answer.
+      deepFreeze(actor.attributes);
+      deepFreeze(actor.options);
+      deepFreeze(actor.extents);
       return actor;
     });
   }
@@ -347,13 +352,20 @@ export class SqliteBackend implements StoreBackend {
       `SELECT s.schema, s.extra_fields, ${this.counters.columns} FROM streams s ${this.counters.join}
        WHERE s.run_id = ? ORDER BY s.key`,
     ).all(run) as Row[];
-    return rows.map((row) => ({
-      ...parse<StreamSchema>(row.schema),
-      samples: row.samples as number,
-      begin: row.begin_us as number | null,
-      end: row.end_us as number | null,
-      extraFields: parse<InferredField[]>(row.extra_fields),
-    }));
+    // Cached and handed out as shallow copies: what they share is frozen (see queryActors).
+    return rows.map((row) => {
+      const stream: StreamInfo = {
+        ...parse<StreamSchema>(row.schema),
+        samples: row.samples as number,
+        begin: row.begin_us as number | null,
+        end: row.end_us as number | null,
+        extraFields: parse<InferredField[]>(row.extra_fields),
+      };
+      deepFreeze(stream.fields);
+      deepFreeze(stream.metadata);
+      deepFreeze(stream.extraFields);
+      return stream;
+    });
   }
 
   // ---- samples -------------------------------------------------------------------------------------
