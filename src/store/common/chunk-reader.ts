@@ -293,10 +293,6 @@ export function firstAtOrAfter(t: Float64Array, time: number): number {
   return lo;
 }
 
-/** A value of a cached list column as a caller may keep and change: objects and arrays copied. */
-export const copyCachedValue = (v: unknown): unknown =>
-  typeof v === 'object' && v !== null ? copyJsonValue(v as JsonValue) : v;
-
 /**
  * Row `row` of a cached batch as a sample its caller may keep and change (a scene's): sampleAt, with
  * its JSON values copied (numbers and strings are values, a vec field an array of its own already).
@@ -304,7 +300,7 @@ export const copyCachedValue = (v: unknown): unknown =>
 export function ownSampleAt(batch: ColumnBatch, columns: readonly ChunkColumn[], row: number): Sample {
   const sample = sampleAt(batch, columns, row);
   for (const name of jsonColumnsOf(columns))
-    if (sample[name] !== undefined) sample[name] = copyCachedValue(sample[name]);
+    if (sample[name] !== undefined) sample[name] = copyJsonValue(sample[name] as JsonValue);
   return sample;
 }
 
@@ -335,7 +331,8 @@ export function sliceBatch(
     if (values === undefined) continue;
     const width = c.type === 'vec' ? c.length! : 1;
     if (values instanceof Float64Array) out[c.name] = values.slice(from * width, to * width);
-    else if (c.type === 'json') out[c.name] = values.slice(from, to).map(copyCachedValue);
+    else if (c.type === 'json')
+      out[c.name] = values.slice(from, to).map((v) => copyJsonValue(v as JsonValue));
     else out[c.name] = values.slice(from, to);
   }
   const sliced: ColumnBatch = { t: batch.t.slice(from, to), step: batch.step.slice(from, to), columns: out };
