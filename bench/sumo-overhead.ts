@@ -4,6 +4,7 @@
  * write ceiling (its writer thread inserts at most 1,000 rows a second).
  */
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { TraciClient } from '../src/ingest/traci/traci-client.js';
@@ -20,6 +21,12 @@ export interface SumoOverhead {
   plainStepsPerSecond?: number;
   /** SUMO stepped over TraCI with the recorder's subscriptions, steps sent ahead, decoded and dropped: the floor. */
   traciStepsPerSecond?: number;
+  /**
+   * SUMO writing its own floating car data (`--fcd-output` with accelerations, at its default precision
+   * of a centimetre) to a file: how SUMO's users record a run without TraCI, and what recording costs SUMO
+   * when it formats the same variables itself.
+   */
+  fcdStepsPerSecond?: number;
   recordedStepsPerSecond?: number;
   actorStatesPerSecond?: number;
   limsimCeilingRatio?: number;
@@ -47,6 +54,17 @@ export async function measureSumoOverhead(
   const plain = spawnSync('sumo', [...simulation, '--end', String(seconds)], { env, stdio: 'pipe' });
   if (plain.status !== 0) return { skipped: `sumo failed: ${plain.stderr.toString().slice(0, 200)}` };
   const plainSeconds = (performance.now() - plainStart) / 1000;
+  const fcdFile = join(scratch, 'sumo-overhead.fcd.xml');
+  const fcdStart = performance.now();
+  const fcd = spawnSync(
+    'sumo',
+    [...simulation, '--end', String(seconds), '--fcd-output', fcdFile, '--fcd-output.acceleration', 'true'],
+    { env, stdio: 'pipe' },
+  );
+  const fcdSeconds = (performance.now() - fcdStart) / 1000;
+  rmSync(fcdFile, { force: true });
+  if (fcd.status !== 0)
+    return { skipped: `sumo --fcd-output failed: ${fcd.stderr.toString().slice(0, 200)}` };
   const traciStepsPerSecond = await traciFloor(simulation, Math.round(seconds / stepLength), env);
   const store = await openStore(join(scratch, 'sumo-overhead.db'));
   try {
@@ -66,6 +84,7 @@ export async function measureSumoOverhead(
       steps: result.steps,
       plainStepsPerSecond: Math.round(steps / plainSeconds),
       traciStepsPerSecond,
+      fcdStepsPerSecond: Math.round(steps / fcdSeconds),
       recordedStepsPerSecond: Math.round(result.steps / recordedSeconds),
       actorStatesPerSecond: Math.round(statesPerSecond),
       limsimCeilingRatio: Math.round((statesPerSecond / LIMSIM_ROWS_PER_SECOND) * 10) / 10,
@@ -79,7 +98,7 @@ export function formatSumoOverhead(o: SumoOverhead): string {
   if (o.skipped) return `SUMO recording overhead: skipped: ${o.skipped}`;
   return [
     `SUMO recording overhead (LimSim's bigInter, ${o.simulatedSeconds} s at 0.1 s steps):`,
-    `  SUMO alone ${o.plainStepsPerSecond} steps/s; stepped over TraCI with the same subscriptions, nothing kept, ${o.traciStepsPerSecond} steps/s; recorded by simrec ${o.recordedStepsPerSecond} steps/s (${(o.recordedStepsPerSecond! / o.plainStepsPerSecond!).toFixed(2)}x SUMO alone, ${(o.recordedStepsPerSecond! / o.traciStepsPerSecond!).toFixed(2)}x the TraCI floor)`,
+    `  SUMO alone ${o.plainStepsPerSecond} steps/s; writing its own FCD output (with accelerations) ${o.fcdStepsPerSecond} steps/s (${(o.fcdStepsPerSecond! / o.plainStepsPerSecond!).toFixed(2)}x); stepped over TraCI with the same subscriptions, nothing kept, ${o.traciStepsPerSecond} steps/s; recorded by simrec ${o.recordedStepsPerSecond} steps/s (${(o.recordedStepsPerSecond! / o.plainStepsPerSecond!).toFixed(2)}x SUMO alone, ${(o.recordedStepsPerSecond! / o.traciStepsPerSecond!).toFixed(2)}x the TraCI floor, ${(o.recordedStepsPerSecond! / o.fcdStepsPerSecond!).toFixed(2)}x SUMO writing its FCD output)`,
     `  ${o.actorStatesPerSecond} actor-states/s recorded: ${o.limsimCeilingRatio}x LimSim's ceiling of ${LIMSIM_ROWS_PER_SECOND} rows/s`,
   ].join('\n');
 }
