@@ -4,6 +4,7 @@ import { createServer } from 'node:net';
 import { dirname, resolve } from 'node:path';
 import { XMLParser } from 'fast-xml-parser';
 import { describeValue, invalid, SimrecError } from '../../model/errors.js';
+import type { FrameInput } from '../../model/columns.js';
 import type { JsonObject } from '../../model/json.js';
 import type { EndReason, RunInfo } from '../../model/run.js';
 import { STATE_FIELDS } from '../../model/standard-streams.js';
@@ -74,6 +75,28 @@ const IN_FLIGHT = 16;
 
 /** The frame's numeric columns, moved together when rows out of the area are dropped. */
 const NUMBER_COLUMNS = ['x', 'y', 'z', 'yaw', 'speed', 'accel', 'lanePos', 'routeIdx', 'signals'] as const;
+
+/** What says, in a step's simulation results, that actors left the road during it. */
+const ARRIVAL_VARS = [
+  VAR.ARRIVED_VEHICLES_IDS,
+  VAR.ARRIVED_PERSONS_IDS,
+  VAR.TELEPORT_STARTING_VEHICLES_IDS,
+] as const;
+
+/** A step's state columns cut to the rows kept (the area drops rows in place, at the end). */
+function keptColumns(
+  columns: Record<(typeof NUMBER_COLUMNS)[number], Float64Array> & {
+    lane: (string | undefined)[];
+    vtag: (string | undefined)[];
+  },
+  rows: number,
+): FrameInput['columns'] {
+  const kept: FrameInput['columns'] = {};
+  for (const name of NUMBER_COLUMNS) kept[name] = columns[name].subarray(0, rows);
+  kept.lane = columns.lane;
+  kept.vtag = columns.vtag;
+  return kept;
+}
 
 export const VEHICLE_VARS = [
   VAR.POSITION3D,
@@ -567,14 +590,11 @@ export async function recordSumo(store: StoreBackend, options: SumoRecordOptions
         : undefined;
       // Vehicles that arrived or began to teleport, and persons that finished, during this step: they
       // are gone from the state at t (a teleported vehicle comes back with its next state).
-      const present = new Set(ids);
-      for (const key of [
-        VAR.ARRIVED_VEHICLES_IDS,
-        VAR.ARRIVED_PERSONS_IDS,
-        VAR.TELEPORT_STARTING_VEHICLES_IDS,
-      ])
+      // The set of this step's actors is made only at a step with arrivals (most steps have none).
+      let present: Set<string> | undefined;
+      for (const key of ARRIVAL_VARS)
         for (const id of (simValues?.get(key) as string[] | undefined) ?? [])
-          if (declared.has(id) && !present.has(id)) void rec.leave(id, t);
+          if (declared.has(id) && !(present ??= new Set(ids)).has(id)) void rec.leave(id, t);
       // Durable every 100 steps: a simulator far ahead of the disk is slowed, not buffered without bound.
       const stateFrame =
         ids.length === 0
@@ -583,12 +603,7 @@ export async function recordSumo(store: StoreBackend, options: SumoRecordOptions
               t,
               step,
               actors: ids,
-              columns: Object.fromEntries(
-                Object.entries(columns).map(([name, values]) => [
-                  name,
-                  values instanceof Float64Array ? values.subarray(0, ids.length) : values,
-                ]),
-              ),
+              columns: keptColumns(columns, ids.length),
             });
       const durable = Promise.all([
         stateFrame,
