@@ -24,6 +24,7 @@ import { openStore } from '../src/store/open-store.js';
 import { SqliteBackend } from '../src/store/sqlite/sqlite-backend.js';
 import { SCHEMA_VERSION } from '../src/store/sqlite/sqlite-schema.js';
 import { crashSample } from './helpers/crash-sample.js';
+import { storeV4Samples } from './helpers/store-v4-samples.js';
 import { REPO_ROOT, tempDir } from './helpers/paths.js';
 import { killWriterAfter } from './helpers/kill-writer.js';
 import { runCli } from './helpers/run-cli.js';
@@ -64,29 +65,41 @@ async function recordingOneCar(store: StoreBackend, begin: number): Promise<RunR
   return rec;
 }
 
+/** Opens a copy of an older version's file to write, which upgrades it to this version's schema. */
+async function upgradedCopy(fixture: string): Promise<{ path: string; store: StoreBackend }> {
+  const path = fresh();
+  copyFileSync(fixture, path);
+  const store = await openStore(path);
+  const db = new Database(path, { readonly: true });
+  assert.equal(db.pragma('user_version', { simple: true }), SCHEMA_VERSION);
+  db.close();
+  return { path, store };
+}
+
+/** Reads a copy of an older version's file, opened read-only (and not writable), and checks it is left as it was. */
+async function readOnlyCopy(fixture: string, read: (store: SqliteBackend) => Promise<void>): Promise<void> {
+  const path = fresh();
+  copyFileSync(fixture, path);
+  chmodSync(path, 0o444);
+  const before = readFileSync(path);
+  const store = SqliteBackend.open(path, { readonly: true });
+  await read(store);
+  await store.close();
+  assert.deepEqual(readFileSync(path), before);
+}
+
 describe('a store written by simrec 0.1.0', () => {
-  it('opens read-only and reads every sample as 0.1.0 did, bit for bit, leaving the file as it was', async () => {
-    const path = fresh();
-    copyFileSync(V1, path);
-    chmodSync(path, 0o444);
-    const before = readFileSync(path);
-    const store = SqliteBackend.open(path, { readonly: true });
-    for (const expected of expectedV1().runs)
-      for (const [stream, { samples }] of Object.entries(expected.streams)) {
-        const got = await collect(store.readSamples({ run: expected.run.id, stream }));
-        assert.deepStrictEqual(got, samples, `run ${expected.run.id} stream ${stream}`);
-      }
-    await store.close();
-    assert.deepEqual(readFileSync(path), before);
-  });
+  it('opens read-only and reads every sample as 0.1.0 did, bit for bit, leaving the file as it was', () =>
+    readOnlyCopy(V1, async (store) => {
+      for (const expected of expectedV1().runs)
+        for (const [stream, { samples }] of Object.entries(expected.streams)) {
+          const got = await collect(store.readSamples({ run: expected.run.id, stream }));
+          assert.deepStrictEqual(got, samples, `run ${expected.run.id} stream ${stream}`);
+        }
+    }));
 
   it('opened to write: upgraded in place, its old runs read the same, new runs are recorded beside them', async () => {
-    const path = fresh();
-    copyFileSync(V1, path);
-    const store = await openStore(path);
-    const db = new Database(path, { readonly: true });
-    assert.equal(db.pragma('user_version', { simple: true }), SCHEMA_VERSION);
-    db.close();
+    const { path, store } = await upgradedCopy(V1);
     // The run 0.1.0 left recording (a writer on another host, not known dead) stays open.
     assert.deepEqual(
       (await store.listRuns({ newestFirst: false })).map((r) => r.state),
@@ -140,16 +153,8 @@ async function assertReadsAsV3(store: SqliteBackend): Promise<void> {
 }
 
 describe('a store written before schema 4 (counters in the streams rows)', () => {
-  it('opens read-only and reads the same counters and samples, leaving the file as it was', async () => {
-    const path = fresh();
-    copyFileSync(V3, path);
-    chmodSync(path, 0o444);
-    const before = readFileSync(path);
-    const store = SqliteBackend.open(path, { readonly: true });
-    await assertReadsAsV3(store);
-    await store.close();
-    assert.deepEqual(readFileSync(path), before);
-  });
+  it('opens read-only and reads the same counters and samples, leaving the file as it was', () =>
+    readOnlyCopy(V3, assertReadsAsV3));
 
   it('opened to write: upgraded in place with the same counters, and new runs count their samples', async () => {
     const path = fresh();
@@ -170,6 +175,55 @@ describe('a store written before schema 4 (counters in the streams rows)', () =>
     assert.equal((await store.listRuns()).find((r) => r.id === rec.id)?.samples, 3);
     assert.deepEqual((await store.checkIntegrity()).problems, []);
     await store.close();
+  });
+});
+
+const V4 = join(REPO_ROOT, 'test', 'fixtures', 'store-v4', 'simrec-2026-11-26.sqlite3');
+
+/** The bytes of a run's chunks in a store file. */
+function chunkBytes(path: string, run: number): number {
+  const db = new Database(path, { readonly: true });
+  try {
+    return (
+      db
+        .prepare(
+          'SELECT SUM(LENGTH(c.data)) AS bytes FROM chunks c JOIN streams s ON s.key = c.stream_key WHERE s.run_id = ?',
+        )
+        .get(run) as { bytes: number }
+    ).bytes;
+  } finally {
+    db.close();
+  }
+}
+
+describe('a store written before schema 5 (floats packed as XOR with their predictions)', () => {
+  it('opens read-only and reads every value as written, bit for bit, leaving the file as it was', () =>
+    readOnlyCopy(V4, async (store) =>
+      assert.deepStrictEqual(
+        await collect(store.readSamples({ run: 1, stream: 'car/state' })),
+        storeV4Samples(),
+      ),
+    ));
+
+  it('opened to write: marked schema 5, reads the same, and the same samples recorded again take fewer bytes', async () => {
+    const { path, store } = await upgradedCopy(V4);
+    assert.deepStrictEqual(
+      await collect(store.readSamples({ run: 1, stream: 'car/state' })),
+      storeV4Samples(),
+    );
+    const rec = await recordingOneCar(store, 1_000_000);
+    const samples = storeV4Samples();
+    for (let i = 0; i < samples.length; i += 100)
+      await rec.appendBatch('car/state', samples.slice(i, i + 100));
+    await rec.end('completed');
+    assert.deepStrictEqual(await collect(store.readSamples({ run: rec.id, stream: 'car/state' })), samples);
+    assert.deepEqual((await store.checkIntegrity()).problems, []);
+    await store.close();
+    // Packed as differences of bit patterns: the smooth columns take fewer bits than their XOR did.
+    const [old, now] = [chunkBytes(path, 1), chunkBytes(path, rec.id)];
+    assert.ok(now < old * 0.98, `the same samples: ${now} bytes now, ${old} in the schema-4 file`);
+    const check = runCli(['check', '--store', path]);
+    assert.equal(check.status, 0, check.stderr);
   });
 });
 

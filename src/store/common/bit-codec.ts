@@ -1,14 +1,16 @@
 /**
  * Bit-level packing of numeric columns, the inner loop of the chunk format (chunk-format.ts).
  *
- * Floats: each value is XOR-ed with a prediction (the linear extrapolation of the two before it, or the
- * value before it), which leaves only the bits the prediction got wrong: a simulator's positions and
- * headings move smoothly, so 64-bit doubles shrink to 25-35 significant bits. Residuals go in groups of
- * four, each group at the width of its widest member; the width is coded as a change from the previous
- * group's (3 bits, most groups), or in full. Measured on the benchmark's traffic (full-precision noise):
- * 29-30 bytes for six doubles, what XOR + byte shuffle + deflate gives, at several times its speed and
- * without a native call per column. Lossless: every bit of every double (-0, subnormals, NaN payloads
- * excepted since NaN is refused upstream) comes back.
+ * Floats: each value is compared with a prediction (the linear extrapolation of the two before it, or
+ * the value before it), which leaves only what the prediction got wrong: a simulator's positions and
+ * headings move smoothly, so 64-bit doubles shrink to 25-35 significant bits. The residual is the
+ * difference of the two doubles' bit patterns as 64-bit integers, zig-zag coded (or, for noise about
+ * zero, their XOR rotated; see FloatPacking). Residuals go in groups of four, each group at the width of
+ * its widest member; the width is coded as a change from the previous group's (3 bits, most groups), or
+ * in full. Measured on the benchmark's traffic (full-precision noise): 28 bytes for six doubles, less
+ * than XOR + byte shuffle + deflate gives, at several times its speed and without a native call per
+ * column. Lossless: every bit of every double (-0, subnormals, NaN payloads excepted since NaN is refused
+ * upstream) comes back.
  *
  * Integers (times, steps, counters, ids up to 2^53): zig-zag deltas (or deltas of deltas, for times)
  * packed the same way, when every delta fits 32 bits.
@@ -131,16 +133,27 @@ function readWidth(input: BitReader, previous: number, max: number): number {
   return width;
 }
 
-/** How a column's values are predicted, and whether residuals have their sign bit moved to the bottom. */
+/**
+ * How a value's residual is made from it and its prediction:
+ * - `difference`: the difference of their bit patterns as 64-bit integers, zig-zag coded (the sign at
+ *   the bottom). For doubles of one sign the bit patterns are ordered like the values, so the residual
+ *   is the distance in units of the last place: a prediction off by d units costs about log2(d) + 1
+ *   bits. XOR costs more than that (a carry across a bit boundary sets every bit below it) and varies
+ *   more from value to value, which widens the groups: on the benchmark's six noisy floats 28.3 bytes a
+ *   state against 29.1 with XOR (2026-11-27).
+ * - `xor-rotated`: the XOR of the two rotated left by one bit. For noise about zero (an acceleration),
+ *   where a value and its prediction often differ in sign: their bit patterns are then about 2^63 apart
+ *   and a difference costs 64 bits, but the XOR rotated keeps the sign at the bottom and the exponents'
+ *   agreement above it (7.1 bytes a value against 7.9 straight).
+ * - `xor`: the XOR as it is: how simrec packed every float column before 2026-11-27 (read, and written
+ *   only when asked for).
+ */
+export type FloatResidual = 'difference' | 'xor' | 'xor-rotated';
+
+/** How a column's values are predicted, and how a value's residual is made from its prediction. */
 export interface FloatPacking {
   predictor: 'linear' | 'previous';
-  /**
-   * Residuals rotated left by one bit: a value whose sign differs from its prediction's (noise about
-   * zero: an acceleration) otherwise has its top bit set and costs all 64 bits; rotated, the sign is
-   * the lowest bit and the exponent's agreement is kept. Measured on the benchmark's accelerations:
-   * 7.9 bytes a value straight, 7.1 rotated. One bit more for a column of one sign, so it is chosen.
-   */
-  rotated: boolean;
+  residual: FloatResidual;
 }
 
 /**
@@ -151,39 +164,68 @@ export interface FloatPacking {
 const packScratch = new BitWriter(64 * 1024);
 
 const scratch = new Float64Array(1);
-const scratchWords = new Uint32Array(scratch.buffer);
+/** The prediction's words, as int32: the inner loops add and subtract them without leaving int32. */
+const scratchWords = new Int32Array(scratch.buffer);
 
 const significantBits = (lo: number, hi: number): number =>
   hi !== 0 ? 64 - Math.clz32(hi) : lo !== 0 ? 32 - Math.clz32(lo) : 0;
 
 /**
- * The cheapest packing for a column (predictor, and rotated or not), judged on its first 64 values: a
- * column's character (a smooth position, a noisy acceleration) holds for a block, and trying each on
- * every value was a fifth of the writer's time. All four are scored in one pass, counting the bits the
- * packing would take (blocks are the size of a commit: with 100 values a block, scoring them apart was
- * 8% of sealing).
+ * The residual kinds as small integers for the inner loops. The residual of a value (vlo, vhi words)
+ * and its prediction (plo, phi) is computed in those loops, in int32 arithmetic: a helper handing two
+ * words back through an array, or a comparison of unsigned words, made packing a third slower.
+ * difference: d = v - p on 32-bit halves, the borrow of the low half `((~vlo & plo) | (~(vlo ^ plo) & dlo)) >>> 31`,
+ * then zig-zag `(d << 1) ^ (d >> 63)`. xor-rotated: the XOR rotated left by one bit.
  */
-function choosePacking(values: Float64Array): FloatPacking {
-  if (values.length <= 2) return { predictor: 'linear', rotated: false };
-  const straight = scorePackings(values, false);
-  // Rotation only pays where a residual's sign bit is set (a value and its prediction of opposite
-  // signs); elsewhere it costs a bit a value, and the second pass is not made.
-  if (!straight.signs) return { predictor: straight.linear ? 'linear' : 'previous', rotated: false };
-  const rotated = scorePackings(values, true);
-  const best = Math.min(straight.previousBits, straight.linearBits, rotated.previousBits, rotated.linearBits);
-  if (best === straight.linearBits) return { predictor: 'linear', rotated: false };
-  if (best === straight.previousBits) return { predictor: 'previous', rotated: false };
-  return { predictor: rotated.linear ? 'linear' : 'previous', rotated: true };
+const DIFFERENCE = 0;
+const XOR = 1;
+const XOR_ROTATED = 2;
+const residualKind = (residual: FloatResidual): number =>
+  residual === 'difference' ? DIFFERENCE : residual === 'xor' ? XOR : XOR_ROTATED;
+
+/** The significant bits of a value's residual from its prediction, as difference. */
+function differenceBits(vlo: number, vhi: number, plo: number, phi: number): number {
+  const dlo = (vlo - plo) | 0;
+  const dhi = (vhi - phi - (((~vlo & plo) | (~(vlo ^ plo) & dlo)) >>> 31)) | 0;
+  const sign = dhi >> 31;
+  return significantBits((dlo << 1) ^ sign, ((dhi << 1) | (dlo >>> 31)) ^ sign);
 }
 
-/** The bits each predictor would take on the first 64 values, residuals rotated or not (see choosePacking). */
+/** The significant bits of a value's XOR with its prediction rotated left by one (without rotating it). */
+function rotatedXorBits(vlo: number, vhi: number, plo: number, phi: number): number {
+  const lo = vlo ^ plo;
+  const hi = vhi ^ phi;
+  return lo === 0 && hi === 0 ? 0 : 1 + significantBits(lo, hi & 0x7fffffff);
+}
+
+/**
+ * The cheapest packing for a column (predictor, and residual), judged on its first 64 values: a
+ * column's character (a smooth position, a noisy acceleration) holds for a block, and trying each on
+ * every value was a fifth of the writer's time. The predictors are scored in one pass, counting the
+ * bits the packing would take (blocks are the size of a commit: with 100 values a block, scoring them
+ * apart was 8% of sealing).
+ */
+function choosePacking(values: Float64Array): FloatPacking {
+  if (values.length <= 2) return { predictor: 'linear', residual: 'difference' };
+  const straight = scorePackings(values, 'difference');
+  // The rotated XOR only pays where a value and its prediction differ in sign (noise about zero);
+  // elsewhere it is not scored.
+  if (!straight.signs) return { predictor: straight.linear ? 'linear' : 'previous', residual: 'difference' };
+  const rotated = scorePackings(values, 'xor-rotated');
+  const best = Math.min(straight.previousBits, straight.linearBits, rotated.previousBits, rotated.linearBits);
+  if (best === straight.linearBits) return { predictor: 'linear', residual: 'difference' };
+  if (best === straight.previousBits) return { predictor: 'previous', residual: 'difference' };
+  return { predictor: rotated.linear ? 'linear' : 'previous', residual: 'xor-rotated' };
+}
+
+/** The bits each predictor would take on the first 64 values with the given residual (see choosePacking). */
 function scorePackings(
   values: Float64Array,
-  rotated: boolean,
+  residual: FloatResidual,
 ): { previousBits: number; linearBits: number; linear: boolean; signs: boolean } {
+  const difference = residual === 'difference';
   const n = Math.min(values.length, 64);
-  const words = new Uint32Array(values.buffer, values.byteOffset, n * 2);
-  const bitsOf = rotated ? rotatedBits : significantBits;
+  const words = new Int32Array(values.buffer, values.byteOffset, n * 2);
   let previousBits = 0;
   let linearBits = 0;
   let previousWidth = 0;
@@ -197,18 +239,20 @@ function scorePackings(
       const lo = words[2 * i]!;
       const hi = words[2 * i + 1]!;
       scratch[0] = values[i - 1]!;
-      let rhi = hi ^ scratchWords[1]!;
-      signs |= rhi;
-      const sp = bitsOf(lo ^ scratchWords[0]!, rhi);
+      signs |= hi ^ scratchWords[1]!;
+      const sp = difference
+        ? differenceBits(lo, hi, scratchWords[0]!, scratchWords[1]!)
+        : rotatedXorBits(lo, hi, scratchWords[0]!, scratchWords[1]!);
       if (sp > wp) wp = sp;
       if (i > 1) {
         const p = 2 * values[i - 1]! - values[i - 2]!;
         // As packFloat64 predicts: an overflowing extrapolation falls back to the value before.
         if (Number.isFinite(p)) scratch[0] = p;
       }
-      rhi = hi ^ scratchWords[1]!;
-      signs |= rhi;
-      const sl = bitsOf(lo ^ scratchWords[0]!, rhi);
+      signs |= hi ^ scratchWords[1]!;
+      const sl = difference
+        ? differenceBits(lo, hi, scratchWords[0]!, scratchWords[1]!)
+        : rotatedXorBits(lo, hi, scratchWords[0]!, scratchWords[1]!);
       if (sl > wl) wl = sl;
     }
     const dp = wp - previousWidth;
@@ -220,14 +264,6 @@ function scorePackings(
   }
   return { previousBits, linearBits, linear: linearBits <= previousBits, signs: signs >>> 31 === 1 };
 }
-
-/** The significant bits of a residual rotated left by one (without rotating it): all but its sign, and one. */
-const rotatedBits = (lo: number, hi: number): number =>
-  lo === 0 && hi === 0 ? 0 : 1 + significantBits(lo, hi & 0x7fffffff);
-
-/** A 64-bit residual (lo, hi words) rotated left by one bit: the sign bit becomes bit 0. */
-const rotateLo = (lo: number, hi: number): number => ((lo << 1) | (hi >>> 31)) >>> 0;
-const rotateHi = (lo: number, hi: number): number => ((hi << 1) | (lo >>> 31)) >>> 0;
 
 /**
  * The prediction of values[i] (i >= 1), packing and unpacking alike: the value before, or the line
@@ -245,10 +281,10 @@ const groupLo = new Uint32Array(GROUP);
 const groupHi = new Uint32Array(GROUP);
 
 /**
- * Packs float64 values with whichever predictor costs fewer bits; returns it with the bytes, which are
+ * Packs float64 values with whichever packing costs fewer bits; returns it with the bytes, which are
  * valid until the next column is packed. One pass per group of four: each value's prediction, its
- * residual (XOR with the prediction) and the group's width, then the group written (a pass for the
- * residuals, one for the widths and one to write them were 30% more of the writer thread's encoding).
+ * residual and the group's width, then the group written (a pass for the residuals, one for the widths
+ * and one to write them were 30% more of the writer thread's encoding).
  */
 export function packFloat64(
   values: Float64Array,
@@ -257,8 +293,8 @@ export function packFloat64(
 ): { packing: FloatPacking; bytes: Uint8Array } {
   const n = values.length;
   const linear = packing.predictor === 'linear';
-  const rotated = packing.rotated;
-  const words = new Uint32Array(values.buffer, values.byteOffset, n * 2);
+  const kind = residualKind(packing.residual);
+  const words = new Int32Array(values.buffer, values.byteOffset, n * 2);
   // Room for every value at 64 bits and its group's width code: growing the writer copied it.
   const out = packScratch.reset(n * 67 + 64);
   // The first value has no prediction: all of its bits, kept apart so it does not widen its group.
@@ -272,12 +308,28 @@ export function packFloat64(
     let width = 0;
     for (let i = g; i < end; i++) {
       scratch[0] = predict(values, i, linear);
-      let lo = (words[2 * i]! ^ scratchWords[0]!) >>> 0;
-      let hi = (words[2 * i + 1]! ^ scratchWords[1]!) >>> 0;
-      if (rotated) {
-        const rlo = rotateLo(lo, hi);
-        hi = rotateHi(lo, hi);
-        lo = rlo;
+      const vlo = words[2 * i]!;
+      const vhi = words[2 * i + 1]!;
+      const plo = scratchWords[0]!;
+      const phi = scratchWords[1]!;
+      let lo: number;
+      let hi: number;
+      if (kind === DIFFERENCE) {
+        // As differenceBits: d = v - p, zig-zag.
+        const dlo = (vlo - plo) | 0;
+        const dhi = (vhi - phi - (((~vlo & plo) | (~(vlo ^ plo) & dlo)) >>> 31)) | 0;
+        const sign = dhi >> 31;
+        lo = (dlo << 1) ^ sign;
+        hi = ((dhi << 1) | (dlo >>> 31)) ^ sign;
+      } else {
+        lo = vlo ^ plo;
+        hi = vhi ^ phi;
+        if (kind === XOR_ROTATED) {
+          // Rotated left by one bit: the sign bit becomes bit 0.
+          const rlo = (lo << 1) | (hi >>> 31);
+          hi = (hi << 1) | (lo >>> 31);
+          lo = rlo;
+        }
       }
       groupLo[i - g] = lo;
       groupHi[i - g] = hi;
@@ -325,12 +377,12 @@ export function unpackFloat64(
     return width === 32 ? v >>> 0 : (v & ((1 << width) - 1)) >>> 0;
   };
   if (totalBits < 64) throw new Error('bit stream ends early');
-  const words = new Uint32Array(values.buffer, values.byteOffset, n * 2);
+  const words = new Int32Array(values.buffer, values.byteOffset, n * 2);
   words[0] = src[0]!;
   words[1] = src[1]!;
   let pos = 64;
   const linear = packing.predictor === 'linear';
-  const rotated = packing.rotated;
+  const kind = residualKind(packing.residual);
   let width = 0;
   for (let g = 1; g < n; g += GROUP) {
     const groupEnd = g + GROUP < n ? g + GROUP : n;
@@ -347,19 +399,29 @@ export function unpackFloat64(
     const lowBits = width <= 32 ? width : 32;
     const highBits = width - lowBits;
     for (let i = g; i < groupEnd; i++) {
-      let lo = lowBits === 0 ? 0 : field(pos, lowBits);
+      const lo = lowBits === 0 ? 0 : field(pos, lowBits);
       pos += lowBits;
-      let hi = highBits === 0 ? 0 : field(pos, highBits);
+      const hi = highBits === 0 ? 0 : field(pos, highBits);
       pos += highBits;
-      if (rotated) {
-        // Rotated right by one bit: back as packFloat64 found it.
-        const rlo = ((lo >>> 1) | (hi << 31)) >>> 0;
-        hi = ((hi >>> 1) | (lo << 31)) >>> 0;
-        lo = rlo;
-      }
       scratch[0] = predict(values, i, linear);
-      words[2 * i] = lo ^ scratchWords[0]!;
-      words[2 * i + 1] = hi ^ scratchWords[1]!;
+      const plo = scratchWords[0]!;
+      const phi = scratchWords[1]!;
+      if (kind === DIFFERENCE) {
+        // Zig-zag undone, then v = p + d on 32-bit halves, the carry of the low half from its bits.
+        const sign = -(lo & 1);
+        const dlo = ((lo >>> 1) | (hi << 31)) ^ sign;
+        const dhi = (hi >>> 1) ^ sign;
+        const vlo = (plo + dlo) | 0;
+        words[2 * i] = vlo;
+        words[2 * i + 1] = phi + dhi + (((plo & dlo) | ((plo | dlo) & ~vlo)) >>> 31);
+      } else if (kind === XOR) {
+        words[2 * i] = lo ^ plo;
+        words[2 * i + 1] = hi ^ phi;
+      } else {
+        // Rotated right by one bit: back as packFloat64 found it.
+        words[2 * i] = ((lo >>> 1) | (hi << 31)) ^ plo;
+        words[2 * i + 1] = ((hi >>> 1) | (lo << 31)) ^ phi;
+      }
     }
   }
   return values;

@@ -63,9 +63,15 @@ const CODEC = {
   arithmetic: 14,
   /** Float64 values as they are, 8 bytes each (tail blocks of simrec before 2026-11; see BlockPacking). */
   raw: 15,
-  /** floatLinear and floatPrevious with residuals rotated (bit-codec.ts FloatPacking.rotated). */
+  /** floatLinear and floatPrevious with residuals XOR-ed and rotated (bit-codec.ts FloatResidual). */
   floatLinearRotated: 16,
   floatPreviousRotated: 17,
+  /**
+   * The predictors with residuals the difference of the bit patterns (bit-codec.ts FloatResidual),
+   * since 2026-11-27 (store schema 5); floatLinear and floatPrevious, their XOR, are read as before.
+   */
+  floatLinearDifference: 18,
+  floatPreviousDifference: 19,
 } as const;
 
 /**
@@ -77,15 +83,17 @@ export type BlockPacking = 'packed' | 'raw';
 
 /** The float codecs and the packing each stands for: the one place that pairs them, both ways. */
 const FLOAT_PACKINGS = new Map<number, FloatPacking>([
-  [CODEC.floatLinear, { predictor: 'linear', rotated: false }],
-  [CODEC.floatPrevious, { predictor: 'previous', rotated: false }],
-  [CODEC.floatLinearRotated, { predictor: 'linear', rotated: true }],
-  [CODEC.floatPreviousRotated, { predictor: 'previous', rotated: true }],
+  [CODEC.floatLinear, { predictor: 'linear', residual: 'xor' }],
+  [CODEC.floatPrevious, { predictor: 'previous', residual: 'xor' }],
+  [CODEC.floatLinearRotated, { predictor: 'linear', residual: 'xor-rotated' }],
+  [CODEC.floatPreviousRotated, { predictor: 'previous', residual: 'xor-rotated' }],
+  [CODEC.floatLinearDifference, { predictor: 'linear', residual: 'difference' }],
+  [CODEC.floatPreviousDifference, { predictor: 'previous', residual: 'difference' }],
 ]);
 
 function floatCodec(packing: FloatPacking): number {
   for (const [codec, p] of FLOAT_PACKINGS)
-    if (p.predictor === packing.predictor && p.rotated === packing.rotated) return codec;
+    if (p.predictor === packing.predictor && p.residual === packing.residual) return codec;
   throw new Error(`no codec for float packing ${JSON.stringify(packing)}`);
 }
 
@@ -878,6 +886,8 @@ function decodeNumbers(
     case CODEC.floatPrevious:
     case CODEC.floatLinearRotated:
     case CODEC.floatPreviousRotated:
+    case CODEC.floatLinearDifference:
+    case CODEC.floatPreviousDifference:
       return unpackFloat64(aligned(payload), n, FLOAT_PACKINGS.get(codec)!, target);
     case CODEC.float32:
       return unpackFloat32(aligned(payload), n, target);
