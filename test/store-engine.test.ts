@@ -351,6 +351,33 @@ describe('columnar recording', () => {
     await store.close();
   });
 
+  it('a trajectory over chunks that lack a column has no value in their rows (NaN, undefined), strings and numbers alike', async () => {
+    const store = SqliteBackend.open(fresh(), { chunkSamples: 100 });
+    const rec = await recordingOneCar(store, 0);
+    const samples = Array.from({ length: 250 }, (_, i) => {
+      const sample: Sample = { t: i * 1000, step: i, x: i, y: 0, yaw: 0 };
+      if (i < 100 || i >= 200) sample.lane = i < 100 ? 'A' : 'B';
+      if (i >= 100) sample.speed = i;
+      return sample;
+    });
+    for (let i = 0; i < samples.length; i += 50) await rec.appendBatch('car/state', samples.slice(i, i + 50));
+    await rec.end('completed');
+    const traj = await trajectoryColumns(store, rec.id, { actor: 'car' });
+    assert.deepEqual(
+      traj.columns.lane,
+      samples.map((s) => s.lane),
+    );
+    assert.deepEqual(
+      Array.from(traj.columns.speed as Float64Array),
+      samples.map((s) => s.speed ?? NaN),
+    );
+    assert.deepEqual(
+      Array.from(traj.t),
+      samples.map((s) => s.t),
+    );
+    await store.close();
+  });
+
   it('an undeclared field that turns from numbers to strings keeps every value when the tail blocks are sealed as they are', async () => {
     const store = SqliteBackend.open(fresh(), { chunkSamples: 200, blockSamples: 64 });
     const rec = await recordingOneCar(store, 0);

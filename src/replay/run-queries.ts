@@ -208,24 +208,32 @@ function concatColumns(batches: ColumnBatch[], columns: ChunkColumnLike[]): Colu
   const t = new Float64Array(n);
   const step = new Float64Array(n);
   const out: Record<string, ColumnValues> = {};
-  for (const c of columns) out[c.name] = c.width ? new Float64Array(n * c.width) : new Array<unknown>(n);
+  for (const c of columns) if (c.width) out[c.name] = new Float64Array(n * c.width);
   let row = 0;
   for (const b of batches) {
     const rows = b.t.length;
     t.set(b.t, row);
     step.set(b.step, row);
     for (const c of columns) {
+      if (!c.width) continue;
       const part = b.columns[c.name];
-      const whole = out[c.name]!;
+      const whole = out[c.name] as Float64Array;
       // A batch without the column: its rows have no value (NaN in a numeric column).
-      if (c.width && part === undefined)
-        (whole as Float64Array).fill(NaN, row * c.width, (row + rows) * c.width);
-      else if (c.width) (whole as Float64Array).set(part as Float64Array, row * c.width);
-      else if (part !== undefined)
-        for (let i = 0; i < rows; i++) (whole as unknown[])[row + i] = (part as unknown[])[i];
+      if (part === undefined) whole.fill(NaN, row * c.width, (row + rows) * c.width);
+      else whole.set(part as Float64Array, row * c.width);
     }
     row += rows;
   }
+  // Plain arrays (strings, JSON) joined by Array#concat: copied value by value in a loop, a lane column
+  // of 10,000 rows took 3 ms of a trajectory read in a fresh process, run by code not yet optimised.
+  for (const c of columns)
+    if (!c.width)
+      out[c.name] = ([] as unknown[]).concat(
+        ...batches.map(
+          (b) =>
+            (b.columns[c.name] as unknown[] | undefined) ?? new Array<unknown>(b.t.length).fill(undefined),
+        ),
+      );
   return { t, step, columns: out };
 }
 
