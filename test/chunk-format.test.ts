@@ -275,6 +275,37 @@ describe('chunk format: every bit back', () => {
     );
   });
 
+  it('group widths that change by every step of their prefix code (0, 1 to 3 either way, more) read back exact; a cut stream is refused', () => {
+    // Values whose steps, in units of the last place, have the given bit lengths group by group: the
+    // widths the previous-value predictor sees change by 0, +-1, +-2, +-3 and by more.
+    const lengths = [10, 10, 11, 9, 12, 9, 13, 30, 2, 2, 5, 1, 0, 40, 36, 33, 34, 31];
+    const view = new DataView(new ArrayBuffer(8));
+    view.setFloat64(0, 1000.5);
+    let word = view.getBigUint64(0);
+    const values: number[] = [view.getFloat64(0)];
+    lengths.forEach((length, g) => {
+      for (let k = 0; k < 4; k++) {
+        const step = length === 0 ? 0n : (1n << BigInt(length - 1)) + BigInt(k);
+        word = g % 2 === 0 ? word + step : word - step;
+        view.setBigUint64(0, word);
+        values.push(view.getFloat64(0));
+      }
+    });
+    const column = Float64Array.from(values);
+    for (const predictor of ['previous', 'linear'] as const) {
+      const packing = { predictor, residual: 'difference' } as const;
+      const { bytes } = packFloat64(column, packing);
+      const kept = bytes.slice();
+      assertSameFloats(unpackFloat64(kept, column.length, packing), column, `${predictor} differences`);
+      for (let words = 0; words < kept.length / 4; words++)
+        assert.throws(
+          () => unpackFloat64(kept.slice(0, words * 4), column.length, packing),
+          /bit stream ends early|group width/,
+          `${predictor}: cut to ${words} words of ${kept.length / 4}`,
+        );
+    }
+  });
+
   it('f32 fields keep float32 values exactly, in under half the bytes of f64', () => {
     const fields: FieldDecl[] = STATE_FIELDS.map((f) => (f.type === 'f64' ? { ...f, type: 'f32' } : f));
     const rows = Array.from({ length: 2000 }, (_, i) => ({

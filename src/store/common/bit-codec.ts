@@ -6,8 +6,8 @@
  * headings move smoothly, so 64-bit doubles shrink to 25-35 significant bits. The residual is the
  * difference of the two doubles' bit patterns as 64-bit integers, zig-zag coded (or, for noise about
  * zero, their XOR rotated; see FloatPacking). Residuals go in groups of four, each group at the width of
- * its widest member; the width is coded as a change from the previous group's (3 bits, most groups), or
- * in full. Measured on the benchmark's traffic (full-precision noise): 28 bytes for six doubles, less
+ * its widest member; the width is coded as a change from the previous group's (1 bit when it does not
+ * change, 3 to 5 bits for most changes; 3 bits for XOR), or in full. Measured on the benchmark's traffic (full-precision noise): 28 bytes for six doubles, less
  * than XOR + byte shuffle + deflate gives, at several times its speed and without a native call per
  * column. Lossless: every bit of every double (-0, subnormals, NaN payloads excepted since NaN is refused
  * upstream) comes back.
@@ -134,6 +134,29 @@ function readWidth(input: BitReader, previous: number, max: number): number {
 }
 
 /**
+ * Group widths in a prefix code, for float columns packed as differences (whose widths change less
+ * than XOR's: the same width as the group before in 65% of groups on the benchmark, one more or less
+ * in 26%): no change '0'; a change of 1 to 3 that many ones, a zero and the sign (3 to 5 bits); else
+ * '1111' and the width in 7 bits. Written least significant bit first, as every field. 2.0 bits a group
+ * on the benchmark's floats against 3.2 for the 3-bit code (0.22 bytes a state); its entropy is 1.7.
+ */
+function writeWidthPrefixed(out: BitWriter, width: number, previous: number): void {
+  const d = width - previous;
+  if (d === 0) out.write(0, 1);
+  else if (d >= -3 && d <= 3) {
+    const k = d < 0 ? -d : d;
+    out.write(((1 << k) - 1) | ((d < 0 ? 1 : 0) << (k + 1)), k + 2);
+  } else out.write(15 | (width << 4), 11);
+}
+
+/** The bits writeWidthPrefixed takes for a change of d. */
+const prefixedWidthBits = (d: number): number =>
+  d === 0 ? 1 : d >= -3 && d <= 3 ? (d < 0 ? -d : d) + 2 : 11;
+
+/** The bits writeWidth takes for a change of d. */
+const plainWidthBits = (d: number): number => (d >= -3 && d <= 3 ? 3 : 10);
+
+/**
  * How a value's residual is made from it and its prediction:
  * - `difference`: the difference of their bit patterns as 64-bit integers, zig-zag coded (the sign at
  *   the bottom). For doubles of one sign the bit patterns are ordered like the values, so the residual
@@ -256,10 +279,10 @@ function scorePackings(
       if (sl > wl) wl = sl;
     }
     const dp = wp - previousWidth;
-    previousBits += (dp >= -3 && dp <= 3 ? 3 : 10) + wp * (end - g);
+    previousBits += (difference ? prefixedWidthBits(dp) : plainWidthBits(dp)) + wp * (end - g);
     previousWidth = wp;
     const dl = wl - linearWidth;
-    linearBits += (dl >= -3 && dl <= 3 ? 3 : 10) + wl * (end - g);
+    linearBits += (difference ? prefixedWidthBits(dl) : plainWidthBits(dl)) + wl * (end - g);
     linearWidth = wl;
   }
   return { previousBits, linearBits, linear: linearBits <= previousBits, signs: signs >>> 31 === 1 };
@@ -336,7 +359,8 @@ export function packFloat64(
       const bits = significantBits(lo, hi);
       if (bits > width) width = bits;
     }
-    writeWidth(out, width, last);
+    if (kind === DIFFERENCE) writeWidthPrefixed(out, width, last);
+    else writeWidth(out, width, last);
     last = width;
     const count = end - g;
     if (width <= 32) for (let k = 0; k < count; k++) out.write(groupLo[k]!, width);
@@ -386,14 +410,32 @@ export function unpackFloat64(
   let width = 0;
   for (let g = 1; g < n; g += GROUP) {
     const groupEnd = g + GROUP < n ? g + GROUP : n;
-    if (pos + 3 > totalBits) throw new Error('bit stream ends early');
-    const code = field(pos, 3);
-    pos += 3;
-    if (code === 7) {
-      if (pos + 7 > totalBits) throw new Error('bit stream ends early');
-      width = field(pos, 7);
-      pos += 7;
-    } else width += code - 3;
+    if (kind === DIFFERENCE) {
+      // writeWidthPrefixed's code, from up to 11 bits looked at once; most groups keep the width ('0').
+      const available = totalBits - pos;
+      if (available <= 0) throw new Error('bit stream ends early');
+      const peek = field(pos, available < 11 ? available : 11);
+      if ((peek & 1) === 0) pos += 1;
+      else {
+        // The ones before the first zero (the lowest zero bit isolated), at most 4.
+        const run = 31 - Math.clz32(~peek & (peek + 1));
+        const ones = run < 4 ? run : 4;
+        const bits = ones < 4 ? ones + 2 : 11;
+        if (bits > available) throw new Error('bit stream ends early');
+        if (ones === 4) width = (peek >>> 4) & 127;
+        else width += (peek >>> (ones + 1)) & 1 ? -ones : ones;
+        pos += bits;
+      }
+    } else {
+      if (pos + 3 > totalBits) throw new Error('bit stream ends early');
+      const code = field(pos, 3);
+      pos += 3;
+      if (code === 7) {
+        if (pos + 7 > totalBits) throw new Error('bit stream ends early');
+        width = field(pos, 7);
+        pos += 7;
+      } else width += code - 3;
+    }
     if (width < 0 || width > 64) throw new Error(`group width ${width} out of 0..64`);
     if (pos + width * (groupEnd - g) > totalBits) throw new Error('bit stream ends early');
     const lowBits = width <= 32 ? width : 32;

@@ -67,8 +67,9 @@ const CODEC = {
   floatLinearRotated: 16,
   floatPreviousRotated: 17,
   /**
-   * The predictors with residuals the difference of the bit patterns (bit-codec.ts FloatResidual),
-   * since 2026-11-27 (store schema 5); floatLinear and floatPrevious, their XOR, are read as before.
+   * The predictors with residuals the difference of the bit patterns (bit-codec.ts FloatResidual) and
+   * group widths in a prefix code, since 2026-11-27 (store schema 5); floatLinear and floatPrevious,
+   * their XOR with 3-bit width changes, are read as before.
    */
   floatLinearDifference: 18,
   floatPreviousDifference: 19,
