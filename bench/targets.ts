@@ -33,23 +33,22 @@ const ANALYSIS: Record<string, string> = {
   'record-vs-mcap':
     'MCAP per frame appends one prebuilt byte message per step to a buffer and writes it with one ' +
     'fsync per commit point: the least work of all (82 B/state, nothing packed, the chunk being ' +
-    'filled not durable). simrec packs every float losslessly (31.6 B/state) and indexes it per ' +
+    'filled not durable). simrec packs every float losslessly (30.6 B/state) and indexes it per ' +
     'stream; see record-vs-limsim for where the time goes.',
   size:
-    'The floats of the benchmark are full-precision noise: the six float fields take ~29 B/state after ' +
-    'prediction and bit packing (the accelerations, noise about zero, with residuals rotated so that a ' +
-    'change of sign costs one bit: 7.1 B instead of 7.9). Blocks are the size of a commit (100 samples ' +
-    'here): each restarts its predictions and frames its columns, about 0.5 B/state more than 256-sample ' +
-    'blocks, which packing again at the seal would give for a decode and an encode of every sample on the ' +
-    'writer thread, the bottleneck (docs/recording-engine.md); the rest is the ego wheels (0.8 B/state) ' +
-    "and SQLite's pages around the chunks (0.6 B/state). Counted byte by byte in a store of this " +
-    'benchmark (2026-11-26): the chunks hold 31.01 B/state of the 31.63; the six floats packed in ' +
-    'blocks of 100 take 29.14 B/state and 28.81 in blocks of 256 (each block stores its first value ' +
-    "whole); a block's framing (column records, its entry in the chunk's table, time and step) is about " +
-    "77 bytes, 0.77 B/state at 100 samples; each chunk's header lists the stream's 20 declared columns, " +
-    "8 of them present (0.13 B/state); SQLite adds the space left in the chunks' pages (0.35 B/state) " +
-    "and each stream's schema, 1.25 KB of JSON per actor (0.13 B/state). The 0.64 B/state to the " +
-    'target would take a new block layout or packing again at the seal.',
+    'The floats of the benchmark are full-precision noise: the six float fields take ~28 B/state after ' +
+    'prediction and bit packing (since 2026-11-27 the residual is the difference of the bit patterns, ' +
+    'the distance in units of the last place, not their XOR, whose carries widen it: 29.1 B as XOR; ' +
+    'the accelerations, noise about zero, keep the XOR rotated so that a change of sign costs one bit). ' +
+    'Blocks are the size of a commit (100 samples here): each restarts its predictions and frames its ' +
+    'columns, about 0.5 B/state more than 256-sample blocks, which packing again at the seal would give ' +
+    'for a decode and an encode of every sample on the writer thread, the bottleneck ' +
+    "(docs/recording-engine.md); the rest is the ego wheels (0.8 B/state) and SQLite's pages around the " +
+    'chunks (0.5 B/state). Counted byte by byte in a store of this benchmark (2026-11-26, XOR floats, ' +
+    "31.63 B/state): a block's framing (column records, its entry in the chunk's table, time and step) " +
+    "is about 77 bytes, 0.77 B/state at 100 samples; each chunk's header lists the stream's 20 declared " +
+    "columns, 8 of them present (0.13 B/state); SQLite adds the space left in the chunks' pages (0.35 " +
+    "B/state) and each stream's schema, 1.25 KB of JSON per actor (0.13 B/state).",
   'record-rss':
     'Two V8 isolates: the appending thread, whose young generation V8 grows to its 32 MiB under this ' +
     'load (it cannot be capped from within a process: --max-semi-space-size=4 measured 187 MiB), and the ' +

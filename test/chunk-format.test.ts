@@ -4,7 +4,13 @@ import { normalizeColumns, samplesToColumns, type ColumnBatch } from '../src/mod
 import { SimrecError } from '../src/model/errors.js';
 import { STATE_FIELDS } from '../src/model/standard-streams.js';
 import { normalizeStream, type FieldDecl, type Sample } from '../src/model/stream.js';
-import { packFloat64, packIntegers, unpackFloat64, unpackIntegers } from '../src/store/common/bit-codec.js';
+import {
+  FloatPackingMemo,
+  packFloat64,
+  packIntegers,
+  unpackFloat64,
+  unpackIntegers,
+} from '../src/store/common/bit-codec.js';
 import {
   assembleChunk,
   encodeBlock,
@@ -304,6 +310,32 @@ describe('chunk format: every bit back', () => {
           `${predictor}: cut to ${words} words of ${kept.length / 4}`,
         );
     }
+  });
+
+  it('a packing kept from block to block is chosen again when the column turns noisy, and every block reads back exact', () => {
+    let seed = 4321;
+    const next = (): number => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    const smooth = (b: number): Float64Array =>
+      Float64Array.from({ length: 100 }, (_, i) => 50 + 0.2 * (b * 100 + i) + next() * 1e-6);
+    const noise = (): Float64Array => Float64Array.from({ length: 100 }, () => (next() - 0.5) * 3);
+    const memo = new FloatPackingMemo();
+    const residuals: string[] = [];
+    for (let b = 0; b < 12; b++) {
+      const values = b < 3 ? smooth(b) : noise();
+      const packed = memo.pack(2, values);
+      residuals.push(packed.packing.residual);
+      assertSameFloats(
+        unpackFloat64(packed.bytes.slice(), values.length, packed.packing),
+        values,
+        `block ${b}`,
+      );
+    }
+    assert.deepEqual(residuals.slice(0, 3), ['difference', 'difference', 'difference']);
+    // The first noisy block still has the kept packing and packs worse than the block it was chosen
+    // on; the next is chosen again, well before the 8th.
+    assert.equal(residuals[3], 'difference');
+    assert.equal(residuals[4], 'xor-rotated');
+    assert.deepEqual(new Set(residuals.slice(4)), new Set(['xor-rotated']));
   });
 
   it('f32 fields keep float32 values exactly, in under half the bytes of f64', () => {

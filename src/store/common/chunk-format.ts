@@ -3,6 +3,7 @@ import type { ColumnBatch, ColumnValues } from '../../model/columns.js';
 import { SimrecError } from '../../model/errors.js';
 import { FIELD_TYPES, type FieldType } from '../../model/stream.js';
 import {
+  FloatPackingMemo,
   packFloat32,
   packFloat64,
   type FloatPacking,
@@ -181,6 +182,8 @@ export function encodeBlock(
   from: number,
   to: number,
   packing: BlockPacking = 'packed',
+  /** The stream's float packings, kept from block to block (its writer's); chosen per block without. */
+  floatPackings?: FloatPackingMemo,
 ): EncodedBlock {
   const rows = to - from;
   if (rows <= 0) throw new Error('encodeBlock: a block needs at least one row');
@@ -194,7 +197,7 @@ export function encodeBlock(
   for (let index = 0; index < columns.length; index++) {
     const values = batch.columns[columns[index]!.name];
     if (values === undefined) continue;
-    writeColumnRecord(out, index + FIRST_FIELD_INDEX, columns[index]!, values, from, to, raw);
+    writeColumnRecord(out, index + FIRST_FIELD_INDEX, columns[index]!, values, from, to, raw, floatPackings);
     written++;
   }
   if (written !== Object.keys(batch.columns).length)
@@ -239,6 +242,7 @@ function writeFloatRecord(
   presence: Uint8Array | null,
   values: Float64Array,
   raw = false,
+  floatPackings?: FloatPackingMemo,
 ): void {
   if (raw)
     return writeRecord(
@@ -249,7 +253,7 @@ function writeFloatRecord(
       new Uint8Array(values.buffer, values.byteOffset, values.byteLength),
     );
   if (isConstant(values)) return writeConstant(out, index, presence, values[0]!);
-  const { packing, bytes } = packFloat64(values);
+  const { packing, bytes } = floatPackings ? floatPackings.pack(index, values) : packFloat64(values);
   writeRecord(out, index, floatCodec(packing), presence, bytes);
 }
 
@@ -261,6 +265,7 @@ function writeColumnRecord(
   from: number,
   to: number,
   raw: boolean,
+  floatPackings: FloatPackingMemo | undefined,
 ): void {
   const rows = to - from;
   if (column.type === 'vec') {
@@ -310,10 +315,10 @@ function writeColumnRecord(
         if (isConstant(dense)) return writeConstant(out, index, presence, dense[0]!);
         const packed = packIntegers(dense, 1);
         if (packed) return writeRecord(out, index, CODEC.intDelta, presence, packed);
-        return writeFloatRecord(out, index, presence, dense);
+        return writeFloatRecord(out, index, presence, dense, false, floatPackings);
       }
       default:
-        return writeFloatRecord(out, index, presence, dense);
+        return writeFloatRecord(out, index, presence, dense, false, floatPackings);
     }
   }
   const list = values as unknown[];

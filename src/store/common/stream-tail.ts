@@ -9,6 +9,7 @@ import {
   type EncodedBlock,
 } from './chunk-format.js';
 import type { ChunkView } from './chunk-reader.js';
+import { FloatPackingMemo } from './bit-codec.js';
 
 export interface StreamTailOptions {
   /** A stream's tail is sealed into chunks of about this many samples once it holds as many. */
@@ -51,6 +52,8 @@ export class StreamTail<Id> {
   /** Declared fields, then undeclared ones in order of appearance: what chunk headers list. */
   private readonly columns: ChunkColumn[];
   private readonly indexOf = new Map<string, number>();
+  /** The packing of each float column, kept from one commit's block to the next. */
+  private readonly floatPackings = new FloatPackingMemo();
   private readonly extras: InferredField[];
   private rowCount = 0;
   /** Samples of the stream already in sealed chunks: where the tail's first row stands in the stream. */
@@ -221,7 +224,7 @@ export class StreamTail<Id> {
     for (let from = 0; from < n;) {
       const toBoundary = chunkSamples - ((position + from) % chunkSamples);
       const to = Math.min(n, from + toBoundary, from + maxBlockRows);
-      blocks.push(encodeBlock(batch, this.columns, this.indexOf, from, to));
+      blocks.push(encodeBlock(batch, this.columns, this.indexOf, from, to, 'packed', this.floatPackings));
       from = to;
     }
     return blocks;
