@@ -37,7 +37,7 @@ const ANALYSIS: Record<string, string> = {
     'stream; see record-vs-limsim for where the time goes.',
   size:
     'The floats of the benchmark are full-precision noise: the six float fields take ~28 B/state after ' +
-    'prediction and bit packing (since 2026-11-27 the residual is the difference of the bit patterns, ' +
+    'prediction and bit packing (since store schema 5 the residual is the difference of the bit patterns, ' +
     'the distance in units of the last place, not their XOR, whose carries widen it: 29.1 B as XOR; ' +
     'the accelerations, noise about zero, keep the XOR rotated so that a change of sign costs one bit). ' +
     'Blocks are the size of a commit (100 samples here): each restarts its predictions and frames its ' +

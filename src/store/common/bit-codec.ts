@@ -163,12 +163,12 @@ const plainWidthBits = (d: number): number => (d >= -3 && d <= 3 ? 3 : 10);
  *   is the distance in units of the last place: a prediction off by d units costs about log2(d) + 1
  *   bits. XOR costs more than that (a carry across a bit boundary sets every bit below it) and varies
  *   more from value to value, which widens the groups: on the benchmark's six noisy floats 28.3 bytes a
- *   state against 29.1 with XOR (2026-11-27).
+ *   state against 29.1 with XOR (2026-11-26).
  * - `xor-rotated`: the XOR of the two rotated left by one bit. For noise about zero (an acceleration),
  *   where a value and its prediction often differ in sign: their bit patterns are then about 2^63 apart
  *   and a difference costs 64 bits, but the XOR rotated keeps the sign at the bottom and the exponents'
  *   agreement above it (7.1 bytes a value against 7.9 straight).
- * - `xor`: the XOR as it is: how simrec packed every float column before 2026-11-27 (read, and written
+ * - `xor`: the XOR as it is: how simrec packed every float column before store schema 5 (read, and written
  *   only when asked for).
  */
 export type FloatResidual = 'difference' | 'xor' | 'xor-rotated';
@@ -378,11 +378,11 @@ const PACKING_KEPT_FOR_BLOCKS = 8;
 
 /**
  * The packing of each float column of a stream, kept from one block to the next: choosing it scores
- * every packing on a block's first 64 values, a tenth of the writer thread's time on the record
+ * every packing on a block's first 64 values, 7% of the writer thread's time on the record
  * benchmark, while a column's character (a smooth position, noise about zero) rarely changes from one
  * commit to the next. A packing is chosen again every 8th block, or at the next block when one packs a
  * tenth worse than the block it was chosen on (an acceleration whose sign starts to change). Measured on
- * the record benchmark (2026-11-27, five alternating runs each): 4.7% faster, for 0.05 bytes a state more.
+ * the record benchmark (2026-11-26, five alternating runs each): 4.7% faster, for 0.05 bytes a state more.
  */
 export class FloatPackingMemo {
   private readonly kept = new Map<

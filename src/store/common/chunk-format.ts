@@ -69,7 +69,7 @@ const CODEC = {
   floatPreviousRotated: 17,
   /**
    * The predictors with residuals the difference of the bit patterns (bit-codec.ts FloatResidual) and
-   * group widths in a prefix code, since 2026-11-27 (store schema 5); floatLinear and floatPrevious,
+   * group widths in a prefix code, since store schema 5 (2026-11-26); floatLinear and floatPrevious,
    * their XOR with 3-bit width changes, are read as before.
    */
   floatLinearDifference: 18,
