@@ -46,6 +46,7 @@ import {
   upgradeSchema,
 } from './sqlite-schema.js';
 import { SqliteChunkWriter, wrapIoError } from './sqlite-chunk-writer.js';
+import { StreamSchemaTexts } from './stream-schema-texts.js';
 import {
   configureConnection,
   InlineWriter,
@@ -108,6 +109,7 @@ export class SqliteBackend implements StoreBackend {
   private readonly db: Database.Database;
   private readonly tailOptions: StreamTailOptions;
   private readonly cache: ChunkCache<number>;
+  private readonly schemaTexts = new StreamSchemaTexts();
   private readonly writer: ChunkWriterPort;
   /** Per run: each stream's chunks by (begin, id), keyed by stream id; loaded on the first read. */
   private readonly indexes = new Map<number, Map<string, ChunkRef<number>[]>>();
@@ -352,17 +354,16 @@ export class SqliteBackend implements StoreBackend {
       `SELECT s.schema, s.extra_fields, ${this.counters.columns} FROM streams s ${this.counters.join}
        WHERE s.run_id = ? ORDER BY s.key`,
     ).all(run) as Row[];
-    // Cached and handed out as shallow copies: what they share is frozen (see queryActors).
+    // Cached and handed out as shallow copies: what they share is frozen (see queryActors), the fields
+    // and metadata of streams of the same schema one frozen object (StreamSchemaTexts).
     return rows.map((row) => {
       const stream: StreamInfo = {
-        ...parse<StreamSchema>(row.schema),
+        ...this.schemaTexts.parse(row.schema as string),
         samples: row.samples as number,
         begin: row.begin_us as number | null,
         end: row.end_us as number | null,
         extraFields: parse<InferredField[]>(row.extra_fields),
       };
-      deepFreeze(stream.fields);
-      deepFreeze(stream.metadata);
       deepFreeze(stream.extraFields);
       return stream;
     });
