@@ -71,7 +71,8 @@ const ANALYSIS: Record<string, string> = {
     'their own (measured 2026-11-26), reading 200 frames and one 3 KB block each took as long as reading ' +
     'the 200 whole chunks (22-30 against 24-31 ms in fresh processes), and the file grew 37%. Profiled ' +
     '(42-49 ms): SQLite returning the whole chunks 13-17 ms (12.7 MB, copied twice), opening them 5-6, ' +
-    'decoding one block of each 10-11, listing the streams 4, building samples 3. What would: ' +
+    'decoding one block of each 10-11, listing the streams 4 (about 2 since 2026-11-26: schemas parsed once per ' +
+    'schema, not per stream), building samples 3. What would: ' +
     'less code run cold per block (fewer, larger blocks), or decoding only the rows at t.',
   'seek-median':
     'A scene of 200 actors finds 200 rows in chunks cached whole, builds 200 samples and 200 entries, ' +
