@@ -6,8 +6,12 @@ import { STATE_FIELDS } from '../src/model/standard-streams.js';
 import { normalizeStream, type FieldDecl, type Sample } from '../src/model/stream.js';
 import {
   FloatPackingMemo,
+  packFloat32,
+  packFloat32Chosen,
   packFloat64,
   packIntegers,
+  unpackFloat32,
+  unpackFloat32Chosen,
   unpackFloat64,
   unpackIntegers,
 } from '../src/store/common/bit-codec.js';
@@ -336,6 +340,50 @@ describe('chunk format: every bit back', () => {
     assert.equal(residuals[3], 'difference');
     assert.equal(residuals[4], 'xor-rotated');
     assert.deepEqual(new Set(residuals.slice(4)), new Set(['xor-rotated']));
+  });
+
+  it('float32 packings (differences or rotated XOR, either predictor, and the linear XOR of older stores) are exact', () => {
+    let seed = 2468;
+    const next = (): number => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    const smooth = Float64Array.from({ length: 200 }, (_, i) => Math.fround(100 + 0.37 * i + next() * 1e-3));
+    const noise = Float64Array.from({ length: 200 }, () => Math.fround((next() - 0.5) * 3));
+    const edges = Float64Array.from(
+      [
+        0, -0, 1.401298464324817e-45, -1.401298464324817e-45, 3.4028234663852886e38, -3.4028234663852886e38,
+        1.1754943508222875e-38, 1, -1,
+      ],
+      (v) => Math.fround(v),
+    );
+    const hard = Float64Array.from([
+      ...smooth.subarray(0, 10),
+      ...edges,
+      ...[...edges].reverse(),
+      ...noise.subarray(0, 20),
+    ]);
+    for (const values of [smooth, noise, hard]) {
+      for (const predictor of ['linear', 'previous'] as const)
+        for (const residual of ['difference', 'xor-rotated'] as const) {
+          const packing = { predictor, residual };
+          const { bytes } = packFloat32Chosen(values, packing);
+          assertSameFloats(
+            unpackFloat32Chosen(bytes.slice(), values.length, packing),
+            values,
+            `${predictor} ${residual}`,
+          );
+        }
+      assertSameFloats(
+        unpackFloat32(packFloat32(values).slice(), values.length),
+        values,
+        'the linear XOR of older stores',
+      );
+    }
+    const chosen = [smooth, noise].map((v) => packFloat32Chosen(v));
+    assert.equal(chosen[0]!.packing.residual, 'difference');
+    assert.equal(chosen[1]!.packing.residual, 'xor-rotated');
+    assert.ok(
+      chosen[0]!.bytes.byteLength < 0.95 * packFloat32(smooth).byteLength,
+      `${chosen[0]!.bytes.byteLength} bytes as differences, ${packFloat32(smooth).byteLength} as the linear XOR`,
+    );
   });
 
   it('f32 fields keep float32 values exactly, in under half the bytes of f64', () => {

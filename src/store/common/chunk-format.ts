@@ -4,11 +4,12 @@ import { SimrecError } from '../../model/errors.js';
 import { FIELD_TYPES, type FieldType } from '../../model/stream.js';
 import {
   FloatPackingMemo,
-  packFloat32,
+  packFloat32Chosen,
   packFloat64,
   type FloatPacking,
   packIntegers,
   unpackFloat32,
+  unpackFloat32Chosen,
   unpackFloat64,
   unpackIntegers,
 } from './bit-codec.js';
@@ -74,6 +75,15 @@ const CODEC = {
    */
   floatLinearDifference: 18,
   floatPreviousDifference: 19,
+  /**
+   * f32 columns packed as float64 ones are (bit-codec.ts packFloat32Chosen), since store schema 5:
+   * differences (prefix-coded widths) or rotated XOR, each with either predictor; `float32`, the linear
+   * prediction's XOR, is read as before.
+   */
+  float32LinearDifference: 20,
+  float32PreviousDifference: 21,
+  float32LinearRotated: 22,
+  float32PreviousRotated: 23,
 } as const;
 
 /**
@@ -93,8 +103,16 @@ const FLOAT_PACKINGS = new Map<number, FloatPacking>([
   [CODEC.floatPreviousDifference, { predictor: 'previous', residual: 'difference' }],
 ]);
 
-function floatCodec(packing: FloatPacking): number {
-  for (const [codec, p] of FLOAT_PACKINGS)
+/** The same for f32 columns. */
+const FLOAT32_PACKINGS = new Map<number, FloatPacking>([
+  [CODEC.float32LinearDifference, { predictor: 'linear', residual: 'difference' }],
+  [CODEC.float32PreviousDifference, { predictor: 'previous', residual: 'difference' }],
+  [CODEC.float32LinearRotated, { predictor: 'linear', residual: 'xor-rotated' }],
+  [CODEC.float32PreviousRotated, { predictor: 'previous', residual: 'xor-rotated' }],
+]);
+
+function floatCodec(packing: FloatPacking, packings = FLOAT_PACKINGS): number {
+  for (const [codec, p] of packings)
     if (p.predictor === packing.predictor && p.residual === packing.residual) return codec;
   throw new Error(`no codec for float packing ${JSON.stringify(packing)}`);
 }
@@ -257,6 +275,16 @@ function writeFloatRecord(
   writeRecord(out, index, floatCodec(packing), presence, bytes);
 }
 
+function writeFloat32Record(
+  out: ByteWriter,
+  index: number,
+  presence: Uint8Array | null,
+  values: Float64Array,
+): void {
+  const { packing, bytes } = packFloat32Chosen(values);
+  writeRecord(out, index, floatCodec(packing, FLOAT32_PACKINGS), presence, bytes);
+}
+
 function writeColumnRecord(
   out: ByteWriter,
   index: number,
@@ -309,7 +337,7 @@ function writeColumnRecord(
         );
       case 'f32':
         if (isConstant(dense)) return writeConstant(out, index, presence, dense[0]!);
-        return writeRecord(out, index, CODEC.float32, presence, packFloat32(dense));
+        return writeFloat32Record(out, index, presence, dense);
       case 'i32':
       case 'i64': {
         if (isConstant(dense)) return writeConstant(out, index, presence, dense[0]!);
@@ -916,6 +944,11 @@ function decodeNumbers(
       return unpackFloat64(aligned(payload), n, FLOAT_PACKINGS.get(codec)!, target);
     case CODEC.float32:
       return unpackFloat32(aligned(payload), n, target);
+    case CODEC.float32LinearDifference:
+    case CODEC.float32PreviousDifference:
+    case CODEC.float32LinearRotated:
+    case CODEC.float32PreviousRotated:
+      return unpackFloat32Chosen(aligned(payload), n, FLOAT32_PACKINGS.get(codec)!, target);
     case CODEC.intDelta:
       return unpackIntegers(aligned(payload), n, 1, target);
     case CODEC.intDeltaOfDelta:

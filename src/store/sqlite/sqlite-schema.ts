@@ -4,7 +4,7 @@ import type Database from 'better-sqlite3';
  * Version history: 1 (simrec 0.1.0): chunks in the SRC1 layout. 2: chunks in the SRC2 layout
  * (blocks, checksums) and the chunks.sealed column. 3: actors.presence (JSON intervals). 4: a stream's
  * counters (samples, first and last time) in stream_counts instead of the streams row. 5: float columns
- * may be packed as differences of bit patterns (chunk codecs 18 and 19), which a simrec of schema 4
+ * may be packed as differences of bit patterns (chunk codecs 18 to 23), which a simrec of schema 4
  * cannot decode; nothing else changed, so an upgrade only marks the file. A store of any
  * earlier version opens read-only and reads as it is (both chunk layouts are read, counters are read
  * where its version keeps them); the first writable open upgrades it in place, so that an older simrec
