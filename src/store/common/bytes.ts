@@ -138,11 +138,6 @@ export class ByteReader {
     return z % 2 === 0 ? z / 2 : -(z + 1) / 2;
   }
 
-  u32(): number {
-    const bytes = this.take(4);
-    return new DataView(bytes.buffer, bytes.byteOffset, 4).getUint32(0, true);
-  }
-
   f64(): number {
     const bytes = this.take(8);
     return new DataView(bytes.buffer, bytes.byteOffset, 8).getFloat64(0, true);

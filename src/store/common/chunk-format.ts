@@ -690,22 +690,11 @@ export class ParsedChunk {
         throw corrupt(`header claims ${String(n)} samples, expected 1..${MAX_CHUNK_SAMPLES}`);
       if (!Array.isArray(header.columns)) throw corrupt('header has no column list');
       const columns = parsedColumns(header.columns, headerText, corrupt);
-      const table = new ByteReader(buf.subarray(16 + headerLength, frameEnd));
-      const count = table.varint();
-      const blocks: BlockRef[] = [];
-      let rows = 0;
-      let offset = frameEnd;
-      for (let i = 0; i < count; i++) {
-        const r = table.varint();
-        const b = table.varint();
-        const begin = chunkBegin + table.varint();
-        const end = begin + table.varint();
-        const crc = table.u32();
-        if (r < 1) throw corrupt(`block ${i} has ${r} rows`);
-        blocks.push({ rows: r, begin, end, offset, bytes: b, crc });
-        rows += r;
-        offset += b;
-      }
+      const { blocks, rows, offset } = readBlockTable(
+        buf.subarray(16 + headerLength, frameEnd),
+        chunkBegin,
+        frameEnd,
+      );
       if (rows !== n) throw corrupt(`blocks hold ${rows} rows, the header says ${n}`);
       if (offset !== source.size) throw corrupt(`blocks end at byte ${offset}, the chunk has ${source.size}`);
       return new ParsedChunk(source, where, n as number, columns, blocks);
@@ -814,6 +803,51 @@ function markAbsent(values: ColumnValues, from: number, rows: number, width: num
 
 const widthOf = (columns: readonly ChunkColumn[], name: string): number =>
   columns.find((c) => c.name === name)?.length ?? 1;
+
+/**
+ * A chunk's block table: per block its rows, bytes, times and checksum, and where it starts (blocks follow
+ * the frame, which ends at `frameEnd`). One loop reading bytes in place, no reader object: a fresh
+ * process's first scene opens 200 chunks of 20 blocks each, and the 20,000 calls of a reader's methods
+ * that took, run by V8's interpreter, were 4 to 9 ms of its 42.
+ */
+function readBlockTable(
+  table: Uint8Array,
+  chunkBegin: number,
+  frameEnd: number,
+): { blocks: BlockRef[]; rows: number; offset: number } {
+  let pos = 0;
+  const varint = (): number => {
+    let v = 0;
+    let scale = 1;
+    for (let k = 0; k < 8; k++) {
+      if (pos >= table.length) throw new Error('block table cut short');
+      const b = table[pos++]!;
+      v += (b & 0x7f) * scale;
+      if (b < 0x80) return v;
+      scale *= 0x80;
+    }
+    throw new Error('varint longer than 8 bytes');
+  };
+  const count = varint();
+  const blocks: BlockRef[] = [];
+  let rows = 0;
+  let offset = frameEnd;
+  for (let i = 0; i < count; i++) {
+    const r = varint();
+    const b = varint();
+    const begin = chunkBegin + varint();
+    const end = begin + varint();
+    if (pos + 4 > table.length) throw new Error('block table cut short');
+    const crc =
+      (table[pos]! | (table[pos + 1]! << 8) | (table[pos + 2]! << 16) | (table[pos + 3]! << 24)) >>> 0;
+    pos += 4;
+    if (r < 1) throw new Error(`block ${i} has ${r} rows`);
+    blocks.push({ rows: r, begin, end, offset, bytes: b, crc });
+    rows += r;
+    offset += b;
+  }
+  return { blocks, rows, offset };
+}
 
 /** An encoded block on its own (a tail block about to be packed again with its neighbours). */
 export function decodeEncodedBlock(block: EncodedBlock, columns: readonly ChunkColumn[]): ColumnBatch {
