@@ -121,16 +121,32 @@ export class ByteReader {
     return this.buf[this.offset++]!;
   }
 
+  /**
+   * Bytes read in place, not through u8(): a fresh process parses the frames of a first scene's 200
+   * chunks in V8's interpreter, where a call per byte (and a DataView per u32) made reading their block
+   * tables take 4 to 9 ms instead of 2 to 3.
+   */
   varint(): number {
+    const buf = this.buf;
     let v = 0;
     let scale = 1;
-    for (let i = 0; ; i++) {
-      if (i >= 8) throw new Error('varint longer than 8 bytes');
-      const b = this.u8();
+    for (let i = 0; i < 8; i++) {
+      if (this.offset >= buf.length) throw new Error('record cut short');
+      const b = buf[this.offset++]!;
       v += (b & 0x7f) * scale;
       if (b < 0x80) return v;
       scale *= 0x80;
     }
+    throw new Error('varint longer than 8 bytes');
+  }
+
+  /** A little-endian unsigned 32-bit integer. */
+  u32(): number {
+    const buf = this.buf;
+    const at = this.offset;
+    if (at + 4 > buf.length) throw new Error('record cut short');
+    this.offset = at + 4;
+    return (buf[at]! | (buf[at + 1]! << 8) | (buf[at + 2]! << 16) | (buf[at + 3]! << 24)) >>> 0;
   }
 
   zigzag(): number {
