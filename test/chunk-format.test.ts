@@ -7,11 +7,9 @@ import { normalizeStream, type FieldDecl, type Sample } from '../src/model/strea
 import {
   FloatPackingMemo,
   packFloat32,
-  packFloat32Chosen,
   packFloat64,
   packIntegers,
   unpackFloat32,
-  unpackFloat32Chosen,
   unpackFloat64,
   unpackIntegers,
 } from '../src/store/common/bit-codec.js';
@@ -342,6 +340,9 @@ describe('chunk format: every bit back', () => {
     assert.deepEqual(new Set(residuals.slice(4)), new Set(['xor-rotated']));
   });
 
+  /** How f32 columns were packed before store schema 5 (codec float32). */
+  const OLD_F32 = { predictor: 'linear', residual: 'xor' } as const;
+
   it('float32 packings (differences or rotated XOR, either predictor, and the linear XOR of older stores) are exact', () => {
     let seed = 2468;
     const next = (): number => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
@@ -364,25 +365,38 @@ describe('chunk format: every bit back', () => {
       for (const predictor of ['linear', 'previous'] as const)
         for (const residual of ['difference', 'xor-rotated'] as const) {
           const packing = { predictor, residual };
-          const { bytes } = packFloat32Chosen(values, packing);
+          const { bytes } = packFloat32(values, packing);
           assertSameFloats(
-            unpackFloat32Chosen(bytes.slice(), values.length, packing),
+            unpackFloat32(bytes.slice(), values.length, packing),
             values,
             `${predictor} ${residual}`,
           );
         }
       assertSameFloats(
-        unpackFloat32(packFloat32(values).slice(), values.length),
+        unpackFloat32(packFloat32(values, OLD_F32).bytes.slice(), values.length, OLD_F32),
         values,
         'the linear XOR of older stores',
       );
     }
-    const chosen = [smooth, noise].map((v) => packFloat32Chosen(v));
+    // Bytes written by simrec before store schema 5 (its f32 packer, since folded into packFloat32 as
+    // this packing), read as they were written.
+    const old = Buffer.from(
+      '00004841070100100000000000cccc1c00989959054f66662ab8ffffef4f666656080000',
+      'hex',
+    );
+    const oldValues = Float64Array.from(
+      [12.5, 12.75, 13, 13.2, -0, 1.401298464324817e-45, 3.4028234663852886e38, 0.1],
+      (v) => Math.fround(v),
+    );
+    assertSameFloats(unpackFloat32(new Uint8Array(old), 8, OLD_F32), oldValues, 'bytes of an older store');
+    assert.deepEqual(Buffer.from(packFloat32(oldValues, OLD_F32).bytes), old, 'written the same');
+    const chosen = [smooth, noise].map((v) => packFloat32(v));
     assert.equal(chosen[0]!.packing.residual, 'difference');
     assert.equal(chosen[1]!.packing.residual, 'xor-rotated');
+    const asOld = packFloat32(smooth, OLD_F32).bytes.byteLength;
     assert.ok(
-      chosen[0]!.bytes.byteLength < 0.95 * packFloat32(smooth).byteLength,
-      `${chosen[0]!.bytes.byteLength} bytes as differences, ${packFloat32(smooth).byteLength} as the linear XOR`,
+      chosen[0]!.bytes.byteLength < 0.95 * asOld,
+      `${chosen[0]!.bytes.byteLength} bytes as differences, ${asOld} as the linear XOR`,
     );
   });
 

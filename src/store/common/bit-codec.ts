@@ -516,41 +516,6 @@ export function unpackFloat64(
   return values;
 }
 
-/**
- * float32 values (already rounded to float32) as simrec packed them before store schema 5: the linear
- * prediction's XOR on 32-bit words, 3-bit width changes (codec float32; written only by tests now).
- */
-export function packFloat32(values: Float64Array): Uint8Array {
-  const n = values.length;
-  const f = Float32Array.from(values);
-  const w = new Uint32Array(f.buffer);
-  const r = new Uint32Array(n);
-  const p = new Float32Array(1);
-  const pw = new Uint32Array(p.buffer);
-  for (let i = 0; i < n; i++) {
-    p[0] = i === 0 ? 0 : i === 1 ? f[0]! : 2 * f[i - 1]! - f[i - 2]!;
-    if (!Number.isFinite(p[0]!)) p[0] = f[i - 1]!;
-    r[i] = w[i]! ^ pw[0]!;
-  }
-  return packWords(r);
-}
-
-export function unpackFloat32(bytes: Uint8Array, n: number, target?: Float64Array): Float64Array {
-  const r = unpackWords(bytes, n);
-  const f = new Float32Array(n);
-  const w = new Uint32Array(f.buffer);
-  const p = new Float32Array(1);
-  const pw = new Uint32Array(p.buffer);
-  for (let i = 0; i < n; i++) {
-    p[0] = i === 0 ? 0 : i === 1 ? f[0]! : 2 * f[i - 1]! - f[i - 2]!;
-    if (!Number.isFinite(p[0]!)) p[0] = f[i - 1]!;
-    w[i] = r[i]! ^ pw[0]!;
-  }
-  if (!target) return Float64Array.from(f);
-  target.set(f);
-  return target;
-}
-
 /** The float32 prediction of f[i] (i >= 1): the value before, or the line through the two before. */
 function predict32(f: Float32Array, i: number, linear: boolean, p: Float32Array): void {
   p[0] = i === 1 || !linear ? f[i - 1]! : 2 * f[i - 1]! - f[i - 2]!;
@@ -558,13 +523,13 @@ function predict32(f: Float32Array, i: number, linear: boolean, p: Float32Array)
 }
 
 /** A 32-bit residual of a value's word from its prediction's: the difference zig-zagged, or the XOR rotated. */
-const residual32 = (v: number, p: number, difference: boolean): number => {
-  if (difference) {
+const residual32 = (v: number, p: number, residual: FloatResidual): number => {
+  if (residual === 'difference') {
     const d = (v - p) | 0;
     return ((d << 1) ^ (d >> 31)) >>> 0;
   }
-  const x = v ^ p;
-  return ((x << 1) | (x >>> 31)) >>> 0;
+  const x = (v ^ p) >>> 0;
+  return residual === 'xor' ? x : ((x << 1) | (x >>> 31)) >>> 0;
 };
 
 /** Scratch of the float32 packer, reused (grown as needed): the values as float32 and their residuals. */
@@ -588,9 +553,10 @@ function asFloat32(values: Float64Array): Float32Array {
  * float32 values packed as float64 columns are (store schema 5): a predictor and a residual chosen per
  * block on its first 64 values, the difference of the words (zig-zag) with widths in the prefix code, or
  * for noise about zero the XOR rotated with 3-bit width changes. Measured on the benchmark's state
- * declared f32: 9.5 bytes a state against 11.1 as linear XOR. Valid until the next is packed.
+ * declared f32: 9.5 bytes a state against 11.1 as linear XOR. Given a packing of plain XOR (tests),
+ * the bytes simrec wrote before schema 5. Valid until the next is packed.
  */
-export function packFloat32Chosen(
+export function packFloat32(
   values: Float64Array,
   packing?: FloatPacking,
 ): { packing: FloatPacking; bytes: Uint8Array } {
@@ -604,7 +570,7 @@ export function packFloat32Chosen(
   if (n > 0) r[0] = w[0]!;
   for (let i = 1; i < n; i++) {
     predict32(f, i, linear, p32);
-    r[i] = residual32(w[i]!, p32Word[0]!, difference);
+    r[i] = residual32(w[i]!, p32Word[0]!, chosen.residual);
   }
   return { packing: chosen, bytes: packWords(r, 0, difference) };
 }
@@ -631,10 +597,10 @@ function choosePacking32(f: Float32Array): FloatPacking {
       const linear = p32Word[0]!;
       const previous = w[i - 1]!;
       const v = w[i]!;
-      widen(0, residual32(v, linear, true));
-      widen(1, residual32(v, previous, true));
-      widen(2, residual32(v, linear, false));
-      widen(3, residual32(v, previous, false));
+      widen(0, residual32(v, linear, 'difference'));
+      widen(1, residual32(v, previous, 'difference'));
+      widen(2, residual32(v, linear, 'xor-rotated'));
+      widen(3, residual32(v, previous, 'xor-rotated'));
     }
     for (let k = 0; k < 4; k++) {
       const d = width[k]! - last[k]!;
@@ -649,8 +615,11 @@ function choosePacking32(f: Float32Array): FloatPacking {
   };
 }
 
-/** What packFloat32Chosen packed, into `target` when given. */
-export function unpackFloat32Chosen(
+/**
+ * What packFloat32 packed, into `target` when given; with the linear predictor and a plain XOR, how
+ * simrec packed every f32 column before store schema 5 (codec float32).
+ */
+export function unpackFloat32(
   bytes: Uint8Array,
   n: number,
   packing: FloatPacking,
@@ -667,7 +636,12 @@ export function unpackFloat32Chosen(
   for (let i = 1; i < n; i++) {
     predict32(f, i, linear, p);
     const z = r[i]!;
-    w[i] = difference ? (pw[0]! + ((z >>> 1) ^ -(z & 1))) | 0 : ((z >>> 1) | (z << 31)) ^ pw[0]!;
+    w[i] =
+      packing.residual === 'difference'
+        ? (pw[0]! + ((z >>> 1) ^ -(z & 1))) | 0
+        : packing.residual === 'xor'
+          ? z ^ pw[0]!
+          : ((z >>> 1) | (z << 31)) ^ pw[0]!;
   }
   if (!target) return Float64Array.from(f);
   target.set(f);

@@ -4,12 +4,11 @@ import { SimrecError } from '../../model/errors.js';
 import { FIELD_TYPES, type FieldType } from '../../model/stream.js';
 import {
   FloatPackingMemo,
-  packFloat32Chosen,
+  packFloat32,
   packFloat64,
   type FloatPacking,
   packIntegers,
   unpackFloat32,
-  unpackFloat32Chosen,
   unpackFloat64,
   unpackIntegers,
 } from './bit-codec.js';
@@ -76,7 +75,7 @@ const CODEC = {
   floatLinearDifference: 18,
   floatPreviousDifference: 19,
   /**
-   * f32 columns packed as float64 ones are (bit-codec.ts packFloat32Chosen), since store schema 5:
+   * f32 columns packed as float64 ones are (bit-codec.ts packFloat32), since store schema 5:
    * differences (prefix-coded widths) or rotated XOR, each with either predictor; `float32`, the linear
    * prediction's XOR, is read as before.
    */
@@ -103,8 +102,9 @@ const FLOAT_PACKINGS = new Map<number, FloatPacking>([
   [CODEC.floatPreviousDifference, { predictor: 'previous', residual: 'difference' }],
 ]);
 
-/** The same for f32 columns. */
+/** The same for f32 columns (codec float32, before store schema 5, the linear prediction's plain XOR). */
 const FLOAT32_PACKINGS = new Map<number, FloatPacking>([
+  [CODEC.float32, { predictor: 'linear', residual: 'xor' }],
   [CODEC.float32LinearDifference, { predictor: 'linear', residual: 'difference' }],
   [CODEC.float32PreviousDifference, { predictor: 'previous', residual: 'difference' }],
   [CODEC.float32LinearRotated, { predictor: 'linear', residual: 'xor-rotated' }],
@@ -281,7 +281,7 @@ function writeFloat32Record(
   presence: Uint8Array | null,
   values: Float64Array,
 ): void {
-  const { packing, bytes } = packFloat32Chosen(values);
+  const { packing, bytes } = packFloat32(values);
   writeRecord(out, index, floatCodec(packing, FLOAT32_PACKINGS), presence, bytes);
 }
 
@@ -960,12 +960,11 @@ function decodeNumbers(
     case CODEC.floatPreviousDifference:
       return unpackFloat64(aligned(payload), n, FLOAT_PACKINGS.get(codec)!, target);
     case CODEC.float32:
-      return unpackFloat32(aligned(payload), n, target);
     case CODEC.float32LinearDifference:
     case CODEC.float32PreviousDifference:
     case CODEC.float32LinearRotated:
     case CODEC.float32PreviousRotated:
-      return unpackFloat32Chosen(aligned(payload), n, FLOAT32_PACKINGS.get(codec)!, target);
+      return unpackFloat32(aligned(payload), n, FLOAT32_PACKINGS.get(codec)!, target);
     case CODEC.intDelta:
       return unpackIntegers(aligned(payload), n, 1, target);
     case CODEC.intDeltaOfDelta:
