@@ -690,11 +690,22 @@ export class ParsedChunk {
         throw corrupt(`header claims ${String(n)} samples, expected 1..${MAX_CHUNK_SAMPLES}`);
       if (!Array.isArray(header.columns)) throw corrupt('header has no column list');
       const columns = parsedColumns(header.columns, headerText, corrupt);
-      const { blocks, rows, offset } = readBlockTable(
-        buf.subarray(16 + headerLength, frameEnd),
-        chunkBegin,
-        frameEnd,
-      );
+      const table = new ByteReader(buf.subarray(16 + headerLength, frameEnd));
+      const count = table.varint();
+      const blocks: BlockRef[] = [];
+      let rows = 0;
+      let offset = frameEnd;
+      for (let i = 0; i < count; i++) {
+        const r = table.varint();
+        const b = table.varint();
+        const begin = chunkBegin + table.varint();
+        const end = begin + table.varint();
+        const crc = table.u32();
+        if (r < 1) throw corrupt(`block ${i} has ${r} rows`);
+        blocks.push({ rows: r, begin, end, offset, bytes: b, crc });
+        rows += r;
+        offset += b;
+      }
       if (rows !== n) throw corrupt(`blocks hold ${rows} rows, the header says ${n}`);
       if (offset !== source.size) throw corrupt(`blocks end at byte ${offset}, the chunk has ${source.size}`);
       return new ParsedChunk(source, where, n as number, columns, blocks);
@@ -803,34 +814,6 @@ function markAbsent(values: ColumnValues, from: number, rows: number, width: num
 
 const widthOf = (columns: readonly ChunkColumn[], name: string): number =>
   columns.find((c) => c.name === name)?.length ?? 1;
-
-/**
- * A chunk's block table: per block its rows, bytes, times and checksum, and where it starts (blocks
- * follow the frame, which ends at `frameEnd`).
- */
-function readBlockTable(
-  bytes: Uint8Array,
-  chunkBegin: number,
-  frameEnd: number,
-): { blocks: BlockRef[]; rows: number; offset: number } {
-  const table = new ByteReader(bytes);
-  const count = table.varint();
-  const blocks: BlockRef[] = [];
-  let rows = 0;
-  let offset = frameEnd;
-  for (let i = 0; i < count; i++) {
-    const r = table.varint();
-    const b = table.varint();
-    const begin = chunkBegin + table.varint();
-    const end = begin + table.varint();
-    const crc = table.u32();
-    if (r < 1) throw new Error(`block ${i} has ${r} rows`);
-    blocks.push({ rows: r, begin, end, offset, bytes: b, crc });
-    rows += r;
-    offset += b;
-  }
-  return { blocks, rows, offset };
-}
 
 /** An encoded block on its own (a tail block about to be packed again with its neighbours). */
 export function decodeEncodedBlock(block: EncodedBlock, columns: readonly ChunkColumn[]): ColumnBatch {
