@@ -15,7 +15,7 @@ import { RunRecorder } from '../../record/run-recorder.js';
 import { readRoadNetworkFile } from '../../roadnet/read-roadnet.js';
 import { attachRoadNetwork } from '../../roadnet/roadnet-attachment.js';
 import { TraciClient, type SubscriptionResult } from './traci-client.js';
-import { VAR, type TraciValue } from './traci-protocol.js';
+import { VAR, type ContextColumn, type TraciValue } from './traci-protocol.js';
 
 /** The oldest TraCI API this recorder has been tested with (SUMO 1.15 speaks 20). */
 const MIN_TRACI_API = 18;
@@ -83,20 +83,79 @@ const ARRIVAL_VARS = [
   VAR.TELEPORT_STARTING_VEHICLES_IDS,
 ] as const;
 
-/** A step's state columns cut to the rows kept (the area drops rows in place, at the end). */
-function keptColumns(
-  columns: Record<(typeof NUMBER_COLUMNS)[number], Float64Array> & {
-    lane: (string | undefined)[];
-    vtag: (string | undefined)[];
-  },
-  rows: number,
-): FrameInput['columns'] {
-  const kept: FrameInput['columns'] = {};
-  for (const name of NUMBER_COLUMNS) kept[name] = columns[name].subarray(0, rows);
-  kept.lane = columns.lane;
-  kept.vtag = columns.vtag;
-  return kept;
+/**
+ * A step's state columns, kept from step to step: appendFrame copies a frame's values, so the recorder
+ * fills the same arrays at every step instead of making a dozen a step.
+ */
+class StepColumns {
+  readonly ids: string[] = [];
+  readonly lane: (string | undefined)[] = [];
+  readonly vtag: (string | undefined)[] = [];
+  /** What a row's actor is declared with, should it be new. */
+  readonly lengths: number[] = [];
+  readonly widths: number[] = [];
+  readonly isPerson: boolean[] = [];
+  readonly typeIds: (string | undefined)[] = [];
+  private numbers = StepColumns.numberColumns(0);
+
+  private static numberColumns(rows: number): Record<(typeof NUMBER_COLUMNS)[number], Float64Array> {
+    return Object.fromEntries(NUMBER_COLUMNS.map((name) => [name, new Float64Array(rows)])) as Record<
+      (typeof NUMBER_COLUMNS)[number],
+      Float64Array
+    >;
+  }
+
+  /** The numeric columns, with room for `rows` rows. */
+  reserve(rows: number): Record<(typeof NUMBER_COLUMNS)[number], Float64Array> {
+    const capacity = this.numbers.x.length;
+    if (rows > capacity) this.numbers = StepColumns.numberColumns(Math.max(rows, 2 * capacity, 64));
+    return this.numbers;
+  }
+
+  /** The frame's columns: the first `rows` rows (the area drops rows in place, at the end). */
+  kept(rows: number): FrameInput['columns'] {
+    const kept: FrameInput['columns'] = {};
+    for (const name of NUMBER_COLUMNS) kept[name] = this.numbers[name].subarray(0, rows);
+    kept.lane = this.lane;
+    kept.vtag = this.vtag;
+    return kept;
+  }
 }
+
+/** A context column's numbers; undefined when SUMO sent none (or, against its protocol, other values). */
+function numbersOf(column: ContextColumn | undefined): readonly number[] | undefined {
+  if (column?.kind === 'number') return column.values;
+  if (column?.kind === 'value') return column.values.map((v) => (typeof v === 'number' ? v : NaN));
+  return undefined;
+}
+
+/** A context column's strings. */
+function stringsOf(column: ContextColumn | undefined): readonly (string | undefined)[] | undefined {
+  if (column?.kind === 'string') return column.values;
+  if (column?.kind === 'value') return column.values.map((v) => (typeof v === 'string' ? v : undefined));
+  return undefined;
+}
+
+/** A context column's positions (x, y and z by object). */
+function positionsOf(
+  column: ContextColumn | undefined,
+): Extract<ContextColumn, { kind: 'position' }> | undefined {
+  if (column?.kind === 'position') return column;
+  if (column?.kind !== 'value') return undefined;
+  const coordinate = (k: number): number[] =>
+    column.values.map((v) => (Array.isArray(v) && typeof v[k] === 'number' ? v[k] : NaN));
+  return { kind: 'position', dims: 3, x: coordinate(0), y: coordinate(1), z: coordinate(2) };
+}
+
+/**
+ * Row `o` of a column of numbers, or `fallback` where the object had no value (or there is no column).
+ * Always a number: a value-or-undefined passed on is boxed, a heap number per value.
+ */
+const numberAt = (values: readonly number[] | undefined, o: number, fallback: number): number => {
+  if (values === undefined) return fallback;
+  const v = values[o]!;
+  return Number.isNaN(v) ? fallback : v;
+};
 
 export const VEHICLE_VARS = [
   VAR.POSITION3D,
@@ -438,6 +497,7 @@ export async function recordSumo(store: StoreBackend, options: SumoRecordOptions
       );
     };
 
+    const scratch = new StepColumns();
     /** Records one step's states, lights, departures and arrivals; says whether the run ends here. */
     const record = async (results: SubscriptionResult[]): Promise<EndReason | undefined> => {
       steps++;
@@ -452,20 +512,9 @@ export async function recordSumo(store: StoreBackend, options: SumoRecordOptions
         (r) => r.contextColumns && (r.contextDomain === 'vehicle' || r.contextDomain === 'person'),
       );
       const rows = contexts.reduce((n, r) => n + r.contextColumns!.ids.length, 0);
-      const ids: string[] = [];
-      const columns = {
-        x: new Float64Array(rows),
-        y: new Float64Array(rows),
-        z: new Float64Array(rows),
-        yaw: new Float64Array(rows),
-        speed: new Float64Array(rows),
-        accel: new Float64Array(rows),
-        lanePos: new Float64Array(rows),
-        routeIdx: new Float64Array(rows),
-        signals: new Float64Array(rows),
-        lane: [] as (string | undefined)[],
-        vtag: [] as (string | undefined)[],
-      };
+      const { ids, lane, vtag, lengths, widths, isPerson, typeIds } = scratch;
+      const columns = scratch.reserve(rows);
+      ids.length = 0;
       const frame: { stream: string; samples: Sample[] }[] = [];
       const newActors: {
         id: string;
@@ -473,44 +522,42 @@ export async function recordSumo(store: StoreBackend, options: SumoRecordOptions
         extents: { length: number; width: number; height: number };
         attributes: JsonObject;
       }[] = [];
-      const lengths: number[] = [];
-      const widths: number[] = [];
-      const isPerson: boolean[] = [];
-      const typeIds: unknown[] = [];
       for (const r of contexts) {
         const { ids: objects, columns: c } = r.contextColumns!;
-        const position = c.get(VAR.POSITION3D);
-        const angle = c.get(VAR.ANGLE);
-        const speed = c.get(VAR.SPEED);
-        const length = c.get(VAR.LENGTH);
-        const width = c.get(VAR.WIDTH);
-        const accel = c.get(VAR.ACCELERATION);
-        const lanePos = c.get(VAR.LANEPOSITION);
-        const routeIdx = c.get(VAR.ROUTE_INDEX);
-        const signals = c.get(VAR.SIGNALS);
-        const lane = c.get(VAR.LANE_ID);
-        const type = c.get(VAR.TYPE);
+        const position = positionsOf(c.get(VAR.POSITION3D));
+        const angle = numbersOf(c.get(VAR.ANGLE));
+        const speed = numbersOf(c.get(VAR.SPEED));
+        const length = numbersOf(c.get(VAR.LENGTH));
+        const width = numbersOf(c.get(VAR.WIDTH));
+        const accel = numbersOf(c.get(VAR.ACCELERATION));
+        const lanePos = numbersOf(c.get(VAR.LANEPOSITION));
+        const routeIdx = numbersOf(c.get(VAR.ROUTE_INDEX));
+        const signals = numbersOf(c.get(VAR.SIGNALS));
+        const laneIds = stringsOf(c.get(VAR.LANE_ID));
+        const type = stringsOf(c.get(VAR.TYPE));
+        if (!position) continue;
         for (let o = 0; o < objects.length; o++) {
-          const front = position?.[o] as number[] | undefined;
-          if (!front) continue;
+          const frontX = position.x[o]!;
+          if (Number.isNaN(frontX)) continue;
           const id = objects[o]!;
           const shape = shapes.get(id);
-          const l = num(length?.[o]) ?? shape?.length ?? 4.5;
-          const yaw = sumoAngleToYaw(num(angle?.[o]) ?? 90);
+          const l = numberAt(length, o, shape?.length ?? 4.5);
+          const yaw = sumoAngleToYaw(numberAt(angle, o, 90));
           const row = ids.push(id) - 1;
-          columns.x[row] = front[0]! - (l / 2) * Math.cos(yaw);
-          columns.y[row] = front[1]! - (l / 2) * Math.sin(yaw);
-          columns.z[row] = front[2] ?? 0;
+          columns.x[row] = frontX - (l / 2) * Math.cos(yaw);
+          columns.y[row] = position.y[o]! - (l / 2) * Math.sin(yaw);
+          columns.z[row] = numberAt(position.z, o, 0);
           columns.yaw[row] = yaw;
-          columns.speed[row] = num(speed?.[o]) ?? 0;
-          columns.accel[row] = num(accel?.[o]) ?? NaN;
-          columns.lanePos[row] = centreLanePos(num(lanePos?.[o]), l) ?? NaN;
-          columns.routeIdx[row] = num(routeIdx?.[o]) ?? NaN;
-          columns.signals[row] = num(signals?.[o]) ?? NaN;
-          const laneId = lane?.[o];
-          columns.lane[row] = typeof laneId === 'string' && laneId !== '' ? laneId : undefined;
+          columns.speed[row] = numberAt(speed, o, 0);
+          columns.accel[row] = numberAt(accel, o, NaN);
+          // SUMO's lane position is the front bumper's; the model's, like LimSim's, is the centre's.
+          columns.lanePos[row] = numberAt(lanePos, o, NaN) - l / 2;
+          columns.routeIdx[row] = numberAt(routeIdx, o, NaN);
+          columns.signals[row] = numberAt(signals, o, NaN);
+          const laneId = laneIds?.[o];
+          lane[row] = laneId !== undefined && laneId !== '' ? laneId : undefined;
           lengths[row] = l;
-          widths[row] = num(width?.[o]) ?? shape?.width ?? 1.8;
+          widths[row] = numberAt(width, o, shape?.width ?? 1.8);
           isPerson[row] = r.contextDomain === 'person';
           typeIds[row] = type?.[o];
         }
@@ -520,19 +567,19 @@ export async function recordSumo(store: StoreBackend, options: SumoRecordOptions
       let kept = 0;
       for (let row = 0; row < ids.length; row++) {
         const id = ids[row]!;
-        let vtag: string | undefined;
+        let tag: string | undefined;
         const x = columns.x[row]!;
         const y = columns.y[row]!;
         if (area.kind === 'ego') {
           if (egoRow < 0) continue;
           const d = row === egoRow ? 0 : Math.hypot(x - columns.x[egoRow]!, y - columns.y[egoRow]!);
           if (d > area.radius) continue;
-          vtag = row === egoRow ? 'ego' : d <= area.radius / 2 ? 'AoI' : 'outOfAoI';
+          tag = row === egoRow ? 'ego' : d <= area.radius / 2 ? 'AoI' : 'outOfAoI';
         } else if (area.kind === 'local') {
           const d = Math.hypot(x - area.x, y - area.y);
           if (d > 2 * area.radius) continue;
-          vtag = d <= area.radius ? 'AoI' : 'outOfAoI';
-        } else if (options.ego) vtag = row === egoRow ? 'ego' : undefined;
+          tag = d <= area.radius ? 'AoI' : 'outOfAoI';
+        } else if (options.ego) tag = row === egoRow ? 'ego' : undefined;
         if (!declared.has(id)) {
           declared.add(id);
           newActors.push({
@@ -547,13 +594,14 @@ export async function recordSumo(store: StoreBackend, options: SumoRecordOptions
         if (kept !== row) {
           ids[kept] = id;
           for (const name of NUMBER_COLUMNS) columns[name][kept] = columns[name][row]!;
-          columns.lane[kept] = columns.lane[row];
+          lane[kept] = lane[row];
         }
-        columns.vtag[kept] = vtag;
+        vtag[kept] = tag;
         kept++;
       }
       ids.length = kept;
-      columns.lane.length = kept;
+      lane.length = kept;
+      vtag.length = kept;
       for (const r of results) {
         if (r.domain !== 'trafficLight') continue;
         const state = r.values.get(VAR.TL_RED_YELLOW_GREEN_STATE);
@@ -603,7 +651,7 @@ export async function recordSumo(store: StoreBackend, options: SumoRecordOptions
               t,
               step,
               actors: ids,
-              columns: keptColumns(columns, ids.length),
+              columns: scratch.kept(ids.length),
             });
       const durable = Promise.all([
         stateFrame,
@@ -737,7 +785,3 @@ function vehicleAttributes(
   if (typeof vClass === 'string') attributes.vClass = vClass;
   return attributes;
 }
-
-/** SUMO's lane position is the front bumper's; the model's, like LimSim's, is the centre's. */
-const centreLanePos = (front: number | undefined, length: number): number | undefined =>
-  front === undefined ? undefined : front - length / 2;

@@ -2,6 +2,7 @@ import { connect, type Socket } from 'node:net';
 import { SimrecError } from '../../model/errors.js';
 import {
   commandsOf,
+  contextValueAt,
   DOMAINS,
   nextCommand,
   encodeCommand,
@@ -9,6 +10,8 @@ import {
   TRACI,
   TraciReader,
   TraciWriter,
+  readContextColumns,
+  type ContextColumns,
   type Domain,
   type TraciValue,
 } from './traci-protocol.js';
@@ -22,8 +25,8 @@ export interface SubscriptionResult {
   context?: Map<string, Map<number, TraciValue>>;
   /** For a context subscription: the domain of the objects in range (vehicles, persons...). */
   contextDomain?: Domain;
-  /** For a context subscription: the objects in range, and each variable's value for each (in order). */
-  contextColumns?: { ids: string[]; columns: Map<number, (TraciValue | undefined)[]> };
+  /** For a context subscription: the objects in range, and each variable's column of their values. */
+  contextColumns?: ContextColumns;
 }
 
 const RESPONSE_TO_DOMAIN = new Map<number, Domain>(
@@ -288,39 +291,30 @@ export class TraciClient {
 
   /**
    * A context subscription's answer as columns, one value per object in range: no object per vehicle
-   * (a recorder turns them straight into a frame). `context`, by object, is built only when asked.
+   * or value (a recorder turns them straight into a frame). `context`, by object, is built only when
+   * asked.
    */
   private static contextResult(domain: Domain, content: TraciReader): SubscriptionResult {
     const objectId = content.string();
     const contextDomain = GET_TO_DOMAIN.get(content.ubyte());
     const variables = content.ubyte();
     const objects = content.int();
-    const ids = new Array<string>(objects);
-    const columns = new Map<number, (TraciValue | undefined)[]>();
-    for (let o = 0; o < objects; o++) {
-      ids[o] = content.string();
-      for (let v = 0; v < variables; v++) {
-        const variable = content.ubyte();
-        const status = content.ubyte();
-        const value = content.typed();
-        let column = columns.get(variable);
-        if (!column) columns.set(variable, (column = new Array<TraciValue | undefined>(objects)));
-        column[o] = status === TRACI.RTYPE_OK ? value : undefined;
-      }
-    }
+    const contextColumns = readContextColumns(content, objects, variables);
     let byObject: Map<string, Map<number, TraciValue>> | undefined;
     return {
       domain,
       id: objectId,
       values: new Map(),
-      contextColumns: { ids, columns },
+      contextColumns,
       get context() {
         if (!byObject) {
           byObject = new Map();
-          ids.forEach((id, o) => {
+          contextColumns.ids.forEach((id, o) => {
             const values = new Map<number, TraciValue>();
-            for (const [variable, column] of columns)
-              if (column[o] !== undefined) values.set(variable, column[o]!);
+            for (const [variable, column] of contextColumns.columns) {
+              const value = contextValueAt(column, o);
+              if (value !== undefined) values.set(variable, value);
+            }
             byObject!.set(id, values);
           });
         }

@@ -57,7 +57,7 @@ export const VAR = {
   TL_NEXT_SWITCH: 0x2d,
 } as const;
 
-const TYPE = {
+export const TYPE = {
   POSITION_2D: 0x01,
   POSITION_3D: 0x03,
   BOUNDINGBOX: 0x05,
@@ -212,6 +212,148 @@ export class TraciReader {
       default:
         throw new Error(`TraCI: unknown value type 0x${type.toString(16)} at byte ${this.offset - 1}`);
     }
+  }
+}
+
+/**
+ * One subscribed variable's values for every object of a context subscription's answer, in the
+ * objects' order, kept by the kind SUMO sends. Numbers and positions go into plain arrays of doubles,
+ * which V8 keeps unboxed: a step of a few hundred vehicles decodes without an object per value (the
+ * generic reading made an array per position and a heap number per double, 43 KB a step on LimSim's
+ * bigInter, whose collections took CPU from SUMO on a two-core machine).
+ */
+export type ContextColumn =
+  /** Doubles, integers and bytes; NaN where SUMO gave the object no value. */
+  | { kind: 'number'; values: number[] }
+  /** 2D or 3D positions, a column per coordinate; NaN where there was none (z is NaN for 2D). */
+  | { kind: 'position'; dims: 2 | 3; x: number[]; y: number[]; z: number[] }
+  /** Strings; undefined where there was none. */
+  | { kind: 'string'; values: (string | undefined)[] }
+  /** Any other type (lists, compounds, colours), as read. */
+  | { kind: 'value'; values: (TraciValue | undefined)[] };
+
+/** A context subscription's answer: the objects in range and each variable's column. */
+export interface ContextColumns {
+  ids: string[];
+  columns: Map<number, ContextColumn>;
+}
+
+/** `rows` NaNs in an array V8 keeps as unboxed doubles. */
+function doubles(rows: number): number[] {
+  // Made at its length (an array pushed to grows, and is copied, several times); past V8's limit for
+  // a preallocated array it would be a dictionary, so a very large one is pushed to.
+  if (rows <= 50_000) return new Array<number>(rows).fill(NaN);
+  const values: number[] = [];
+  for (let i = 0; i < rows; i++) values.push(NaN);
+  return values;
+}
+
+/**
+ * The objects and columns of a context subscription's answer, read from after its variable count:
+ * for each of `objects` objects its id, then for each of `variables` variables its id, a status byte
+ * and a typed value. A value SUMO refused (status not OK; its value is the error text) leaves the
+ * object's row empty.
+ */
+export function readContextColumns(reader: TraciReader, objects: number, variables: number): ContextColumns {
+  const ids = new Array<string>(objects);
+  const columns = new Map<number, ContextColumn>();
+  for (let o = 0; o < objects; o++) {
+    ids[o] = reader.string();
+    for (let v = 0; v < variables; v++) {
+      const variable = reader.ubyte();
+      const status = reader.ubyte();
+      if (status !== TRACI.RTYPE_OK) {
+        reader.typed();
+        continue;
+      }
+      const column = columns.get(variable);
+      const written = readIntoColumn(reader, column, o, objects);
+      if (written !== column) columns.set(variable, written);
+    }
+  }
+  return { ids, columns };
+}
+
+/**
+ * Reads one typed value into row `row` of `column` (made for `rows` objects when absent); returns the
+ * column written, which is a new one when the value's kind differs from the column's (it then holds
+ * plain values: SUMO sends a variable in one type, so this is for a server that does not).
+ */
+function readIntoColumn(
+  reader: TraciReader,
+  column: ContextColumn | undefined,
+  row: number,
+  rows: number,
+): ContextColumn {
+  const type = reader.ubyte();
+  switch (type) {
+    case TYPE.DOUBLE:
+    case TYPE.INTEGER:
+    case TYPE.UBYTE:
+    case TYPE.BYTE: {
+      column ??= { kind: 'number', values: doubles(rows) };
+      if (column.kind !== 'number') column = plainValues(column, rows);
+      // Each read stored where it is made: a value passed on through one variable (a double here, an
+      // integer there) was boxed, a heap number per value.
+      const values = column.values;
+      if (type === TYPE.DOUBLE) values[row] = reader.double();
+      else if (type === TYPE.INTEGER) values[row] = reader.int();
+      else if (type === TYPE.UBYTE) values[row] = reader.ubyte();
+      else values[row] = reader.byte();
+      return column;
+    }
+    case TYPE.POSITION_2D:
+    case TYPE.POSITION_3D: {
+      const dims = type === TYPE.POSITION_3D ? 3 : 2;
+      column ??= { kind: 'position', dims, x: doubles(rows), y: doubles(rows), z: doubles(rows) };
+      if (column.kind === 'position' && column.dims === dims) {
+        column.x[row] = reader.double();
+        column.y[row] = reader.double();
+        if (dims === 3) column.z[row] = reader.double();
+        return column;
+      }
+      const position = [reader.double(), reader.double()];
+      if (dims === 3) position.push(reader.double());
+      (column = plainValues(column, rows)).values[row] = position;
+      return column;
+    }
+    case TYPE.STRING: {
+      const value = reader.string();
+      column ??= { kind: 'string', values: new Array<string | undefined>(rows).fill(undefined) };
+      if (column.kind === 'string') column.values[row] = value;
+      else (column = plainValues(column, rows)).values[row] = value;
+      return column;
+    }
+    default: {
+      reader.offset--;
+      const value = reader.typed();
+      (column = plainValues(column, rows)).values[row] = value;
+      return column;
+    }
+  }
+}
+
+/** A column as plain values (itself when it is one already). */
+function plainValues(
+  column: ContextColumn | undefined,
+  rows: number,
+): Extract<ContextColumn, { kind: 'value' }> {
+  if (column?.kind === 'value') return column;
+  const values = new Array<TraciValue | undefined>(rows);
+  for (let o = 0; o < rows; o++) values[o] = column ? contextValueAt(column, o) : undefined;
+  return { kind: 'value', values };
+}
+
+/** Row `o` of a column as TraciReader.typed() reads it, undefined where the object had no value. */
+export function contextValueAt(column: ContextColumn, o: number): TraciValue | undefined {
+  switch (column.kind) {
+    case 'number':
+      return Number.isNaN(column.values[o]) ? undefined : column.values[o];
+    case 'position':
+      if (Number.isNaN(column.x[o])) return undefined;
+      return column.dims === 3 ? [column.x[o]!, column.y[o]!, column.z[o]!] : [column.x[o]!, column.y[o]!];
+    default:
+      return column.values[o];
   }
 }
 
