@@ -1,15 +1,19 @@
 /**
  * Recording overhead on a real SUMO: the same simulation run plain (SUMO alone) and recorded by simrec
  * over TraCI, steps per second of each, and simrec's recorded actor-states per second beside LimSim's
- * write ceiling (its writer thread inserts at most 1,000 rows a second).
+ * write ceiling (its writer thread inserts at most 1,000 rows a second). Measured in a process of its
+ * own, which records as `simrec record sumo` does: below SUMO's priority (SUMO_RECORDER_NICE), which
+ * lasts for the rest of the process.
  */
-import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { execFile, execFileSync, spawn, spawnSync } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 
 import { TraciClient } from '../src/ingest/traci/traci-client.js';
 import { VAR } from '../src/ingest/traci/traci-protocol.js';
-import { recordSumo, VEHICLE_VARS } from '../src/ingest/traci/sumo-recorder.js';
+import { recordSumo, SUMO_RECORDER_NICE, VEHICLE_VARS } from '../src/ingest/traci/sumo-recorder.js';
 import { openStore } from '../src/store/open-store.js';
 
 const LIMSIM_ROWS_PER_SECOND = 1000;
@@ -33,6 +37,19 @@ export interface SumoOverhead {
 }
 
 export async function measureSumoOverhead(
+  scratch: string,
+  repoRoot: string,
+  quick: boolean,
+): Promise<SumoOverhead> {
+  const { stdout } = await promisify(execFile)(
+    process.execPath,
+    [fileURLToPath(import.meta.url), 'child', scratch, repoRoot, String(quick)],
+    { maxBuffer: 1 << 20 },
+  );
+  return JSON.parse(stdout) as SumoOverhead;
+}
+
+async function measureSumoOverheadHere(
   scratch: string,
   repoRoot: string,
   quick: boolean,
@@ -74,6 +91,7 @@ export async function measureSumoOverhead(
       routes: [routes],
       stepLength,
       duration: seconds - stepLength,
+      recorderNice: SUMO_RECORDER_NICE,
     });
     const recordedSeconds = (performance.now() - start) / 1000;
     const samples = (await store.listRuns())[0]!.samples;
@@ -135,3 +153,10 @@ async function traciFloor(
     sumo.kill();
   }
 }
+
+if (process.argv[2] === 'child')
+  process.stdout.write(
+    JSON.stringify(
+      await measureSumoOverheadHere(process.argv[3]!, process.argv[4]!, process.argv[5] === 'true'),
+    ),
+  );

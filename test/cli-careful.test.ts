@@ -76,6 +76,10 @@ describe('simrec as a careful user meets it', () => {
       [['scene', '1'], /^error: required option '--at <seconds>' not specified\n/],
       [['eval', '1', '--mode', 'x'], /argument 'x' is invalid\. Allowed choices are simrec, limsim/],
       [['frobnicate'], /^error: unknown command 'frobnicate'\n/],
+      [
+        ['record', 'sumo', 'x.sumocfg', '--nice', '20'],
+        /--nice: expected a whole number from 0 to 19, got "20"/,
+      ],
     ] as const) {
       assertRefused([...args], 2, pattern);
       assert.doesNotMatch(runCli([...args], env).stderr, /Commands:|Options:/);

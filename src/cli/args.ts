@@ -20,3 +20,11 @@ export function parsePositive(name: string, value: string): number {
     throw invalid(`${name}: expected a positive number, got ${describeValue(value)}`);
   return n;
 }
+
+/** A niceness to add to a process's scheduling priority: 0 (none) to 19 (the lowest priority). */
+export function parseNiceness(name: string, value: string): number {
+  const n = Number(value);
+  if (value.trim() === '' || !Number.isInteger(n) || n < 0 || n > 19)
+    throw invalid(`${name}: expected a whole number from 0 to 19, got ${describeValue(value)}`);
+  return n;
+}

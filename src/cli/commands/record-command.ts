@@ -1,9 +1,14 @@
 import { Option, type Command } from 'commander';
 import { recordDeepDrive, type DeepDriveRecordOptions } from '../../ingest/deepdrive-recorder.js';
-import { recordSumo, type SumoArea, type SumoRecordOptions } from '../../ingest/traci/sumo-recorder.js';
+import {
+  recordSumo,
+  SUMO_RECORDER_NICE,
+  type SumoArea,
+  type SumoRecordOptions,
+} from '../../ingest/traci/sumo-recorder.js';
 import { describeValue, invalid } from '../../model/errors.js';
 import { DEEPDRIVE_SHM_PATH } from '../../record/capture/deepdrive-region.js';
-import { parsePositive, parseSeconds } from '../args.js';
+import { parseNiceness, parsePositive, parseSeconds } from '../args.js';
 import { printJson, Progress } from '../output.js';
 import { withStore } from '../with-store.js';
 import { printWarnings } from '../warnings.js';
@@ -26,6 +31,7 @@ interface SumoCommandOptions {
   area: SumoArea;
   duration?: number;
   sumoArgs?: string;
+  nice: number;
   json?: boolean;
 }
 
@@ -75,6 +81,14 @@ export function registerRecordCommand(program: Command): void {
       parsePositive('--duration', v),
     )
     .option('--sumo-args <args>', 'more SUMO arguments, space-separated (e.g. "--fcd-output fcd.xml")')
+    .addOption(
+      new Option(
+        '--nice <n>',
+        "run the recorder this much below SUMO's scheduling priority, so recording never takes a core SUMO wants (0: share equally)",
+      )
+        .argParser((v) => parseNiceness('--nice', v))
+        .default(SUMO_RECORDER_NICE),
+    )
     .option('--json', 'print the result as JSON')
     .action(async (config: string | undefined, opts: SumoCommandOptions, command: Command) =>
       withStore(command, async (store) => {
@@ -84,6 +98,7 @@ export function registerRecordCommand(program: Command): void {
           const args: SumoRecordOptions = {
             area: opts.area,
             signal,
+            recorderNice: opts.nice,
             // The bar fills when the end is known (the config's <end>, --end, --duration); else it counts.
             onStep: (s, total) =>
               progress.update(
