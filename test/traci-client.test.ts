@@ -10,6 +10,7 @@ import { TraciClient } from '../src/ingest/traci/traci-client.js';
 import {
   contextValueAt,
   readContextColumns,
+  StringTable,
   TRACI,
   TraciReader,
   TraciWriter,
@@ -132,6 +133,39 @@ describe("a context subscription's answer", () => {
     const { columns } = readContextColumns(reader, 3, 2);
     assert.deepEqual(columns.get(VAR.ANGLE), { kind: 'value', values: [90, 'ninety', 45] });
     assert.deepEqual(columns.get(VAR.POSITION3D), { kind: 'value', values: [[1, 2, 3], [4, 5], undefined] });
+  });
+
+  it("gives the same strings through a connection's string table as without one, whatever their bytes", () => {
+    const words = [
+      'veh0',
+      'veh1',
+      'E0_0',
+      '',
+      'veh0',
+      'Straße_1',
+      'x'.repeat(65),
+      'E0_0',
+      'veh1',
+      '日本',
+      'veh0',
+      // These two share their hash in the table: the second must not read as the first.
+      'veh698098',
+      'veh870216',
+      'veh698098',
+      'veh870216',
+    ];
+    const w = new TraciWriter();
+    for (const word of words) w.string(word);
+    const bytes = w.toBuffer();
+    // A table of two: most reads miss or replace what it holds, and it is emptied as it fills.
+    for (const table of [new StringTable(2), new StringTable()]) {
+      const reader = new TraciReader(bytes, 0, table);
+      for (const word of words) assert.equal(reader.string(), word);
+      assert.equal(reader.remaining, 0);
+      // Again, now that the table knows them.
+      const again = new TraciReader(bytes, 0, table);
+      for (const word of words) assert.equal(again.string(), word);
+    }
   });
 
   it('names the byte where an answer ends too soon', () => {

@@ -11,6 +11,7 @@ import {
   TraciReader,
   TraciWriter,
   readContextColumns,
+  StringTable,
   type ContextColumns,
   type Domain,
   type TraciValue,
@@ -56,6 +57,8 @@ export class TraciClient {
   /** Requests sent and not yet answered, oldest first: SUMO answers messages in the order sent. */
   private readonly waiting: { resolve(message: Buffer): void; reject(error: Error): void }[] = [];
   private closedError: Error | null = null;
+  /** The same vehicle and lane ids step after step are the same strings (see StringTable). */
+  private readonly strings = new StringTable();
 
   private constructor(socket: Socket) {
     this.socket = socket;
@@ -118,7 +121,7 @@ export class TraciClient {
     if (this.closedError) return Promise.reject(this.closedError);
     const answer = new Promise<Buffer>((resolve, reject) => this.waiting.push({ resolve, reject }));
     this.socket.write(encodeMessage(commands));
-    return answer.then((message) => new TraciReader(message, 4));
+    return answer.then((message) => new TraciReader(message, 4, this.strings));
   }
 
   /** Reads the status answer to command `id`; throws SUMO's own error text. */

@@ -125,13 +125,56 @@ export function encodeMessage(commands: Buffer[]): Buffer {
   return Buffer.concat([head, body]);
 }
 
+/**
+ * The short ASCII strings of one connection's answers, kept by their bytes, so that the same bytes read
+ * again give the same string instead of a new one. SUMO sends every vehicle's id and lane id at every
+ * step; made anew, they lived until the recorder's next commit, and on LimSim's bigInter 30,000 of them
+ * were alive at once, copied by every young collection of the recording thread. Emptied when it holds
+ * `capacity` strings (vehicles come and go over a long run).
+ */
+export class StringTable {
+  private readonly strings = new Map<number, string>();
+  private readonly capacity: number;
+
+  constructor(capacity = 65_536) {
+    this.capacity = capacity;
+  }
+
+  /** The UTF-8 string in bytes [start, end) of `buf`. */
+  read(buf: Buffer, start: number, end: number): string {
+    const n = end - start;
+    if (n > 64) return buf.toString('utf8', start, end);
+    // FNV-1a over the bytes, kept to a small integer (a Map keyed by small integers hashes fastest).
+    let hash = 0x811c9dc5 ^ n;
+    for (let i = start; i < end; i++) {
+      const byte = buf[i]!;
+      if (byte >= 0x80) return buf.toString('utf8', start, end); // kept only when one byte is one char
+      hash = Math.imul(hash ^ byte, 0x01000193);
+    }
+    hash &= 0x3fffffff;
+    const known = this.strings.get(hash);
+    if (known !== undefined && known.length === n) {
+      let i = 0;
+      while (i < n && known.charCodeAt(i) === buf[start + i]) i++;
+      if (i === n) return known;
+    }
+    const value = buf.toString('latin1', start, end);
+    if (this.strings.size >= this.capacity) this.strings.clear();
+    this.strings.set(hash, value);
+    return value;
+  }
+}
+
 /** Reads TraCI values; every read names what it expected when the bytes run out. */
 export class TraciReader {
   offset = 0;
   readonly buf: Buffer;
-  constructor(buf: Buffer, offset = 0) {
+  /** Where strings are kept from one answer to the next (a connection's), if anywhere. */
+  readonly strings: StringTable | undefined;
+  constructor(buf: Buffer, offset = 0, strings?: StringTable) {
     this.buf = buf;
     this.offset = offset;
+    this.strings = strings;
   }
   get remaining(): number {
     return this.buf.length - this.offset;
@@ -162,10 +205,23 @@ export class TraciReader {
     this.offset += 8;
     return v;
   }
+  /**
+   * A double written straight into `target[index]`, read through a DataView (which V8 compiles to a
+   * load): Buffer.readDoubleBE returned it through a call, boxed, a heap number per value.
+   */
+  doubleInto(target: number[], index: number): void {
+    this.need(8, 'a double');
+    this.view ??= new DataView(this.buf.buffer, this.buf.byteOffset, this.buf.byteLength);
+    target[index] = this.view.getFloat64(this.offset);
+    this.offset += 8;
+  }
+  private view: DataView | undefined;
   string(): string {
     const n = this.int();
     this.need(n, 'a string');
-    const v = this.buf.toString('utf8', this.offset, this.offset + n);
+    const v = this.strings
+      ? this.strings.read(this.buf, this.offset, this.offset + n)
+      : this.buf.toString('utf8', this.offset, this.offset + n);
     this.offset += n;
     return v;
   }
@@ -296,7 +352,7 @@ function readIntoColumn(
       // Each read stored where it is made: a value passed on through one variable (a double here, an
       // integer there) was boxed, a heap number per value.
       const values = column.values;
-      if (type === TYPE.DOUBLE) values[row] = reader.double();
+      if (type === TYPE.DOUBLE) reader.doubleInto(values as number[], row);
       else if (type === TYPE.INTEGER) values[row] = reader.int();
       else if (type === TYPE.UBYTE) values[row] = reader.ubyte();
       else values[row] = reader.byte();
@@ -307,9 +363,9 @@ function readIntoColumn(
       const dims = type === TYPE.POSITION_3D ? 3 : 2;
       column ??= { kind: 'position', dims, x: doubles(rows), y: doubles(rows), z: doubles(rows) };
       if (column.kind === 'position' && column.dims === dims) {
-        column.x[row] = reader.double();
-        column.y[row] = reader.double();
-        if (dims === 3) column.z[row] = reader.double();
+        reader.doubleInto(column.x, row);
+        reader.doubleInto(column.y, row);
+        if (dims === 3) reader.doubleInto(column.z, row);
         return column;
       }
       const position = [reader.double(), reader.double()];
@@ -378,7 +434,7 @@ export function nextCommand(reader: TraciReader, end = reader.buf.length): Traci
   const contentEnd = start + length;
   if (contentEnd > end || length < 2)
     throw new Error(`TraCI: command 0x${id.toString(16)} at byte ${start} claims ${length} bytes`);
-  const content = new TraciReader(reader.buf.subarray(0, contentEnd), reader.offset);
+  const content = new TraciReader(reader.buf.subarray(0, contentEnd), reader.offset, reader.strings);
   reader.offset = contentEnd;
   return { id, content };
 }
