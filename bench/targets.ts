@@ -92,8 +92,12 @@ const ANALYSIS: Record<string, string> = {
     '2.5 to 3 ms warm (the median of 200 reads in one process). The median of 3 is the second read of a ' +
     'fresh process, run largely by code V8 is still optimising on its other thread (TurboFan takes ' +
     "8-15 ms to compile each of the decoder's functions): 4.5 to 12 ms from one process to the next on " +
-    'this VM. Written out without its small helper functions, the float decoder ran slower in a fresh ' +
-    'process (first trajectory 18-24 ms against 13-16).',
+    'this VM. With --trace-opt: the float decoder is optimised during the first read, but the functions ' +
+    'called once a block (decodeBlockBytes, decodeNumbers, decodeDictionary: 100 blocks of 100 rows a ' +
+    "trajectory) reach V8's threshold only during the second, and their compiles finish during the second " +
+    'or the third; a read that runs before they do takes 8-10 ms, one after 5 (the repetitions of ' +
+    '2026-11-26: 4.9, 5.3, 8.3, 9.3, 9.5, 9.9). Written out without its small helper functions, the ' +
+    'float decoder ran slower in a fresh process (first trajectory 18-24 ms against 13-16).',
 };
 
 interface Check {
