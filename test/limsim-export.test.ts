@@ -4,7 +4,7 @@
  * run evaluated by simrec (evaluationINFO from its `evaluation` stream).
  */
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { XMLParser } from 'fast-xml-parser';
@@ -19,6 +19,7 @@ import { readRoadNetworkFile } from '../src/roadnet/read-roadnet.js';
 import { attachRoadNetwork } from '../src/roadnet/roadnet-attachment.js';
 import { LIMSIM_FIXTURE, storeForTests, tableRows, tableSql, type Row } from './helpers/limsim-files.js';
 import { fixture } from './helpers/paths.js';
+import { cliJson, runCli } from './helpers/run-cli.js';
 
 const tests = storeForTests('simrec-limsim-export-');
 const dir = { path: tests.dir };
@@ -260,5 +261,41 @@ describe('a run evaluated by simrec as a LimSim database', () => {
     await exportLimSim(tests.store, run.id, file);
     await assert.rejects(exportLimSim(tests.store, run.id, file), /exists.*--force/);
     await exportLimSim(tests.store, run.id, file, { overwrite: true });
+  });
+});
+
+describe('several runs as LimSim databases', () => {
+  it('are written one database each into a folder, each the same as the run exported alone', () => {
+    const env = { SIMREC_STORE: join(dir.path, 'several.db') };
+    for (const seed of ['1', '2'])
+      cliJson(['demo', '--no-serve', '--duration', '3', '--vehicles', '3', '--seed', seed, '--json'], env);
+    const out = join(dir.path, 'limsim-runs');
+    const result = cliJson<{ files: { run: number; file: string; rows: number }[] }>(
+      ['export', '1,2', 'limsim', out, '--json'],
+      env,
+    );
+    assert.deepEqual(
+      result.files.map((f) => [f.run, f.file]),
+      [
+        [1, join(out, 'run-1.db')],
+        [2, join(out, 'run-2.db')],
+      ],
+    );
+    assert.deepEqual(readdirSync(out).sort(), ['run-1.db', 'run-2.db']);
+    for (const run of [1, 2]) {
+      const alone = join(dir.path, `alone-${run}.db`);
+      cliJson(['export', String(run), 'limsim', alone, '--json'], env);
+      assert.ok(tableRows(alone, 'frameINFO').length > 0);
+      for (const table of LIMSIM_TABLES)
+        assert.deepEqual(
+          tableRows(join(out, `run-${run}.db`), table.name),
+          tableRows(alone, table.name),
+          `run ${run}: ${table.name}`,
+        );
+    }
+    // The folder is not replaced unasked.
+    const again = runCli(['export', '1,2', 'limsim', out], env);
+    assert.equal(again.status, 2);
+    assert.match(again.stderr, /already exists; --force replaces it/);
   });
 });

@@ -810,8 +810,8 @@ describe('MCAP: traffic lights, LocationFix, several runs', () => {
     const again = runCli(['export', '1,2', 'mcap', out], env);
     assert.notEqual(again.status, 0);
     assert.match(again.stderr, /already exists; --force replaces it/);
-    const limsim = runCli(['export', '1,2', 'limsim', join(tmp.path, 'two.db')], env);
-    assert.notEqual(limsim.status, 0);
-    assert.match(limsim.stderr, /limsim: writes one run to a location/);
+    const coco = runCli(['export', '1,2', 'coco', join(tmp.path, 'two-coco')], env);
+    assert.notEqual(coco.status, 0);
+    assert.match(coco.stderr, /coco: writes one run to a location/);
   });
 });

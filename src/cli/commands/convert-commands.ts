@@ -108,11 +108,14 @@ export function registerConvertCommands(program: Command): void {
     .description(`write a run in another format (formats: ${formatNames().join(', ')})`)
     .argument(
       '<run>',
-      'run id; several, comma-separated, for formats holding several runs (didrive, parquet) or writing one file each into a folder (mcap)',
+      'run id; several, comma-separated, for formats holding several runs (didrive, parquet) or writing one file each into a folder (limsim, mcap)',
       (v) => v.split(',').map(parseRunId),
     )
     .argument('<format>', formatNames().join(' | '))
-    .argument('[location]', 'where to write it (LimSim: a .db file); not needed with --episode-of')
+    .argument(
+      '[location]',
+      'where to write it (LimSim: a .db file, or a folder for several runs); not needed with --episode-of',
+    )
     .option('--force', 'replace what is at the location (once the new output is complete)')
     .option('--episode-of <dataset>', 'add the run(s) as the next episodes of the dataset there (didrive)');
   for (const o of writeOptions) addFormatOption(exportCommand, o);
@@ -137,7 +140,7 @@ export function registerConvertCommands(program: Command): void {
           throw invalid(`${format}: --episode-of is for formats holding several runs (didrive)`);
         if (runs.length > 1 && !codec.multiRun && !codec.fileExtension)
           throw invalid(
-            `${format}: writes one run to a location; several runs are for formats holding several (didrive, parquet) or writing one file each (mcap)`,
+            `${format}: writes one run to a location; several runs are for formats holding several (didrive, parquet) or writing one file each (limsim, mcap)`,
           );
         // A database (or its mongoexport folder) is added to, never replaced.
         if (codec.output !== 'database' && opts.episodeOf === undefined) {

@@ -10,6 +10,8 @@ export const limsimCodec: FormatCodec = {
   name: 'limsim',
   description: "LimSim's SQLite recording (.db): vehicles, frames, traffic lights, evaluation, road network",
   output: 'file',
+  // Several runs exported at once: run-ID.db each in a folder (LimSim's recorder writes one per run).
+  fileExtension: 'db',
   async read(location, into, options) {
     const { variant, rows } = await importLimSim(into, location, {
       warn: (message) => options.warn(location, message),
