@@ -159,6 +159,34 @@ describe('recording SUMO over TraCI', { skip: sumoMissing }, () => {
     assert.ok(compared > 1000, `${compared} vehicle-steps compared`);
   });
 
+  it('a vehicle that lives 5 s is described (route, type) at 0.1 s steps, and said not to be at 1 s steps, whose 16 steps in flight outlast it', async () => {
+    // One 72.8 m edge of LimSim's corridor at 13.9 m/s: about 5 s from departure to arrival. The steps
+    // sent ahead span at most 3.2 s of SUMO's time, and never fewer than 16 steps.
+    const routes = join(dir.path, 'short.rou.xml');
+    writeFileSync(
+      routes,
+      `<routes><vType id="quick" maxSpeed="13.89"/><route id="r" edges="-E1"/>
+        <vehicle id="q" type="quick" route="r" depart="0" departSpeed="max"/></routes>`,
+    );
+    const record = (stepLength: number) =>
+      recordSumo(store, {
+        net: fixture('limsim-networks', 'corridor', 'corridor.net.xml'),
+        routes: [routes],
+        stepLength,
+        duration: 30,
+      });
+    const fine = await record(0.1);
+    assert.deepEqual(fine.warnings, []);
+    const q = (await store.listActors(fine.run.id)).find((a) => a.id === 'q')!;
+    assert.deepEqual(q.attributes?.route, ['-E1']);
+    assert.equal(q.attributes?.vType, 'quick');
+    const coarse = await record(1);
+    assert.equal(coarse.warnings.length, 1);
+    assert.match(coarse.warnings[0]!, /^1 vehicles \(q\) arrived within 16 steps of departing/);
+    const gone = (await store.listActors(coarse.run.id)).find((a) => a.id === 'q')!;
+    assert.equal(gone.attributes?.route, undefined, 'recorded without its route');
+  });
+
   it('vehicles SUMO reports arrived leave the run then, and are absent from scenes after', async () => {
     const tripinfo = join(dir.path, `tripinfo-${Date.now()}.xml`);
     // Three cars along esmini's 500 m straight road, each arriving at its end about 36 s after it left.

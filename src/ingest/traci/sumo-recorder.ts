@@ -87,12 +87,17 @@ const BACKLOG_MS = 1000;
  * Steps sent ahead of the one being recorded. SUMO reads its messages in order, so it goes from one
  * step to the next without waiting for this process (a round trip per step cost half its speed). With
  * the recorder below SUMO's priority, 16 steps (4 ms of bigInter) ran out while this process waited
- * for a core, and SUMO waited in turn: 32 measured 6% faster. More would be faster still (64: 4%
- * more), but a vehicle's route and type are asked when its departure is read, behind the steps in
- * flight, and a vehicle gone by then is recorded without them (3.2 s of SUMO's time at LimSim's 0.1 s
- * steps).
+ * for a core, and SUMO waited in turn: 32 measured 6% faster (64: 4% more). But a vehicle's route and
+ * type are asked when its departure is read, behind the steps in flight, and a vehicle gone by then is
+ * recorded without them: so the steps in flight span at most IN_FLIGHT_SECONDS of SUMO's time (32
+ * steps at LimSim's 0.1 s), and never fewer than MIN_IN_FLIGHT (16 s at SUMO's default 1 s steps, as
+ * before).
  */
-const IN_FLIGHT = 32;
+const MAX_IN_FLIGHT = 32;
+const MIN_IN_FLIGHT = 16;
+const IN_FLIGHT_SECONDS = 3.2;
+const stepsInFlight = (dt: number): number =>
+  Math.max(MIN_IN_FLIGHT, Math.min(MAX_IN_FLIGHT, Math.round(IN_FLIGHT_SECONDS / dt)));
 
 /** The frame's numeric columns, moved together when rows out of the area are dropped. */
 const NUMBER_COLUMNS = ['x', 'y', 'z', 'yaw', 'speed', 'accel', 'lanePos', 'routeIdx', 'signals'] as const;
@@ -407,6 +412,7 @@ export async function recordSumo(store: StoreBackend, options: SumoRecordOptions
       VAR.TELEPORT_STARTING_VEHICLES_IDS,
     ]);
     const dt = num(sim?.values.get(VAR.DELTA_T)) ?? stepLength ?? 1;
+    const inFlightSteps = stepsInFlight(dt);
 
     const area = options.area ?? { kind: 'all' };
     // Steps come every few hundred microseconds; one fsync each would make SUMO wait on the disk.
@@ -458,7 +464,7 @@ export async function recordSumo(store: StoreBackend, options: SumoRecordOptions
 
     // Every vehicle and person on the road, each step, from one context subscription per domain
     // around a junction with a range that covers the network: a vehicle is in it from the step it
-    // departs, with nothing to subscribe when it does, so steps can be sent ahead (see IN_FLIGHT).
+    // departs, with nothing to subscribe when it does, so steps can be sent ahead (see MAX_IN_FLIGHT).
     const junctions = await client.idList('junction');
     if (!junctions.length) throw invalid(`${inputs.net}: the network has no junction to subscribe around`);
     const { min, max } = network.boundary;
@@ -471,7 +477,7 @@ export async function recordSumo(store: StoreBackend, options: SumoRecordOptions
     const shapes = new Map<string, { length: number; width: number }>();
     /** Each vehicle type's limits, size and class, by type id: asked once. */
     const types = new Map<string, Promise<Map<number, TraciValue>>>();
-    /** Vehicles gone before their route and type could be asked (they lived less than IN_FLIGHT steps). */
+    /** Vehicles gone before their route and type could be asked (they lived less than the steps in flight). */
     const undescribed: string[] = [];
     const begin = rec.run.begin;
     let steps = 0;
@@ -705,7 +711,7 @@ export async function recordSumo(store: StoreBackend, options: SumoRecordOptions
         ended = 'user_request';
         break;
       }
-      while (inFlight.length < IN_FLIGHT && issued < maxSteps) {
+      while (inFlight.length < inFlightSteps && issued < maxSteps) {
         const next = client.simulationStep();
         next.catch(() => {}); // a step sent past SUMO's end: its failure is read in its turn
         inFlight.push(next);
@@ -751,7 +757,7 @@ export async function recordSumo(store: StoreBackend, options: SumoRecordOptions
     reason = ended ?? (issued >= maxSteps ? lastStepReason : 'completed');
     if (undescribed.length)
       warnings.push(
-        `${undescribed.length} vehicles (${undescribed.slice(0, 5).join(', ')}${undescribed.length > 5 ? '...' : ''}) arrived within ${IN_FLIGHT} steps of departing, before their route and type were asked: recorded without them, as 4.5 m long`,
+        `${undescribed.length} vehicles (${undescribed.slice(0, 5).join(', ')}${undescribed.length > 5 ? '...' : ''}) arrived within ${inFlightSteps} steps of departing, before their route and type were asked: recorded without them, as 4.5 m long`,
       );
     await client.close();
     await sumoExitedWithin(5000);
