@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { describe, it } from 'node:test';
-import { TraciClient } from '../src/ingest/traci/traci-client.js';
+import { TraciClient, type SubscriptionResult } from '../src/ingest/traci/traci-client.js';
 import {
   contextValueAt,
   readContextColumns,
@@ -177,6 +177,10 @@ describe("a context subscription's answer", () => {
   });
 });
 
+/** The vehicles that departed in a step, from the simulation's subscription. */
+const departedIn = (results: SubscriptionResult[]): string[] =>
+  (results.find((r) => r.domain === 'simulation')?.values.get(VAR.DEPARTED_VEHICLES_IDS) as string[]) ?? [];
+
 /** SUMO on LimSim's bigInter, listening for TraCI; `stop` ends it. */
 async function startSumo(): Promise<{ client: TraciClient; stop(): Promise<void> }> {
   const port = await freePort();
@@ -217,10 +221,7 @@ describe('TraCI client', { skip: sumoMissing }, () => {
       let compared = 0;
       for (let step = 0; step < 300; step++) {
         const results = await client.simulationStep();
-        const departed =
-          (results
-            .find((r) => r.domain === 'simulation')
-            ?.values.get(VAR.DEPARTED_VEHICLES_IDS) as string[]) ?? [];
+        const departed = departedIn(results);
         for (const id of departed) await client.subscribe('vehicle', id, VEHICLE_VARS);
         const own = new Map(
           results.filter((r) => r.domain === 'vehicle' && !r.contextColumns).map((r) => [r.id, r.values]),
@@ -262,10 +263,7 @@ describe('TraCI client', { skip: sumoMissing }, () => {
       let egoSubscribed = false;
       for (let step = 0; step < 400; step++) {
         const results = await client.simulationStep();
-        const departed =
-          (results
-            .find((r) => r.domain === 'simulation')
-            ?.values.get(VAR.DEPARTED_VEHICLES_IDS) as string[]) ?? [];
+        const departed = departedIn(results);
         for (const id of departed) {
           await client.subscribe('vehicle', id, [VAR.POSITION3D]);
           if (id === '5') {

@@ -209,7 +209,7 @@ export class TraciReader {
    * A double written straight into `target[index]`, read through a DataView (which V8 compiles to a
    * load): Buffer.readDoubleBE returned it through a call, boxed, a heap number per value.
    */
-  doubleInto(target: number[], index: number): void {
+  doubleInto(target: unknown[], index: number): void {
     this.need(8, 'a double');
     this.view ??= new DataView(this.buf.buffer, this.buf.byteOffset, this.buf.byteLength);
     target[index] = this.view.getFloat64(this.offset);
@@ -352,7 +352,7 @@ function readIntoColumn(
       // Each read stored where it is made: a value passed on through one variable (a double here, an
       // integer there) was boxed, a heap number per value.
       const values = column.values;
-      if (type === TYPE.DOUBLE) reader.doubleInto(values as number[], row);
+      if (type === TYPE.DOUBLE) reader.doubleInto(values, row);
       else if (type === TYPE.INTEGER) values[row] = reader.int();
       else if (type === TYPE.UBYTE) values[row] = reader.ubyte();
       else values[row] = reader.byte();
