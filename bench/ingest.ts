@@ -16,6 +16,7 @@ import type { FrameInput } from '../src/model/columns.js';
 import type { Sample, StreamDecl } from '../src/model/stream.js';
 import { RunRecorder } from '../src/record/run-recorder.js';
 import { startServer } from '../src/server/start-server.js';
+import { limitYoungGeneration, SERVER_YOUNG_GENERATION_MIB } from '../src/server/young-generation.js';
 import { openStore } from '../src/store/open-store.js';
 import { median } from './stats.js';
 
@@ -141,7 +142,9 @@ async function startServerChild(dir: string): Promise<ServerChild> {
   };
 }
 
+/** The server as `simrec serve` runs it: its young generation held as that command holds it. */
 async function serverChild(dir: string): Promise<void> {
+  limitYoungGeneration(SERVER_YOUNG_GENERATION_MIB);
   const store = await openStore(join(dir, 'ingest.simrec.db'));
   const server = await startServer({ store, port: 0, ingest: { tcpPort: 0 } });
   process.stdout.write(

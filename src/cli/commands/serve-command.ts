@@ -3,6 +3,7 @@ import type { StoreBackend } from '../../model/store-port.js';
 import { defaultSettingsPath } from '../../server/settings-file.js';
 import { reportMongoConnection } from '../../record/soda-connection.js';
 import { DEFAULT_PORT, startServer } from '../../server/start-server.js';
+import { limitYoungGeneration, SERVER_YOUNG_GENERATION_MIB } from '../../server/young-generation.js';
 import { openStore, resolveStoreLocation } from '../../store/open-store.js';
 import { parsePositive } from '../args.js';
 
@@ -30,6 +31,8 @@ const list = (value: string, previous: string[] = []): string[] => [
 
 /** Serves the API and the viewer over `store` until SIGINT or SIGTERM, then closes both. */
 export async function serveUntilStopped(store: StoreBackend, options: ServeOptions): Promise<void> {
+  // The process is the server's own: its memory stays bounded under clients that send all at once.
+  limitYoungGeneration(SERVER_YOUNG_GENERATION_MIB);
   const token = options.token ?? process.env.SIMREC_TOKEN ?? process.env.SIMREC_INGEST_TOKEN;
   const ingest: NonNullable<Parameters<typeof startServer>[0]['ingest']> = {};
   if (options.ingestPort !== undefined) ingest.tcpPort = options.ingestPort;
