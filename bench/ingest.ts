@@ -13,6 +13,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { IngestClient } from '../src/ingest/ingest-client.js';
 import type { FrameInput } from '../src/model/columns.js';
+import type { StoreBackend } from '../src/model/store-port.js';
 import type { Sample, StreamDecl } from '../src/model/stream.js';
 import { RunRecorder } from '../src/record/run-recorder.js';
 import { startServer } from '../src/server/start-server.js';
@@ -20,9 +21,18 @@ import { limitYoungGeneration, SERVER_YOUNG_GENERATION_MIB } from '../src/server
 import { openStore } from '../src/store/open-store.js';
 import { median } from './stats.js';
 
+/**
+ * Each side records `runs` runs one after another in one process, as a simulator's process and a
+ * server do (`simrec serve` runs for days; each run here is a fraction of a second): in-process into one
+ * store kept open, over loopback into one server process started for them. The figures are the median
+ * of the runs after the first; the first runs, with V8 still compiling each process's code and the
+ * store's writer thread starting, are in `firstRun`. (Until 2026-11-26 each run had a fresh server and
+ * store: a first run's cost on the loopback side, the in-process side's code already compiled.)
+ */
 export interface IngestSpeed {
   actors: number;
   steps: number;
+  runs: number;
   /** In-process, a frame of every actor a step (appendFrame), and over loopback as binary frames. */
   inProcessSamplesPerSecond: number;
   loopbackSamplesPerSecond: number;
@@ -32,16 +42,29 @@ export interface IngestSpeed {
   inProcessJsonSamplesPerSecond: number;
   loopbackJsonSamplesPerSecond: number;
   loopbackJsonToInProcess: number;
-  /** The server process's resident memory: after start, and its peak while the client floods it. */
+  /** The same for each side's first run. */
+  firstRun: {
+    inProcessSamplesPerSecond: number;
+    loopbackSamplesPerSecond: number;
+    loopbackToInProcess: number;
+    loopbackJsonToInProcess: number;
+  };
+  /** A server's resident memory: after start, and its peak while one client floods it (JSON). */
   serverBaselineMiB: number;
   serverPeakMiB: number;
-  /** What the client sent in that time, for scale. */
+  /** What the client sent, for scale. */
   sentMiB: number;
-  /** The same flood with four times the steps: a bounded server peaks about as high. */
+  /** One flood of four times the steps, into a fresh server: a bounded server peaks about as high. */
   serverPeakMiB4x: number;
   sentMiB4x: number;
   /** The server's heap after that flood and a full GC: what it keeps, not what it had yet to collect. */
   serverRetainedHeapMiB4x: number;
+  /**
+   * The JSON speed runs' server, flooded run after run: its peak rises over the first ten or so runs
+   * and then stays (forty measured), the main thread's malloc heap and the writer thread's young
+   * generation grown, the main thread's V8 heap not.
+   */
+  serverOverRuns: { runs: number; sentMiB: number; baselineMiB: number; peakMiB: number };
 }
 
 const BEGIN_US = 1_700_000_000_000_000;
@@ -87,29 +110,25 @@ function stepFrame(actors: number, step: number, ids: string[]): FrameInput {
 
 type Path = 'frames' | 'json';
 
-async function inProcess(dir: string, actors: number, steps: number, path: Path): Promise<number> {
-  const store = await openStore(join(dir, `in-process-${path}.simrec.db`));
-  try {
-    const start = performance.now();
-    const rec = await RunRecorder.begin(store, { simulator: { name: 'bench' }, begin: BEGIN_US });
-    await rec.declareActors(Array.from({ length: actors }, (_, i) => ({ id: `v${i}`, kind: 'vehicle' })));
-    await rec.declareStreams(streamsOf(actors));
-    const durable: Promise<void>[] = [];
-    const ids = actorIds(actors);
-    for (let step = 0; step < steps; step++) {
-      if (path === 'frames') {
-        durable.push(rec.appendFrame('pose', stepFrame(actors, step, ids)));
-        continue;
-      }
-      const batch = stepBatch(actors, step);
-      durable.push(rec.appendMany(Object.entries(batch).map(([stream, samples]) => ({ stream, samples }))));
+/** One run recorded in this process into `store` (open for every run, as a simulator's process keeps it). */
+async function inProcess(store: StoreBackend, actors: number, steps: number, path: Path): Promise<number> {
+  const start = performance.now();
+  const rec = await RunRecorder.begin(store, { simulator: { name: 'bench' }, begin: BEGIN_US });
+  await rec.declareActors(Array.from({ length: actors }, (_, i) => ({ id: `v${i}`, kind: 'vehicle' })));
+  await rec.declareStreams(streamsOf(actors));
+  const durable: Promise<void>[] = [];
+  const ids = actorIds(actors);
+  for (let step = 0; step < steps; step++) {
+    if (path === 'frames') {
+      durable.push(rec.appendFrame('pose', stepFrame(actors, step, ids)));
+      continue;
     }
-    await Promise.all(durable);
-    await rec.end('completed');
-    return (actors * steps) / ((performance.now() - start) / 1000);
-  } finally {
-    await store.close();
+    const batch = stepBatch(actors, step);
+    durable.push(rec.appendMany(Object.entries(batch).map(([stream, samples]) => ({ stream, samples }))));
   }
+  await Promise.all(durable);
+  await rec.end('completed');
+  return (actors * steps) / ((performance.now() - start) / 1000);
 }
 
 interface ServerChild {
@@ -198,60 +217,84 @@ async function overLoopback(
 export async function measureIngest(scratch: string, quick: boolean): Promise<IngestSpeed> {
   const actors = quick ? 20 : 100;
   const steps = quick ? 200 : 3000;
-  const reps = quick ? 1 : 3;
+  const runs = quick ? 2 : 5;
   const local: Record<Path, number[]> = { frames: [], json: [] };
   const remote: Record<Path, number[]> = { frames: [], json: [] };
-  let baseline = 0;
-  let peak = 0;
+  let overRuns = { baseline: 0, peak: 0 };
   let sent = 0;
-  for (let rep = 0; rep < reps; rep++) {
-    const dir = join(scratch, `ingest-${rep}`);
-    mkdirSync(dir, { recursive: true });
-    for (const path of ['frames', 'json'] as const) {
-      local[path].push(await inProcess(dir, actors, steps, path));
-      mkdirSync(join(dir, path), { recursive: true });
-      const server = await startServerChild(join(dir, path));
-      const { rate, bytes } = await overLoopback(server.port, actors, steps, path);
-      remote[path].push(rate);
-      const { maxRssBytes } = await server.stop();
-      if (path === 'frames') continue;
-      // The memory figures are the JSON flood's: the larger messages, the heavier parse.
-      sent = bytes;
-      baseline = Math.max(baseline, server.baselineBytes);
-      peak = Math.max(peak, maxRssBytes);
+  for (const path of ['frames', 'json'] as const) {
+    const dir = join(scratch, `ingest-${path}`);
+    mkdirSync(join(dir, 'server'), { recursive: true });
+    const store = await openStore(join(dir, 'in-process.simrec.db'));
+    const server = await startServerChild(join(dir, 'server'));
+    let peak = 0;
+    try {
+      // In turn, so that a slow spell of the machine does not land on one side only.
+      for (let run = 0; run < runs; run++) {
+        local[path].push(await inProcess(store, actors, steps, path));
+        const { rate, bytes } = await overLoopback(server.port, actors, steps, path);
+        remote[path].push(rate);
+        if (path === 'json') sent = bytes;
+      }
+    } finally {
+      await store.close();
+      peak = (await server.stop()).maxRssBytes;
     }
+    if (path === 'json') overRuns = { baseline: server.baselineBytes, peak };
   }
-  const dir = join(scratch, 'ingest-4x');
-  mkdirSync(dir, { recursive: true });
-  const server = await startServerChild(dir);
-  const { bytes: sent4x } = await overLoopback(server.port, actors, steps * 4, 'json');
-  const { maxRssBytes: peak4x, retainedHeapBytes: retained4x } = await server.stop();
+  // The memory figures are a JSON flood's (the larger messages, the heavier parse), each into a server
+  // started for it.
+  const flood = async (name: string, floodSteps: number) => {
+    const dir = join(scratch, name);
+    mkdirSync(dir, { recursive: true });
+    const server = await startServerChild(dir);
+    const { bytes } = await overLoopback(server.port, actors, floodSteps, 'json');
+    return { baseline: server.baselineBytes, bytes, ...(await server.stop()) };
+  };
+  const once = await flood('ingest-flood', steps);
+  const fourTimes = await flood('ingest-flood-4x', steps * 4);
   const mib = (bytes: number): number => Math.round((bytes / 2 ** 20) * 10) / 10;
   const ratio = (a: number, b: number): number => Math.round((a / b) * 100) / 100;
+  // The runs after each process's first: its code compiled by V8, its store's writer thread started.
+  const steady = (rates: number[]): number => median(rates.length > 1 ? rates.slice(1) : rates);
   return {
     actors,
     steps,
-    inProcessSamplesPerSecond: Math.round(median(local.frames)),
-    loopbackSamplesPerSecond: Math.round(median(remote.frames)),
-    loopbackToInProcess: ratio(median(remote.frames), median(local.frames)),
-    inProcessJsonSamplesPerSecond: Math.round(median(local.json)),
-    loopbackJsonSamplesPerSecond: Math.round(median(remote.json)),
-    loopbackJsonToInProcess: ratio(median(remote.json), median(local.json)),
-    serverBaselineMiB: mib(baseline),
-    serverPeakMiB: mib(peak),
-    sentMiB: mib(sent),
-    serverPeakMiB4x: mib(peak4x),
-    sentMiB4x: mib(sent4x),
-    serverRetainedHeapMiB4x: mib(retained4x),
+    runs,
+    inProcessSamplesPerSecond: Math.round(steady(local.frames)),
+    loopbackSamplesPerSecond: Math.round(steady(remote.frames)),
+    loopbackToInProcess: ratio(steady(remote.frames), steady(local.frames)),
+    inProcessJsonSamplesPerSecond: Math.round(steady(local.json)),
+    loopbackJsonSamplesPerSecond: Math.round(steady(remote.json)),
+    loopbackJsonToInProcess: ratio(steady(remote.json), steady(local.json)),
+    firstRun: {
+      inProcessSamplesPerSecond: Math.round(local.frames[0]!),
+      loopbackSamplesPerSecond: Math.round(remote.frames[0]!),
+      loopbackToInProcess: ratio(remote.frames[0]!, local.frames[0]!),
+      loopbackJsonToInProcess: ratio(remote.json[0]!, local.json[0]!),
+    },
+    serverBaselineMiB: mib(once.baseline),
+    serverPeakMiB: mib(once.maxRssBytes),
+    sentMiB: mib(once.bytes),
+    serverPeakMiB4x: mib(fourTimes.maxRssBytes),
+    sentMiB4x: mib(fourTimes.bytes),
+    serverRetainedHeapMiB4x: mib(fourTimes.retainedHeapBytes),
+    serverOverRuns: {
+      runs,
+      sentMiB: mib(sent),
+      baselineMiB: mib(overRuns.baseline),
+      peakMiB: mib(overRuns.peak),
+    },
   };
 }
 
 export const formatIngest = (r: IngestSpeed): string =>
   [
-    `ingest (${r.actors} actors x ${r.steps} steps, one batch a step):`,
+    `ingest (${r.actors} actors x ${r.steps} steps, one batch a step; ${r.runs} runs a process, the median of those after the first):`,
     `  binary frames (protocol 2) over loopback TCP, acknowledged when durable: ${r.loopbackSamplesPerSecond} actor-samples/s, ${r.loopbackToInProcess}x the in-process RunRecorder.appendFrame (${r.inProcessSamplesPerSecond}/s)`,
     `  JSON samples (protocol 1) over loopback TCP: ${r.loopbackJsonSamplesPerSecond} actor-samples/s, ${r.loopbackJsonToInProcess}x the in-process RunRecorder.appendMany (${r.inProcessJsonSamplesPerSecond}/s)`,
-    `  server memory with the client sending all ${r.sentMiB} MiB at once: ${r.serverBaselineMiB} MiB after start, peak ${r.serverPeakMiB} MiB; sending ${r.sentMiB4x} MiB, peak ${r.serverPeakMiB4x} MiB (${(r.serverPeakMiB4x / r.serverPeakMiB).toFixed(2)}x for 4x the data; ${r.serverRetainedHeapMiB4x} MiB of heap held after it)`,
+    `  first runs: binary frames ${r.firstRun.loopbackSamplesPerSecond} actor-samples/s over loopback, ${r.firstRun.loopbackToInProcess}x in-process (${r.firstRun.inProcessSamplesPerSecond}/s); JSON ${r.firstRun.loopbackJsonToInProcess}x`,
+    `  server memory with the client sending all ${r.sentMiB} MiB at once: ${r.serverBaselineMiB} MiB after start, peak ${r.serverPeakMiB} MiB (${(r.serverPeakMiB / r.serverBaselineMiB).toFixed(2)}x); sending ${r.sentMiB4x} MiB, peak ${r.serverPeakMiB4x} MiB (${(r.serverPeakMiB4x / r.serverPeakMiB).toFixed(2)}x for 4x the data; ${r.serverRetainedHeapMiB4x} MiB of heap held after it); flooded ${r.serverOverRuns.runs} times, ${r.serverOverRuns.sentMiB} MiB each, peak ${r.serverOverRuns.peakMiB} MiB (${(r.serverOverRuns.peakMiB / r.serverOverRuns.baselineMiB).toFixed(2)}x)`,
   ].join('\n');
 
 if (process.argv[2] === 'server') await serverChild(process.argv[3]!);
