@@ -20,6 +20,7 @@ import { formatEvaluation, measureEvaluation, type EvaluationSpeed } from './eva
 import { formatDemo, measureDemo, type DemoSpeed } from './demo.js';
 import { formatDidrive, measureDidrive, type DidriveRates } from './didrive.js';
 import { formatIngest, measureIngest, type IngestSpeed } from './ingest.js';
+import { evaluateTargets } from './targets.js';
 import { formatParquet, measureParquet, type ParquetSpeed } from './parquet.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -195,6 +196,7 @@ const outFile = join(
   outDir,
   `${now.toISOString().slice(0, 10)}-${host}${sectionsPart}${quick ? '-quick' : ''}.json`,
 );
+results.targets = evaluateTargets(results.workloads, results.ratios, { sumo, ingest, demo });
 const withViewer = { ...results, viewer, sumo, formats, evaluation, demo, didrive, ingest, parquet };
 writeFileSync(outFile, JSON.stringify(withViewer, null, 2) + '\n');
 if (options.json) process.stdout.write(JSON.stringify(withViewer, null, 2) + '\n');

@@ -34,7 +34,7 @@ it('npm run bench -- --quick runs every workload and writes a results file', () 
       assert.ok(results.ratios.record[peer]!.speedup > 0, `record ratio to ${peer}`);
     assert.ok(results.ratios.seek['limsim-sqlite']!.speedupMedian > 0);
     assert.ok(results.ratios.trajectory['mcap-per-state']!.speedup > 0);
-    // The recording engine's targets (bench/targets.ts), each with a measured value.
+    // The recording engine's targets and live recording's (bench/targets.ts), each with a measured value.
     assert.deepEqual(
       results.targets.map((t) => t.id),
       [
@@ -48,6 +48,10 @@ it('npm run bench -- --quick runs every workload and writes a results file', () 
         'seek-median',
         'seek-p99',
         'trajectory',
+        'sumo-vs-alone',
+        'ingest-loopback',
+        'demo',
+        'ingest-server-peak',
       ],
     );
     assert.ok(
@@ -67,6 +71,25 @@ it('npm run bench -- --quick runs every workload and writes a results file', () 
     assert.ok(
       ingest.loopbackToInProcess > 0 && ingest.serverPeakMiB >= ingest.serverBaselineMiB,
       'ingest over loopback beside in-process, and the server memory under a flood',
+    );
+  } finally {
+    out.cleanup();
+  }
+});
+
+it('a run of some sections lists the targets it measured, not the others as missed', () => {
+  const out = tempDir('simrec-bench-only-');
+  try {
+    const run = spawnSync(
+      process.execPath,
+      [join(REPO_ROOT, 'dist', 'bench', 'run.js'), '--quick', '--only', 'demo', '--json', '--out', out.path],
+      { encoding: 'utf8', timeout: 120_000 },
+    );
+    assert.equal(run.status, 0, run.stderr);
+    const results = JSON.parse(run.stdout) as BenchResults;
+    assert.deepEqual(
+      results.targets.map((t) => t.id),
+      ['demo'],
     );
   } finally {
     out.cleanup();
