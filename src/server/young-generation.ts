@@ -6,7 +6,11 @@ import v8 from 'node:v8';
  * Under a client that sends everything at once (bench: `--only ingest`), V8 grew the server's young
  * generation from 1 to 32 MiB, all of it resident: the flood's peak was 2.2 to 2.3x the server's memory
  * after start. Held at 8 MiB, 1.7 to 2.1x (median 1.84x in 22 fresh servers), at the same ingest rate;
- * 4 MiB peaked no lower (more of each collection's survivors promoted; 2026-11-26).
+ * 4 MiB peaked no lower (more of each collection's survivors promoted; 2026-11-26). The price is paid
+ * by scene queries, whose decoded chunks survive a few collections before they settle in the cache: in
+ * the seek benchmark's process, the same size (`--max-semi-space-size=4`) took the median scene from
+ * 0.44-0.47 to 0.56-0.57 ms and the 99th percentile from 2.5-2.7 to 4.3-4.9 ms (16 MiB: 0.50-0.53 and
+ * 4.7-4.9). A user who sets `--max-semi-space-size` (or the growth factor) in NODE_OPTIONS keeps it.
  */
 export const SERVER_YOUNG_GENERATION_MIB = 8;
 
@@ -25,6 +29,9 @@ export const SERVER_YOUNG_GENERATION_MIB = 8;
  * returns a function that stops watching and lets V8 grow it again.
  */
 export function limitYoungGeneration(limitMiB: number): () => void {
+  // A size the user gave V8 themselves is theirs to choose (a server mostly answering the viewer's
+  // queries does better with a larger young generation: above).
+  if (youngGenerationSetByUser()) return () => {};
   const limitBytes = limitMiB * 2 ** 20;
   let factor = 0;
   const check = (): void => {
@@ -42,4 +49,12 @@ export function limitYoungGeneration(limitMiB: number): () => void {
     observer.disconnect();
     if (factor === 1) v8.setFlagsFromString('--semi-space-growth-factor=2');
   };
+}
+
+/** Whether this process was started with V8's young-generation flags (on its command line or NODE_OPTIONS). */
+function youngGenerationSetByUser(): boolean {
+  const given = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/)];
+  return given.some((flag) =>
+    /^--(max[-_]semi[-_]space[-_]size|semi[-_]space[-_]growth[-_]factor)\b/.test(flag),
+  );
 }
