@@ -14,6 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { IngestClient } from '../src/ingest/ingest-client.js';
 import type { FrameInput } from '../src/model/columns.js';
 import type { StoreBackend } from '../src/model/store-port.js';
+import type { ActorDecl } from '../src/model/run.js';
 import type { Sample, StreamDecl } from '../src/model/stream.js';
 import { RunRecorder } from '../src/record/run-recorder.js';
 import { startServer } from '../src/server/start-server.js';
@@ -110,23 +111,43 @@ function stepFrame(actors: number, step: number, ids: string[]): FrameInput {
 
 type Path = 'frames' | 'json';
 
+/** Where the traffic goes: the in-process recorder or the ingest client, each call durable when it resolves. */
+interface TrafficSink {
+  declareActors(decls: ActorDecl[]): Promise<unknown>;
+  declareStreams(decls: StreamDecl[]): Promise<unknown>;
+  frame(frame: FrameInput): Promise<unknown>;
+  batch(batch: Record<string, Sample[]>): Promise<unknown>;
+}
+
+/** Declares the traffic, then sends every step at once (a frame, or JSON samples) and waits for all. */
+async function sendTraffic(to: TrafficSink, actors: number, steps: number, path: Path): Promise<void> {
+  await to.declareActors(Array.from({ length: actors }, (_, i) => ({ id: `v${i}`, kind: 'vehicle' })));
+  await to.declareStreams(streamsOf(actors));
+  const durable: Promise<unknown>[] = [];
+  const ids = actorIds(actors);
+  for (let step = 0; step < steps; step++)
+    durable.push(
+      path === 'frames' ? to.frame(stepFrame(actors, step, ids)) : to.batch(stepBatch(actors, step)),
+    );
+  await Promise.all(durable);
+}
+
 /** One run recorded in this process into `store` (open for every run, as a simulator's process keeps it). */
 async function inProcess(store: StoreBackend, actors: number, steps: number, path: Path): Promise<number> {
   const start = performance.now();
   const rec = await RunRecorder.begin(store, { simulator: { name: 'bench' }, begin: BEGIN_US });
-  await rec.declareActors(Array.from({ length: actors }, (_, i) => ({ id: `v${i}`, kind: 'vehicle' })));
-  await rec.declareStreams(streamsOf(actors));
-  const durable: Promise<void>[] = [];
-  const ids = actorIds(actors);
-  for (let step = 0; step < steps; step++) {
-    if (path === 'frames') {
-      durable.push(rec.appendFrame('pose', stepFrame(actors, step, ids)));
-      continue;
-    }
-    const batch = stepBatch(actors, step);
-    durable.push(rec.appendMany(Object.entries(batch).map(([stream, samples]) => ({ stream, samples }))));
-  }
-  await Promise.all(durable);
+  await sendTraffic(
+    {
+      declareActors: (decls) => rec.declareActors(decls),
+      declareStreams: (decls) => rec.declareStreams(decls),
+      frame: (frame) => rec.appendFrame('pose', frame),
+      batch: (batch) =>
+        rec.appendMany(Object.entries(batch).map(([stream, samples]) => ({ stream, samples }))),
+    },
+    actors,
+    steps,
+    path,
+  );
   await rec.end('completed');
   return (actors * steps) / ((performance.now() - start) / 1000);
 }
@@ -194,21 +215,21 @@ async function overLoopback(
     protocol: path === 'frames' ? 2 : 1,
   });
   await client.beginRun({ begin: BEGIN_US });
-  await client.declareActors(Array.from({ length: actors }, (_, i) => ({ id: `v${i}`, kind: 'vehicle' })));
-  await client.declareStreams(streamsOf(actors));
   let bytes = 0;
-  const acked: Promise<void>[] = [];
-  const ids = actorIds(actors);
-  for (let step = 0; step < steps; step++) {
-    if (path === 'frames') {
-      acked.push(client.appendFrame('pose', stepFrame(actors, step, ids)));
-      continue;
-    }
-    const batch = stepBatch(actors, step);
-    bytes += JSON.stringify(batch).length;
-    acked.push(client.append(batch));
-  }
-  await Promise.all(acked);
+  await sendTraffic(
+    {
+      declareActors: (decls) => client.declareActors(decls),
+      declareStreams: (decls) => client.declareStreams(decls),
+      frame: (frame) => client.appendFrame('pose', frame),
+      batch: (batch) => {
+        bytes += JSON.stringify(batch).length;
+        return client.append(batch);
+      },
+    },
+    actors,
+    steps,
+    path,
+  );
   await client.endRun('completed');
   await client.close();
   return { rate: (actors * steps) / ((performance.now() - start) / 1000), bytes };

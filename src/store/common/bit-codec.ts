@@ -632,16 +632,16 @@ export function unpackFloat32(
   const p = new Float32Array(1);
   const pw = new Uint32Array(p.buffer);
   const linear = packing.predictor === 'linear';
+  const kind = residualKind(packing.residual);
   if (n > 0) w[0] = r[0]!;
   for (let i = 1; i < n; i++) {
     predict32(f, i, linear, p);
     const z = r[i]!;
-    w[i] =
-      packing.residual === 'difference'
-        ? (pw[0]! + ((z >>> 1) ^ -(z & 1))) | 0
-        : packing.residual === 'xor'
-          ? z ^ pw[0]!
-          : ((z >>> 1) | (z << 31)) ^ pw[0]!;
+    w[i] = difference
+      ? (pw[0]! + ((z >>> 1) ^ -(z & 1))) | 0
+      : kind === XOR
+        ? z ^ pw[0]!
+        : ((z >>> 1) | (z << 31)) ^ pw[0]!;
   }
   if (!target) return Float64Array.from(f);
   target.set(f);
