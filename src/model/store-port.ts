@@ -82,6 +82,14 @@ export interface StoreBackend {
   readonly kind: string;
   /** The file path or URL it was opened with (credentials removed). */
   readonly location: string;
+  /**
+   * True when the writes of a recording (putActors, putStreams, appendColumns) take effect in the order
+   * they were called even when a call comes before the last one's promise has settled: the backend
+   * hands them, at the call, to one queue that one writer works through. A recorder then passes each
+   * write on at once instead of waiting for the one before (RunRecorder). Absent or false: a write
+   * may overtake one still in flight (a driver with a pool of connections), so the caller waits.
+   */
+  readonly keepsWriteOrder?: boolean;
 
   createRun(run: Omit<RunInfo, 'id'>, writer: WriterIdentity): Promise<RunInfo>;
   getRun(id: number): Promise<RunInfo | undefined>;

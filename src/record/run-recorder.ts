@@ -174,7 +174,11 @@ export class RunRecorder {
   private group: CommitGroup | null = null;
   /** Cancels the scheduled commit, if one is scheduled. */
   private cancelScheduled: (() => void) | null = null;
-  private commitChain: Promise<void> = Promise.resolve();
+  /**
+   * Every write handed to the store, declarations and commits, settled or not: what flush() waits for,
+   * and what the next write waits for unless the store keeps the order of its writes (see inOrder).
+   */
+  private writes: Promise<void> = Promise.resolve();
   /** Commits handed to the store and not yet durable. */
   private commitsInFlight = 0;
   /** A scheduled commit found one in flight: it is made when that one is durable, with all that came since. */
@@ -281,7 +285,7 @@ export class RunRecorder {
    * recording, as a failed commit does: samples of its streams could not be stored either.
    */
   private storeInOrder(write: () => Promise<void>): Promise<void> {
-    const stored = this.commitChain.then(async () => {
+    return this.inOrder(async () => {
       if (this.failure) throw this.failure;
       try {
         await write();
@@ -290,8 +294,25 @@ export class RunRecorder {
         throw error;
       }
     });
-    this.commitChain = stored.catch(() => {});
-    return stored;
+  }
+
+  /**
+   * Hands a write to the store after every write handed over before it: now when `now` is true and the
+   * store keeps the order of its writes (`StoreBackend.keepsWriteOrder`: SQLite's writer thread takes
+   * them in one queue), else once the write before has settled. Waiting for the write before where the
+   * store keeps the order anyway held up a simulator that appends without yielding (the demo): a write
+   * handed over when the one before settles goes in a later turn of its event loop, and its loop turned
+   * only at its checkpoints, where it then waited for its departing vehicles' declarations and the
+   * commit one after another, each a round trip to the writer thread, while that thread idled.
+   */
+  private inOrder<T>(write: () => Promise<T>, now = true): Promise<T> {
+    const done = now && this.store.keepsWriteOrder ? write() : this.writes.then(write);
+    const before = this.writes;
+    this.writes = done.then(
+      () => before,
+      () => before,
+    );
+    return done;
   }
 
   async declareStream(decl: StreamDecl): Promise<string> {
@@ -657,7 +678,7 @@ export class RunRecorder {
   /** Commits everything appended so far; resolves when it is durable. */
   async flush(): Promise<void> {
     if (this.pendingCount > 0 || this.presenceChanged.size > 0) this.commitNow();
-    await this.commitChain;
+    await this.writes;
     if (this.failure) throw this.failure;
   }
 
@@ -761,13 +782,18 @@ export class RunRecorder {
     this.pendingCount = 0;
     this.group = null;
     if (!group) return;
+    // At once when no commit is in flight; after the one in flight otherwise, as before, so that a store
+    // under a flood (the ingest server) holds the commits' packed columns one or two at a time.
+    const alone = this.commitsInFlight === 0;
     this.commitsInFlight++;
-    const committed = this.commitChain.then(async () => {
+    const committed = this.inOrder(async () => {
       if (this.failure) return group.reject(this.failure);
       try {
         // Presence changed with these samples goes with them (in the same transaction where the store
-        // has one); alone, it is written as it is.
-        if (appends.length) await this.store.appendColumns(this.run.id, appends, presence);
+        // has one); alone, it is written as it is, except to a store that keeps the order of writes:
+        // there it goes as an append of no samples, into the same queue as the declarations.
+        if (appends.length || (presence.length && this.store.keepsWriteOrder))
+          await this.store.appendColumns(this.run.id, appends, presence);
         else if (presence.length) await this.store.putPresence(this.run.id, presence);
         if (batchEnd !== null && (this.lastDurableT === null || batchEnd > this.lastDurableT))
           this.lastDurableT = batchEnd;
@@ -776,8 +802,8 @@ export class RunRecorder {
         this.failure = error;
         group.reject(error);
       }
-    });
-    this.commitChain = committed.then(() => {
+    }, alone);
+    void committed.then(() => {
       this.commitsInFlight--;
       if (this.commitsInFlight === 0 && this.commitDeferred) {
         this.commitDeferred = false;

@@ -102,6 +102,8 @@ interface RunLists {
  */
 export class SqliteBackend implements StoreBackend {
   readonly kind = 'sqlite';
+  /** Declarations and appends go, at the call, to the writer thread's queue (or are written at once). */
+  readonly keepsWriteOrder = true;
   readonly scenarios: CatalogPort<Scenario, ScenarioSummary, bigint>;
   readonly vehicles: CatalogPort<VehicleConfig, VehicleConfig, string>;
   readonly location: string;
