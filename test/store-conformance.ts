@@ -553,6 +553,44 @@ export function runStoreConformance(target: ConformanceTarget): void {
       await rec.append('car/state', { t: BEGIN + 5, step: 2, x: 0, y: 0, yaw: 0 });
     });
 
+    test('samples while time stands still across chunk boundaries are all read, whole and in windows', async (store) => {
+      const rec = await beginCarRun(store);
+      // Time stands still for 40 samples around the first chunk boundary (2,048 samples) and for a
+      // whole chunk's worth around the second: a boundary splits samples of one time between chunks.
+      const at = (i: number): number =>
+        i < 2030 ? i : i < 2070 ? 2030 : i < 4000 ? i - 39 : i < 6200 ? 3961 : i - 2238;
+      const all = Array.from({ length: 7000 }, (_, i) => ({
+        t: BEGIN + at(i) * 10_000,
+        step: i,
+        x: i,
+        y: 0,
+        yaw: 0,
+      }));
+      for (let i = 0; i < all.length; i += 500) await rec.appendBatch('car/state', all.slice(i, i + 500));
+      await rec.end('scenario_stop_trigger');
+      const steps = (samples: Sample[]): number[] => samples.map((s) => s.step);
+      assert.deepEqual(steps(await collect(streamSamples(store, rec.id, 'car/state'))), steps(all));
+      const columns = await trajectoryColumns(store, rec.id, { actor: 'car' });
+      assert.deepEqual([...columns.step], steps(all));
+      // Windows that begin and end at a time that stands still hold every sample at it.
+      for (const [from, to] of [
+        [2030, 2030],
+        [2030, 3000],
+        [1000, 2030],
+        [3961, 3961],
+        [3961, 5000],
+      ] as const) {
+        const window = await collect(
+          streamSamples(store, rec.id, 'car/state', { from: BEGIN + from * 10_000, to: BEGIN + to * 10_000 }),
+        );
+        assert.deepEqual(
+          steps(window),
+          steps(all.filter((s) => s.t >= BEGIN + from * 10_000 && s.t <= BEGIN + to * 10_000)),
+          `window ${from}-${to}`,
+        );
+      }
+    });
+
     test('bad samples are refused with the field, value and expectation named; nothing is stored', async (store) => {
       const rec = await beginCarRun(store, [stateStream('car'), ALL_TYPES]);
       await rec.append('car/state', { t: BEGIN, step: 0, x: 1, y: 2, yaw: 0 });

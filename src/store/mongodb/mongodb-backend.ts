@@ -471,8 +471,22 @@ export class MongoBackend implements StoreBackend {
       .sort({ begin: -1 })
       .limit(1)
       .next();
+    let lowest = first?.begin ?? from;
+    // A chunk that begins at `from` may follow one that ends there (time stood still across their
+    // boundary); any before that one ended before `from`.
+    if (first && first.begin === from) {
+      const earlier = await this.chunks()
+        .find(
+          { run: args.run, stream: args.stream, begin: { $lt: from } },
+          { projection: { begin: 1, end: 1 } },
+        )
+        .sort({ begin: -1 })
+        .limit(1)
+        .next();
+      if (earlier && earlier.end >= from) lowest = earlier.begin;
+    }
     const cursor = this.chunks()
-      .find({ run: args.run, stream: args.stream, begin: { $gte: first?.begin ?? from, $lte: to } })
+      .find({ run: args.run, stream: args.stream, begin: { $gte: lowest, $lte: to } })
       .sort({ begin: 1, _id: 1 });
     for await (const doc of cursor) {
       args.signal?.throwIfAborted();

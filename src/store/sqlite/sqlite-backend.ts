@@ -423,15 +423,19 @@ export class SqliteBackend implements StoreBackend {
     let from = args.from ?? Number.MIN_SAFE_INTEGER;
     const to = args.to ?? Number.MAX_SAFE_INTEGER;
     const fields = args.fields ? new Set(args.fields) : undefined;
-    // Rows already yielded at time `from`: skipped when a read resumes there (time may stand still).
-    let alreadyAtFrom = 0;
+    // Rows at time `from` already yielded. Time may stand still, so after an index reload the chunks
+    // read again from `from` on hold some of them: that many are skipped then, and only then (the next
+    // chunk of one pass may begin at the time the last one ended, with rows not yet yielded).
+    let yieldedAtFrom = 0;
     reading: for (;;) {
+      let skip = yieldedAtFrom;
       const index = this.chunkIndex(args.run, stream.id);
-      // Chunks that may hold samples in [from, to]: from the one containing `from` (and every chunk that
-      // begins at the same time as it) up to the last that begins by `to`. Copied: a write while this
+      // Chunks that may hold samples in [from, to]: from the first containing `from` up to the last that begins by `to`. Copied: a write while this
       // generator is paused replaces the index, it does not change this one.
       const last = lastBeginAtOrBefore(index, from);
-      const first = last < 0 ? 0 : firstBeginAtOrAfter(index, index[last]!.begin);
+      let first = last < 0 ? 0 : firstBeginAtOrAfter(index, index[last]!.begin);
+      // Chunks before it that end at `from`: time stood still across their boundary.
+      while (first > 0 && index[first - 1]!.end >= from) first--;
       const refs = index.slice(first, lastBeginAtOrBefore(index, to) + 1);
       for (const ref of refs) {
         args.signal?.throwIfAborted();
@@ -450,12 +454,13 @@ export class SqliteBackend implements StoreBackend {
         }
         let lo = firstAtOrAfter(batch.t, from);
         const hi = lastAtOrBefore(batch.t, to) + 1;
-        for (let skip = alreadyAtFrom; skip > 0 && lo < hi && batch.t[lo] === from; skip--) lo++;
+        for (; skip > 0 && lo < hi && batch.t[lo] === from; skip--) lo++;
         if (hi <= lo) continue;
+        skip = 0;
         const lastT = batch.t[hi - 1]!;
         let atLast = 0;
         for (let i = hi - 1; i >= lo && batch.t[i] === lastT; i--) atLast++;
-        alreadyAtFrom = lastT === from ? alreadyAtFrom + atLast : atLast;
+        yieldedAtFrom = lastT === from ? yieldedAtFrom + atLast : atLast;
         from = lastT;
         yield sliceBatch(batch, view.columns, lo, hi);
       }
