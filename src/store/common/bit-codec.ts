@@ -436,84 +436,130 @@ export function unpackFloat64(
     throw new Error(
       `bit stream of ${bytes.byteLength} bytes at offset ${bytes.byteOffset}, not whole aligned words`,
     );
-  // This loop is most of a scene's decoding time: fields are read at absolute bit positions (no reader
-  // state to update), and the stream's length is checked once a group instead of once a field.
   const src = new Uint32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength >>> 2);
-  const totalBits = src.length * 32;
-  const field = (pos: number, width: number): number => {
-    const i = pos >>> 5;
-    const b = pos & 31;
-    let v = src[i]! >>> b;
-    if (b !== 0 && b + width > 32) v |= src[i + 1]! << (32 - b);
-    return width === 32 ? v >>> 0 : (v & ((1 << width) - 1)) >>> 0;
-  };
-  if (totalBits < 64) throw new Error('bit stream ends early');
+  if (src.length < 2) throw new Error('bit stream ends early');
   const words = new Int32Array(values.buffer, values.byteOffset, n * 2);
   words[0] = src[0]!;
   words[1] = src[1]!;
-  let pos = 64;
   const linear = packing.predictor === 'linear';
+  // A loop per residual kind, each with type feedback of its own. In one loop for all kinds, V8
+  // optimised it for the kinds a process had decoded so far, threw that code away at the first column
+  // of another kind and took 10 to 17 ms to compile it again: most of a fresh process's second
+  // trajectory read (--trace-deopt: "insufficient type feedback").
   const kind = residualKind(packing.residual);
+  if (kind === DIFFERENCE) unpackDifferences(src, words, values, n, linear);
+  else unpackXors(src, words, values, n, linear, kind === XOR_ROTATED);
+  return values;
+}
+
+/**
+ * A field of `width` bits (0 to 32) at bit `pos` of little-endian words. The decoding loops read fields at
+ * absolute bit positions (no reader state to update) and check the stream's length once a group.
+ */
+function bitField(src: Uint32Array, pos: number, width: number): number {
+  const i = pos >>> 5;
+  const b = pos & 31;
+  let v = src[i]! >>> b;
+  if (b !== 0 && b + width > 32) v |= src[i + 1]! << (32 - b);
+  return width === 32 ? v >>> 0 : (v & ((1 << width) - 1)) >>> 0;
+}
+
+const checkGroupWidth = (width: number, pos: number, count: number, totalBits: number): void => {
+  if (width < 0 || width > 64) throw new Error(`group width ${width} out of 0..64`);
+  if (pos + width * count > totalBits) throw new Error('bit stream ends early');
+};
+
+/** Values packed as differences from their predictions (zig-zagged), group widths in the prefix code. */
+function unpackDifferences(
+  src: Uint32Array,
+  words: Int32Array,
+  values: Float64Array,
+  n: number,
+  linear: boolean,
+): void {
+  const totalBits = src.length * 32;
+  let pos = 64;
   let width = 0;
   for (let g = 1; g < n; g += GROUP) {
     const groupEnd = g + GROUP < n ? g + GROUP : n;
-    if (kind === DIFFERENCE) {
-      // writeWidthPrefixed's code, from up to 11 bits looked at once; most groups keep the width ('0').
-      const available = totalBits - pos;
-      if (available <= 0) throw new Error('bit stream ends early');
-      const peek = field(pos, available < 11 ? available : 11);
-      if ((peek & 1) === 0) pos += 1;
-      else {
-        // The ones before the first zero (the lowest zero bit isolated), at most 4.
-        const run = 31 - Math.clz32(~peek & (peek + 1));
-        const ones = run < 4 ? run : 4;
-        const bits = ones < 4 ? ones + 2 : 11;
-        if (bits > available) throw new Error('bit stream ends early');
-        if (ones === 4) width = (peek >>> 4) & 127;
-        else width += (peek >>> (ones + 1)) & 1 ? -ones : ones;
-        pos += bits;
-      }
-    } else {
-      if (pos + 3 > totalBits) throw new Error('bit stream ends early');
-      const code = field(pos, 3);
-      pos += 3;
-      if (code === 7) {
-        if (pos + 7 > totalBits) throw new Error('bit stream ends early');
-        width = field(pos, 7);
-        pos += 7;
-      } else width += code - 3;
+    // writeWidthPrefixed's code, from up to 11 bits looked at once; most groups keep the width ('0').
+    const available = totalBits - pos;
+    if (available <= 0) throw new Error('bit stream ends early');
+    const peek = bitField(src, pos, available < 11 ? available : 11);
+    if ((peek & 1) === 0) pos += 1;
+    else {
+      // The ones before the first zero (the lowest zero bit isolated), at most 4.
+      const run = 31 - Math.clz32(~peek & (peek + 1));
+      const ones = run < 4 ? run : 4;
+      const bits = ones < 4 ? ones + 2 : 11;
+      if (bits > available) throw new Error('bit stream ends early');
+      if (ones === 4) width = (peek >>> 4) & 127;
+      else width += (peek >>> (ones + 1)) & 1 ? -ones : ones;
+      pos += bits;
     }
-    if (width < 0 || width > 64) throw new Error(`group width ${width} out of 0..64`);
-    if (pos + width * (groupEnd - g) > totalBits) throw new Error('bit stream ends early');
+    checkGroupWidth(width, pos, groupEnd - g, totalBits);
     const lowBits = width <= 32 ? width : 32;
     const highBits = width - lowBits;
     for (let i = g; i < groupEnd; i++) {
-      const lo = lowBits === 0 ? 0 : field(pos, lowBits);
+      const lo = lowBits === 0 ? 0 : bitField(src, pos, lowBits);
       pos += lowBits;
-      const hi = highBits === 0 ? 0 : field(pos, highBits);
+      const hi = highBits === 0 ? 0 : bitField(src, pos, highBits);
       pos += highBits;
       scratch[0] = predict(values, i, linear);
       const plo = scratchWords[0]!;
       const phi = scratchWords[1]!;
-      if (kind === DIFFERENCE) {
-        // Zig-zag undone, then v = p + d on 32-bit halves, the carry of the low half from its bits.
-        const sign = -(lo & 1);
-        const dlo = ((lo >>> 1) | (hi << 31)) ^ sign;
-        const dhi = (hi >>> 1) ^ sign;
-        const vlo = (plo + dlo) | 0;
-        words[2 * i] = vlo;
-        words[2 * i + 1] = phi + dhi + (((plo & dlo) | ((plo | dlo) & ~vlo)) >>> 31);
-      } else if (kind === XOR) {
-        words[2 * i] = lo ^ plo;
-        words[2 * i + 1] = hi ^ phi;
-      } else {
-        // Rotated right by one bit: back as packFloat64 found it.
-        words[2 * i] = ((lo >>> 1) | (hi << 31)) ^ plo;
-        words[2 * i + 1] = ((hi >>> 1) | (lo << 31)) ^ phi;
-      }
+      // Zig-zag undone, then v = p + d on 32-bit halves, the carry of the low half from its bits.
+      const sign = -(lo & 1);
+      const dlo = ((lo >>> 1) | (hi << 31)) ^ sign;
+      const dhi = (hi >>> 1) ^ sign;
+      const vlo = (plo + dlo) | 0;
+      words[2 * i] = vlo;
+      words[2 * i + 1] = phi + dhi + (((plo & dlo) | ((plo | dlo) & ~vlo)) >>> 31);
     }
   }
-  return values;
+}
+
+/**
+ * Values packed as the XOR of their words with their predictions', rotated right by one bit when
+ * `rotated` (undone here by the same operations either way, so that one kind's type feedback serves the
+ * other), group widths as 3-bit changes.
+ */
+function unpackXors(
+  src: Uint32Array,
+  words: Int32Array,
+  values: Float64Array,
+  n: number,
+  linear: boolean,
+  rotated: boolean,
+): void {
+  const totalBits = src.length * 32;
+  const shift = rotated ? 1 : 0;
+  const carry = rotated ? -1 : 0;
+  let pos = 64;
+  let width = 0;
+  for (let g = 1; g < n; g += GROUP) {
+    const groupEnd = g + GROUP < n ? g + GROUP : n;
+    if (pos + 3 > totalBits) throw new Error('bit stream ends early');
+    const code = bitField(src, pos, 3);
+    pos += 3;
+    if (code === 7) {
+      if (pos + 7 > totalBits) throw new Error('bit stream ends early');
+      width = bitField(src, pos, 7);
+      pos += 7;
+    } else width += code - 3;
+    checkGroupWidth(width, pos, groupEnd - g, totalBits);
+    const lowBits = width <= 32 ? width : 32;
+    const highBits = width - lowBits;
+    for (let i = g; i < groupEnd; i++) {
+      const lo = lowBits === 0 ? 0 : bitField(src, pos, lowBits);
+      pos += lowBits;
+      const hi = highBits === 0 ? 0 : bitField(src, pos, highBits);
+      pos += highBits;
+      scratch[0] = predict(values, i, linear);
+      words[2 * i] = ((lo >>> shift) | ((hi << 31) & carry)) ^ scratchWords[0]!;
+      words[2 * i + 1] = ((hi >>> shift) | ((lo << 31) & carry)) ^ scratchWords[1]!;
+    }
+  }
 }
 
 /** The float32 prediction of f[i] (i >= 1): the value before, or the line through the two before. */
