@@ -23,6 +23,7 @@ import { sceneAt, streamSamples, trajectoryColumns } from '../src/replay/run-que
 import { openStore } from '../src/store/open-store.js';
 import { SqliteBackend } from '../src/store/sqlite/sqlite-backend.js';
 import { SCHEMA_VERSION } from '../src/store/sqlite/sqlite-schema.js';
+import { readColumnsJoinedViaBatches } from '../src/store/common/sample-reads.js';
 import { crashSample } from './helpers/crash-sample.js';
 import { storeV4Samples } from './helpers/store-v4-samples.js';
 import { REPO_ROOT, tempDir } from './helpers/paths.js';
@@ -1485,4 +1486,104 @@ describe('time that stands still', () => {
       }
     });
   }
+});
+
+describe('joined reads (readColumnsJoined, under trajectoryColumns)', () => {
+  /**
+   * Chunks of 200 samples whose columns differ: a vec column only in the first 300 samples, an
+   * undeclared one from sample 500 on, strings and JSON now and then. A joined read decodes chunks
+   * wholly inside its window straight into its columns (or copies them from the cache) and copies the
+   * rows a window cuts; its answer is readColumns' batches joined, value for value.
+   */
+  async function recordVaryingColumns(): Promise<{ store: SqliteBackend; run: number }> {
+    const store = SqliteBackend.open(fresh(), { chunkSamples: 200, blockSamples: 64 });
+    const rec = await RunRecorder.begin(store, { begin: 0 });
+    await rec.declareActors([{ id: 'a', kind: 'vehicle' }]);
+    await rec.declareStreams([
+      {
+        name: 'data',
+        actor: 'a',
+        fields: [
+          { name: 'x', type: 'f64' },
+          { name: 'pos', type: 'vec', length: 3, optional: true },
+          { name: 'label', type: 'string', optional: true },
+          { name: 'info', type: 'json', optional: true },
+        ],
+      },
+    ]);
+    const samples: Sample[] = [];
+    for (let i = 0; i < 1000; i++) {
+      const s: Sample = { t: i * 1000, step: i, x: i * 0.5 };
+      if (i < 300) s.pos = [i, -i, i / 7];
+      if (i % 3 === 0) s.label = `lane ${i % 5}`;
+      if (i % 7 === 0) s.info = { i, list: [i, null] };
+      if (i >= 500) s.late = i * 2;
+      samples.push(s);
+    }
+    for (let i = 0; i < samples.length; i += 90) await rec.appendBatch('a/data', samples.slice(i, i + 90));
+    await rec.end('scenario_stop_trigger');
+    return { store, run: rec.id };
+  }
+
+  const sameBatch = (actual: ColumnBatch, expected: ColumnBatch, where: string): void => {
+    assert.deepEqual([...actual.t], [...expected.t], `${where}: t`);
+    assert.deepEqual([...actual.step], [...expected.step], `${where}: step`);
+    assert.deepEqual(Object.keys(actual.columns), Object.keys(expected.columns), `${where}: columns`);
+    for (const name in expected.columns) {
+      const a = actual.columns[name]!;
+      const e = expected.columns[name]!;
+      // Float64Arrays as plain arrays: deepEqual takes NaN as equal to NaN, as a row without a value.
+      assert.deepEqual(
+        Array.from(a as ArrayLike<unknown>),
+        Array.from(e as ArrayLike<unknown>),
+        `${where}: ${name}`,
+      );
+    }
+  };
+
+  it('gives readColumns’ batches joined, whole and in windows, decoded or from the cache', async () => {
+    const { store, run } = await recordVaryingColumns();
+    try {
+      const windows: { from?: number; to?: number }[] = [
+        {},
+        { from: 150_000, to: 850_000 },
+        { from: 200_000, to: 399_000 },
+        { from: 250_000, to: 260_000 },
+        { from: 1_500_000 },
+      ];
+      for (const cache of ['cold', 'warm'])
+        for (const window of windows) {
+          const args = { run, stream: 'a/data', ...window };
+          const where = `${cache} cache, window ${JSON.stringify(window)}`;
+          // The reference first when warm: its reads leave the chunks decoded whole in the cache.
+          const expected = cache === 'warm' ? await readColumnsJoinedViaBatches(store, args) : undefined;
+          const actual = await store.readColumnsJoined(args);
+          sameBatch(actual, expected ?? (await readColumnsJoinedViaBatches(store, args)), where);
+          for (const fields of [['x'], ['pos', 'late']])
+            sameBatch(
+              await store.readColumnsJoined({ ...args, fields }),
+              await readColumnsJoinedViaBatches(store, { ...args, fields }),
+              `${where}, fields ${fields.join(',')}`,
+            );
+        }
+      const whole = await store.readColumnsJoined({ run, stream: 'a/data' });
+      assert.equal(whole.t.length, 1000);
+      assert.deepEqual(Array.from((whole.columns.pos as Float64Array).subarray(299 * 3, 301 * 3)), [
+        299,
+        -299,
+        299 / 7,
+        NaN,
+        NaN,
+        NaN,
+      ]);
+      // The caller's: changing it changes no later read.
+      (whole.columns.x as Float64Array)[5] = -1;
+      (whole.columns.info as { i: number }[])[7]!.i = -1;
+      const again = await store.readColumnsJoined({ run, stream: 'a/data' });
+      assert.equal((again.columns.x as Float64Array)[5], 2.5);
+      assert.deepEqual((again.columns.info as unknown[])[7], { i: 7, list: [7, null] });
+    } finally {
+      await store.close();
+    }
+  });
 });

@@ -128,6 +128,11 @@ export interface StoreBackend {
    * values in them are the caller's to change (copies of what the store caches).
    */
   readColumns(args: ReadColumnsArgs): AsyncIterable<ColumnBatch>;
+  /**
+   * The same samples as one batch (what readColumns yields, joined): a trajectory, a plot's series.
+   * The caller's, as readColumns' batches are.
+   */
+  readColumnsJoined(args: ReadColumnsArgs): Promise<ColumnBatch>;
   /** Yields the stream's samples in time order, a batch at a time (objects built from readColumns). */
   readSamples(args: ReadSamplesArgs): AsyncIterable<Sample[]>;
   /** The samples either side of t, for each of several streams: the scene at t in one call. */

@@ -728,7 +728,7 @@ export class ParsedChunk {
   }
 
   /** Decodes block i; only the fields named in `fields` when given (t and step always). */
-  decodeBlock(i: number, fields?: ReadonlySet<string>, into?: BlockTarget): ColumnBatch {
+  decodeBlock(i: number, fields?: ReadonlySet<string>, into?: RowsTarget): ColumnBatch {
     const ref = this.blocks[i]!;
     const bytes = this.checkedBlock(i);
     try {
@@ -778,31 +778,75 @@ export class ParsedChunk {
   decodeAll(fields?: ReadonlySet<string>): ColumnBatch {
     this.loadAll();
     if (this.blocks.length === 1) return this.decodeBlock(0, fields);
-    const n = this.n;
-    // Chunk-wide columns are made as blocks first bring them (decodeBlockBytes): made for every declared
-    // column up front, those no block has (12 of the benchmark's 20) were a tenth of a trajectory's time,
-    // allocated, filled and deleted again.
-    const target: BlockTarget = {
-      batch: { t: new Float64Array(n), step: new Float64Array(n), columns: {} },
-      row: 0,
-      n,
-    };
+    const target = rowsTarget(this.n);
+    this.decodeInto(target, fields);
+    return orderedColumns(target, [this.columns]);
+  }
+
+  /**
+   * Every block decoded straight into `target` from its row `row` on, which it moves past them: a
+   * chunk-wide column (decodeAll), or the columns of a read that joins chunks (a trajectory).
+   */
+  decodeInto(target: RowsTarget, fields?: ReadonlySet<string>): void {
+    this.loadAll();
     for (let i = 0; i < this.blocks.length; i++) {
       const rows = this.blocks[i]!.rows;
       const block = this.decodeBlock(i, fields, target);
-      // Columns an earlier block brought and this one lacks: no value in its rows.
-      for (const name in target.batch.columns)
-        if (!(name in block.columns))
-          markAbsent(target.batch.columns[name]!, target.row, rows, widthOf(this.columns, name));
+      markAbsentRows(target, block, rows);
       target.row += rows;
     }
-    // In the chunk's column order (declared fields first), whichever block brought each first.
-    const columns: Record<string, ColumnValues> = {};
-    for (const c of this.columns) {
+  }
+}
+
+/**
+ * Columns `n` rows long that rows are decoded or copied into. Its columns are made as rows first bring
+ * them (targetColumn): made for every declared column up front, those no block has (12 of the
+ * benchmark's 20) were a tenth of a trajectory's time, allocated, filled and deleted again.
+ */
+export function rowsTarget(n: number): RowsTarget {
+  return { batch: { t: new Float64Array(n), step: new Float64Array(n), columns: {} }, row: 0, n };
+}
+
+/** A target's column for `column`, made when rows first bring it (no value in the rows before). */
+export function targetColumn(target: RowsTarget, column: ChunkColumn): ColumnValues {
+  let whole = target.batch.columns[column.name];
+  if (whole === undefined) {
+    whole =
+      column.type === 'string' || column.type === 'json'
+        ? new Array<unknown>(target.n)
+        : new Float64Array(target.n * (column.length ?? 1));
+    markAbsent(whole, 0, target.row, column.length ?? 1);
+    target.batch.columns[column.name] = whole;
+  }
+  return whole;
+}
+
+/**
+ * A filled target as a batch, its columns in the chunks' column order (declared fields first, then the
+ * undeclared ones as chunks brought them).
+ */
+export function orderedColumns(
+  target: RowsTarget,
+  chunkColumns: readonly (readonly ChunkColumn[])[],
+): ColumnBatch {
+  const columns: Record<string, ColumnValues> = {};
+  for (const list of chunkColumns)
+    for (const c of list) {
       const values = target.batch.columns[c.name];
-      if (values !== undefined) columns[c.name] = values;
+      if (values !== undefined && !(c.name in columns)) columns[c.name] = values;
     }
-    return { t: target.batch.t, step: target.batch.step, columns };
+  return { t: target.batch.t, step: target.batch.step, columns };
+}
+
+/**
+ * The target's next `rows` rows marked as having no value in the columns earlier rows brought and
+ * `rowsBatch` (what those rows hold) lacks.
+ */
+export function markAbsentRows(target: RowsTarget, rowsBatch: ColumnBatch, rows: number): void {
+  for (const name in target.batch.columns) {
+    if (rowsBatch.columns[name] !== undefined) continue;
+    const values = target.batch.columns[name]!;
+    markAbsent(values, target.row, rows, values instanceof Float64Array ? values.length / target.n : 1);
   }
 }
 
@@ -811,9 +855,6 @@ function markAbsent(values: ColumnValues, from: number, rows: number, width: num
   if (values instanceof Float64Array) values.fill(NaN, from * width, (from + rows) * width);
   else values.fill(undefined, from, from + rows);
 }
-
-const widthOf = (columns: readonly ChunkColumn[], name: string): number =>
-  columns.find((c) => c.name === name)?.length ?? 1;
 
 /** An encoded block on its own (a tail block about to be packed again with its neighbours). */
 export function decodeEncodedBlock(block: EncodedBlock, columns: readonly ChunkColumn[]): ColumnBatch {
@@ -827,11 +868,11 @@ export function decodeEncodedBlock(block: EncodedBlock, columns: readonly ChunkC
 
 const hex = (v: number): string => `0x${v.toString(16).padStart(8, '0')}`;
 
-/** Where a block's rows go when a whole chunk is decoded: chunk-wide columns, from row `row` on. */
-interface BlockTarget {
+/** Where decoded rows go: columns `n` rows long (a whole chunk's, or a joined read's), from row `row` on. */
+export interface RowsTarget {
   batch: ColumnBatch;
   row: number;
-  /** The chunk's rows: the length of a chunk-wide column made for a column a block brings first. */
+  /** The length of a column made for a column rows bring first. */
   n: number;
 }
 
@@ -845,7 +886,7 @@ function decodeBlockBytes(
   begin: number,
   columns: readonly ChunkColumn[],
   fields: ReadonlySet<string> | undefined,
-  into?: BlockTarget,
+  into?: RowsTarget,
 ): ColumnBatch {
   const input = new ByteReader(bytes);
   let t: Float64Array | null = null;
@@ -885,16 +926,7 @@ function decodeBlockBytes(
       present = 0;
       for (let i = 0; i < rows; i++) if (presence[i >> 3]! & (1 << (i & 7))) present++;
     }
-    let whole = into?.batch.columns[column.name];
-    if (into && whole === undefined) {
-      // The first block of the chunk with this column: its chunk-wide column, absent in the rows before.
-      whole =
-        column.type === 'string' || column.type === 'json'
-          ? new Array<unknown>(into.n)
-          : new Float64Array(into.n * (column.length ?? 1));
-      markAbsent(whole, 0, into.row, column.length ?? 1);
-      into.batch.columns[column.name] = whole;
-    }
+    const whole = into && targetColumn(into, column);
     if (whole === undefined) out[column.name] = decodeColumn(column, codec, body, present, rows, presence);
     else {
       decodeColumnInto(column, codec, body, present, rows, presence, whole, into!.row);

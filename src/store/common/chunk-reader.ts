@@ -1,6 +1,13 @@
 import { sampleAt, type ColumnBatch, type ColumnValues } from '../../model/columns.js';
 import type { Sample } from '../../model/stream.js';
-import { ParsedChunk, isChunkV2, type ChunkColumn } from './chunk-format.js';
+import {
+  markAbsentRows,
+  ParsedChunk,
+  isChunkV2,
+  targetColumn,
+  type ChunkColumn,
+  type RowsTarget,
+} from './chunk-format.js';
 import { decodeChunk as decodeChunkV1, type DecodedChunk } from './chunk-v1.js';
 import { LruCache } from './lru-cache.js';
 import { copyJsonValue, type JsonValue } from '../../model/json.js';
@@ -13,6 +20,8 @@ export interface ChunkView {
   blockAtOrBefore(t: number): number;
   decodeBlock(i: number, fields?: ReadonlySet<string>): ColumnBatch;
   decodeAll(fields?: ReadonlySet<string>): ColumnBatch;
+  /** Every row decoded into `target` from its row `row` on, which it moves past them. */
+  decodeInto(target: RowsTarget, fields?: ReadonlySet<string>): void;
   /** Reads the whole chunk at once (its blocks are about to be decoded one after another). */
   loadAll(): void;
 }
@@ -71,6 +80,10 @@ class V1Chunk implements ChunkView {
 
   decodeAll(fields?: ReadonlySet<string>): ColumnBatch {
     return this.decodeBlock(0, fields);
+  }
+
+  decodeInto(target: RowsTarget, fields?: ReadonlySet<string>): void {
+    copyRowsInto(this.decodeBlock(0, fields), this.columns, 0, this.n, target);
   }
 
   loadAll(): void {}
@@ -148,6 +161,11 @@ export class ChunkCache<Id> {
     let batch = this.wholes.get(key);
     if (batch === undefined) this.wholes.set(key, (batch = view.decodeAll(fields)));
     return batch;
+  }
+
+  /** A chunk decoded whole earlier (the fields asked for), if the cache still holds it; decodes nothing. */
+  cachedWhole(id: Id, fields?: ReadonlySet<string>): ColumnBatch | undefined {
+    return this.wholes.get(this.keyOf(id, 0, fields));
   }
 
   /**
@@ -338,6 +356,50 @@ export function sliceBatch(
   const sliced: ColumnBatch = { t: batch.t.slice(from, to), step: batch.step.slice(from, to), columns: out };
   if (batch.types) sliced.types = batch.types;
   return sliced;
+}
+
+/**
+ * Rows [from, to) of a decoded batch copied into `target` from its row `row` on, which it moves past
+ * them. Copies, JSON values included, as sliceBatch's: the batch may be the cache's.
+ */
+export function copyRowsInto(
+  batch: ColumnBatch,
+  columns: readonly ChunkColumn[],
+  from: number,
+  to: number,
+  target: RowsTarget,
+): void {
+  const rows = to - from;
+  target.batch.t.set(batch.t.subarray(from, to), target.row);
+  target.batch.step.set(batch.step.subarray(from, to), target.row);
+  for (const c of columns) {
+    const values = batch.columns[c.name];
+    if (values === undefined) continue;
+    const whole = targetColumn(target, c);
+    if (values instanceof Float64Array) {
+      const width = c.type === 'vec' ? c.length! : 1;
+      (whole as Float64Array).set(values.subarray(from * width, to * width), target.row * width);
+    } else {
+      const list = whole as unknown[];
+      for (let i = 0; i < rows; i++)
+        list[target.row + i] =
+          c.type === 'json' ? copyJsonValue(values[from + i] as JsonValue) : values[from + i];
+    }
+  }
+  markAbsentRows(target, batch, rows);
+  target.row += rows;
+}
+
+/**
+ * The chunks of an index (in begin order) that may hold samples in [from, to]: from the first that
+ * contains `from` to the last that begins by `to`. Time may stand still: chunks before the last one
+ * beginning at or before `from` may end at `from`.
+ */
+export function chunksCovering<Id>(index: readonly ChunkRef<Id>[], from: number, to: number): ChunkRef<Id>[] {
+  const last = lastBeginAtOrBefore(index, from);
+  let first = last < 0 ? 0 : firstBeginAtOrAfter(index, index[last]!.begin);
+  while (first > 0 && index[first - 1]!.end >= from) first--;
+  return index.slice(first, lastBeginAtOrBefore(index, to) + 1);
 }
 
 /**

@@ -39,7 +39,11 @@ import {
 } from '../common/chunk-reader.js';
 import { scenarioCatalog, vehicleCatalog } from '../common/catalogs.js';
 import { checkStoreIntegrity } from '../common/integrity-check.js';
-import { readSamplesViaColumns, sampleBracketViaMany } from '../common/sample-reads.js';
+import {
+  readColumnsJoinedViaBatches,
+  readSamplesViaColumns,
+  sampleBracketViaMany,
+} from '../common/sample-reads.js';
 import {
   DEFAULT_TAIL_OPTIONS,
   encodeChunks,
@@ -497,6 +501,10 @@ export class MongoBackend implements StoreBackend {
       const hi = lastAtOrBefore(batch.t, to) + 1;
       if (hi > lo) yield sliceBatch(batch, view.columns, lo, hi);
     }
+  }
+
+  readColumnsJoined(args: ReadColumnsArgs): Promise<ColumnBatch> {
+    return readColumnsJoinedViaBatches(this, args);
   }
 
   readSamples(args: ReadSamplesArgs): AsyncIterable<Sample[]> {
