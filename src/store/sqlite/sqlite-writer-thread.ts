@@ -78,9 +78,11 @@ export class WriterThread implements ChunkWriterPort {
    * Writes declarations on the caller's connection until the thread is ready. A thread takes 30 to 150
    * ms to start (its modules, its connection; longer while the caller keeps the other core busy); a
    * recorder's first declarations, sent to it, waited for that, a fifth of a 3,000-step ingest
-   * benchmark's in-process recording. Before the thread is ready it has written nothing, and a recorder
-   * declares after the commit in flight is durable (RunRecorder.storeInOrder), so nothing it was asked
-   * to write can come after what is written here.
+   * benchmark's in-process recording. A declaration written here may land before an append handed to
+   * the thread earlier and still in its queue (a recorder hands writes to this store at once,
+   * RunRecorder.inOrder): harmless, since samples need their declarations before them, not after. If
+   * the thread has just opened its connection and holds the write lock, this waits for it in SQLite's
+   * busy handler, once, at a run's start.
    */
   private readonly meanwhile: SqliteChunkWriter;
 
