@@ -176,7 +176,7 @@ async function driveTraffic(
   onProgress: ((fraction: number) => void) | undefined,
 ): Promise<{ participants: number; actorSteps: number }> {
   const { sim, warn, rateHz, substeps, duration } = demo;
-  const lightIds = new Set(sim.lights.map((l) => l.id));
+  const lightIds = sim.lights.map((l) => l.id);
   const pedestrianIds = new Set(sim.pedestrians.walkers.map((p) => p.id));
   await sink.declareActors([
     ...sim.lights.map((l): ActorDecl => ({ id: l.id, kind: 'traffic_light', sourceClass: 'sumo.tlLogic' })),
@@ -298,13 +298,26 @@ async function driveTraffic(
       states.lane[row] = on.lane;
       states.lanePos[row] = on.lanePos;
     }
-    for (const light of sim.lights) {
-      const s = sim.signals.get(light.id)!;
-      frame.push({ stream: `${light.id}/signal`, samples: [{ t, step, ...s }] });
-    }
+    // The lights' signals as a frame of their own: columns, as the states are, not a sample object each.
+    const signals = {
+      state: new Array<string>(lightIds.length),
+      phase: new Float64Array(lightIds.length),
+      program: new Array<string>(lightIds.length),
+      timeToSwitch: new Float64Array(lightIds.length),
+    };
+    lightIds.forEach((id, row) => {
+      const s = sim.signals.get(id)!;
+      signals.state[row] = s.state;
+      signals.phase[row] = s.phase;
+      signals.program[row] = s.program;
+      signals.timeToSwitch[row] = s.timeToSwitch;
+    });
     actorSteps += sim.vehicles.length + sim.pedestrians.walkers.length + sim.lights.length;
     const durable = Promise.all([
       sink.appendFrame(STATE_STREAM, { t, step, actors, columns: states }),
+      lightIds.length
+        ? sink.appendFrame('signal', { t, step, actors: lightIds, columns: signals })
+        : undefined,
       sink.appendMany(frame),
       departures,
     ]).then(() => {});
