@@ -671,27 +671,45 @@ export function unpackFloat32(
   packing: FloatPacking,
   target?: Float64Array,
 ): Float64Array {
-  const difference = packing.residual === 'difference';
-  const r = unpackWords(bytes, n, difference);
+  const kind = residualKind(packing.residual);
+  const r = unpackWords(bytes, n, kind === DIFFERENCE);
   const f = new Float32Array(n);
   const w = new Uint32Array(f.buffer);
-  const p = new Float32Array(1);
-  const pw = new Uint32Array(p.buffer);
-  const linear = packing.predictor === 'linear';
-  const kind = residualKind(packing.residual);
   if (n > 0) w[0] = r[0]!;
-  for (let i = 1; i < n; i++) {
-    predict32(f, i, linear, p);
-    const z = r[i]!;
-    w[i] = difference
-      ? (pw[0]! + ((z >>> 1) ^ -(z & 1))) | 0
-      : kind === XOR
-        ? z ^ pw[0]!
-        : ((z >>> 1) | (z << 31)) ^ pw[0]!;
-  }
+  // A loop per residual kind, as unpackFloat64's (there, one loop for all was optimised for the kinds
+  // met first and thrown away at another).
+  const linear = packing.predictor === 'linear';
+  if (kind === DIFFERENCE) undoDifferences32(r, f, w, linear);
+  else undoXors32(r, f, w, linear, kind === XOR_ROTATED);
   if (!target) return Float64Array.from(f);
   target.set(f);
   return target;
+}
+
+/** float32 words from their zig-zagged differences from their predictions' words. */
+function undoDifferences32(r: Uint32Array, f: Float32Array, w: Uint32Array, linear: boolean): void {
+  for (let i = 1; i < r.length; i++) {
+    predict32(f, i, linear, p32);
+    const z = r[i]!;
+    w[i] = (p32Word[0]! + ((z >>> 1) ^ -(z & 1))) | 0;
+  }
+}
+
+/** float32 words from their XOR with their predictions' words, rotated by one bit when `rotated`. */
+function undoXors32(
+  r: Uint32Array,
+  f: Float32Array,
+  w: Uint32Array,
+  linear: boolean,
+  rotated: boolean,
+): void {
+  const shift = rotated ? 1 : 0;
+  const carry = rotated ? -1 : 0;
+  for (let i = 1; i < r.length; i++) {
+    predict32(f, i, linear, p32);
+    const z = r[i]!;
+    w[i] = ((z >>> shift) | ((z << 31) & carry)) ^ p32Word[0]!;
+  }
 }
 
 /** Unsigned 32-bit words in groups at the width of their widest (widths in the prefix code when asked). */
