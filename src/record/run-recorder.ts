@@ -10,6 +10,7 @@ import {
   normalizeRunInit,
   type ActorDecl,
   type ActorInfo,
+  type ActorPresence,
   type EndReason,
   type RunInfo,
   type RunInit,
@@ -748,6 +749,24 @@ export class RunRecorder {
     else this.commitNow();
   }
 
+  /**
+   * Gives a commit's columns to the store, and lets go of them: what waits for the store's answer (an
+   * async function's frame, the commit's closure) must not hold them. Held through a commit's flight,
+   * the columns of the commit before (200 actors x 100 steps) survived every young collection of the
+   * appending thread, some 800 KB each time, and V8 grew its young generation to 32 MiB (16 MiB
+   * without them) on the record benchmark.
+   */
+  private handOver(handover: Handover): Promise<void> {
+    const { appends, presence } = handover;
+    handover.appends = [];
+    // Presence changed with these samples goes with them (in the same transaction where the store has
+    // one); alone, it is written as it is, except to a store that keeps the order of writes: there it
+    // goes as an append of no samples, into the same queue as the declarations.
+    if (appends.length || (presence.length && this.store.keepsWriteOrder))
+      return this.store.appendColumns(this.run.id, appends, presence);
+    return presence.length ? this.store.putPresence(this.run.id, presence) : Promise.resolve();
+  }
+
   private commitNow(): void {
     this.cancelScheduled?.();
     this.cancelScheduled = null;
@@ -786,15 +805,11 @@ export class RunRecorder {
     // under a flood (the ingest server) holds the commits' packed columns one or two at a time.
     const alone = this.commitsInFlight === 0;
     this.commitsInFlight++;
+    const handover: Handover = { appends, presence };
     const committed = this.inOrder(async () => {
       if (this.failure) return group.reject(this.failure);
       try {
-        // Presence changed with these samples goes with them (in the same transaction where the store
-        // has one); alone, it is written as it is, except to a store that keeps the order of writes:
-        // there it goes as an append of no samples, into the same queue as the declarations.
-        if (appends.length || (presence.length && this.store.keepsWriteOrder))
-          await this.store.appendColumns(this.run.id, appends, presence);
-        else if (presence.length) await this.store.putPresence(this.run.id, presence);
+        await this.handOver(handover);
         if (batchEnd !== null && (this.lastDurableT === null || batchEnd > this.lastDurableT))
           this.lastDurableT = batchEnd;
         group.resolve();
@@ -811,6 +826,12 @@ export class RunRecorder {
       }
     });
   }
+}
+
+/** A commit's columns and presence until they are given to the store (RunRecorder.handOver). */
+interface Handover {
+  appends: ColumnAppend[];
+  presence: ActorPresence[];
 }
 
 const NO_TYPES: ReadonlyMap<string, FieldType> = new Map();

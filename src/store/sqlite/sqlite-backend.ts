@@ -374,15 +374,19 @@ export class SqliteBackend implements StoreBackend {
 
   // ---- samples -------------------------------------------------------------------------------------
 
-  async appendColumns(run: number, appends: ColumnAppend[], presence?: ActorPresence[]): Promise<void> {
+  appendColumns(run: number, appends: ColumnAppend[], presence?: ActorPresence[]): Promise<void> {
+    // Presence goes with the samples into the writer thread's transaction: one fsync, off this thread,
+    // and never samples durable without the leave that came with them. Not an async function: the
+    // columns are packed and posted at the call, and a suspended async frame would keep them alive,
+    // through the young collections of the commit's whole flight, until the writer answers.
+    let written: Promise<void>;
     try {
-      // Presence goes with the samples into the writer thread's transaction: one fsync, off this
-      // thread, and never samples durable without the leave that came with them.
-      await this.writer.append(run, appends, presence);
-    } finally {
-      // The writer committed on its own connection: what this one cached of the run is stale.
-      this.forgetRun(run);
+      written = this.writer.append(run, appends, presence);
+    } catch (error) {
+      written = Promise.reject(error);
     }
+    // The writer committed on its own connection: what this one cached of the run is stale.
+    return written.finally(() => this.forgetRun(run));
   }
 
   async putDerivedStream(run: number, schema: StreamSchema, samples: Sample[]): Promise<void> {
