@@ -73,7 +73,10 @@ const ANALYSIS: Record<string, string> = {
     "ego's per-step sample objects (control, and the wheels' JSON objects held until the commit): " +
     'without them the same run keeps a 15 MiB young generation and peaks 15-20 MiB lower. The writer ' +
     "thread's malloc arena holds 49-57 MiB at the peak (38.5 MB of it array buffers: tail blocks and " +
-    'blocks not yet collected); forcing a full collection after every seal left it as large.',
+    'blocks not yet collected); forcing a full collection after every seal left it as large. Since the ' +
+    "afternoon of 2026-11-26 a commit's columns are let go of once given to the store (830 KB survived " +
+    "each of the appending thread's young collections, 445 KB now): V8 grows the young generation later " +
+    'in the run, the peak is the same.',
   'seek-first':
     "A fresh process's first scene opens one chunk per actor: SQLite reads each 63 KB chunk whole, each " +
     'frame is checked and one block of each decoded, by code V8 has not optimised yet (the same work ' +
@@ -98,16 +101,17 @@ const ANALYSIS: Record<string, string> = {
     "0.7 s (decoded lane columns are arrays of strings on V8's heap) and its five full collections " +
     'mark in steps during the scenes after the bursts.',
   trajectory:
-    'A whole-run trajectory decodes each of its 5 chunks straight into chunk-wide arrays and joins them: ' +
-    '2.5 to 3 ms warm (the median of 200 reads in one process). The median of 3 is the second read of a ' +
-    'fresh process, run largely by code V8 is still optimising on its other thread (TurboFan takes ' +
-    "8-15 ms to compile each of the decoder's functions): 4.5 to 12 ms from one process to the next on " +
-    'this VM. With --trace-opt: the float decoder is optimised during the first read, but the functions ' +
-    'called once a block (decodeBlockBytes, decodeNumbers, decodeDictionary: 100 blocks of 100 rows a ' +
-    "trajectory) reach V8's threshold only during the second, and their compiles finish during the second " +
-    'or the third; a read that runs before they do takes 8-10 ms, one after 5 (the repetitions of ' +
-    '2026-11-26: 4.9, 5.3, 8.3, 9.3, 9.5, 9.9). Written out without its small helper functions, the ' +
-    'float decoder ran slower in a fresh process (first trajectory 18-24 ms against 13-16).',
+    'A whole-run trajectory (readColumnsJoined, since 2026-11-26 afternoon) decodes its 5 chunks straight ' +
+    'into the joined columns, nothing cached or copied again: 2.3 to 3.5 ms warm. The median of 3 is the ' +
+    'second read of a fresh process, which runs code V8 is still compiling on its other thread: the ' +
+    "decoder's loops (TurboFan 5-11 ms each here) and the functions called once a block (decodeNumbers, " +
+    'decodeDictionary: 6-16 ms), whose compiles are queued during the first read and finish during the ' +
+    'second or the third. A read after them takes 2.5-4 ms, one during them 6-10 (the repetitions here: ' +
+    '4.5, 6.7, 8.2; twelve fresh processes measured 3.5-8.8, median 6.7, against 5.0-11.0, median 8.3, ' +
+    'before). Until then the float decoder was also thrown away at the first column of another residual ' +
+    'kind and compiled again for 10-17 ms (--trace-deopt), now a loop per kind. Written out without its ' +
+    'small helper functions, the float decoder ran slower in a fresh process (first trajectory 18-24 ms ' +
+    'against 13-16).',
   'sumo-vs-alone':
     'SUMO serving the recorded variables over TraCI, with nothing kept (the TraCI floor), steps at about ' +
     '0.35x its speed alone, and writing the same variables to its own FCD output at 0.33x: answering a ' +
@@ -119,9 +123,15 @@ const ANALYSIS: Record<string, string> = {
     "The client, the server's main thread and its writer thread share two cores; a run's first seconds " +
     "add V8 compiling each process's code (the first runs' ratio is in firstRun).",
   demo:
-    "Recording costs the demo's thread about 2 us an actor-step (appending states of 19 fields, its " +
-    'commits, their collections) against about 1 us of simulating, and a 60 s demo records in a fifth of ' +
-    "a second, of which the writer thread's start and the final seal are about half.",
+    "The benchmark's demo is 60 simulated seconds, recorded in about a fifth of a second against 50 ms " +
+    "simulated alone: the store's writer thread alone takes about 40 ms to start (an empty worker 18), " +
+    "and then runs code V8 has not optimised; the demo's thread waits for it for about 80 ms of a run " +
+    "(profiled). Over 600 simulated seconds recording costs the demo's thread about 1.4 us an " +
+    'actor-step (appending, its commits, their collections) against 1 us of simulating: 0.37-0.40x ' +
+    'there since the afternoon of 2026-11-26, when the recorder stopped waiting for each write before ' +
+    "handing over the next to a store that keeps their order (the demo's loop and the writer thread " +
+    'had taken turns: 0.31-0.32x before). Measured and not kept: starting the writer thread before the ' +
+    "network is read (no change), a run's declarations of one turn sent as one message (no change).",
   'ingest-server-peak':
     "simrec serve keeps its main thread's young generation at 8 MiB (2.16-2.29x without it); the rest of " +
     "the peak is the main thread's malloc heap (22-51 MiB at the peak; a credit window of 4 or 8 MiB " +
