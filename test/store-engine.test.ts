@@ -1587,3 +1587,40 @@ describe('joined reads (readColumnsJoined, under trajectoryColumns)', () => {
     }
   });
 });
+
+describe('joined reads while a run is recorded', () => {
+  it('read from another connection between commits that seal tails, each is a whole prefix of what was written', async () => {
+    const path = fresh();
+    const store = SqliteBackend.open(path, { chunkSamples: 200, blockSamples: 64 });
+    const reader = SqliteBackend.open(path, { readonly: true });
+    try {
+      const rec = await RunRecorder.begin(store, { begin: 0 });
+      await rec.declareActors([{ id: 'a', kind: 'vehicle' }]);
+      await rec.declareStreams([stateStream('a')]);
+      let written = 0;
+      let longest = 0;
+      for (let commit = 0; commit < 60; commit++) {
+        const batch: Sample[] = [];
+        for (let i = 0; i < 37; i++, written++)
+          batch.push({ t: written * 1000, step: written, x: written, y: 0, yaw: 0 });
+        await rec.appendBatch('a/state', batch);
+        // Between commits the writer thread merges tails into sealed chunks under the reader's index.
+        const joined = await reader.readColumnsJoined({ run: rec.id, stream: 'a/state' });
+        const steps = [...joined.step];
+        assert.deepEqual(
+          steps,
+          Array.from({ length: steps.length }, (_, i) => i),
+          `after commit ${commit}`,
+        );
+        assert.ok(steps.length >= longest, `after commit ${commit}: ${steps.length} rows, ${longest} before`);
+        longest = steps.length;
+      }
+      await rec.end('completed');
+      const whole = await reader.readColumnsJoined({ run: rec.id, stream: 'a/state' });
+      assert.equal(whole.t.length, written);
+    } finally {
+      await reader.close();
+      await store.close();
+    }
+  });
+});

@@ -3,7 +3,7 @@ import Database from 'better-sqlite3';
 import type { Attachment, AttachmentInfo } from '../../model/attachment.js';
 import type { Scenario, ScenarioSummary, VehicleConfig } from '../../model/catalog.js';
 import { samplesToColumns, type ColumnBatch } from '../../model/columns.js';
-import { conflict, notFound, SimrecError } from '../../model/errors.js';
+import { notFound, SimrecError } from '../../model/errors.js';
 import { deepFreeze, type JsonObject } from '../../model/json.js';
 import type { ActorInfo, ActorPresence, EndReason, RunInfo, RunSummary } from '../../model/run.js';
 import type {
@@ -36,7 +36,11 @@ import {
 } from '../common/chunk-reader.js';
 import { scenarioCatalog, vehicleCatalog } from '../common/catalogs.js';
 import { checkStoreIntegrity } from '../common/integrity-check.js';
-import { readSamplesViaColumns, sampleBracketViaMany } from '../common/sample-reads.js';
+import {
+  readColumnsJoinedViaBatches,
+  readSamplesViaColumns,
+  sampleBracketViaMany,
+} from '../common/sample-reads.js';
 import { DEFAULT_TAIL_OPTIONS, encodeChunks, type StreamTailOptions } from '../common/stream-tail.js';
 import {
   SCHEMA_DDL,
@@ -473,16 +477,16 @@ export class SqliteBackend implements StoreBackend {
     const from = args.from ?? Number.MIN_SAFE_INTEGER;
     const to = args.to ?? Number.MAX_SAFE_INTEGER;
     const fields = args.fields ? new Set(args.fields) : undefined;
-    // Synchronous from here on: nothing in this process writes meanwhile. Another process may merge
-    // tails under the index; then a chunk is gone and the read starts again on a fresh index.
-    for (let attempt = 0; ; attempt++) {
+    // Another connection (this process's writer thread, another process) may merge tails under the
+    // index between two chunk reads: then a chunk is gone, and the read starts again on a fresh index.
+    for (let attempt = 0; attempt < 3; attempt++) {
       args.signal?.throwIfAborted();
       const joined = this.joinChunks(args.run, stream.id, from, to, fields);
       if (joined) return joined;
-      if (attempt === 3)
-        throw conflict(`run ${args.run} stream ${stream.id}: its chunks kept changing under the read`);
       this.forgetRun(args.run);
     }
+    // A stream sealed under every attempt: readColumns, which reads on from where it was, joined.
+    return readColumnsJoinedViaBatches(this, args);
   }
 
   /**
