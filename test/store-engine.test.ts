@@ -1478,6 +1478,13 @@ describe('time that stands still', () => {
               written.filter((s) => s.t <= at).at(-1)?.x,
               `${where}, scene at ${at}`,
             );
+            // The samples either side of t, as interpolation takes them: the last at or before, the first after.
+            const [bracket] = await store.bracketMany(rec.id, { streams: ['a/state'], t: at });
+            assert.deepEqual(
+              [bracket!.before?.step, bracket!.after?.step],
+              [written.filter((s) => s.t <= at).at(-1)?.step, written.find((s) => s.t > at)?.step],
+              `${where}, samples either side of ${at}`,
+            );
           }
           if (!closed) await rec.end('scenario_stop_trigger');
         }
