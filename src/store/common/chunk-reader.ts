@@ -3,6 +3,7 @@ import type { Sample } from '../../model/stream.js';
 import {
   markAbsentRows,
   ParsedChunk,
+  rowsTarget,
   isChunkV2,
   targetColumn,
   type ChunkColumn,
@@ -343,24 +344,16 @@ export function sliceBatch(
   // Copies, not views of the cache's arrays (nor the cached batch itself), JSON values included: a
   // caller may change what it reads (a unit conversion in place, say) without changing what the next
   // read of the chunk gets, in its process or, on a server, another client's.
-  const out: Record<string, ColumnValues> = {};
-  for (const c of columns) {
-    const values = batch.columns[c.name];
-    if (values === undefined) continue;
-    const width = c.type === 'vec' ? c.length! : 1;
-    if (values instanceof Float64Array) out[c.name] = values.slice(from * width, to * width);
-    else if (c.type === 'json')
-      out[c.name] = values.slice(from, to).map((v) => copyJsonValue(v as JsonValue));
-    else out[c.name] = values.slice(from, to);
-  }
-  const sliced: ColumnBatch = { t: batch.t.slice(from, to), step: batch.step.slice(from, to), columns: out };
+  const target = rowsTarget(to - from);
+  copyRowsInto(batch, columns, from, to, target);
+  const sliced = target.batch;
   if (batch.types) sliced.types = batch.types;
   return sliced;
 }
 
 /**
  * Rows [from, to) of a decoded batch copied into `target` from its row `row` on, which it moves past
- * them. Copies, JSON values included, as sliceBatch's: the batch may be the cache's.
+ * them. Copies, JSON values included: the batch may be the cache's.
  */
 export function copyRowsInto(
   batch: ColumnBatch,
