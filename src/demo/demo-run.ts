@@ -3,8 +3,17 @@ import type { JsonObject } from '../model/json.js';
 import type { RoadLane, RoadNetwork } from '../model/roadnet.js';
 import type { ActorDecl, RunInfo } from '../model/run.js';
 import type { FrameInput } from '../model/columns.js';
-import { controlStream, STATE_STREAM, stateStream, wheelsStream } from '../model/standard-streams.js';
-import type { StoreBackend, StreamAppend } from '../model/store-port.js';
+import {
+  CONTROL_STREAM,
+  controlStream,
+  SIGNAL_STREAM,
+  signalStream,
+  STATE_STREAM,
+  stateStream,
+  WHEELS_STREAM,
+  wheelsStream,
+} from '../model/standard-streams.js';
+import type { StoreBackend } from '../model/store-port.js';
 import type { StreamDecl } from '../model/stream.js';
 import { MICROS_PER_SECOND } from '../model/units.js';
 import { RunRecorder } from '../record/run-recorder.js';
@@ -50,18 +59,10 @@ export const DEFAULT_NETWORK_NAME = 'simrec-town.net.xml';
 /** The traffic model's own step never exceeds this, whatever the recording rate. */
 const MAX_STEP = 0.1;
 
-const SIGNAL_FIELDS: StreamDecl['fields'] = [
-  { name: 'state', type: 'string', description: 'one character per controlled link: r y g G o O u s' },
-  { name: 'phase', type: 'i32' },
-  { name: 'program', type: 'string' },
-  { name: 'timeToSwitch', type: 'f64', unit: 's' },
-];
-
 /** Where the simulation loop hands its output: a RunRecorder, or nothing (the benchmark's "recording off"). */
 interface DemoSink {
   declareActors(decls: ActorDecl[]): Promise<unknown>;
   declareStreams(decls: StreamDecl[]): Promise<unknown>;
-  appendMany(frame: StreamAppend[]): Promise<void>;
   appendFrame(name: string, frame: FrameInput): Promise<void>;
   leave(actor: string, t: number): Promise<void>;
   flush(): Promise<void>;
@@ -159,7 +160,6 @@ export async function simulateDemoTraffic(
   const discard: DemoSink = {
     declareActors: async () => {},
     declareStreams: async () => {},
-    appendMany: async () => {},
     appendFrame: async () => {},
     leave: async () => {},
     flush: async () => {},
@@ -189,7 +189,7 @@ async function driveTraffic(
     })),
   ]);
   await sink.declareStreams([
-    ...sim.lights.map((l): StreamDecl => ({ name: 'signal', actor: l.id, fields: SIGNAL_FIELDS, rateHz })),
+    ...sim.lights.map((l) => signalStream(l.id, { rateHz })),
     ...sim.pedestrians.walkers.map((p) => stateStream(p.id, { rateHz })),
   ]);
   // Vehicle ids come from route files; one that names a light or pedestrian is recorded under another id.
@@ -254,7 +254,7 @@ async function driveTraffic(
     const rows = sim.vehicles.length + walkers.length;
     const states = stateColumns(rows);
     const actors: string[] = [];
-    const frame: StreamAppend[] = [];
+    const egos = egoColumns();
     for (const v of sim.vehicles) {
       const id = actorIds.get(v)!;
       const row = actors.push(id) - 1;
@@ -282,10 +282,14 @@ async function driveTraffic(
         states.az[row] = 0;
         states.wx[row] = details.wx;
         states.wy[row] = details.wy;
-        frame.push(
-          { stream: `${id}/control`, samples: [{ t, step, ...details.control }] },
-          { stream: `${id}/wheels`, samples: [{ t, step, wheels: details.wheels }] },
-        );
+        egos.actors.push(id);
+        const c = details.control;
+        egos.control.throttle.push(c.throttle);
+        egos.control.brake.push(c.brake);
+        egos.control.steer.push(c.steer);
+        egos.control.gear.push(c.gear);
+        egos.control.handbrake.push(c.handbrake);
+        egos.wheels.wheels.push(details.wheels);
       }
     }
     for (const p of walkers) {
@@ -316,9 +320,14 @@ async function driveTraffic(
     const durable = Promise.all([
       sink.appendFrame(STATE_STREAM, { t, step, actors, columns: states }),
       lightIds.length
-        ? sink.appendFrame('signal', { t, step, actors: lightIds, columns: signals })
+        ? sink.appendFrame(SIGNAL_STREAM, { t, step, actors: lightIds, columns: signals })
         : undefined,
-      sink.appendMany(frame),
+      egos.actors.length
+        ? sink.appendFrame(CONTROL_STREAM, { t, step, actors: egos.actors, columns: egos.control })
+        : undefined,
+      egos.actors.length
+        ? sink.appendFrame(WHEELS_STREAM, { t, step, actors: egos.actors, columns: egos.wheels })
+        : undefined,
       departures,
     ]).then(() => {});
     departures = Promise.resolve();
@@ -341,6 +350,21 @@ async function driveTraffic(
       `${d.where}: vehicle ${JSON.stringify(d.id)} could not depart by the end (no room on its first lane)`,
     );
   return { participants, actorSteps };
+}
+
+/** The control and wheels columns of a step's egos (one row each), filled as they are met. */
+function egoColumns() {
+  return {
+    actors: [] as string[],
+    control: {
+      throttle: [] as number[],
+      brake: [] as number[],
+      steer: [] as number[],
+      gear: [] as number[],
+      handbrake: [] as boolean[],
+    },
+    wheels: { wheels: [] as unknown[] },
+  };
 }
 
 /** The state columns of a frame of `rows` actors, every value absent (NaN, undefined) until set. */

@@ -12,6 +12,8 @@ import type { FieldDecl, StreamDecl } from './stream.js';
 export const STATE_STREAM = 'state';
 export const CONTROL_STREAM = 'control';
 export const WHEELS_STREAM = 'wheels';
+/** A traffic light's signal (SUMO's view of a traffic-light program; LimSim's own rows add their own fields). */
+export const SIGNAL_STREAM = 'signal';
 
 const f = (name: string, unit: string, optional = true): FieldDecl => ({ name, type: 'f64', unit, optional });
 
@@ -65,6 +67,14 @@ export const WHEELS_FIELDS: FieldDecl[] = [
   { name: 'wheels', type: 'json', description: 'array of per-wheel states' },
 ];
 
+/** What SUMO's TraCI and the demo's lights say of a traffic light at each step. */
+export const SIGNAL_FIELDS: FieldDecl[] = [
+  { name: 'state', type: 'string', description: 'one character per controlled link: r y g G o O u s' },
+  { name: 'phase', type: 'i32' },
+  { name: 'program', type: 'string' },
+  { name: 'timeToSwitch', type: 'f64', unit: 's' },
+];
+
 export const stateStream = (actor: string, extra: Partial<StreamDecl> = {}): StreamDecl => ({
   name: STATE_STREAM,
   actor,
@@ -81,5 +91,11 @@ export const wheelsStream = (actor: string, extra: Partial<StreamDecl> = {}): St
   name: WHEELS_STREAM,
   actor,
   fields: WHEELS_FIELDS,
+  ...extra,
+});
+export const signalStream = (actor: string, extra: Partial<StreamDecl> = {}): StreamDecl => ({
+  name: SIGNAL_STREAM,
+  actor,
+  fields: SIGNAL_FIELDS,
   ...extra,
 });

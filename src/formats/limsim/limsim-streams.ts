@@ -1,4 +1,4 @@
-import { STATE_FIELDS } from '../../model/standard-streams.js';
+import { SIGNAL_STREAM, STATE_FIELDS } from '../../model/standard-streams.js';
 import type { FieldDecl } from '../../model/stream.js';
 import { MICROS_PER_SECOND, wrapAngle } from '../../model/units.js';
 
@@ -6,7 +6,7 @@ import { MICROS_PER_SECOND, wrapAngle } from '../../model/units.js';
 export const FRAME_MICROS = 100_000;
 export const FRAME_HZ = MICROS_PER_SECOND / FRAME_MICROS;
 
-export const SIGNAL_STREAM = 'signal';
+export { SIGNAL_STREAM };
 /** LimSim's stored evaluationINFO rows; simrec's own `simrec eval` writes `evaluation`. */
 export const LIMSIM_EVALUATION_STREAM = 'limsim_evaluation';
 export const EVALUATION_STREAM = 'evaluation';

@@ -4,12 +4,11 @@ import { createServer } from 'node:net';
 import { dirname, resolve } from 'node:path';
 import { XMLParser } from 'fast-xml-parser';
 import { describeValue, invalid, SimrecError } from '../../model/errors.js';
-import type { FrameInput } from '../../model/columns.js';
+import type { ColumnInput, FrameInput } from '../../model/columns.js';
 import type { JsonObject } from '../../model/json.js';
 import type { EndReason, RunInfo } from '../../model/run.js';
-import { STATE_FIELDS } from '../../model/standard-streams.js';
+import { SIGNAL_STREAM, signalStream, STATE_FIELDS } from '../../model/standard-streams.js';
 import type { StoreBackend } from '../../model/store-port.js';
-import type { Sample } from '../../model/stream.js';
 import { sumoAngleToYaw } from '../../model/units.js';
 import { lowerProcessPriority } from '../../record/process-priority.js';
 import { RunRecorder } from '../../record/run-recorder.js';
@@ -249,35 +248,31 @@ class StepColumns {
 const isActorContext = (r: SubscriptionResult): boolean =>
   r.contextColumns !== undefined && (r.contextDomain === 'vehicle' || r.contextDomain === 'person');
 
-/** Each traffic light's signal at a step (SUMO's times: `now` after it, `began` when it began). */
-function lightSamples(
+/**
+ * The step's traffic-light signals as one frame of columns (SUMO's times: `now` after the step,
+ * `began` when it began), a row per light that sent its state: no sample object per light.
+ */
+function lightSignals(
   results: readonly SubscriptionResult[],
-  t: number,
-  step: number,
   now: number,
   began: number,
-): { stream: string; samples: Sample[] }[] {
-  const frame: { stream: string; samples: Sample[] }[] = [];
+): { actors: string[]; columns: Record<string, ColumnInput> } {
+  const actors: string[] = [];
+  const state: string[] = [];
+  const phase: number[] = [];
+  const program: string[] = [];
+  const timeToSwitch: number[] = [];
   for (const r of results) {
     if (r.domain !== 'trafficLight') continue;
-    const state = r.values.get(VAR.TL_RED_YELLOW_GREEN_STATE);
-    if (typeof state !== 'string') continue;
-    const nextSwitch = num(r.values.get(VAR.TL_NEXT_SWITCH)) ?? now;
-    frame.push({
-      stream: `${r.id}/signal`,
-      samples: [
-        {
-          t,
-          step,
-          state,
-          phase: num(r.values.get(VAR.TL_CURRENT_PHASE)) ?? 0,
-          program: String(r.values.get(VAR.TL_CURRENT_PROGRAM) ?? ''),
-          timeToSwitch: Math.max(0, nextSwitch - began),
-        },
-      ],
-    });
+    const lightState = r.values.get(VAR.TL_RED_YELLOW_GREEN_STATE);
+    if (typeof lightState !== 'string') continue;
+    actors.push(r.id);
+    state.push(lightState);
+    phase.push(num(r.values.get(VAR.TL_CURRENT_PHASE)) ?? 0);
+    program.push(String(r.values.get(VAR.TL_CURRENT_PROGRAM) ?? ''));
+    timeToSwitch.push(Math.max(0, (num(r.values.get(VAR.TL_NEXT_SWITCH)) ?? now) - began));
   }
-  return frame;
+  return { actors, columns: { state, phase, program, timeToSwitch } };
 }
 
 /** A context column's numbers; undefined when SUMO sent none (or, against its protocol, other values). */
@@ -574,23 +569,7 @@ export async function recordSumo(store: StoreBackend, options: SumoRecordOptions
     const lights = await client.idList('trafficLight');
     if (lights.length) {
       await rec.declareActors(lights.map((id) => ({ id, kind: 'traffic_light' })));
-      await rec.declareStreams(
-        lights.map((id) => ({
-          name: 'signal',
-          actor: id,
-          fields: [
-            {
-              name: 'state',
-              type: 'string' as const,
-              description: 'one character per controlled link: r y g G o O u s',
-            },
-            { name: 'phase', type: 'i32' as const },
-            { name: 'program', type: 'string' as const },
-            { name: 'timeToSwitch', type: 'f64' as const, unit: 's' },
-          ],
-          rateHz: 1 / dt,
-        })),
-      );
+      await rec.declareStreams(lights.map((id) => signalStream(id, { rateHz: 1 / dt })));
       for (const id of lights) await client.subscribe('trafficLight', id, LIGHT_VARS);
     }
 
@@ -678,7 +657,7 @@ export async function recordSumo(store: StoreBackend, options: SumoRecordOptions
       // Every vehicle and person on the road into the step's columns (StepColumns.fill).
       const { lengths, widths, isPerson, typeIds } = scratch;
       scratch.fill(results, shapes);
-      const frame = lightSamples(results, t, step, now, now - dt);
+      const lights = lightSignals(results, now, now - dt);
       const newActors: {
         id: string;
         kind: string;
@@ -734,7 +713,11 @@ export async function recordSumo(store: StoreBackend, options: SumoRecordOptions
       const wall = performance.now();
       confirm(declaring, wall);
       confirm(stateFrame, wall);
-      if (frame.length) confirm(rec.appendMany(frame), wall);
+      if (lights.actors.length)
+        confirm(
+          rec.appendFrame(SIGNAL_STREAM, { t, step, actors: lights.actors, columns: lights.columns }),
+          wall,
+        );
       while (unconfirmed.length && wall - unconfirmed[0]!.at > BACKLOG_MS) await unconfirmed.shift()!.durable;
       options.onStep?.(now - dt - simBegin, totalSeconds);
       if (num(simValues?.get(VAR.MIN_EXPECTED_VEHICLES)) === 0 && steps > 1) return 'completed';
