@@ -1630,4 +1630,103 @@ describe('joined reads while a run is recorded', () => {
       await store.close();
     }
   });
+
+  /**
+   * What the reader's private steps are, to make a merge land where it can only land by chance: after
+   * the reader looked for other connections' writes and before it reads a chunk its index names.
+   */
+  interface ReaderInternals {
+    syncWithOtherConnections(): void;
+    openChunk(run: number, stream: string, id: number): unknown;
+  }
+
+  /** A run of 150 samples in tail chunks (chunks of 200), whose index `reader` has read. */
+  async function tailsReadOnce(): Promise<{
+    store: SqliteBackend;
+    reader: SqliteBackend;
+    rec: RunRecorder;
+    written: number;
+  }> {
+    const path = fresh();
+    const store = SqliteBackend.open(path, { chunkSamples: 200, blockSamples: 64, writerThread: false });
+    const reader = SqliteBackend.open(path, { readonly: true });
+    const rec = await RunRecorder.begin(store, { begin: 0 });
+    await rec.declareActors([{ id: 'a', kind: 'vehicle' }]);
+    await rec.declareStreams([stateStream('a')]);
+    let written = 0;
+    for (let commit = 0; commit < 5; commit++) {
+      const batch: Sample[] = [];
+      for (let i = 0; i < 30; i++, written++)
+        batch.push({ t: written * 1000, step: written, x: written, y: 0, yaw: 0 });
+      await rec.appendBatch('a/state', batch);
+    }
+    // A window after the last sample: the index is read, no chunk is opened (nor cached).
+    const none = await reader.readColumnsJoined({ run: rec.id, stream: 'a/state', from: 1e9 });
+    assert.equal(none.t.length, 0);
+    return { store, reader, rec, written };
+  }
+
+  const appendSteps = async (rec: RunRecorder, from: number, count: number): Promise<void> => {
+    const batch: Sample[] = [];
+    for (let i = from; i < from + count; i++) batch.push({ t: i * 1000, step: i, x: i, y: 0, yaw: 0 });
+    await rec.appendBatch('a/state', batch);
+  };
+
+  it('a tail merged after the reader looked for writes and before it read the chunk: read again on a fresh index', async () => {
+    const { store, reader, rec, written } = await tailsReadOnce();
+    try {
+      // 100 more samples: the tails reach 200 and are merged into a sealed chunk (the tail chunks deleted).
+      await appendSteps(rec, written, 100);
+      const internals = reader as unknown as ReaderInternals;
+      const sync = internals.syncWithOtherConnections.bind(internals);
+      const open = internals.openChunk.bind(internals);
+      let vanished = 0;
+      // Until a chunk is found gone, the reader's looks for writes see none, as when the merge commits
+      // just after it looked.
+      internals.syncWithOtherConnections = () => {
+        if (vanished > 0) sync();
+      };
+      internals.openChunk = (run, stream, id) => {
+        const view = open(run, stream, id);
+        if (view === undefined) vanished++;
+        return view;
+      };
+      const joined = await reader.readColumnsJoined({ run: rec.id, stream: 'a/state' });
+      assert.equal(vanished, 1, 'the stale index named a tail chunk that was gone');
+      assert.deepEqual(
+        [...joined.step],
+        Array.from({ length: written + 100 }, (_, i) => i),
+        'every sample, read from the sealed chunk',
+      );
+    } finally {
+      await reader.close();
+      await store.close();
+    }
+  });
+
+  it('chunks that vanish under every attempt: the read is joined from readColumns’ batches, whole', async () => {
+    const { store, reader, rec, written } = await tailsReadOnce();
+    try {
+      await appendSteps(rec, written, 20);
+      const internals = reader as unknown as ReaderInternals;
+      const open = internals.openChunk.bind(internals);
+      // Three joined attempts each find their first chunk gone, as under a writer merging without pause.
+      let vanished = 0;
+      internals.openChunk = (run, stream, id) =>
+        vanished < 3 ? (vanished++, undefined) : open(run, stream, id);
+      const joined = await reader.readColumnsJoined({ run: rec.id, stream: 'a/state' });
+      assert.equal(vanished, 3);
+      assert.deepEqual(
+        [...joined.step],
+        Array.from({ length: written + 20 }, (_, i) => i),
+      );
+      assert.deepEqual(
+        [...joined.columns.x!],
+        Array.from({ length: written + 20 }, (_, i) => i),
+      );
+    } finally {
+      await reader.close();
+      await store.close();
+    }
+  });
 });
