@@ -223,6 +223,8 @@ async function driveTraffic(
   let actorSteps = 0;
   let checkpoint: Promise<void> = Promise.resolve();
   let departures: Promise<void> = Promise.resolve();
+  // Kept from step to step: appendFrame copies a frame's values before it returns.
+  const egos = new EgoColumns();
   for (let step = 0; step <= steps; step++) {
     const t = begin + Math.round((step / rateHz) * MICROS_PER_SECOND);
     if (step > 0) {
@@ -254,7 +256,7 @@ async function driveTraffic(
     const rows = sim.vehicles.length + walkers.length;
     const states = stateColumns(rows);
     const actors: string[] = [];
-    const egos = egoColumns();
+    egos.clear();
     for (const v of sim.vehicles) {
       const id = actorIds.get(v)!;
       const row = actors.push(id) - 1;
@@ -353,18 +355,22 @@ async function driveTraffic(
 }
 
 /** The control and wheels columns of a step's egos (one row each), filled as they are met. */
-function egoColumns() {
-  return {
-    actors: [] as string[],
-    control: {
-      throttle: [] as number[],
-      brake: [] as number[],
-      steer: [] as number[],
-      gear: [] as number[],
-      handbrake: [] as boolean[],
-    },
-    wheels: { wheels: [] as unknown[] },
+class EgoColumns {
+  readonly actors: string[] = [];
+  readonly control = {
+    throttle: [] as number[],
+    brake: [] as number[],
+    steer: [] as number[],
+    gear: [] as number[],
+    handbrake: [] as boolean[],
   };
+  readonly wheels = { wheels: [] as unknown[] };
+
+  clear(): void {
+    this.actors.length = 0;
+    for (const column of Object.values(this.control)) column.length = 0;
+    this.wheels.wheels.length = 0;
+  }
 }
 
 /** The state columns of a frame of `rows` actors, every value absent (NaN, undefined) until set. */
