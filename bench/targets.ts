@@ -116,7 +116,7 @@ const ANALYSIS: Record<string, string> = {
     'SUMO serving the recorded variables over TraCI, with nothing kept (the TraCI floor), steps at about ' +
     '0.35x its speed alone, and writing the same variables to its own FCD output at 0.33x: answering a ' +
     'step costs SUMO more than simulating it, so half its plain speed is out of reach of any TraCI ' +
-    'recorder keeping what LimSim keeps. simrec reaches 0.76x of that floor; the rest is decoding and ' +
+    'recorder keeping what LimSim keeps. simrec reaches about 0.8x of that floor; the rest is decoding and ' +
     'recording on two cores that SUMO, the recorder and its writer thread share (the recorder runs below ' +
     "SUMO's priority, record sumo --nice 5).",
   'ingest-loopback':
@@ -124,19 +124,24 @@ const ANALYSIS: Record<string, string> = {
     "add V8 compiling each process's code (the first runs' ratio is in firstRun).",
   demo:
     "The benchmark's demo is 60 simulated seconds, recorded in about a fifth of a second against 50 ms " +
-    "simulated alone: the store's writer thread alone takes about 40 ms to start (an empty worker 18), " +
-    "and then runs code V8 has not optimised; the demo's thread waits for it for about 80 ms of a run " +
-    "(profiled). Over 600 simulated seconds recording costs the demo's thread about 1.4 us an " +
-    'actor-step (appending, its commits, their collections) against 1 us of simulating: 0.37-0.40x ' +
-    'there since the afternoon of 2026-11-26, when the recorder stopped waiting for each write before ' +
-    "handing over the next to a store that keeps their order (the demo's loop and the writer thread " +
-    'had taken turns: 0.31-0.32x before). Measured and not kept: starting the writer thread before the ' +
-    "network is read (no change), a run's declarations of one turn sent as one message (no change).",
+    'simulated alone, and each repetition records into a new store, so a new writer thread: it takes ' +
+    'about 40 ms to start (an empty worker 18) and then packs by code V8 has not optimised. Timed on ' +
+    '2026-11-26: the demo waits 27-35 ms at its 10 s checkpoint for the first commit (the thread starting) ' +
+    "and 43-50 ms at 20 s for the commit of its first ten seconds (the thread's first large commit, run " +
+    'cold); later checkpoints wait under 5 ms. The same demo recorded again into a store whose writer ' +
+    'thread is warm spends 65-70 ms stepping instead of 145, about 0.45x. A warm-up of the thread on a ' +
+    'synthetic run at its start cost more (60-80 ms) than it saved. Over 600 simulated seconds recording ' +
+    "costs the demo's thread about 1.4 us an actor-step (appending, its commits, their collections) " +
+    'against 1 us of simulating: 0.37-0.40x there. The ratio moves with the machine: 0.20-0.28x in ten ' +
+    'alternating processes of this code and the code before it on 2026-11-26 (0.22-0.27x), the speed ' +
+    'without recording moving from 480k to 710k actor-steps a second between them.',
   'ingest-server-peak':
     "simrec serve keeps its main thread's young generation at 8 MiB (2.16-2.29x without it); the rest of " +
-    "the peak is the main thread's malloc heap (22-51 MiB at the peak; a credit window of 4 or 8 MiB " +
-    "instead of 32 left it as large) and the store's writer thread, started with the run (the baseline is measured before it). " +
-    "Fresh servers measured apart peak at 1.71-2.04x (median 1.84x of 22 floods); the benchmark's at 1.98-2.09x.",
+    "the peak is the main thread's malloc heap (22-51 MiB at the peak) and the store's writer thread, " +
+    'started with the run (the baseline is measured before it). A credit window of 4 or 8 MiB instead ' +
+    'of 32 did not lower it: on 2026-11-26 floods into fresh servers peaked at 1.85-2.19x with any of the ' +
+    "three. Fresh servers measured apart peak at 1.71-2.04x (median 1.84x of 22 floods); the benchmark's " +
+    'at 1.90-2.11x in its runs of 2026-11-26.',
 };
 
 const measured = (c: Check): c is Check & { value: number } =>
