@@ -16,7 +16,7 @@ export interface FieldDecl {
   unit?: string;
   /** Vector length, for `vec`. */
   length?: number;
-  /** May be absent (or null) in a sample. */
+  /** May be absent (or null, except in a JSON field, where null is a value) in a sample. */
   optional?: boolean;
   description?: string;
 }
@@ -165,7 +165,8 @@ export function fieldTypeMismatch(field: FieldDecl, value: unknown): string | nu
 
 /**
  * Validates one sample against its stream's schema. Declared fields are checked by type (a declared
- * field that is null counts as absent); undeclared fields must be JSON and are kept as they came.
+ * field that is null counts as absent, but for a JSON field, whose value null is); undeclared fields must
+ * be JSON and are kept as they came.
  * `previousT` is the stream's last time stamp: time may stand still but never go backwards.
  */
 export function validateSample(
@@ -187,7 +188,8 @@ export function validateSample(
     throw invalid(`${where}: time goes backwards (previous sample at t=${previousT})`);
   for (const field of schema.fields) {
     const value = s[field.name];
-    if (value === undefined || value === null) {
+    // null is a JSON field's value, as it is in a column (model/columns.ts); elsewhere it is absence.
+    if (value === undefined || (value === null && field.type !== 'json')) {
       if (!field.optional)
         throw invalid(`${where}: field ${field.name} is required (${field.type}) but absent`);
       continue;
