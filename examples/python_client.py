@@ -26,6 +26,7 @@ PROTOCOL_VERSION = 2
 # How one row of a declared field travels in a binary batch (docs/protocol.md): struct codes, little-endian.
 VALUE_CODES = {"f64": "d", "f32": "f", "i32": "i", "i64": "q", "bool": "B", "vec": "d"}
 ABSENT = 0xFFFFFFFF
+PRESENCE_FLAG = 0x8000
 
 
 class SimrecError(Exception):
@@ -192,14 +193,31 @@ def _str16(text):
     return struct.pack("<H", len(data)) + data
 
 
+def _presence(values):
+    """The presence bitmap of a column with absent rows (None): bit i set where row i has a value."""
+    bits = bytearray((len(values) + 7) // 8)
+    for i, v in enumerate(values):
+        if v is not None:
+            bits[i // 8] |= 1 << (i % 8)
+    return bytes(bits)
+
+
 def _columns(fields, columns, rows):
-    """The column count, then per column its field id and its values in the declared type."""
+    """The column count, then per column its field id and its values in the declared type.
+
+    None marks an absent row: NaN for floats, length 0xFFFFFFFF for strings and JSON, and for integers
+    and booleans, which have no value to spare, a presence bitmap after the field id (its high bit set).
+    """
     ids = {field["name"]: i for i, field in enumerate(fields)}
     out = struct.pack("<H", len(columns))
     for name, values in columns.items():
         field = fields[ids[name]]
-        out += struct.pack("<H", ids[name])
         kind = field["type"]
+        if kind in ("i32", "i64", "bool") and None in values:
+            out += struct.pack("<H", ids[name] | PRESENCE_FLAG) + _presence(values)
+            values = [0 if v is None else v for v in values]
+        else:
+            out += struct.pack("<H", ids[name])
         if kind in ("string", "json"):
             for v in values:
                 if v is None:

@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import {
+  decodeColumnsBody,
   decodeFrameBody,
   encodeColumnsBody,
   encodeFrameBody,
@@ -183,6 +184,94 @@ describe('every field type', () => {
   });
 });
 
+describe('absent rows of integer and boolean columns', () => {
+  const DRIVE: FieldDecl[] = [{ name: 'gear', type: 'i32', optional: true }];
+
+  it("travel in a presence bitmap: the document's bytes are the encoder's, and a server records them", async () => {
+    const documented = documentedBytes()[2]!;
+    const body = encodeFrameBody(
+      'drive',
+      { t: 2_000_000, step: 3, actors: ['a', 'b', 'c'], columns: { gear: [NaN, 2, undefined] } },
+      DRIVE,
+    );
+    assert.equal(Buffer.from(body).toString('hex'), documented.toString('hex'));
+    const raw = await RawClient.greeted(fx.tcpPort, { protocol: 2 });
+    raw.send({ type: 'begin', seq: 1 });
+    const { run } = (await raw.ack(1)) as { run: number };
+    raw.send({ type: 'actors', seq: 2, actors: ['a', 'b', 'c'].map((id) => ({ id, kind: 'vehicle' })) });
+    raw.send({
+      type: 'streams',
+      seq: 3,
+      streams: ['a', 'b', 'c'].map((actor) => ({ name: 'drive', actor, fields: DRIVE })),
+    });
+    raw.send({ type: 'frame', seq: 4 }, documented);
+    raw.send({ type: 'end', seq: 5, reason: 'user_request' });
+    for (const seq of [2, 3, 4, 5]) assert.equal((await raw.ack(seq)).type, 'ack', `message ${seq}`);
+    raw.destroy();
+    assert.deepStrictEqual(await readAll(fx.store, run, 'a/drive'), [{ t: 2_000_000, step: 3 }]);
+    assert.deepStrictEqual(await readAll(fx.store, run, 'b/drive'), [{ t: 2_000_000, step: 3, gear: 2 }]);
+    assert.deepStrictEqual(await readAll(fx.store, run, 'c/drive'), [{ t: 2_000_000, step: 3 }]);
+  });
+
+  it('of every integer and boolean type, in columns and frames, read back as sent; a full column has no bitmap', () => {
+    const fields: FieldDecl[] = [
+      { name: 'i', type: 'i32', optional: true },
+      { name: 'l', type: 'i64', optional: true },
+      { name: 'b', type: 'bool', optional: true },
+    ];
+    const columns = {
+      i: [1, NaN, -(2 ** 31), undefined, 7, 8, 9, 10, null],
+      l: [2 ** 53 - 1, 0, NaN, 5, 6, 7, 8, 9, -(2 ** 53 - 1)],
+      b: [true, false, undefined, 1, 0, null, true, true, false],
+    };
+    const body = encodeColumnsBody(
+      [{ stream: 's', t: [...Array(9).keys()], step: [...Array(9).keys()], columns }],
+      () => fields,
+    );
+    const [read] = decodeColumnsBody(body, () => fields);
+    const absentAsNaN = (values: unknown[]): number[] =>
+      values.map((v) =>
+        v === undefined || v === null ? NaN : v === true ? 1 : v === false ? 0 : (v as number),
+      );
+    for (const name of ['i', 'l', 'b'] as const)
+      assert.deepEqual([...(read!.input.columns[name] as Float64Array)], absentAsNaN(columns[name]), name);
+    const full = encodeFrameBody('s', { t: 0, step: 0, actors: ['a', 'b'], columns: { i: [1, 2] } }, fields);
+    // The column's field id (0) without its high bit, then its two i32s.
+    assert.equal(Buffer.from(full.subarray(full.length - 10)).toString('hex'), '00000100000002000000');
+  });
+
+  it('values the wire cannot carry as they are are refused by the client, naming field, row and value', () => {
+    const fields: FieldDecl[] = [
+      { name: 'i', type: 'i32' },
+      { name: 'l', type: 'i64', optional: true },
+      { name: 'b', type: 'bool', optional: true },
+      { name: 's', type: 'string', optional: true },
+    ];
+    const encode = (columns: Record<string, unknown[]>) =>
+      encodeColumnsBody([{ stream: 'ego/x', t: [0, 1], step: [0, 1], columns }], () => fields);
+    assert.throws(
+      () => encode({ i: [1, 1.5] }),
+      /columns: stream ego\/x\.i\[1\]: expected an integer \(i32\), got 1\.5/,
+    );
+    assert.throws(
+      () => encode({ i: [2 ** 31, 0] }),
+      /\.i\[0\]: expected an integer within -2\^31\.\.2\^31-1 \(i32\), got 2147483648/,
+    );
+    assert.throws(
+      () => encode({ i: [0, 0], l: [2 ** 53, 0] }),
+      /\.l\[0\]: expected an integer within \+-2\^53 \(i64\)/,
+    );
+    assert.throws(
+      () => encode({ i: [0, 0], b: [true, 'yes'] }),
+      /\.b\[1\]: expected a boolean \(true, false, 1 or 0\), got "yes"/,
+    );
+    assert.throws(
+      () => encode({ i: [0, 0], s: ['a', 5] }),
+      /\.s\[1\]: expected a string \(undefined: absent\), got 5/,
+    );
+  });
+});
+
 describe('actor lists kept between frames', () => {
   it('change nothing on the wire, and a changed list is read as sent', () => {
     const fields: FieldDecl[] = [{ name: 'x', type: 'f64' }];
@@ -258,8 +347,11 @@ function le(...parts: [string, number | bigint | string][]): Buffer {
   return Buffer.concat(
     parts.map(([type, v]) => {
       const b = Buffer.alloc(
-        type === 'str' ? 2 + Buffer.byteLength(v as string) : { u16: 2, u32: 4, i64: 8, f64: 8 }[type]!,
+        type === 'str'
+          ? 2 + Buffer.byteLength(v as string)
+          : { u8: 1, u16: 2, u32: 4, i64: 8, f64: 8 }[type]!,
       );
+      if (type === 'u8') b.writeUInt8(v as number);
       if (type === 'u16') b.writeUInt16LE(v as number);
       if (type === 'u32') b.writeUInt32LE(v as number);
       if (type === 'i64') b.writeBigInt64LE(BigInt(v));
@@ -392,6 +484,30 @@ describe('malformed binary batches', () => {
         code: 'invalid',
         field: 'run',
         says: /has no declared stream "walker\/state" \(frame actor 1\)/,
+      },
+      {
+        what: 'a presence bitmap cut short',
+        type: 'columns',
+        body: le(...head('ego/state', 9), ['u16', 1], ['u16', 0x8000], ['u8', 0xff]),
+        code: 'bad_message',
+        field: 'ego/state.x',
+        says: /a presence bitmap of 9 rows needs 2 bytes at byte \d+ of the body, which ends at byte \d+/,
+      },
+      {
+        what: 'a presence bitmap with bits set past its rows',
+        type: 'columns',
+        body: le(...head('ego/state', 1), ['u16', 1], ['u16', 0x8000], ['u8', 0b11], ['f64', 1]),
+        code: 'bad_message',
+        field: 'ego/state.x',
+        says: /the presence bitmap has bits set past its 1 rows, expected zeros/,
+      },
+      {
+        what: 'a required field left absent by its presence bitmap',
+        type: 'columns',
+        body: le(...head('ego/state', 1), ['u16', 1], ['u16', 0x8000], ['u8', 0], ['f64', 5]),
+        code: 'invalid',
+        field: 'stream ego/state sample at t=1000000',
+        says: /field x is required \(f64\) but absent/,
       },
       {
         what: 'no body at all',

@@ -43,7 +43,7 @@ describe('examples/python_client.py over TCP', () => {
   });
 
   it("writes protocol 2's binary frame and columns byte for byte as the document shows", () => {
-    const [frame, columns] = documentedBytes();
+    const [frame, columns, bitmap] = documentedBytes();
     const python = `
 import sys
 sys.path.insert(0, ${JSON.stringify(join(REPO_ROOT, 'examples'))})
@@ -58,16 +58,20 @@ sent = []
 client._request = lambda header, body: sent.append(body)
 client.columns({"ego/state": {"t": [1050000, 1100000], "step": [1, 2], "x": [1, 1.5]}})
 print(sent[0].hex())
+client.fields = {"%s/drive" % a: [{"name": "gear", "type": "i32", "optional": True}] for a in "abc"}
+client.frame("drive", 2000000, 3, ["a", "b", "c"], {"gear": [None, 2, None]})
+print(sent[1].hex())
 `;
     const result = spawnSync('python3', ['-c', python], { encoding: 'utf8' });
     assert.equal(result.status, 0, result.stderr);
-    const [frameBody, columnsBody] = result.stdout.trim().split('\n');
+    const [frameBody, columnsBody, bitmapBody] = result.stdout.trim().split('\n');
     assert.equal(
       frameBody,
       frame!.subarray(32).toString('hex'),
       'the frame body (after its 32 bytes of framing and header)',
     );
     assert.equal(columnsBody, columns!.toString('hex'));
+    assert.equal(bitmapBody, bitmap!.toString('hex'), 'absent integers: a presence bitmap');
   });
 
   it('records the same run with --binary (protocol 2 frames) as with JSON samples', async () => {

@@ -20,9 +20,9 @@ import { ProtocolError } from './protocol.js';
 export const VALUE_LAYOUT: Record<FieldType, { bytes: number; wire: string }> = {
   f64: { bytes: 8, wire: 'f64 (NaN: absent)' },
   f32: { bytes: 4, wire: 'f32 (NaN: absent)' },
-  i32: { bytes: 4, wire: 'i32' },
-  i64: { bytes: 8, wire: 'i64' },
-  bool: { bytes: 1, wire: 'u8 (0 or 1)' },
+  i32: { bytes: 4, wire: 'i32 (absent: presence bitmap)' },
+  i64: { bytes: 8, wire: 'i64 (absent: presence bitmap)' },
+  bool: { bytes: 1, wire: 'u8, 0 or 1 (absent: presence bitmap)' },
   vec: { bytes: 8, wire: 'f64 x length (NaN first: absent)' },
   string: { bytes: 0, wire: 'u32 length + UTF-8 (0xFFFFFFFF: absent)' },
   json: { bytes: 0, wire: 'u32 length + UTF-8 JSON (0xFFFFFFFF: absent)' },
@@ -30,6 +30,11 @@ export const VALUE_LAYOUT: Record<FieldType, { bytes: number; wire: string }> = 
 
 /** A string or JSON value that is absent in its row. */
 const ABSENT = 0xffffffff;
+/**
+ * Set in a column's field id when a presence bitmap follows it (a bit per row, 1 where the row has a
+ * value): integers and booleans have no value to spare for "absent", as NaN is for floats.
+ */
+const PRESENCE_FLAG = 0x8000;
 /** Float64 arrays are copied byte for byte on a little-endian machine, read one by one elsewhere. */
 const LITTLE_ENDIAN = endianness() === 'LE';
 
@@ -63,7 +68,52 @@ function fieldIds(fields: readonly FieldDecl[], names: string[], where: string):
   });
 }
 
-function writeColumn(w: ByteWriter, field: FieldDecl, values: ArrayLike<unknown>, rows: number): void {
+/** Whether a row's value is left out: what RunRecorder's columns take as absent (NaN, undefined, null). */
+const isAbsent = (v: unknown): boolean =>
+  v === undefined || v === null || (typeof v === 'number' && isNaN(v));
+
+/**
+ * The rows of an integer or boolean column that have a value, as the wire's presence bitmap, or
+ * undefined when every row has one (the column then travels without a bitmap, as before there was one).
+ */
+function presenceOf(field: FieldDecl, values: ArrayLike<unknown>, rows: number): Uint8Array | undefined {
+  if (field.type !== 'i32' && field.type !== 'i64' && field.type !== 'bool') return undefined;
+  let bitmap: Uint8Array | undefined;
+  for (let i = 0; i < rows; i++)
+    if (isAbsent(values[i])) {
+      bitmap ??= new Uint8Array((rows + 7) >> 3).fill(0xff);
+      bitmap[i >> 3]! &= ~(1 << (i & 7));
+    }
+  // The last byte's bits past the rows are zero.
+  if (bitmap && rows & 7) bitmap[bitmap.length - 1]! &= (1 << (rows & 7)) - 1;
+  return bitmap;
+}
+
+/** An integer or boolean row as the wire carries it; what it cannot carry faithfully is refused. */
+function wireInteger(field: FieldDecl, v: unknown, where: string, row: number): number {
+  const fail = (expected: string): never => {
+    throw new RangeError(`${where}.${field.name}[${row}]: expected ${expected}, got ${describeValue(v)}`);
+  };
+  if (field.type === 'bool') {
+    if (v === true || v === 1) return 1;
+    if (v === false || v === 0) return 0;
+    return fail('a boolean (true, false, 1 or 0)');
+  }
+  if (typeof v !== 'number' || !Number.isInteger(v)) return fail(`an integer (${field.type})`);
+  if (field.type === 'i32' && (v < -(2 ** 31) || v > 2 ** 31 - 1))
+    return fail('an integer within -2^31..2^31-1 (i32)');
+  if (field.type === 'i64' && !Number.isSafeInteger(v)) return fail('an integer within +-2^53 (i64)');
+  return v;
+}
+
+function writeColumn(
+  w: ByteWriter,
+  field: FieldDecl,
+  values: ArrayLike<unknown>,
+  rows: number,
+  where: string,
+  present: Uint8Array | undefined,
+): void {
   const count = field.type === 'vec' ? rows * field.length! : rows;
   if (values.length !== count)
     throw new RangeError(`field ${field.name}: expected ${count} values, got ${values.length}`);
@@ -83,21 +133,26 @@ function writeColumn(w: ByteWriter, field: FieldDecl, values: ArrayLike<unknown>
         w.f32(v === undefined || v === null ? NaN : (v as number));
         break;
       case 'i32':
-        w.i32(v as number);
-        break;
       case 'i64':
-        w.i64(v as number);
+      case 'bool': {
+        // An absent row's value is ignored by the reader: zero.
+        const value = present && !(present[i >> 3]! & (1 << (i & 7))) ? 0 : wireInteger(field, v, where, i);
+        if (field.type === 'i32') w.i32(value);
+        else if (field.type === 'i64') w.i64(value);
+        else w.u8(value);
         break;
-      case 'bool':
-        w.u8(v === true || v === 1 ? 1 : 0);
-        break;
+      }
       case 'string':
       case 'json': {
         if (v === undefined) {
           w.u32(ABSENT);
           break;
         }
-        const b = Buffer.from(field.type === 'json' ? JSON.stringify(v) : String(v), 'utf8');
+        if (field.type === 'string' && typeof v !== 'string')
+          throw new RangeError(
+            `${where}.${field.name}[${i}]: expected a string (undefined: absent), got ${describeValue(v)}`,
+          );
+        const b = Buffer.from(field.type === 'json' ? JSON.stringify(v) : (v as string), 'utf8');
         w.u32(b.length);
         w.bytes(b);
         break;
@@ -117,8 +172,12 @@ function writeColumns(
   const ids = fieldIds(fields, names, where);
   w.u16(ids.length);
   ids.forEach((id, k) => {
-    w.u16(id);
-    writeColumn(w, fields[id]!, columns[names[k]!]!, rows);
+    const field = fields[id]!;
+    const values = columns[names[k]!]!;
+    const present = presenceOf(field, values, rows);
+    w.u16(present ? id | PRESENCE_FLAG : id);
+    if (present) w.bytes(present);
+    writeColumn(w, field, values, rows, where, present);
   });
 }
 
@@ -297,6 +356,15 @@ class Reader {
     this.offset += count * size;
     return out;
   }
+  /** A presence bitmap of `rows` bits (1: the row has a value); bits past the rows must be zero. */
+  presence(rows: number, field: string): Uint8Array {
+    const size = (rows + 7) >> 3;
+    this.need(size, field, `a presence bitmap of ${rows} rows`);
+    const bitmap = this.bytes.subarray(this.offset, (this.offset += size));
+    if (rows & 7 && bitmap[size - 1]! >> (rows & 7) !== 0)
+      throw this.fail(field, `the presence bitmap has bits set past its ${rows} rows, expected zeros`);
+    return bitmap;
+  }
   /** Whether the body holds `bytes` at `at`. */
   startsWith(bytes: Uint8Array, at: number): boolean {
     if (at + bytes.byteLength > this.bytes.byteLength) return false;
@@ -388,6 +456,22 @@ function readColumn(
   }
 }
 
+/** A decoded column with the rows its presence bitmap leaves out absent: NaN (every component), undefined. */
+function withoutAbsentRows(
+  values: ArrayLike<unknown>,
+  field: FieldDecl,
+  rows: number,
+  present: Uint8Array,
+): ArrayLike<unknown> {
+  const width = field.type === 'vec' ? field.length! : 1;
+  for (let i = 0; i < rows; i++) {
+    if (present[i >> 3]! & (1 << (i & 7))) continue;
+    if (values instanceof Float64Array) values.fill(NaN, i * width, (i + 1) * width);
+    else (values as unknown[])[i] = undefined;
+  }
+  return values;
+}
+
 function readColumns(
   r: Reader,
   fields: readonly FieldDecl[],
@@ -398,7 +482,8 @@ function readColumns(
   const count = r.u16(`${where}.columns`);
   const columns: Record<string, ArrayLike<unknown>> = {};
   for (let k = 0; k < count; k++) {
-    const id = r.u16(`${where}.columns[${k}]`);
+    const raw = r.u16(`${where}.columns[${k}]`);
+    const id = raw & ~PRESENCE_FLAG;
     const field = fields[id];
     if (!field)
       throw r.fail(
@@ -406,7 +491,9 @@ function readColumns(
         `field id ${id} is not declared, expected 0..${fields.length - 1} (${fields.map((f) => f.name).join(', ')})`,
       );
     if (field.name in columns) throw r.fail(`${where}.${field.name}`, `field id ${id} comes twice`);
-    columns[field.name] = readColumn(r, field, rows, `${where}.${field.name}`, scratch, k);
+    const present = raw & PRESENCE_FLAG ? r.presence(rows, `${where}.${field.name}`) : undefined;
+    const values = readColumn(r, field, rows, `${where}.${field.name}`, scratch, k);
+    columns[field.name] = present ? withoutAbsentRows(values, field, rows, present) : values;
   }
   return columns;
 }

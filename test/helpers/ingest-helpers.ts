@@ -168,8 +168,8 @@ export class RawClient {
 export function documentedBytes(): Buffer[] {
   const doc = readFileSync(join(REPO_ROOT, 'docs', 'protocol.md'), 'utf8');
   const example = doc.slice(doc.indexOf('**Example.** With `ego/state`'));
-  const blocks = [...example.matchAll(/```\n([\s\S]*?)```/g)].slice(0, 2);
-  assert.equal(blocks.length, 2, 'the document shows a frame and a columns body');
+  const blocks = [...example.matchAll(/```\n([\s\S]*?)```/g)].slice(0, 3);
+  assert.equal(blocks.length, 3, 'the document shows a frame, a columns body and a frame body with a bitmap');
   return blocks.map(([, text]) =>
     Buffer.from(
       text!
