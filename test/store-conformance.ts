@@ -610,6 +610,11 @@ export function runStoreConformance(target: ConformanceTarget): void {
       const good = allTypesSample(0);
       const typed: [Record<string, unknown>, RegExp][] = [
         [{ ...good, i32: 2 ** 31 }, /field i32: expected a 32-bit integer, got 2147483648/],
+        // Rounded to float32 it would be infinity: refused, not kept as infinity.
+        [
+          { ...good, f32: 1e39 },
+          /field f32: expected a finite number within float32 \(\+-3\.4028234663852886e38\), got 1e\+39/,
+        ],
         [{ ...good, i64: 2 ** 60 }, /field i64: expected an integer within \+-2\^53/],
         [{ ...good, flag: 1 }, /field flag: expected a boolean, got 1/],
         [

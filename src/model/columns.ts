@@ -1,6 +1,7 @@
 import { describeValue, invalid } from './errors.js';
 import { checkJsonValue, copyJsonValue } from './json.js';
 import {
+  F32_EXPECTED,
   inferFieldType,
   isFieldName,
   type FieldDecl,
@@ -80,8 +81,9 @@ const INT32_MAX = 2 ** 31 - 1;
 function numericMismatch(type: FieldType, v: number): string | null {
   switch (type) {
     case 'f64':
-    case 'f32':
       return Number.isFinite(v) ? null : 'a finite number';
+    case 'f32':
+      return Number.isFinite(Math.fround(v)) ? null : F32_EXPECTED;
     case 'i32':
       return Number.isInteger(v) && v >= INT32_MIN && v <= INT32_MAX ? null : 'a 32-bit integer';
     case 'i64':

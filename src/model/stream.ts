@@ -137,12 +137,17 @@ export function normalizeStream(decl: StreamDecl): StreamSchema {
 const INT32_MIN = -(2 ** 31);
 const INT32_MAX = 2 ** 31 - 1;
 
+/** What an f32 field takes: a number that is still finite once rounded to float32. */
+export const F32_EXPECTED = 'a finite number within float32 (+-3.4028234663852886e38)';
+
 /** Why a value does not fit a field type, or null if it fits. */
 export function fieldTypeMismatch(field: FieldDecl, value: unknown): string | null {
   switch (field.type) {
     case 'f64':
-    case 'f32':
       return typeof value === 'number' && Number.isFinite(value) ? null : 'a finite number';
+    case 'f32':
+      // Kept rounded to float32: a finite double beyond its range would be kept as infinity.
+      return typeof value === 'number' && Number.isFinite(Math.fround(value)) ? null : F32_EXPECTED;
     case 'i32':
       return Number.isInteger(value) && (value as number) >= INT32_MIN && (value as number) <= INT32_MAX
         ? null

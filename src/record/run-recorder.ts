@@ -111,8 +111,10 @@ function plainSampleCheck(schema: StreamSchema): StreamState['isPlainValid'] {
       if (v === undefined || v === null) continue;
       switch (field.type) {
         case 'f64':
-        case 'f32':
           if (typeof v !== 'number' || !Number.isFinite(v)) return false;
+          break;
+        case 'f32':
+          if (typeof v !== 'number' || !Number.isFinite(Math.fround(v))) return false;
           break;
         case 'i32':
           if (!Number.isInteger(v) || (v as number) < INT32_MIN || (v as number) > INT32_MAX) return false;
