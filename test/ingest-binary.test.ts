@@ -269,6 +269,63 @@ describe('absent rows of integer and boolean columns', () => {
       () => encode({ i: [0, 0], s: ['a', 5] }),
       /\.s\[1\]: expected a string \(undefined: absent\), got 5/,
     );
+    const floats: FieldDecl[] = [
+      { name: 'x', type: 'f64' },
+      { name: 'j', type: 'json', optional: true },
+    ];
+    const encodeFloats = (columns: Record<string, unknown[]>) =>
+      encodeFrameBody('f', { t: 0, step: 0, actors: ['a'], columns }, floats);
+    assert.throws(
+      () => encodeFloats({ x: ['1'] }),
+      /frame of f\.x\[0\]: expected a number \(NaN, undefined or null: absent\), got "1"/,
+    );
+    assert.throws(() => encodeFloats({ x: [true] }), /frame of f\.x\[0\]: expected a number .*, got true/);
+    // JSON.stringify would have sent null for each of these.
+    assert.throws(
+      () => encodeFloats({ x: [1], j: [{ a: NaN }] }),
+      /frame of f\.j\[0\]\.a: expected a finite number, got NaN/,
+    );
+    assert.throws(
+      () => encodeFloats({ x: [1], j: [[undefined]] }),
+      /frame of f\.j\[0\]\[0\]: expected JSON data, got undefined/,
+    );
+  });
+
+  it('a version-1 client refuses what JSON would change (NaN, infinity, undefined in an array), naming stream, time and field', async () => {
+    const client = await IngestClient.connect({
+      url: fx.tcpUrl,
+      simulator: { name: 'v1-values' },
+      protocol: 1,
+    });
+    const run = await client.beginRun();
+    await client.declareActors([{ id: 'a', kind: 'vehicle' }]);
+    await client.declareStreams([
+      { name: 's', actor: 'a', fields: [{ name: 'x', type: 'f64', optional: true }] },
+    ]);
+    const refused = async (sample: Sample, says: RegExp): Promise<void> => {
+      await assert.rejects(client.append({ 'a/s': [sample] }), (error: Error & { code?: string }) => {
+        assert.equal(error.code, 'invalid');
+        assert.match(error.message, says);
+        return true;
+      });
+    };
+    await refused(
+      { t: 0, step: 0, x: NaN },
+      /stream a\/s sample at t=0: field x: expected a finite number, got NaN/,
+    );
+    await refused(
+      { t: 0, step: 0, extra: [1, Infinity] },
+      /stream a\/s sample at t=0: field extra\[1\]: expected a finite number, got Infinity/,
+    );
+    await refused(
+      { t: 0, step: 0, info: { list: [undefined] } },
+      /field info\.list\[0\]: expected JSON data, got undefined/,
+    );
+    // Nothing of them was sent: the session goes on and keeps only what comes next.
+    await client.append({ 'a/s': [{ t: 1, step: 1, x: 2 }] });
+    await client.endRun('completed');
+    await client.close();
+    assert.deepStrictEqual(await readAll(fx.store, run, 'a/s'), [{ t: 1, step: 1, x: 2 }]);
   });
 });
 

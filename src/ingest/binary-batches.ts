@@ -12,6 +12,7 @@
 import { endianness } from 'node:os';
 import type { ColumnBatchInput, FrameInput } from '../model/columns.js';
 import { describeValue } from '../model/errors.js';
+import { checkJsonValue } from '../model/json.js';
 import type { FieldDecl, FieldType } from '../model/stream.js';
 import { ByteWriter } from '../store/common/bytes.js';
 import { ProtocolError } from './protocol.js';
@@ -89,6 +90,16 @@ function presenceOf(field: FieldDecl, values: ArrayLike<unknown>, rows: number):
   return bitmap;
 }
 
+/** A float row (a vec's component) as the wire carries it: NaN where absent; anything else but a number refused. */
+function wireFloat(field: FieldDecl, v: unknown, where: string, i: number): number {
+  if (v === undefined || v === null) return NaN;
+  if (typeof v !== 'number')
+    throw new RangeError(
+      `${where}.${field.name}[${i}]: expected a number (NaN, undefined or null: absent), got ${describeValue(v)}`,
+    );
+  return v;
+}
+
 /** An integer or boolean row as the wire carries it; what it cannot carry faithfully is refused. */
 function wireInteger(field: FieldDecl, v: unknown, where: string, row: number): number {
   const fail = (expected: string): never => {
@@ -127,10 +138,10 @@ function writeColumn(
     switch (field.type) {
       case 'f64':
       case 'vec':
-        w.f64(v === undefined || v === null ? NaN : (v as number));
+        w.f64(wireFloat(field, v, where, i));
         break;
       case 'f32':
-        w.f32(v === undefined || v === null ? NaN : (v as number));
+        w.f32(wireFloat(field, v, where, i));
         break;
       case 'i32':
       case 'i64':
@@ -148,6 +159,13 @@ function writeColumn(
           w.u32(ABSENT);
           break;
         }
+        // JSON.stringify would write NaN, infinity and undefined in an array as null: refused, as RunRecorder does.
+        if (field.type === 'json')
+          try {
+            checkJsonValue(v, `${where}.${field.name}[${i}]`);
+          } catch (error) {
+            throw new RangeError((error as Error).message);
+          }
         if (field.type === 'string' && typeof v !== 'string')
           throw new RangeError(
             `${where}.${field.name}[${i}]: expected a string (undefined: absent), got ${describeValue(v)}`,

@@ -7,7 +7,7 @@
  */
 import { connect as connectTcp, type Socket } from 'node:net';
 import { WebSocket } from 'ws';
-import type { JsonObject } from '../model/json.js';
+import { checkJsonValue, type JsonObject } from '../model/json.js';
 import type { ActorDecl, EndReason, SimulatorInfo } from '../model/run.js';
 import type { FrameInput } from '../model/columns.js';
 import type { FieldDecl, Sample, StreamDecl } from '../model/stream.js';
@@ -181,8 +181,21 @@ export class IngestClient {
     await this.request({ type: 'sensors', sensors });
   }
 
-  /** Sends one batch (stream id -> samples); resolves once the server has it on disk. */
+  /**
+   * Sends one batch (stream id -> samples); resolves once the server has it on disk. What JSON cannot
+   * carry as it is (NaN, infinity, undefined in an array, a typed array) is refused here, naming stream,
+   * time and field, as RunRecorder refuses it: JSON.stringify would send null or an object instead.
+   */
   async append(samples: Record<string, Sample[]>): Promise<void> {
+    for (const stream in samples) {
+      const batch = samples[stream];
+      if (!Array.isArray(batch)) continue; // the server names what is wrong with it
+      for (const sample of batch) {
+        if (typeof sample !== 'object' || sample === null) continue;
+        for (const key in sample)
+          checkJsonValue(sample[key], `stream ${stream} sample at t=${String(sample.t)}: field ${key}`);
+      }
+    }
     await this.request({ type: 'samples', samples });
   }
 
