@@ -314,3 +314,89 @@ describe('null in a JSON field', () => {
     assert.deepStrictEqual(await readAll(local, rec.id, 'b/j'), [{ t: 2, step: 2, info: { k: 1 }, x: 3 }]);
   });
 });
+
+describe('bad values', () => {
+  const fields: FieldDecl[] = [
+    { name: 'x', type: 'f64' },
+    { name: 'g', type: 'f32', optional: true },
+    { name: 'i', type: 'i32', optional: true },
+    { name: 'l', type: 'i64', optional: true },
+    { name: 'b', type: 'bool', optional: true },
+    { name: 'v', type: 'vec', length: 2, optional: true },
+    { name: 's', type: 'string', optional: true },
+    { name: 'j', type: 'json', optional: true },
+  ];
+  /** Each is refused by every path; what the paths refuse differently by design is not here (see below). */
+  const BAD: [string, Record<string, unknown>][] = [
+    ['infinity in a float', { x: Infinity }],
+    ['a string in a float', { x: '1' }],
+    ['a boolean in a float', { x: true }],
+    ['an f32 beyond float32', { x: 1, g: 1e39 }],
+    ['a fraction in an i32', { x: 1, i: 1.5 }],
+    ['an i32 out of range', { x: 1, i: 2 ** 31 }],
+    ['an i64 beyond 2^53', { x: 1, l: 2 ** 53 }],
+    ['2 in a bool', { x: 1, b: 2 }],
+    ['a string in a bool', { x: 1, b: 'yes' }],
+    ['a vec of the wrong length', { x: 1, v: [1, 2, 3] }],
+    ['NaN in a vec after its first component', { x: 1, v: [1, NaN] }],
+    ['a number in a string', { x: 1, s: 5 }],
+    ['NaN inside JSON', { x: 1, j: { a: NaN } }],
+    ['undefined in a JSON array', { x: 1, j: [undefined] }],
+    ['infinity as JSON', { x: 1, j: Infinity }],
+  ];
+  // By design, not here: NaN is absence in a column (a required field's NaN is "required but absent",
+  // a sample object's "expected a finite number"), a column's bool may be 0 or 1 (a sample's must be a
+  // boolean), and a vec row whose first component is NaN is absent in a column.
+  const columnsOf = (values: Record<string, unknown>): Record<string, unknown[]> =>
+    Object.fromEntries(Object.entries(values).map(([k, v]) => [k, k === 'v' ? (v as unknown[]) : [v]]));
+
+  for (const path of ['samples', 'columns', 'frames', 'v2 columns', 'v2 frames', 'v1 json'] as Path[])
+    it(`are refused by ${path}, each naming its field, and nothing of them is kept`, async () => {
+      const remote = path.startsWith('v');
+      const client = remote
+        ? await IngestClient.connect({
+            url: fx.tcpUrl,
+            simulator: { name: 'bad-values' },
+            protocol: path === 'v1 json' ? 1 : 2,
+          })
+        : undefined;
+      const rec = remote ? undefined : await RunRecorder.begin(local, { begin: 0 });
+      const run = client ? await client.beginRun() : rec!.id;
+      await (client ?? rec!).declareActors([{ id: 'a', kind: 'vehicle' }]);
+      await (client ?? rec!).declareStreams([{ name: 's', actor: 'a', fields }]);
+      for (const [what, values] of BAD) {
+        const sample = { t: 0, step: 0, ...values } as Sample;
+        const frame: FrameInput = {
+          t: 0,
+          step: 0,
+          actors: ['a'],
+          columns: columnsOf(values) as FrameInput['columns'],
+        };
+        const append = (): Promise<unknown> => {
+          if (path === 'samples') return rec!.appendMany([{ stream: 'a/s', samples: [sample] }]);
+          if (path === 'columns')
+            return rec!.appendColumns('a/s', { t: [0], step: [0], columns: frame.columns });
+          if (path === 'frames') return rec!.appendFrame('s', frame);
+          if (path === 'v1 json') return client!.append({ 'a/s': [sample] });
+          if (path === 'v2 columns')
+            return client!.appendColumns([{ stream: 'a/s', t: [0], step: [0], columns: frame.columns }]);
+          return client!.appendFrame('s', frame);
+        };
+        const field = Object.keys(values).at(-1)!;
+        await assert.rejects(
+          (async () => append())(),
+          (error: Error) => new RegExp(`\\b${field}\\b`).test(error.message),
+          `${path}: ${what} refused, naming field ${field}`,
+        );
+      }
+      if (client) {
+        await client.endRun('completed');
+        await client.close();
+      } else await rec!.end('completed');
+      assert.deepStrictEqual(
+        await readAll(remote ? fx.store : local, run, 'a/s'),
+        [],
+        `${path}: nothing kept`,
+      );
+    });
+});
