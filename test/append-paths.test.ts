@@ -262,27 +262,34 @@ describe('every append path stores the same samples', () => {
     ? Array.from({ length: Number(process.env.APPEND_SEEDS) }, (_, i) => i + 1)
     : [1, 2, 3, 4, 5, 6]) {
     it(`seed ${seed}: ${paths.join(', ')}`, async () => {
-      const generated = generate(seed);
-      for (const path of paths) {
-        const run = path.startsWith('v2') ? withoutExtra(generated) : generated;
-        const expected = expectedOf(run);
-        const { store, id } = await record(run, path, seed).catch((error: unknown) => {
-          throw new Error(`${path}: ${(error as Error).message}`, { cause: error });
-        });
-        for (const [stream, samples] of expected) {
-          const read = await readAll(store, id, stream);
-          assert.equal(read.length, samples.length, `${path}, ${stream}: samples`);
-          for (let i = 0; i < samples.length; i++)
-            assert.deepStrictEqual(
-              read[i],
-              asStored(path, [samples[i]!])[0],
-              `${path}, ${stream}, sample ${i} (fields ${JSON.stringify(run.fields)})`,
-            );
-        }
-      }
+      for (const path of paths) await recordAndCompare(generate(seed), path, seed);
     });
   }
+
+  it('twelve runs recorded at once (two seeds, every path), each into a store others write too', async () => {
+    await Promise.all(
+      [7, 8].flatMap((seed) => paths.map((path) => recordAndCompare(generate(seed), path, seed))),
+    );
+  });
 });
+
+/** Records `generated` through `path` and compares what is read back with it, sample by sample. */
+async function recordAndCompare(generated: GeneratedRun, path: Path, seed: number): Promise<void> {
+  const run = path.startsWith('v2') ? withoutExtra(generated) : generated;
+  const { store, id } = await record(run, path, seed).catch((error: unknown) => {
+    throw new Error(`${path}: ${(error as Error).message}`, { cause: error });
+  });
+  for (const [stream, samples] of expectedOf(run)) {
+    const read = await readAll(store, id, stream);
+    assert.equal(read.length, samples.length, `seed ${seed}, ${path}, ${stream}: samples`);
+    for (let i = 0; i < samples.length; i++)
+      assert.deepStrictEqual(
+        read[i],
+        asStored(path, [samples[i]!])[0],
+        `seed ${seed}, ${path}, ${stream}, sample ${i} (fields ${JSON.stringify(run.fields)})`,
+      );
+  }
+}
 
 describe('null in a JSON field', () => {
   it('is its value, required or not, in sample objects as in columns and frames (elsewhere null is absence)', async () => {
