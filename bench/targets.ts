@@ -60,23 +60,22 @@ const ANALYSIS: Record<string, string> = {
     "columns, 8 of them present (0.13 B/state); SQLite adds the space left in the chunks' pages (0.35 " +
     "B/state) and each stream's schema, 1.25 KB of JSON per actor (0.13 B/state).",
   'record-rss':
-    'Two V8 isolates: the appending thread, whose young generation V8 grows to its 32 MiB under this ' +
-    'load (it cannot be capped from within a process: --max-semi-space-size=4 measured 187 MiB), and the ' +
-    "writer thread, whose young generation is capped at 16 MiB (20 MiB less at the peak than V8's " +
-    '48, at the same rate; 8 MiB was 5% slower); SQLite page caches on two connections; the frames of ' +
-    'the next commit appended while one is in flight (the same run waiting at each commit, ' +
-    "simrec-awaited, peaks 15 MiB lower); and the writer's packed tail blocks (about 13 MB), kept so that " +
-    'a seal need not read them back. Since 2026-11-26 commits reach the writer thread in arenas kept in ' +
-    'memory both threads share and the frame buffer keeps its arrays from commit to commit (the ' +
-    "appending thread's malloc heap 41 to 21 MB at the peak): 209-213 MiB against 223. Measured since: " +
-    "the appending thread's young generation grows by what survives its collections, here mostly the " +
-    "ego's per-step sample objects (control, and the wheels' JSON objects held until the commit): " +
-    'without them the same run keeps a 15 MiB young generation and peaks 15-20 MiB lower. The writer ' +
-    "thread's malloc arena holds 49-57 MiB at the peak (38.5 MB of it array buffers: tail blocks and " +
-    'blocks not yet collected); forcing a full collection after every seal left it as large. Since the ' +
-    "afternoon of 2026-11-26 a commit's columns are let go of once given to the store (830 KB survived " +
-    "each of the appending thread's young collections, 445 KB now): V8 grows the young generation later " +
-    'in the run, the peak is the same.',
+    'Two V8 isolates: the appending thread, whose young generation V8 grows by what survives its ' +
+    'collections (it cannot be capped from within a process: --max-semi-space-size=4 measured 187 MiB ' +
+    'when it grew to 32), and the writer thread, whose young generation is capped at 16 MiB (20 MiB less ' +
+    "at the peak than V8's 48, at the same rate; 8 MiB was 5% slower); SQLite page caches on two " +
+    'connections; the frames of the next commit appended while one is in flight (the same run waiting at ' +
+    "each commit, simrec-awaited, peaks about as high); and the writer's packed tail blocks (about 13 MB), " +
+    'kept so that a seal need not read them back. Commits reach the writer thread in arenas both threads ' +
+    "share and the frame buffer keeps its arrays from commit to commit (the appending thread's malloc " +
+    "heap 41 to 21 MB at the peak). Since the evening of 2026-11-26 the benchmark feeds the ego's control " +
+    'and wheels as frames of one actor, as the demo and record sumo do: their sample objects, held until ' +
+    "each commit, were most of what survived the appending thread's young collections, which V8 then " +
+    'grew to 32 MiB; it stays at 16 now, and the peak is 13-15 MiB lower (171-191 MiB against 186-204 in ' +
+    "alternating runs). What remains over 150: the node binary's pages (45 MiB), V8's pages of both " +
+    "isolates (about 75 MiB), the writer thread's malloc arena (about 50 MiB at the peak: SQLite, and " +
+    'array buffers of packed blocks, live and not yet collected; glibc arena and trim settings changed ' +
+    'it by 10-15 MiB only).',
   'seek-first':
     "A fresh process's first scene opens one chunk per actor: SQLite reads each 63 KB chunk whole, each " +
     'frame is checked and one block of each decoded, by code V8 has not optimised yet (the same work ' +
