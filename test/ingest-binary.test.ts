@@ -280,6 +280,20 @@ describe('absent rows of integer and boolean columns', () => {
       /frame of f\.x\[0\]: expected a number \(NaN, undefined or null: absent\), got "1"/,
     );
     assert.throws(() => encodeFloats({ x: [true] }), /frame of f\.x\[0\]: expected a number .*, got true/);
+    // A string column's null is absence, as in RunRecorder's columns; a JSON column's is the value null.
+    const strings: FieldDecl[] = [
+      { name: 's', type: 'string', optional: true },
+      { name: 'j', type: 'json', optional: true },
+    ];
+    const [nulls] = decodeColumnsBody(
+      encodeColumnsBody(
+        [{ stream: 'n', t: [0], step: [0], columns: { s: [null], j: [null] } }],
+        () => strings,
+      ),
+      () => strings,
+    );
+    const { s: absentString, j: nullJson } = nulls!.input.columns as Record<string, unknown[]>;
+    assert.deepEqual([[...absentString!], [...nullJson!]], [[undefined], [null]]);
     // JSON.stringify would have sent null for each of these.
     assert.throws(
       () => encodeFloats({ x: [1], j: [{ a: NaN }] }),

@@ -155,7 +155,8 @@ function writeColumn(
       }
       case 'string':
       case 'json': {
-        if (v === undefined) {
+        // null is a JSON value, and a string's absence as in RunRecorder's columns (model/columns.ts).
+        if (v === undefined || (v === null && field.type === 'string')) {
           w.u32(ABSENT);
           break;
         }
