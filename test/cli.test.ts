@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import { writeFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { createInterface } from 'node:readline';
-import { SIMREC_BIN, tempDir } from './helpers/paths.js';
+import { REPO_ROOT, SIMREC_BIN, tempDir } from './helpers/paths.js';
 import { cliJson, runCli } from './helpers/run-cli.js';
 
 const dir = tempDir('simrec-cli-');
@@ -29,6 +29,13 @@ describe('simrec command line', () => {
     assert.match(r.stdout, /recorded run 1 into .*cli\.db: \d+ vehicles, 16 pedestrians, 6 traffic lights/);
     assert.equal(r.stderr, '', 'piped output shows no progress bar');
     [run] = cliJson<RunRow[]>(['ls', '--json'], env) as [RunRow];
+  });
+
+  it("runs as the README's first command runs it (npx simrec from the project: the built file is executable)", () => {
+    // A fresh clone's build must leave it executable: npx runs the project's own bin through the shell.
+    const r = spawnSync('npx', ['--no-install', 'simrec', '--version'], { cwd: REPO_ROOT, encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+    assert.match(r.stdout, /^\d+\.\d+\.\d+/);
   });
 
   it('ls lists the run with id, begin, end, end reason and counts', () => {
