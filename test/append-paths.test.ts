@@ -3,7 +3,8 @@
  * schema of every field type, optional fields left out at random, edge values, an undeclared field,
  * actors coming and going, time standing still now and then) are recorded through each path:
  * RunRecorder's sample objects, columns and frames in process, and the ingest protocol's binary
- * columns and frames (version 2) and JSON samples (version 1) over a real server. Each is read back and
+ * columns and frames (version 2) and JSON samples (version 1) over a real server (TCP, and frames over
+ * WebSocket too). Each is read back and
  * compared, sample by sample and bit for bit (-0 included, which only JSON cannot carry), with what was
  * generated. The in-process store seals every 200 samples in blocks of 64 so that chunk and block
  * boundaries fall everywhere; the server's store keeps its defaults. APPEND_SEEDS=n runs seeds 1 to n
@@ -161,7 +162,8 @@ function* batchesOf(run: GeneratedRun, seed: number): Generator<GeneratedRun['st
   }
 }
 
-type Path = 'samples' | 'columns' | 'frames' | 'v2 columns' | 'v2 frames' | 'v1 json';
+type Path =
+  'samples' | 'columns' | 'frames' | 'v2 columns' | 'v2 frames' | 'v1 json' | 'v2 frames, WebSocket';
 
 /** What the path keeps of a sample: JSON has no -0. */
 const asStored = (path: Path, samples: Sample[]): Sample[] =>
@@ -218,7 +220,7 @@ async function record(
     return { store: local, id: rec.id };
   }
   const client = await IngestClient.connect({
-    url: fx.tcpUrl,
+    url: path.endsWith('WebSocket') ? fx.wsUrl : fx.tcpUrl,
     simulator: { name: 'append-paths' },
     protocol: path === 'v1 json' ? 1 : 2,
   });
@@ -257,7 +259,15 @@ function withoutExtra(run: GeneratedRun): GeneratedRun {
 }
 
 describe('every append path stores the same samples', () => {
-  const paths: Path[] = ['samples', 'columns', 'frames', 'v2 columns', 'v2 frames', 'v1 json'];
+  const paths: Path[] = [
+    'samples',
+    'columns',
+    'frames',
+    'v2 columns',
+    'v2 frames',
+    'v1 json',
+    'v2 frames, WebSocket',
+  ];
   for (const seed of process.env.APPEND_SEEDS
     ? Array.from({ length: Number(process.env.APPEND_SEEDS) }, (_, i) => i + 1)
     : [1, 2, 3, 4, 5, 6]) {
