@@ -3,9 +3,10 @@
  * schema of every field type, optional fields left out at random, edge values, an undeclared field,
  * actors coming and going, time standing still now and then) are recorded through each path:
  * RunRecorder's sample objects, columns and frames in process, and the ingest protocol's binary
- * columns and frames (version 2) and JSON samples (version 1) over a real server (TCP, and frames over
- * WebSocket too). Each is read back and
- * compared, sample by sample and bit for bit (-0 included, which only JSON cannot carry), with what was
+ * columns and frames (version 2) and JSON samples (version 1) over a real server: over TCP, each
+ * awaited; frames over WebSocket, sent without waiting; and frames over a connection the test cuts now
+ * and then with frames unanswered (the client resumes and resends). Each is read back and compared,
+ * sample by sample and bit for bit (-0 included, which only JSON cannot carry), with what was
  * generated. The in-process store seals every 200 samples in blocks of 64 so that chunk and block
  * boundaries fall everywhere; the server's store keeps its defaults. APPEND_SEEDS=n runs seeds 1 to n
  * instead of the six below (a deeper search, by hand).
@@ -163,7 +164,14 @@ function* batchesOf(run: GeneratedRun, seed: number): Generator<GeneratedRun['st
 }
 
 type Path =
-  'samples' | 'columns' | 'frames' | 'v2 columns' | 'v2 frames' | 'v1 json' | 'v2 frames, WebSocket';
+  | 'samples'
+  | 'columns'
+  | 'frames'
+  | 'v2 columns'
+  | 'v2 frames'
+  | 'v1 json'
+  | 'v2 frames, WebSocket'
+  | 'v2 frames, connection cut';
 
 /** What the path keeps of a sample: JSON has no -0. */
 const asStored = (path: Path, samples: Sample[]): Sample[] =>
@@ -223,10 +231,13 @@ async function record(
     url: path.endsWith('WebSocket') ? fx.wsUrl : fx.tcpUrl,
     simulator: { name: 'append-paths' },
     protocol: path === 'v1 json' ? 1 : 2,
+    reconnect: { attempts: 20, delayMs: 5 },
   });
   const id = await client.beginRun();
   await client.declareActors(actorDecls);
   await client.declareStreams(declarations(run));
+  const inFlight: Promise<void>[] = [];
+  let batch = 0;
   for (const steps of batchesOf(run, seed)) {
     if (path === 'v1 json')
       await client.append(Object.fromEntries(streamBatches(steps).map(({ stream, rows }) => [stream, rows])));
@@ -239,8 +250,19 @@ async function record(
           columns: columnsOf(run.fields, rows, extra),
         })),
       );
-    else for (const s of steps) if (s.samples.size > 0) await client.appendFrame('s', frameOf(s));
+    else if (path === 'v2 frames, WebSocket')
+      for (const s of steps) {
+        if (s.samples.size > 0) inFlight.push(client.appendFrame('s', frameOf(s)));
+      }
+    else if (path === 'v2 frames, connection cut') {
+      // Sent without waiting, and the connection dropped now and then with frames unanswered: the
+      // client reconnects, resumes its session and resends what the server did not have.
+      for (const s of steps) if (s.samples.size > 0) inFlight.push(client.appendFrame('s', frameOf(s)));
+      if (++batch % 7 === 3 && batch < 30) client.disconnect();
+    } else for (const s of steps) if (s.samples.size > 0) await client.appendFrame('s', frameOf(s));
   }
+  await Promise.all(inFlight);
+  if (path === 'v2 frames, connection cut') assert.ok(client.reconnects > 0, 'the connection was cut');
   await client.endRun('completed');
   await client.close();
   return { store: fx.store as SqliteBackend, id };
@@ -267,6 +289,7 @@ describe('every append path stores the same samples', () => {
     'v2 frames',
     'v1 json',
     'v2 frames, WebSocket',
+    'v2 frames, connection cut',
   ];
   for (const seed of process.env.APPEND_SEEDS
     ? Array.from({ length: Number(process.env.APPEND_SEEDS) }, (_, i) => i + 1)
