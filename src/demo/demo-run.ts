@@ -225,6 +225,12 @@ async function driveTraffic(
   let departures: Promise<void> = Promise.resolve();
   // Kept from step to step: appendFrame copies a frame's values before it returns.
   const egos = new EgoColumns();
+  const signals = {
+    state: new Array<string>(lightIds.length),
+    phase: new Float64Array(lightIds.length),
+    program: new Array<string>(lightIds.length),
+    timeToSwitch: new Float64Array(lightIds.length),
+  };
   for (let step = 0; step <= steps; step++) {
     const t = begin + Math.round((step / rateHz) * MICROS_PER_SECOND);
     if (step > 0) {
@@ -305,12 +311,6 @@ async function driveTraffic(
       states.lanePos[row] = on.lanePos;
     }
     // The lights' signals as a frame of their own: columns, as the states are, not a sample object each.
-    const signals = {
-      state: new Array<string>(lightIds.length),
-      phase: new Float64Array(lightIds.length),
-      program: new Array<string>(lightIds.length),
-      timeToSwitch: new Float64Array(lightIds.length),
-    };
     lightIds.forEach((id, row) => {
       const s = sim.signals.get(id)!;
       signals.state[row] = s.state;

@@ -163,7 +163,7 @@ function writeColumn(
         // JSON.stringify would write NaN, infinity and undefined in an array as null: refused, as RunRecorder does.
         if (field.type === 'json')
           try {
-            checkJsonValue(v, `${where}.${field.name}[${i}]`);
+            checkJsonValue(v, () => `${where}.${field.name}[${i}]`);
           } catch (error) {
             throw new RangeError((error as Error).message);
           }

@@ -192,13 +192,9 @@ export class IngestClient {
       if (!Array.isArray(batch)) continue; // the server names what is wrong with it
       for (const sample of batch) {
         if (typeof sample !== 'object' || sample === null) continue;
-        for (const key in sample) {
-          const value = sample[key];
-          // The usual values at a glance; the rest (objects, bad numbers) gets the full check, which
-          // words the error (building its message for every field cost JSON ingest 15%).
-          if (!plainlyJson(value))
-            checkJsonValue(value, `stream ${stream} sample at t=${String(sample.t)}: field ${key}`);
-        }
+        // The place named only for a problem: put together for every field, it cost JSON ingest 15%.
+        for (const key in sample)
+          checkJsonValue(sample[key], () => `stream ${stream} sample at t=${String(sample.t)}: field ${key}`);
       }
     }
     await this.request({ type: 'samples', samples });
@@ -574,26 +570,4 @@ function openWebSocket(url: string, events: TransportEvents): Promise<Transport>
       if (open) events.closed();
     });
   });
-}
-
-/** Whether JSON carries `value` as it is, seen at a glance: a string, boolean, null, finite number or an array of those numbers. */
-function plainlyJson(value: unknown): boolean {
-  switch (typeof value) {
-    case 'string':
-    case 'boolean':
-    case 'undefined':
-      return true;
-    case 'number':
-      return Number.isFinite(value);
-    case 'object':
-      if (value === null) return true;
-      if (!Array.isArray(value)) return false;
-      for (let i = 0; i < value.length; i++) {
-        const v: unknown = value[i];
-        if (typeof v !== 'number' || !Number.isFinite(v)) return false;
-      }
-      return true;
-    default:
-      return false;
-  }
 }

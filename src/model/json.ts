@@ -9,11 +9,13 @@ export const MAX_JSON_DEPTH = 64;
 /**
  * Checks that a value survives JSON unchanged: no NaN or Infinity (JSON would turn them into null),
  * no undefined inside arrays, no functions, class instances, cycles or absurd depth. The error names
- * where in the value the problem is (`where[2].pressure`).
+ * where in the value the problem is (`where[2].pressure`); `where` may be a function, called only for
+ * a problem (a caller checking every field of every sample need not put its name together each time).
  */
-export function checkJsonValue(value: unknown, where: string): asserts value is JsonValue {
+export function checkJsonValue(value: unknown, where: string | (() => string)): asserts value is JsonValue {
   const problem = jsonProblem(value, 0);
-  if (problem) throw invalid(`${where}${problem.path}: ${problem.message}`);
+  if (problem)
+    throw invalid(`${typeof where === 'string' ? where : where()}${problem.path}: ${problem.message}`);
 }
 
 /**
