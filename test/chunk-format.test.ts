@@ -15,6 +15,7 @@ import {
 } from '../src/store/common/bit-codec.js';
 import {
   assembleChunk,
+  ChunkBuffers,
   encodeBlock,
   ParsedChunk,
   type ChunkColumn,
@@ -562,6 +563,43 @@ describe('stream tails', () => {
     assert.deepEqual(
       back.flatMap((b) => b.columns.lane as string[]),
       rows.map((r) => r.lane),
+    );
+  });
+
+  it('chunks assembled into ChunkBuffers are the bytes assembled alone; those taken before reuse() never share memory, and reuse() hands it out again', () => {
+    const options = { chunkSamples: 300, maxBlockRows: 128 };
+    const rows = rowsOf(1000);
+    const alone = new StreamTail<number>(STATE_FIELDS, [], options);
+    const pooled = new StreamTail<number>(STATE_FIELDS, [], options);
+    const buffers = new ChunkBuffers();
+    const [storeAlone, storePooled] = [tailStore(), tailStore()];
+    let first: ArrayBufferLike | undefined;
+    for (let i = 0; i < rows.length; i += 50) {
+      const batch = samplesToColumns(rows.slice(i, i + 50), STATE_FIELDS);
+      const a = alone.append(batch).chunk;
+      const p = pooled.append(batch, buffers).chunk;
+      assert.deepEqual(Buffer.from(p.data), Buffer.from(a.data), `commit at ${i}`);
+      if (first) assert.equal(p.data.buffer, first, 'a commit reuses the memory of the one before');
+      first ??= p.data.buffer;
+      alone.appended(storeAlone.put(a.data), a.count);
+      // As a writer that copies each chunk into its store before reusing the memory.
+      pooled.appended(storePooled.put(Buffer.from(p.data)), p.count);
+      buffers.reuse();
+    }
+    const a = alone.seal((id) => storeAlone.open(id))!;
+    const p = pooled.seal((id) => storePooled.open(id), { buffers })!;
+    const pooledChunks = [...p.chunks, p.rest!];
+    assert.deepEqual(
+      pooledChunks.map((c) => Buffer.from(c.data)),
+      [...a.chunks, a.rest!].map((c) => Buffer.from(c.data)),
+    );
+    // Three chunks and a rest taken at once: four buffers, none shared.
+    assert.equal(new Set(pooledChunks.map((c) => c.data.buffer)).size, 4);
+    buffers.reuse();
+    const again = buffers.take(pooledChunks[0]!.data.length);
+    assert.ok(
+      pooledChunks.some((c) => c.data.buffer === again.buffer),
+      'memory handed out again',
     );
   });
 

@@ -3,6 +3,7 @@ import type { FieldDecl, FieldType, InferredField } from '../../model/stream.js'
 import {
   assembleChunk,
   concatBatches,
+  type ChunkBuffers,
   decodeEncodedBlock,
   encodeBlock,
   type ChunkColumn,
@@ -104,13 +105,14 @@ export class StreamTail<Id> {
 
   /**
    * Packs a batch as the tail chunk of one commit. Returns it, and whether the undeclared fields changed
-   * (their list is kept with the stream). Call `appended` once it is written.
+   * (their list is kept with the stream). Call `appended` once it is written. The chunk's bytes are taken
+   * from `buffers` when given (see ChunkBuffers).
    */
-  append(input: ColumnBatch): { chunk: ChunkToWrite; extrasChanged: boolean } {
+  append(input: ColumnBatch, buffers?: ChunkBuffers): { chunk: ChunkToWrite; extrasChanged: boolean } {
     const { batch, changed: extrasChanged } = this.learn(input);
     const blocks = this.blocksOf(batch, this.sealedRows + this.rowCount);
     this.lastBlocks = blocks;
-    return { chunk: this.chunkOf(blocks), extrasChanged };
+    return { chunk: this.chunkOf(blocks, buffers), extrasChanged };
   }
 
   /** Records that the tail chunk of `rows` samples made by the last `append` was written as `id`. */
@@ -139,11 +141,11 @@ export class StreamTail<Id> {
    * every `chunkSamples`-th sample of the stream, so the chunks of streams sampled together cover the
    * same times: a scene then reads one chunk window of every actor, and a reader's cache holds whole
    * windows. Unless `final`, the blocks past the last boundary stay in the tail, as one tail chunk
-   * (`rest`). Call `sealed()` once it is durable.
+   * (`rest`). Call `sealed()` once it is durable. The chunks' bytes are taken from `buffers` when given.
    */
   seal(
     open: (id: Id) => ChunkView,
-    options: { final?: boolean } = {},
+    options: { final?: boolean; buffers?: ChunkBuffers } = {},
   ): { chunks: ChunkToWrite[]; rest: ChunkToWrite | null; replaces: Id[] } | null {
     if (this.chunkIds.length === 0) return null;
     const blocks = this.tailBlocks(open);
@@ -163,13 +165,13 @@ export class StreamTail<Id> {
       current.push(blocks[b]!);
       row += blocks[b]!.rows;
       if ((this.sealedRows + row) % chunkSamples === 0 || row === cut) {
-        chunks.push(this.chunkOf(this.mergeSmallBlocks(current)));
+        chunks.push(this.chunkOf(this.mergeSmallBlocks(current), options.buffers));
         current = [];
       }
     }
     if (row !== cut) throw new Error(`sealing: tail blocks end at row ${row}, not at ${cut}`);
     this.restBlocks = blocks.slice(b);
-    const rest = b < blocks.length ? this.chunkOf(this.restBlocks) : null;
+    const rest = b < blocks.length ? this.chunkOf(this.restBlocks, options.buffers) : null;
     this.pendingRest = n - cut;
     this.pendingSealed = cut;
     return { chunks, rest, replaces: this.chunkIds.slice() };
@@ -296,11 +298,11 @@ export class StreamTail<Id> {
     this.pendingRest = 0;
   }
 
-  private chunkOf(blocks: EncodedBlock[]): ChunkToWrite {
+  private chunkOf(blocks: EncodedBlock[], buffers?: ChunkBuffers): ChunkToWrite {
     let count = 0;
     for (const b of blocks) count += b.rows;
     return {
-      data: assembleChunk(this.columns, blocks),
+      data: assembleChunk(this.columns, blocks, buffers),
       begin: blocks[0]!.begin,
       end: blocks[blocks.length - 1]!.end,
       count,

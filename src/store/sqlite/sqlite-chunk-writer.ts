@@ -3,6 +3,7 @@ import type { ColumnBatch } from '../../model/columns.js';
 import { notFound, SimrecError } from '../../model/errors.js';
 import type { ActorInfo, ActorPresence, EndReason } from '../../model/run.js';
 import type { InferredField, StreamSchema } from '../../model/stream.js';
+import { ChunkBuffers } from '../common/chunk-format.js';
 import { openChunk, type ChunkView } from '../common/chunk-reader.js';
 import { StreamTail, type StreamTailOptions } from '../common/stream-tail.js';
 import { ADD_STREAM_COUNTS } from './sqlite-schema.js';
@@ -37,6 +38,8 @@ export class SqliteChunkWriter {
   /** Tails by run, then stream id; loaded from the store on first use (sealed = 0 chunks). */
   private readonly tails = new Map<number, Map<string, TailEntry>>();
   private readonly statements = new Map<string, Database.Statement>();
+  /** What tail and sealed chunks are assembled into: SQLite copies each as it is bound, and it is reused. */
+  private readonly chunkBuffers = new ChunkBuffers();
   /** Tails that hold a chunk's worth, waiting for sealDue (the writer thread calls it between commits). */
   private readonly due = new Set<TailEntry>();
   private readonly durability: 'full' | 'normal';
@@ -161,10 +164,11 @@ export class SqliteChunkWriter {
             if (n === 0) continue;
             const entry = this.tailOf(run, stream);
             touched.push(entry);
-            const { chunk, extrasChanged } = entry.tail.append(batch);
+            const { chunk, extrasChanged } = entry.tail.append(batch, this.chunkBuffers);
             const id = Number(
               insert.run(entry.key, chunk.begin, chunk.end, chunk.count, 0, chunk.data).lastInsertRowid,
             );
+            this.chunkBuffers.reuse();
             entry.tail.appended(id, n);
             counters.run(entry.key, n, batch.t[0]!, batch.t[n - 1]!);
             if (extrasChanged) this.saveExtras(entry.key, entry.tail.extraFields);
@@ -181,6 +185,7 @@ export class SqliteChunkWriter {
     } catch (error) {
       // What the failed transaction did to the tails in memory is undone by loading them again.
       for (const entry of touched) this.forgetStream(run, entry.key);
+      this.chunkBuffers.reuse();
       throw wrapIoError(error, `${this.location}: appending to run ${run}`);
     }
   }
@@ -272,18 +277,25 @@ export class SqliteChunkWriter {
         throw new SimrecError('io', `${this.location}: tail chunk ${id} of run ${entry.run} vanished`);
       return openChunk(row.data as Buffer, `${this.location} run ${entry.run} chunk ${id}`);
     };
-    const seal = entry.tail.seal(open, { final });
+    const seal = entry.tail.seal(open, { final, buffers: this.chunkBuffers });
     if (!seal) return;
-    const remove = this.stmt('DELETE FROM chunks WHERE id = ?');
-    for (const id of seal.replaces) remove.run(id);
-    const insert = this.stmt(
-      'INSERT INTO chunks (stream_key, begin_us, end_us, count, sealed, data) VALUES (?, ?, ?, ?, ?, ?)',
-    );
-    for (const c of seal.chunks) insert.run(entry.key, c.begin, c.end, c.count, 1, c.data);
-    const rest = seal.rest;
-    const restId = rest
-      ? Number(insert.run(entry.key, rest.begin, rest.end, rest.count, 0, rest.data).lastInsertRowid)
-      : undefined;
+    let restId: number | undefined;
+    try {
+      const remove = this.stmt('DELETE FROM chunks WHERE id = ?');
+      for (const id of seal.replaces) remove.run(id);
+      const insert = this.stmt(
+        'INSERT INTO chunks (stream_key, begin_us, end_us, count, sealed, data) VALUES (?, ?, ?, ?, ?, ?)',
+      );
+      for (const c of seal.chunks) insert.run(entry.key, c.begin, c.end, c.count, 1, c.data);
+      const rest = seal.rest;
+      if (rest)
+        restId = Number(
+          insert.run(entry.key, rest.begin, rest.end, rest.count, 0, rest.data).lastInsertRowid,
+        );
+    } finally {
+      // SQLite copied each chunk as it was bound.
+      this.chunkBuffers.reuse();
+    }
     entry.tail.sealed(restId);
   }
 
