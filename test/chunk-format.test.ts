@@ -80,6 +80,9 @@ const COLUMNS: ChunkColumn[] = FIELDS.map((f) => ({
 const INDEX = new Map(COLUMNS.map((c, i) => [c.name, i] as const));
 
 /** Rows with every field type, some absent, the hard doubles among them. */
+/** Strings a decoder could change: a leading byte-order mark (TextDecoder drops it unless told not to), none, non-ASCII. */
+const HARD_STRINGS = ['\uFEFFlane-0', '', 'Straße-ü', '車線-1', 'E2 \u{1F697}', '\uFEFF'];
+
 function hardRows(n: number): Sample[] {
   return Array.from({ length: n }, (_, i) => {
     const s: Sample = { t: 1_700_000_000_000_000 + i * 10_000 + (i % 3), step: i };
@@ -88,7 +91,8 @@ function hardRows(n: number): Sample[] {
     s.i32 = i % 2 ? -(2 ** 31) : 2 ** 31 - 1;
     s.i64 = Number.MAX_SAFE_INTEGER - i * 1_000_003;
     s.flag = i % 3 === 0;
-    if (i % 7 !== 3) s.label = `lane-${i >> 3}`;
+    if (i % 7 !== 3)
+      s.label = i % 11 === 0 ? HARD_STRINGS[(i / 11) % HARD_STRINGS.length]! : `lane-${i >> 3}`;
     if (i % 6 !== 5) s.pos = [HARD_DOUBLES[(i + 3) % HARD_DOUBLES.length]!, -i, i * 1e-310];
     if (i % 2 === 0)
       s.doc = {

@@ -12,7 +12,7 @@ import {
   unpackFloat64,
   unpackIntegers,
 } from './bit-codec.js';
-import { ByteReader, ByteWriter } from './bytes.js';
+import { ByteReader, ByteWriter, decodeUtf8 } from './bytes.js';
 
 /**
  * The chunk: many consecutive samples of one stream, column by column, in blocks.
@@ -1101,9 +1101,7 @@ function decodeColumn(
     else if (codec === CODEC.jsonText || codec === CODEC.jsonDeflated) {
       const text =
         codec === CODEC.jsonText ? body : inflateRawSync(body, { maxOutputLength: MAX_INFLATED_BYTES });
-      const parsed = JSON.parse(
-        Buffer.from(text.buffer, text.byteOffset, text.byteLength).toString('utf8'),
-      ) as unknown;
+      const parsed = JSON.parse(decodeUtf8(text)) as unknown;
       if (!Array.isArray(parsed) || parsed.length !== present)
         throw new Error(
           `column ${column.name} holds ${Array.isArray(parsed) ? parsed.length : 'no'} values, expected ${present}`,
@@ -1145,7 +1143,17 @@ function readSubRecords(body: Uint8Array, n: number, count: number): Float64Arra
 }
 
 /** n dictionary-coded strings, into `out` from `offset` on when given. */
-function decodeDictionary(body: Uint8Array, n: number, out: unknown[] = [], offset = 0): unknown[] {
+/**
+ * A dictionary record's n strings, into `out` from `offset` on when given. A fresh array is made n long
+ * (holey), as chunk-wide columns are (targetColumn): one grown from empty was another kind of array to V8,
+ * and the scene code optimised for either was thrown away at the first row of the other.
+ */
+function decodeDictionary(
+  body: Uint8Array,
+  n: number,
+  out: unknown[] = new Array<unknown>(n),
+  offset = 0,
+): unknown[] {
   const input = new ByteReader(body);
   const size = input.varint();
   if (size > n) throw new Error(`string dictionary of ${size} values for ${n} rows`);
@@ -1167,7 +1175,7 @@ function decodeDictionary(body: Uint8Array, n: number, out: unknown[] = [], offs
 
 function decodeJsonShape(body: Uint8Array, n: number): unknown[] {
   const input = new ByteReader(body);
-  const shape = Buffer.from(input.take(input.varint())).toString('utf8');
+  const shape = decodeUtf8(input.take(input.varint()));
   const perValue = input.varint();
   const leaves = readSubRecords(body.subarray(input.offset), n, perValue);
   // The shape with zeros parses to a skeleton; each value is the skeleton with its own numbers.

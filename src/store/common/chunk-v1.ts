@@ -1,6 +1,7 @@
 import { inflateRawSync } from 'node:zlib';
 import { SimrecError } from '../../model/errors.js';
 import { FIELD_TYPES, type FieldType } from '../../model/stream.js';
+import { decodeUtf8 } from './bytes.js';
 
 /**
  * The first chunk layout ("SRC1", simrec 0.1.0), kept to read the stores it wrote; nothing writes it
@@ -265,7 +266,7 @@ function decodeValues(
       return raw;
     case 'string':
     case 'json': {
-      const text = Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength).toString('utf8');
+      const text = decodeUtf8(raw);
       let parsed: unknown;
       try {
         parsed = JSON.parse(text);
