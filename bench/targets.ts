@@ -60,22 +60,25 @@ const ANALYSIS: Record<string, string> = {
     "columns, 8 of them present (0.13 B/state); SQLite adds the space left in the chunks' pages (0.35 " +
     "B/state) and each stream's schema, 1.25 KB of JSON per actor (0.13 B/state).",
   'record-rss':
-    'Two V8 isolates: the appending thread, whose young generation V8 grows by what survives its ' +
-    'collections (it cannot be capped from within a process: --max-semi-space-size=4 measured 187 MiB ' +
-    'when it grew to 32), and the writer thread, whose young generation is capped at 16 MiB (20 MiB less ' +
-    "at the peak than V8's 48, at the same rate; 8 MiB was 5% slower); SQLite page caches on two " +
-    'connections; the frames of the next commit appended while one is in flight (the same run waiting at ' +
-    "each commit, simrec-awaited, peaks about as high); and the writer's packed tail blocks (about 13 MB), " +
-    'kept so that a seal need not read them back. Commits reach the writer thread in arenas both threads ' +
-    "share and the frame buffer keeps its arrays from commit to commit (the appending thread's malloc " +
-    "heap 41 to 21 MB at the peak). Since the evening of 2026-11-26 the benchmark feeds the ego's control " +
-    'and wheels as frames of one actor, as the demo and record sumo do: their sample objects, held until ' +
-    "each commit, were most of what survived the appending thread's young collections, which V8 then " +
-    'grew to 32 MiB; it stays at 16 now, and the peak is 13-15 MiB lower (171-191 MiB against 186-204 in ' +
-    "alternating runs). What remains over 150: the node binary's pages (45 MiB), V8's pages of both " +
-    "isolates (about 75 MiB), the writer thread's malloc arena (about 50 MiB at the peak: SQLite, and " +
-    'array buffers of packed blocks, live and not yet collected; glibc arena and trim settings changed ' +
-    'it by 10-15 MiB only).',
+    'Two V8 isolates: the appending thread, whose young generation V8 grows to 16 MiB by what survives ' +
+    'its collections (it cannot be capped from within a process: run with --max-semi-space-size=2 the ' +
+    'same recording peaks at 147-157 MiB, 5-8% slower), and the writer thread, whose young generation ' +
+    "is capped at 16 MiB (20 MiB less at the peak than V8's 48, at the same rate; 12 measured 5 MiB " +
+    'less and 2% slower, 8 was 5% slower); SQLite page caches on two connections; the frames of the ' +
+    "next commit appended while one is in flight; and the writer's packed tail blocks (about 13 MB), " +
+    'kept so that a seal need not read them back. Commits reach the writer thread in arenas both ' +
+    'threads share, the frame buffer keeps its arrays from commit to commit, and since the evening of ' +
+    "2026-11-26 the benchmark feeds the ego's control and wheels as frames (their sample objects grew " +
+    "the appending thread's young generation to 32 MiB). Since the night of 2026-11-26 the writer " +
+    'assembles tail and sealed chunks into buffers it reuses once SQLite has copied them: a buffer per ' +
+    "chunk (61 MB over the run) waited for the writer's rare old-generation collections, and its malloc " +
+    'arena at the peak went from 43 to 31 MiB (six alternating runs: 169-176 MiB against 173-186). ' +
+    "What remains over 150: the node binary's pages (40 MiB), V8's pages of both isolates (about 73 " +
+    "MiB), the writer's malloc arena (about 31 MiB: SQLite, the tails' blocks, those sealed and not yet " +
+    "collected) and the appending thread's (16 MiB). Measured and not kept: each stream's tail blocks " +
+    'in one buffer reused across seals (higher: the buffers hold their slack), glibc arena and trim ' +
+    'settings (10-15 MiB lower only), a writer page cache of 1 MiB instead of 4 (3 MiB lower, at the ' +
+    'cost of reading index pages back at a few hundred actors).',
   'seek-first':
     "A fresh process's first scene opens one chunk per actor: SQLite reads each 63 KB chunk whole, each " +
     'frame is checked and one block of each decoded, by code V8 has not optimised yet (the same work ' +
@@ -93,12 +96,15 @@ const ANALYSIS: Record<string, string> = {
     'Decoding is paid by a few scenes: the first touches of chunk windows (a block per actor), the scene ' +
     'that finds the streams browsed (every chunk touched once decoded whole) and the first touch of each ' +
     'window after it (decoded whole): 6 of the 1,000 random scenes here, under the 1% that sets the 99th ' +
-    'percentile. What remains is V8 after those bursts: young collections promoting the chunks just ' +
-    'cached, and code recompiled for objects it had not seen, make a handful of the next 50 scenes take ' +
-    '3-8 ms, more in some processes than in others (1.9 to 5.7 ms at the 99th percentile from one ' +
-    'repetition to the next on this VM, most under 3): the heap grows from 10 to 37 MB in the first ' +
-    "0.7 s (decoded lane columns are arrays of strings on V8's heap) and its five full collections " +
-    'mark in steps during the scenes after the bursts.',
+    'percentile. What sets it is the 30 or so scenes after those bursts, which run while V8 optimises ' +
+    'the scene code on its other thread (sampleAt alone takes it 30 ms to compile): 1.5-7 ms each ' +
+    'against 0.45 once optimised. Since the night of 2026-11-26 a string column decoded on its own is an ' +
+    'array made n long like a chunk-wide one (it was grown from empty, another kind of array to V8, ' +
+    'which threw the optimised scene code away at the first whole chunk and compiled it again): in ' +
+    'fresh processes measured apart the 99th percentile is at most 3 ms in 17 of 28 (median 2.7-2.8 ms ' +
+    'in two series) against 4 of 20 before (median 3.6-4.4). The rest are objects of other shapes ' +
+    'reaching the same code (a sample with and without its row after, a new batch): giving brackets ' +
+    'one shape measured no better.',
   trajectory:
     'A whole-run trajectory (readColumnsJoined, since 2026-11-26 afternoon) decodes its 5 chunks straight ' +
     'into the joined columns, nothing cached or copied again: 2.3 to 3.5 ms warm. The median of 3 is the ' +
