@@ -2,6 +2,9 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { StoreBackend } from '../src/model/store-port.js';
+import { stateStream } from '../src/model/standard-streams.js';
+import type { FieldDecl, Sample } from '../src/model/stream.js';
+import { RunRecorder } from '../src/record/run-recorder.js';
 import { recordSyntheticRun } from '../src/demo/synthetic-run.js';
 import { startServer, type RunningServer } from '../src/server/start-server.js';
 import { openStore } from '../src/store/open-store.js';
@@ -75,6 +78,93 @@ describe('HTTP API', () => {
     assert.deepEqual(cliScene, (await get(`/api/runs/${synthetic}/scene?at=2.5`)).body);
     const evaluated = cliJson<{ run: { id: number } }>(['eval', String(synthetic), '--json'], env);
     assert.deepEqual(evaluated.run, (await get(`/api/runs/${synthetic}`)).body.run);
+  });
+
+  it('serves a state window as the sample objects have it: a number where a sample has one, null elsewhere, across chunks', async () => {
+    const own = tempDir('simrec-states-');
+    const local = await openStore(join(own.path, 'states.db'));
+    const begin = 1_750_000_000_000_000;
+    const rec = await RunRecorder.begin(local, { begin });
+    await rec.declareActors(['a1', 'a2', 'a3'].map((id) => ({ id, kind: 'vehicle' })));
+    const number = (name: string, optional = false): FieldDecl => ({ name, type: 'f64', optional });
+    await rec.declareStreams([
+      stateStream('a1'),
+      {
+        name: 'state',
+        actor: 'a2',
+        fields: [number('x'), number('y'), number('yaw', true), number('speed', true)],
+      },
+      // Fields the viewer cannot play: a bool yaw (a sample gives booleans) and a json speed.
+      {
+        name: 'state',
+        actor: 'a3',
+        fields: [number('x'), number('y'), { name: 'yaw', type: 'bool' }, { name: 'speed', type: 'json' }],
+      },
+    ]);
+    // 3,000 samples at 100 Hz: a sealed chunk and the rest, for every actor.
+    for (let i = 0; i < 3000; i++) {
+      const t = begin + i * 10_000;
+      rec.append('a1/state', {
+        t,
+        step: i,
+        x: i * 0.5,
+        y: -i,
+        yaw: Math.sin(i),
+        speed: i % 7 ? 3 + i * 1e-3 : -0,
+      });
+      const a2: Sample = { t, step: i, x: i, y: 2 * i };
+      if (i % 5 !== 0) a2.yaw = i / 100;
+      if (i % 3 !== 1) a2.speed = 1e-310 * i;
+      rec.append('a2/state', a2);
+      rec.append('a3/state', { t, step: i, x: i, y: i, yaw: i % 2 === 0, speed: i % 4 ? i : `fast ${i}` });
+      if (i % 500 === 499) await rec.flush();
+    }
+    await rec.end('completed');
+    const localServer = await startServer({ store: local, port: 0 });
+    try {
+      for (const [from, to] of [
+        [begin, begin + 40_000_000],
+        [begin + 5_005_000, begin + 25_300_000],
+        [begin + 29_995_000, begin + 31_000_000],
+        [begin + 40_000_000, begin + 41_000_000],
+      ] as const) {
+        const expected: Record<string, Record<string, (number | null)[]>> = {};
+        for (const actor of ['a1', 'a2', 'a3']) {
+          const columns: Record<string, (number | null)[]> = { t: [], x: [], y: [], yaw: [], speed: [] };
+          for await (const batch of local.readSamples({ run: rec.id, stream: `${actor}/state`, from, to }))
+            for (const sample of batch) {
+              columns.t!.push(sample.t);
+              for (const f of ['x', 'y', 'yaw', 'speed'])
+                columns[f]!.push(typeof sample[f] === 'number' ? (sample[f] as number) : null);
+            }
+          expected[actor] = columns;
+        }
+        const response = await fetch(
+          new URL(`/api/runs/${rec.id}/states?from=${from}&to=${to}`, localServer.url),
+        );
+        const body = (await response.json()) as { from: number; to: number; actors: typeof expected };
+        assert.equal(body.from, from);
+        assert.deepEqual(
+          body.actors,
+          JSON.parse(JSON.stringify(expected)),
+          `window ${from - begin}..${to - begin}`,
+        );
+      }
+      const whole = await fetch(new URL(`/api/runs/${rec.id}/states`, localServer.url));
+      const answer = (await whole.json()) as { actors: Record<string, Record<string, unknown[]>> };
+      assert.equal(answer.actors.a2!.t!.length, 3000);
+      assert.equal(answer.actors.a2!.yaw![5], null, 'absent');
+      assert.equal(answer.actors.a2!.speed![3], 3e-310, 'a subnormal, kept');
+      assert.ok(
+        answer.actors.a3!.yaw!.every((v) => v === null),
+        'a bool is not a heading',
+      );
+      assert.deepEqual(answer.actors.a3!.speed!.slice(0, 5), [null, 1, 2, 3, null]);
+    } finally {
+      await localServer.close();
+      await local.close();
+      own.cleanup();
+    }
   });
 
   it('serves states column by column, scenes, samples and trajectories', async () => {

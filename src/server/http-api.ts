@@ -3,7 +3,8 @@ import { bodyLimit } from 'hono/body-limit';
 import { SimrecError, type ErrorCode } from '../model/errors.js';
 import { STATE_STREAM } from '../model/standard-streams.js';
 import type { StoreBackend } from '../model/store-port.js';
-import type { Sample } from '../model/stream.js';
+import type { ColumnBatch } from '../model/columns.js';
+import type { FieldType, Sample, StreamInfo } from '../model/stream.js';
 import { describeRun, requireRun, sceneAt, streamSamples, trajectory } from '../replay/run-queries.js';
 import { toJson } from '../model/json.js';
 import { BirdviewCache } from './birdview-images.js';
@@ -30,6 +31,29 @@ const STATUS: Record<ErrorCode, 400 | 404 | 409 | 422 | 500> = {
 
 /** Fields the viewer plays back for every actor; the inspector asks for the rest at the cursor. */
 const PLAYBACK_FIELDS = ['x', 'y', 'yaw', 'speed'] as const;
+
+/** Field types whose values a sample gives as numbers (a bool column's 0 and 1 are booleans there). */
+const NUMBER_TYPES: ReadonlySet<FieldType> = new Set(['f64', 'f32', 'i32', 'i64']);
+
+/**
+ * A window's playback columns as the wire has them: a number where a sample of the stream has a number
+ * in that field, null where it has none (absent, or not a number), row for row with `t`.
+ */
+function playbackColumns(batch: ColumnBatch, stream: StreamInfo): StateColumns {
+  const n = batch.t.length;
+  const out: StateColumns = { t: Array.from(batch.t), x: [], y: [], yaw: [], speed: [] };
+  for (const name of PLAYBACK_FIELDS) {
+    const values = batch.columns[name];
+    const type = (
+      stream.fields.find((f) => f.name === name) ?? stream.extraFields.find((f) => f.name === name)
+    )?.type;
+    if (values instanceof Float64Array && values.length === n && type !== undefined && NUMBER_TYPES.has(type))
+      out[name] = Array.from(values, (v) => (Number.isNaN(v) ? null : v));
+    else if (Array.isArray(values)) out[name] = values.map((v) => (typeof v === 'number' ? v : null));
+    else out[name] = new Array<number | null>(n).fill(null);
+  }
+  return out;
+}
 
 function intParam(c: Context, name: string, fallback?: number): number | undefined {
   const raw = c.req.query(name);
@@ -185,25 +209,24 @@ export function createApi(store: StoreBackend, settings: RecordingSettings = new
     return c.body(bytes, 200, { 'content-type': 'image/png', 'cache-control': 'no-store' });
   });
 
-  /** Every actor's pose over a window, column by column: what the viewer plays back from. */
+  /**
+   * Every actor's pose over a window, column by column: what the viewer plays back from. Read as
+   * columns of the four fields it plays (the store decodes no other), not as sample objects of every
+   * field: a 10 s window of the benchmark's 200 actors at 100 Hz took 156-269 ms that way before its
+   * JSON, 97-167 ms now (38-45 ms instead of 78-80 once the chunks are cached).
+   */
   api.get('/runs/:run/states', async (c) => {
     const run = runParam(c);
     const info = await requireRun(store, run);
-    const from = intParam(c, 'from', info.begin);
-    const to = intParam(c, 'to', Number.MAX_SAFE_INTEGER);
+    const from = intParam(c, 'from', info.begin)!;
+    const to = intParam(c, 'to', Number.MAX_SAFE_INTEGER)!;
     const streams = (await store.listStreams(run)).filter((s) => s.name === STATE_STREAM && s.actor !== null);
     const actors: Record<string, StateColumns> = {};
     for (const s of streams) {
-      const columns: StateColumns = { t: [], x: [], y: [], yaw: [], speed: [] };
-      for await (const batch of streamSamples(store, run, s.id, { from: from!, to: to! }))
-        for (const sample of batch) {
-          columns.t.push(sample.t);
-          for (const f of PLAYBACK_FIELDS)
-            columns[f].push(typeof sample[f] === 'number' ? (sample[f] as number) : null);
-        }
-      actors[s.actor!] = columns;
+      const batch = await store.readColumnsJoined({ run, stream: s.id, from, to, fields: PLAYBACK_FIELDS });
+      actors[s.actor!] = playbackColumns(batch, s);
     }
-    return json<StateWindow>(c, { from: from!, to: to!, actors });
+    return json<StateWindow>(c, { from, to, actors });
   });
 
   api.get('/runs/:run/trajectory/:actor', async (c) => {
