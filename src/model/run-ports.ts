@@ -63,6 +63,12 @@ export interface RunSource {
   samples(stream: string, window?: SampleWindow): AsyncIterable<Sample[]>;
   /** A stream's samples as columns; only `fields` (t and step always) when given. */
   columns(stream: string, window?: SampleWindow & { fields?: readonly string[] }): AsyncIterable<ColumnBatch>;
+  /**
+   * The same as one batch, decoded straight into its columns and not kept in the store's cache: for a
+   * writer that needs a whole stream at once (a long run read stream after stream would fill the cache
+   * with what it will not read again).
+   */
+  columnsJoined(stream: string, window?: SampleWindow & { fields?: readonly string[] }): Promise<ColumnBatch>;
   /** The samples either side of t of several streams: a scene in one call. */
   bracket(args: BracketArgs): Promise<SampleBracket[]>;
   attachments(): Promise<AttachmentInfo[]>;

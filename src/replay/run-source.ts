@@ -15,10 +15,12 @@ export async function storeRunSource(
   signal: AbortSignal = new AbortController().signal,
 ): Promise<RunSource> {
   const run = await requireRun(store, runId);
-  const turn = async <T>(answer: Promise<T>): Promise<T> => {
+  // The store is asked only after the turn and the check: a question asked before, then abandoned
+  // by the abort, could reject with nobody listening (a joined read checks the signal itself).
+  const turn = async <T>(ask: () => Promise<T>): Promise<T> => {
     await nextTurn();
     signal.throwIfAborted();
-    return answer;
+    return ask();
   };
   async function* turns<T>(source: AsyncIterable<T>): AsyncGenerator<T> {
     for await (const item of source) {
@@ -29,12 +31,14 @@ export async function storeRunSource(
   }
   return {
     run,
-    actors: () => turn(store.listActors(runId)),
-    streams: () => turn(store.listStreams(runId)),
+    actors: () => turn(() => store.listActors(runId)),
+    streams: () => turn(() => store.listStreams(runId)),
     samples: (stream, window = {}) => turns(store.readSamples({ run: runId, stream, ...window, signal })),
     columns: (stream, window = {}) => turns(store.readColumns({ run: runId, stream, ...window, signal })),
-    bracket: (args) => turn(store.bracketMany(runId, args)),
-    attachments: () => turn(store.listAttachments(runId)),
-    attachment: (name) => turn(store.getAttachment(runId, name)),
+    columnsJoined: (stream, window = {}) =>
+      turn(() => store.readColumnsJoined({ run: runId, stream, ...window, signal })),
+    bracket: (args) => turn(() => store.bracketMany(runId, args)),
+    attachments: () => turn(() => store.listAttachments(runId)),
+    attachment: (name) => turn(() => store.getAttachment(runId, name)),
   };
 }

@@ -14,7 +14,7 @@ export interface MessageSource {
 
 export function listSource(
   channel: number,
-  times: readonly number[],
+  times: ArrayLike<number>,
   encode: (t: number, i: number) => Uint8Array,
 ): MessageSource {
   let i = 0;

@@ -1,6 +1,7 @@
 import { absenceAt } from '../../model/presence.js';
 import type { RoadNetwork } from '../../model/roadnet.js';
 import type { ActorInfo } from '../../model/run.js';
+import type { SampleSeries } from '../../model/sample-series.js';
 import type { Sample, StreamInfo } from '../../model/stream.js';
 import { signalHeads, type SignalHead } from '../../roadnet/signal-heads.js';
 import { CAR_EXTENTS, DEFAULT_EXTENTS } from './mcap-layout.js';
@@ -13,7 +14,7 @@ import { CAR_EXTENTS, DEFAULT_EXTENTS } from './mcap-layout.js';
 /** An actor's samples of one stream, and a cursor into them. */
 export interface Track {
   actor: ActorInfo;
-  samples: Sample[];
+  samples: SampleSeries;
   /** The stream's usual interval between samples (presence: a gap longer than it is an absence). */
   usual: number | null;
   next: number;
@@ -27,14 +28,15 @@ export interface LightTrack extends Track {
 /** Every time at which some actor's state was recorded: the scene's frames. */
 export function frameTimes(tracks: readonly Track[]): number[] {
   const times = new Set<number>();
-  for (const t of tracks) for (const s of t.samples) times.add(s.t);
+  for (const t of tracks) for (const time of t.samples.times) times.add(time);
   return [...times].sort((a, b) => a - b);
 }
 
 /** The track's latest sample at or before t (tracks are walked forward, frame after frame). */
 export function latest(track: Track, t: number): Sample | undefined {
-  while (track.next < track.samples.length && track.samples[track.next]!.t <= t) track.next++;
-  return track.next > 0 ? track.samples[track.next - 1] : undefined;
+  const times = track.samples.times;
+  while (track.next < times.length && times[track.next]! <= t) track.next++;
+  return track.next > 0 ? track.samples.at(track.next - 1) : undefined;
 }
 
 /** The actor's latest sample at or before t, if the actor is present at t (not yet gone, not absent). */
@@ -61,7 +63,7 @@ export const num = (v: unknown, fallback = 0): number => (typeof v === 'number' 
 export function lightTracks(
   actors: readonly ActorInfo[],
   byId: ReadonlyMap<string, StreamInfo>,
-  samplesOf: ReadonlyMap<string, Sample[]>,
+  samplesOf: ReadonlyMap<string, SampleSeries>,
   network: RoadNetwork | undefined,
 ): LightTrack[] {
   if (!network) return [];

@@ -12,7 +12,8 @@ import { sampleToCapture } from '../../model/perception.js';
 import { usualSampleInterval } from '../../model/presence.js';
 import type { RunSource } from '../../model/run-ports.js';
 import { STATE_STREAM } from '../../model/standard-streams.js';
-import type { Sample, StreamInfo } from '../../model/stream.js';
+import { SampleSeries } from '../../model/sample-series.js';
+import type { StreamInfo } from '../../model/stream.js';
 import { readRoadNetwork } from '../../roadnet/roadnet-attachment.js';
 import { loadDefinitions } from '../perception/perception-run.js';
 import type { KeypointTemplate } from '../perception/value-shapes.js';
@@ -91,14 +92,14 @@ export async function exportMcap(
   const network = await readRoadNetwork(source, run.id);
   const byId = new Map(streams.map((s) => [s.id, s] as const));
 
-  const samplesOf = new Map<string, Sample[]>();
+  // Every stream kept as columns, its samples made into objects one at a time as messages are written.
+  const samplesOf = new Map<string, SampleSeries>();
   const total = streams.reduce((n, s) => n + s.samples, 0);
   let done = 0;
   for (const s of streams) {
-    const all: Sample[] = [];
-    for await (const batch of source.samples(s.id)) for (const sample of batch) all.push(sample);
-    samplesOf.set(s.id, all);
-    done += all.length;
+    const series = new SampleSeries(await source.columnsJoined(s.id), [...s.fields, ...s.extraFields]);
+    samplesOf.set(s.id, series);
+    done += series.length;
     options.onProgress?.(done, total);
   }
 
@@ -165,8 +166,8 @@ export async function exportMcap(
         sources.push(
           listSource(
             await foxglove(trajectoryTopic(ego.actor.id), PosesInFrame),
-            ego.samples.slice(0, 1).map((s) => s.t),
-            (t) => trajectory(ego.samples, t),
+            ego.samples.times.subarray(0, 1),
+            (t) => trajectory(ego.samples.toArray(), t),
           ),
         );
       const locate = locatorOf(network, warn);
@@ -174,10 +175,8 @@ export async function exportMcap(
         location = locationTopic(egos[0]!.actor.id);
         for (const ego of egos)
           sources.push(
-            listSource(
-              await foxglove(locationTopic(ego.actor.id), LocationFix),
-              ego.samples.map((s) => s.t),
-              (_t, i) => locationFix(ego.actor.id, ego.samples[i]!, locate),
+            listSource(await foxglove(locationTopic(ego.actor.id), LocationFix), ego.samples.times, (_t, i) =>
+              locationFix(ego.actor.id, ego.samples.at(i), locate),
             ),
           );
       }
@@ -203,11 +202,7 @@ export async function exportMcap(
     const events = samplesOf.get('events');
     if (events?.length)
       sources.push(
-        listSource(
-          await foxglove(LOG_TOPIC, Log),
-          events.map((e) => e.t),
-          (_t, i) => logLine(events[i]!),
-        ),
+        listSource(await foxglove(LOG_TOPIC, Log), events.times, (_t, i) => logLine(events.at(i))),
       );
     const captures = await captureImages(source, streams, samplesOf, warn);
     const templates = templatesOf((await loadDefinitions(source)).annotationDefinitions);
@@ -243,13 +238,7 @@ export async function exportMcap(
         metadata: new Map([['simrec.stream', s.id]]),
       });
       const list = samplesOf.get(s.id)!;
-      sources.push(
-        listSource(
-          channel,
-          list.map((x) => x.t),
-          (_t, i) => json(list[i]!),
-        ),
-      );
+      sources.push(listSource(channel, list.times, (_t, i) => json(list.at(i))));
     }
 
     let messages = 0;
@@ -307,14 +296,14 @@ export async function exportMcap(
 /** Each camera's captures that have 2-D boxes or keypoints, as ImageAnnotations messages. */
 function labelledCaptures(
   streams: readonly StreamInfo[],
-  samplesOf: ReadonlyMap<string, Sample[]>,
+  samplesOf: ReadonlyMap<string, SampleSeries>,
   templates: ReadonlyMap<string, KeypointTemplate>,
 ): Map<string, { t: number; message: object }[]> {
   const out = new Map<string, { t: number; message: object }[]>();
   for (const s of streams) {
     if (s.name !== 'captures' || s.actor === null) continue;
     const list = [];
-    for (const sample of samplesOf.get(s.id) ?? []) {
+    for (const sample of samplesOf.get(s.id)?.toArray() ?? []) {
       const message = imageAnnotations(sampleToCapture(s.actor, sample), templates);
       if (message) list.push({ t: sample.t, message });
     }
@@ -332,7 +321,7 @@ interface CaptureImage {
 async function captureImages(
   source: RunSource,
   streams: readonly StreamInfo[],
-  samplesOf: ReadonlyMap<string, Sample[]>,
+  samplesOf: ReadonlyMap<string, SampleSeries>,
   warn: (message: string) => void,
 ): Promise<Map<string, CaptureImage[]>> {
   const out = new Map<string, CaptureImage[]>();
@@ -340,7 +329,7 @@ async function captureImages(
   for (const s of streams) {
     if (s.name !== 'captures' || s.actor === null) continue;
     const list: CaptureImage[] = [];
-    for (const capture of samplesOf.get(s.id) ?? []) {
+    for (const capture of samplesOf.get(s.id)?.toArray() ?? []) {
       if (typeof capture.file !== 'string') continue;
       const attachment = await source.attachment(capture.file);
       const format =
