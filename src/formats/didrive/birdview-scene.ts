@@ -18,6 +18,7 @@ import type { ActorInfo } from '../../model/run.js';
 import { absenceAt, usualSampleInterval } from '../../model/presence.js';
 import { STATE_STREAM } from '../../model/standard-streams.js';
 import type { RunSource } from '../../model/run-ports.js';
+import { readWholeStream } from '../../model/sample-series.js';
 import type { Sample } from '../../model/stream.js';
 import { readRoadNetwork } from '../../roadnet/roadnet-attachment.js';
 import { TL_STATE } from './didrive-layout.js';
@@ -51,11 +52,8 @@ export interface BirdviewSource {
 }
 
 /** Every sample of a stream, in time order. */
-export async function readAll(source: RunSource, stream: string): Promise<Sample[]> {
-  const out: Sample[] = [];
-  for await (const batch of source.samples(stream)) for (const s of batch) out.push(s);
-  return out;
-}
+export const readAll = async (source: RunSource, stream: string): Promise<Sample[]> =>
+  (await readWholeStream(source, stream)).toArray();
 
 export async function loadBirdviewSource(source: RunSource): Promise<BirdviewSource> {
   const runId = source.run.id;

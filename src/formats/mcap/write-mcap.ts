@@ -12,7 +12,7 @@ import { sampleToCapture } from '../../model/perception.js';
 import { usualSampleInterval } from '../../model/presence.js';
 import type { RunSource } from '../../model/run-ports.js';
 import { STATE_STREAM } from '../../model/standard-streams.js';
-import { SampleSeries } from '../../model/sample-series.js';
+import { readWholeStream, type SampleSeries } from '../../model/sample-series.js';
 import type { StreamInfo } from '../../model/stream.js';
 import { readRoadNetwork } from '../../roadnet/roadnet-attachment.js';
 import { loadDefinitions } from '../perception/perception-run.js';
@@ -97,7 +97,7 @@ export async function exportMcap(
   const total = streams.reduce((n, s) => n + s.samples, 0);
   let done = 0;
   for (const s of streams) {
-    const series = new SampleSeries(await source.columnsJoined(s.id), [...s.fields, ...s.extraFields]);
+    const series = await readWholeStream(source, s);
     samplesOf.set(s.id, series);
     done += series.length;
     options.onProgress?.(done, total);

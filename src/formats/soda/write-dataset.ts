@@ -6,6 +6,7 @@ import type { ActorInfo } from '../../model/run.js';
 import { presentOnly } from '../../model/presence.js';
 import { CONTROL_STREAM, STATE_STREAM, WHEELS_STREAM } from '../../model/standard-streams.js';
 import type { RunSource } from '../../model/run-ports.js';
+import { readWholeStream } from '../../model/sample-series.js';
 import type { FieldType, Sample, StreamInfo } from '../../model/stream.js';
 import { readRoadNetwork } from '../../roadnet/roadnet-attachment.js';
 import {
@@ -209,11 +210,8 @@ function wheelsRow(wheels: unknown): BsonDoc[] {
   });
 }
 
-async function readAll(source: RunSource, stream: string): Promise<Sample[]> {
-  const out: Sample[] = [];
-  for await (const batch of source.samples(stream)) for (const s of batch) out.push(s);
-  return out;
-}
+const readAll = async (source: RunSource, stream: string): Promise<Sample[]> =>
+  (await readWholeStream(source, stream)).toArray();
 
 /** Prepares a run's export as SODA.Sim dataset `id`. The run's samples are read as batches are asked for. */
 export async function writeDataset(
