@@ -106,6 +106,8 @@ async function measureMcap(scratch: string, quick: boolean): Promise<McapRates> 
 
 export interface FormatResults {
   mcap?: McapRates;
+  /** Peak memory of MCAP and LimSim exports of the benchmark's traffic at two run lengths. */
+  exportMemory?: ExportMemory[];
   limsim?: LimSimRates;
   roadnet: { bytes: number; lanes: number; medianMs: number; mbPerSecond: number };
   perception: { captures: number; seconds: number; capturesPerSecond: number; peakRssMiB: number }[];
@@ -231,6 +233,56 @@ export function writeDataset(root: string, captures: number): void {
   }
 }
 
+export interface ExportMemory {
+  format: 'mcap' | 'limsim';
+  actorStates: number;
+  seconds: number;
+  peakRssMiB: number;
+}
+
+/**
+ * An export alone, in a process of its own, so its peak memory is the export's: the benchmark's traffic
+ * (100 actors at 100 Hz) recorded first, at two lengths, so that memory growing with the run shows.
+ */
+function measureExportMemory(scratch: string, quick: boolean): Promise<ExportMemory[]> {
+  const lengths = quick ? [300, 1200] : [2500, 10_000];
+  const out: ExportMemory[] = [];
+  return (async () => {
+    for (const steps of lengths) {
+      const dir = join(scratch, `export-${steps}`);
+      mkdirSync(dir, { recursive: true });
+      const size: BenchSize = { actors: 100, steps, hz: 100 };
+      await simrecPeer.record({ dir, frames: new TrafficGenerator(size), commitEverySteps: 100 });
+      for (const format of ['mcap', 'limsim'] as const) {
+        const result = execFileSync(
+          process.execPath,
+          [fileURLToPath(import.meta.url), 'export', dir, format, String(size.actors * steps)],
+          { maxBuffer: 1 << 20 },
+        );
+        out.push(JSON.parse(result.toString()) as ExportMemory);
+      }
+      rmSync(dir, { recursive: true, force: true });
+    }
+    return out;
+  })();
+}
+
+async function exportChild(dir: string, format: 'mcap' | 'limsim', actorStates: number): Promise<void> {
+  const store = await openStore(join(dir, 'bench.simrec.db'));
+  const [run] = await store.listRuns();
+  const start = performance.now();
+  await exportRecording(store, format, [run!.id], join(dir, format === 'mcap' ? 'out.mcap' : 'out.db'));
+  const seconds = (performance.now() - start) / 1000;
+  await store.close();
+  const result: ExportMemory = {
+    format,
+    actorStates,
+    seconds: Math.round(seconds * 100) / 100,
+    peakRssMiB: Math.round(process.resourceUsage().maxRSS / 1024),
+  };
+  process.stdout.write(JSON.stringify(result));
+}
+
 /** The import alone, in a process of its own, so its peak memory is the import's (the dataset is written first). */
 async function perceptionChild(dir: string, captures: number): Promise<void> {
   const store = await openStore(join(dir, 'perception.db'));
@@ -269,8 +321,10 @@ export async function measureFormats(scratch: string, quick: boolean): Promise<F
   });
   const limsim = await measureLimSim(scratch, quick);
   const mcap = await measureMcap(scratch, quick);
+  const exportMemory = await measureExportMemory(scratch, quick);
   return {
     mcap,
+    exportMemory,
     limsim,
     roadnet: {
       bytes,
@@ -294,6 +348,10 @@ export function formatFormats(f: FormatResults): string {
     f.limsim
       ? `  LimSim database of ${f.limsim.rows} frame rows: export ${f.limsim.exportRowsPerSecond} rows/s, import ${f.limsim.importRowsPerSecond} rows/s`
       : '',
+    ...(f.exportMemory ?? []).map(
+      (e) =>
+        `  ${e.format === 'mcap' ? 'MCAP' : 'LimSim'} export of ${e.actorStates} actor-states (100 actors at 100 Hz): ${e.seconds} s, peak ${e.peakRssMiB} MiB`,
+    ),
     f.mcap
       ? `  MCAP export of a ${f.mcap.frames}-frame demo run: ${f.mcap.framesPerSecond} frames/s (${f.mcap.messages} messages); file ${(f.mcap.mcapBytes / 1e6).toFixed(2)} MB = ${f.mcap.sizeRatio}x the run in simrec's store (${(f.mcap.storeBytes / 1e6).toFixed(2)} MB; as LimSim's database ${(f.mcap.limsimBytes / 1e6).toFixed(2)} MB); with --osi ${f.mcap.osiFramesPerSecond} frames/s, ${(f.mcap.osiBytes / 1e6).toFixed(2)} MB`
       : '',
@@ -304,3 +362,5 @@ export function formatFormats(f: FormatResults): string {
 }
 
 if (process.argv[2] === 'perception') await perceptionChild(process.argv[3]!, Number(process.argv[4]));
+if (process.argv[2] === 'export')
+  await exportChild(process.argv[3]!, process.argv[4] as 'mcap' | 'limsim', Number(process.argv[5]));

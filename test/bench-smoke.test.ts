@@ -63,6 +63,15 @@ it('npm run bench -- --quick runs every workload and writes a results file', () 
       demo.actorSteps > 0 && demo.recordingOnToOff > 0,
       'demo actor-steps/s with recording on and off',
     );
+    const { formats } = results as unknown as {
+      formats: { exportMemory: { format: string; actorStates: number; peakRssMiB: number }[] };
+    };
+    assert.deepEqual(
+      formats.exportMemory.map((e) => e.format),
+      ['mcap', 'limsim', 'mcap', 'limsim'],
+      'MCAP and LimSim exports at two run lengths, each with its peak memory',
+    );
+    assert.ok(formats.exportMemory.every((e) => e.actorStates > 0 && e.peakRssMiB > 0));
     const didrive = (results as unknown as { didrive: { exportFramesPerSecond: number } }).didrive;
     assert.ok(didrive.exportFramesPerSecond > 0, 'DI-drive export and import rates are measured');
     const { ingest } = results as unknown as {
