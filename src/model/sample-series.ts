@@ -1,6 +1,7 @@
 import { sampleAt, type ColumnBatch } from './columns.js';
 import { notFound } from './errors.js';
 import type { RunSource } from './run-ports.js';
+import { lastAtOrBefore } from './sorted-search.js';
 import type { FieldDecl, Sample, StreamInfo } from './stream.js';
 
 /**
@@ -32,6 +33,12 @@ export class SampleSeries {
   at(i: number): Sample {
     if (!(i >= 0 && i < this.length)) throw new RangeError(`sample ${i} of a series of ${this.length}`);
     return sampleAt(this.batch, this.fields, i);
+  }
+
+  /** The latest sample at or before t, undefined before the first. */
+  latestAt(t: number): Sample | undefined {
+    const i = lastAtOrBefore(this.batch.t, t);
+    return i >= 0 ? this.at(i) : undefined;
   }
 
   /** Every sample as an object: for the short streams a writer needs whole (an ego's path, captures). */

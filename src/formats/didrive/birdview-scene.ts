@@ -18,7 +18,8 @@ import type { ActorInfo } from '../../model/run.js';
 import { absenceAt, usualSampleInterval } from '../../model/presence.js';
 import { STATE_STREAM } from '../../model/standard-streams.js';
 import type { RunSource } from '../../model/run-ports.js';
-import { readWholeStream } from '../../model/sample-series.js';
+import { readWholeStream, type SampleSeries } from '../../model/sample-series.js';
+import { lastAtOrBefore } from '../../model/sorted-search.js';
 import type { Sample } from '../../model/stream.js';
 import { readRoadNetwork } from '../../roadnet/roadnet-attachment.js';
 import { TL_STATE } from './didrive-layout.js';
@@ -38,7 +39,8 @@ const NOT_ON_THE_ROAD = new Set(['traffic_light', 'sensor', 'ego']);
 
 interface Track {
   actor: ActorInfo;
-  samples: Sample[];
+  /** Kept as columns: a server drawing a long run's bird's-eye views holds no object per sample. */
+  samples: SampleSeries;
   /** The state stream's usual sample interval, for the staleness rule (model/presence.ts). */
   usual: number | null;
 }
@@ -77,7 +79,7 @@ export async function loadBirdviewSource(source: RunSource): Promise<BirdviewSou
     if (!stream || (actor.kind !== 'ego' && NOT_ON_THE_ROAD.has(actor.kind))) continue;
     tracks.push({
       actor,
-      samples: await readAll(source, stream.id),
+      samples: await readWholeStream(source, stream),
       usual: usualSampleInterval(stream, actor.presence),
     });
   }
@@ -106,16 +108,16 @@ function makeSource(
 
   return {
     network,
-    begin: egoSamples[0]!.t,
-    end: egoSamples.at(-1)!.t,
+    begin: egoSamples.times[0]!,
+    end: egoSamples.times[egoSamples.length - 1]!,
     sceneAt(t: number): BirdviewScene {
-      const egoState = sampleAt(egoSamples, t) ?? egoSamples[0]!;
+      const egoState = egoSamples.latestAt(t) ?? egoSamples.at(0);
       const hero = box(egoTrack.actor, egoState);
       const vehicles: BoxActor[] = [];
       const pedestrians: BoxActor[] = [];
       for (const track of tracks) {
         if (track === egoTrack) continue;
-        const s = sampleAt(track.samples, t);
+        const s = track.samples.latestAt(t);
         // Drawn only where present, by the rules every scene keeps (the run's presence, then staleness).
         if (!s || absenceAt(track.actor.presence, track.usual, s.t, t) !== null) continue;
         (PEDESTRIAN_KINDS.has(track.actor.kind) ? pedestrians : vehicles).push(box(track.actor, s));
@@ -181,11 +183,15 @@ function roadLanes(network: RoadNetwork): BirdviewScene['lanes'] {
   });
 }
 
-function routeAhead(samples: Sample[], t: number): RoadPoint[] {
+function routeAhead(samples: SampleSeries, t: number): RoadPoint[] {
   const points: RoadPoint[] = [];
   let length = 0;
-  for (const s of samples) {
-    if (s.t < t) continue;
+  // From the first sample at or after t (each frame used to walk the ego's samples from the run's start).
+  // Back over samples at t itself: time may stand still, and each of them is a point of the route.
+  let before = lastAtOrBefore(samples.times, t);
+  while (before >= 0 && samples.times[before] === t) before--;
+  for (let i = before + 1; i < samples.length; i++) {
+    const s = samples.at(i);
     const p: RoadPoint = [Number(s.x), Number(s.y)];
     const last = points.at(-1);
     if (last) length += Math.hypot(p[0] - last[0], p[1] - last[1]);

@@ -13,6 +13,7 @@
  */
 import type { Connection, RoadLane, RoadNetwork } from '../../model/roadnet.js';
 import type { Sample } from '../../model/stream.js';
+import { lastAtOrBefore } from '../../model/sorted-search.js';
 import { ROAD_OPTION, TL_DISTANCE_CAP, TL_STATE } from './didrive-layout.js';
 
 /** CARLA's planner gives a junction's turn this far before it (its sampling radius times a few). */
@@ -65,17 +66,8 @@ export function signalToTlState(c: string | undefined): number {
 
 /** The latest sample at or before t, found by bisection. */
 export function sampleAt(samples: readonly Sample[], t: number): Sample | undefined {
-  let lo = 0;
-  let hi = samples.length - 1;
-  let found: Sample | undefined;
-  while (lo <= hi) {
-    const mid = (lo + hi) >> 1;
-    if (samples[mid]!.t <= t) {
-      found = samples[mid];
-      lo = mid + 1;
-    } else hi = mid - 1;
-  }
-  return found;
+  const i = lastAtOrBefore(samples, t, (s) => s.t);
+  return i >= 0 ? samples[i] : undefined;
 }
 
 export function frameContexts(
