@@ -474,6 +474,29 @@ function rowBuilder(
   return known;
 }
 
+/** Field types whose values a sample gives as numbers (a bool column's 0 and 1 are booleans there). */
+const NUMBER_TYPES: ReadonlySet<FieldType> = new Set(['f64', 'f32', 'i32', 'i64']);
+
+/**
+ * A batch's column `name` as one number a row: the field's value where the row's sample (sampleAt)
+ * has a number there, NaN where it has none (absent, a bool, a vector, a string or other JSON value).
+ * For readers that want a few numeric fields of many rows without a sample object a row.
+ */
+export function numbersOf(batch: ColumnBatch, fields: readonly FieldDecl[], name: string): Float64Array {
+  const n = batch.t.length;
+  const values = batch.columns[name];
+  const type = fields.find((f) => f.name === name)?.type ?? batch.types?.[name];
+  if (values instanceof Float64Array && values.length === n && type !== undefined && NUMBER_TYPES.has(type))
+    return values;
+  const out = new Float64Array(n).fill(NaN);
+  if (Array.isArray(values))
+    for (let i = 0; i < n; i++) {
+      const v = values[i];
+      if (typeof v === 'number') out[i] = v;
+    }
+  return out;
+}
+
 /** Row `i` of a batch as a sample object (absent fields left out, as they were sent). */
 export function sampleAt(batch: ColumnBatch, fields: readonly FieldDecl[], i: number): Sample {
   // The batch's own columns, looked up in the fields by name: a batch holds the few fields a stream

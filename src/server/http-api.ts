@@ -3,8 +3,8 @@ import { bodyLimit } from 'hono/body-limit';
 import { SimrecError, type ErrorCode } from '../model/errors.js';
 import { STATE_STREAM } from '../model/standard-streams.js';
 import type { StoreBackend } from '../model/store-port.js';
-import type { ColumnBatch } from '../model/columns.js';
-import type { FieldType, Sample, StreamInfo } from '../model/stream.js';
+import { numbersOf, type ColumnBatch } from '../model/columns.js';
+import type { Sample, StreamInfo } from '../model/stream.js';
 import { describeRun, requireRun, sceneAt, streamSamples, trajectory } from '../replay/run-queries.js';
 import { toJson } from '../model/json.js';
 import { BirdviewCache } from './birdview-images.js';
@@ -32,26 +32,15 @@ const STATUS: Record<ErrorCode, 400 | 404 | 409 | 422 | 500> = {
 /** Fields the viewer plays back for every actor; the inspector asks for the rest at the cursor. */
 const PLAYBACK_FIELDS = ['x', 'y', 'yaw', 'speed'] as const;
 
-/** Field types whose values a sample gives as numbers (a bool column's 0 and 1 are booleans there). */
-const NUMBER_TYPES: ReadonlySet<FieldType> = new Set(['f64', 'f32', 'i32', 'i64']);
-
 /**
  * A window's playback columns as the wire has them: a number where a sample of the stream has a number
  * in that field, null where it has none (absent, or not a number), row for row with `t`.
  */
 function playbackColumns(batch: ColumnBatch, stream: StreamInfo): StateColumns {
-  const n = batch.t.length;
+  const fields = [...stream.fields, ...stream.extraFields];
   const out: StateColumns = { t: Array.from(batch.t), x: [], y: [], yaw: [], speed: [] };
-  for (const name of PLAYBACK_FIELDS) {
-    const values = batch.columns[name];
-    const type = (
-      stream.fields.find((f) => f.name === name) ?? stream.extraFields.find((f) => f.name === name)
-    )?.type;
-    if (values instanceof Float64Array && values.length === n && type !== undefined && NUMBER_TYPES.has(type))
-      out[name] = Array.from(values, (v) => (Number.isNaN(v) ? null : v));
-    else if (Array.isArray(values)) out[name] = values.map((v) => (typeof v === 'number' ? v : null));
-    else out[name] = new Array<number | null>(n).fill(null);
-  }
+  for (const name of PLAYBACK_FIELDS)
+    out[name] = Array.from(numbersOf(batch, fields, name), (v) => (Number.isNaN(v) ? null : v));
   return out;
 }
 
