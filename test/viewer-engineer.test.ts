@@ -748,4 +748,66 @@ describe('viewer for engineers (#27) and actor lifetimes (#20), in Chromium', ()
     assert.equal(await page.getByTestId('plot-search').inputValue(), 'f');
     await closeClean(page);
   });
+
+  it('plays a run that samples fast in short windows of states, and draws the actors present across their edges', async () => {
+    // 250 cars at 100 Hz for 12 s (25,000 samples a second: windows of 4 s), a pedestrian at 1 Hz, and
+    // a car that leaves at 5 s.
+    const rec = await RunRecorder.begin(store, { simulator: { name: 'fast-sampling' }, begin: BEGIN });
+    const cars = Array.from({ length: 250 }, (_, i) => `car${i}`);
+    await rec.declareActors([
+      ...cars.map((id) => ({ id, kind: 'vehicle' as const })),
+      { id: 'walker', kind: 'pedestrian' as const },
+    ]);
+    await rec.declareStreams([...cars.map((id) => stateStream(id, { rateHz: 100 })), stateStream('walker')]);
+    for (let step = 0; step <= 1200; step++) {
+      const t = BEGIN + step * 10_000;
+      // car7 is in the frames until it leaves.
+      const actors = step <= 500 ? cars : cars.filter((id) => id !== 'car7');
+      const index = actors.map((id) => Number(id.slice(3)));
+      const columns = {
+        x: Float64Array.from(index, (i) => Math.floor(i / 25) * 10 + step * 0.01),
+        y: Float64Array.from(index, (i) => (i % 25) * 4),
+        yaw: new Float64Array(actors.length),
+        speed: new Float64Array(actors.length),
+      };
+      await rec.appendFrame('state', { t, step, actors, columns });
+      if (step % 100 === 0)
+        await rec.append('walker/state', { t, step: step / 100, x: -5, y: 0, yaw: 0, speed: 1 });
+      if (step === 500) await rec.leave('car7', t + 5_000);
+    }
+    const fast = (await rec.end('completed')).id;
+
+    const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    (page as Page & { errors: string[] }).errors = errors;
+    const windows: number[] = [];
+    page.on('request', (r) => {
+      const url = new URL(r.url());
+      if (url.pathname.endsWith(`/runs/${fast}/states`))
+        windows.push(Number(url.searchParams.get('to')) - Number(url.searchParams.get('from')) + 1);
+    });
+    await page.goto(new URL(`#/runs/${fast}`, server.url).toString());
+    await page.locator('#app[data-ready="true"]').waitFor();
+    await page.waitForFunction(() => window.simrecView?.framesDrawn > 0);
+    for (const at of [0.5, 3.99, 4.0, 4.01, 4.5, 5.2, 7.999, 8.3, 11.9, 12]) {
+      // A frame drawn after the seek: its window loaded (a frame is not drawn before it is).
+      const before = await page.evaluate((s) => {
+        const view = window.simrecView;
+        const drawn = view.framesDrawn;
+        view.timeline.seek(view.timeline.begin + s * 1e6);
+        return drawn;
+      }, at);
+      await page.waitForFunction((n) => window.simrecView.framesDrawn > n, before);
+      const scene = await sceneAt(store, fast, { t: BEGIN + Math.round(at * 1e6) });
+      assert.deepEqual(await drawnIds(page), scene.actors.map((a) => a.id).sort(), `at ${at} s`);
+    }
+    assert.ok(!(await drawnIds(page)).includes('car7'), 'the car that left is not drawn');
+    assert.ok(windows.length >= 3, `windows fetched: ${windows.length}`);
+    assert.ok(
+      windows.every((w) => w === windows[0] && w > 3_900_000 && w <= 4_000_000),
+      `every window about 4 s long (100,000 samples at 25,001 a second): ${windows.join(', ')}`,
+    );
+    await closeClean(page);
+  });
 });
