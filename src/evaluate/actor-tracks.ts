@@ -2,7 +2,6 @@ import { numbersOf } from '../model/columns.js';
 import type { ActorInfo } from '../model/run.js';
 import { STATE_STREAM } from '../model/standard-streams.js';
 import type { StoreBackend } from '../model/store-port.js';
-import { streamId } from '../model/stream.js';
 
 /** Kinds that have no footprint on the road. */
 const NOT_ON_ROAD = new Set(['traffic_light', 'sensor', 'map']);
@@ -71,41 +70,40 @@ export async function loadTracks(
     if (NOT_ON_ROAD.has(actor.kind) || !stream) continue;
     const read: Parameters<StoreBackend['readColumnsJoined']>[0] = {
       run,
-      stream: streamId(actor.id, STATE_STREAM),
+      stream: stream.id,
       fields: TRACK_FIELDS,
     };
     if (signal) read.signal = signal;
     const batch = await store.readColumnsJoined(read);
     const fields = [...stream.fields, ...stream.extraFields];
-    const [x, y, yaw, speed, vx, vy, accel, ax, lanePos] = [
-      'x',
-      'y',
-      'yaw',
-      'speed',
-      'vx',
-      'vy',
-      'accel',
-      'ax',
-      'lanePos',
-    ].map((name) => numbersOf(batch, fields, name));
+    const column = (name: string): Float64Array => numbersOf(batch, fields, name);
+    const [x, y, yaw, speed, vx, vy] = [
+      column('x'),
+      column('y'),
+      column('yaw'),
+      column('speed'),
+      column('vx'),
+      column('vy'),
+    ];
+    const [accel, ax, lanePos] = [column('accel'), column('ax'), column('lanePos')];
     const lanes = batch.columns.lane;
     const track = new ActorTrack(actor);
     // As a sample gives them: a row without a number for x or y is left out; a missing yaw is 0, a
     // missing speed the length of (vx, vy), a missing accel ax.
-    const value = (column: Float64Array, i: number): number | null =>
-      Number.isNaN(column[i]!) ? null : column[i]!;
+    const value = (values: Float64Array, i: number): number | null =>
+      Number.isNaN(values[i]!) ? null : values[i]!;
     for (let i = 0; i < batch.t.length; i++) {
-      if (Number.isNaN(x![i]!) || Number.isNaN(y![i]!)) continue;
+      if (Number.isNaN(x[i]!) || Number.isNaN(y[i]!)) continue;
       track.t.push(batch.t[i]!);
       track.step.push(batch.step[i]!);
-      track.x.push(x![i]!);
-      track.y.push(y![i]!);
-      track.yaw.push(value(yaw!, i) ?? 0);
-      track.speed.push(value(speed!, i) ?? Math.hypot(value(vx!, i) ?? 0, value(vy!, i) ?? 0));
-      track.accel.push(value(accel!, i) ?? value(ax!, i));
+      track.x.push(x[i]!);
+      track.y.push(y[i]!);
+      track.yaw.push(value(yaw, i) ?? 0);
+      track.speed.push(value(speed, i) ?? Math.hypot(value(vx, i) ?? 0, value(vy, i) ?? 0));
+      track.accel.push(value(accel, i) ?? value(ax, i));
       const lane = Array.isArray(lanes) ? lanes[i] : undefined;
       track.lane.push(typeof lane === 'string' ? lane : null);
-      track.lanePos.push(value(lanePos!, i));
+      track.lanePos.push(value(lanePos, i));
     }
     tracks.push(track);
   }
