@@ -4,6 +4,7 @@
  * as `<ego>/limsim_evaluation`). Both hold LimSim's five raw metrics per frame, so both are scored the
  * same way: LimSim's display score per frame, its mean per metric, and simrec's overall score.
  */
+import { numbersOf } from '../model/columns.js';
 import type { StoreBackend } from '../model/store-port.js';
 import type { StreamInfo } from '../model/stream.js';
 import { LIMSIM_EVALUATION_STREAM } from '../formats/limsim/limsim-streams.js';
@@ -34,21 +35,22 @@ export async function storedEvaluation(
 ): Promise<RunEvaluation | null> {
   const stream = evaluationStream(streams);
   if (!stream) return null;
-  const sums: Partial<Record<LimsimMetric, { total: number; n: number }>> = {};
-  let frames = 0;
-  for await (const batch of streamSamples(store, run, stream.id))
-    for (const sample of batch) {
-      frames++;
-      for (const m of LIMSIM_METRICS) {
-        const raw = sample[m];
-        if (typeof raw !== 'number' || !Number.isFinite(raw)) continue;
-        const sum = (sums[m] ??= { total: 0, n: 0 });
-        sum.total += limsimScore(m, raw);
-        sum.n++;
-      }
-    }
+  // The five metrics as columns (the run list scores every run it shows; sample objects of every field
+  // were made and dropped for each frame), summed frame by frame in order as before.
+  const batch = await store.readColumnsJoined({ run, stream: stream.id, fields: LIMSIM_METRICS });
+  const fields = [...stream.fields, ...stream.extraFields];
+  const frames = batch.t.length;
   const scores: Partial<Record<LimsimMetric, number>> = {};
-  for (const m of LIMSIM_METRICS) if (sums[m]?.n) scores[m] = sums[m].total / sums[m].n;
+  for (const m of LIMSIM_METRICS) {
+    let total = 0;
+    let n = 0;
+    for (const raw of numbersOf(batch, fields, m))
+      if (Number.isFinite(raw)) {
+        total += limsimScore(m, raw);
+        n++;
+      }
+    if (n) scores[m] = total / n;
+  }
   let collided = false;
   if (stream.actor !== null && streams.some((s) => s.id === EVENTS_STREAM && s.samples > 0))
     for await (const batch of streamSamples(store, run, EVENTS_STREAM))
