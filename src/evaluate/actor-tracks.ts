@@ -1,4 +1,5 @@
 import { numbersOf } from '../model/columns.js';
+import { fieldsOfStream } from '../model/stream.js';
 import type { ActorInfo } from '../model/run.js';
 import { STATE_STREAM } from '../model/standard-streams.js';
 import type { StoreBackend } from '../model/store-port.js';
@@ -75,7 +76,7 @@ export async function loadTracks(
     };
     if (signal) read.signal = signal;
     const batch = await store.readColumnsJoined(read);
-    const fields = [...stream.fields, ...stream.extraFields];
+    const fields = fieldsOfStream(stream);
     const column = (name: string): Float64Array => numbersOf(batch, fields, name);
     const [x, y, yaw, speed, vx, vy] = [
       column('x'),

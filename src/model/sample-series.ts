@@ -2,7 +2,7 @@ import { sampleAt, type ColumnBatch } from './columns.js';
 import { notFound } from './errors.js';
 import type { RunSource } from './run-ports.js';
 import { lastAtOrBefore } from './sorted-search.js';
-import type { FieldDecl, Sample, StreamInfo } from './stream.js';
+import { fieldsOfStream, type FieldDecl, type Sample, type StreamInfo } from './stream.js';
 
 /**
  * A stream's samples kept as columns, each made into a sample object only when asked for (anew each
@@ -55,5 +55,9 @@ export class SampleSeries {
 export async function readWholeStream(source: RunSource, stream: string | StreamInfo): Promise<SampleSeries> {
   const info = typeof stream === 'string' ? (await source.streams()).find((s) => s.id === stream) : stream;
   if (!info) throw notFound(`run ${source.run.id} has no stream ${JSON.stringify(stream)}`);
-  return new SampleSeries(await source.columnsJoined(info.id), [...info.fields, ...info.extraFields]);
+  return new SampleSeries(await source.columnsJoined(info.id), fieldsOfStream(info));
 }
+
+/** Every sample of a run's stream as objects, from the same read (for streams a writer needs whole). */
+export const readStreamSamples = async (source: RunSource, stream: string | StreamInfo): Promise<Sample[]> =>
+  (await readWholeStream(source, stream)).toArray();

@@ -58,6 +58,12 @@ export interface StreamInfo extends StreamSchema {
   extraFields: InferredField[];
 }
 
+/** A stream's declared fields, then its undeclared ones with the type seen: what its samples may hold. */
+export const fieldsOfStream = (stream: Pick<StreamInfo, 'fields' | 'extraFields'>): FieldDecl[] => [
+  ...stream.fields,
+  ...stream.extraFields,
+];
+
 /** One sample: `t` (integer microseconds), `step` (integer) and the stream's fields. */
 export interface Sample {
   t: number;

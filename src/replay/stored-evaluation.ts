@@ -6,7 +6,7 @@
  */
 import { numbersOf } from '../model/columns.js';
 import type { StoreBackend } from '../model/store-port.js';
-import type { StreamInfo } from '../model/stream.js';
+import { fieldsOfStream, type StreamInfo } from '../model/stream.js';
 import { LIMSIM_EVALUATION_STREAM } from '../formats/limsim/limsim-streams.js';
 import {
   EVALUATION_STREAM,
@@ -38,7 +38,7 @@ export async function storedEvaluation(
   // The five metrics as columns (the run list scores every run it shows; sample objects of every field
   // were made and dropped for each frame), summed frame by frame in order as before.
   const batch = await store.readColumnsJoined({ run, stream: stream.id, fields: LIMSIM_METRICS });
-  const fields = [...stream.fields, ...stream.extraFields];
+  const fields = fieldsOfStream(stream);
   const frames = batch.t.length;
   const scores: Partial<Record<LimsimMetric, number>> = {};
   for (const m of LIMSIM_METRICS) {

@@ -4,7 +4,7 @@ import { SimrecError, type ErrorCode } from '../model/errors.js';
 import { STATE_STREAM } from '../model/standard-streams.js';
 import type { StoreBackend } from '../model/store-port.js';
 import { numbersOf, type ColumnBatch } from '../model/columns.js';
-import type { Sample, StreamInfo } from '../model/stream.js';
+import { fieldsOfStream, type Sample, type StreamInfo } from '../model/stream.js';
 import { describeRun, requireRun, sceneAt, streamSamples, trajectory } from '../replay/run-queries.js';
 import { toJson } from '../model/json.js';
 import { BirdviewCache } from './birdview-images.js';
@@ -37,7 +37,7 @@ const PLAYBACK_FIELDS = ['x', 'y', 'yaw', 'speed'] as const;
  * in that field, null where it has none (absent, or not a number), row for row with `t`.
  */
 function playbackColumns(batch: ColumnBatch, stream: StreamInfo): StateColumns {
-  const fields = [...stream.fields, ...stream.extraFields];
+  const fields = fieldsOfStream(stream);
   const out: StateColumns = { t: Array.from(batch.t), x: [], y: [], yaw: [], speed: [] };
   for (const name of PLAYBACK_FIELDS)
     out[name] = Array.from(numbersOf(batch, fields, name), (v) => (Number.isNaN(v) ? null : v));

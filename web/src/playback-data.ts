@@ -14,14 +14,14 @@ const WINDOW_MICROS = 60_000_000;
 const WINDOW_SAMPLES = 100_000;
 const MIN_WINDOW_MICROS = 2_000_000;
 
-/** How long a window of this run is: a minute, shorter when its actors sample fast (WINDOW_SAMPLES). */
-function windowLength(actors: ActorInfo[], streams: StreamInfo[]): number {
-  const presence = new Map(actors.map((a) => [a.id, a.presence] as const));
+/**
+ * How long a window of this run is: a minute, shorter when its actors sample fast (WINDOW_SAMPLES), from
+ * the usual intervals of the actors' state streams (null: fewer than two samples).
+ */
+function windowLength(intervals: Iterable<number | null>): number {
   let samplesPerMicro = 0;
   let slowest = 0;
-  for (const s of streams) {
-    if (s.name !== 'state' || s.actor === null) continue;
-    const interval = usualSampleInterval(s, presence.get(s.actor));
+  for (const interval of intervals) {
     if (interval === null) continue;
     samplesPerMicro += 1 / interval;
     slowest = Math.max(slowest, interval);
@@ -70,8 +70,8 @@ export class PlaybackData {
   constructor(runId: number, begin: number, actors: ActorInfo[], streams: StreamInfo[]) {
     this.runId = runId;
     this.begin = begin;
-    this.windowMicros = windowLength(actors, streams);
     this.setActors(actors, streams);
+    this.windowMicros = windowLength([...this.rules.values()].map((r) => r.usualInterval));
   }
 
   /** The actors' presence and their state streams' counts (again when a live run grew). */

@@ -18,7 +18,7 @@ import type { ActorInfo } from '../../model/run.js';
 import { absenceAt, usualSampleInterval } from '../../model/presence.js';
 import { STATE_STREAM } from '../../model/standard-streams.js';
 import type { RunSource } from '../../model/run-ports.js';
-import { readWholeStream, type SampleSeries } from '../../model/sample-series.js';
+import { readStreamSamples, readWholeStream, type SampleSeries } from '../../model/sample-series.js';
 import { lastAtOrBefore } from '../../model/sorted-search.js';
 import type { Sample } from '../../model/stream.js';
 import { readRoadNetwork } from '../../roadnet/roadnet-attachment.js';
@@ -53,10 +53,6 @@ export interface BirdviewSource {
   sceneAt(t: number): BirdviewScene;
 }
 
-/** Every sample of a stream, in time order. */
-export const readAll = async (source: RunSource, stream: string): Promise<Sample[]> =>
-  (await readWholeStream(source, stream)).toArray();
-
 export async function loadBirdviewSource(source: RunSource): Promise<BirdviewSource> {
   const runId = source.run.id;
   const [actors, streams, network] = await Promise.all([
@@ -87,7 +83,7 @@ export async function loadBirdviewSource(source: RunSource): Promise<BirdviewSou
   const lightIds = new Set(actors.filter((a) => a.kind === 'traffic_light').map((a) => a.id));
   for (const s of streams)
     if (s.actor !== null && lightIds.has(s.actor) && s.name === 'signal')
-      signals.set(s.actor, await readAll(source, s.id));
+      signals.set(s.actor, await readStreamSamples(source, s.id));
   const egoTrack = tracks.find((t) => t.actor.id === ego.id)!;
   return makeSource(network, egoTrack, tracks, signals);
 }

@@ -24,6 +24,7 @@ import { CAPTURES_STREAM } from '../../model/perception.js';
 import type { ActorInfo, RunInfo } from '../../model/run.js';
 import { CONTROL_STREAM, STATE_STREAM } from '../../model/standard-streams.js';
 import type { RunSource } from '../../model/run-ports.js';
+import { readStreamSamples } from '../../model/sample-series.js';
 import type { Sample, StreamInfo } from '../../model/stream.js';
 import { interpolateSample } from '../../model/interpolate.js';
 import { readRoadNetwork } from '../../roadnet/roadnet-attachment.js';
@@ -54,7 +55,7 @@ import { LmdbWriter } from './lmdb-file.js';
 import { frameContexts, sampleAt, type SignalTimeline } from './route-context.js';
 import { encode as encodePng } from 'fast-png';
 import { BIRDVIEW_OBS, BIRDVIEW_SIZE, renderBirdview } from './birdview.js';
-import { loadBirdviewSource, readAll, type BirdviewSource } from './birdview-scene.js';
+import { loadBirdviewSource, type BirdviewSource } from './birdview-scene.js';
 
 export interface DidriveExportOptions {
   /** Replace what is at the location. */
@@ -285,7 +286,7 @@ async function loadEpisode(from: RunSource, warn: (message: string) => void): Pr
   let frameTimes: number[];
   let derived = false;
   if (raw && raw.samples > 0) {
-    const samples = await readAll(from, raw.id);
+    const samples = await readStreamSamples(from, raw.id);
     vectors = samples.map((s, i) => keptVector(s, runId, i));
     frameTimes = samples.map((s) => s.t);
   } else {
@@ -375,9 +376,9 @@ async function deriveVectors(
   const stateInfo = streams.find((s) => s.id === `${ego.id}/${STATE_STREAM}`);
   if (!stateInfo || stateInfo.samples === 0)
     throw invalid(`run ${run.id}: the ego ${ego.id} has no ${STATE_STREAM} samples; nothing to export`);
-  const states = await readAll(from, stateInfo.id);
+  const states = await readStreamSamples(from, stateInfo.id);
   const controls = streams.some((s) => s.id === `${ego.id}/${CONTROL_STREAM}`)
-    ? await readAll(from, `${ego.id}/${CONTROL_STREAM}`)
+    ? await readStreamSamples(from, `${ego.id}/${CONTROL_STREAM}`)
     : [];
   const t0 = states[0]!.t;
   const count = Math.floor((states.at(-1)!.t - t0) / STEP_MICROS) + 1;
@@ -397,7 +398,7 @@ async function deriveVectors(
   const signals = new Map<string, SignalTimeline>();
   for (const s of streams)
     if (s.actor !== null && lightIds.has(s.actor) && s.name === 'signal')
-      signals.set(s.actor, await readAll(from, s.id));
+      signals.set(s.actor, await readStreamSamples(from, s.id));
   const contexts = frameContexts(frames, await readRoadNetwork(from, run.id), signals);
 
   const vectors = frames.map((s, i) => {
@@ -461,7 +462,7 @@ async function cameraFrames(
   for (const camera of cameras) {
     const name = obsNameOf(camera, cameras.length);
     const captures: Sample[] = [];
-    for (const s of await readAll(from, `${camera.id}/${CAPTURES_STREAM}`)) {
+    for (const s of await readStreamSamples(from, `${camera.id}/${CAPTURES_STREAM}`)) {
       if (typeof s.file !== 'string' || !attachmentNames.has(s.file)) continue;
       const attachment = await from.attachment(s.file);
       if (!attachment || !Buffer.from(attachment.data.subarray(0, 8)).equals(PNG_SIGNATURE)) {

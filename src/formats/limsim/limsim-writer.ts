@@ -4,7 +4,7 @@ import type { JsonObject } from '../../model/json.js';
 import type { RoadNetwork } from '../../model/roadnet.js';
 import { presenceAt, type ActorInfo, type PresenceInterval, type RunInfo } from '../../model/run.js';
 import type { RunSource } from '../../model/run-ports.js';
-import { readWholeStream } from '../../model/sample-series.js';
+import { readStreamSamples } from '../../model/sample-series.js';
 import type { Sample, StreamInfo } from '../../model/stream.js';
 import { readRoadNetwork } from '../../roadnet/roadnet-attachment.js';
 import { LimSimLanes } from '../../roadnet/limsim/limsim-geometry.js';
@@ -105,7 +105,7 @@ export async function exportLimSim(
     angles: ReadonlySet<string>,
     presence?: readonly PresenceInterval[],
   ): Promise<FrameSample[]> => {
-    const samples = (await readWholeStream(source, stream)).toArray();
+    const samples = await readStreamSamples(source, stream);
     const { frames, resampled: moved } = onFrameGrid(samples, origin, angles);
     if (moved) resampled.push(stream.id);
     done += samples.length;

@@ -6,7 +6,7 @@ import type { ActorInfo } from '../../model/run.js';
 import { presentOnly } from '../../model/presence.js';
 import { CONTROL_STREAM, STATE_STREAM, WHEELS_STREAM } from '../../model/standard-streams.js';
 import type { RunSource } from '../../model/run-ports.js';
-import { readWholeStream } from '../../model/sample-series.js';
+import { readStreamSamples } from '../../model/sample-series.js';
 import type { FieldType, Sample, StreamInfo } from '../../model/stream.js';
 import { readRoadNetwork } from '../../roadnet/roadnet-attachment.js';
 import {
@@ -210,9 +210,6 @@ function wheelsRow(wheels: unknown): BsonDoc[] {
   });
 }
 
-const readAll = async (source: RunSource, stream: string): Promise<Sample[]> =>
-  (await readWholeStream(source, stream)).toArray();
-
 /** Prepares a run's export as SODA.Sim dataset `id`. The run's samples are read as batches are asked for. */
 export async function writeDataset(
   source: RunSource,
@@ -294,7 +291,7 @@ export async function writeDataset(
       // An actor's rows only where it is present (SODA.Sim writes an actor while it is in the world).
       const samples = await Promise.all(
         entry.streams.map(async (s) =>
-          presentOnly(await readAll(source, s.id), presenceOf.get(s.actor ?? '')),
+          presentOnly(await readStreamSamples(source, s.id), presenceOf.get(s.actor ?? '')),
         ),
       );
       samples.forEach((list, k) => {

@@ -561,8 +561,8 @@ function shapeOf(value: unknown, leaves: number[]): string | null {
  * a seal here and calls `reuse()` once they are written. A buffer of their own per chunk (61 MB over the
  * record benchmark's run, each commit's tail chunks and each seal's chunks) was garbage whose memory the
  * writer thread's collector gave back late: sealed chunks often outlived a young collection and then
- * waited for one of the old generation, a few a run. The benchmark's peak resident memory was about 20
- * MiB higher (medians of alternating runs, 197 against 177 MiB) and recording a few percent slower.
+ * waited for one of the old generation, a few a run. The benchmark's peak resident memory was about 11
+ * MiB higher (medians of six alternating runs, 184 against 173 MiB) and recording a few percent slower.
  */
 export class ChunkBuffers {
   private readonly free: Buffer[] = [];
@@ -1142,7 +1142,6 @@ function readSubRecords(body: Uint8Array, n: number, count: number): Float64Arra
   return out;
 }
 
-/** n dictionary-coded strings, into `out` from `offset` on when given. */
 /**
  * A dictionary record's n strings, into `out` from `offset` on when given. A fresh array is made n long
  * (holey), as chunk-wide columns are (targetColumn): one grown from empty was another kind of array to V8,

@@ -6,7 +6,7 @@ import type {
   SampleBracket,
   StoreBackend,
 } from '../../model/store-port.js';
-import type { FieldDecl, Sample } from '../../model/stream.js';
+import { fieldsOfStream, type FieldDecl, type Sample } from '../../model/stream.js';
 
 /**
  * The sample-object reads every backend offers, on top of its columnar ones: one implementation, so
@@ -40,7 +40,7 @@ export async function fieldsOf(store: StoreBackend, run: number, stream: string)
     if (!(await store.getRun(run))) throw notFound(`run ${run} does not exist in ${store.location}`);
     throw notFound(`run ${run} has no stream ${JSON.stringify(stream)}`);
   }
-  return [...info.fields, ...info.extraFields];
+  return fieldsOfStream(info);
 }
 
 /**
