@@ -224,8 +224,23 @@ describe('chunk format: every bit back', () => {
       f64: i,
     }));
     repeated.sort((a, b) => a.t - b.t);
-    for (const rows of [constant, constant.slice(0, 1), repeated])
+    // Zeros of both signs are two values: a column of them is not constant, one of either sign is.
+    const zeros = (sign: (i: number) => number): Sample[] =>
+      Array.from({ length: 40 }, (_, i) => ({ t: 1000 + i, step: i, f64: sign(i), f32: sign(i) }));
+    const mixedZeros = zeros((i) => (i === 17 ? -0 : 0));
+    const negativeZeros = zeros(() => -0);
+    const positiveZeros = zeros(() => 0);
+    for (const rows of [constant, constant.slice(0, 1), repeated, mixedZeros, negativeZeros, positiveZeros])
       assertSameBatch(roundTrip(rows, 'packed'), samplesToColumns(rows, FIELDS), `${rows.length} rows`);
+  });
+
+  it('blocks cut from anywhere in a batch (a commit cut at chunk boundaries) read back as the rows they were cut from', () => {
+    const rows = hardRows(300);
+    const batch = samplesToColumns(rows, FIELDS);
+    const cuts = [0, 1, 2, 77, 128, 129, 256, 299, 300];
+    const blocks = cuts.slice(1).map((to, k) => encodeBlock(batch, COLUMNS, INDEX, cuts[k]!, to, 'packed'));
+    const back = openChunk(assembleChunk(COLUMNS, blocks), 'cut chunk').decodeAll();
+    assertSameBatch(back, batch, 'blocks of 1, 1, 75, 51, 1, 127, 43, 1 rows');
   });
 
   it('float packing is exact on random bit patterns (no prediction can lose a bit)', () => {

@@ -111,10 +111,22 @@ const FLOAT32_PACKINGS = new Map<number, FloatPacking>([
   [CODEC.float32PreviousRotated, { predictor: 'previous', residual: 'xor-rotated' }],
 ]);
 
-function floatCodec(packing: FloatPacking, packings = FLOAT_PACKINGS): number {
-  for (const [codec, p] of packings)
-    if (p.predictor === packing.predictor && p.residual === packing.residual) return codec;
-  throw new Error(`no codec for float packing ${JSON.stringify(packing)}`);
+/**
+ * Each map the other way, by predictor then residual: iterating a Map made an entry array per step, a
+ * tenth of what the writer thread allocated on the record benchmark (38 of 366 MB).
+ */
+const codecsOf = (packings: ReadonlyMap<number, FloatPacking>): Record<string, Record<string, number>> => {
+  const byPredictor: Record<string, Record<string, number>> = { linear: {}, previous: {} };
+  for (const [codec, p] of packings) byPredictor[p.predictor]![p.residual] = codec;
+  return byPredictor;
+};
+const FLOAT_CODECS = codecsOf(FLOAT_PACKINGS);
+const FLOAT32_CODECS = codecsOf(FLOAT32_PACKINGS);
+
+function floatCodec(packing: FloatPacking, codecs = FLOAT_CODECS): number {
+  const codec = codecs[packing.predictor]?.[packing.residual];
+  if (codec === undefined) throw new Error(`no codec for float packing ${JSON.stringify(packing)}`);
+  return codec;
 }
 
 /** Bit 7 of the codec byte: a presence bitmap precedes the values. */
@@ -208,8 +220,8 @@ export function encodeBlock(
   const raw = packing === 'raw';
   const out = blockScratch;
   out.reset();
-  writeIntegerRecord(out, T_INDEX, batch.t.subarray(from, to), 2);
-  writeIntegerRecord(out, STEP_INDEX, batch.step.subarray(from, to), 1);
+  writeIntegerRecord(out, T_INDEX, rowsOf(batch.t, from, to), 2);
+  writeIntegerRecord(out, STEP_INDEX, rowsOf(batch.step, from, to), 1);
   // In the list's order (declared fields first), so that samples read back list their fields as declared.
   let written = 0;
   for (let index = 0; index < columns.length; index++) {
@@ -224,6 +236,14 @@ export function encodeBlock(
         throw new Error(`encodeBlock: column ${name} is not in the stream's column list`);
   return { rows, begin: batch.t[from]!, end: batch.t[to - 1]!, bytes: out.finish().slice() };
 }
+
+/**
+ * Rows [from, to) of a column: the column itself when that is all of it (a commit's batch of a stream is
+ * usually one block), as a view only otherwise. A view per column and block was a tenth of what the
+ * writer thread allocated on the record benchmark.
+ */
+const rowsOf = (values: Float64Array, from: number, to: number): Float64Array =>
+  from === 0 && to === values.length ? values : values.subarray(from, to);
 
 /**
  * Where blocks are encoded: one writer, reused (it grows to the largest block), each block copied out at
@@ -282,7 +302,7 @@ function writeFloat32Record(
   values: Float64Array,
 ): void {
   const { packing, bytes } = packFloat32(values);
-  writeRecord(out, index, floatCodec(packing, FLOAT32_PACKINGS), presence, bytes);
+  writeRecord(out, index, floatCodec(packing, FLOAT32_CODECS), presence, bytes);
 }
 
 function writeColumnRecord(
@@ -314,7 +334,7 @@ function writeColumnRecord(
     return writeRecord(out, index, CODEC.vector, presence, parts.finish());
   }
   if (values instanceof Float64Array) {
-    const slice = values.subarray(from, to);
+    const slice = rowsOf(values, from, to);
     let count = 0;
     for (let i = 0; i < rows; i++) if (!Number.isNaN(slice[i]!)) count++;
     if (count === 0) return;
@@ -350,12 +370,22 @@ function writeColumnRecord(
     }
   }
   const list = values as unknown[];
+  let count = 0;
+  for (let i = from; i < to; i++) if (list[i] !== undefined) count++;
+  if (count === 0) return;
+  const presence = count < rows ? bitmapOf(rows, (i) => list[from + i] !== undefined) : null;
+  // Strings straight from the column: an array of the present ones, grown a push at a time, was a
+  // fifth of what the writer thread allocated on the record benchmark (a lane id column per actor).
+  if (column.type === 'string')
+    return writeRecord(
+      out,
+      index,
+      CODEC.dictionary,
+      presence,
+      dictionaryBytes(list as readonly (string | undefined)[], from, to),
+    );
   const dense: unknown[] = [];
   for (let i = from; i < to; i++) if (list[i] !== undefined) dense.push(list[i]);
-  if (dense.length === 0) return;
-  const presence = dense.length < rows ? bitmapOf(rows, (i) => list[from + i] !== undefined) : null;
-  if (column.type === 'string')
-    return writeRecord(out, index, CODEC.dictionary, presence, dictionaryBytes(dense as string[]));
   const shaped = raw ? null : jsonShapeBytes(dense);
   if (shaped) return writeRecord(out, index, CODEC.jsonShape, presence, shaped);
   const text = Buffer.from(JSON.stringify(dense), 'utf8');
@@ -395,13 +425,21 @@ function writeConstant(out: ByteWriter, index: number, presence: Uint8Array | nu
   writeRecord(out, index, CODEC.constant, presence, float64Bytes(v));
 }
 
+/**
+ * Whether every value has the first one's bits. Compared as numbers, a zero's sign apart (NaN is never a
+ * value here: it marks an absent one), without a view of their words: one per column and block was
+ * garbage the writer thread collected.
+ */
 function isConstant(values: Float64Array): boolean {
   const n = values.length;
   if (n < 2) return n === 1;
-  const w = new Uint32Array(values.buffer, values.byteOffset, n * 2);
-  const lo = w[0]!;
-  const hi = w[1]!;
-  for (let i = 1; i < n; i++) if (w[2 * i] !== lo || w[2 * i + 1] !== hi) return false;
+  const first = values[0]!;
+  if (first !== 0) {
+    for (let i = 1; i < n; i++) if (values[i] !== first) return false;
+    return true;
+  }
+  const negative = Object.is(first, -0);
+  for (let i = 1; i < n; i++) if (values[i] !== 0 || Object.is(values[i], -0) !== negative) return false;
   return true;
 }
 
@@ -421,12 +459,18 @@ function bitmapOf(n: number, has: (i: number) => boolean): Uint8Array {
  * Distinct strings once, then runs of their indexes: a lane id changes a few times a minute. The bytes
  * are valid until the next call.
  */
-function dictionaryBytes(values: readonly string[]): Uint8Array {
-  const dict: string[] = [];
-  const index = new Map<string, number>();
-  const runs: number[] = [];
+/** The strings of values[from, to), absent ones (undefined) left out, as distinct values and runs. */
+function dictionaryBytes(values: readonly (string | undefined)[], from: number, to: number): Uint8Array {
+  const dict = dictionaryScratch.dict;
+  const index = dictionaryScratch.index;
+  const runs = dictionaryScratch.runs;
+  dict.length = 0;
+  index.clear();
+  runs.length = 0;
   let current = -1;
-  for (const v of values) {
+  for (let i = from; i < to; i++) {
+    const v = values[i];
+    if (v === undefined) continue;
     let k = index.get(v);
     if (k === undefined) {
       k = dict.length;
@@ -439,20 +483,26 @@ function dictionaryBytes(values: readonly string[]): Uint8Array {
       current = k;
     }
   }
-  const out = dictionaryScratch;
+  const out = dictionaryScratch.out;
   out.reset();
   out.varint(dict.length);
-  for (const d of dict) out.string(d);
+  for (let i = 0; i < dict.length; i++) out.string(dict[i]!);
   out.varint(runs.length / 2);
-  for (const r of runs) out.varint(r);
+  for (let i = 0; i < runs.length; i++) out.varint(runs[i]!);
   return out.finish();
 }
 
 /**
- * Where string columns are packed: valid until the next, copied into the block at once. A writer per
- * block and column was a tenth of what the writer thread allocated on the benchmark (a lane id column).
+ * Where string columns are packed (`out`: valid until the next, copied into the block at once) and the
+ * lists that packing them uses, kept: a writer per block and column was a tenth of what the writer
+ * thread allocated on the benchmark (a lane id column).
  */
-const dictionaryScratch = new ByteWriter(1024);
+const dictionaryScratch = {
+  out: new ByteWriter(1024),
+  dict: [] as string[],
+  index: new Map<string, number>(),
+  runs: [] as number[],
+};
 
 /**
  * JSON values of one shape (per-wheel states: the same keys, the same strings, only numbers change) as
@@ -499,22 +549,25 @@ function sameShape(value: unknown, reference: unknown, leaves: number[]): boolea
     return true;
   }
   if (Array.isArray(value)) return false;
-  // The same keys in the same order, keys of undefined values left out (as JSON and shapeOf do).
+  // The same keys in the same order, keys of undefined values left out (as JSON and shapeOf do). The
+  // value's keys are walked with for-in (own keys, in Object.keys' order: a structured clone's objects
+  // inherit nothing enumerable), not listed: Object.keys made an array per object of every value.
   const r = reference as Record<string, unknown>;
   const v = value as Record<string, unknown>;
-  const rKeys = Object.keys(r);
-  const vKeys = Object.keys(v);
+  let rKeys = referenceKeys.get(r);
+  if (!rKeys) referenceKeys.set(r, (rKeys = Object.keys(r).filter((k) => r[k] !== undefined)));
   let i = 0;
-  let j = 0;
-  for (;;) {
-    while (i < rKeys.length && r[rKeys[i]!] === undefined) i++;
-    while (j < vKeys.length && v[vKeys[j]!] === undefined) j++;
-    if (i === rKeys.length || j === vKeys.length) return i === rKeys.length && j === vKeys.length;
-    if (rKeys[i] !== vKeys[j] || !sameShape(v[vKeys[j]!], r[rKeys[i]!], leaves)) return false;
+  for (const key in v) {
+    const item = v[key];
+    if (item === undefined) continue;
+    if (i === rKeys.length || rKeys[i] !== key || !sameShape(item, r[key], leaves)) return false;
     i++;
-    j++;
   }
+  return i === rKeys.length;
 }
+
+/** A reference value's objects' keys (of defined values), listed once for every value compared with it. */
+const referenceKeys = new WeakMap<object, string[]>();
 
 /** A value's JSON with every number as `#`, its numbers pushed to `leaves`; null if not rebuildable. */
 function shapeOf(value: unknown, leaves: number[]): string | null {
@@ -575,18 +628,31 @@ export class ChunkBuffers {
       if (this.free[i]!.length >= size && (best < 0 || this.free[i]!.length < this.free[best]!.length))
         best = i;
     // A quarter more than asked: the next chunk is often a little larger than this one.
-    const buffer = best >= 0 ? this.free.splice(best, 1)[0]! : Buffer.allocUnsafeSlow(Math.ceil(size * 1.25));
+    let buffer: Buffer;
+    if (best < 0) buffer = Buffer.allocUnsafeSlow(Math.ceil(size * 1.25));
+    else {
+      buffer = this.free[best]!;
+      this.free[best] = this.free[this.free.length - 1]!;
+      this.free.pop();
+    }
     this.taken.push(buffer);
     return buffer.subarray(0, size);
   }
 
   /** The chunks taken since the last call are written: their memory may be overwritten from now on. */
   reuse(): void {
-    // The largest are kept: a seal of a long tail takes several at once, a commit one.
-    const all = [...this.free, ...this.taken].sort((a, b) => b.length - a.length);
-    this.free.length = 0;
-    this.free.push(...all.slice(0, CHUNK_BUFFERS_KEPT));
+    // The largest are kept: a seal of a long tail takes several at once, a commit one. In place: it
+    // runs once a stream a commit, and sorting copies of the lists was 17 MB of the writer thread's
+    // garbage on the record benchmark.
+    for (const buffer of this.taken) this.free.push(buffer);
     this.taken.length = 0;
+    while (this.free.length > CHUNK_BUFFERS_KEPT) {
+      let smallest = 0;
+      for (let i = 1; i < this.free.length; i++)
+        if (this.free[i]!.length < this.free[smallest]!.length) smallest = i;
+      this.free[smallest] = this.free[this.free.length - 1]!;
+      this.free.pop();
+    }
   }
 }
 
