@@ -20,8 +20,13 @@ import {
   ParsedChunk,
   type ChunkColumn,
 } from '../src/store/common/chunk-format.js';
-import { openChunk, type ChunkView } from '../src/store/common/chunk-reader.js';
-import { DEFAULT_TAIL_OPTIONS, encodeChunks, StreamTail } from '../src/store/common/stream-tail.js';
+import { openChunk } from '../src/store/common/chunk-reader.js';
+import {
+  DEFAULT_TAIL_OPTIONS,
+  encodeChunks,
+  StreamTail,
+  type StoredTailChunk,
+} from '../src/store/common/stream-tail.js';
 
 /** Bit patterns, so -0 and 0 (and every NaN-free double) compare as what they are. */
 const bits = (v: number): string => {
@@ -525,11 +530,11 @@ describe('stream tails', () => {
       lane: `l${i >> 8}`,
     }));
   /** A store of tail chunks by id, as a backend keeps them. */
-  const tailStore = (): { put(data: Uint8Array): number; open(id: number): ChunkView } => {
+  const tailStore = (): { put(data: Uint8Array): number; open(id: number): StoredTailChunk } => {
     const stored = new Map<number, Uint8Array>();
     return {
       put: (data) => (stored.set(stored.size + 1, data), stored.size),
-      open: (id) => openChunk(stored.get(id)!, `tail ${id}`),
+      open: (id) => ({ data: stored.get(id)!, where: `tail ${id}` }),
     };
   };
 
@@ -660,6 +665,63 @@ describe('stream tails', () => {
       back,
       rows.map((r) => r.y as number),
       'y',
+    );
+  });
+
+  it('a block damaged in the store after its commit is sealed with its checksum and found at its first read, never read as other samples', () => {
+    const options = { chunkSamples: 300, maxBlockRows: 128 };
+    const rows = rowsOf(300);
+    const tail = new StreamTail<number>(STATE_FIELDS, [], options);
+    const stored = new Map<number, Uint8Array>();
+    for (let i = 0; i < rows.length; i += 100) {
+      const { chunk } = tail.append(samplesToColumns(rows.slice(i, i + 100), STATE_FIELDS));
+      stored.set(stored.size + 1, Buffer.from(chunk.data));
+      tail.appended(stored.size, chunk.count);
+    }
+    // A bit of the second commit's block flipped on disk: the seal does not read its blocks.
+    const damaged = stored.get(2)!;
+    damaged[damaged.length - 5]! ^= 0x04;
+    const sealed = tail.seal((id) => ({ data: stored.get(id)!, where: `tail ${id}` }))!;
+    assert.equal(sealed.chunks.length, 1);
+    const view = openChunk(sealed.chunks[0]!.data, 'sealed chunk 9');
+    assert.deepEqual(
+      view.decodeBlock(0).step,
+      Float64Array.from({ length: 100 }, (_, i) => i),
+    );
+    assert.throws(() => view.decodeBlock(1), /sealed chunk 9: corrupt chunk \(block 1: checksum mismatch/);
+    assert.throws(() => view.decodeAll(), /checksum mismatch/);
+  });
+
+  it('a tail chunk of this writer found changed in size is decoded and packed again, not cut where its blocks were', () => {
+    const options = { chunkSamples: 200, maxBlockRows: 128 };
+    const rows = rowsOf(200);
+    const tail = new StreamTail<number>(STATE_FIELDS, [], options);
+    const store = tailStore();
+    const columns: ChunkColumn[] = STATE_FIELDS.map((f) => ({ name: f.name, type: f.type }));
+    const indexOf = new Map(columns.map((c, i) => [c.name, i] as const));
+    for (const [from, to] of [
+      [0, 100],
+      [100, 200],
+    ] as const) {
+      const batch = samplesToColumns(rows.slice(from, to), STATE_FIELDS);
+      const { chunk } = tail.append(batch);
+      // As stored, the first commit is the same samples written raw (another size than was packed).
+      const data =
+        from === 0
+          ? assembleChunk(columns, [encodeBlock(batch, columns, indexOf, 0, 100, 'raw')])
+          : chunk.data;
+      tail.appended(store.put(data), chunk.count);
+    }
+    const sealed = tail.seal((id) => store.open(id))!;
+    const back = openChunk(sealed.chunks[0]!.data, 'sealed').decodeAll();
+    assertSameFloats(
+      back.columns.x as Float64Array,
+      rows.map((r) => r.x as number),
+      'x',
+    );
+    assert.deepEqual(
+      back.columns.lane,
+      rows.map((r) => r.lane),
     );
   });
 

@@ -9,7 +9,7 @@ import {
   type ChunkColumn,
   type EncodedBlock,
 } from './chunk-format.js';
-import type { ChunkView } from './chunk-reader.js';
+import { openChunk } from './chunk-reader.js';
 import { FloatPackingMemo } from './bit-codec.js';
 
 export interface StreamTailOptions {
@@ -34,6 +34,33 @@ export interface ChunkToWrite {
   begin: number;
   end: number;
   count: number;
+}
+
+/** A tail chunk as its store gives it back to be sealed, and how to name it in an error. */
+export interface StoredTailChunk {
+  data: Uint8Array;
+  where: string;
+}
+
+/**
+ * Where a tail chunk's blocks lie: at its end, one after another, as assembleChunk lays them out. Their
+ * checksums travel with them into the sealed chunk, so a block damaged in the store since it was written
+ * is found at its first read, as any damaged chunk is; one whose chunk is not the size it was written at
+ * is decoded and packed again instead.
+ */
+interface TailLayout {
+  size: number;
+  blockBytes: number;
+  blocks: { rows: number; begin: number; end: number; bytes: number; crc: number }[];
+}
+
+function layoutOf(chunk: ChunkToWrite, blocks: readonly EncodedBlock[]): TailLayout {
+  let blockBytes = 0;
+  const layout = blocks.map((b) => {
+    blockBytes += b.bytes.length;
+    return { rows: b.rows, begin: b.begin, end: b.end, bytes: b.bytes.length, crc: b.crc! };
+  });
+  return { size: chunk.data.length, blockBytes, blocks: layout };
 }
 
 /**
@@ -62,16 +89,16 @@ export class StreamTail<Id> {
   /** The tail chunks (their ids in the backend) that a seal replaces. */
   private chunkIds: Id[] = [];
   /**
-   * The blocks of the tail chunks this tail packed, by chunk id: they end at chunk boundaries and go into
-   * sealed chunks as they are, from memory (the same bytes that were written, their checksums already
-   * computed), so a seal neither reads its own tails back from the store nor checks them again: that was
-   * half of sealing's time on the benchmark, for about 13 MB held at 200 actors. Others (found in the
+   * Where the blocks are in the tail chunks this tail packed itself, by chunk id: their blocks end at
+   * chunk boundaries, so a seal reads those chunks back and cuts their blocks out as they are, with the
+   * checksums computed when they were packed, neither parsing nor decoding them. Others (found in the
    * store: a writer that reopens a run, crash recovery, a tail written raw by simrec before this layout)
-   * are read, decoded and packed again when sealed.
+   * are read, decoded and packed again when sealed. The blocks themselves are not kept: about 13 MB at
+   * the record benchmark's 200 actors, and 20 MiB of its peak resident memory (2026-11-26).
    */
-  private own = new Map<Id, EncodedBlock[]>();
-  /** The blocks of the last `append`, until `appended` says under which id they were written. */
-  private lastBlocks: EncodedBlock[] = [];
+  private own = new Map<Id, TailLayout>();
+  /** The layout of the last `append`'s chunk, until `appended` says under which id it was written. */
+  private lastLayout: TailLayout | null = null;
   private readonly options: StreamTailOptions;
 
   constructor(declared: readonly FieldDecl[], extras: readonly InferredField[], options: StreamTailOptions) {
@@ -111,15 +138,16 @@ export class StreamTail<Id> {
   append(input: ColumnBatch, buffers?: ChunkBuffers): { chunk: ChunkToWrite; extrasChanged: boolean } {
     const { batch, changed: extrasChanged } = this.learn(input);
     const blocks = this.blocksOf(batch, this.sealedRows + this.rowCount);
-    this.lastBlocks = blocks;
-    return { chunk: this.chunkOf(blocks, buffers), extrasChanged };
+    const chunk = this.chunkOf(blocks, buffers);
+    this.lastLayout = layoutOf(chunk, blocks);
+    return { chunk, extrasChanged };
   }
 
   /** Records that the tail chunk of `rows` samples made by the last `append` was written as `id`. */
   appended(id: Id, rows: number): void {
     this.adopt(id, rows);
-    this.own.set(id, this.lastBlocks);
-    this.lastBlocks = [];
+    if (this.lastLayout) this.own.set(id, this.lastLayout);
+    this.lastLayout = null;
   }
 
   /** Samples in the tail. */
@@ -144,11 +172,11 @@ export class StreamTail<Id> {
    * (`rest`). Call `sealed()` once it is durable. The chunks' bytes are taken from `buffers` when given.
    */
   seal(
-    open: (id: Id) => ChunkView,
+    read: (id: Id) => StoredTailChunk,
     options: { final?: boolean; buffers?: ChunkBuffers } = {},
   ): { chunks: ChunkToWrite[]; rest: ChunkToWrite | null; replaces: Id[] } | null {
     if (this.chunkIds.length === 0) return null;
-    const blocks = this.tailBlocks(open);
+    const blocks = this.tailBlocks(read);
     const { chunkSamples } = this.options;
     const n = this.rowCount;
     // The last boundary within the tail (a multiple of chunkSamples in the stream's own count).
@@ -170,8 +198,9 @@ export class StreamTail<Id> {
       }
     }
     if (row !== cut) throw new Error(`sealing: tail blocks end at row ${row}, not at ${cut}`);
-    this.restBlocks = blocks.slice(b);
-    const rest = b < blocks.length ? this.chunkOf(this.restBlocks, options.buffers) : null;
+    const restBlocks = blocks.slice(b);
+    const rest = restBlocks.length ? this.chunkOf(restBlocks, options.buffers) : null;
+    this.restLayout = rest && layoutOf(rest, restBlocks);
     this.pendingRest = n - cut;
     this.pendingSealed = cut;
     return { chunks, rest, replaces: this.chunkIds.slice() };
@@ -179,7 +208,7 @@ export class StreamTail<Id> {
 
   private pendingRest = 0;
   private pendingSealed = 0;
-  private restBlocks: EncodedBlock[] = [];
+  private restLayout: TailLayout | null = null;
 
   /** The tail chunks' ids, oldest first. */
   get tailIds(): readonly Id[] {
@@ -190,7 +219,7 @@ export class StreamTail<Id> {
    * The tail's samples as blocks none of which crosses a chunk boundary: the blocks of its own tail
    * chunks as they are, the samples of others packed again.
    */
-  private tailBlocks(open: (id: Id) => ChunkView): EncodedBlock[] {
+  private tailBlocks(read: (id: Id) => StoredTailChunk): EncodedBlock[] {
     const out: EncodedBlock[] = [];
     let position = this.sealedRows;
     let others: ColumnBatch[] = [];
@@ -202,14 +231,17 @@ export class StreamTail<Id> {
       others = [];
     };
     for (const id of this.chunkIds) {
+      const { data, where } = read(id);
       const own = this.own.get(id);
-      if (own) {
+      if (own && own.size === data.length) {
         packOthers();
-        for (const block of own) {
-          out.push(block);
-          position += block.rows;
+        let offset = data.length - own.blockBytes;
+        for (const { rows, begin, end, bytes, crc } of own.blocks) {
+          out.push({ rows, begin, end, bytes: data.subarray(offset, offset + bytes), crc });
+          offset += bytes;
+          position += rows;
         }
-      } else others.push(open(id).decodeAll());
+      } else others.push(openChunk(data, where).decodeAll());
     }
     packOthers();
     return out;
@@ -291,8 +323,8 @@ export class StreamTail<Id> {
   sealed(restId?: Id): void {
     this.sealedRows += this.pendingSealed;
     this.chunkIds = restId === undefined ? [] : [restId];
-    this.own = new Map(restId === undefined ? [] : [[restId, this.restBlocks]]);
-    this.restBlocks = [];
+    this.own = new Map(restId === undefined || !this.restLayout ? [] : [[restId, this.restLayout]]);
+    this.restLayout = null;
     this.rowCount = restId === undefined ? 0 : this.pendingRest;
     this.pendingSealed = 0;
     this.pendingRest = 0;

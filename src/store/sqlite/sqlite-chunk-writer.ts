@@ -4,8 +4,7 @@ import { notFound, SimrecError } from '../../model/errors.js';
 import type { ActorInfo, ActorPresence, EndReason } from '../../model/run.js';
 import type { InferredField, StreamSchema } from '../../model/stream.js';
 import { ChunkBuffers } from '../common/chunk-format.js';
-import { openChunk, type ChunkView } from '../common/chunk-reader.js';
-import { StreamTail, type StreamTailOptions } from '../common/stream-tail.js';
+import { StreamTail, type StoredTailChunk, type StreamTailOptions } from '../common/stream-tail.js';
 import { ADD_STREAM_COUNTS } from './sqlite-schema.js';
 
 export interface ColumnAppendWithKey {
@@ -144,11 +143,7 @@ export class SqliteChunkWriter {
    * Appends to several streams of a run in one durable transaction, with the presence of actors that
    * changed with them (written as putPresence writes it).
    */
-  append(
-    run: number,
-    appends: readonly ColumnAppendWithKey[],
-    presence: readonly ActorPresence[] = [],
-  ): void {
+  append(run: number, appends: Iterable<ColumnAppendWithKey>, presence: readonly ActorPresence[] = []): void {
     const touched: TailEntry[] = [];
     try {
       this.db
@@ -270,14 +265,14 @@ export class SqliteChunkWriter {
 
   /** Seals what the tail holds up to its last chunk boundary (all of it when `final`). */
   private sealTail(entry: TailEntry, final = false): void {
-    const read = this.stmt('SELECT data FROM chunks WHERE id = ?');
-    const open = (id: number): ChunkView => {
-      const row = read.get(id) as Row | undefined;
+    const select = this.stmt('SELECT data FROM chunks WHERE id = ?');
+    const read = (id: number): StoredTailChunk => {
+      const row = select.get(id) as Row | undefined;
       if (!row)
         throw new SimrecError('io', `${this.location}: tail chunk ${id} of run ${entry.run} vanished`);
-      return openChunk(row.data as Buffer, `${this.location} run ${entry.run} chunk ${id}`);
+      return { data: row.data as Buffer, where: `${this.location} run ${entry.run} chunk ${id}` };
     };
-    const seal = entry.tail.seal(open, { final, buffers: this.chunkBuffers });
+    const seal = entry.tail.seal(read, { final, buffers: this.chunkBuffers });
     if (!seal) return;
     let restId: number | undefined;
     try {
