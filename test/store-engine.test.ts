@@ -960,13 +960,13 @@ describe('arenas between the threads', () => {
     const first = packBatches(big, pool);
     // Shared with the writer thread, not transferred: nothing is ever detached (see ArenaPool).
     assert.ok(first.arena.buffer instanceof SharedArrayBuffer);
-    assert.deepEqual(unpackBatches(first), big);
+    assert.deepEqual([...unpackBatches(first)], big);
     // Its request answered, the next commit, smaller, is packed into it.
     pool.give(first.arena);
     const small = [{ stream: 'c/state', batch: batch(7, 9000, 'N') }];
     const second = packBatches(small, pool);
     assert.equal(second.arena.buffer, first.arena.buffer);
-    assert.deepEqual(unpackBatches(second), small);
+    assert.deepEqual([...unpackBatches(second)], small);
     // Nothing given back: a new arena. Given back beyond the pool's size: the largest are kept.
     const third = packBatches(small, pool);
     assert.notEqual(third.arena.buffer, first.arena.buffer);

@@ -102,10 +102,12 @@ export class WriterThread implements ChunkWriterPort {
     if (this.worker) return this.worker;
     const worker = new Worker(new URL('./sqlite-writer-worker.js', import.meta.url), {
       workerData: this.config,
-      // V8 let the thread's young generation grow to 48 MiB, which its garbage (decoded batches, packed
-      // blocks) filled: 16 held the benchmark's recording 20 to 30 MiB lower at the same speed (8 was 5%
-      // slower). What the thread keeps (tails' blocks) lives in the old generation, which is not capped.
-      resourceLimits: { maxYoungGenerationSizeMb: 16 },
+      // V8 let the thread's young generation grow to 48 MiB, which its garbage (unpacked batches, packed
+      // blocks) filled. Small, since the thread makes little garbage and lets its batches die young
+      // (unpackBatches): 4 MiB held the record benchmark 10 MiB lower than 16 at the same speed
+      // (2026-11-26, five alternating runs: 133-135 against 144-148 MiB). The old generation, where what
+      // the thread keeps lives (tails' layouts, prepared statements), is not capped.
+      resourceLimits: { maxYoungGenerationSizeMb: 4 },
     });
     worker.on('message', (response: WriterResponse) => {
       if ('ready' in response) {
