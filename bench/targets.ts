@@ -29,7 +29,9 @@ const ANALYSIS: Record<string, string> = {
     "busy for about 2.1 s of a 2.3 s run (packing each commit's tail blocks 0.77 s; SQLite's inserts, " +
     'counters and commits with their fsyncs 0.45 s; sealing 0.38 s, the sealed chunks written again; ' +
     'garbage collection), the appending thread about 0.8 s of a 2.1 s run since 2026-11-26 (1.4 s ' +
-    'before; the generator 0.2 s of it). Since the afternoon of 2026-11-26 the writer packs string and ' +
+    'before; the generator 0.2 s of it). Profiled again on the night of 2026-11-26 (1.75 s busy): ' +
+    "SQLite's commits, inserts and the seal's reads and writes about 0.8 s, packing about 0.45 s, " +
+    'garbage collection 0.1 s. Since the afternoon of 2026-11-26 the writer packs string and ' +
     'integer columns and chunk tables into writers it keeps (about 4% faster in alternating runs). ' +
     'A run makes 149,000 pwrite and 70,000 pread calls (two writes a WAL frame) and 135 fsyncs; without ' +
     'fsyncs (simrec-normal) it is 2-3% faster: the SQLite time is page writes, not the disk. ' +
@@ -62,23 +64,20 @@ const ANALYSIS: Record<string, string> = {
   'record-rss':
     'Two V8 isolates: the appending thread, whose young generation V8 grows to 16 MiB by what survives ' +
     'its collections (it cannot be capped from within a process: run with --max-semi-space-size=2 the ' +
-    'same recording peaks at 147-157 MiB, 5-8% slower), and the writer thread, whose young generation ' +
-    "is capped at 16 MiB (20 MiB less at the peak than V8's 48, at the same rate; 12 measured 5 MiB " +
-    'less and 2% slower, 8 was 5% slower); SQLite page caches on two connections; the frames of the ' +
-    "next commit appended while one is in flight; and the writer's packed tail blocks (about 13 MB), " +
-    'kept so that a seal need not read them back. Commits reach the writer thread in arenas both ' +
-    'threads share, the frame buffer keeps its arrays from commit to commit, and since the evening of ' +
-    "2026-11-26 the benchmark feeds the ego's control and wheels as frames (their sample objects grew " +
-    "the appending thread's young generation to 32 MiB). Since the night of 2026-11-26 the writer " +
-    'assembles tail and sealed chunks into buffers it reuses once SQLite has copied them: a buffer per ' +
-    "chunk (61 MB over the run) waited for the writer's rare old-generation collections, and its malloc " +
-    'arena at the peak went from 43 to 31 MiB (six alternating runs: 169-176 MiB against 173-186). ' +
-    "What remains over 150: the node binary's pages (40 MiB), V8's pages of both isolates (about 73 " +
-    "MiB), the writer's malloc arena (about 31 MiB: SQLite, the tails' blocks, those sealed and not yet " +
-    "collected) and the appending thread's (16 MiB). Measured and not kept: each stream's tail blocks " +
-    'in one buffer reused across seals (higher: the buffers hold their slack), glibc arena and trim ' +
-    'settings (10-15 MiB lower only), a writer page cache of 1 MiB instead of 4 (3 MiB lower, at the ' +
-    'cost of reading index pages back at a few hundred actors).',
+    'same recording peaked 20 MiB lower, 5-8% slower), and the writer thread, whose young generation is ' +
+    'capped at 4 MiB; SQLite page caches on two connections; the frames of the next commit appended ' +
+    'while one is in flight. Since the night of 2026-11-26 (175 -> about 135 MiB): the writer thread makes ' +
+    'a third less garbage (366 -> 239 MB a run: a float codec looked up, not found by iterating a Map; a ' +
+    'string column packed straight from the batch; no view of a column that is a whole block); a seal ' +
+    'reads its tail chunks back from SQLite and cuts their blocks out by the layout it kept, instead of ' +
+    "keeping every block's bytes from commit to seal (about 13 MB, in the writer's malloc arena: 20-25 " +
+    "MiB lower at the same rate); the writer unpacks a commit's batches one at a time as it packs them " +
+    '(made all at once they lived through the collections packing caused: 48 -> 7 MB promoted a run), ' +
+    'after which 4 MiB of young generation instead of 16 costs no speed (133-135 against 144-148 MiB in ' +
+    "alternating runs). What remains: the node binary's pages (40 MiB), V8's pages of both isolates, " +
+    "the writer's malloc arena (SQLite, chunks being assembled) and the appending thread's. Measured and " +
+    'not kept: glibc arena and trim settings (10-15 MiB lower only), a writer page cache of 1 MiB ' +
+    'instead of 4 (3 MiB lower, at the cost of reading index pages back at a few hundred actors).',
   'seek-first':
     "A fresh process's first scene opens one chunk per actor: SQLite reads each 63 KB chunk whole, each " +
     'frame is checked and one block of each decoded, by code V8 has not optimised yet (the same work ' +
@@ -111,7 +110,7 @@ const ANALYSIS: Record<string, string> = {
     'second read of a fresh process, which runs code V8 is still compiling on its other thread: the ' +
     "decoder's loops (TurboFan 5-11 ms each here) and the functions called once a block (decodeNumbers, " +
     'decodeDictionary: 6-16 ms), whose compiles are queued during the first read and finish during the ' +
-    'second or the third. A read after them takes 2.5-4 ms, one during them 6-10 (the repetitions here: ' +
+    'second or the third. A read after them takes 2.5-4 ms, one during them 6-10 (the repetitions of one run on 2026-11-26: ' +
     '4.5, 6.7, 8.2; twelve fresh processes measured 3.5-8.8, median 6.7, against 5.0-11.0, median 8.3, ' +
     'before). Until then the float decoder was also thrown away at the first column of another residual ' +
     'kind and compiled again for 10-17 ms (--trace-deopt), now a loop per kind. Written out without its ' +
