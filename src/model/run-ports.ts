@@ -68,7 +68,10 @@ export interface RunSource {
    * writer that needs a whole stream at once (a long run read stream after stream would fill the cache
    * with what it will not read again).
    */
-  columnsJoined(stream: string, window?: SampleWindow & { fields?: readonly string[] }): Promise<ColumnBatch>;
+  columnsJoined(
+    stream: string,
+    window?: SampleWindow & { fields?: readonly string[]; transient?: boolean },
+  ): Promise<ColumnBatch>;
   /** The samples either side of t of several streams: a scene in one call. */
   bracket(args: BracketArgs): Promise<SampleBracket[]>;
   attachments(): Promise<AttachmentInfo[]>;

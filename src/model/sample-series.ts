@@ -4,13 +4,24 @@ import type { RunSource } from './run-ports.js';
 import { lastAtOrBefore } from './sorted-search.js';
 import { fieldsOfStream, type FieldDecl, type Sample, type StreamInfo } from './stream.js';
 
+/** What a writer reads of a stream: every sample's time, and a sample by its index. */
+export interface SeriesView {
+  /** Every sample's time, in order. */
+  readonly times: Float64Array;
+  readonly length: number;
+  /** Sample `i` (0 <= i < length). */
+  at(i: number): Sample;
+  /** The latest sample at or before t, undefined before the first. */
+  latestAt(t: number): Sample | undefined;
+}
+
 /**
  * A stream's samples kept as columns, each made into a sample object only when asked for (anew each
  * time, as `readSamples` makes it): a writer that walks a whole run holds typed arrays, not an object
  * per sample. The MCAP export of the benchmark's run (2 M actor-states) held 1.4 GB of sample objects
  * and the store's caches before it wrote its first message.
  */
-export class SampleSeries {
+export class SampleSeries implements SeriesView {
   private readonly batch: ColumnBatch;
   private readonly fields: readonly FieldDecl[];
 
@@ -61,3 +72,120 @@ export async function readWholeStream(source: RunSource, stream: string | Stream
 /** Every sample of a run's stream as objects, from the same read (for streams a writer needs whole). */
 export const readStreamSamples = async (source: RunSource, stream: string | StreamInfo): Promise<Sample[]> =>
   (await readWholeStream(source, stream)).toArray();
+
+/**
+ * A stream walked forward in time a window at a time (see StreamWalk): every sample's time is kept (8
+ * bytes a sample), its other fields only for the window the walk is at. A writer that held every
+ * stream's columns at once (the MCAP export) grew by about 280 MiB a million actor-states.
+ */
+export class WindowedSeries implements SeriesView {
+  readonly times: Float64Array;
+  private readonly source: RunSource;
+  private readonly info: StreamInfo;
+  private readonly windowSamples: number;
+  private window: SampleSeries | undefined;
+  /** The index of the window's first sample. */
+  private first = 0;
+
+  constructor(source: RunSource, info: StreamInfo, times: Float64Array, windowSamples: number) {
+    this.source = source;
+    this.info = info;
+    this.times = times;
+    this.windowSamples = windowSamples;
+  }
+
+  get length(): number {
+    return this.times.length;
+  }
+
+  at(i: number): Sample {
+    const w = this.window;
+    if (w && i >= this.first && i < this.first + w.length) return w.at(i - this.first);
+    throw new RangeError(
+      `sample ${i} of ${this.info.id} is outside the window read (${this.first} to ` +
+        `${this.first + (w?.length ?? 0)}): a walk reads forward, at the time it has advanced to`,
+    );
+  }
+
+  latestAt(t: number): Sample | undefined {
+    const i = lastAtOrBefore(this.times, t);
+    return i >= 0 ? this.at(i) : undefined;
+  }
+
+  /** The time from which the walk must read another window: the first sample's, then the one past the window's. */
+  get nextReadAt(): number {
+    const end = this.window ? this.first + this.window.length : 0;
+    return end < this.length ? this.times[end]! : Infinity;
+  }
+
+  /**
+   * Reads the window that begins with the latest sample at or before t. It begins and ends where time
+   * changes (a window cut between samples of one time would read the others as well, a time window
+   * holding every sample at its ends), so it may be longer than `windowSamples`.
+   */
+  async readAround(t: number): Promise<void> {
+    const times = this.times;
+    let start = Math.max(0, lastAtOrBefore(times, t));
+    while (start > 0 && times[start - 1] === times[start]) start--;
+    let end = Math.min(times.length, start + this.windowSamples);
+    while (end < times.length && times[end] === times[end - 1]) end++;
+    const batch = await this.source.columnsJoined(this.info.id, {
+      from: times[start]!,
+      to: times[end - 1]!,
+      transient: true,
+    });
+    if (batch.t.length !== end - start)
+      throw new Error(
+        `run ${this.source.run.id}, stream ${this.info.id}: ${batch.t.length} samples between ` +
+          `${times[start]} and ${times[end - 1]} us, ${end - start} when the walk began (the stream changed?)`,
+      );
+    this.window = new SampleSeries(batch, fieldsOfStream(this.info));
+    this.first = start;
+  }
+}
+
+/**
+ * Streams walked forward in time together, each a window at a time: before a writer reads the samples
+ * at or before t, `advanceTo(t)` reads the windows that hold them. The windows share a budget of samples
+ * (`windowSamples` in all, at least 16 a stream), so memory is bounded whatever the run's length or
+ * width: the times of every sample, and a window of each stream.
+ */
+export class StreamWalk {
+  private readonly series: WindowedSeries[];
+  /** Below this time no series needs another window. */
+  private until = -Infinity;
+
+  private constructor(series: WindowedSeries[]) {
+    this.series = series;
+  }
+
+  /** The walk of `streams`, their times read now (every sample's, a stream at a time). */
+  static async over(
+    source: RunSource,
+    streams: readonly StreamInfo[],
+    windowSamples = DEFAULT_WALK_SAMPLES,
+  ): Promise<{ walk: StreamWalk; series: Map<string, WindowedSeries> }> {
+    const perStream = Math.max(16, Math.floor(windowSamples / Math.max(1, streams.length)));
+    const series = new Map<string, WindowedSeries>();
+    for (const info of streams) {
+      const { t } = await source.columnsJoined(info.id, { fields: [], transient: true });
+      series.set(info.id, new WindowedSeries(source, info, t, perStream));
+    }
+    return { walk: new StreamWalk([...series.values()]), series };
+  }
+
+  /** Reads what the samples at or before t need (times only ever advance). */
+  async advanceTo(t: number): Promise<void> {
+    if (t < this.until) return;
+    let until = Infinity;
+    for (const s of this.series) {
+      if (s.nextReadAt <= t) await s.readAround(t);
+      const next = s.nextReadAt;
+      if (next < until) until = next;
+    }
+    this.until = until;
+  }
+}
+
+/** Samples a walk holds of all its streams at once: about 40 MB of the benchmark's state streams. */
+const DEFAULT_WALK_SAMPLES = 500_000;

@@ -33,6 +33,11 @@ export interface ReadSamplesArgs {
 export interface ReadColumnsArgs extends ReadSamplesArgs {
   /** Only these fields (t and step always); all when absent. Blocks are decoded only for these. */
   fields?: readonly string[];
+  /**
+   * Read once (a writer walking a run a window at a time): what it reads is not kept in the store's
+   * caches, which keep serving what they held (readColumnsJoined; a backend may ignore it).
+   */
+  transient?: boolean;
 }
 
 export interface BracketArgs {

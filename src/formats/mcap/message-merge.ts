@@ -7,6 +7,8 @@
 /** One channel's messages in time order, produced as the merge asks for them. */
 export interface MessageSource {
   channel: number;
+  /** The messages it gives in all. */
+  readonly count: number;
   /** The time of the message `take` would give, or undefined when done. */
   peek(): number | undefined;
   take(): Uint8Array;
@@ -20,6 +22,7 @@ export function listSource(
   let i = 0;
   return {
     channel,
+    count: times.length,
     peek: () => times[i],
     take: () => {
       const data = encode(times[i]!, i);
@@ -29,10 +32,15 @@ export function listSource(
   };
 }
 
-/** Writes the sources' messages in time order (a heap of the sources by their next message's time). */
+/**
+ * Writes the sources' messages in time order (a heap of the sources by their next message's time).
+ * `advance` is awaited before the first message of each time is encoded: what the encoders read at or
+ * before it (a window of each stream, see StreamWalk) is read then.
+ */
 export async function mergeInTimeOrder(
   sources: readonly MessageSource[],
   write: (channel: number, t: number, data: Uint8Array) => Promise<void>,
+  advance?: (t: number) => Promise<void>,
 ): Promise<void> {
   const heap = sources.filter((s) => s.peek() !== undefined);
   const before = (a: MessageSource, b: MessageSource): boolean =>
@@ -50,9 +58,14 @@ export async function mergeInTimeOrder(
     }
   };
   for (let i = Math.floor(heap.length / 2) - 1; i >= 0; i--) down(i);
+  let at = -Infinity;
   while (heap.length) {
     const top = heap[0]!;
     const t = top.peek()!;
+    if (t !== at) {
+      await advance?.(t);
+      at = t;
+    }
     await write(top.channel, t, top.take());
     if (top.peek() === undefined) {
       heap[0] = heap[heap.length - 1]!;

@@ -1,7 +1,7 @@
 import { absenceAt } from '../../model/presence.js';
 import type { RoadNetwork } from '../../model/roadnet.js';
 import type { ActorInfo } from '../../model/run.js';
-import type { SampleSeries } from '../../model/sample-series.js';
+import type { SeriesView } from '../../model/sample-series.js';
 import type { Sample, StreamInfo } from '../../model/stream.js';
 import { signalHeads, type SignalHead } from '../../roadnet/signal-heads.js';
 import { CAR_EXTENTS, DEFAULT_EXTENTS } from './mcap-layout.js';
@@ -14,7 +14,7 @@ import { CAR_EXTENTS, DEFAULT_EXTENTS } from './mcap-layout.js';
 /** An actor's samples of one stream, and a cursor into them. */
 export interface Track {
   actor: ActorInfo;
-  samples: SampleSeries;
+  samples: SeriesView;
   /** The stream's usual interval between samples (presence: a gap longer than it is an absence). */
   usual: number | null;
   next: number;
@@ -63,7 +63,7 @@ export const num = (v: unknown, fallback = 0): number => (typeof v === 'number' 
 export function lightTracks(
   actors: readonly ActorInfo[],
   byId: ReadonlyMap<string, StreamInfo>,
-  samplesOf: ReadonlyMap<string, SampleSeries>,
+  samplesOf: ReadonlyMap<string, SeriesView>,
   network: RoadNetwork | undefined,
 ): LightTrack[] {
   if (!network) return [];

@@ -12,7 +12,12 @@ import { sampleToCapture } from '../../model/perception.js';
 import { usualSampleInterval } from '../../model/presence.js';
 import type { RunSource } from '../../model/run-ports.js';
 import { STATE_STREAM } from '../../model/standard-streams.js';
-import { readWholeStream, type SampleSeries } from '../../model/sample-series.js';
+import {
+  readWholeStream,
+  StreamWalk,
+  type SampleSeries,
+  type SeriesView,
+} from '../../model/sample-series.js';
 import type { StreamInfo } from '../../model/stream.js';
 import { readRoadNetwork } from '../../roadnet/roadnet-attachment.js';
 import { loadDefinitions } from '../perception/perception-run.js';
@@ -58,6 +63,11 @@ export interface McapExportOptions {
   beside?: (name: string, data: Uint8Array) => void;
   /** Adds ASAM OSI ground truth (osi3.GroundTruth per frame), making the file an OSI trace too. */
   osi?: boolean;
+  /**
+   * Samples held at once of all the streams walked (their times apart): the file is written a window of
+   * each stream at a time, so memory does not grow with the run's length. Tests make it small.
+   */
+  windowSamples?: number;
 }
 
 export interface McapExportResult {
@@ -70,6 +80,9 @@ export interface McapExportResult {
 
 /** Chunks of about a megabyte: what Foxglove's own writers use, and small enough to seek well. */
 const CHUNK_BYTES = 1 << 20;
+
+/** Messages between two progress reports. */
+const PROGRESS_EVERY = 4096;
 
 /**
  * Writes a run as an MCAP file that Foxglove and Lichtblick open: Foxglove's JSON schemas on their
@@ -92,15 +105,21 @@ export async function exportMcap(
   const network = await readRoadNetwork(source, run.id);
   const byId = new Map(streams.map((s) => [s.id, s] as const));
 
-  // Every stream kept as columns, its samples made into objects one at a time as messages are written.
-  const samplesOf = new Map<string, SampleSeries>();
-  const total = streams.reduce((n, s) => n + s.samples, 0);
-  let done = 0;
-  for (const s of streams) {
+  // Every stream walked forward in time a window at a time, its samples made into objects one at a time
+  // as messages are written; camera captures (their images and labels are prepared before the walk)
+  // and each ego's path (one message holds all of it) are read whole.
+  const isCaptures = (s: StreamInfo): boolean => s.name === 'captures' && s.actor !== null;
+  const { walk, series: walked } = await StreamWalk.over(
+    source,
+    streams.filter((s) => !isCaptures(s)),
+    options.windowSamples,
+  );
+  const samplesOf = new Map<string, SeriesView>(walked);
+  const wholeCaptures = new Map<string, SampleSeries>();
+  for (const s of streams.filter(isCaptures)) {
     const series = await readWholeStream(source, s);
+    wholeCaptures.set(s.id, series);
     samplesOf.set(s.id, series);
-    done += series.length;
-    options.onProgress?.(done, total);
   }
 
   const writable = await FileWritable.create(file);
@@ -162,14 +181,16 @@ export async function exportMcap(
         );
       }
       // Each ego's whole path, once, at its first sample: Foxglove's 3D panel draws it as a line.
-      for (const ego of egos)
+      for (const ego of egos) {
+        const path = (await readWholeStream(source, byId.get(`${ego.actor.id}/${STATE_STREAM}`)!)).toArray();
         sources.push(
           listSource(
             await foxglove(trajectoryTopic(ego.actor.id), PosesInFrame),
             ego.samples.times.subarray(0, 1),
-            (t) => trajectory(ego.samples.toArray(), t),
+            (t) => trajectory(path, t),
           ),
         );
+      }
       const locate = locatorOf(network, warn);
       if (locate) {
         location = locationTopic(egos[0]!.actor.id);
@@ -204,9 +225,9 @@ export async function exportMcap(
       sources.push(
         listSource(await foxglove(LOG_TOPIC, Log), events.times, (_t, i) => logLine(events.at(i))),
       );
-    const captures = await captureImages(source, streams, samplesOf, warn);
+    const captures = await captureImages(source, streams, wholeCaptures, warn);
     const templates = templatesOf((await loadDefinitions(source)).annotationDefinitions);
-    const labelled = labelledCaptures(streams, samplesOf, templates);
+    const labelled = labelledCaptures(streams, wholeCaptures, templates);
     for (const [sensor, list] of labelled)
       sources.push(
         listSource(
@@ -242,15 +263,22 @@ export async function exportMcap(
     }
 
     let messages = 0;
-    await mergeInTimeOrder(sources, async (channel, t, data) => {
-      await writer.addMessage({
-        channelId: channel,
-        sequence: messages++,
-        logTime: nanos(t),
-        publishTime: nanos(t),
-        data,
-      });
-    });
+    const total = sources.reduce((n, s) => n + s.count, 0);
+    await mergeInTimeOrder(
+      sources,
+      async (channel, t, data) => {
+        await writer.addMessage({
+          channelId: channel,
+          sequence: messages++,
+          logTime: nanos(t),
+          publishTime: nanos(t),
+          data,
+        });
+        if (messages % PROGRESS_EVERY === 0) options.onProgress?.(messages, total);
+      },
+      (t) => walk.advanceTo(t),
+    );
+    options.onProgress?.(messages, total);
 
     for (const a of attachments) {
       const full = await source.attachment(a.name);

@@ -143,6 +143,11 @@ export class ChunkCache<Id> {
     this.wholes = new LruCache(options.wholeBytes ?? 256 * 2 ** 20, batchBytes);
   }
 
+  /** A chunk opened earlier, if the cache still holds it; reads nothing. */
+  cachedChunk(id: Id): ChunkView | undefined {
+    return this.chunks.get(id);
+  }
+
   chunk(id: Id, load: () => ChunkView | undefined): ChunkView | undefined {
     let view = this.chunks.get(id);
     if (!view) {

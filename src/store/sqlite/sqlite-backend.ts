@@ -481,7 +481,7 @@ export class SqliteBackend implements StoreBackend {
     // index between two chunk reads: then a chunk is gone, and the read starts again on a fresh index.
     for (let attempt = 0; attempt < 3; attempt++) {
       args.signal?.throwIfAborted();
-      const joined = this.joinChunks(args.run, stream.id, from, to, fields);
+      const joined = this.joinChunks(args.run, stream.id, from, to, fields, args.transient === true);
       if (joined) return joined;
       this.forgetRun(args.run);
     }
@@ -494,7 +494,9 @@ export class SqliteBackend implements StoreBackend {
    * cached: a trajectory of a long run would push out what a viewer reads), the one or two a window
    * cuts taken from the cache and copied in. Against readColumns joined afterwards, a whole-run
    * trajectory allocates and copies a third as much (measured: a fresh process's second and third
-   * 10,000-sample reads). Undefined when a chunk vanished (see readColumnsJoined).
+   * 10,000-sample reads). `transient`: chunks it opens and cuts are not cached either (a writer walking
+   * a run a window at a time filled the cache with chunks it had done with: the MCAP export's peak up to
+   * its 256 MiB of decoded chunks). Undefined when a chunk vanished (see readColumnsJoined).
    */
   private joinChunks(
     run: number,
@@ -502,6 +504,7 @@ export class SqliteBackend implements StoreBackend {
     from: number,
     to: number,
     fields: ReadonlySet<string> | undefined,
+    transient: boolean,
   ): ColumnBatch | undefined {
     const parts: {
       ref: ChunkRef<number>;
@@ -511,14 +514,18 @@ export class SqliteBackend implements StoreBackend {
     let n = 0;
     for (const ref of chunksCovering(this.chunkIndex(run, stream), from, to)) {
       if (ref.end < from) continue;
-      const view = this.openChunk(run, stream, ref.id);
+      const view = transient
+        ? (this.cache.cachedChunk(ref.id) ?? this.readChunk(run, stream, ref.id))
+        : this.openChunk(run, stream, ref.id);
       if (!view) return undefined;
       if (ref.begin >= from && ref.end <= to) {
         parts.push({ ref, view });
         n += view.n;
         continue;
       }
-      const batch = this.wholeIfPresent(ref.id, view, fields);
+      const batch = transient
+        ? (this.cache.cachedWhole(ref.id, fields) ?? view.decodeAll(fields))
+        : this.wholeIfPresent(ref.id, view, fields);
       if (!batch) return undefined;
       const lo = firstAtOrAfter(batch.t, from);
       const hi = lastAtOrBefore(batch.t, to) + 1;
@@ -778,14 +785,17 @@ export class SqliteBackend implements StoreBackend {
    * first bytes are read now (the frame is in them); a block is read when it is decoded.
    */
   private openChunk(run: number, stream: string, id: number): ChunkView | undefined {
-    return this.cache.chunk(id, () => {
-      // The whole chunk at once: SQLite loads a column's whole value before substr() cuts it (measured
-      // on the benchmark's 63 KB chunks: the first 512 bytes cost 93% of the whole), so reading the frame
-      // first and each block later read every chunk twice or more.
-      const row = this.stmt('SELECT data FROM chunks WHERE id = ?').get(id) as Row | undefined;
-      if (!row) return undefined;
-      return openChunk(row.data as Buffer, `${this.location} run ${run} stream ${stream} chunk ${id}`);
-    });
+    return this.cache.chunk(id, () => this.readChunk(run, stream, id));
+  }
+
+  /** A chunk read from SQLite, not cached; undefined when it is gone. */
+  private readChunk(run: number, stream: string, id: number): ChunkView | undefined {
+    // The whole chunk at once: SQLite loads a column's whole value before substr() cuts it (measured
+    // on the benchmark's 63 KB chunks: the first 512 bytes cost 93% of the whole), so reading the frame
+    // first and each block later read every chunk twice or more.
+    const row = this.stmt('SELECT data FROM chunks WHERE id = ?').get(id) as Row | undefined;
+    if (!row) return undefined;
+    return openChunk(row.data as Buffer, `${this.location} run ${run} stream ${stream} chunk ${id}`);
   }
 
   /**
