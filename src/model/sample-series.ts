@@ -61,12 +61,14 @@ export class SampleSeries implements SeriesView {
 /**
  * Every sample of a run's stream, in time order, from one joined read: a writer that reads stream after
  * stream of a long run through `samples()` also filled the store's cache with every chunk it decoded
- * (the LimSim export of the benchmark's run peaked at 1.0 GB that way, 0.74 GB this way).
+ * (the LimSim export of the benchmark's run peaked at 1.0 GB that way, 0.74 GB this way). The read is
+ * transient: a stream read whole is read once, and the chunks it opened, kept, were 60 MB of the
+ * LimSim export's 250 MB at the benchmark's 2 M actor-states (207 MB since, the same file).
  */
 export async function readWholeStream(source: RunSource, stream: string | StreamInfo): Promise<SampleSeries> {
   const info = typeof stream === 'string' ? (await source.streams()).find((s) => s.id === stream) : stream;
   if (!info) throw notFound(`run ${source.run.id} has no stream ${JSON.stringify(stream)}`);
-  return new SampleSeries(await source.columnsJoined(info.id), fieldsOfStream(info));
+  return new SampleSeries(await source.columnsJoined(info.id, { transient: true }), fieldsOfStream(info));
 }
 
 /** Every sample of a run's stream as objects, from the same read (for streams a writer needs whole). */
