@@ -550,8 +550,10 @@ function sameShape(value: unknown, reference: unknown, leaves: number[]): boolea
   }
   if (Array.isArray(value)) return false;
   // The same keys in the same order, keys of undefined values left out (as JSON and shapeOf do). The
-  // value's keys are walked with for-in (own keys, in Object.keys' order: a structured clone's objects
-  // inherit nothing enumerable), not listed: Object.keys made an array per object of every value.
+  // value's keys are walked with for-in, not listed: Object.keys made an array per object of every
+  // value. for-in gives own keys in Object.keys' order, then inherited enumerable ones, which plain
+  // objects and structured clones have none of (a value that had one would not be of the shape, and
+  // the column would be kept as JSON text: never wrong, only larger).
   const r = reference as Record<string, unknown>;
   const v = value as Record<string, unknown>;
   let rKeys = referenceKeys.get(r);
