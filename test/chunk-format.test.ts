@@ -212,7 +212,14 @@ describe('chunk format: every bit back', () => {
     ];
     for (const [k, last] of late.entries()) {
       const rows = rowsWith(last);
-      assertSameBatch(roundTrip(rows, 'packed'), samplesToColumns(rows, FIELDS), `variant ${k}`);
+      const back = roundTrip(rows, 'packed');
+      assertSameBatch(back, samplesToColumns(rows, FIELDS), `variant ${k}`);
+      // Key for key in order too (deepStrictEqual does not look at the order of keys).
+      assert.deepEqual(
+        (back.columns.doc as unknown[]).map((v) => JSON.stringify(v)),
+        rows.map((r) => JSON.stringify(r.doc)),
+        `variant ${k}: the keys in their order`,
+      );
     }
   });
 
