@@ -9,7 +9,7 @@ export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', 
 export const FIXTURES = resolve(REPO_ROOT, '..', 'shared', 'fixtures');
 export const fixture = (...parts: string[]): string => join(FIXTURES, ...parts);
 /** The built simrec command. */
-export const SIMREC_BIN = join(REPO_ROOT, 'dist', 'src', 'cli', 'simrec.js');
+export const SIMREC_BIN = join(REPO_ROOT, 'dist', 'src', 'cli', 'main.js');
 
 /** A fresh temporary directory, removed by the returned cleanup. */
 export function tempDir(prefix = 'simrec-test-'): { path: string; cleanup(): void } {

@@ -1,0 +1,50 @@
+/** The simrec command's program: its commands, and how a failure is told (main.ts checks Node.js first). */
+import { Command } from 'commander';
+import { registerBirdviewCommand } from './commands/birdview-command.js';
+import { describeFailure, stopQuietlyWhenTheReaderLeaves } from './failure.js';
+import { registerCatalogCommands } from './commands/catalog-commands.js';
+import { registerCheckCommand } from './commands/check-command.js';
+import { registerConvertCommands } from './commands/convert-commands.js';
+import { registerDemoCommand } from './commands/demo-command.js';
+import { registerEvalCommand } from './commands/eval-command.js';
+import { registerQueryCommands } from './commands/query-commands.js';
+import { registerRecordCommand } from './commands/record-command.js';
+import { registerRoadnetCommand } from './commands/roadnet-command.js';
+import { registerServeCommand } from './commands/serve-command.js';
+import { registerSqlCommand } from './commands/sql-command.js';
+import { registerMovedCommands, registerStatsCommand } from './commands/stats-command.js';
+
+const program = new Command('simrec')
+  .description('record, store, query, replay, score and convert driving-simulation runs')
+  .version('0.1.0')
+  .option('--store <location>', 'store file or URL (default: $SIMREC_STORE or ./simrec.db)')
+  .option('--debug', 'print the stack trace of an error')
+  .option('--verbose', 'list every warning (by default: a count per kind and the first of each)')
+  .showHelpAfterError("(simrec help COMMAND shows the command's usage)")
+  .exitOverride();
+
+registerQueryCommands(program);
+registerCatalogCommands(program);
+registerCheckCommand(program);
+registerDemoCommand(program);
+registerEvalCommand(program);
+registerRoadnetCommand(program);
+registerStatsCommand(program);
+registerServeCommand(program);
+registerRecordCommand(program);
+registerConvertCommands(program);
+registerBirdviewCommand(program);
+registerSqlCommand(program);
+registerMovedCommands(program);
+
+stopQuietlyWhenTheReaderLeaves();
+try {
+  await program.parseAsync(process.argv);
+} catch (error) {
+  const { message, exitCode } = describeFailure(error);
+  if (message !== null) process.stderr.write(`simrec: ${message}\n`);
+  // --debug may come anywhere on the line, and the parse may have failed before it was read.
+  if (process.argv.includes('--debug') && error instanceof Error && message !== null)
+    process.stderr.write(`${error.stack}\n`);
+  process.exitCode = exitCode;
+}
