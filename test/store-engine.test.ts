@@ -1138,6 +1138,55 @@ describe('group commit', () => {
   });
 });
 
+describe('transient reads', () => {
+  it("give what cached reads give, and keep nothing in the store's caches (a writer going through a run)", async () => {
+    const path = fresh();
+    const writer = SqliteBackend.open(path, { chunkSamples: 200, blockSamples: 64 });
+    const rec = await recordingOneCar(writer, 0);
+    for (let i = 0; i < 1000; i++) await rec.append('car/state', crashSample(i));
+    await rec.end('completed');
+    await writer.close();
+    // What the store keeps: opened chunks and chunks decoded whole (white-box: the cache is private).
+    const kept = (store: SqliteBackend): number => {
+      const cache = (
+        store as unknown as {
+          cache: { chunks: LruCache<number, unknown>; wholes: LruCache<string, unknown> };
+        }
+      ).cache;
+      return cache.chunks.size + cache.wholes.size;
+    };
+    const store = SqliteBackend.open(path, { chunkSamples: 200, blockSamples: 64 });
+    const read = async (transient: boolean): Promise<{ all: ColumnBatch[]; windows: ColumnBatch[] }> => {
+      const all: ColumnBatch[] = [];
+      for await (const batch of store.readColumns({ run: 1, stream: 'car/state', transient }))
+        all.push(batch);
+      // Windows that cut chunks (of about 200 samples, at 10 ms a sample), and one past the end.
+      const windows: ColumnBatch[] = [];
+      for (const [from, to] of [
+        [0, 1_234_567],
+        [1_234_567, 5_555_555],
+        [3_000_000, 99_000_000],
+      ] as const)
+        windows.push(await store.readColumnsJoined({ run: 1, stream: 'car/state', from, to, transient }));
+      return { all, windows };
+    };
+    const transient = await read(true);
+    assert.equal(kept(store), 0, 'nothing kept');
+    const cached = await read(false);
+    assert.ok(kept(store) > 0, 'a cached read keeps its chunks');
+    assert.deepEqual(transient, cached);
+    assert.equal(
+      transient.all.reduce((n, b) => n + b.t.length, 0),
+      1000,
+    );
+    // With the cache full, a transient read uses it and still adds nothing.
+    const before = kept(store);
+    assert.deepEqual(await read(true), cached);
+    assert.equal(kept(store), before);
+    await store.close();
+  });
+});
+
 describe('sealing', () => {
   it('small commits end as sealed chunks of about chunkSamples, and a crashed run is sealed when closed', async () => {
     const path = fresh();

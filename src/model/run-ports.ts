@@ -62,7 +62,10 @@ export interface RunSource {
   /** A stream's samples in time order, a batch at a time. */
   samples(stream: string, window?: SampleWindow): AsyncIterable<Sample[]>;
   /** A stream's samples as columns; only `fields` (t and step always) when given. */
-  columns(stream: string, window?: SampleWindow & { fields?: readonly string[] }): AsyncIterable<ColumnBatch>;
+  columns(
+    stream: string,
+    window?: SampleWindow & { fields?: readonly string[]; transient?: boolean },
+  ): AsyncIterable<ColumnBatch>;
   /**
    * The same as one batch, decoded straight into its columns and not kept in the store's cache: for a
    * writer that needs a whole stream at once (a long run read stream after stream would fill the cache

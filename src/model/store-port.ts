@@ -34,8 +34,8 @@ export interface ReadColumnsArgs extends ReadSamplesArgs {
   /** Only these fields (t and step always); all when absent. Blocks are decoded only for these. */
   fields?: readonly string[];
   /**
-   * Read once (a writer walking a run a window at a time): what it reads is not kept in the store's
-   * caches, which keep serving what they held (readColumnsJoined; a backend may ignore it).
+   * Read once (a writer going through a run): what it reads is not kept in the store's caches, which
+   * keep serving what they held (SQLite's readColumns and readColumnsJoined; a backend may ignore it).
    */
   transient?: boolean;
 }

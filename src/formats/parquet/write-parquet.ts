@@ -91,7 +91,8 @@ export async function writeParquetTables(
     for (const { source, stream } of streams) {
       const fields = new Map<string, FieldDecl>();
       for (const f of streamFields(stream)) fields.set(f.name, f);
-      for await (const batch of source.columns(stream.id)) {
+      // Transient: each chunk is read once, and kept it filled the store's cache on a long run.
+      for await (const batch of source.columns(stream.id, { transient: true })) {
         writer.appendBatch(source.run.id, stream.actor, batch, fields);
         done += batch.t.length;
         options.onProgress(done, total);

@@ -444,14 +444,18 @@ export class SqliteBackend implements StoreBackend {
       for (const ref of refs) {
         args.signal?.throwIfAborted();
         if (ref.end < from) continue;
-        const view = this.openChunk(args.run, stream.id, ref.id);
+        const view = args.transient
+          ? (this.cache.cachedChunk(ref.id) ?? this.readChunk(args.run, stream.id, ref.id))
+          : this.openChunk(args.run, stream.id, ref.id);
         if (!view) {
           // Another connection merged this stream's tail chunks while we read: read on from where we
           // were, in the merged ones.
           this.forgetRun(args.run);
           continue reading;
         }
-        const batch = this.wholeIfPresent(ref.id, view, fields);
+        const batch = args.transient
+          ? (this.cache.cachedWhole(ref.id, fields) ?? view.decodeAll(fields))
+          : this.wholeIfPresent(ref.id, view, fields);
         if (!batch) {
           this.forgetRun(args.run);
           continue reading;
