@@ -69,10 +69,12 @@ export async function loadTracks(
   for (const actor of actors) {
     const stream = stateOf.get(actor.id);
     if (NOT_ON_ROAD.has(actor.kind) || !stream) continue;
+    // Transient: each stream is read once; kept, its chunks filled the store's cache for nothing.
     const read: Parameters<StoreBackend['readColumnsJoined']>[0] = {
       run,
       stream: stream.id,
       fields: TRACK_FIELDS,
+      transient: true,
     };
     if (signal) read.signal = signal;
     const batch = await store.readColumnsJoined(read);
