@@ -1,5 +1,5 @@
 import { sampleAt, type ColumnBatch } from './columns.js';
-import { notFound } from './errors.js';
+import { conflict, notFound } from './errors.js';
 import type { RunSource } from './run-ports.js';
 import { lastAtOrBefore } from './sorted-search.js';
 import { fieldsOfStream, type FieldDecl, type Sample, type StreamInfo } from './stream.js';
@@ -114,7 +114,10 @@ export class WindowedSeries implements SeriesView {
     return i >= 0 ? this.at(i) : undefined;
   }
 
-  /** The time from which the walk must read another window: the first sample's, then the one past the window's. */
+  /**
+   * The time from which the walk must read another window: the first sample's, then that of the sample
+   * past the window.
+   */
   get nextReadAt(): number {
     const end = this.window ? this.first + this.window.length : 0;
     return end < this.length ? this.times[end]! : Infinity;
@@ -137,9 +140,9 @@ export class WindowedSeries implements SeriesView {
       transient: true,
     });
     if (batch.t.length !== end - start)
-      throw new Error(
+      throw conflict(
         `run ${this.source.run.id}, stream ${this.info.id}: ${batch.t.length} samples between ` +
-          `${times[start]} and ${times[end - 1]} us, ${end - start} when the walk began (the stream changed?)`,
+          `${times[start]} and ${times[end - 1]} us, ${end - start} when the walk began: the stream changed`,
       );
     this.window = new SampleSeries(batch, fieldsOfStream(this.info));
     this.first = start;
