@@ -66,6 +66,13 @@ async function recordingOneCar(store: StoreBackend, begin: number): Promise<RunR
   return rec;
 }
 
+/** A completed run of one car, its samples crashSample(0 .. n - 1), a commit each. */
+async function completedCarRun(store: StoreBackend, n: number): Promise<void> {
+  const rec = await recordingOneCar(store, 0);
+  for (let i = 0; i < n; i++) await rec.append('car/state', crashSample(i));
+  await rec.end('completed');
+}
+
 /** Opens a copy of an older version's file to write, which upgrades it to this version's schema. */
 async function upgradedCopy(fixture: string): Promise<{ path: string; store: StoreBackend }> {
   const path = fresh();
@@ -1142,9 +1149,7 @@ describe('transient reads', () => {
   it("give what cached reads give, and keep nothing in the store's caches (a writer going through a run)", async () => {
     const path = fresh();
     const writer = SqliteBackend.open(path, { chunkSamples: 200, blockSamples: 64 });
-    const rec = await recordingOneCar(writer, 0);
-    for (let i = 0; i < 1000; i++) await rec.append('car/state', crashSample(i));
-    await rec.end('completed');
+    await completedCarRun(writer, 1000);
     await writer.close();
     // What the store keeps: opened chunks and chunks decoded whole (white-box: the cache is private).
     const kept = (store: SqliteBackend): number => {
@@ -1191,9 +1196,7 @@ describe('sealing', () => {
   it('small commits end as sealed chunks of about chunkSamples, and a crashed run is sealed when closed', async () => {
     const path = fresh();
     const store = SqliteBackend.open(path, { chunkSamples: 200, blockSamples: 64 });
-    const rec = await recordingOneCar(store, 0);
-    for (let i = 0; i < 1000; i++) await rec.append('car/state', crashSample(i));
-    await rec.end('completed');
+    await completedCarRun(store, 1000);
     const dead = await RunRecorder.begin(
       store,
       { begin: 0 },

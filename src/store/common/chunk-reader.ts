@@ -143,16 +143,15 @@ export class ChunkCache<Id> {
     this.wholes = new LruCache(options.wholeBytes ?? 256 * 2 ** 20, batchBytes);
   }
 
-  /** A chunk opened earlier, if the cache still holds it; reads nothing. */
-  cachedChunk(id: Id): ChunkView | undefined {
-    return this.chunks.get(id);
-  }
-
-  chunk(id: Id, load: () => ChunkView | undefined): ChunkView | undefined {
+  /**
+   * The chunk opened earlier, or loaded now. `keep` false: a transient read (ReadColumnsArgs.transient),
+   * which uses what the cache holds and adds nothing to it.
+   */
+  chunk(id: Id, load: () => ChunkView | undefined, keep = true): ChunkView | undefined {
     let view = this.chunks.get(id);
     if (!view) {
       view = load();
-      if (view) this.chunks.set(id, view);
+      if (view && keep) this.chunks.set(id, view);
     }
     return view;
   }
@@ -162,10 +161,13 @@ export class ChunkCache<Id> {
    * into chunk-wide columns, so that a trajectory or a window is a few arrays per chunk, not a few per
    * block copied again.
    */
-  whole(id: Id, view: ChunkView, fields?: ReadonlySet<string>): ColumnBatch {
+  whole(id: Id, view: ChunkView, fields?: ReadonlySet<string>, keep = true): ColumnBatch {
     const key = this.keyOf(id, 0, fields);
     let batch = this.wholes.get(key);
-    if (batch === undefined) this.wholes.set(key, (batch = view.decodeAll(fields)));
+    if (batch === undefined) {
+      batch = view.decodeAll(fields);
+      if (keep) this.wholes.set(key, batch);
+    }
     return batch;
   }
 

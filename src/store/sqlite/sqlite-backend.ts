@@ -444,18 +444,14 @@ export class SqliteBackend implements StoreBackend {
       for (const ref of refs) {
         args.signal?.throwIfAborted();
         if (ref.end < from) continue;
-        const view = args.transient
-          ? (this.cache.cachedChunk(ref.id) ?? this.readChunk(args.run, stream.id, ref.id))
-          : this.openChunk(args.run, stream.id, ref.id);
+        const view = this.openChunk(args.run, stream.id, ref.id, !args.transient);
         if (!view) {
           // Another connection merged this stream's tail chunks while we read: read on from where we
           // were, in the merged ones.
           this.forgetRun(args.run);
           continue reading;
         }
-        const batch = args.transient
-          ? (this.cache.cachedWhole(ref.id, fields) ?? view.decodeAll(fields))
-          : this.wholeIfPresent(ref.id, view, fields);
+        const batch = this.wholeIfPresent(ref.id, view, fields, !args.transient);
         if (!batch) {
           this.forgetRun(args.run);
           continue reading;
@@ -518,18 +514,14 @@ export class SqliteBackend implements StoreBackend {
     let n = 0;
     for (const ref of chunksCovering(this.chunkIndex(run, stream), from, to)) {
       if (ref.end < from) continue;
-      const view = transient
-        ? (this.cache.cachedChunk(ref.id) ?? this.readChunk(run, stream, ref.id))
-        : this.openChunk(run, stream, ref.id);
+      const view = this.openChunk(run, stream, ref.id, !transient);
       if (!view) return undefined;
       if (ref.begin >= from && ref.end <= to) {
         parts.push({ ref, view });
         n += view.n;
         continue;
       }
-      const batch = transient
-        ? (this.cache.cachedWhole(ref.id, fields) ?? view.decodeAll(fields))
-        : this.wholeIfPresent(ref.id, view, fields);
+      const batch = this.wholeIfPresent(ref.id, view, fields, !transient);
       if (!batch) return undefined;
       const lo = firstAtOrAfter(batch.t, from);
       const hi = lastAtOrBefore(batch.t, to) + 1;
@@ -788,18 +780,19 @@ export class SqliteBackend implements StoreBackend {
    * The chunk, or undefined when another connection has just replaced it (tail chunks merged). Only its
    * first bytes are read now (the frame is in them); a block is read when it is decoded.
    */
-  private openChunk(run: number, stream: string, id: number): ChunkView | undefined {
-    return this.cache.chunk(id, () => this.readChunk(run, stream, id));
-  }
-
-  /** A chunk read from SQLite, not cached; undefined when it is gone. */
-  private readChunk(run: number, stream: string, id: number): ChunkView | undefined {
-    // The whole chunk at once: SQLite loads a column's whole value before substr() cuts it (measured
-    // on the benchmark's 63 KB chunks: the first 512 bytes cost 93% of the whole), so reading the frame
-    // first and each block later read every chunk twice or more.
-    const row = this.stmt('SELECT data FROM chunks WHERE id = ?').get(id) as Row | undefined;
-    if (!row) return undefined;
-    return openChunk(row.data as Buffer, `${this.location} run ${run} stream ${stream} chunk ${id}`);
+  private openChunk(run: number, stream: string, id: number, keep = true): ChunkView | undefined {
+    return this.cache.chunk(
+      id,
+      () => {
+        // The whole chunk at once: SQLite loads a column's whole value before substr() cuts it (measured
+        // on the benchmark's 63 KB chunks: the first 512 bytes cost 93% of the whole), so reading the
+        // frame first and each block later read every chunk twice or more.
+        const row = this.stmt('SELECT data FROM chunks WHERE id = ?').get(id) as Row | undefined;
+        if (!row) return undefined;
+        return openChunk(row.data as Buffer, `${this.location} run ${run} stream ${stream} chunk ${id}`);
+      },
+      keep,
+    );
   }
 
   /**
@@ -827,9 +820,10 @@ export class SqliteBackend implements StoreBackend {
     id: number,
     view: ChunkView,
     fields: ReadonlySet<string> | undefined,
+    keep = true,
   ): ColumnBatch | undefined {
     try {
-      return this.cache.whole(id, view, fields);
+      return this.cache.whole(id, view, fields, keep);
     } catch (error) {
       if (error instanceof SimrecError && error.code === 'conflict') return undefined;
       throw error;
