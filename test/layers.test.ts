@@ -20,6 +20,7 @@ const WORK_AND_BELOW = [
   'replay',
   'evaluate',
   'demo',
+  'tables',
 ];
 
 /** Each part of simrec and what it may import (besides itself). */
@@ -38,6 +39,8 @@ const MAY_IMPORT: Record<string, readonly string[]> = {
   replay: ['model', 'roadnet', 'formats', 'store'],
   evaluate: ['model', 'roadnet', 'record', 'replay'],
   demo: ['model', 'roadnet', 'store', 'record', 'replay'],
+  // The tables folder: runs as Parquet kept in step with the store, and SQL over it.
+  tables: ['model', 'formats', 'replay'],
   // The faces.
   server: WORK_AND_BELOW,
   cli: [...WORK_AND_BELOW, 'server'],

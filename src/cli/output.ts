@@ -59,6 +59,7 @@ export class Progress {
   }
 
   done(): void {
-    if (this.enabled) process.stderr.write('\n');
+    if (this.enabled && this.lastDraw > 0) process.stderr.write('\n');
+    this.lastDraw = 0;
   }
 }

@@ -18,6 +18,10 @@ const program = new Command('simrec')
   .description('record, store, query, replay, score and convert driving-simulation runs')
   .version('0.1.0')
   .option('--store <location>', 'store file or URL (default: $SIMREC_STORE or ./simrec.db)')
+  .option(
+    '--tables <dir>',
+    "the store's tables folder for SQL (default: $SIMREC_TABLES, or beside the store: runs.db -> runs.tables/)",
+  )
   .option('--debug', 'print the stack trace of an error')
   .option('--verbose', 'list every warning (by default: a count per kind and the first of each)')
   .showHelpAfterError("(simrec help COMMAND shows the command's usage)")

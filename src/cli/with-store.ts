@@ -3,6 +3,7 @@ import type { Command } from 'commander';
 import { notFound } from '../model/errors.js';
 import type { StoreBackend } from '../model/store-port.js';
 import { openStore, resolveStoreLocation } from '../store/open-store.js';
+import { TablesFolder, tablesFolderFor } from '../tables/tables-folder.js';
 
 export interface WithStoreOptions {
   /**
@@ -38,3 +39,9 @@ export const withExistingStore = <T>(
   command: Command,
   work: (store: StoreBackend) => Promise<T>,
 ): Promise<T> => withStore(command, work, { read: true });
+
+/** The store's tables folder: --tables, $SIMREC_TABLES, or beside the store (tables/tables-folder.ts). */
+export function tablesFolderOf(command: Command, store: StoreBackend): TablesFolder {
+  const { tables } = command.optsWithGlobals<{ tables?: string }>();
+  return new TablesFolder(tablesFolderFor(store.location, tables));
+}

@@ -145,6 +145,13 @@ export interface StoreBackend {
   /** The samples either side of t, for one stream. */
   sampleBracket(run: number, stream: string, t: number): Promise<SampleBracket>;
 
+  /**
+   * A token per run (of those given that exist) that changes whenever anything a run's tables are made
+   * of changes: the run's row, its actors and their presence, its streams' schemas and counters, any
+   * chunk written, replaced or removed. Equal tokens: the same tables (what keeps them in step).
+   */
+  runVersions(runs: readonly number[]): Promise<Map<number, string>>;
+
   putAttachment(run: number, attachment: Attachment): Promise<void>;
   getAttachment(run: number, name: string): Promise<Attachment | undefined>;
   listAttachments(run: number): Promise<AttachmentInfo[]>;

@@ -1,24 +1,19 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { Command } from 'commander';
 import { invalid } from '../../model/errors.js';
-import type { RunSource } from '../../model/run-ports.js';
-import { querySql, loadDuckDB, type SqlResult } from '../../formats/parquet/duckdb-sql.js';
-import { streamTableName, writeParquetTables } from '../../formats/parquet/write-parquet.js';
-import { storeRunSource } from '../../replay/run-source.js';
+import type { SqlResult } from '../../formats/parquet/duckdb-sql.js';
+import { queryFleet } from '../../tables/fleet-sql.js';
 import { parseRunId } from '../args.js';
 import { abortOnInterrupt } from '../output-target.js';
 import { formatNumber, formatTable, Progress } from '../output.js';
-import { withExistingStore } from '../with-store.js';
+import { tablesFolderOf, withExistingStore } from '../with-store.js';
 import { printWarnings } from '../warnings.js';
 
 /**
- * `simrec sql "SELECT ..."`: SQL across the store's runs, with DuckDB. The runs' streams are written
- * as Parquet tables into a temporary folder (only the tables the query names, a row group at a time,
- * so a long run never sits whole in memory), DuckDB sees each as a view, and the result streams out.
- * Tables: every stream name (`state`, `control`, `events`...) with `run` and `actor` columns, plus
- * `actors` and `runs`: the tables of `simrec export RUN parquet DIR`, so a query moves between them.
+ * `simrec sql "SELECT ..."`: SQL across the store's runs, with DuckDB over the store's tables folder
+ * (tables/fleet-sql.ts): runs written there once, written again only when they change, so a question
+ * costs DuckDB's time over the files plus what changed since the last one. Tables: every stream name
+ * (`state`, `control`, `events`...) with `run` and `actor` columns, plus `actors` and `runs`: the
+ * tables of `simrec export RUN parquet DIR`, so a query moves between them.
  */
 
 /** A table result holds at most this many rows (widths need them all); --csv and --json stream any number. */
@@ -48,63 +43,25 @@ export function registerSqlCommand(program: Command): void {
     .action(async (query: string, opts: SqlOptions, command: Command) => {
       if (opts.json && opts.csv) throw invalid('--json and --csv: expected one output format, got both');
       if (query.trim() === '') throw invalid('QUERY: expected SQL, got an empty string');
-      // Before any work: a missing DuckDB is said at once, not after the tables are written.
-      await loadDuckDB();
-      const folder = mkdtempSync(join(tmpdir(), 'simrec-sql-'));
-      try {
-        await withExistingStore(command, (store) =>
-          abortOnInterrupt('the query was stopped', async (signal) => {
-            const ids = opts.runs ?? (await store.listRuns()).map((r) => r.id);
-            const sources: RunSource[] = [];
-            for (const id of ids) sources.push(await storeRunSource(store, id, signal));
-            const { wanted, known } = await tablesNamedIn(query, sources);
-            const warnings: string[] = [];
-            const progress = new Progress('reading runs');
-            const written = await writeParquetTables(sources, folder, {
-              warn: (where, message) => warnings.push(`${where}: ${message}`),
-              onProgress: (done, total) => progress.update(total ? done / total : 1, `${done}/${total}`),
-              signal,
-              tables: wanted,
-            });
+      await withExistingStore(command, (store) =>
+        abortOnInterrupt('the query was stopped', async (signal) => {
+          const warnings: string[] = [];
+          const progress = new Progress('writing tables');
+          const fleet: Parameters<typeof queryFleet>[2] = {
+            sql: query,
+            warn: (where, message) => warnings.push(`${where}: ${message}`),
+            onProgress: (done, total) => progress.update(total ? done / total : 1, `${done}/${total}`),
+            signal,
+          };
+          if (opts.runs) fleet.runs = opts.runs;
+          await queryFleet(store, tablesFolderOf(command, store), fleet, async (result) => {
             progress.done();
             printWarnings(warnings);
-            const files = Object.fromEntries(
-              Object.entries(written.tables).map(([name, t]) => [name, join(folder, t.file)]),
-            );
-            await querySql(
-              files,
-              query,
-              (result) =>
-                opts.json ? printJsonRows(result) : opts.csv ? printCsv(result) : printRowsTable(result),
-              known,
-            );
-          }),
-        );
-      } finally {
-        rmSync(folder, { recursive: true, force: true });
-      }
+            await (opts.json ? printJsonRows(result) : opts.csv ? printCsv(result) : printRowsTable(result));
+          });
+        }),
+      );
     });
-}
-
-/**
- * The stream tables a query may read: every stream name that appears in its text (case-insensitive).
- * A word that only looks like a table costs one table written for nothing; a table the query reads
- * is always named in it.
- */
-async function tablesNamedIn(
-  query: string,
-  sources: readonly RunSource[],
-): Promise<{ wanted: Set<string>; known: string[] }> {
-  const text = query.toLowerCase();
-  const wanted = new Set<string>();
-  const known = new Set(['actors', 'runs']);
-  for (const source of sources)
-    for (const stream of await source.streams()) {
-      const table = streamTableName(stream.name);
-      known.add(table);
-      if (text.includes(table.toLowerCase())) wanted.add(table);
-    }
-  return { wanted, known: [...known] };
 }
 
 async function printJsonRows(result: SqlResult): Promise<void> {

@@ -1,3 +1,4 @@
+import { join } from 'node:path';
 import { SimrecError } from '../../model/errors.js';
 
 type DuckDBApi = typeof import('@duckdb/node-api');
@@ -40,47 +41,112 @@ export interface SqlResult {
   chunks: AsyncIterable<unknown[][]>;
 }
 
-/**
- * Runs `sql` with each table of `tables` (name -> Parquet file) as a view, and hands the result to
- * `read`; the database lives in memory for this query only (DuckDB spills to its temporary folder
- * what does not fit).
- */
-export async function querySql<T>(
-  tables: Readonly<Record<string, string>>,
-  sql: string,
-  read: (result: SqlResult) => Promise<T>,
+export interface SqlQuery {
+  sql: string;
+  /**
+   * Each table's Parquet files, one Hive-partitioned dataset a table (`TABLE/run=ID/part-0.parquet`):
+   * `run` comes from the folder's name; files of different runs may hold different columns.
+   */
+  tables: Readonly<Record<string, readonly string[]>>;
+  /**
+   * The one folder a query may read (the tables). Everything else is refused: files elsewhere,
+   * statements that write (COPY, CREATE, INSERT...), ATTACH, INSTALL and LOAD, settings.
+   */
+  root: string;
   /** Every table there is to query, for the error of a query that names another (default: `tables`). */
-  known: readonly string[] = Object.keys(tables),
-): Promise<T> {
+  known?: readonly string[];
+  /** The query is cancelled after this many milliseconds (an error that says so). */
+  timeoutMs?: number;
+  signal?: AbortSignal;
+}
+
+/** The statements a query may be: reads (EXPLAIN of a read too). */
+const READ_STATEMENTS = new Set(['SELECT', 'EXPLAIN']);
+
+/**
+ * Runs one read-only statement over the tables, each a view, and hands the result to `read`; the
+ * database lives in memory for this query only (DuckDB spills to a temporary folder of its own what
+ * does not fit).
+ */
+export async function querySql<T>(query: SqlQuery, read: (result: SqlResult) => Promise<T>): Promise<T> {
   const duckdb = await loadDuckDB();
-  const instance = await duckdb.DuckDBInstance.create(':memory:');
+  const known = query.known ?? Object.keys(query.tables);
+  const fail = (error: unknown): SimrecError =>
+    new SimrecError(
+      'invalid',
+      `SQL: ${(error as Error).message.split('\n')[0]} (tables: ${[...known].sort().join(', ')})`,
+      { cause: error },
+    );
+  // Never reach for the network or the user's extension folder behind their back.
+  const instance = await duckdb.DuckDBInstance.create(':memory:', {
+    autoinstall_known_extensions: 'false',
+    autoload_known_extensions: 'false',
+  });
   const connection = await instance.connect();
+  let timedOut = false;
+  const interrupt = (): void => connection.interrupt();
+  const timer =
+    query.timeoutMs === undefined
+      ? undefined
+      : setTimeout(() => {
+          timedOut = true;
+          interrupt();
+        }, query.timeoutMs);
+  query.signal?.addEventListener('abort', interrupt);
+  const stopped = (error: unknown): SimrecError => {
+    if (timedOut)
+      return new SimrecError(
+        'invalid',
+        `SQL: stopped after ${query.timeoutMs} ms, the time limit of a query (narrow it: fewer runs, a WHERE on run or t)`,
+        { cause: error },
+      );
+    query.signal?.throwIfAborted();
+    return error instanceof SimrecError ? error : fail(error);
+  };
   try {
     // Times print in UTC, as everywhere in simrec, whatever the machine's zone.
     await connection.run("SET TimeZone = 'UTC'");
-    for (const [name, path] of Object.entries(tables))
+    const root = query.root.endsWith('/') ? query.root : `${query.root}/`;
+    await connection.run(`SET temp_directory = ${quoteString(join(root, '_simrec', 'duckdb-tmp'))}`);
+    await connection.run(`SET allowed_directories = [${quoteString(root)}]`);
+    await connection.run('SET enable_external_access = false');
+    await connection.run('SET lock_configuration = true');
+    // `run` first, as in the export's files: it is the partition, which DuckDB puts last.
+    for (const [name, files] of Object.entries(query.tables))
       await connection.run(
-        `CREATE VIEW ${quoteIdentifier(name)} AS SELECT * FROM read_parquet(${quoteString(path)})`,
+        `CREATE VIEW ${quoteIdentifier(name)} AS SELECT run, * EXCLUDE (run) FROM read_parquet([${files.map(quoteString).join(', ')}], hive_partitioning = true, hive_types = {'run': BIGINT}, union_by_name = true)`,
       );
     let result: Awaited<ReturnType<typeof connection.stream>>;
     try {
-      result = await connection.stream(sql);
+      const statements = await connection.extractStatements(query.sql);
+      if (statements.count !== 1)
+        throw new SimrecError('invalid', `SQL: expected one statement, got ${statements.count}`);
+      const prepared = await statements.prepare(0);
+      const type = duckdb.StatementType[prepared.statementType];
+      if (!READ_STATEMENTS.has(type))
+        throw new SimrecError(
+          'invalid',
+          `SQL: a ${type} statement: expected a query that reads (SELECT, WITH ... SELECT, FROM ..., EXPLAIN); the tables are read-only`,
+        );
+      result = await prepared.stream();
     } catch (error) {
-      throw new SimrecError(
-        'invalid',
-        `SQL: ${(error as Error).message.split('\n')[0]} (tables: ${[...known].sort().join(', ')})`,
-        { cause: error },
-      );
+      throw stopped(error);
     }
     const columns = result
       .columnNames()
       .map((name, i) => ({ name, type: result.columnTypes()[i]!.toString() }));
     const streamed = result;
     async function* chunks(): AsyncGenerator<unknown[][]> {
-      for await (const rows of streamed.yieldRows()) yield rows.map((row) => row.map(plainValue));
+      try {
+        for await (const rows of streamed.yieldRows()) yield rows.map((row) => row.map(plainValue));
+      } catch (error) {
+        throw stopped(error);
+      }
     }
     return await read({ columns, chunks: chunks() });
   } finally {
+    clearTimeout(timer);
+    query.signal?.removeEventListener('abort', interrupt);
     connection.closeSync();
     instance.closeSync();
   }

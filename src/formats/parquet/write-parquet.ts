@@ -23,6 +23,11 @@ export interface ParquetTablesOptions {
   tables?: ReadonlySet<string>;
   /** Rows per row group (see table-writer.ts). */
   rowGroupRows?: number;
+  /**
+   * False for a Hive-partitioned dataset (`TABLE/run=ID/`), whose readers take `run` from the folder's
+   * name and refuse (Spark) or shadow it (DuckDB, Polars) when a file holds it too. Default true.
+   */
+  runColumn?: boolean;
 }
 
 export interface ParquetTable {
@@ -54,6 +59,8 @@ export async function writeParquetTables(
   options: ParquetTablesOptions,
 ): Promise<ParquetTablesResult> {
   mkdirSync(folder, { recursive: true });
+  const columnsOf = (columns: readonly TableColumn[]): TableColumn[] =>
+    options.runColumn === false ? columns.filter((c) => c.name !== 'run') : [...columns];
   const streamsOf = new Map<RunSource, StreamInfo[]>();
   const actorsOf = new Map<RunSource, ActorInfo[]>();
   const byName = new Map<string, StreamOfRun[]>();
@@ -83,7 +90,7 @@ export async function writeParquetTables(
     const streams = byName.get(name)!;
     const layout = streamTableLayout(streams.map((s) => s.stream));
     for (const note of layout.notes) options.warn(`table ${table}`, note);
-    const writer = new ParquetTableWriter(join(folder, `${table}.parquet`), layout.columns, {
+    const writer = new ParquetTableWriter(join(folder, `${table}.parquet`), columnsOf(layout.columns), {
       table,
       ...(options.rowGroupRows ? { rowGroupRows: options.rowGroupRows } : {}),
       extra: { streams: streams.map((s) => ({ run: s.source.run.id, stream: s.stream.id })) },
@@ -102,7 +109,9 @@ export async function writeParquetTables(
     write(table, writer);
   }
 
-  const actors = new ParquetTableWriter(join(folder, 'actors.parquet'), ACTOR_COLUMNS, { table: 'actors' });
+  const actors = new ParquetTableWriter(join(folder, 'actors.parquet'), columnsOf(ACTOR_COLUMNS), {
+    table: 'actors',
+  });
   for (const source of sources)
     for (const a of actorsOf.get(source)!)
       actors.appendRow({
@@ -120,7 +129,9 @@ export async function writeParquetTables(
       });
   write('actors', actors);
 
-  const runs = new ParquetTableWriter(join(folder, 'runs.parquet'), RUN_COLUMNS, { table: 'runs' });
+  const runs = new ParquetTableWriter(join(folder, 'runs.parquet'), columnsOf(RUN_COLUMNS), {
+    table: 'runs',
+  });
   for (const source of sources) {
     const { run } = source;
     const streams = streamsOf.get(source)!;

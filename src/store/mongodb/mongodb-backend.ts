@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import {
   Binary,
   Long,
@@ -276,6 +277,30 @@ export class MongoBackend implements StoreBackend {
     ]);
     for (const key of this.schemas.keys()) if (key.startsWith(`${id}\0`)) this.schemas.delete(key);
     return deleted;
+  }
+
+  async runVersions(runs: readonly number[]): Promise<Map<number, string>> {
+    const versions = new Map<number, string>();
+    for (const run of runs) {
+      const doc = await this.runs().findOne({ _id: run }, { projection: { writer: 0 } });
+      if (!doc) continue;
+      // A chunk replaced or removed changes the count, the samples or the largest id (ObjectIds grow
+      // with their creation time, so a chunk written later has a larger one).
+      const [chunks] = await this.chunks()
+        .aggregate<{ n: number; last: ObjectId | null; samples: number }>([
+          { $match: { run } },
+          { $group: { _id: null, n: { $sum: 1 }, last: { $max: '$_id' }, samples: { $sum: '$count' } } },
+        ])
+        .toArray();
+      const hash = createHash('sha256').update(JSON.stringify(doc));
+      hash.update(JSON.stringify(chunks ?? null));
+      for (const actor of await this.actors().find({ '_id.run': run }).sort({ ord: 1 }).toArray())
+        hash.update(JSON.stringify(actor));
+      for (const stream of await this.streams().find({ '_id.run': run }).sort({ _id: 1 }).toArray())
+        hash.update(JSON.stringify(stream));
+      versions.set(run, hash.digest('base64url').slice(0, 22));
+    }
+    return versions;
   }
 
   async closeAbandonedRuns(isAlive: (writer: WriterIdentity) => boolean): Promise<number[]> {

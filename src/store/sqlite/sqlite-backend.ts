@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { existsSync, statSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import type { Attachment, AttachmentInfo } from '../../model/attachment.js';
@@ -260,6 +261,30 @@ export class SqliteBackend implements StoreBackend {
     this.forgetRun(id);
     this.writer.forgetRun(id);
     return this.stmt('DELETE FROM runs WHERE id = ?').run(id).changes > 0;
+  }
+
+  async runVersions(runs: readonly number[]): Promise<Map<number, string>> {
+    const versions = new Map<number, string>();
+    // Chunk ids are never reused (AUTOINCREMENT): a chunk replaced, merged or removed changes the
+    // count, the largest id or the samples. The writer's identity is left out: it is not data.
+    const head = this.stmt(`SELECT r.id, r.begin_us, r.end_us, r.end_reason, r.state, r.simulator,
+        r.simulator_version, r.description, r.metadata,
+        (SELECT COUNT(*) || '.' || IFNULL(MAX(c.id), 0) || '.' || IFNULL(SUM(c.count), 0)
+           FROM chunks c JOIN streams s ON c.stream_key = s.key WHERE s.run_id = r.id) AS chunks
+      FROM runs r WHERE r.id = ?`);
+    const actors = this.stmt(`SELECT id, kind, source_class, extents, attributes, options, record, presence
+      FROM actors WHERE run_id = ? ORDER BY ord`);
+    const streams = this.stmt(`SELECT s.key, s.id, s.schema, s.extra_fields, ${this.counters.columns}
+      FROM streams s ${this.counters.join} WHERE s.run_id = ? ORDER BY s.key`);
+    for (const run of runs) {
+      const row = head.raw(true).get(run) as unknown[] | undefined;
+      if (!row) continue;
+      const hash = createHash('sha256').update(JSON.stringify(row));
+      for (const actor of actors.raw(true).iterate(run)) hash.update(JSON.stringify(actor));
+      for (const stream of streams.raw(true).iterate(run)) hash.update(JSON.stringify(stream));
+      versions.set(run, hash.digest('base64url').slice(0, 22));
+    }
+    return versions;
   }
 
   async closeAbandonedRuns(isAlive: (writer: WriterIdentity) => boolean): Promise<number[]> {

@@ -1,0 +1,215 @@
+import { randomBytes } from 'node:crypto';
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
+import { homedir } from 'node:os';
+import { basename, dirname, extname, join, resolve } from 'node:path';
+
+/**
+ * The folder of a store's tables: every closed run's streams as Parquet, one Hive-partitioned dataset
+ * a table, so that DuckDB, Polars, Spark and Trino read `state/` as one table whatever the number of
+ * runs:
+ *
+ *   <folder>/state/run=3/part-0.parquet        a table per stream name, a partition per run
+ *   <folder>/actors/run=3/part-0.parquet       and the runs' actors and runs
+ *   <folder>/_simrec/runs/3.json               what each run's files were written from (its version)
+ *   <folder>/_simrec/staging/                  files being written, renamed into place when whole
+ *
+ * Readers of Hive datasets skip folders whose name begins with `_` or `.`, so `_simrec/` is never
+ * read as data. The tables are derived: deleting the folder loses nothing, the next query rebuilds it.
+ */
+
+/** Where simrec keeps its own files in the folder (manifests, staging, DuckDB's spill). */
+export const OWN_FOLDER = '_simrec';
+/** Each run's partition holds one file of this name per table. */
+export const PART_FILE = 'part-0.parquet';
+
+/** What a run's files were written from, kept beside them (`_simrec/runs/<run>.json`). */
+export interface RunTablesManifest {
+  run: number;
+  /** The store's version of the run the files were written from (StoreBackend.runVersions). */
+  version: string;
+  /** Each table the run has a file in, with its rows and bytes. */
+  tables: Record<string, { rows: number; bytes: number }>;
+  /** When the files were written (ISO 8601). */
+  written: string;
+}
+
+/**
+ * The tables folder a store uses: `option` (--tables or $SIMREC_TABLES) when given; beside a SQLite
+ * file, named after it (`runs.db` -> `runs.tables/`); for a server's URL, a folder of the user's cache
+ * named after the server and database (`~/.cache/simrec/tables/<host>-<database>/`), since a central
+ * store has no folder beside it on this machine.
+ */
+export function tablesFolderFor(storeLocation: string, option?: string): string {
+  const chosen = option ?? process.env.SIMREC_TABLES;
+  if (chosen) return resolve(chosen);
+  const url = /^[a-z][a-z0-9+.-]*:\/\/(?:[^@/]*@)?([^/?]*)(\/[^?]*)?/i.exec(storeLocation);
+  if (url) {
+    const cache = process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache');
+    const name = `${url[1]}${url[2] && url[2] !== '/' ? url[2] : ''}`.replace(/[^A-Za-z0-9._-]+/g, '-');
+    return join(cache, 'simrec', 'tables', name);
+  }
+  const file = resolve(storeLocation);
+  return join(dirname(file), `${basename(file, extname(file))}.tables`);
+}
+
+export class TablesFolder {
+  readonly path: string;
+
+  constructor(path: string) {
+    this.path = resolve(path);
+  }
+
+  private get manifests(): string {
+    return join(this.path, OWN_FOLDER, 'runs');
+  }
+
+  /** The file of one run's partition of a table. */
+  partFile(table: string, run: number): string {
+    return join(this.path, table, `run=${run}`, PART_FILE);
+  }
+
+  /** The manifest of a run's files; undefined when none was written (or it cannot be read). */
+  manifest(run: number): RunTablesManifest | undefined {
+    try {
+      const manifest = JSON.parse(
+        readFileSync(join(this.manifests, `${run}.json`), 'utf8'),
+      ) as RunTablesManifest;
+      return manifest.run === run && typeof manifest.version === 'string' ? manifest : undefined;
+    } catch {
+      // Absent, or cut short by a crash before its rename: either way the run is written again.
+      return undefined;
+    }
+  }
+
+  /** The runs that have a manifest, in id order. */
+  runs(): number[] {
+    if (!existsSync(this.manifests)) return [];
+    return readdirSync(this.manifests)
+      .map((name) => /^(\d+)\.json$/.exec(name)?.[1])
+      .filter((id): id is string => id !== undefined)
+      .map(Number)
+      .sort((a, b) => a - b);
+  }
+
+  /** The tables with a folder (whatever their manifests say): every name not simrec's own. */
+  tables(): string[] {
+    if (!existsSync(this.path)) return [];
+    return readdirSync(this.path, { withFileTypes: true })
+      .filter((e) => e.isDirectory() && !e.name.startsWith('_') && !e.name.startsWith('.'))
+      .map((e) => e.name)
+      .sort();
+  }
+
+  /** The runs with a partition in a table, manifest or not (what `check` compares with the store). */
+  partitions(table: string): number[] {
+    const dir = join(this.path, table);
+    if (!existsSync(dir)) return [];
+    return readdirSync(dir)
+      .map((name) => /^run=(\d+)$/.exec(name)?.[1])
+      .filter((id): id is string => id !== undefined)
+      .map(Number);
+  }
+
+  /** A fresh folder to write files in before they are renamed into place (same file system). */
+  staging(kind: 'staging' | 'live' = 'staging'): string {
+    const dir = join(this.path, OWN_FOLDER, kind, `${process.pid}-${randomBytes(6).toString('hex')}`);
+    mkdirSync(dir, { recursive: true });
+    return dir;
+  }
+
+  /**
+   * Puts a run's freshly written files in place: `staged` holds `<table>.parquet` for each table the run
+   * has. Each file is renamed over its partition's (readers see the old file or the new, never a part),
+   * partitions of tables the run no longer has are removed, and the manifest is written last: a crash
+   * on the way leaves the old manifest, whose version no longer matches, so the run is written again.
+   */
+  replaceRun(run: number, version: string, staged: string, rows: Record<string, number>): RunTablesManifest {
+    const tables: RunTablesManifest['tables'] = {};
+    for (const [table, count] of Object.entries(rows)) {
+      const target = this.partFile(table, run);
+      mkdirSync(dirname(target), { recursive: true });
+      const bytes = statSync(join(staged, `${table}.parquet`)).size;
+      renameSync(join(staged, `${table}.parquet`), target);
+      tables[table] = { rows: count, bytes };
+    }
+    for (const table of this.tables())
+      if (!(table in tables)) rmSync(join(this.path, table, `run=${run}`), { recursive: true, force: true });
+    rmSync(staged, { recursive: true, force: true });
+    const manifest: RunTablesManifest = { run, version, tables, written: new Date().toISOString() };
+    mkdirSync(this.manifests, { recursive: true });
+    const temporary = join(this.manifests, `.${run}.json.${process.pid}`);
+    writeFileSync(temporary, `${JSON.stringify(manifest)}\n`);
+    renameSync(temporary, join(this.manifests, `${run}.json`));
+    return manifest;
+  }
+
+  /** Moves a file written for one query into `root`, laid out as a partition of `table`. */
+  livePartFile(root: string, table: string, run: number, file: string): string {
+    const target = join(root, table, `run=${run}`, PART_FILE);
+    mkdirSync(dirname(target), { recursive: true });
+    renameSync(file, target);
+    return target;
+  }
+
+  /** Removes a staging folder. */
+  discard(dir: string): void {
+    rmSync(dir, { recursive: true, force: true });
+  }
+
+  /** Removes a run's files: its manifest first, so that a crash half way leaves files no one trusts. */
+  removeRun(run: number): void {
+    rmSync(join(this.manifests, `${run}.json`), { force: true });
+    for (const table of this.tables())
+      rmSync(join(this.path, table, `run=${run}`), { recursive: true, force: true });
+  }
+
+  /** Removes everything simrec wrote here (the folder itself if nothing else is in it). */
+  clear(): void {
+    for (const table of this.tables()) rmSync(join(this.path, table), { recursive: true, force: true });
+    rmSync(join(this.path, OWN_FOLDER), { recursive: true, force: true });
+  }
+
+  /** Bytes of the tables' files (manifests and staging left out). */
+  bytes(): number {
+    let total = 0;
+    for (const table of this.tables())
+      for (const run of this.partitions(table)) {
+        const file = this.partFile(table, run);
+        if (existsSync(file)) total += statSync(file).size;
+      }
+    return total;
+  }
+
+  /** Removes staging folders left by a process that died while writing (theirs, by pid, or any old). */
+  sweepStaging(olderThanMs = 60 * 60 * 1000): void {
+    for (const kind of ['staging', 'live']) {
+      const dir = join(this.path, OWN_FOLDER, kind);
+      if (!existsSync(dir)) continue;
+      for (const name of readdirSync(dir)) {
+        const pid = Number(name.split('-')[0]);
+        const path = join(dir, name);
+        const old = Date.now() - statSync(path).mtimeMs > olderThanMs;
+        if (old || !processAlive(pid)) rmSync(path, { recursive: true, force: true });
+      }
+    }
+  }
+}
+
+function processAlive(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
