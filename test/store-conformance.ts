@@ -179,6 +179,43 @@ export function runStoreConformance(target: ConformanceTarget): void {
       assert.equal(await store.getRun(9_999_999), undefined);
     });
 
+    test("a run's version changes with every write a table is made of, and only then", async (store) => {
+      const rec = await beginCarRun(store);
+      const version = async (): Promise<string> => (await store.runVersions([rec.id])).get(rec.id)!;
+      const seen = [await version()];
+      const changed = async (what: string): Promise<void> => {
+        const now = await version();
+        assert.ok(!seen.includes(now), `${what}: the version did not change`);
+        seen.push(now);
+      };
+      assert.equal(await version(), seen[0], 'asked twice, nothing written: the same');
+      await rec.appendMany([{ stream: 'car/state', samples: [{ t: BEGIN, step: 0, x: 1, y: 2, yaw: 0 }] }]);
+      await changed('a sample appended');
+      await rec.end('completed', { end: BEGIN + 1_000_000 });
+      await changed('the run ended');
+      await store.putPresence(rec.id, [{ actor: 'car', intervals: [{ from: BEGIN, to: BEGIN + 500_000 }] }]);
+      await changed('presence put after the end');
+      const derived = {
+        id: 'car/score',
+        name: 'score',
+        actor: 'car',
+        fields: [{ name: 'v', type: 'f64' as const }],
+        metadata: {},
+      };
+      await store.putDerivedStream(rec.id, derived, [{ t: BEGIN, step: 0, v: 1 }]);
+      await changed('a derived stream written');
+      // Replaced by the same count of samples at the same times, other values: still a change.
+      await store.putDerivedStream(rec.id, derived, [{ t: BEGIN, step: 0, v: 2 }]);
+      await changed('a derived stream replaced');
+      assert.equal(await version(), seen.at(-1));
+      const other = await beginCarRun(store);
+      assert.equal(await version(), seen.at(-1), "another run's writes leave it be");
+      const versions = await store.runVersions([rec.id, other.id, 999_999]);
+      assert.deepEqual([...versions.keys()], [rec.id, other.id], 'a run that does not exist has none');
+      await store.deleteRun(rec.id);
+      assert.equal((await store.runVersions([rec.id])).size, 0);
+    });
+
     test('actors and their record switch round-trip', async (store) => {
       const rec = await beginCarRun(store);
       await rec.declareActor({

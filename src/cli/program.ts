@@ -12,6 +12,8 @@ import { registerRecordCommand } from './commands/record-command.js';
 import { registerRoadnetCommand } from './commands/roadnet-command.js';
 import { registerServeCommand } from './commands/serve-command.js';
 import { registerSqlCommand } from './commands/sql-command.js';
+import { registerTablesCommand } from './commands/tables-command.js';
+import { registerRmCommand } from './commands/rm-command.js';
 import { registerMovedCommands, registerStatsCommand } from './commands/stats-command.js';
 
 const program = new Command('simrec')
@@ -39,6 +41,8 @@ registerRecordCommand(program);
 registerConvertCommands(program);
 registerBirdviewCommand(program);
 registerSqlCommand(program);
+registerTablesCommand(program);
+registerRmCommand(program);
 registerMovedCommands(program);
 
 stopQuietlyWhenTheReaderLeaves();

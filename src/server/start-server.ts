@@ -11,6 +11,8 @@ import { listenTcp, type TcpListener } from '../ingest/tcp-listener.js';
 import { INGEST_PATH, IngestWebSocketEndpoint } from '../ingest/websocket-endpoint.js';
 import type { StoreBackend } from '../model/store-port.js';
 import { answerError, createApi } from './http-api.js';
+import { createSqlApi, SQL_LIMITS, type SqlApiLimits } from './sql-api.js';
+import { TablesFolder, tablesFolderFor } from '../tables/tables-folder.js';
 import { LIVE_PATH, LiveUpdates } from './live-updates.js';
 import { RecordingSettings } from './recording-settings.js';
 import { requireToken, upgradeHasToken } from './api-token.js';
@@ -42,6 +44,10 @@ export interface ServerOptions {
   apiToken?: string;
   /** Where the switches are kept across restarts (see settings-file.ts); without it they live in memory. */
   settingsFile?: string;
+  /** The tables folder SQL reads (tables/tables-folder.ts); beside the store by default. */
+  tablesFolder?: string;
+  /** The SQL endpoint's row and time limits (sql-api.ts SQL_LIMITS by default). */
+  sqlLimits?: Partial<SqlApiLimits>;
   /** The SODA.Sim MongoDB connection (see soda-connection.ts). */
   mongodb?: Pick<SodaConnectionOptions, 'pollMs' | 'serverSelectionTimeoutMS'>;
 }
@@ -108,6 +114,14 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   });
   if (options.apiToken) app.use('/api/*', requireToken(options.apiToken));
   app.route('/api/mongodb', createSodaConnectionApi(mongoSettings, mongo));
+  app.route(
+    '/api/sql',
+    createSqlApi(
+      options.store,
+      new TablesFolder(options.tablesFolder ?? tablesFolderFor(options.store.location)),
+      { ...SQL_LIMITS, ...options.sqlLimits },
+    ),
+  );
   app.route('/api', createApi(options.store, settings));
   // Mounted apps do not answer for paths they lack; without this the viewer's fallback would.
   app.all('/api/*', (c) =>

@@ -16,6 +16,17 @@ export interface HealthAnswer {
 
 export type { RunEvaluation };
 
+/** GET /api/sql: at most `limit` rows of the answer; `truncated` when it had more. */
+export interface SqlAnswer {
+  columns: { name: string; type: string }[];
+  rows: unknown[][];
+  truncated: boolean;
+  limit: number;
+  elapsedMs: number;
+  /** What writing the tables of runs not yet written said (a field renamed, types widened). */
+  warnings: string[];
+}
+
 /** A run in GET /api/runs and in the live channel's `runs` messages. */
 export interface RunListEntry extends RunSummary {
   /** The overall score of its evaluation, null when it has none. */

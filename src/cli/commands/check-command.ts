@@ -1,16 +1,25 @@
 import type { Command } from 'commander';
 import { printJson, printTable } from '../output.js';
-import { withExistingStore } from '../with-store.js';
+import { checkTables } from '../../tables/tables-status.js';
+import { tablesFolderOf, withExistingStore } from '../with-store.js';
 
 export function registerCheckCommand(program: Command): void {
   program
     .command('check')
-    .description("check the store's integrity: every chunk readable, every counter right (--repair mends)")
+    .description(
+      "check the store's integrity: every chunk readable, every counter right, the tables in step (--repair mends)",
+    )
     .option('--repair', 'recompute counters and remove chunks that cannot be read (reported)')
     .option('--json', 'print JSON')
     .action(async (opts: { repair?: boolean; json?: boolean }, command: Command) =>
       withExistingStore(command, async (store) => {
         const report = await store.checkIntegrity({ repair: Boolean(opts.repair) });
+        // The tables after the store: a repair that removed chunks changed runs they were written from.
+        const tableProblems = await checkTables(store, tablesFolderOf(command, store), {
+          repair: Boolean(opts.repair),
+        });
+        report.problems.push(...tableProblems);
+        if (tableProblems.some((p) => !p.repaired)) report.ok = false;
         if (opts.json) printJson(report);
         else {
           process.stdout.write(

@@ -11,6 +11,7 @@ import { printJson, printTable, Progress } from '../output.js';
 import { naming } from '../failure.js';
 import { abortOnInterrupt, requireFreeOutput, requireParentFolder } from '../output-target.js';
 import { withExistingStore, withStore } from '../with-store.js';
+import { writeTablesAfter } from './tables-command.js';
 import { printWarnings } from '../warnings.js';
 
 /*
@@ -76,8 +77,8 @@ export function registerConvertCommands(program: Command): void {
       const settings = settingsFor(format, opts, readOptions, FORMATS[format]!.readOptions);
       const warnings = warningsCollector();
       const progress = new Progress(`import ${format}`);
-      const result = await withStore(command, (store) =>
-        abortOnInterrupt(`${location}: nothing was imported`, (signal) =>
+      const result = await withStore(command, async (store) => {
+        const imported = await abortOnInterrupt(`${location}: nothing was imported`, (signal) =>
           naming(location, () =>
             importRecording(store, codec, location, {
               warn: warnings.warn,
@@ -87,9 +88,15 @@ export function registerConvertCommands(program: Command): void {
               onProgress: (done, total) => progress.update(total ? done / total : 1, `${done}/${total}`),
             }),
           ),
-        ),
-      );
-      progress.done();
+        );
+        progress.done();
+        await writeTablesAfter(
+          command,
+          store,
+          imported.runs.map((r) => r.id),
+        );
+        return imported;
+      });
       const first = result.runs[0]!;
       if (opts.json)
         return printJson({ run: first, runs: result.runs, ...result.details, warnings: warnings.list });

@@ -3,7 +3,8 @@ import { recordDemoRun } from '../../demo/demo-run.js';
 import { describeValue, invalid } from '../../model/errors.js';
 import { parsePositive } from '../args.js';
 import { printJson, Progress } from '../output.js';
-import { withStore } from '../with-store.js';
+import { tablesFolderOf, withStore } from '../with-store.js';
+import { writeTablesAfter } from './tables-command.js';
 import { serveOptions, serveUntilStopped, type ServeOptions } from './serve-command.js';
 import { printWarnings } from '../warnings.js';
 
@@ -60,6 +61,7 @@ export function registerDemoCommand(program: Command): void {
       progress.done();
       printWarnings(result.warnings);
       const { run } = result;
+      await writeTablesAfter(command, store, [run.id]);
       if (opts.json)
         printJson({
           run,
@@ -73,7 +75,12 @@ export function registerDemoCommand(program: Command): void {
           `recorded run ${run.id} into ${store.location}: ${result.vehicles} vehicles, ${result.pedestrians} pedestrians, ${result.trafficLights} traffic lights; try: simrec info ${run.id}\n`,
         );
       // Every serve option (token, ingest port, settings, allowed names) goes through as `serve` takes it.
-      if (opts.serve) await serveUntilStopped(store, { ...opts, path: `#/runs/${run.id}` });
+      if (opts.serve)
+        await serveUntilStopped(store, {
+          ...opts,
+          path: `#/runs/${run.id}`,
+          tablesFolder: tablesFolderOf(command, store).path,
+        });
     });
   });
 }

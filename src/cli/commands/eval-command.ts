@@ -5,6 +5,7 @@ import type { RunInfo } from '../../model/run.js';
 import { parsePositive, parseRunId } from '../args.js';
 import { formatNumber, printJson, printTable, Progress } from '../output.js';
 import { withExistingStore } from '../with-store.js';
+import { writeTablesAfter } from './tables-command.js';
 
 interface EvalOptions {
   actor?: string;
@@ -107,6 +108,8 @@ export function registerEvalCommand(program: Command): void {
           results.push(await evaluateRun(store, run, args));
           progress.done();
         }
+        // The evaluation and events streams are new in these runs: their tables are written again.
+        await writeTablesAfter(command, store, runs);
         // In JSON a run is always the run itself (README: "JSON"), here as in every command.
         const runOf = new Map<number, RunInfo>();
         for (const r of results) runOf.set(r.run, (await store.getRun(r.run))!);

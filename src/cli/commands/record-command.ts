@@ -11,6 +11,7 @@ import { DEEPDRIVE_SHM_PATH } from '../../record/capture/deepdrive-region.js';
 import { parseNiceness, parsePositive, parseSeconds } from '../args.js';
 import { printJson, Progress } from '../output.js';
 import { withStore } from '../with-store.js';
+import { writeTablesAfter } from './tables-command.js';
 import { printWarnings } from '../warnings.js';
 
 function parseArea(value: string): SumoArea {
@@ -116,6 +117,7 @@ export function registerRecordCommand(program: Command): void {
           return recordSumo(store, args);
         });
         progress.done();
+        await writeTablesAfter(command, store, [result.run.id]);
         if (opts.json) return printJson(result);
         printWarnings(result.warnings);
         process.stdout.write(

@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { tablesFolderOf } from '../with-store.js';
 import type { StoreBackend } from '../../model/store-port.js';
 import { defaultSettingsPath } from '../../server/settings-file.js';
 import { reportMongoConnection } from '../../record/soda-connection.js';
@@ -12,6 +13,8 @@ export interface ServeOptions {
   host: string;
   /** A path to open in the viewer, e.g. `#/runs/3`. */
   path?: string;
+  /** The tables folder SQL reads (the global --tables, resolved). */
+  tablesFolder?: string;
   /** Listen for simulators over plain TCP too (they always can at ws://.../ingest). */
   ingestPort?: number;
   /** Simulators and viewers must present this token (default: $SIMREC_TOKEN, or $SIMREC_INGEST_TOKEN). */
@@ -46,6 +49,7 @@ export async function serveUntilStopped(store: StoreBackend, options: ServeOptio
     ingest,
     ...(token ? { apiToken: token } : {}),
     settingsFile: options.settings ?? defaultSettingsPath(),
+    ...(options.tablesFolder ? { tablesFolder: options.tablesFolder } : {}),
   });
   reportMongoConnection(server.mongodb.connection);
   // With a token, the address printed carries it: that is the link to open the viewer with.
@@ -103,7 +107,7 @@ export function registerServeCommand(program: Command): void {
     const { store: option } = command.optsWithGlobals<{ store?: string }>();
     const store = await openStore(resolveStoreLocation(option));
     try {
-      await serveUntilStopped(store, opts);
+      await serveUntilStopped(store, { ...opts, tablesFolder: tablesFolderOf(command, store).path });
     } finally {
       await store.close();
     }

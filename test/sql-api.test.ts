@@ -1,0 +1,150 @@
+/**
+ * GET /api/sql (#49): SQL across the store's runs from the server, as `simrec sql` answers it, for the
+ * viewer's Find panel. Read-only (no file read or written but the tables, no extension, no ATTACH),
+ * the API's token rule, a row limit, and a time limit past which the query is cancelled while the
+ * server goes on answering.
+ */
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { stateStream } from '../src/model/standard-streams.js';
+import type { StoreBackend } from '../src/model/store-port.js';
+import { RunRecorder } from '../src/record/run-recorder.js';
+import { startServer, type RunningServer } from '../src/server/start-server.js';
+import type { SqlAnswer } from '../src/server/wire-types.js';
+import { openStore } from '../src/store/open-store.js';
+import { tempDir } from './helpers/paths.js';
+
+const TOKEN = 'sql-token-123';
+
+describe('GET /api/sql', () => {
+  const dir = tempDir('simrec-sql-api-');
+  let store: StoreBackend;
+  let server: RunningServer;
+  const runs: number[] = [];
+
+  before(async () => {
+    store = await openStore(join(dir.path, 'runs.db'));
+    for (const n of [3000, 5000]) {
+      const rec = await RunRecorder.begin(store, { begin: 1_000_000 });
+      await rec.declareActors([{ id: 'car', kind: 'vehicle' }]);
+      await rec.declareStreams([stateStream('car')]);
+      await rec.appendMany([
+        {
+          stream: 'car/state',
+          samples: Array.from({ length: n }, (_, i) => ({
+            t: 1_000_000 + i * 10_000,
+            step: i,
+            x: i,
+            y: 0,
+            yaw: 0,
+            speed: i / 100,
+          })),
+        },
+      ]);
+      runs.push((await rec.end('completed')).id);
+    }
+    server = await startServer({
+      store,
+      port: 0,
+      apiToken: TOKEN,
+      settingsFile: join(dir.path, 'settings.json'),
+      tablesFolder: join(dir.path, 'tables'),
+      sqlLimits: { timeoutMs: 400 },
+    });
+  });
+  after(async () => {
+    await server.close();
+    await store.close();
+    dir.cleanup();
+  });
+
+  const get = async (
+    query: Record<string, string>,
+    token: string | null = TOKEN,
+  ): Promise<{ status: number; body: SqlAnswer & { error?: string } }> => {
+    const url = new URL('api/sql', server.url);
+    for (const [k, v] of Object.entries(query)) url.searchParams.set(k, v);
+    const response = await fetch(url, token ? { headers: { authorization: `Bearer ${token}` } } : {});
+    return { status: response.status, body: (await response.json()) as SqlAnswer & { error?: string } };
+  };
+
+  it('answers a query across runs, with column names and types', async () => {
+    const { status, body } = await get({
+      q: 'SELECT run, count(*) AS n, max(speed) AS top FROM state GROUP BY run ORDER BY run',
+    });
+    assert.equal(status, 200, JSON.stringify(body));
+    assert.deepEqual(
+      body.columns.map((c) => c.name),
+      ['run', 'n', 'top'],
+    );
+    assert.deepEqual(body.rows, [
+      [runs[0], 3000, 29.99],
+      [runs[1], 5000, 49.99],
+    ]);
+    assert.equal(body.truncated, false);
+    assert.ok(existsSync(join(dir.path, 'tables', 'state', `run=${runs[0]}`, 'part-0.parquet')));
+  });
+
+  it('needs the token', async () => {
+    assert.equal((await get({ q: 'SELECT 1' }, null)).status, 401);
+    assert.equal((await get({ q: 'SELECT 1' }, 'wrong')).status, 401);
+  });
+
+  it('stops at the row limit and says so', async () => {
+    const { body } = await get({ q: 'SELECT x FROM state ORDER BY run, x', limit: '2500' });
+    assert.equal(body.rows.length, 2500);
+    assert.equal(body.truncated, true);
+    assert.equal(body.limit, 2500);
+    const exact = await get({ q: `SELECT x FROM state WHERE run = ${runs[0]}`, limit: '3000' });
+    assert.equal(exact.body.rows.length, 3000);
+    assert.equal(exact.body.truncated, false);
+    const tooMany = await get({ q: 'SELECT 1', limit: '1000000' });
+    assert.equal(tooMany.status, 400);
+    assert.match(tooMany.body.error!, /limit: "1000000", expected 1 to 10000 rows/);
+  });
+
+  it('refuses reads and writes of other files, extensions and ATTACH', async () => {
+    for (const [q, message] of [
+      ["SELECT * FROM read_csv('/etc/passwd')", /Cannot access file "\/etc\/passwd"/],
+      ["SELECT * FROM read_text('/proc/self/environ')", /Cannot access file/],
+      [`COPY (SELECT 1) TO '${join(dir.path, 'tables', 'x.csv')}'`, /a COPY statement/],
+      ['INSTALL httpfs', /INSTALL|LOAD/],
+      ['LOAD httpfs', /LOAD/],
+      [`ATTACH '${join(dir.path, 'tables', 'x.db')}'`, /ATTACH/],
+      ['SELECT 1; SELECT 2', /expected one statement/],
+    ] as const) {
+      const { status, body } = await get({ q });
+      assert.equal(status, 400, q);
+      assert.match(body.error!, message, q);
+    }
+    assert.ok(!existsSync(join(dir.path, 'tables', 'x.csv')));
+    assert.ok(!existsSync(join(dir.path, 'tables', 'x.db')));
+  });
+
+  it('cancels a query past the time limit, and the server answers throughout', async () => {
+    const started = Date.now();
+    const slow = get({ q: 'SELECT sum(a.range * b.range) FROM range(300000) a, range(300000) b' });
+    // The health check answers while DuckDB works (its threads, not the server's).
+    const health = await fetch(new URL('api/health', server.url), {
+      headers: { authorization: `Bearer ${TOKEN}` },
+    });
+    assert.equal(health.status, 200);
+    const { status, body } = await slow;
+    assert.equal(status, 400);
+    assert.match(body.error!, /stopped after 400 ms, the time limit/);
+    assert.ok(Date.now() - started < 10_000);
+    // The next query runs.
+    assert.equal((await get({ q: 'SELECT 1 AS one' })).body.rows[0]![0], 1);
+  });
+
+  it('refuses an empty or a huge query by name', async () => {
+    const empty = await get({ q: '' });
+    assert.equal(empty.status, 400);
+    assert.match(empty.body.error!, /query parameter q: expected SQL/);
+    const huge = await get({ q: `SELECT 1${' '.repeat(11_000)}` });
+    assert.equal(huge.status, 400);
+    assert.match(huge.body.error!, /11008 characters, at most 10000/);
+  });
+});
