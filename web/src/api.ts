@@ -12,6 +12,7 @@ import type {
   SamplesAnswer,
   SceneAnswer,
   Settings,
+  SqlAnswer,
   StateWindow,
 } from '../../src/server/wire-types.js';
 
@@ -25,6 +26,7 @@ export type {
   RunListEntry,
   Sample,
   Settings,
+  SqlAnswer,
   StateWindow,
   StreamInfo,
 };
@@ -82,6 +84,7 @@ export const api = {
       `/runs/${id}/samples?stream=${encodeURIComponent(stream)}${from === undefined ? '' : `&from=${from}`}${to === undefined ? '' : `&to=${to}`}`,
     ),
   roadnet: (id: number) => get<RoadNetwork>(`/runs/${id}/roadnet`),
+  sql: (query: string) => get<SqlAnswer>(`/sql?q=${encodeURIComponent(query)}`),
   settings: () => get<Settings>('/settings'),
   putSettings: (patch: Partial<Settings>) => send<Settings>('PUT', '/settings', patch),
   birdviewUrl: (id: number, t: number) => withToken(`api/runs/${id}/birdview?t=${t}`),

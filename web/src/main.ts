@@ -1,6 +1,7 @@
 import './style.css';
 import { api, connectLive, type RunListEntry } from './api.js';
 import { el } from './format.js';
+import { FindPanel } from './find-panel.js';
 import { RunList } from './run-list.js';
 import { RunView } from './run-view.js';
 import { SodaPanel, type MongoView } from './soda-panel.js';
@@ -22,6 +23,7 @@ declare global {
 async function route(): Promise<void> {
   const hash = location.hash || '#/';
   const runMatch = /^#\/runs\/(\d+)(?:\?(.*))?$/.exec(hash);
+  const findMatch = /^#\/find(?:\?(.*))?$/.exec(hash);
   app.replaceChildren();
   list = null;
   view = null;
@@ -30,12 +32,19 @@ async function route(): Promise<void> {
     list = new RunList();
     app.append(list.root);
     list.update(latestRuns.length ? latestRuns : await api.runs());
+  } else if (findMatch) {
+    // The panel keeps its question in the address with replaceState, which fires no hashchange.
+    const q = new URLSearchParams(findMatch[1] ?? '').get('q');
+    app.append(new FindPanel(q ?? undefined).root);
+    app.dataset.ready = 'true';
   } else if (runMatch) {
     const query = new URLSearchParams(runMatch[2] ?? '');
     const t = query.get('t');
+    const at = query.get('at');
     const actor = query.get('actor');
     view = new RunView(Number(runMatch[1]), {
       ...(t !== null ? { t: Number(t) } : {}),
+      ...(at !== null ? { at: Number(at) } : {}),
       ...(actor !== null ? { actor } : {}),
     });
     window.simrecView = view;

@@ -24,6 +24,8 @@ function sampleAt<T extends { t: number }>(samples: T[], t: number): T | undefin
 export interface RunLink {
   /** Seconds from the first sample. */
   t?: number;
+  /** A moment as the store keeps it (microseconds since the Unix epoch): what a Find row links to. */
+  at?: number;
   actor?: string;
 }
 
@@ -235,7 +237,8 @@ export class RunView {
     // Fit once the panels are in: the events list takes its height from the map's.
     if (this.detail.hasRoadNetwork) this.map.fitAll();
     if (this.link.actor && this.actors.has(this.link.actor)) this.selected = this.link.actor;
-    if (this.link.t !== undefined && Number.isFinite(this.link.t))
+    if (this.link.at !== undefined && Number.isFinite(this.link.at)) this.timeline.seek(this.link.at);
+    else if (this.link.t !== undefined && Number.isFinite(this.link.t))
       this.timeline.seek(range.begin + this.link.t * 1e6);
     this.inspect();
     this.render();
