@@ -22,6 +22,7 @@ import { formatDidrive, measureDidrive, type DidriveRates } from './didrive.js';
 import { formatIngest, measureIngest, type IngestSpeed } from './ingest.js';
 import { evaluateTargets } from './targets.js';
 import { formatParquet, measureParquet, type ParquetSpeed } from './parquet.js';
+import { FLEET_FULL, FLEET_QUICK, formatFleet, measureFleet, type FleetResults } from './fleet.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 /** Compiled to dist/bench/run.js: the repository is two levels up. */
@@ -37,6 +38,10 @@ const { values: options } = parseArgs({
     actors: { type: 'string' },
     steps: { type: 'string' },
     only: { type: 'string' },
+    // The fleet section's store: runs, and each run's actors and steps (FLEET_FULL by default).
+    'fleet-runs': { type: 'string' },
+    'fleet-actors': { type: 'string' },
+    'fleet-steps': { type: 'string' },
   },
 });
 
@@ -52,6 +57,7 @@ const SECTIONS = [
   'didrive',
   'ingest',
   'parquet',
+  'fleet',
   'sumo',
 ] as const;
 type Section = (typeof SECTIONS)[number];
@@ -105,6 +111,7 @@ let demo: DemoSpeed | null = null;
 let didrive: DidriveRates | null = null;
 let ingest: IngestSpeed | null = null;
 let parquet: ParquetSpeed | null = null;
+let fleet: FleetResults | null = null;
 const scratch = mkdtempSync(join(tmpdir(), 'simrec-bench-'));
 const measurements: Measurement[] = [];
 const measure = async (workload: Workload, peer: string, rep: number, dir: string): Promise<void> => {
@@ -162,6 +169,28 @@ try {
     progress('Parquet export and a DuckDB aggregate');
     parquet = await measureParquet(scratch, quick);
   }
+  if (wants('fleet')) {
+    const size = quick ? FLEET_QUICK : FLEET_FULL;
+    const count = (name: string, fallback: number): number => {
+      const text = options[name as 'fleet-runs'];
+      const n = text === undefined ? fallback : Number(text);
+      if (!Number.isInteger(n) || n < 1)
+        throw new Error(`bench: --${name} must be a positive integer, got ${text}`);
+      return n;
+    };
+    const fleetSize = {
+      runs: count('fleet-runs', size.runs),
+      actors: count('fleet-actors', size.actors),
+      steps: count('fleet-steps', size.steps),
+    };
+    progress(`fleet: ${fleetSize.runs} runs of ${fleetSize.actors} actors x ${fleetSize.steps} steps`);
+    fleet = await measureFleet(
+      scratch,
+      fleetSize,
+      join(REPO_ROOT, 'dist', 'src', 'cli', 'main.js'),
+      REPO_ROOT,
+    );
+  }
   if (wants('sumo')) {
     progress('recording a real SUMO');
     sumo = await measureSumoOverhead(scratch, REPO_ROOT, quick);
@@ -197,11 +226,11 @@ const outFile = join(
   `${now.toISOString().slice(0, 10)}-${host}${sectionsPart}${quick ? '-quick' : ''}.json`,
 );
 results.targets = evaluateTargets(results.workloads, results.ratios, { sumo, ingest, demo });
-const withViewer = { ...results, viewer, sumo, formats, evaluation, demo, didrive, ingest, parquet };
+const withViewer = { ...results, viewer, sumo, formats, evaluation, demo, didrive, ingest, parquet, fleet };
 writeFileSync(outFile, JSON.stringify(withViewer, null, 2) + '\n');
 if (options.json) process.stdout.write(JSON.stringify(withViewer, null, 2) + '\n');
 else
   process.stdout.write(
     formatReport(results) +
-      `\n${formatViewer(viewer)}\n${formatSumoOverhead(sumo)}\n${formats ? formatFormats(formats) : ''}\n${evaluation ? formatEvaluation(evaluation) : ''}\n${demo ? formatDemo(demo) : ''}\n${didrive ? formatDidrive(didrive) : ''}\n${ingest ? formatIngest(ingest) : ''}\n${parquet ? formatParquet(parquet) : ''}\nresults: ${outFile}\n`,
+      `\n${formatViewer(viewer)}\n${formatSumoOverhead(sumo)}\n${formats ? formatFormats(formats) : ''}\n${evaluation ? formatEvaluation(evaluation) : ''}\n${demo ? formatDemo(demo) : ''}\n${didrive ? formatDidrive(didrive) : ''}\n${ingest ? formatIngest(ingest) : ''}\n${parquet ? formatParquet(parquet) : ''}\n${fleet ? formatFleet(fleet) : ''}\nresults: ${outFile}\n`,
   );
