@@ -91,7 +91,9 @@ export interface EvaluationSummary {
   streams: string[];
 }
 
-const MAX_AGE = 1_000_000; // an actor not heard from for 1 s has left the scene
+// An actor whose presence is not known to have ended, not heard from for 1 s, has left the scene
+// (ActorTrack.indexAt: presence, where the run kept it, decides first).
+const MAX_AGE = 1_000_000;
 const STOPPED = 0.1; // m/s
 
 const f64 = (name: string, unit: string, optional = false, description?: string): FieldDecl => ({
