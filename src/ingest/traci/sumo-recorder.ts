@@ -322,9 +322,11 @@ export const VEHICLE_VARS = [
 ];
 /**
  * Asked once, when a vehicle departs: its whole route and its type, whose limits LimSim's recorder keeps
- * in vehicleINFO (routes, maxAccel, maxDecel, maxSpeed) and its planner needs.
+ * in vehicleINFO (routes, maxAccel, maxDecel, maxSpeed) and its planner needs, and its own speed factor
+ * (drawn by SUMO from its type's speedFactor and speedDev: it drives up to that times a lane's limit),
+ * which the evaluator's speeding events respect.
  */
-const VEHICLE_ONCE_VARS = [VAR.EDGES, VAR.TYPE];
+const VEHICLE_ONCE_VARS = [VAR.EDGES, VAR.TYPE, VAR.SPEED_FACTOR];
 /**
  * Asked once per vehicle type, when its first vehicle departs: its limits and size, which every vehicle
  * of the type shares (kept as each vehicle's attributes and extents).
@@ -820,8 +822,8 @@ export async function recordSumo(store: StoreBackend, options: SumoRecordOptions
 }
 
 /**
- * The vType, and for a vehicle seen departing its route, its type's limits and its class (a person has
- * none of them).
+ * The vType, and for a vehicle seen departing its route, its own speed factor, its type's limits and
+ * its class (a person has none of them).
  */
 function vehicleAttributes(
   values: ReadonlyMap<number, TraciValue>,
@@ -830,6 +832,8 @@ function vehicleAttributes(
   const attributes: JsonObject = { vType: String(values.get(VAR.TYPE) ?? '') };
   const route = values.get(VAR.EDGES);
   if (Array.isArray(route)) attributes.route = route.map(String);
+  const speedFactor = num(values.get(VAR.SPEED_FACTOR));
+  if (speedFactor !== undefined) attributes.speedFactor = speedFactor;
   for (const [name, id] of [
     ['maxAccel', VAR.ACCEL],
     ['maxDecel', VAR.DECEL],
