@@ -183,9 +183,15 @@ describe('recording SUMO over TraCI', { skip: sumoMissing }, () => {
     assert.equal(q.attributes?.vType, 'quick');
     const coarse = await record(1);
     assert.equal(coarse.warnings.length, 1);
-    assert.match(coarse.warnings[0]!, /^1 vehicles \(q\) arrived within 16 steps of departing/);
+    assert.equal(
+      coarse.warnings[0],
+      'vehicle q arrived within 16 steps (16 s) of departing, before simrec asked SUMO for its route and vType: ' +
+        'recorded without route, vType and speedFactor, as 4.5 m long and 1.8 m wide ' +
+        "(simrec's questions reach SUMO up to 16 steps late; a shorter --step-length makes that less simulated time)",
+    );
     const gone = (await store.listActors(coarse.run.id)).find((a) => a.id === 'q')!;
     assert.equal(gone.attributes?.route, undefined, 'recorded without its route');
+    assert.equal(gone.attributes?.speedFactor, undefined, 'and without its speed factor');
   });
 
   it('vehicles SUMO reports arrived leave the run then, and are absent from scenes after', async () => {

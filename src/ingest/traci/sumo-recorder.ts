@@ -781,10 +781,7 @@ export async function recordSumo(store: StoreBackend, options: SumoRecordOptions
     }
     // Every step asked for was recorded (float times may fall a hair short of the end's test).
     reason = ended ?? (issued >= maxSteps ? lastStepReason : 'completed');
-    if (undescribed.length)
-      warnings.push(
-        `${undescribed.length} vehicles (${undescribed.slice(0, 5).join(', ')}${undescribed.length > 5 ? '...' : ''}) arrived within ${inFlightSteps} steps of departing, before their route and type were asked: recorded without them, as 4.5 m long`,
-      );
+    if (undescribed.length) warnings.push(undescribedWarning(undescribed, inFlightSteps, dt));
     await client.close();
     await sumoExitedWithin(5000);
     if (reason === 'interrupted')
@@ -819,6 +816,21 @@ export async function recordSumo(store: StoreBackend, options: SumoRecordOptions
   } finally {
     if (!exited) sumo.kill('SIGKILL');
   }
+}
+
+/**
+ * Vehicles that arrived before simrec's questions about them reached SUMO, said in SUMO's words: what
+ * is missing (route, vType, speedFactor, the type's size), how soon they arrived, and what helps.
+ */
+function undescribedWarning(ids: readonly string[], inFlightSteps: number, dt: number): string {
+  const named = ids.slice(0, 5).join(', ') + (ids.length > 5 ? ` and ${ids.length - 5} more` : '');
+  const [who, their] =
+    ids.length === 1 ? [`vehicle ${named}`, 'its'] : [`${ids.length} vehicles (${named})`, 'their'];
+  const seconds = Number((inFlightSteps * dt).toFixed(3));
+  return (
+    `${who} arrived within ${inFlightSteps} steps (${seconds} s) of departing, before simrec asked SUMO for ${their} route and vType: ` +
+    `recorded without route, vType and speedFactor, as 4.5 m long and 1.8 m wide (simrec's questions reach SUMO up to ${inFlightSteps} steps late; a shorter --step-length makes that less simulated time)`
+  );
 }
 
 /**
