@@ -4,6 +4,7 @@ import { after, before, describe, it } from 'node:test';
 import { evaluateRun } from '../src/evaluate/evaluate-run.js';
 import { boxesOverlap, limsimBoxesOverlap } from '../src/evaluate/footprint.js';
 import { SimrecError } from '../src/model/errors.js';
+import type { JsonObject } from '../src/model/json.js';
 import { stateStream } from '../src/model/standard-streams.js';
 import type { StoreBackend } from '../src/model/store-port.js';
 import type { Sample } from '../src/model/stream.js';
@@ -46,7 +47,7 @@ type Track = (
 
 /** Records a run at 10 Hz for `seconds`, one state stream per actor, from formulas of time. */
 async function recordScene(
-  actors: Record<string, { kind: string; track: Track; length?: number }>,
+  actors: Record<string, { kind: string; track: Track; length?: number; attributes?: JsonObject }>,
   seconds: number,
   withRoad = false,
 ): Promise<number> {
@@ -56,6 +57,7 @@ async function recordScene(
       id,
       kind: a.kind,
       extents: { length: a.length ?? 4, width: 1.8, height: 1.5 },
+      ...(a.attributes ? { attributes: a.attributes } : {}),
     })),
   );
   await rec.declareStreams(Object.keys(actors).map((id) => stateStream(id)));
@@ -373,6 +375,28 @@ describe('evaluation events on constructed scenes with known answers', () => {
       assert.ok(Math.abs(speeding[0]!.duration - 2) < 1e-9, `${speeding[0]!.duration} s`);
       assert.equal(speeding[0]!.detail, '16.0 m/s on E0_0 limited to 13.9 m/s');
     }
+  });
+
+  it("speeding respects the driver's own speed factor (SUMO's speedFactor): over the limit times it, not over the limit", async () => {
+    // 15 m/s for 4 s on the 13.89 m/s lane, 16 m/s from 1 s to 3 s: 1.1 x 13.89 = 15.28 allows the 15.
+    const speed = (s: number): number => (s >= 1 - 1e-9 && s < 3 - 1e-9 ? 16 : 15);
+    const track: Track = (_k, s) => ({ x: 20 + 15 * s, y: -1.6, yaw: 0, speed: speed(s) });
+    const speedingOf = async (attributes: JsonObject) => {
+      const run = await recordScene({ ego: { kind: 'ego', track, attributes } }, 4, true);
+      return (await evaluateRun(store, run, { store: false })).events
+        .filter((e) => e.kind === 'speeding')
+        .map((e) => [(e.t - BEGIN) / 1e6, Math.round(e.duration * 1e6) / 1e6, e.detail]);
+    };
+    assert.deepEqual(await speedingOf({ speedFactor: 1.1 }), [
+      [1, 2, '16.0 m/s on E0_0 limited to 13.9 m/s (15.3 m/s with its speed factor 1.10)'],
+    ]);
+    // No factor, or one below 1 (a slow driver; the sign still allows the limit): the lane's limit.
+    for (const attributes of [{}, { speedFactor: 0.9 }, { speedFactor: 'fast' }] as JsonObject[])
+      assert.deepEqual(
+        await speedingOf(attributes),
+        [[0, 4, '15.0 m/s on E0_0 limited to 13.9 m/s']],
+        JSON.stringify(attributes),
+      );
   });
 
   it('hard braking: 6 m/s^2 from 15 m/s for 1.5 s is one event from the first braking frame', async () => {

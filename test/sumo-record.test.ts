@@ -8,6 +8,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { XMLParser } from 'fast-xml-parser';
+import { evaluateRun } from '../src/evaluate/evaluate-run.js';
 import { recordSumo, type SumoRecordOptions } from '../src/ingest/traci/sumo-recorder.js';
 import { SimrecError } from '../src/model/errors.js';
 import type { StoreBackend } from '../src/model/store-port.js';
@@ -182,9 +183,15 @@ describe('recording SUMO over TraCI', { skip: sumoMissing }, () => {
     assert.equal(q.attributes?.vType, 'quick');
     const coarse = await record(1);
     assert.equal(coarse.warnings.length, 1);
-    assert.match(coarse.warnings[0]!, /^1 vehicles \(q\) arrived within 16 steps of departing/);
+    assert.equal(
+      coarse.warnings[0],
+      'vehicle q arrived within 16 steps (16 s) of departing, before simrec asked SUMO for its route and vType: ' +
+        'recorded without route, vType and speedFactor, as 4.5 m long and 1.8 m wide ' +
+        "(simrec's questions reach SUMO up to 16 steps late; a shorter --step-length makes that less simulated time)",
+    );
     const gone = (await store.listActors(coarse.run.id)).find((a) => a.id === 'q')!;
     assert.equal(gone.attributes?.route, undefined, 'recorded without its route');
+    assert.equal(gone.attributes?.speedFactor, undefined, 'and without its speed factor');
   });
 
   it('vehicles SUMO reports arrived leave the run then, and are absent from scenes after', async () => {
@@ -328,13 +335,25 @@ describe('recording SUMO over TraCI', { skip: sumoMissing }, () => {
         <vehicle id="t1" type="lorry" depart="1"><route edges="2fi 2si 4o 4fo"/></vehicle>
         <vehicle id="c2" type="car" depart="2"><route edges="3fi 3si 1o 1fo"/></vehicle></routes>`,
     );
-    const { runId, vehicleTypes } = await recordAndCompare({
-      net: '/usr/share/sumo/tools/game/cross/cross.net.xml',
-      routes: [routes],
-      stepLength: 0.1,
-      duration: 30,
-    });
+    // SUMO's own vehroute output says which speed factor it drew for each vehicle (speedDev 0.1).
+    const vehroute = join(dir.path, `vehroute-${Date.now()}.xml`);
+    const { runId, vehicleTypes } = await recordAndCompare(
+      {
+        net: '/usr/share/sumo/tools/game/cross/cross.net.xml',
+        routes: [routes],
+        stepLength: 0.1,
+        duration: 30,
+      },
+      ['--vehroute-output', vehroute, '--vehroute-output.speedfactor', '--vehroute-output.write-unfinished'],
+    );
     assert.equal(vehicleTypes, 2, 'two types, each read once');
+    const drawn = new Map(
+      [...readFileSync(vehroute, 'utf8').matchAll(/<vehicle id="([^"]+)"[^>]* speedFactor="([^"]+)"/g)].map(
+        (m) => [m[1]!, Number(m[2])] as const,
+      ),
+    );
+    assert.equal(drawn.size, 3);
+    assert.equal(new Set(drawn.values()).size, 3, "each vehicle's own factor, not its type's");
     const actors = new Map((await store.listActors(runId)).map((a) => [a.id, a]));
     const car = { vType: 'car', maxAccel: 3.1, maxDecel: 5.2, maxSpeed: 12.5, vClass: 'passenger' };
     const lorry = { vType: 'lorry', maxAccel: 1.1, maxDecel: 3.3, maxSpeed: 9, vClass: 'truck' };
@@ -344,9 +363,48 @@ describe('recording SUMO over TraCI', { skip: sumoMissing }, () => {
       ['t1', lorry, 11.5, 2.5, ['2fi', '2si', '4o', '4fo']],
     ] as const) {
       const actor = actors.get(id)!;
-      assert.deepEqual(actor.attributes, { ...type, route }, id);
+      const { speedFactor, ...attributes } = actor.attributes;
+      assert.deepEqual(attributes, { ...type, route }, id);
+      // The vehroute output writes it to 4 decimals.
+      assert.ok(
+        Math.abs((speedFactor as number) - drawn.get(id)!) <= 5e-5,
+        `${id}: speed factor ${speedFactor}, SUMO's ${drawn.get(id)}`,
+      );
       assert.deepEqual([actor.extents?.length, actor.extents?.width], [length, width], id);
     }
+  });
+
+  it("speeding events respect the vehicle's own speed factor: driving up to it is no speeding", async () => {
+    // A vehicle free to drive 1.15 times the lanes' 13.89 m/s (speedDev 0: exactly that factor).
+    const routes = join(dir.path, 'keen.rou.xml');
+    writeFileSync(
+      routes,
+      `<routes><vType id="keen" maxSpeed="30" speedFactor="1.15" speedDev="0"/>
+        <vehicle id="e" type="keen" depart="0" departSpeed="max"><route edges="1fi 1si 2o 2fo"/></vehicle></routes>`,
+    );
+    const result = await recordSumo(store, {
+      net: '/usr/share/sumo/tools/game/cross/cross.net.xml',
+      routes: [routes],
+      stepLength: 0.1,
+      duration: 20,
+      ego: 'e',
+    });
+    const ego = (await store.listActors(result.run.id)).find((a) => a.id === 'e')!;
+    assert.ok(
+      Math.abs((ego.attributes.speedFactor as number) - 1.15) < 1e-9,
+      `${ego.attributes.speedFactor}`,
+    );
+    let top = 0;
+    for await (const batch of streamSamples(store, result.run.id, 'e/state'))
+      for (const s of batch) top = Math.max(top, s.speed as number);
+    // Beyond the limit and the evaluator's 0.5 m/s tolerance: without the factor, speeding.
+    assert.ok(top > 13.89 + 1, `it drove above the limit: ${top} m/s`);
+    assert.ok(top <= 13.89 * 1.15 + 1e-6, `within its factor: ${top} m/s`);
+    const { events } = await evaluateRun(store, result.run.id, { store: false });
+    assert.deepEqual(
+      events.filter((e) => e.kind === 'speeding'),
+      [],
+    );
   });
 
   it('a vehicle SUMO teleports out of a jam is recorded before, at and after the jump, as its fcd output says', async () => {

@@ -1,6 +1,6 @@
 import { numbersOf } from '../model/columns.js';
 import { fieldsOfStream } from '../model/stream.js';
-import type { ActorInfo } from '../model/run.js';
+import { presenceAt, type ActorInfo } from '../model/run.js';
 import { STATE_STREAM } from '../model/standard-streams.js';
 import type { StoreBackend } from '../model/store-port.js';
 
@@ -36,11 +36,26 @@ export class ActorTrack {
     this.width = actor.extents?.width || fallback.width;
   }
 
-  /** Index of the latest state at or before t, or -1; calls must come in non-decreasing t. */
+  /**
+   * Index of the state that stands for the actor at t, or -1 when the actor is not on the road at t;
+   * calls must come in non-decreasing t. The actor's presence decides first (the rules of scenes,
+   * model/presence.ts): outside its intervals it has left, or not come yet, and is in no collision,
+   * near miss, blocking or time to collision; a state from before the interval that holds t (the
+   * actor left and came back, with no state since) is not its position. Inside an interval that a
+   * leave ended the latest state stands, however old. Where nothing said the actor left (an open
+   * interval, or a store from before presence was kept) it is gone once its latest state is older than
+   * maxAge.
+   */
   indexAt(t: number, maxAge: number): number {
     while (this.cursor + 1 < this.t.length && this.t[this.cursor + 1]! <= t) this.cursor++;
-    if (this.cursor < 0 || t - this.t[this.cursor]! > maxAge) return -1;
-    return this.cursor;
+    if (this.cursor < 0) return -1;
+    const presence = this.actor.presence;
+    if (presence?.length) {
+      const stretch = presenceAt(presence, t);
+      if (!stretch || this.t[this.cursor]! < stretch.from) return -1;
+      if (stretch.to !== null) return this.cursor;
+    }
+    return t - this.t[this.cursor]! > maxAge ? -1 : this.cursor;
   }
 
   rewind(): void {
@@ -52,7 +67,8 @@ export class ActorTrack {
 const TRACK_FIELDS = ['x', 'y', 'yaw', 'speed', 'vx', 'vy', 'accel', 'ax', 'lane', 'lanePos'];
 
 /**
- * Every actor on the road with its `state` stream, loaded whole (the evaluator walks them in step):
+ * Every actor on the road with its `state` stream, loaded whole (the evaluator walks them in step),
+ * each with the states taken while it was present (all of them when its presence was never kept):
  * each stream read once as columns of the fields a track keeps, not as sample objects of every field
  * through the store's cache (the benchmark's run of 2 M actor-states evaluated at a peak of 1.0 GB).
  */
@@ -95,8 +111,10 @@ export async function loadTracks(
     // missing speed the length of (vx, vy), a missing accel ax.
     const value = (values: Float64Array, i: number): number | null =>
       Number.isNaN(values[i]!) ? null : values[i]!;
+    const presence = actor.presence?.length ? actor.presence : undefined;
     for (let i = 0; i < batch.t.length; i++) {
       if (Number.isNaN(x[i]!) || Number.isNaN(y[i]!)) continue;
+      if (presence && presenceAt(presence, batch.t[i]!) === undefined) continue;
       track.t.push(batch.t[i]!);
       track.step.push(batch.step[i]!);
       track.x.push(x[i]!);

@@ -322,9 +322,11 @@ export const VEHICLE_VARS = [
 ];
 /**
  * Asked once, when a vehicle departs: its whole route and its type, whose limits LimSim's recorder keeps
- * in vehicleINFO (routes, maxAccel, maxDecel, maxSpeed) and its planner needs.
+ * in vehicleINFO (routes, maxAccel, maxDecel, maxSpeed) and its planner needs, and its own speed factor
+ * (drawn by SUMO from its type's speedFactor and speedDev: it drives up to that times a lane's limit),
+ * which the evaluator's speeding events respect.
  */
-const VEHICLE_ONCE_VARS = [VAR.EDGES, VAR.TYPE];
+const VEHICLE_ONCE_VARS = [VAR.EDGES, VAR.TYPE, VAR.SPEED_FACTOR];
 /**
  * Asked once per vehicle type, when its first vehicle departs: its limits and size, which every vehicle
  * of the type shares (kept as each vehicle's attributes and extents).
@@ -779,10 +781,7 @@ export async function recordSumo(store: StoreBackend, options: SumoRecordOptions
     }
     // Every step asked for was recorded (float times may fall a hair short of the end's test).
     reason = ended ?? (issued >= maxSteps ? lastStepReason : 'completed');
-    if (undescribed.length)
-      warnings.push(
-        `${undescribed.length} vehicles (${undescribed.slice(0, 5).join(', ')}${undescribed.length > 5 ? '...' : ''}) arrived within ${inFlightSteps} steps of departing, before their route and type were asked: recorded without them, as 4.5 m long`,
-      );
+    if (undescribed.length) warnings.push(undescribedWarning(undescribed, inFlightSteps, dt));
     await client.close();
     await sumoExitedWithin(5000);
     if (reason === 'interrupted')
@@ -820,8 +819,23 @@ export async function recordSumo(store: StoreBackend, options: SumoRecordOptions
 }
 
 /**
- * The vType, and for a vehicle seen departing its route, its type's limits and its class (a person has
- * none of them).
+ * Vehicles that arrived before simrec's questions about them reached SUMO, said in SUMO's words: what
+ * is missing (route, vType, speedFactor, the type's size), how soon they arrived, and what helps.
+ */
+function undescribedWarning(ids: readonly string[], inFlightSteps: number, dt: number): string {
+  const named = ids.slice(0, 5).join(', ') + (ids.length > 5 ? ` and ${ids.length - 5} more` : '');
+  const [who, their] =
+    ids.length === 1 ? [`vehicle ${named}`, 'its'] : [`${ids.length} vehicles (${named})`, 'their'];
+  const seconds = Number((inFlightSteps * dt).toFixed(3));
+  return (
+    `${who} arrived within ${inFlightSteps} steps (${seconds} s) of departing, before simrec asked SUMO for ${their} route and vType: ` +
+    `recorded without route, vType and speedFactor, as 4.5 m long and 1.8 m wide (simrec's questions reach SUMO up to ${inFlightSteps} steps late; a shorter --step-length makes that less simulated time)`
+  );
+}
+
+/**
+ * The vType, and for a vehicle seen departing its route, its own speed factor, its type's limits and
+ * its class (a person has none of them).
  */
 function vehicleAttributes(
   values: ReadonlyMap<number, TraciValue>,
@@ -830,6 +844,8 @@ function vehicleAttributes(
   const attributes: JsonObject = { vType: String(values.get(VAR.TYPE) ?? '') };
   const route = values.get(VAR.EDGES);
   if (Array.isArray(route)) attributes.route = route.map(String);
+  const speedFactor = num(values.get(VAR.SPEED_FACTOR));
+  if (speedFactor !== undefined) attributes.speedFactor = speedFactor;
   for (const [name, id] of [
     ['maxAccel', VAR.ACCEL],
     ['maxDecel', VAR.DECEL],

@@ -41,6 +41,7 @@ export const VAR = {
   LANE_ID: 0x51,
   LANEPOSITION: 0x56,
   SIGNALS: 0x5b,
+  SPEED_FACTOR: 0x5e,
   ROUTE_INDEX: 0x69,
   ACCELERATION: 0x72,
   TIME: 0x66,
