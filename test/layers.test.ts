@@ -21,6 +21,7 @@ const WORK_AND_BELOW = [
   'evaluate',
   'demo',
   'tables',
+  'compare',
 ];
 
 /** Each part of simrec and what it may import (besides itself). */
@@ -41,6 +42,8 @@ const MAY_IMPORT: Record<string, readonly string[]> = {
   demo: ['model', 'roadnet', 'store', 'record', 'replay'],
   // The tables folder: runs as Parquet kept in step with the store, and SQL over it.
   tables: ['model', 'formats', 'replay'],
+  // Two runs compared: where they part, by how much, and whether a team's thresholds pass.
+  compare: ['model', 'replay'],
   // The faces.
   server: WORK_AND_BELOW,
   cli: [...WORK_AND_BELOW, 'server'],

@@ -14,6 +14,7 @@ import { registerServeCommand } from './commands/serve-command.js';
 import { registerSqlCommand } from './commands/sql-command.js';
 import { registerTablesCommand } from './commands/tables-command.js';
 import { registerRmCommand } from './commands/rm-command.js';
+import { registerDiffCommand } from './commands/diff-command.js';
 import { registerMovedCommands, registerStatsCommand } from './commands/stats-command.js';
 
 const program = new Command('simrec')
@@ -43,6 +44,7 @@ registerBirdviewCommand(program);
 registerSqlCommand(program);
 registerTablesCommand(program);
 registerRmCommand(program);
+registerDiffCommand(program);
 registerMovedCommands(program);
 
 stopQuietlyWhenTheReaderLeaves();

@@ -11,6 +11,7 @@ import { listenTcp, type TcpListener } from '../ingest/tcp-listener.js';
 import { INGEST_PATH, IngestWebSocketEndpoint } from '../ingest/websocket-endpoint.js';
 import type { StoreBackend } from '../model/store-port.js';
 import { answerError, createApi } from './http-api.js';
+import { createDiffApi } from './diff-api.js';
 import { createSqlApi, SQL_LIMITS, type SqlApiLimits } from './sql-api.js';
 import { TablesFolder, tablesFolderFor } from '../tables/tables-folder.js';
 import { LIVE_PATH, LiveUpdates } from './live-updates.js';
@@ -122,6 +123,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       { ...SQL_LIMITS, ...options.sqlLimits },
     ),
   );
+  app.route('/api/diff', createDiffApi(options.store));
   app.route('/api', createApi(options.store, settings));
   // Mounted apps do not answer for paths they lack; without this the viewer's fallback would.
   app.all('/api/*', (c) =>
