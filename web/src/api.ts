@@ -2,6 +2,7 @@ import type { ActorInfo, RunInfo } from '../../src/model/run.js';
 import type { StreamInfo, Sample } from '../../src/model/stream.js';
 import type { AttachmentInfo } from '../../src/model/attachment.js';
 import type { RoadNetwork } from '../../src/model/roadnet.js';
+import type { RunDiff } from '../../src/compare/diff-types.js';
 import type {
   ErrorAnswer,
   HealthAnswer,
@@ -21,6 +22,7 @@ export type {
   AttachmentInfo,
   RoadNetwork,
   RunDetail,
+  RunDiff,
   RunEvaluation,
   RunInfo,
   RunListEntry,
@@ -84,6 +86,7 @@ export const api = {
       `/runs/${id}/samples?stream=${encodeURIComponent(stream)}${from === undefined ? '' : `&from=${from}`}${to === undefined ? '' : `&to=${to}`}`,
     ),
   roadnet: (id: number) => get<RoadNetwork>(`/runs/${id}/roadnet`),
+  diff: (a: number, b: number) => get<RunDiff>(`/diff?a=${a}&b=${b}`),
   sql: (query: string) => get<SqlAnswer>(`/sql?q=${encodeURIComponent(query)}`),
   settings: () => get<Settings>('/settings'),
   putSettings: (patch: Partial<Settings>) => send<Settings>('PUT', '/settings', patch),

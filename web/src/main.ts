@@ -24,6 +24,8 @@ async function route(): Promise<void> {
   const hash = location.hash || '#/';
   const runMatch = /^#\/runs\/(\d+)(?:\?(.*))?$/.exec(hash);
   const findMatch = /^#\/find(?:\?(.*))?$/.exec(hash);
+  // A comparison is run A's view with run B over it.
+  const diffMatch = /^#\/diff\/(\d+)\/(\d+)(?:\?(.*))?$/.exec(hash);
   app.replaceChildren();
   list = null;
   view = null;
@@ -37,12 +39,13 @@ async function route(): Promise<void> {
     const q = new URLSearchParams(findMatch[1] ?? '').get('q');
     app.append(new FindPanel(q ?? undefined).root);
     app.dataset.ready = 'true';
-  } else if (runMatch) {
-    const query = new URLSearchParams(runMatch[2] ?? '');
+  } else if (runMatch || diffMatch) {
+    const query = new URLSearchParams((runMatch ? runMatch[2] : diffMatch![3]) ?? '');
     const t = query.get('t');
     const at = query.get('at');
     const actor = query.get('actor');
-    view = new RunView(Number(runMatch[1]), {
+    view = new RunView(Number(runMatch ? runMatch[1] : diffMatch![1]), {
+      ...(diffMatch ? { compare: Number(diffMatch[2]) } : {}),
       ...(t !== null ? { t: Number(t) } : {}),
       ...(at !== null ? { at: Number(at) } : {}),
       ...(actor !== null ? { actor } : {}),

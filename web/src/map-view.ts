@@ -85,7 +85,13 @@ export interface MapState {
   lightStates: Map<string, string>;
   trails: Map<string, [number, number][]>;
   futures: Map<string, [number, number][]>;
+  /** Another run's actors at the same time from its start (a comparison), drawn as outlines. */
+  ghosts?: Map<string, Pose>;
+  ghostActors?: Map<string, ActorInfo>;
 }
+
+/** Outlines of the other run's actors in a comparison (compare-panel.ts uses it for its line too). */
+export const GHOST_COLOR = '#ff4fd8';
 
 /** The top-down map: road network, traffic-light colours and actors as oriented boxes; pan and zoom. */
 export class MapView {
@@ -381,6 +387,21 @@ export class MapView {
         ctx.stroke();
       }
       ctx.restore();
+    }
+    if (state.ghosts) {
+      ctx.strokeStyle = GHOST_COLOR;
+      ctx.lineWidth = 2 * px;
+      for (const [id, pose] of state.ghosts) {
+        const actor = state.ghostActors?.get(id) ?? state.actors.get(id);
+        const kind = actor?.kind ?? 'other';
+        const l = Math.max(actor?.extents?.length || (kind === 'pedestrian' ? 0.6 : 4.5), min.length * px);
+        const w = Math.max(actor?.extents?.width || (kind === 'pedestrian' ? 0.6 : 1.9), min.width * px);
+        ctx.save();
+        ctx.translate(pose.x, pose.y);
+        ctx.rotate(pose.yaw);
+        ctx.strokeRect(-l / 2, -w / 2, l, w);
+        ctx.restore();
+      }
     }
     this.drawOverlay(state);
   }

@@ -1,6 +1,7 @@
 import { lastAtOrBefore } from '../../src/model/sorted-search.js';
 import { api, ApiError, type ActorInfo, type RunDetail, type RunListEntry, type Sample } from './api.js';
 import { CapturePanel } from './capture-panel.js';
+import { ComparePanel } from './compare-panel.js';
 import { EventList, type RunEvent } from './event-list.js';
 import { el, formatNumber } from './format.js';
 import { Inspector } from './inspector.js';
@@ -26,6 +27,8 @@ export interface RunLink {
   t?: number;
   /** A moment as the store keeps it (microseconds since the Unix epoch): what a Find row links to. */
   at?: number;
+  /** Another run to compare this one with (`#/diff/A/B`): drawn over it, its divergences listed. */
+  compare?: number;
   actor?: string;
 }
 
@@ -69,6 +72,8 @@ export class RunView {
   private linkTimer: ReturnType<typeof setTimeout> | undefined;
   private readonly runId: number;
   private readonly link: RunLink;
+  /** The comparison with another run, when the link asks for one. */
+  compare: ComparePanel | null = null;
   /** Whether the run has anything to draw on a map (a road network or poses). */
   private hasMap = true;
   /** Frames drawn, for the playback benchmark. */
@@ -131,7 +136,11 @@ export class RunView {
       'div',
       { class: 'run-title' },
       el('a', { href: '#/' }, '← runs'),
-      el('h1', {}, `Run ${run.id}`),
+      el(
+        'h1',
+        {},
+        this.link.compare ? `Run ${run.id} compared with run ${this.link.compare}` : `Run ${run.id}`,
+      ),
       el(
         'span',
         {},
@@ -186,9 +195,11 @@ export class RunView {
     // Without a road and without a single pose there is no map to show: it stays out of the way.
     this.hasMap =
       this.detail.hasRoadNetwork || this.detail.streams.some((s) => s.name === 'state' && s.samples > 0);
+    if (this.link.compare !== undefined) this.compare = new ComparePanel(this.runId, this.link.compare);
     const side = el(
       'aside',
       {},
+      ...(this.compare ? [this.compare.root] : []),
       ...(imageFirst && this.hasMap ? [el('h3', {}, 'Map'), mapHolder] : []),
       el('h3', {}, 'Inspector'),
       this.inspector.root,
@@ -232,16 +243,41 @@ export class RunView {
     });
     this.options.trails.checked = true;
 
-    await Promise.all([this.loadRoad(), this.loadLights(), this.loadEvents(), this.loadEvaluation()]);
+    await Promise.all([
+      this.loadRoad(),
+      this.loadLights(),
+      this.loadEvents(),
+      this.loadEvaluation(),
+      this.loadComparison(),
+    ]);
     this.fillLegend();
     // Fit once the panels are in: the events list takes its height from the map's.
     if (this.detail.hasRoadNetwork) this.map.fitAll();
-    if (this.link.actor && this.actors.has(this.link.actor)) this.selected = this.link.actor;
+    if (this.link.actor && this.actors.has(this.link.actor)) {
+      this.selected = this.link.actor;
+      void this.compare?.showActor(this.link.actor);
+    }
     if (this.link.at !== undefined && Number.isFinite(this.link.at)) this.timeline.seek(this.link.at);
     else if (this.link.t !== undefined && Number.isFinite(this.link.t))
       this.timeline.seek(range.begin + this.link.t * 1e6);
     this.inspect();
     this.render();
+  }
+
+  private async loadComparison(): Promise<void> {
+    const compare = this.compare;
+    if (!compare) return;
+    compare.onPick = (t, actor) => {
+      if (actor !== null) this.select(actor);
+      this.timeline.seek(t);
+    };
+    await compare.load(this.detail, () => this.render());
+    const first = compare.diff?.firstDivergence;
+    if (first)
+      this.timeline.markDivergence(
+        first.t,
+        `first divergence: ${first.actor ?? 'run'} ${first.stream} ${first.field}`,
+      );
   }
 
   private egoId(): string | null {
@@ -340,8 +376,16 @@ export class RunView {
     this.timeline.seek(e.t);
   }
 
+  /** This page's path: the run's, or the comparison's. */
+  private pagePath(): string {
+    return this.link.compare !== undefined
+      ? `#/diff/${this.runId}/${this.link.compare}`
+      : `#/runs/${this.runId}`;
+  }
+
   private select(id: string | null): void {
     this.selected = id;
+    void this.compare?.showActor(id);
     this.plots.preferred = id;
     this.render();
     this.inspect();
@@ -362,7 +406,7 @@ export class RunView {
     this.linkTimer = setTimeout(() => {
       const params = new URLSearchParams({ t: ((this.timeline.t - this.timeline.begin) / 1e6).toFixed(2) });
       if (this.selected) params.set('actor', this.selected);
-      history.replaceState(null, '', `${location.pathname}${location.search}#/runs/${this.runId}?${params}`);
+      history.replaceState(null, '', `${location.pathname}${location.search}${this.pagePath()}?${params}`);
     }, 200);
   }
 
@@ -444,6 +488,11 @@ export class RunView {
           : [],
       ),
     };
+    if (this.compare) {
+      state.ghosts = this.compare.ghostPosesAt(t);
+      state.ghostActors = this.compare.actorsB;
+      this.compare.setCursor(t);
+    }
     this.map.render(state);
     this.framesDrawn++;
     this.presentCount = poses.size;

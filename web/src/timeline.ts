@@ -99,8 +99,20 @@ export class Timeline {
         mark.addEventListener('click', () => this.onPick(e));
         return mark;
       }),
+      ...(this.divergenceMark ? [this.divergenceMark] : []),
     );
   }
+
+  /** A comparison's first divergence, a mark of its own on the track (a click goes there). */
+  markDivergence(t: number, title: string): void {
+    const mark = el('button', { class: 'mark divergence-mark', 'data-testid': 'divergence-mark', title });
+    mark.style.left = this.at(t);
+    mark.addEventListener('click', () => this.seek(t));
+    this.divergenceMark?.remove();
+    this.divergenceMark = mark;
+    this.marks.append(mark);
+  }
+  private divergenceMark: HTMLElement | null = null;
 
   /** The times of the run's captures, as ticks under the track. */
   markCaptures(times: number[]): void {
