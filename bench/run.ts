@@ -22,6 +22,7 @@ import { formatDidrive, measureDidrive, type DidriveRates } from './didrive.js';
 import { formatIngest, measureIngest, type IngestSpeed } from './ingest.js';
 import { evaluateTargets } from './targets.js';
 import { formatParquet, measureParquet, type ParquetSpeed } from './parquet.js';
+import { formatDiff, measureDiff, type DiffSpeed } from './diff.js';
 import { FLEET_FULL, FLEET_QUICK, formatFleet, measureFleet, type FleetResults } from './fleet.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -58,6 +59,7 @@ const SECTIONS = [
   'ingest',
   'parquet',
   'fleet',
+  'diff',
   'sumo',
 ] as const;
 type Section = (typeof SECTIONS)[number];
@@ -112,6 +114,7 @@ let didrive: DidriveRates | null = null;
 let ingest: IngestSpeed | null = null;
 let parquet: ParquetSpeed | null = null;
 let fleet: FleetResults | null = null;
+let diff: DiffSpeed | null = null;
 const scratch = mkdtempSync(join(tmpdir(), 'simrec-bench-'));
 const measurements: Measurement[] = [];
 const measure = async (workload: Workload, peer: string, rep: number, dir: string): Promise<void> => {
@@ -191,6 +194,10 @@ try {
       REPO_ROOT,
     );
   }
+  if (wants('diff')) {
+    progress('simrec diff of two runs');
+    diff = await measureDiff(scratch, quick, REPO_ROOT);
+  }
   if (wants('sumo')) {
     progress('recording a real SUMO');
     sumo = await measureSumoOverhead(scratch, REPO_ROOT, quick);
@@ -226,11 +233,23 @@ const outFile = join(
   `${now.toISOString().slice(0, 10)}-${host}${sectionsPart}${quick ? '-quick' : ''}.json`,
 );
 results.targets = evaluateTargets(results.workloads, results.ratios, { sumo, ingest, demo });
-const withViewer = { ...results, viewer, sumo, formats, evaluation, demo, didrive, ingest, parquet, fleet };
+const withViewer = {
+  ...results,
+  viewer,
+  sumo,
+  formats,
+  evaluation,
+  demo,
+  didrive,
+  ingest,
+  parquet,
+  fleet,
+  diff,
+};
 writeFileSync(outFile, JSON.stringify(withViewer, null, 2) + '\n');
 if (options.json) process.stdout.write(JSON.stringify(withViewer, null, 2) + '\n');
 else
   process.stdout.write(
     formatReport(results) +
-      `\n${formatViewer(viewer)}\n${formatSumoOverhead(sumo)}\n${formats ? formatFormats(formats) : ''}\n${evaluation ? formatEvaluation(evaluation) : ''}\n${demo ? formatDemo(demo) : ''}\n${didrive ? formatDidrive(didrive) : ''}\n${ingest ? formatIngest(ingest) : ''}\n${parquet ? formatParquet(parquet) : ''}\n${fleet ? formatFleet(fleet) : ''}\nresults: ${outFile}\n`,
+      `\n${formatViewer(viewer)}\n${formatSumoOverhead(sumo)}\n${formats ? formatFormats(formats) : ''}\n${evaluation ? formatEvaluation(evaluation) : ''}\n${demo ? formatDemo(demo) : ''}\n${didrive ? formatDidrive(didrive) : ''}\n${ingest ? formatIngest(ingest) : ''}\n${parquet ? formatParquet(parquet) : ''}\n${fleet ? formatFleet(fleet) : ''}\n${diff ? formatDiff(diff) : ''}\nresults: ${outFile}\n`,
   );
