@@ -1,7 +1,7 @@
 import { Hono } from 'hono';
 import { invalid } from '../model/errors.js';
 import type { StoreBackend } from '../model/store-port.js';
-import { queryFleet } from '../tables/fleet-sql.js';
+import { FleetSql } from '../tables/fleet-sql.js';
 import type { TablesFolder } from '../tables/tables-folder.js';
 import { answerError, json } from './http-api.js';
 import type { SqlAnswer } from './wire-types.js';
@@ -39,6 +39,8 @@ export function createSqlApi(
 ): Hono {
   const api = new Hono();
   api.onError(answerError);
+  // One DuckDB for the server's life: its views and the footers it has read serve the next question.
+  const fleet = new FleetSql(store, folder);
   let queue: Promise<unknown> = Promise.resolve();
 
   api.get('/', async (c) => {
@@ -62,9 +64,7 @@ export function createSqlApi(
     const started = performance.now();
     const warnings: string[] = [];
     const ask = async (): Promise<SqlAnswer> =>
-      queryFleet(
-        store,
-        folder,
+      fleet.query(
         {
           sql,
           ...(runs ? { runs } : {}),

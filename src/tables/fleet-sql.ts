@@ -1,6 +1,6 @@
 import { notFound } from '../model/errors.js';
 import type { StoreBackend } from '../model/store-port.js';
-import { loadDuckDB, querySql, type SqlResult } from '../formats/parquet/duckdb-sql.js';
+import { loadDuckDB, SqlSession, type SqlQuery, type SqlResult } from '../formats/parquet/duckdb-sql.js';
 import { keepTablesInStep, writeLiveTables, type KeepTablesOptions } from './keep-tables.js';
 import type { TablesFolder } from './tables-folder.js';
 
@@ -22,34 +22,63 @@ export interface FleetQuery extends KeepTablesOptions {
 /** The tables every store has, named in errors even when no run has written them yet. */
 const OWN_TABLES = ['actors', 'runs'];
 
+/**
+ * SQL over one store's tables folder, for one question or many: the server and the benchmark keep one,
+ * so that DuckDB, its views and the files' footers it has read are there for the next question.
+ */
+export class FleetSql {
+  private readonly store: StoreBackend;
+  private readonly folder: TablesFolder;
+  private session: Promise<SqlSession> | null = null;
+
+  constructor(store: StoreBackend, folder: TablesFolder) {
+    this.store = store;
+    this.folder = folder;
+  }
+
+  async query<T>(query: FleetQuery, read: (result: SqlResult) => Promise<T>): Promise<T> {
+    // Before any work: a missing DuckDB is said at once, not after the tables are written.
+    await loadDuckDB();
+    const kept = await keepTablesInStep(this.store, this.folder, query.runs, query);
+    if (kept.absent.length) throw notFound(`run ${kept.absent[0]} not found`);
+    const live = await writeLiveTables(this.store, this.folder, kept.recording, query);
+    try {
+      const tables: Record<string, string[]> = {};
+      for (const run of kept.versions.keys())
+        for (const table of Object.keys(this.folder.manifest(run)?.tables ?? {}))
+          (tables[table] ??= []).push(this.folder.partFile(table, run));
+      for (const [table, files] of Object.entries(live.files)) (tables[table] ??= []).push(...files);
+      const known = [...new Set([...OWN_TABLES, ...Object.keys(tables)])];
+      const sqlQuery: SqlQuery = { sql: query.sql, tables, known };
+      if (query.timeoutMs !== undefined) sqlQuery.timeoutMs = query.timeoutMs;
+      if (query.signal) sqlQuery.signal = query.signal;
+      this.session ??= SqlSession.open(this.folder.path);
+      const session = this.session;
+      session.catch(() => (this.session = null));
+      return await (await session).query(sqlQuery, read);
+    } finally {
+      live.discard();
+    }
+  }
+
+  async close(): Promise<void> {
+    const session = this.session;
+    this.session = null;
+    (await session?.catch(() => null))?.close();
+  }
+}
+
+/** One question (what `simrec sql` asks): a session opened for it and closed after. */
 export async function queryFleet<T>(
   store: StoreBackend,
   folder: TablesFolder,
   query: FleetQuery,
   read: (result: SqlResult) => Promise<T>,
 ): Promise<T> {
-  // Before any work: a missing DuckDB is said at once, not after the tables are written.
-  await loadDuckDB();
-  if (query.runs) {
-    const versions = await store.runVersions(query.runs);
-    // Every run the store has, recording or closed, has a version.
-    const missing = query.runs.find((id) => !versions.has(id));
-    if (missing !== undefined) throw notFound(`run ${missing} not found`);
-  }
-  const kept = await keepTablesInStep(store, folder, query.runs, query);
-  const live = await writeLiveTables(store, folder, kept.recording, query);
+  const fleet = new FleetSql(store, folder);
   try {
-    const tables: Record<string, string[]> = {};
-    for (const run of kept.versions.keys())
-      for (const table of Object.keys(folder.manifest(run)?.tables ?? {}))
-        (tables[table] ??= []).push(folder.partFile(table, run));
-    for (const [table, files] of Object.entries(live.files)) (tables[table] ??= []).push(...files);
-    const known = [...new Set([...OWN_TABLES, ...Object.keys(tables)])];
-    const sqlQuery: Parameters<typeof querySql>[0] = { sql: query.sql, tables, root: folder.path, known };
-    if (query.timeoutMs !== undefined) sqlQuery.timeoutMs = query.timeoutMs;
-    if (query.signal) sqlQuery.signal = query.signal;
-    return await querySql(sqlQuery, read);
+    return await fleet.query(query, read);
   } finally {
-    live.discard();
+    await fleet.close();
   }
 }

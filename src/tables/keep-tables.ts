@@ -29,6 +29,8 @@ export interface KeepTablesResult {
   recording: number[];
   /** Runs whose files were removed, the store having them no more. */
   removed: number[];
+  /** Runs asked for that the store does not have. */
+  absent: number[];
   /** The store's version of each closed run in scope, as the files now hold it. */
   versions: Map<number, string>;
 }
@@ -52,6 +54,7 @@ export async function keepTablesInStep(
     current: [],
     recording: [],
     removed: [],
+    absent: (runs ?? []).filter((id) => !byId.has(id)),
     versions: new Map(),
   };
   for (const run of folder.runs())
@@ -116,6 +119,7 @@ export async function writeLiveTables(
   options: KeepTablesOptions = {},
 ): Promise<LiveTables> {
   const files: Record<string, string[]> = {};
+  if (runs.length === 0) return { files, discard: () => {} };
   const root = folder.staging('live');
   const signal = options.signal ?? new AbortController().signal;
   try {

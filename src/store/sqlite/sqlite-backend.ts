@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { crc32 } from 'node:zlib';
 import { existsSync, statSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import type { Attachment, AttachmentInfo } from '../../model/attachment.js';
@@ -127,6 +128,10 @@ export class SqliteBackend implements StoreBackend {
 
   private constructor(db: Database.Database, path: string, options: SqliteStoreOptions, version: number) {
     this.db = db;
+    // For runVersions: a row's text summed in SQL, not carried into JavaScript row by row.
+    db.function('simrec_crc32', { deterministic: true }, (text: unknown) =>
+      text === null ? 0 : crc32(String(text)),
+    );
     this.counters = streamCounters(version);
     this.location = path;
     this.tailOptions = {
@@ -263,26 +268,64 @@ export class SqliteBackend implements StoreBackend {
     return this.stmt('DELETE FROM runs WHERE id = ?').run(id).changes > 0;
   }
 
+  /**
+   * Versions already worked out, while nothing has been committed since: SQLite's data_version changes
+   * when another connection (the writer thread's, another process's) commits, total_changes when this
+   * one does. A server or a session asking again and again reads nothing when nothing changed.
+   */
+  private versionCache: { stamp: string; versions: Map<number, string | null> } | null = null;
+
   async runVersions(runs: readonly number[]): Promise<Map<number, string>> {
+    const stamp = `${String(this.db.pragma('data_version', { simple: true }))}:${String(
+      this.stmt('SELECT total_changes()').pluck().get(),
+    )}`;
+    if (this.versionCache?.stamp !== stamp) this.versionCache = { stamp, versions: new Map() };
+    const cache = this.versionCache.versions;
+    const missing = runs.filter((run) => !cache.has(run));
+    for (const [run, version] of this.computeRunVersions(missing)) cache.set(run, version);
+    for (const run of missing) if (!cache.has(run)) cache.set(run, null);
     const versions = new Map<number, string>();
-    // Chunk ids are never reused (AUTOINCREMENT): a chunk replaced, merged or removed changes the
-    // count, the largest id or the samples. The writer's identity is left out: it is not data.
-    const head = this.stmt(`SELECT r.id, r.begin_us, r.end_us, r.end_reason, r.state, r.simulator,
-        r.simulator_version, r.description, r.metadata,
-        (SELECT COUNT(*) || '.' || IFNULL(MAX(c.id), 0) || '.' || IFNULL(SUM(c.count), 0)
-           FROM chunks c JOIN streams s ON c.stream_key = s.key WHERE s.run_id = r.id) AS chunks
-      FROM runs r WHERE r.id = ?`);
-    const actors = this.stmt(`SELECT id, kind, source_class, extents, attributes, options, record, presence
-      FROM actors WHERE run_id = ? ORDER BY ord`);
-    const streams = this.stmt(`SELECT s.key, s.id, s.schema, s.extra_fields, ${this.counters.columns}
-      FROM streams s ${this.counters.join} WHERE s.run_id = ? ORDER BY s.key`);
     for (const run of runs) {
-      const row = head.raw(true).get(run) as unknown[] | undefined;
-      if (!row) continue;
-      const hash = createHash('sha256').update(JSON.stringify(row));
-      for (const actor of actors.raw(true).iterate(run)) hash.update(JSON.stringify(actor));
-      for (const stream of streams.raw(true).iterate(run)) hash.update(JSON.stringify(stream));
-      versions.set(run, hash.digest('base64url').slice(0, 22));
+      const version = cache.get(run);
+      if (version) versions.set(run, version);
+    }
+    return versions;
+  }
+
+  private computeRunVersions(runs: readonly number[]): Map<number, string> {
+    const versions = new Map<number, string>();
+    // Each table read once for a few hundred runs and summed per run in SQL: the actors' and streams'
+    // rows by the CRC-32 and length of their text (simrec_crc32, registered at open), the chunks by
+    // their count and largest id from the chunks' covering index (ids are never reused, so a chunk
+    // written, merged, replaced or removed changes one or the other). Turning every row into JSON to
+    // hash it was most of a question's time over a hundred runs. The writer's identity is not data.
+    const summed = (row: string): string => `COUNT(*), SUM(simrec_crc32(${row})), SUM(LENGTH(${row}))`;
+    const joined = (...columns: string[]): string =>
+      columns.map((c) => `IFNULL(${c}, '')`).join(' || char(0) || ');
+    for (let at = 0; at < runs.length; at += 500) {
+      const ids = runs.slice(at, at + 500);
+      const list = ids.map(() => '?').join(',');
+      const rowsOf = (sql: string): unknown[][] =>
+        this.db
+          .prepare(sql)
+          .raw(true)
+          .all(...ids) as unknown[][];
+      const parts = new Map<number, unknown[][]>();
+      for (const row of rowsOf(`SELECT id, begin_us, end_us, end_reason, state, simulator, simulator_version,
+          description, metadata FROM runs WHERE id IN (${list})`))
+        parts.set(row[0] as number, [row]);
+      for (const sql of [
+        `SELECT s.run_id, COUNT(*), MAX(c.id) FROM chunks c JOIN streams s ON c.stream_key = s.key
+          WHERE s.run_id IN (${list}) GROUP BY s.run_id`,
+        `SELECT run_id, ${summed(joined('id', 'ord', 'kind', 'source_class', 'extents', 'attributes', 'options', 'record', 'presence'))}
+          FROM actors WHERE run_id IN (${list}) GROUP BY run_id`,
+        `SELECT run_id, ${summed(joined('key', 'id', 'schema', 'extra_fields', 'samples', 'begin_us', 'end_us'))}
+          FROM (SELECT s.run_id, s.key, s.id, s.schema, s.extra_fields, ${this.counters.columns}
+            FROM streams s ${this.counters.join} WHERE s.run_id IN (${list})) GROUP BY run_id`,
+      ])
+        for (const row of rowsOf(sql)) parts.get(row[0] as number)?.push(row);
+      for (const [run, rows] of parts)
+        versions.set(run, createHash('sha256').update(JSON.stringify(rows)).digest('base64url').slice(0, 22));
     }
     return versions;
   }
