@@ -60,7 +60,13 @@ export interface FleetResults {
   exportBytes: number;
   queries: FleetQueryTimes[];
   /** After one new run: the next query, the later queries' time, and one run's share of the build. */
-  afterNewRun: { nextMs: number; laterMs: number; runShareMs: number; extraOverShare: number };
+  afterNewRun: {
+    beforeMs: number;
+    nextMs: number;
+    laterMs: number;
+    runShareMs: number;
+    extraOverShare: number;
+  };
   /** Process start included: `simrec sql` against a DuckDB process over the export (medians of three). */
   cli: { simrecMs: number; duckdbMs: number; ratio: number; differenceMs: number; sameAnswer: boolean };
 }
@@ -157,20 +163,19 @@ export async function measureFleet(
     }
     direct.closeSync();
     instance.closeSync();
-    await fleet.close();
 
-    // One new run: the next query writes it (its share of the build), not the fleet.
-    await store.close();
-    await simrecPeer.record({ dir, frames: new TrafficGenerator(bench, 999), commitEverySteps: 100 });
-    const reopened = await openStore(storeFile);
+    // One new run, recorded by another connection (as a simulator records beside a server): the next
+    // question of the same session writes that run's tables, not the fleet's.
     const aggregate = QUERIES[0]!.sql;
-    const fleetAfter = new FleetSql(reopened, folder);
-    const next = await timed(() => rows(fleetAfter, aggregate));
-    const after: number[] = [];
-    for (let rep = 0; rep < 3; rep++) after.push((await timed(() => rows(fleetAfter, aggregate))).ms);
-    const laterAfter = median(after);
-    await fleetAfter.close();
-    await reopened.close();
+    const before = median(await repeat(3, () => timed(() => rows(fleet, aggregate)).then((t) => t.ms)));
+    await simrecPeer.record({ dir, frames: new TrafficGenerator(bench, 999), commitEverySteps: 100 });
+    const newRun = Math.max(...ids) + 1;
+    const next = await timed(() => rows(fleet, aggregate));
+    if (folder.manifest(newRun) === undefined) throw new Error('bench fleet: the new run was not written');
+    const written = (await keepTablesInStep(store, folder)).written;
+    if (written.length) throw new Error(`bench fleet: runs ${written.join(', ')} were still stale`);
+    const laterAfter = median(await repeat(3, () => timed(() => rows(fleet, aggregate)).then((t) => t.ms)));
+    await fleet.close();
     const runShareMs = built.ms / size.runs;
 
     // From the command line, process start included.
@@ -229,9 +234,11 @@ export async function measureFleet(
       exportBytes: folderBytes(exportDir),
       queries,
       afterNewRun: {
+        beforeMs: round(before),
         nextMs: round(next.ms),
         laterMs: round(laterAfter),
         runShareMs: round(runShareMs),
+        // What the new run cost the next question, in shares of the build: 1 is one run's.
         extraOverShare: round((next.ms - laterAfter) / runShareMs, 2),
       },
       cli: {
@@ -247,6 +254,12 @@ export async function measureFleet(
   }
 }
 
+async function repeat<T>(n: number, work: () => Promise<T>): Promise<T[]> {
+  const out: T[] = [];
+  for (let i = 0; i < n; i++) out.push(await work());
+  return out;
+}
+
 const round = (v: number, digits = 1): number => Math.round(v * 10 ** digits) / 10 ** digits;
 
 export function formatFleet(f: FleetResults): string {
@@ -258,7 +271,7 @@ export function formatFleet(f: FleetResults): string {
       (q) =>
         `  ${q.name}: first ${q.firstMs} ms, later ${q.laterMs} ms = ${q.ratio}x DuckDB alone over the same files (${q.duckdbMs} ms)`,
     ),
-    `  after one new run: next query ${f.afterNewRun.nextMs} ms (later ${f.afterNewRun.laterMs} ms; one run's share of the build ${f.afterNewRun.runShareMs} ms; extra = ${f.afterNewRun.extraOverShare}x that share)`,
+    `  after one new run: next query ${f.afterNewRun.nextMs} ms (before it ${f.afterNewRun.beforeMs} ms, after ${f.afterNewRun.laterMs} ms; one run's share of the build ${f.afterNewRun.runShareMs} ms; the new run cost ${f.afterNewRun.extraOverShare}x that share)`,
     `  command line, process start included: simrec sql ${f.cli.simrecMs} ms = ${f.cli.ratio}x (+${f.cli.differenceMs} ms) a DuckDB process over the export (${f.cli.duckdbMs} ms); answers ${f.cli.sameAnswer ? 'equal' : 'DIFFER'}`,
   ];
   return lines.join('\n');
