@@ -19,7 +19,7 @@ import { withImportTarget } from '../src/record/import-run.js';
 import { evaluateRun } from '../src/evaluate/evaluate-run.js';
 import { recordDemoRun } from '../src/demo/demo-run.js';
 import { openStore } from '../src/store/open-store.js';
-import { queryFleet } from '../src/tables/fleet-sql.js';
+import { FleetSql, queryFleet } from '../src/tables/fleet-sql.js';
 import { keepTablesInStep } from '../src/tables/keep-tables.js';
 import { TablesFolder, tablesFolderFor } from '../src/tables/tables-folder.js';
 import { checkTables } from '../src/tables/tables-status.js';
@@ -171,6 +171,39 @@ function fleetSuite(name: string, freshLocation: () => string, local: boolean): 
         (strictAfter[0]!.n as number) > (strictBefore[0]!.n as number),
         `a lower threshold finds more hard braking: ${JSON.stringify([strictBefore, strictAfter])}`,
       );
+    });
+
+    it('a session kept between questions (as the server keeps one) sees a run rewritten under it at once', async () => {
+      const fleet = new FleetSql(store, folder);
+      try {
+        const run = await carRun(store, 40, 3_000_000);
+        const ask = async (): Promise<unknown> =>
+          fleet.query(
+            { sql: `SELECT count(*) AS n, max(x) AS x FROM state WHERE run = ${run}` },
+            async (r) => {
+              for await (const rows of r.chunks) return rows[0];
+              return null;
+            },
+          );
+        assert.deepEqual(await ask(), [40, 39]);
+        // Presence put after the end changes the run's version: its files are written again, under the
+        // same names, within the second DuckDB read their footers; the next answer must not be stale.
+        await store.putPresence(run, [{ actor: 'car', intervals: [{ from: 3_000_000, to: 4_000_000 }] }]);
+        await store.putDerivedStream(
+          run,
+          {
+            id: 'car/state',
+            name: 'state',
+            actor: 'car',
+            fields: [{ name: 'x', type: 'f64' }],
+            metadata: {},
+          },
+          Array.from({ length: 25 }, (_, i) => ({ t: 3_000_000 + i * 100_000, step: i, x: 100 + i })),
+        );
+        assert.deepEqual(await ask(), [25, 124]);
+      } finally {
+        await fleet.close();
+      }
     });
 
     it('a run still recording is answered from the store, up to its last commit', async () => {

@@ -8,7 +8,8 @@ import type { TablesFolder } from './tables-folder.js';
  * SQL across a store's runs: the tables folder brought up to date for the runs asked (only runs whose
  * store version changed are written), runs still recording written for this query from the store,
  * and one read-only DuckDB over the files. `run` is the partition of every table, so `--runs` chooses
- * the files and a `WHERE run = ...` prunes the rest unread.
+ * the files and a `WHERE run = ...` skips the other runs' data (their footers are still read, to
+ * unify the columns of runs whose streams declare different fields).
  */
 
 export interface FleetQuery extends KeepTablesOptions {
