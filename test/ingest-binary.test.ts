@@ -359,7 +359,7 @@ describe('actor lists kept between frames', () => {
       };
       const cached = encodeFrameBody('pose', frame, fields, clientCache);
       assert.deepEqual(cached, encodeFrameBody('pose', frame, fields), `frame ${i}: the same bytes`);
-      const read = decodeFrameBody(cached, () => fields, serverCache);
+      const read = decodeFrameBody(cached, { fieldsOf: () => fields, countNamed: () => 3 }, serverCache);
       assert.deepEqual(read.frame.actors, actors, `frame ${i}: its actors`);
       if (actors.length) assert.deepEqual([...(read.frame.columns.x as Float64Array)], [...frame.columns.x]);
       // A frame of no actors ends at its count: it has no columns (it had none to read before either).
@@ -525,6 +525,14 @@ describe('malformed binary batches', () => {
       {
         what: 'a frame with fewer actor ids than it counts',
         type: 'frame',
+        body: le(['str', 'state'], ['i64', 2_000_000], ['i64', 5], ['u32', 2], ['str', 'ego']),
+        code: 'bad_message',
+        field: 'actors[1]',
+        says: /a u16 count needs 2 bytes/,
+      },
+      {
+        what: 'a frame counting more actors than have a stream of its name',
+        type: 'frame',
         body: le(
           ['str', 'state'],
           ['i64', 2_000_000],
@@ -532,10 +540,19 @@ describe('malformed binary batches', () => {
           ['u32', 3],
           ['str', 'ego'],
           ['str', 'lead'],
+          ['str', 'ego'],
         ),
         code: 'bad_message',
-        field: 'actors[2]',
-        says: /a u16 count needs 2 bytes/,
+        field: 'actors',
+        says: /3 actors, expected at most the 2 whose "state" stream is declared/,
+      },
+      {
+        what: 'a frame of a stream name no actor declares',
+        type: 'frame',
+        body: le(['str', 'ghost'], ['i64', 2_000_000], ['i64', 5], ['u32', 1], ['str', 'ego']),
+        code: 'bad_message',
+        field: 'name',
+        says: /no stream named "ghost" is declared in this run/,
       },
       {
         what: 'a frame naming an actor without the stream',
@@ -552,9 +569,9 @@ describe('malformed binary batches', () => {
           ['f64', 1],
           ['f64', 2],
         ),
-        code: 'invalid',
-        field: 'run',
-        says: /has no declared stream "walker\/state" \(frame actor 1\)/,
+        code: 'bad_message',
+        field: 'actors[1]',
+        says: /stream "walker\/state" is not declared in this run/,
       },
       {
         what: 'a presence bitmap cut short',

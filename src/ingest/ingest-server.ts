@@ -19,6 +19,7 @@ import {
   type SharedRun,
 } from './ingest-session.js';
 import {
+  DEFAULT_MAX_BATCH_BYTES,
   messageRef,
   parseClientMessage,
   ProtocolError,
@@ -32,6 +33,11 @@ export interface IngestServerOptions {
   /** When set, a hello without this token is refused. */
   token?: string;
   maxFrameBytes?: number;
+  /**
+   * The most bytes of a message's JSON header (more is a fatal `frame_too_large`, before it is parsed)
+   * and of a `columns` or `frame` body (more is refused): 1 MiB, what the main thread decodes at once.
+   */
+  maxBatchBytes?: number;
   /** The credit window: sequenced messages (and their bytes) a client may have unanswered. */
   window?: { messages?: number; bytes?: number };
   /** How often the server pings; a connection silent for `idleTimeoutMs` is dropped. */
@@ -86,6 +92,7 @@ export interface IngestStats {
 export class IngestServer implements SessionHost {
   readonly window: { messages: number; bytes: number };
   readonly maxFrameBytes: number;
+  readonly maxBatchBytes: number;
   readonly keepaliveMs: number;
   readonly resumeGraceMs: number;
   readonly flow: FlowLimits;
@@ -108,6 +115,7 @@ export class IngestServer implements SessionHost {
     this.store = options.store;
     this.token = options.token === undefined ? null : Buffer.from(options.token, 'utf8');
     this.maxFrameBytes = options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES;
+    this.maxBatchBytes = Math.min(options.maxBatchBytes ?? DEFAULT_MAX_BATCH_BYTES, this.maxFrameBytes);
     this.window = {
       // Deep enough that a client keeps sending while the group commit before makes its messages
       // durable: a window of 256 one-step frames held the binary ingest bench about 15% below 1,024's,

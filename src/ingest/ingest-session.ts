@@ -50,6 +50,8 @@ export interface SharedRun {
 export interface SessionHost {
   readonly window: { messages: number; bytes: number };
   readonly maxFrameBytes: number;
+  /** The most bytes of a JSON header, or of a `columns` or `frame` body (protocol.ts DEFAULT_MAX_BATCH_BYTES). */
+  readonly maxBatchBytes: number;
   readonly keepaliveMs: number;
   readonly resumeGraceMs: number;
   isRecording(): boolean;
@@ -97,12 +99,13 @@ export class IngestSession {
   /** Sends acks in sequence order, each once its write is durable. */
   private answered: Promise<void> = Promise.resolve();
   private readonly answers = new Map<number, AckMessage | ErrorMessage>();
-  /** The actor ids of the last frame of each stream name, decoded once (binary-batches.ts). */
+  /**
+   * The actor ids of the last frame of each stream name, decoded once (binary-batches.ts): kept only
+   * for a list whose every stream was found declared and this session's, in the run it records now.
+   */
   private readonly frameActors = new Map<string, ActorBlockCache>();
   /** The arrays this session's frames are decoded into (appended at once, then free again). */
   private readonly frameScratch = new FrameScratch();
-  /** Actor lists of frames whose streams were found to be this session's, and for which run and name. */
-  private readonly ownedFrameActors = new WeakMap<readonly string[], { run: SharedRun; name: string }>();
   private readonly sizes = new Map<number, number>();
   private inflightBytes = 0;
   private graceTimer: NodeJS.Timeout | null = null;
@@ -157,6 +160,7 @@ export class IngestSession {
       run: this.runId,
       window: this.host.window,
       maxFrameBytes: this.host.maxFrameBytes,
+      maxBatchBytes: this.host.maxBatchBytes,
       keepaliveMs: this.host.keepaliveMs,
       recording: this.host.isRecording(),
     });
@@ -202,6 +206,15 @@ export class IngestSession {
           'bad_message',
           `${message.type}: a message of protocol ${since}; this session speaks protocol ${this.protocol} (say it in hello)`,
           { field: 'type' },
+        );
+      if (
+        (message.type === 'columns' || message.type === 'frame') &&
+        message.body.byteLength > this.host.maxBatchBytes
+      )
+        throw new ProtocolError(
+          'bad_message',
+          `${message.type}: ${message.body.byteLength} bytes of body, expected at most ${this.host.maxBatchBytes} (maxBatchBytes; send the rows in several messages)`,
+          { field: 'body' },
         );
     } catch (error) {
       // A refused message still uses up its sequence number, so that the client's numbering goes on.
@@ -358,6 +371,7 @@ export class IngestSession {
       if (m.metadata !== undefined) init.metadata = m.metadata;
       if (m.begin !== undefined) init.begin = m.begin;
       this.run = await this.host.beginRun(this, init);
+      this.frameActors.clear();
       this.ackWhen(m.seq, Promise.resolve(), { run: this.run.recorder.id });
       return;
     }
@@ -374,6 +388,7 @@ export class IngestSession {
         });
       run.participants.add(this);
       this.run = run;
+      this.frameActors.clear();
       this.ackWhen(m.seq, Promise.resolve(), { run: m.run });
       return;
     }
@@ -447,25 +462,25 @@ export class IngestSession {
         return;
       }
       case 'columns': {
-        const batches = decodeColumnsBody(m.body, (stream) => this.writable(run, stream, 'columns'));
+        const batches = decodeColumnsBody(m.body, (stream) =>
+          this.writable(run, stream, `columns.${stream}`),
+        );
         this.ackWhen(m.seq, recorder.appendColumnsMany(batches));
         return;
       }
       case 'frame': {
+        // Each actor's stream is found declared and this session's as its id is decoded; a stream's
+        // owner is set when it is declared and kept for the run, so a list kept in frameActors (of
+        // this run: it is emptied when the run changes) need not be looked up again.
         const { name, frame } = decodeFrameBody(
           m.body,
-          (stream) => this.writable(run, stream, 'frame'),
+          {
+            fieldsOf: (stream, where) => this.writable(run, stream, `frame.${where}`),
+            countNamed: (streamName) => run.recorder.actorStreamsNamed(streamName),
+          },
           this.frameActors,
           this.frameScratch,
         );
-        // A stream's owner is set when it is declared and kept for the run: an actor list found to be
-        // this session's (the same array: see frameActors) need not be looked up again.
-        const checked = this.ownedFrameActors.get(frame.actors);
-        if (checked?.run !== run || checked.name !== name) {
-          for (const [i, actor] of frame.actors.entries())
-            this.checkOwner(run, `stream:${actor}/${name}`, `frame.actors[${i}]`);
-          this.ownedFrameActors.set(frame.actors, { run, name });
-        }
         this.ackWhen(m.seq, recorder.appendFrame(name, frame));
         return;
       }
@@ -545,9 +560,9 @@ export class IngestSession {
   }
 
   /** A stream's declared fields, once this session may write to it; undefined if it is not declared. */
-  private writable(run: SharedRun, stream: string, type: string): readonly FieldDecl[] | undefined {
+  private writable(run: SharedRun, stream: string, field: string): readonly FieldDecl[] | undefined {
     const fields = run.recorder.streamFields(stream);
-    if (fields) this.checkOwner(run, `stream:${stream}`, `${type}.${stream}`);
+    if (fields) this.checkOwner(run, `stream:${stream}`, field);
     return fields;
   }
 
