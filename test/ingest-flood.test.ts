@@ -7,8 +7,9 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { encodeFrameBody } from '../src/ingest/binary-batches.js';
 import { IngestClient, IngestError } from '../src/ingest/ingest-client.js';
-import { DEFAULT_MAX_BATCH_BYTES, MAX_NAME_BYTES } from '../src/ingest/protocol.js';
+import { DEFAULT_MAX_BATCH_BYTES, MAX_NAME_BYTES, type ErrorMessage } from '../src/ingest/protocol.js';
 import type { FieldDecl } from '../src/model/stream.js';
+import { RawClient, startIngestFixture } from './helpers/ingest-helpers.js';
 import { startServedChild, watchHealth, WsSession, type ServedChild } from './helpers/served-child.js';
 
 const FIELDS: FieldDecl[] = [{ name: 'x', type: 'f64', unit: 'm' }];
@@ -174,6 +175,115 @@ describe('one frame message', () => {
     await s.binary({ type: 'frame', seq }, good);
     assert.equal((await s.answer(seq)).type, 'ack');
     s.close();
+  });
+});
+
+describe('refusals', () => {
+  it('quote a bounded prefix of what they refuse, through 9,000 of them', async () => {
+    const s = await recordingSession();
+    let seq = 5;
+    // A columns message naming a stream of 60,000 bytes: answered with two copies of it (120 KB) and
+    // 8,208 such answers kept per session, the server grew by 975 MiB.
+    const long = 'x'.repeat(60_000);
+    s.text({ type: 'streams', seq, streams: [{ name: long, actor: 'ego', fields: FIELDS }] });
+    const declared = await s.refusal(seq++);
+    assert.equal(
+      declared.message,
+      `streams.streams[0].name: expected a name of at most 256 bytes of UTF-8, got 60000 characters ("${'x'.repeat(57)}...")`,
+    );
+    const body = Buffer.concat([Buffer.from([1, 0]), str16(long), le32(0), Buffer.from([0, 0])]);
+    let longest = 0;
+    await bounded('9,000 refused columns messages', async () => {
+      for (let round = 0; round < 18; round++) {
+        const first = seq;
+        for (let i = 0; i < 500; i++) await s.binary({ type: 'columns', seq: seq++ }, body);
+        for (let k = first; k < seq; k++) {
+          const refusal = await s.refusal(k);
+          longest = Math.max(longest, JSON.stringify(refusal).length);
+          if (k === first)
+            assert.equal(
+              refusal.message,
+              `columns streams[0]: expected a stream id of at most 513 bytes of UTF-8, got 60000 bytes ("${'x'.repeat(57)}...")`,
+            );
+        }
+      }
+    });
+    assert.ok(longest < 400, `the longest answer took ${longest} characters`);
+    // Over JSON, a stream id within the limits but not declared: quoted by a prefix, field included.
+    const key = 'k'.repeat(500);
+    s.text({ type: 'samples', seq, samples: { [key]: [{ t: 0, step: 0, x: 1 }] } });
+    let refusal = await s.refusal(seq++);
+    assert.equal(refusal.code, 'invalid');
+    assert.equal(refusal.field, `samples.${'k'.repeat(57)}...`);
+    assert.match(refusal.message, /^samples\.k{57}\.\.\.: run \d+ has no declared stream "k{57}\.\.\."$/);
+    // One over the limit is refused by its length.
+    s.text({ type: 'samples', seq, samples: { ['k'.repeat(600)]: [] } });
+    refusal = await s.refusal(seq++);
+    assert.equal(refusal.code, 'bad_message');
+    assert.equal(
+      refusal.message,
+      `samples: expected stream ids of at most 513 bytes of UTF-8, got 600 characters ("${'k'.repeat(57)}...")`,
+    );
+    s.close();
+  });
+
+  it('are kept for a resume, and nothing else: not the plain acks, not beyond the window', async () => {
+    const fx = await startIngestFixture({ window: { messages: 64 } });
+    try {
+      const raw = await RawClient.connect(fx.tcpPort);
+      raw.send({ type: 'hello', protocol: 2, simulator: { name: 'raw' } });
+      const { session } = (await raw.next((m) => m.type === 'welcome')) as { session: string };
+      raw.send({ type: 'begin', seq: 1 });
+      raw.send({ type: 'actors', seq: 2, actors: [{ id: 'ego', kind: 'ego' }] });
+      raw.send({ type: 'streams', seq: 3, streams: [{ name: 'state', actor: 'ego', fields: FIELDS }] });
+      let seq = 4;
+      for (let i = 0; i < 2000; i++)
+        raw.send({ type: 'samples', seq: seq++, samples: { 'ego/state': [{ t: i, step: i, x: i }] } });
+      assert.equal((await raw.ack(seq - 1)).type, 'ack');
+      // No plain ack is kept (one is answered again from its number); begin's, which carries the
+      // run, is older than the window.
+      assert.equal(fx.server.ingest.stats().keptAnswers, 0);
+      for (let i = 0; i < 1000; i++)
+        raw.send({ type: 'samples', seq: seq++, samples: { 'ego/ghost': [{ t: 0, step: 0 }] } });
+      assert.equal((await raw.ack(seq - 1)).type, 'error');
+      // The errors of the last two windows and a few more (64 * 2 + 16), not the thousand.
+      assert.equal(fx.server.ingest.stats().keptAnswers, 144);
+      raw.destroy();
+      // A resume is answered as before: the error again, and an ack for an acknowledged message.
+      const again = await RawClient.connect(fx.tcpPort);
+      again.send({
+        type: 'hello',
+        protocol: 2,
+        simulator: { name: 'raw' },
+        resume: { session, pending: [seq - 1, 2003] },
+      });
+      const answers = [await again.ack(seq - 1), await again.ack(2003)];
+      assert.deepEqual(
+        answers.map((a) => a.type),
+        ['error', 'ack'],
+      );
+      again.destroy();
+    } finally {
+      await fx.close();
+    }
+  });
+
+  it('of JSON headers of 8 and 40 MiB (an undeclared stream key) come before they are parsed, in a line', async () => {
+    await bounded('8 and 40 MiB keys', async () => {
+      for (const mib of [8, 40, 40]) {
+        const s = await recordingSession();
+        const header = `{"type":"samples","seq":5,"samples":{"${'k'.repeat(mib * 1024 * 1024)}":[]}}`;
+        await s.raw(header);
+        const refusal = (await s.next((m) => m.type === 'error', 'the refusal')) as ErrorMessage;
+        assert.equal(refusal.code, 'frame_too_large');
+        assert.equal(refusal.fatal, true);
+        assert.equal(
+          refusal.message,
+          `frame: a JSON header of ${header.length} bytes exceeds the limit of ${DEFAULT_MAX_BATCH_BYTES} bytes (maxBatchBytes)`,
+        );
+        assert.notEqual(await s.closed, 1000, 'closed as a violation');
+      }
+    });
   });
 });
 

@@ -5,6 +5,7 @@
  * ingest-session.ts.
  */
 import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { describeValue } from '../model/errors.js';
 import type { JsonObject } from '../model/json.js';
 import type { EndReason } from '../model/run.js';
 import type { StoreBackend } from '../model/store-port.js';
@@ -87,6 +88,8 @@ export interface IngestStats {
   sessions: number;
   connections: number;
   runs: number[];
+  /** Answers the sessions keep for a resume: errors and the acks that carry a run. */
+  keptAnswers: number;
 }
 
 export class IngestServer implements SessionHost {
@@ -285,7 +288,7 @@ export class IngestServer implements SessionHost {
       if (!session)
         throw new ProtocolError(
           'unknown_session',
-          `hello.resume.session: no session ${JSON.stringify(hello.resume.session)} (it ended, or the server restarted)`,
+          `hello.resume.session: no session ${describeValue(hello.resume.session)} (it ended, or the server restarted)`,
           { field: 'resume.session', fatal: true },
         );
       await session.attach(connection, hello.resume.pending, true);
@@ -358,6 +361,7 @@ export class IngestServer implements SessionHost {
       sessions: this.sessions.size,
       connections: [...this.sessions.values()].filter((s) => s.attached).length + this.greeting.size,
       runs: [...this.runs.keys()],
+      keptAnswers: [...this.sessions.values()].reduce((sum, s) => sum + s.keptAnswers, 0),
     };
   }
 

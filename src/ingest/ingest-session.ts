@@ -4,7 +4,7 @@
  * (resending what was not answered, which the sequence numbers dedupe); one that does not leaves its
  * run closed as `interrupted`, with everything acknowledged kept.
  */
-import { SimrecError } from '../model/errors.js';
+import { clipText, describeValue, SimrecError } from '../model/errors.js';
 import { validateAttachment, type Attachment } from '../model/attachment.js';
 import type { ActorDecl, EndReason, SimulatorInfo } from '../model/run.js';
 import type { StreamAppend } from '../model/store-port.js';
@@ -81,8 +81,19 @@ const EXTENSIONS: Record<string, string> = {
   'application/octet-stream': '.bin',
 };
 
-/** Enough answers to replay what a client may have missed: it never has more than a window open. */
+/**
+ * How far back answers are kept to replay what a client may have missed: it never has more than a
+ * window open. Only answers other than a plain ack are kept (a plain ack is answered again from its
+ * number), each an error of at most MAX_ERROR_CHARS: a session keeps at most a few MiB of them.
+ */
 const answersKept = (window: number): number => window * 2 + 16;
+
+/**
+ * The longest error message, and field path, the server sends: a safety net under the messages, which
+ * quote at most a prefix of what they name (describeValue, clipText). An error carries one line.
+ */
+export const MAX_ERROR_CHARS = 1000;
+export const MAX_ERROR_FIELD_CHARS = 200;
 
 export class IngestSession {
   readonly id: string;
@@ -122,6 +133,11 @@ export class IngestSession {
 
   get runId(): number | null {
     return this.run?.recorder.id ?? null;
+  }
+
+  /** Answers kept for a resume (errors, and the acks of begin, join and end). */
+  get keptAnswers(): number {
+    return this.answers.size;
   }
 
   get attached(): boolean {
@@ -316,7 +332,8 @@ export class IngestSession {
     if (seq !== undefined && this.sizes.has(seq)) {
       this.inflightBytes -= this.sizes.get(seq)!;
       this.sizes.delete(seq);
-      this.answers.set(seq, message);
+      if (message.type === 'error' || message.run !== undefined || message.closed !== undefined)
+        this.answers.set(seq, message);
       const oldest = seq - answersKept(this.host.window.messages);
       for (const kept of this.answers.keys()) {
         if (kept > oldest) break;
@@ -424,7 +441,7 @@ export class IngestSession {
           if (sensor.actor !== undefined && !run.owners.has(`actor:${sensor.actor}`))
             throw new ProtocolError(
               'invalid',
-              `sensors[${i}].actor: actor ${JSON.stringify(sensor.actor)} is not declared`,
+              `sensors[${i}].actor: actor ${describeValue(sensor.actor)} is not declared`,
               {
                 field: `sensors[${i}].actor`,
               },
@@ -449,13 +466,14 @@ export class IngestSession {
       case 'samples': {
         const appends: StreamAppend[] = [];
         for (const [stream, samples] of Object.entries(m.samples)) {
+          const field = `samples.${clipText(stream)}`;
           if (!run.owners.has(`stream:${stream}`))
             throw new ProtocolError(
               'invalid',
-              `samples.${stream}: run ${recorder.id} has no declared stream ${JSON.stringify(stream)}`,
-              { field: `samples.${stream}` },
+              `${field}: run ${recorder.id} has no declared stream ${describeValue(stream)}`,
+              { field },
             );
-          this.checkOwner(run, `stream:${stream}`, `samples.${stream}`);
+          this.checkOwner(run, `stream:${stream}`, field);
           appends.push({ stream, samples });
         }
         this.ackWhen(m.seq, recorder.appendMany(appends));
@@ -463,7 +481,7 @@ export class IngestSession {
       }
       case 'columns': {
         const batches = decodeColumnsBody(m.body, (stream) =>
-          this.writable(run, stream, `columns.${stream}`),
+          this.writable(run, stream, `columns.${clipText(stream)}`),
         );
         this.ackWhen(m.seq, recorder.appendColumnsMany(batches));
         return;
@@ -501,7 +519,7 @@ export class IngestSession {
         if (!run.owners.has(`actor:${m.actor}`))
           throw new ProtocolError(
             'invalid',
-            `${m.type}.actor: actor ${JSON.stringify(m.actor)} is not declared`,
+            `${m.type}.actor: actor ${describeValue(m.actor)} is not declared`,
             {
               field: 'actor',
             },
@@ -537,7 +555,7 @@ export class IngestSession {
     if (!sensor)
       throw new ProtocolError(
         'invalid',
-        `capture.sensor: sensor ${JSON.stringify(m.sensor)} is not declared`,
+        `capture.sensor: sensor ${describeValue(m.sensor)} is not declared`,
         { field: 'sensor' },
       );
     this.checkOwner(run, `actor:${m.sensor}`, 'sensor');
@@ -576,7 +594,7 @@ export class IngestSession {
     if (owner !== undefined && owner !== this)
       throw new ProtocolError(
         'conflict',
-        `${field}: ${key.replace(':', ' ')} belongs to another connection of run ${run.recorder.id} (session ${owner.id})`,
+        `${field}: ${key.slice(0, key.indexOf(':'))} ${describeValue(key.slice(key.indexOf(':') + 1))} belongs to another connection of run ${run.recorder.id} (session ${owner.id})`,
         { field },
       );
   }
@@ -607,9 +625,10 @@ function errorMessage(
   fatal: boolean,
   field?: string,
 ): ErrorMessage {
-  const out: ErrorMessage = { type: 'error', code, message, fatal };
+  const oneLine = (text: string, max: number): string => clipText(text.replace(/\s*\n\s*/g, ' '), max);
+  const out: ErrorMessage = { type: 'error', code, message: oneLine(message, MAX_ERROR_CHARS), fatal };
   if (ref.type !== undefined || ref.seq !== undefined) out.ref = ref;
-  if (field !== undefined) out.field = field;
+  if (field !== undefined) out.field = oneLine(field, MAX_ERROR_FIELD_CHARS);
   return out;
 }
 

@@ -6,7 +6,7 @@
  * fields); the model validates the content (samples, actors, stream schemas) when it is applied, so
  * each rule lives in one place.
  */
-import { describeValue } from '../model/errors.js';
+import { clipText, describeValue } from '../model/errors.js';
 import type { JsonObject } from '../model/json.js';
 import type { ActorDecl, EndReason, SimulatorInfo } from '../model/run.js';
 import type { Sample, StreamDecl } from '../model/stream.js';
@@ -447,7 +447,7 @@ export function parseClientMessage(header: unknown, body: Uint8Array | null): Cl
       const samples = need<Fields>(m, 'samples', isObject, 'an object of stream id -> array of samples');
       for (const [stream, list] of Object.entries(samples)) {
         checkName(type, 'samples', stream, MAX_STREAM_ID_BYTES, 'stream ids');
-        if (!Array.isArray(list)) throw bad(type, `samples.${stream}`, 'an array of samples', list);
+        if (!Array.isArray(list)) throw bad(type, `samples.${clipText(stream)}`, 'an array of samples', list);
       }
       return { type, seq: m.seq as number, samples: samples as Record<string, Sample[]> };
     }
