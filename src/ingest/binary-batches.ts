@@ -451,14 +451,14 @@ function readColumn(
   const what = `${rows} rows of ${field.type}`;
   switch (field.type) {
     case 'f64':
-      return r.f64s(rows, where, what, scratch?.column(k, rows));
-    case 'vec':
-      return r.f64s(
-        rows * field.length!,
-        where,
-        `${what}[${field.length}]`,
-        scratch?.column(k, rows * field.length!),
-      );
+    case 'vec': {
+      // The bytes are looked for before an array is sized for them: a count the body cannot hold
+      // (a vec[4096] of 100,000 rows in a 200 KB frame) must not reserve what it announces.
+      const count = field.type === 'vec' ? rows * field.length! : rows;
+      const whatAll = field.type === 'vec' ? `${what}[${field.length}]` : what;
+      r.need(count * 8, where, whatAll);
+      return r.f64s(count, where, whatAll, scratch?.column(k, count));
+    }
     case 'i64':
       return r.i64s(rows, where, what);
     case 'f32':
