@@ -50,6 +50,8 @@ class SimrecClient:
         self.pending = {}
         # Declared fields by stream id: a binary batch names a field by its index among them.
         self.fields = {}
+        # What the server decodes at once: a JSON header, a columns or frame body (None until the welcome).
+        self.max_batch = None
         hello = {"type": "hello", "protocol": protocol, "simulator": {"name": simulator}}
         if version:
             hello["simulator"]["version"] = version
@@ -61,12 +63,18 @@ class SimrecClient:
             raise SimrecError(welcome)
         self.window = welcome["window"]["messages"]
         self.max_frame = welcome["maxFrameBytes"]
+        self.max_batch = welcome.get("maxBatchBytes")
         self.protocol = welcome["protocol"]
 
     # -- framing ----------------------------------------------------------------------------------
 
     def _send(self, header, body=b""):
         head = json.dumps(header, separators=(",", ":"), allow_nan=False).encode("utf-8")
+        decoded = max(len(head), len(body)) if header["type"] in ("columns", "frame") else len(head)
+        if self.max_batch is not None and decoded > self.max_batch:
+            raise ValueError(
+                f"{header['type']}: {decoded} bytes exceeds the server's maxBatchBytes of {self.max_batch}; send it in several messages"
+            )
         frame = struct.pack(">II", 4 + len(head) + len(body), len(head)) + head + body
         self.sock.sendall(frame)
 
@@ -109,10 +117,10 @@ class SimrecClient:
         # The credit window: never more unanswered messages than the server allows.
         while sum(1 for a in self.pending.values() if a is None) >= self.window:
             self._handle_one()
-        self.seq += 1
-        seq = self.seq
+        seq = self.seq + 1
+        self._send(dict(header, seq=seq), body)  # raises before the number is used when too large
+        self.seq = seq
         self.pending[seq] = None
-        self._send(dict(header, seq=seq), body)
         return self._wait(seq) if wait else seq
 
     def _wait(self, seq):

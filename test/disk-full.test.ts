@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -12,6 +12,7 @@ import { randomFillSync } from 'node:crypto';
 import { SimrecError } from '../src/model/errors.js';
 import { stateStream } from '../src/model/standard-streams.js';
 import type { Sample } from '../src/model/stream.js';
+import { recordDemoRun } from '../src/demo/demo-run.js';
 import { RunRecorder } from '../src/record/run-recorder.js';
 import { streamSamples } from '../src/replay/run-queries.js';
 import { openStore } from '../src/store/open-store.js';
@@ -133,6 +134,116 @@ describe('a disk that fills up while recording', () => {
       const reopened = await openStore(path);
       assert.equal((await reopened.getRun(1))!.endReason, 'interrupted');
       await reopened.close();
+    },
+  );
+});
+
+describe('commands on a full disk', () => {
+  /** A tmpfs of `size` of its own, mounted for `work` and gone after it. */
+  async function onTinyDisk(size: string, work: (path: string) => Promise<void> | void): Promise<void> {
+    const path = join(dir.path, `tiny-${size}`);
+    mkdirSync(path, { recursive: true });
+    execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${size}`, 'tmpfs', path]);
+    try {
+      await work(path);
+    } finally {
+      execFileSync('umount', [path]);
+    }
+  }
+
+  /** One line on stderr, no stack trace, exit 1. */
+  function oneLine(r: { status: number | null; stderr: string }, pattern: RegExp): string {
+    assert.equal(r.status, 1, r.stderr);
+    const lines = r.stderr.trimEnd().split('\n');
+    assert.equal(lines.length, 1, `one line: ${r.stderr}`);
+    assert.doesNotMatch(r.stderr, /\n\s+at |Error:|unexpected error/);
+    assert.match(lines[0]!, pattern);
+    return lines[0]!;
+  }
+
+  /**
+   * The run a failed command began is gone, or (SQLite cannot delete on a full disk) its one line named
+   * it and `simrec rm` removes it once there is space.
+   */
+  function nothingLeft(store: string, line: string, mountedAt: string): void {
+    const left =
+      /run (\d+) is left incomplete: removing it failed too \(.*: deleting run \d+: database or disk is full\); remove it with `simrec rm \1` once there is space$/.exec(
+        line,
+      );
+    if (left) {
+      execFileSync('mount', ['-o', 'remount,size=32m', mountedAt]);
+      const rm = runCli(['rm', left[1]!], { SIMREC_STORE: store });
+      assert.equal(rm.status, 0, rm.stderr);
+    }
+    const ls = runCli(['ls', '--json'], { SIMREC_STORE: store });
+    assert.equal(ls.status, 0, ls.stderr);
+    assert.deepEqual(JSON.parse(ls.stdout), [], 'no run left');
+  }
+
+  const source = join(dir.path, 'source.db');
+  let sourceRun = 0;
+  const sourceStore = async (): Promise<string> => {
+    if (sourceRun) return source;
+    const store = await openStore(source);
+    sourceRun = (await recordDemoRun(store, { duration: 30 })).run.id;
+    await store.close();
+    return source;
+  };
+
+  it(
+    'simrec demo ends in one line naming the store, not an uncaught error, and leaves no run',
+    { skip: skipReason },
+    () =>
+      onTinyDisk('2m', (disk) => {
+        const store = join(disk, 'demo.db');
+        const r = runCli(['--store', store, 'demo', '--no-serve', '--duration', '120']);
+        const line = oneLine(
+          r,
+          /^simrec: .*demo\.db: (appending to|declaring \w+ of|ending) run 1: database or disk is full/,
+        );
+        nothingLeft(store, line, disk);
+      }),
+  );
+
+  it(
+    'an import ends in one line and leaves no run, or names the one it could not remove',
+    { skip: skipReason },
+    async () => {
+      const mcap = join(dir.path, 'source.mcap');
+      const exported = runCli(['export', '1', 'mcap', mcap, '--force'], {
+        SIMREC_STORE: await sourceStore(),
+      });
+      assert.equal(exported.status, 0, exported.stderr);
+      await onTinyDisk('1m', (disk) => {
+        const store = join(disk, 'import.db');
+        const r = runCli(['--store', store, 'import', 'mcap', mcap]);
+        const line = oneLine(r, /^simrec: .*import\.db: [a-z ]+ run 1: database or disk is full/);
+        nothingLeft(store, line, disk);
+      });
+    },
+  );
+
+  it(
+    'the LimSim export names its file and leaves nothing; the SODA.Sim export leaves no folder',
+    { skip: skipReason },
+    async () => {
+      const env = { SIMREC_STORE: await sourceStore() };
+      await onTinyDisk('200k', (disk) => {
+        const limsim = join(disk, 'run.db');
+        oneLine(
+          runCli(['export', String(sourceRun), 'limsim', limsim], env),
+          new RegExp(
+            `^simrec: ${limsim.replaceAll('.', '\\.')}: no space left on the device \\(database or disk is full\\)$`,
+          ),
+        );
+        const soda = join(disk, 'soda');
+        oneLine(
+          runCli(['export', String(sourceRun), 'soda', soda], env),
+          new RegExp(`^simrec: ${soda}/[\\w.]+: no space left on the device$`),
+        );
+        assert.equal(existsSync(soda), false, 'no folder left');
+        assert.deepEqual(readdirSync(disk), [], 'nothing at all left on the disk');
+      });
     },
   );
 });

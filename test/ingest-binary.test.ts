@@ -10,11 +10,12 @@ import {
   decodeFrameBody,
   encodeColumnsBody,
   encodeFrameBody,
+  FrameScratch,
   type ActorBlockCache,
 } from '../src/ingest/binary-batches.js';
 import { encodeFrame } from '../src/ingest/framing.js';
 import { IngestClient } from '../src/ingest/ingest-client.js';
-import type { ErrorMessage } from '../src/ingest/protocol.js';
+import { ProtocolError, type ErrorMessage } from '../src/ingest/protocol.js';
 import type { FieldDecl, Sample, StreamDecl } from '../src/model/stream.js';
 import {
   closedRun,
@@ -359,7 +360,7 @@ describe('actor lists kept between frames', () => {
       };
       const cached = encodeFrameBody('pose', frame, fields, clientCache);
       assert.deepEqual(cached, encodeFrameBody('pose', frame, fields), `frame ${i}: the same bytes`);
-      const read = decodeFrameBody(cached, () => fields, serverCache);
+      const read = decodeFrameBody(cached, { fieldsOf: () => fields, countNamed: () => 3 }, serverCache);
       assert.deepEqual(read.frame.actors, actors, `frame ${i}: its actors`);
       if (actors.length) assert.deepEqual([...(read.frame.columns.x as Float64Array)], [...frame.columns.x]);
       // A frame of no actors ends at its count: it has no columns (it had none to read before either).
@@ -525,6 +526,14 @@ describe('malformed binary batches', () => {
       {
         what: 'a frame with fewer actor ids than it counts',
         type: 'frame',
+        body: le(['str', 'state'], ['i64', 2_000_000], ['i64', 5], ['u32', 2], ['str', 'ego']),
+        code: 'bad_message',
+        field: 'actors[1]',
+        says: /a u16 count needs 2 bytes/,
+      },
+      {
+        what: 'a frame counting more actors than have a stream of its name',
+        type: 'frame',
         body: le(
           ['str', 'state'],
           ['i64', 2_000_000],
@@ -532,10 +541,19 @@ describe('malformed binary batches', () => {
           ['u32', 3],
           ['str', 'ego'],
           ['str', 'lead'],
+          ['str', 'ego'],
         ),
         code: 'bad_message',
-        field: 'actors[2]',
-        says: /a u16 count needs 2 bytes/,
+        field: 'actors',
+        says: /3 actors, expected at most the 2 whose "state" stream is declared/,
+      },
+      {
+        what: 'a frame of a stream name no actor declares',
+        type: 'frame',
+        body: le(['str', 'ghost'], ['i64', 2_000_000], ['i64', 5], ['u32', 1], ['str', 'ego']),
+        code: 'bad_message',
+        field: 'name',
+        says: /no stream named "ghost" is declared in this run/,
       },
       {
         what: 'a frame naming an actor without the stream',
@@ -552,9 +570,9 @@ describe('malformed binary batches', () => {
           ['f64', 1],
           ['f64', 2],
         ),
-        code: 'invalid',
-        field: 'run',
-        says: /has no declared stream "walker\/state" \(frame actor 1\)/,
+        code: 'bad_message',
+        field: 'actors[1]',
+        says: /stream "walker\/state" is not declared in this run/,
       },
       {
         what: 'a presence bitmap cut short',
@@ -693,6 +711,75 @@ describe('malformed binary batches', () => {
     assert.match(answer.message, /columns: a message of protocol 2; this session speaks protocol 1/);
     raw.send({ type: 'begin', seq: 2 });
     assert.equal((await raw.ack(2)).type, 'ack', 'the session goes on');
+    raw.destroy();
+  });
+});
+
+describe('a column the body cannot hold', () => {
+  const LIDAR: FieldDecl[] = [{ name: 'points', type: 'vec', length: 4096 }];
+  /** A frame of `lidar` listing `ids`, with the first column's id and no values after it. */
+  const frameWithoutValues = (ids: readonly string[]): Buffer =>
+    Buffer.concat([
+      le(['str', 'lidar'], ['i64', 1_000_000], ['i64', 0], ['u32', ids.length]),
+      ...ids.map((id) => le(['str', id])),
+      le(['u16', 1], ['u16', 0]),
+    ]);
+
+  it('is refused by name before an array is sized for it: a vec[4096] of 100,000 and 1,000,000 rows', () => {
+    const scratch = new FrameScratch();
+    const held = process.memoryUsage().arrayBuffers;
+    for (const rows of [100_000, 1_000_000]) {
+      // Empty actor ids: 2 bytes each, a frame of 200 KB (2 MB) announcing 3.2 GB (32 GB) of values.
+      const body = frameWithoutValues(new Array<string>(rows).fill(''));
+      assert.throws(
+        () => decodeFrameBody(body, { fieldsOf: () => LIDAR, countNamed: () => rows }, undefined, scratch),
+        (e: ProtocolError) =>
+          e instanceof ProtocolError &&
+          e.code === 'bad_message' &&
+          e.field === 'lidar.points' &&
+          e.message ===
+            `frame lidar.points: ${rows} rows of vec[4096] needs ${rows * 4096 * 8} bytes at byte ${body.length} of the body, which ends at byte ${body.length}`,
+      );
+    }
+    const grown = (process.memoryUsage().arrayBuffers - held) / 2 ** 20;
+    assert.ok(grown < 200, `${grown.toFixed(0)} MiB of arrays reserved for the frames' values`);
+  });
+
+  it('over the wire, from 20,000 declared actors, is refused as bad_message, not a fatal io error, and the server reserves nothing for it', async () => {
+    const { raw } = await rawSession();
+    const ids = Array.from({ length: 20_000 }, (_, i) => `car${i}`);
+    // In messages within maxBatchBytes (1 MiB of JSON each).
+    raw.send({ type: 'actors', seq: 5, actors: ids.map((id) => ({ id, kind: 'vehicle' })) });
+    for (let k = 0; k < 4; k++)
+      raw.send({
+        type: 'streams',
+        seq: 6 + k,
+        streams: ids
+          .slice(k * 5000, (k + 1) * 5000)
+          .map((actor) => ({ name: 'lidar', actor, fields: LIDAR })),
+      });
+    for (const seq of [5, 6, 7, 8, 9]) assert.equal((await raw.ack(seq)).type, 'ack');
+    const held = process.memoryUsage().arrayBuffers;
+    raw.send({ type: 'frame', seq: 10 }, frameWithoutValues(ids));
+    const answer = (await raw.ack(10)) as ErrorMessage;
+    const grown = (process.memoryUsage().arrayBuffers - held) / 2 ** 20;
+    assert.equal(answer.code, 'bad_message', answer.message);
+    assert.equal(answer.fatal, false);
+    assert.equal(answer.field, 'lidar.points');
+    assert.match(
+      answer.message,
+      /^frame lidar\.points: 20000 rows of vec\[4096\] needs 655360000 bytes at byte \d+/,
+    );
+    // 655 MB were reserved for the values before their size was checked.
+    assert.ok(grown < 200, `${grown.toFixed(0)} MiB of arrays reserved`);
+    // The session goes on: one car's points are kept.
+    const one = encodeFrameBody(
+      'lidar',
+      { t: 2_000_000, step: 1, actors: ['car7'], columns: { points: new Float64Array(4096).fill(1.5) } },
+      LIDAR,
+    );
+    raw.send({ type: 'frame', seq: 11 }, one);
+    assert.equal((await raw.ack(11)).type, 'ack');
     raw.destroy();
   });
 });

@@ -3,13 +3,16 @@
  * row and column, and leave no run behind. Also the LimSim++ variant, and the commands.
  */
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { pathToFileURL } from 'node:url';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import { importLimSim } from './helpers/formats.js';
 import { exportLimSim } from './helpers/formats.js';
 import { loadRoadNetwork } from '../src/roadnet/roadnet-attachment.js';
+import { openStore } from '../src/store/open-store.js';
 import {
   alteredFixture,
   LIMSIM_FIXTURE,
@@ -18,6 +21,9 @@ import {
   tableSql,
 } from './helpers/limsim-files.js';
 import { cliJson, runCli } from './helpers/run-cli.js';
+import { REPO_ROOT, SIMREC_BIN } from './helpers/paths.js';
+
+const PEAK_PRELOAD = pathToFileURL(join(REPO_ROOT, 'dist', 'test', 'helpers', 'peak-rss.js')).href;
 
 const tests = storeForTests('simrec-limsim-input-');
 const dir = { path: tests.dir };
@@ -102,6 +108,24 @@ describe('LimSim import: bad input', () => {
     );
   });
 
+  it('a lane of an edge edgeINFO does not have, and a shape that is not points, named with the file', async () => {
+    const file = alteredFixture(
+      dir.path,
+      'bad-edge.db',
+      `UPDATE laneINFO SET edgeID = 'nowhere' WHERE id = '-0.0.00_0'`,
+    );
+    await refused(file, /bad-edge\.db: laneINFO -0\.0\.00_0\.edgeID: no edgeINFO "nowhere"$/);
+    const shape = alteredFixture(
+      dir.path,
+      'bad-shape.db',
+      `UPDATE laneINFO SET rawShape = '1,2 north' WHERE id = '-0.0.00_0'`,
+    );
+    await refused(
+      shape,
+      /bad-shape\.db: laneINFO -0\.0\.00_0\.rawShape: expected points "x,y x,y", got "1,2 north"$/,
+    );
+  });
+
   it('reads columns by name, in any order', async () => {
     const file = alteredFixture(
       dir.path,
@@ -114,6 +138,92 @@ describe('LimSim import: bad input', () => {
     const ego = (await tests.store.listActors(run.id)).find((a) => a.id === '69')!;
     assert.equal(ego.extents?.length, 4.519999980926514);
     assert.equal(ego.attributes.vType, 'vehicle.nissan.patrol');
+  });
+});
+
+describe('LimSim import: hostile sizes and repeats', () => {
+  it('a lane of 40 M points (320 MB) is left out with a warning naming it, the import staying small; one of 50,000 is thinned', async () => {
+    // SQLite writes the shapes itself: the test never holds them.
+    const file = alteredFixture(
+      dir.path,
+      'long-lanes.db',
+      `UPDATE laneINFO SET rawShape = replace(hex(zeroblob(40000000)), '00', '1.5,2.5 ') WHERE id = '-0.0.00_0';
+       UPDATE laneINFO SET rawShape = replace(hex(zeroblob(50000)), '00', '1.5,2.5 ') || '9,9' WHERE id = '-0.0.00_1';`,
+    );
+    const store = join(dir.path, 'long-lanes-store.db');
+    const peakFile = join(dir.path, 'long-lanes.peak');
+    const r = spawnSync(
+      process.execPath,
+      ['--import', PEAK_PRELOAD, SIMREC_BIN, '--store', store, 'import', 'limsim', file, '--json'],
+      { encoding: 'utf8', env: { ...process.env, SIMREC_PEAK_RSS_FILE: peakFile }, timeout: 300_000 },
+    );
+    assert.equal(r.status, 0, r.stderr);
+    const peakMiB = Number(readFileSync(peakFile, 'utf8')) / 1024;
+    assert.ok(peakMiB < 600, `the import peaked at ${peakMiB.toFixed(0)} MiB`);
+    const { run, warnings } = JSON.parse(r.stdout) as { run: { id: number }; warnings: string[] };
+    assert.ok(
+      warnings.includes(
+        `${file}: laneINFO "-0.0.00_0".rawShape: 320000000 bytes of points, more than the 1048576 a lane's shape may take; the lane is left out of the road network`,
+      ),
+      warnings.join('\n'),
+    );
+    assert.ok(
+      warnings.includes(
+        `${file}: laneINFO -0.0.00_1.rawShape: 50001 points, more than 10000; thinned to 8335 (every 6th and the last)`,
+      ),
+      warnings.join('\n'),
+    );
+    const opened = await openStore(store);
+    const lanes = (await loadRoadNetwork(opened, run.id))!.lanes;
+    await opened.close();
+    assert.equal(
+      lanes.find((l) => l.id === '-0.0.00_0'),
+      undefined,
+      'left out',
+    );
+    const thinned = lanes.find((l) => l.id === '-0.0.00_1')!;
+    assert.equal(thinned.centerLine.length, 8335);
+    assert.deepEqual(thinned.centerLine.at(-1), [9, 9], 'its last point kept');
+  });
+
+  it('rows that repeat a (frame, vid) or (frame, id) are read once, the first, with a warning', async () => {
+    const file = alteredFixture(
+      dir.path,
+      'repeats.db',
+      `${unconstrained('frameINFO', FRAME_COLUMNS)}
+       INSERT INTO frameINFO SELECT frame, vid, vtag, x + 100, y, yaw, speed, accel, laneID, lanePos, routeIdx FROM frameINFO WHERE frame IN (700, 701);
+       ${unconstrained('trafficLightStates', 'frame INT, id TEXT, currPhase TEXT, nextPhase TEXT, switchTime REAL')}
+       INSERT INTO trafficLightStates SELECT * FROM trafficLightStates WHERE frame = 700;`,
+    );
+    const warnings: string[] = [];
+    const { run } = await importLimSim(tests.store, file, { warn: (m) => warnings.push(m) });
+    const repeated = tableRows(LIMSIM_FIXTURE, 'frameINFO').filter(
+      (r) => r.frame === 700 || r.frame === 701,
+    ).length;
+    assert.ok(
+      warnings.includes(
+        `frameINFO: ${repeated} rows repeat a (frame, vid) read before (the first: frame 700, vid "41"); the first row of each was kept`,
+      ),
+      warnings.join('\n'),
+    );
+    assert.ok(
+      warnings.some((w) =>
+        /^trafficLightStates: \d+ rows? repeats? a \(frame, id\) read before \(the first: frame 700, id "[^"]+"\); the first row of each was kept$/.test(
+          w,
+        ),
+      ),
+      warnings.join('\n'),
+    );
+    // What is kept is what the file without its repeats gives: the first row of each.
+    const plain = (await importLimSim(tests.store, LIMSIM_FIXTURE)).run;
+    for (const stream of ['69/state', '41/state']) {
+      const read = async (id: number): Promise<unknown[]> => {
+        const out: unknown[] = [];
+        for await (const batch of tests.store.readSamples({ run: id, stream })) out.push(...batch);
+        return out;
+      };
+      assert.deepStrictEqual(await read(run.id), await read(plain.id), stream);
+    }
   });
 });
 

@@ -167,6 +167,109 @@ describe('HTTP API', () => {
     }
   });
 
+  it('answers no route with a whole run: /states a minute by default and 500,000 samples at most, /samples and /trajectory 100,000 at a time, saying where the rest begins', async () => {
+    const own = tempDir('simrec-bounded-');
+    const local = await openStore(join(own.path, 'bounded.db'));
+    const begin = 1_750_000_000_000_000;
+    const rec = await RunRecorder.begin(local, { begin });
+    await rec.declareActors(['a1', 'a2'].map((id) => ({ id, kind: 'vehicle' })));
+    await rec.declareStreams(
+      ['a1', 'a2'].map((actor) => ({ name: 'state', actor, fields: [{ name: 'x', type: 'f64' as const }] })),
+    );
+    // Five minutes at 1 kHz: 300,000 samples an actor. The times stand still in threes from 200,000 on.
+    const n = 300_000;
+    const timeOf = (i: number): number =>
+      begin + (i < 200_000 ? i : 200_000 + Math.floor((i - 200_000) / 3) * 3) * 1000;
+    for (let k = 0; k < n; k += 10_000) {
+      const t = Float64Array.from({ length: 10_000 }, (_, i) => timeOf(k + i));
+      const x = Float64Array.from(t, (_, i) => k + i);
+      for (const actor of ['a1', 'a2'])
+        await rec.appendColumns(`${actor}/state`, { t, step: x, columns: { x } });
+    }
+    await rec.end('completed');
+    const localServer = await startServer({ store: local, port: 0 });
+    const fetchJson = async (path: string): Promise<{ status: number; body: any; bytes: number }> => {
+      const response = await fetch(new URL(path, localServer.url));
+      const text = await response.text();
+      return { status: response.status, body: JSON.parse(text), bytes: text.length };
+    };
+    try {
+      // Without `to`: a minute from `from` (the run's begin), not the five.
+      const minute = await fetchJson(`/api/runs/${rec.id}/states`);
+      assert.equal(minute.status, 200);
+      assert.deepEqual([minute.body.from, minute.body.to], [begin, begin + 60_000_000 - 1]);
+      assert.equal(minute.body.actors.a1.t.length, 60_000);
+      assert.equal(minute.body.actors.a2.x.at(-1), 59_999);
+      // The whole run asked for: 600,000 samples, over the limit, refused.
+      const whole = await fetchJson(`/api/runs/${rec.id}/states?from=${begin}&to=${begin + 400_000_000}`);
+      assert.equal(whole.status, 400);
+      assert.equal(
+        whole.body.error,
+        `states of run ${rec.id} from ${begin} to ${begin + 400_000_000}: more than 500000 samples in the window; ask for a shorter one (to - from)`,
+      );
+
+      // /samples and /trajectory: pages of at most `limit`, each ending where a time ends; `next` goes on.
+      for (const [route, limit, pages] of [
+        [`/api/runs/${rec.id}/samples?stream=a1%2Fstate`, 100_000, 3],
+        [`/api/runs/${rec.id}/trajectory/a2?`, 100_000, 3],
+        [`/api/runs/${rec.id}/samples?stream=a1%2Fstate&limit=7`, 7, 0],
+      ] as const) {
+        const seen: number[] = [];
+        let next: number | null = begin + 199_990_000;
+        let asked = 0;
+        if (pages) next = null;
+        do {
+          const page = await fetchJson(`${route}&limit=${limit}${next === null ? '' : `&from=${next}`}`);
+          assert.equal(page.status, 200, JSON.stringify(page.body));
+          assert.ok(page.body.samples.length <= limit, `${route}: ${page.body.samples.length} samples`);
+          if (page.body.next !== null) assert.ok(page.body.samples.at(-1).t < page.body.next);
+          for (const sample of page.body.samples) seen.push(sample.x);
+          next = page.body.next;
+          asked++;
+        } while (next !== null && (pages || asked < 20));
+        if (pages) {
+          assert.equal(asked, pages, `${route}: ${n} samples in pages of ${limit}`);
+          assert.deepEqual(
+            seen,
+            Array.from({ length: n }, (_, i) => i),
+            `${route}: each sample once, in order`,
+          );
+        } else {
+          // Pages of 7 where times come in threes: 6 a page, never a time cut in two.
+          assert.deepEqual(
+            seen.slice(0, 18),
+            Array.from({ length: 18 }, (_, i) => 199_990 + i),
+          );
+          assert.equal(asked, 20);
+        }
+      }
+      const first = await fetchJson(`/api/runs/${rec.id}/samples?stream=a1%2Fstate`);
+      assert.equal(first.body.samples.length, 100_000);
+      assert.equal(first.body.next, begin + 100_000_000);
+      assert.ok(first.bytes < 10_000_000, `${first.bytes} bytes`);
+      for (const [path, says] of [
+        [
+          `/api/runs/${rec.id}/samples?stream=a1%2Fstate&limit=0`,
+          /query parameter limit: expected 1 to 100000 samples, got 0/,
+        ],
+        [`/api/runs/${rec.id}/samples?stream=a1%2Fstate&limit=100001`, /got 100001/],
+        [
+          `/api/runs/${rec.id}/samples?stream=a1%2Fstate&limit=2&from=${begin + 200_000_000}`,
+          /more than 2 samples at t=\d+; ask with a larger limit/,
+        ],
+        [`/api/runs/${rec.id}/trajectory/nobody`, /run \d+ has no actor "nobody"/],
+      ] as const) {
+        const r = await fetchJson(path);
+        assert.ok(r.status === 400 || r.status === 404, `${path}: ${r.status}`);
+        assert.match(r.body.error, says);
+      }
+    } finally {
+      await localServer.close();
+      await local.close();
+      own.cleanup();
+    }
+  });
+
   it('serves states column by column, scenes, samples and trajectories', async () => {
     const run = (await get(`/api/runs/${synthetic}`)).body.run;
     const states = await get(`/api/runs/${synthetic}/states?from=${run.begin}&to=${run.begin + 1_000_000}`);

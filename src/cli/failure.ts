@@ -89,6 +89,9 @@ function describeSystemError(error: SystemError, pathNamed = ''): Failure | null
       return failure(`${path || where}: permission denied`);
     case 'ENOSPC':
       return failure(`${path || 'the disk'}: no space left on the device`);
+    case 'SQLITE_FULL':
+      // SQLite's "database or disk is full", from a database a command writes (an export's).
+      return failure(`${path || 'the database'}: no space left on the device (database or disk is full)`);
     case 'EADDRINUSE':
       return failure(
         `${where}: the port is already in use (choose another with --port, or 0 for a free one)`,

@@ -16,6 +16,7 @@ import {
 import type { StoreBackend } from '../model/store-port.js';
 import type { StreamDecl } from '../model/stream.js';
 import { MICROS_PER_SECOND } from '../model/units.js';
+import { removeFailedRun } from '../record/failed-run.js';
 import { RunRecorder } from '../record/run-recorder.js';
 import { readRoadNetwork, readRoadNetworkFile } from '../roadnet/read-roadnet.js';
 import { attachRoadNetwork } from '../roadnet/roadnet-attachment.js';
@@ -145,7 +146,7 @@ export async function recordDemoRun(
     };
   } catch (error) {
     await recorder.end('inner_error').catch(() => {});
-    throw error;
+    throw await removeFailedRun(store, recorder.id, error);
   }
 }
 
@@ -223,6 +224,12 @@ async function driveTraffic(
   let actorSteps = 0;
   let checkpoint: Promise<void> = Promise.resolve();
   let departures: Promise<void> = Promise.resolve();
+  /**
+   * The first write that failed: a step's writes are awaited only at the checkpoints, and one that fails
+   * between them (a full disk) is met at the next step, not left to end the process as a rejection
+   * nobody awaited.
+   */
+  const failure: { failed: boolean; error?: unknown } = { failed: false };
   // Kept from step to step: appendFrame copies a frame's values before it returns.
   const egos = new EgoColumns();
   const signals = {
@@ -232,6 +239,7 @@ async function driveTraffic(
     timeToSwitch: new Float64Array(lightIds.length),
   };
   for (let step = 0; step <= steps; step++) {
+    if (failure.failed) throw failure.error;
     const t = begin + Math.round((step / rateHz) * MICROS_PER_SECOND);
     if (step > 0) {
       const departed: Vehicle[] = [];
@@ -332,6 +340,11 @@ async function driveTraffic(
         : undefined,
       departures,
     ]).then(() => {});
+    durable.catch((error: unknown) => {
+      if (failure.failed) return;
+      failure.failed = true;
+      failure.error = error;
+    });
     departures = Promise.resolve();
     const perSecond = Math.max(1, Math.round(rateHz));
     if (step % perSecond === 0) onProgress?.(step / steps);

@@ -15,7 +15,7 @@ import { describeValue } from '../model/errors.js';
 import { checkJsonValue } from '../model/json.js';
 import type { FieldDecl, FieldType } from '../model/stream.js';
 import { ByteWriter } from '../store/common/bytes.js';
-import { ProtocolError } from './protocol.js';
+import { MAX_NAME_BYTES, MAX_STREAM_ID_BYTES, ProtocolError } from './protocol.js';
 
 /** The bytes one row of a field takes (vec: per component); strings and JSON are length-prefixed. */
 export const VALUE_LAYOUT: Record<FieldType, { bytes: number; wire: string }> = {
@@ -330,8 +330,19 @@ class Reader {
       );
     return hi * 4294967296 + lo;
   }
-  str16(field: string): string {
+  /** A str16 name of at most `max` bytes: a longer one is refused before it is decoded. */
+  name(field: string, max: number, what = 'a name'): string {
     const n = this.u16(field);
+    if (n > max) {
+      // A prefix, enough for describeValue to shorten with its "...".
+      const prefix = new TextDecoder().decode(
+        this.bytes.subarray(this.offset, this.offset + Math.min(n, 61)),
+      );
+      throw this.fail(
+        field,
+        `expected ${what} of at most ${max} bytes of UTF-8, got ${n} bytes (${describeValue(prefix)})`,
+      );
+    }
     return this.text(n, field);
   }
   text(n: number, field: string): string {
@@ -440,14 +451,14 @@ function readColumn(
   const what = `${rows} rows of ${field.type}`;
   switch (field.type) {
     case 'f64':
-      return r.f64s(rows, where, what, scratch?.column(k, rows));
-    case 'vec':
-      return r.f64s(
-        rows * field.length!,
-        where,
-        `${what}[${field.length}]`,
-        scratch?.column(k, rows * field.length!),
-      );
+    case 'vec': {
+      // The bytes are looked for before an array is sized for them: a count the body cannot hold
+      // (a vec[4096] of 100,000 rows in a 200 KB frame) must not reserve what it announces.
+      const count = field.type === 'vec' ? rows * field.length! : rows;
+      const whatAll = field.type === 'vec' ? `${what}[${field.length}]` : what;
+      r.need(count * 8, where, whatAll);
+      return r.f64s(count, where, whatAll, scratch?.column(k, count));
+    }
     case 'i64':
       return r.i64s(rows, where, what);
     case 'f32':
@@ -526,7 +537,7 @@ export function decodeColumnsBody(
   const count = r.u16('streams');
   const out: { stream: string; input: ColumnBatchInput }[] = [];
   for (let s = 0; s < count; s++) {
-    const stream = r.str16(`streams[${s}]`);
+    const stream = r.name(`streams[${s}]`, MAX_STREAM_ID_BYTES, 'a stream id');
     const fields = fieldsOf(stream);
     if (!fields) throw r.fail(`streams[${s}]`, `stream ${describeValue(stream)} is not declared in this run`);
     const rows = r.u32(`${stream}.rows`);
@@ -538,20 +549,44 @@ export function decodeColumnsBody(
   return out;
 }
 
-/** A `frame` body as the recorder's frame; the field ids are those of the first actor's stream. */
+/** What a `frame` body is decoded against: the streams of the run the session may write. */
+export interface FrameStreams {
+  /** A stream's declared fields, once the session may write to it; undefined if it is not declared. */
+  fieldsOf(stream: string, where: string): readonly FieldDecl[] | undefined;
+  /** How many actors' streams named `name` are declared: a frame lists at most that many actors. */
+  countNamed(name: string): number;
+}
+
+/**
+ * A `frame` body as the recorder's frame; the field ids are those of the first actor's stream. Its name
+ * is looked up and its actor count checked against the streams of that name before any actor id is
+ * decoded, and each id against its stream as it is decoded: a frame of ids never declared costs the
+ * server no more than its first one. Only a list whose every stream was found is kept in `cache`.
+ */
 export function decodeFrameBody(
   body: Uint8Array,
-  fieldsOf: (stream: string) => readonly FieldDecl[] | undefined,
+  streams: FrameStreams,
   cache?: Map<string, ActorBlockCache>,
   /** Reused arrays for the float64 columns: the frame must be appended before the next is decoded. */
   scratch?: FrameScratch,
 ): { name: string; frame: FrameInput } {
   const r = new Reader(body, 'frame');
-  const name = r.str16('name');
+  const name = r.name('name', MAX_NAME_BYTES, 'a stream name');
   const t = r.i64('t');
   const step = r.i64('step');
   const blockStart = r.offset;
   const n = r.u32('actors');
+  if (n === 0) {
+    r.end();
+    return { name, frame: { t, step, actors: [], columns: {} } };
+  }
+  const declared = streams.countNamed(name);
+  if (declared === 0) throw r.fail('name', `no stream named ${describeValue(name)} is declared in this run`);
+  if (n > declared)
+    throw r.fail(
+      'actors',
+      `${n} actors, expected at most the ${declared} whose ${describeValue(name)} stream is declared`,
+    );
   // Each actor id takes at least its two length bytes: a count the body cannot hold is refused first.
   r.need(n * 2, 'actors', `${n} actor ids`);
   // The same actors as this stream's last frame (byte for byte): their ids, decoded then, are reused.
@@ -562,14 +597,18 @@ export function decodeFrameBody(
     r.offset = blockStart + known.bytes.byteLength;
   } else {
     actors = new Array(n);
-    for (let i = 0; i < n; i++) actors[i] = r.str16(`actors[${i}]`);
+    for (let i = 0; i < n; i++) {
+      const actor = r.name(`actors[${i}]`, MAX_NAME_BYTES, 'an actor id');
+      if (!streams.fieldsOf(`${actor}/${name}`, `actors[${i}]`))
+        throw r.fail(
+          `actors[${i}]`,
+          `stream ${describeValue(`${actor}/${name}`)} is not declared in this run`,
+        );
+      actors[i] = actor;
+    }
     cache?.set(name, { actors, bytes: r.copy(blockStart, r.offset) });
   }
-  if (n === 0) {
-    r.end();
-    return { name, frame: { t, step, actors, columns: {} } };
-  }
-  const fields = fieldsOf(`${actors[0]}/${name}`);
+  const fields = streams.fieldsOf(`${actors[0]}/${name}`, 'actors[0]');
   if (!fields)
     throw r.fail('actors[0]', `stream ${describeValue(`${actors[0]}/${name}`)} is not declared in this run`);
   const columns = readColumns(r, fields, n, name, scratch);

@@ -37,7 +37,17 @@ export function encodeFrame(header: object, body?: Uint8Array): Buffer {
   return out;
 }
 
-export function decodeMessage(bytes: Uint8Array): DecodedMessage {
+/** A JSON header longer than the server decodes at once is refused unread: it would block it. */
+function checkHeaderBytes(length: number, maxHeaderBytes: number): void {
+  if (length > maxHeaderBytes)
+    throw new ProtocolError(
+      'frame_too_large',
+      `frame: a JSON header of ${length} bytes exceeds the limit of ${maxHeaderBytes} bytes (maxBatchBytes)`,
+      { fatal: true },
+    );
+}
+
+export function decodeMessage(bytes: Uint8Array, maxHeaderBytes = Infinity): DecodedMessage {
   if (bytes.byteLength < LENGTH_BYTES)
     throw new ProtocolError(
       'bad_frame',
@@ -54,6 +64,7 @@ export function decodeMessage(bytes: Uint8Array): DecodedMessage {
       `frame: header length ${headerLength} exceeds the ${bytes.byteLength - LENGTH_BYTES} bytes that follow it`,
       { fatal: true },
     );
+  checkHeaderBytes(headerLength, maxHeaderBytes);
   const headerBytes = bytes.subarray(LENGTH_BYTES, LENGTH_BYTES + headerLength);
   const bodyStart = LENGTH_BYTES + headerLength;
   const body = bodyStart < bytes.byteLength ? bytes.subarray(bodyStart) : null;
@@ -61,9 +72,10 @@ export function decodeMessage(bytes: Uint8Array): DecodedMessage {
 }
 
 /** A header sent alone, as a WebSocket text message. */
-export function decodeHeaderText(text: string): DecodedMessage {
+export function decodeHeaderText(bytes: Buffer, maxHeaderBytes = Infinity): DecodedMessage {
+  checkHeaderBytes(bytes.length, maxHeaderBytes);
   try {
-    return { header: JSON.parse(text), body: null };
+    return { header: JSON.parse(bytes.toString('utf8')), body: null };
   } catch (error) {
     throw new ProtocolError('bad_frame', `frame: the header is not JSON (${(error as Error).message})`, {
       fatal: true,

@@ -300,6 +300,20 @@ export class IngestClient {
           `${String(header.type)}: ${bytes} bytes exceeds the server's limit of ${limit}`,
         ),
       );
+    // What the server decodes at once (a server from before the limit announces none).
+    const batchLimit = this.welcome?.maxBatchBytes ?? Infinity;
+    const headerBytes = message.readUInt32BE(0);
+    const decoded =
+      header.type === 'columns' || header.type === 'frame'
+        ? Math.max(headerBytes, body?.byteLength ?? 0)
+        : headerBytes;
+    if (decoded > batchLimit)
+      return Promise.reject(
+        new IngestError(
+          'frame_too_large',
+          `${String(header.type)}: ${decoded} bytes of ${decoded === headerBytes ? 'JSON header' : 'body'} exceeds the server's limit of ${batchLimit} (maxBatchBytes); send it in several messages`,
+        ),
+      );
     this.nextSeq++;
     const promise = new Promise<AckMessage>((resolve, reject) => {
       this.entries.set(seq, { seq, message, bytes, sent: false, resolve, reject });

@@ -5,6 +5,7 @@
  * ingest-session.ts.
  */
 import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { describeValue } from '../model/errors.js';
 import type { JsonObject } from '../model/json.js';
 import type { EndReason } from '../model/run.js';
 import type { StoreBackend } from '../model/store-port.js';
@@ -19,6 +20,7 @@ import {
   type SharedRun,
 } from './ingest-session.js';
 import {
+  DEFAULT_MAX_BATCH_BYTES,
   messageRef,
   parseClientMessage,
   ProtocolError,
@@ -32,6 +34,11 @@ export interface IngestServerOptions {
   /** When set, a hello without this token is refused. */
   token?: string;
   maxFrameBytes?: number;
+  /**
+   * The most bytes of a message's JSON header (more is a fatal `frame_too_large`, before it is parsed)
+   * and of a `columns` or `frame` body (more is refused): 1 MiB, what the main thread decodes at once.
+   */
+  maxBatchBytes?: number;
   /** The credit window: sequenced messages (and their bytes) a client may have unanswered. */
   window?: { messages?: number; bytes?: number };
   /** How often the server pings; a connection silent for `idleTimeoutMs` is dropped. */
@@ -81,11 +88,14 @@ export interface IngestStats {
   sessions: number;
   connections: number;
   runs: number[];
+  /** Answers the sessions keep for a resume: errors and the acks that carry a run. */
+  keptAnswers: number;
 }
 
 export class IngestServer implements SessionHost {
   readonly window: { messages: number; bytes: number };
   readonly maxFrameBytes: number;
+  readonly maxBatchBytes: number;
   readonly keepaliveMs: number;
   readonly resumeGraceMs: number;
   readonly flow: FlowLimits;
@@ -108,6 +118,7 @@ export class IngestServer implements SessionHost {
     this.store = options.store;
     this.token = options.token === undefined ? null : Buffer.from(options.token, 'utf8');
     this.maxFrameBytes = options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES;
+    this.maxBatchBytes = Math.min(options.maxBatchBytes ?? DEFAULT_MAX_BATCH_BYTES, this.maxFrameBytes);
     this.window = {
       // Deep enough that a client keeps sending while the group commit before makes its messages
       // durable: a window of 256 one-step frames held the binary ingest bench about 15% below 1,024's,
@@ -277,7 +288,7 @@ export class IngestServer implements SessionHost {
       if (!session)
         throw new ProtocolError(
           'unknown_session',
-          `hello.resume.session: no session ${JSON.stringify(hello.resume.session)} (it ended, or the server restarted)`,
+          `hello.resume.session: no session ${describeValue(hello.resume.session)} (it ended, or the server restarted)`,
           { field: 'resume.session', fatal: true },
         );
       await session.attach(connection, hello.resume.pending, true);
@@ -350,6 +361,7 @@ export class IngestServer implements SessionHost {
       sessions: this.sessions.size,
       connections: [...this.sessions.values()].filter((s) => s.attached).length + this.greeting.size,
       runs: [...this.runs.keys()],
+      keptAnswers: [...this.sessions.values()].reduce((sum, s) => sum + s.keptAnswers, 0),
     };
   }
 

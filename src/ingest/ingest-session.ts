@@ -4,7 +4,7 @@
  * (resending what was not answered, which the sequence numbers dedupe); one that does not leaves its
  * run closed as `interrupted`, with everything acknowledged kept.
  */
-import { SimrecError } from '../model/errors.js';
+import { clipText, describeValue, SimrecError } from '../model/errors.js';
 import { validateAttachment, type Attachment } from '../model/attachment.js';
 import type { ActorDecl, EndReason, SimulatorInfo } from '../model/run.js';
 import type { StreamAppend } from '../model/store-port.js';
@@ -50,6 +50,8 @@ export interface SharedRun {
 export interface SessionHost {
   readonly window: { messages: number; bytes: number };
   readonly maxFrameBytes: number;
+  /** The most bytes of a JSON header, or of a `columns` or `frame` body (protocol.ts DEFAULT_MAX_BATCH_BYTES). */
+  readonly maxBatchBytes: number;
   readonly keepaliveMs: number;
   readonly resumeGraceMs: number;
   isRecording(): boolean;
@@ -79,8 +81,19 @@ const EXTENSIONS: Record<string, string> = {
   'application/octet-stream': '.bin',
 };
 
-/** Enough answers to replay what a client may have missed: it never has more than a window open. */
+/**
+ * How far back answers are kept to replay what a client may have missed: it never has more than a
+ * window open. Only answers other than a plain ack are kept (a plain ack is answered again from its
+ * number), each an error of at most MAX_ERROR_CHARS: a session keeps at most a few MiB of them.
+ */
 const answersKept = (window: number): number => window * 2 + 16;
+
+/**
+ * The longest error message, and field path, the server sends: a safety net under the messages, which
+ * quote at most a prefix of what they name (describeValue, clipText). An error carries one line.
+ */
+export const MAX_ERROR_CHARS = 1000;
+export const MAX_ERROR_FIELD_CHARS = 200;
 
 export class IngestSession {
   readonly id: string;
@@ -97,12 +110,13 @@ export class IngestSession {
   /** Sends acks in sequence order, each once its write is durable. */
   private answered: Promise<void> = Promise.resolve();
   private readonly answers = new Map<number, AckMessage | ErrorMessage>();
-  /** The actor ids of the last frame of each stream name, decoded once (binary-batches.ts). */
+  /**
+   * The actor ids of the last frame of each stream name, decoded once (binary-batches.ts): kept only
+   * for a list whose every stream was found declared and this session's, in the run it records now.
+   */
   private readonly frameActors = new Map<string, ActorBlockCache>();
   /** The arrays this session's frames are decoded into (appended at once, then free again). */
   private readonly frameScratch = new FrameScratch();
-  /** Actor lists of frames whose streams were found to be this session's, and for which run and name. */
-  private readonly ownedFrameActors = new WeakMap<readonly string[], { run: SharedRun; name: string }>();
   private readonly sizes = new Map<number, number>();
   private inflightBytes = 0;
   private graceTimer: NodeJS.Timeout | null = null;
@@ -119,6 +133,11 @@ export class IngestSession {
 
   get runId(): number | null {
     return this.run?.recorder.id ?? null;
+  }
+
+  /** Answers kept for a resume (errors, and the acks of begin, join and end). */
+  get keptAnswers(): number {
+    return this.answers.size;
   }
 
   get attached(): boolean {
@@ -157,6 +176,7 @@ export class IngestSession {
       run: this.runId,
       window: this.host.window,
       maxFrameBytes: this.host.maxFrameBytes,
+      maxBatchBytes: this.host.maxBatchBytes,
       keepaliveMs: this.host.keepaliveMs,
       recording: this.host.isRecording(),
     });
@@ -202,6 +222,15 @@ export class IngestSession {
           'bad_message',
           `${message.type}: a message of protocol ${since}; this session speaks protocol ${this.protocol} (say it in hello)`,
           { field: 'type' },
+        );
+      if (
+        (message.type === 'columns' || message.type === 'frame') &&
+        message.body.byteLength > this.host.maxBatchBytes
+      )
+        throw new ProtocolError(
+          'bad_message',
+          `${message.type}: ${message.body.byteLength} bytes of body, expected at most ${this.host.maxBatchBytes} (maxBatchBytes; send the rows in several messages)`,
+          { field: 'body' },
         );
     } catch (error) {
       // A refused message still uses up its sequence number, so that the client's numbering goes on.
@@ -303,7 +332,8 @@ export class IngestSession {
     if (seq !== undefined && this.sizes.has(seq)) {
       this.inflightBytes -= this.sizes.get(seq)!;
       this.sizes.delete(seq);
-      this.answers.set(seq, message);
+      if (message.type === 'error' || message.run !== undefined || message.closed !== undefined)
+        this.answers.set(seq, message);
       const oldest = seq - answersKept(this.host.window.messages);
       for (const kept of this.answers.keys()) {
         if (kept > oldest) break;
@@ -358,6 +388,7 @@ export class IngestSession {
       if (m.metadata !== undefined) init.metadata = m.metadata;
       if (m.begin !== undefined) init.begin = m.begin;
       this.run = await this.host.beginRun(this, init);
+      this.frameActors.clear();
       this.ackWhen(m.seq, Promise.resolve(), { run: this.run.recorder.id });
       return;
     }
@@ -374,6 +405,7 @@ export class IngestSession {
         });
       run.participants.add(this);
       this.run = run;
+      this.frameActors.clear();
       this.ackWhen(m.seq, Promise.resolve(), { run: m.run });
       return;
     }
@@ -409,7 +441,7 @@ export class IngestSession {
           if (sensor.actor !== undefined && !run.owners.has(`actor:${sensor.actor}`))
             throw new ProtocolError(
               'invalid',
-              `sensors[${i}].actor: actor ${JSON.stringify(sensor.actor)} is not declared`,
+              `sensors[${i}].actor: actor ${describeValue(sensor.actor)} is not declared`,
               {
                 field: `sensors[${i}].actor`,
               },
@@ -434,38 +466,39 @@ export class IngestSession {
       case 'samples': {
         const appends: StreamAppend[] = [];
         for (const [stream, samples] of Object.entries(m.samples)) {
+          const field = `samples.${clipText(stream)}`;
           if (!run.owners.has(`stream:${stream}`))
             throw new ProtocolError(
               'invalid',
-              `samples.${stream}: run ${recorder.id} has no declared stream ${JSON.stringify(stream)}`,
-              { field: `samples.${stream}` },
+              `${field}: run ${recorder.id} has no declared stream ${describeValue(stream)}`,
+              { field },
             );
-          this.checkOwner(run, `stream:${stream}`, `samples.${stream}`);
+          this.checkOwner(run, `stream:${stream}`, field);
           appends.push({ stream, samples });
         }
         this.ackWhen(m.seq, recorder.appendMany(appends));
         return;
       }
       case 'columns': {
-        const batches = decodeColumnsBody(m.body, (stream) => this.writable(run, stream, 'columns'));
+        const batches = decodeColumnsBody(m.body, (stream) =>
+          this.writable(run, stream, `columns.${clipText(stream)}`),
+        );
         this.ackWhen(m.seq, recorder.appendColumnsMany(batches));
         return;
       }
       case 'frame': {
+        // Each actor's stream is found declared and this session's as its id is decoded; a stream's
+        // owner is set when it is declared and kept for the run, so a list kept in frameActors (of
+        // this run: it is emptied when the run changes) need not be looked up again.
         const { name, frame } = decodeFrameBody(
           m.body,
-          (stream) => this.writable(run, stream, 'frame'),
+          {
+            fieldsOf: (stream, where) => this.writable(run, stream, `frame.${where}`),
+            countNamed: (streamName) => run.recorder.actorStreamsNamed(streamName),
+          },
           this.frameActors,
           this.frameScratch,
         );
-        // A stream's owner is set when it is declared and kept for the run: an actor list found to be
-        // this session's (the same array: see frameActors) need not be looked up again.
-        const checked = this.ownedFrameActors.get(frame.actors);
-        if (checked?.run !== run || checked.name !== name) {
-          for (const [i, actor] of frame.actors.entries())
-            this.checkOwner(run, `stream:${actor}/${name}`, `frame.actors[${i}]`);
-          this.ownedFrameActors.set(frame.actors, { run, name });
-        }
         this.ackWhen(m.seq, recorder.appendFrame(name, frame));
         return;
       }
@@ -486,7 +519,7 @@ export class IngestSession {
         if (!run.owners.has(`actor:${m.actor}`))
           throw new ProtocolError(
             'invalid',
-            `${m.type}.actor: actor ${JSON.stringify(m.actor)} is not declared`,
+            `${m.type}.actor: actor ${describeValue(m.actor)} is not declared`,
             {
               field: 'actor',
             },
@@ -522,7 +555,7 @@ export class IngestSession {
     if (!sensor)
       throw new ProtocolError(
         'invalid',
-        `capture.sensor: sensor ${JSON.stringify(m.sensor)} is not declared`,
+        `capture.sensor: sensor ${describeValue(m.sensor)} is not declared`,
         { field: 'sensor' },
       );
     this.checkOwner(run, `actor:${m.sensor}`, 'sensor');
@@ -545,9 +578,9 @@ export class IngestSession {
   }
 
   /** A stream's declared fields, once this session may write to it; undefined if it is not declared. */
-  private writable(run: SharedRun, stream: string, type: string): readonly FieldDecl[] | undefined {
+  private writable(run: SharedRun, stream: string, field: string): readonly FieldDecl[] | undefined {
     const fields = run.recorder.streamFields(stream);
-    if (fields) this.checkOwner(run, `stream:${stream}`, `${type}.${stream}`);
+    if (fields) this.checkOwner(run, `stream:${stream}`, field);
     return fields;
   }
 
@@ -561,7 +594,7 @@ export class IngestSession {
     if (owner !== undefined && owner !== this)
       throw new ProtocolError(
         'conflict',
-        `${field}: ${key.replace(':', ' ')} belongs to another connection of run ${run.recorder.id} (session ${owner.id})`,
+        `${field}: ${key.slice(0, key.indexOf(':'))} ${describeValue(key.slice(key.indexOf(':') + 1))} belongs to another connection of run ${run.recorder.id} (session ${owner.id})`,
         { field },
       );
   }
@@ -592,9 +625,10 @@ function errorMessage(
   fatal: boolean,
   field?: string,
 ): ErrorMessage {
-  const out: ErrorMessage = { type: 'error', code, message, fatal };
+  const oneLine = (text: string, max: number): string => clipText(text.replace(/\s*\n\s*/g, ' '), max);
+  const out: ErrorMessage = { type: 'error', code, message: oneLine(message, MAX_ERROR_CHARS), fatal };
   if (ref.type !== undefined || ref.seq !== undefined) out.ref = ref;
-  if (field !== undefined) out.field = field;
+  if (field !== undefined) out.field = oneLine(field, MAX_ERROR_FIELD_CHARS);
   return out;
 }
 

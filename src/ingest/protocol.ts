@@ -6,7 +6,7 @@
  * fields); the model validates the content (samples, actors, stream schemas) when it is applied, so
  * each rule lives in one place.
  */
-import { describeValue } from '../model/errors.js';
+import { clipText, describeValue } from '../model/errors.js';
 import type { JsonObject } from '../model/json.js';
 import type { ActorDecl, EndReason, SimulatorInfo } from '../model/run.js';
 import type { Sample, StreamDecl } from '../model/stream.js';
@@ -17,6 +17,21 @@ export const PROTOCOL_VERSION = 2;
 export const PROTOCOL_VERSIONS: readonly number[] = [1, 2];
 /** Messages that exist from a version on. */
 export const SINCE_VERSION: Record<string, number> = { columns: 2, frame: 2 };
+
+/**
+ * The longest actor id, stream name, field name, sensor id or attachment name a message may carry, in
+ * UTF-8 bytes: a name is quoted in errors and kept per run, so one of any length cost the server
+ * memory and time in proportion. A stream id (`actor/name`) may take two names and the slash.
+ */
+export const MAX_NAME_BYTES = 256;
+export const MAX_STREAM_ID_BYTES = 2 * MAX_NAME_BYTES + 1;
+/**
+ * The most bytes a message's JSON header, or a `columns` or `frame` body, may take: what the server
+ * decodes and validates on its main thread in one go (1 to 5 ms for a MiB of numbers, 15 to 90 ms for
+ * a MiB of empty strings or one-character JSON values). A capture's or attachment's body is only copied, and may take up
+ * to maxFrameBytes.
+ */
+export const DEFAULT_MAX_BATCH_BYTES = 1024 * 1024;
 
 /** The codes an `error` message carries; clients branch on these, people read the text. */
 export const ERROR_CODES = [
@@ -209,6 +224,8 @@ export interface WelcomeMessage {
   /** At most this many sequenced messages, and this many bytes of them, may await their answer. */
   window: { messages: number; bytes: number };
   maxFrameBytes: number;
+  /** The most bytes of a message's JSON header, and of a `columns` or `frame` body. */
+  maxBatchBytes: number;
   keepaliveMs: number;
   /** False while the server's "record every run" switch is off. */
   recording: boolean;
@@ -309,6 +326,36 @@ function optional<T>(
   return m[field] === undefined ? undefined : need<T>(m, field, check, expected);
 }
 
+/**
+ * Refuses a name or id over `max` bytes of UTF-8 (MAX_NAME_BYTES). Its length in characters is counted
+ * first: a string longer in characters is longer in bytes, and is not encoded to find out.
+ */
+function checkName(type: string, field: string, value: unknown, max = MAX_NAME_BYTES, what = 'a name'): void {
+  if (typeof value !== 'string') return;
+  if (value.length <= max / 3) return; // at most 3 bytes of UTF-8 per UTF-16 unit
+  const size = value.length > max ? value.length : Buffer.byteLength(value, 'utf8');
+  if (size > max)
+    throw new ProtocolError(
+      'bad_message',
+      `${type === field ? type : `${type}.${field}`}: expected ${what} of at most ${max} bytes of UTF-8, got ${value.length > max ? `${value.length} characters` : `${size} bytes`} (${describeValue(value)})`,
+      { field },
+    );
+}
+
+/** The names a declaration carries (actors' ids; streams' names, actors and fields' names), bounded. */
+function checkDeclaredNames(type: 'actors' | 'streams', list: unknown[]): void {
+  list.forEach((item, i) => {
+    if (!isObject(item)) return; // the model names what is wrong with it
+    if (type === 'actors') return checkName(type, `actors[${i}].id`, item.id);
+    checkName(type, `streams[${i}].name`, item.name);
+    checkName(type, `streams[${i}].actor`, item.actor);
+    if (Array.isArray(item.fields))
+      item.fields.forEach((f: unknown, k) => {
+        if (isObject(f)) checkName(type, `streams[${i}].fields[${k}].name`, f.name);
+      });
+  });
+}
+
 const isString = (v: unknown): boolean => typeof v === 'string';
 const isNonEmpty = (v: unknown): boolean => typeof v === 'string' && v !== '';
 const isInteger = (v: unknown): boolean => Number.isSafeInteger(v);
@@ -346,6 +393,8 @@ export function parseClientMessage(header: unknown, body: Uint8Array | null): Cl
       const simulator = need<Fields>(m, 'simulator', isObject, 'an object {name, version?}');
       if (!isNonEmpty(simulator.name))
         throw bad('hello', 'simulator.name', 'a non-empty string', simulator.name);
+      checkName('hello', 'simulator.name', simulator.name);
+      checkName('hello', 'simulator.version', simulator.version);
       if (simulator.version !== undefined && !isString(simulator.version))
         throw bad('hello', 'simulator.version', 'a string', simulator.version);
       const hello: HelloMessage = {
@@ -380,18 +429,26 @@ export function parseClientMessage(header: unknown, body: Uint8Array | null): Cl
       };
     case 'join':
       return { type, seq: m.seq as number, run: need(m, 'run', isSeq, 'a run id') };
-    case 'actors':
-      return { type, seq: m.seq as number, actors: need(m, 'actors', isArray, 'an array of actors') };
-    case 'streams':
-      return { type, seq: m.seq as number, streams: need(m, 'streams', isArray, 'an array of streams') };
+    case 'actors': {
+      const actors = need<ActorDecl[]>(m, 'actors', isArray, 'an array of actors');
+      checkDeclaredNames(type, actors);
+      return { type, seq: m.seq as number, actors };
+    }
+    case 'streams': {
+      const streams = need<StreamDecl[]>(m, 'streams', isArray, 'an array of streams');
+      checkDeclaredNames(type, streams);
+      return { type, seq: m.seq as number, streams };
+    }
     case 'sensors': {
       const sensors = need<unknown[]>(m, 'sensors', isArray, 'an array of sensors');
       return { type, seq: m.seq as number, sensors: sensors.map((s, i) => parseSensor(s, `sensors[${i}]`)) };
     }
     case 'samples': {
       const samples = need<Fields>(m, 'samples', isObject, 'an object of stream id -> array of samples');
-      for (const [stream, list] of Object.entries(samples))
-        if (!Array.isArray(list)) throw bad(type, `samples.${stream}`, 'an array of samples', list);
+      for (const [stream, list] of Object.entries(samples)) {
+        checkName(type, 'samples', stream, MAX_STREAM_ID_BYTES, 'stream ids');
+        if (!Array.isArray(list)) throw bad(type, `samples.${clipText(stream)}`, 'an array of samples', list);
+      }
       return { type, seq: m.seq as number, samples: samples as Record<string, Sample[]> };
     }
     case 'columns':
@@ -402,6 +459,8 @@ export function parseClientMessage(header: unknown, body: Uint8Array | null): Cl
         });
       return { type, seq: m.seq as number, body };
     case 'capture':
+      checkName(type, 'sensor', m.sensor);
+      checkName(type, 'name', m.name);
       return {
         type,
         seq: m.seq as number,
@@ -412,6 +471,7 @@ export function parseClientMessage(header: unknown, body: Uint8Array | null): Cl
         ...blobFields(m, body),
       };
     case 'attach':
+      checkName(type, 'name', m.name);
       return {
         type,
         seq: m.seq as number,
@@ -421,6 +481,7 @@ export function parseClientMessage(header: unknown, body: Uint8Array | null): Cl
       };
     case 'leave':
     case 'appear':
+      checkName(type, 'actor', m.actor);
       return {
         type,
         seq: m.seq as number,
@@ -463,6 +524,8 @@ function blobFields(
 function parseSensor(value: unknown, where: string): SensorDecl {
   if (!isObject(value)) throw bad('sensors', where, 'an object {id, modality, ...}', value);
   const field = (name: string): string => `${where}.${name}`;
+  checkName('sensors', field('id'), value.id);
+  checkName('sensors', field('actor'), value.actor);
   if (!isNonEmpty(value.id)) throw bad('sensors', field('id'), 'a sensor id', value.id);
   if (!isNonEmpty(value.modality))
     throw bad('sensors', field('modality'), 'a modality like camera', value.modality);

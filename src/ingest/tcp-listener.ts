@@ -80,7 +80,7 @@ export async function listenTcp(
         if (closing) return;
         let decoded;
         try {
-          decoded = decodeMessage(bytes);
+          decoded = decodeMessage(bytes, ingest.maxBatchBytes);
         } catch (error) {
           handler.frameError(error);
           return;

@@ -70,7 +70,9 @@ export class IngestWebSocketEndpoint {
           : Buffer.from(data);
       let decoded: DecodedMessage;
       try {
-        decoded = isBinary ? decodeMessage(bytes) : decodeHeaderText(bytes.toString('utf8'));
+        decoded = isBinary
+          ? decodeMessage(bytes, this.ingest.maxBatchBytes)
+          : decodeHeaderText(bytes, this.ingest.maxBatchBytes);
       } catch (error) {
         handler.frameError(error);
         return;

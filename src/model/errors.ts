@@ -30,14 +30,17 @@ export const invalid = (message: string): SimrecError => new SimrecError('invali
 export const notFound = (message: string): SimrecError => new SimrecError('not_found', message);
 export const conflict = (message: string): SimrecError => new SimrecError('conflict', message);
 
+/** A bounded prefix of a text an error quotes (a key, a path): `max` characters at most, "..." if cut. */
+export const clipText = (text: string, max = 60): string =>
+  text.length > max ? `${text.slice(0, max - 3)}...` : text;
+
 /** Renders a value for an error message: short, and showing NaN/Infinity/undefined as such. */
 export function describeValue(value: unknown): string {
   if (typeof value === 'number' || typeof value === 'bigint' || typeof value === 'boolean')
     return String(value);
   if (value === undefined) return 'undefined';
   if (value === null) return 'null';
-  if (typeof value === 'string')
-    return JSON.stringify(value.length > 60 ? `${value.slice(0, 57)}...` : value);
+  if (typeof value === 'string') return JSON.stringify(clipText(value));
   if (Array.isArray(value)) return `an array of length ${value.length}`;
   if (value instanceof Uint8Array) return `${value.byteLength} bytes`;
   if (typeof value === 'object') return 'an object';

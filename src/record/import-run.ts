@@ -6,6 +6,7 @@ import type { CatalogSink, RunSink, RunTarget } from '../model/run-ports.js';
 import type { RunInfo, RunInit } from '../model/run.js';
 import type { CatalogPort, StoreBackend } from '../model/store-port.js';
 import { loadCodec } from '../formats/registry.js';
+import { removeFailedRun } from './failed-run.js';
 import { RunRecorder } from './run-recorder.js';
 
 /**
@@ -71,8 +72,7 @@ export async function withImportTarget<T>(
     signal.throwIfAborted();
     return { runs: await target.finish(), result };
   } catch (error) {
-    await target.rollback();
-    throw error;
+    throw await target.rollback(error);
   }
 }
 
@@ -108,13 +108,16 @@ class StoreTarget implements RunTarget {
     return runs;
   }
 
-  async rollback(): Promise<void> {
+  /** Removes the runs begun; returns `error`, saying which runs could not be removed (a full disk). */
+  async rollback(error: unknown): Promise<unknown> {
+    let outcome = error;
     for (const sink of this.sinks) {
       if (!sink.ended) await sink.recorder.end('inner_error').catch(() => {});
-      await this.store.deleteRun(sink.run.id).catch(() => {});
+      outcome = await removeFailedRun(this.store, sink.run.id, outcome);
     }
     await this.vehicles.undo();
     await this.scenarios.undo();
+    return outcome;
   }
 }
 

@@ -166,6 +166,8 @@ function newGroup(): CommitGroup {
  */
 export class RunRecorder {
   private readonly streams = new Map<string, StreamState>();
+  /** Actors' streams by name (`state`: how many `<actor>/state` are declared). */
+  private readonly namedStreams = new Map<string, number>();
   private readonly actors = new Map<string, ActorInfo>();
   /** Each actor's presence so far (see model/run.ts), and the actors whose presence the store lacks. */
   private readonly presence = new Map<string, PresenceInterval[]>();
@@ -266,7 +268,9 @@ export class RunRecorder {
       ids.add(schema.id);
     }
     const stored = this.storeInOrder(() => this.store.putStreams(this.run.id, schemas));
-    for (const schema of schemas)
+    for (const schema of schemas) {
+      if (schema.actor !== null)
+        this.namedStreams.set(schema.name, (this.namedStreams.get(schema.name) ?? 0) + 1);
       this.streams.set(schema.id, {
         schema,
         signature: JSON.stringify(schema.fields),
@@ -274,6 +278,7 @@ export class RunRecorder {
         lastT: -Infinity,
         isPlainValid: plainSampleCheck(schema),
       });
+    }
     await stored;
     return schemas.map((s) => s.id);
   }
@@ -418,6 +423,14 @@ export class RunRecorder {
       recorded = true;
     }
     return recorded ? this.joinCommit() : Promise.resolve();
+  }
+
+  /**
+   * How many actors' streams named `name` are declared (`<actor>/name`): a frame of that name lists at
+   * most that many actors, which the ingest server checks before it decodes their ids.
+   */
+  actorStreamsNamed(name: string): number {
+    return this.namedStreams.get(name) ?? 0;
   }
 
   /** A declared stream's fields (undefined if the run has no such stream): what binary batches refer to. */

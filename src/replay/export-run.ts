@@ -74,7 +74,7 @@ export async function exportRecording(
     );
   const details =
     codec.output === 'dataset' || codec.output === 'database'
-      ? await write.call(codec, sources, location, writeOptions)
+      ? await writeInPlace(location, () => write.call(codec, sources, location, writeOptions))
       : await writeThroughTemporary(location, codec.output === 'folder', async (path) => {
           const written = await write.call(codec, sources, path, writeOptions);
           signal.throwIfAborted();
@@ -123,6 +123,21 @@ async function writeFileEachRun(
     });
   }
   return { files };
+}
+
+/**
+ * A dataset or database output the format writes where it is (adding to it, a file at a time): a
+ * folder the export made is removed if it fails (a full disk left an empty one), one that was there is
+ * left to the format, which writes each file under a temporary name.
+ */
+async function writeInPlace<T>(location: string, write: () => Promise<T>): Promise<T> {
+  const existed = existsSync(location);
+  try {
+    return await write();
+  } catch (error) {
+    if (!existed) rmSync(location, { recursive: true, force: true });
+    throw error;
+  }
 }
 
 /** A path that holds something (a file, or a folder that is not empty) is not overwritten unasked. */

@@ -1,5 +1,5 @@
 import type { ColumnBatch } from '../model/columns.js';
-import { notFound } from '../model/errors.js';
+import { describeValue, notFound } from '../model/errors.js';
 import type { AttachmentInfo } from '../model/attachment.js';
 import { absenceAt, usualSampleInterval } from '../model/presence.js';
 import type { ActorInfo, RunInfo } from '../model/run.js';
@@ -147,15 +147,19 @@ export interface Trajectory {
 }
 
 /** An actor's `state` samples over a time window (bounds inclusive, microseconds). */
+/** Throws not_found unless the run exists and has the actor. */
+export async function requireActor(store: StoreBackend, run: number, actor: string): Promise<void> {
+  await requireRun(store, run);
+  const actors = await store.listActors(run);
+  if (!actors.some((a) => a.id === actor)) throw notFound(`run ${run} has no actor ${describeValue(actor)}`);
+}
+
 export async function trajectory(
   store: StoreBackend,
   run: number,
   args: TrajectoryArgs,
 ): Promise<Trajectory> {
-  await requireRun(store, run);
-  const actors = await store.listActors(run);
-  if (!actors.some((a) => a.id === args.actor))
-    throw notFound(`run ${run} has no actor ${JSON.stringify(args.actor)}`);
+  await requireActor(store, run, args.actor);
   const samples: Sample[] = [];
   for await (const batch of streamSamples(store, run, streamId(args.actor, STATE_STREAM), args))
     samples.push(...batch);

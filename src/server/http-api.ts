@@ -4,8 +4,8 @@ import { SimrecError, type ErrorCode } from '../model/errors.js';
 import { STATE_STREAM } from '../model/standard-streams.js';
 import type { StoreBackend } from '../model/store-port.js';
 import { numbersOf, type ColumnBatch } from '../model/columns.js';
-import { fieldsOfStream, type Sample, type StreamInfo } from '../model/stream.js';
-import { describeRun, requireRun, sceneAt, streamSamples, trajectory } from '../replay/run-queries.js';
+import { fieldsOfStream, streamId, type Sample, type StreamInfo } from '../model/stream.js';
+import { describeRun, requireActor, requireRun, sceneAt, streamSamples } from '../replay/run-queries.js';
 import { toJson } from '../model/json.js';
 import { BirdviewCache } from './birdview-images.js';
 import { ROADNET_ATTACHMENT } from '../roadnet/roadnet-attachment.js';
@@ -19,6 +19,7 @@ import type {
   SceneAnswer,
   StateColumns,
   StateWindow,
+  TrajectoryAnswer,
 } from './wire-types.js';
 
 const STATUS: Record<ErrorCode, 400 | 404 | 409 | 422 | 500> = {
@@ -44,6 +45,55 @@ function playbackColumns(batch: ColumnBatch, stream: StreamInfo): StateColumns {
   return out;
 }
 
+/**
+ * How much of a run one answer holds. /states answers a window (a minute from `from` unless `to` says
+ * otherwise) of at most MAX_STATE_SAMPLES samples over its actors, and refuses a longer one: the viewer
+ * asks for windows of about 100,000 (web/src/playback-data.ts). /samples and /trajectory answer at most
+ * `limit` samples (MAX_PAGE_SAMPLES, the default and the most) and say where the rest begins (`next`).
+ * Without them, a run of 10 M samples was one answer of 342 MB, 15 s and 1.6 GB of the server's memory.
+ */
+export const DEFAULT_STATE_WINDOW_MICROS = 60_000_000;
+export const MAX_STATE_SAMPLES = 500_000;
+export const MAX_PAGE_SAMPLES = 100_000;
+
+/**
+ * A page of a stream's samples over [from, to]: at most `limit`, ending before a time whose samples do
+ * not all fit (so `next`, the `from` of the next page, repeats none); read a batch at a time and no
+ * further than the page needs.
+ */
+async function samplePage(
+  batches: AsyncIterable<Sample[]>,
+  limit: number,
+  what: string,
+): Promise<{ samples: Sample[]; next: number | null }> {
+  const samples: Sample[] = [];
+  for await (const batch of batches) {
+    for (const sample of batch) samples.push(sample);
+    if (samples.length > limit) break;
+  }
+  if (samples.length <= limit) return { samples, next: null };
+  const next = samples[limit]!.t;
+  let end = limit;
+  while (end > 0 && samples[end - 1]!.t === next) end--;
+  if (end === 0)
+    throw new SimrecError(
+      'invalid',
+      `${what}: more than ${limit} samples at t=${next}; ask with a larger limit (at most ${MAX_PAGE_SAMPLES})`,
+    );
+  samples.length = end;
+  return { samples, next };
+}
+
+function limitParam(c: Context): number {
+  const limit = intParam(c, 'limit', MAX_PAGE_SAMPLES)!;
+  if (limit < 1 || limit > MAX_PAGE_SAMPLES)
+    throw new SimrecError(
+      'invalid',
+      `query parameter limit: expected 1 to ${MAX_PAGE_SAMPLES} samples, got ${limit}`,
+    );
+  return limit;
+}
+
 function intParam(c: Context, name: string, fallback?: number): number | undefined {
   const raw = c.req.query(name);
   if (raw === undefined || raw === '') return fallback;
@@ -54,6 +104,28 @@ function intParam(c: Context, name: string, fallback?: number): number | undefin
       `query parameter ${name}: expected an integer (microseconds), got ${JSON.stringify(raw)}`,
     );
   return value;
+}
+
+/** The window a request asks for (`from`, `to`: inclusive, microseconds since the epoch). */
+function windowParams(c: Context): { from?: number; to?: number } {
+  const window: { from?: number; to?: number } = {};
+  const from = intParam(c, 'from');
+  const to = intParam(c, 'to');
+  if (from !== undefined) window.from = from;
+  if (to !== undefined) window.to = to;
+  return window;
+}
+
+/** Playback columns of consecutive batches as one. */
+function joinPlaybackColumns(parts: StateColumns[]): StateColumns {
+  if (parts.length === 1) return parts[0]!;
+  const out: StateColumns = { t: [], x: [], y: [], yaw: [], speed: [] };
+  for (const part of parts)
+    for (const key of ['t', ...PLAYBACK_FIELDS] as const) {
+      const to = out[key] as unknown[];
+      for (const v of part[key]) to.push(v);
+    }
+  return out;
 }
 
 /**
@@ -208,23 +280,39 @@ export function createApi(store: StoreBackend, settings: RecordingSettings = new
     const run = runParam(c);
     const info = await requireRun(store, run);
     const from = intParam(c, 'from', info.begin)!;
-    const to = intParam(c, 'to', Number.MAX_SAFE_INTEGER)!;
+    const to = intParam(c, 'to', from + DEFAULT_STATE_WINDOW_MICROS - 1)!;
     const streams = (await store.listStreams(run)).filter((s) => s.name === STATE_STREAM && s.actor !== null);
     const actors: Record<string, StateColumns> = {};
+    let held = 0;
     for (const s of streams) {
-      const batch = await store.readColumnsJoined({ run, stream: s.id, from, to, fields: PLAYBACK_FIELDS });
-      actors[s.actor!] = playbackColumns(batch, s);
+      const batches: ColumnBatch[] = [];
+      // A chunk at a time, counted: a window over the limit is refused having read one chunk past it.
+      for await (const batch of store.readColumns({ run, stream: s.id, from, to, fields: PLAYBACK_FIELDS })) {
+        held += batch.t.length;
+        if (held > MAX_STATE_SAMPLES)
+          throw new SimrecError(
+            'invalid',
+            `states of run ${run} from ${from} to ${to}: more than ${MAX_STATE_SAMPLES} samples in the window; ask for a shorter one (to - from)`,
+          );
+        batches.push(batch);
+      }
+      actors[s.actor!] = joinPlaybackColumns(batches.map((batch) => playbackColumns(batch, s)));
     }
     return json<StateWindow>(c, { from, to, actors });
   });
 
   api.get('/runs/:run/trajectory/:actor', async (c) => {
-    const args: Parameters<typeof trajectory>[2] = { actor: c.req.param('actor') };
-    const from = intParam(c, 'from');
-    const to = intParam(c, 'to');
-    if (from !== undefined) args.from = from;
-    if (to !== undefined) args.to = to;
-    return json(c, await trajectory(store, runParam(c), args));
+    const run = runParam(c);
+    const actor = c.req.param('actor');
+    const limit = limitParam(c);
+    const window = windowParams(c);
+    await requireActor(store, run, actor);
+    const page = await samplePage(
+      streamSamples(store, run, streamId(actor, STATE_STREAM), window),
+      limit,
+      `trajectory of ${actor}`,
+    );
+    return json<TrajectoryAnswer>(c, { actor, ...page });
   });
 
   /** Any stream over a window. The stream id may contain `/` (actor/name), so it is a query parameter. */
@@ -232,14 +320,9 @@ export function createApi(store: StoreBackend, settings: RecordingSettings = new
     const run = runParam(c);
     const stream = c.req.query('stream');
     if (!stream) throw new SimrecError('invalid', 'query parameter stream: required (e.g. ego/state)');
-    const window: { from?: number; to?: number } = {};
-    const from = intParam(c, 'from');
-    const to = intParam(c, 'to');
-    if (from !== undefined) window.from = from;
-    if (to !== undefined) window.to = to;
-    const samples: Sample[] = [];
-    for await (const batch of streamSamples(store, run, stream, window)) samples.push(...batch);
-    return json<SamplesAnswer>(c, { stream, samples });
+    const limit = limitParam(c);
+    const page = await samplePage(streamSamples(store, run, stream, windowParams(c)), limit, stream);
+    return json<SamplesAnswer>(c, { stream, ...page });
   });
 
   api.get('/runs/:run/roadnet', async (c) => {

@@ -39,7 +39,10 @@ export interface RunDetail extends RunDescription {
   evaluation: RunEvaluation | null;
 }
 
-/** GET /api/runs/:id/states: every actor's pose over a window, column by column. */
+/**
+ * GET /api/runs/:id/states: every actor's pose over a window, column by column: from `from` (the run's
+ * begin) to `to` (a minute after `from`), at most 500,000 samples (a longer window is refused).
+ */
 export interface StateWindow {
   from: number;
   to: number;
@@ -57,10 +60,21 @@ export interface StateColumns {
 /** GET /api/runs/:id/scene */
 export type SceneAnswer = Scene;
 
-/** GET /api/runs/:id/samples */
+/**
+ * GET /api/runs/:id/samples: at most `limit` samples (100,000, the default and the most); `next`, when
+ * not null, is the `from` to ask again with for the rest of the window.
+ */
 export interface SamplesAnswer {
   stream: string;
   samples: Sample[];
+  next: number | null;
+}
+
+/** GET /api/runs/:id/trajectory/:actor: the actor's `state` samples, a page at a time as /samples. */
+export interface TrajectoryAnswer {
+  actor: string;
+  samples: Sample[];
+  next: number | null;
 }
 
 /** GET and PUT /api/settings */

@@ -74,6 +74,23 @@ export async function send<T>(method: 'POST' | 'PUT', path: string, body?: unkno
 
 export { get as getJson };
 
+/**
+ * A stream's samples over [from, to], all of them: the server answers at most 100,000 at a time and
+ * says where the rest begins (`next`); the plot, the traffic lights and the evaluation want the stream.
+ */
+async function samplePages(id: number, stream: string, from?: number, to?: number): Promise<SamplesAnswer> {
+  const samples: SamplesAnswer['samples'] = [];
+  let at = from;
+  for (;;) {
+    const page = await get<SamplesAnswer>(
+      `/runs/${id}/samples?stream=${encodeURIComponent(stream)}${at === undefined ? '' : `&from=${at}`}${to === undefined ? '' : `&to=${to}`}`,
+    );
+    for (const sample of page.samples) samples.push(sample);
+    if (page.next === null || page.next === undefined) return { stream, samples, next: null };
+    at = page.next;
+  }
+}
+
 export const api = {
   health: () => get<HealthAnswer>('/health'),
   runs: () => get<RunListEntry[]>('/runs'),
@@ -81,10 +98,7 @@ export const api = {
   states: (id: number, from: number, to: number) =>
     get<StateWindow>(`/runs/${id}/states?from=${from}&to=${to}`),
   scene: (id: number, t: number) => get<SceneAnswer>(`/runs/${id}/scene?t=${t}&interpolate=1`),
-  samples: (id: number, stream: string, from?: number, to?: number) =>
-    get<SamplesAnswer>(
-      `/runs/${id}/samples?stream=${encodeURIComponent(stream)}${from === undefined ? '' : `&from=${from}`}${to === undefined ? '' : `&to=${to}`}`,
-    ),
+  samples: (id: number, stream: string, from?: number, to?: number) => samplePages(id, stream, from, to),
   roadnet: (id: number) => get<RoadNetwork>(`/runs/${id}/roadnet`),
   diff: (a: number, b: number) => get<RunDiff>(`/diff?a=${a}&b=${b}`),
   sql: (query: string) => get<SqlAnswer>(`/sql?q=${encodeURIComponent(query)}`),

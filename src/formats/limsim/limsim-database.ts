@@ -93,12 +93,18 @@ export class LimSimDatabase {
    * The rows of a LimSim table, checked: NOT NULL columns hold a value, numeric columns a finite
    * number, text columns text. Errors name the file, table, row and column.
    */
-  *rows(table: string, options: { orderBy?: string; columns?: string[] } = {}): Generator<Row> {
+  *rows(
+    table: string,
+    options: { orderBy?: string; columns?: string[]; expressions?: Record<string, string> } = {},
+  ): Generator<Row> {
     if (!this.has(table)) return;
     const columns = options.columns ?? this.readColumns(table);
     const req = tableRequirement(this.variant, table);
     const declared = new Map(this.columnsOf(table).map((c) => [c.name, c.type]));
-    const list = columns.map((c) => `"${c}"`).join(', ');
+    // A column may be read through an SQL expression of it (a shape too long to read: NULL instead).
+    const list = columns
+      .map((c) => (options.expressions?.[c] ? `${options.expressions[c]} AS "${c}"` : `"${c}"`))
+      .join(', ');
     const order = options.orderBy ? ` ORDER BY ${options.orderBy}` : '';
     const statement = this.db.prepare(`SELECT rowid AS _rowid_, ${list} FROM "${table}"${order}`);
     for (const raw of statement.iterate() as Iterable<Row>) {
@@ -119,7 +125,10 @@ export class LimSimDatabase {
     }
   }
 
-  all(table: string, options: { orderBy?: string; columns?: string[] } = {}): Row[] {
+  all(
+    table: string,
+    options: { orderBy?: string; columns?: string[]; expressions?: Record<string, string> } = {},
+  ): Row[] {
     return [...this.rows(table, options)];
   }
 

@@ -47,6 +47,29 @@ const LIMSIM_DEFAULT_WIDTH = 3.2;
 
 const formatPoints = (points: readonly RoadPoint[]): string => points.map((p) => p.join(',')).join(' ');
 
+/**
+ * How much of a shape a LimSim import reads (README, LimSim): a lane's or junction's `rawShape` of more
+ * than MAX_SHAPE_BYTES is not read at all (the lane is left out, the junction has no outline), and one
+ * of more than MAX_SHAPE_POINTS points is thinned to that many, evenly, keeping both ends; each is
+ * named in a warning. A lane of 40 M points took an import to 5 GB, and one of 5 M made the road
+ * network's answer 50 MB and a bird's-eye view 4.9 s. SUMO's lanes have a few to a few hundred points.
+ */
+export const MAX_SHAPE_BYTES = 1024 * 1024;
+export const MAX_SHAPE_POINTS = 10_000;
+
+/** Every k-th point of a shape, and its last, so that at most MAX_SHAPE_POINTS are kept. */
+function thinned(points: RoadPoint[], where: string, warnings: string[]): RoadPoint[] {
+  if (points.length <= MAX_SHAPE_POINTS) return points;
+  const every = Math.ceil((points.length - 1) / (MAX_SHAPE_POINTS - 1));
+  const kept: RoadPoint[] = [];
+  for (let i = 0; i < points.length - 1; i += every) kept.push(points[i]!);
+  kept.push(points.at(-1)!);
+  warnings.push(
+    `${where}: ${points.length} points, more than ${MAX_SHAPE_POINTS}; thinned to ${kept.length} (every ${every}th and the last)`,
+  );
+  return kept;
+}
+
 function parsePoints(raw: string, where: string): RoadPoint[] {
   return raw
     .trim()
@@ -139,7 +162,8 @@ export function roadNetworkFromLimSimTables(
 ): ReadResult<RoadNetwork> {
   const warnings: string[] = [];
   const junctions: Junction[] = tables.junctionINFO.map((row) => {
-    const outline = parsePoints(row.rawShape ?? '', `junctionINFO ${row.id}.rawShape`);
+    const where = `junctionINFO ${row.id}.rawShape`;
+    const outline = thinned(parsePoints(row.rawShape ?? '', where), where, warnings);
     return { id: row.id, outline, incomingLanes: [], internalLanes: [] };
   });
   const junctionIds = new Set(junctions.map((j) => j.id));
@@ -162,7 +186,11 @@ export function roadNetworkFromLimSimTables(
       edge: edge.id,
       index,
       function: 'normal',
-      centerLine: parsePoints(row.rawShape, `laneINFO ${row.id}.rawShape`),
+      centerLine: thinned(
+        parsePoints(row.rawShape, `laneINFO ${row.id}.rawShape`),
+        `laneINFO ${row.id}.rawShape`,
+        warnings,
+      ),
       width: row.width ?? LIMSIM_DEFAULT_WIDTH,
       speedLimit: row.maxSpeed,
       length: row.length,

@@ -1,11 +1,11 @@
-import { invalid } from '../../model/errors.js';
+import { invalid, SimrecError } from '../../model/errors.js';
 import type { JsonObject, JsonValue } from '../../model/json.js';
 import type { ActorDecl, PresenceInterval, RunInfo } from '../../model/run.js';
 import type { RunSink, RunTarget } from '../../model/run-ports.js';
 import type { StreamAppend } from '../../model/store-port.js';
 import type { FieldDecl, FieldType, Sample } from '../../model/stream.js';
 import { keepRoadNetwork } from '../../roadnet/roadnet-attachment.js';
-import type { LimSimNetworkTables } from './limsim-network-rows.js';
+import { MAX_SHAPE_BYTES, type LimSimNetworkTables } from './limsim-network-rows.js';
 import { asReadError, LimSimDatabase, variantName, type ColumnInfo, type Row } from './limsim-database.js';
 import { parseNetBoundary, parseRoute, parseStartTime } from './limsim-encodings.js';
 import { networkFromLimSimRows, type LaneClasses } from './limsim-network-tables.js';
@@ -127,9 +127,14 @@ export async function importLimSim(
         toSample: (row: Row) => { stream: string; sample: Sample },
         orderBy: string,
         columns?: string[],
+        /** The row's key, for tables of one row per (frame, actor): a repeat is warned of and skipped. */
+        keyOf?: (row: Row) => string,
       ): Promise<void> => {
         let batch = new Map<string, Sample[]>();
         let count = 0;
+        let previousKey: string | undefined;
+        let repeats = 0;
+        let firstRepeat = '';
         const flush = async (): Promise<void> => {
           const appends: StreamAppend[] = [...batch].map(([stream, samples]) => ({ stream, samples }));
           batch = new Map();
@@ -138,6 +143,16 @@ export async function importLimSim(
           count = 0;
         };
         for (const row of db.rows(table, { orderBy, ...(columns ? { columns } : {}) })) {
+          if (keyOf) {
+            // Rows come in the key's order: a repeat follows the row it repeats.
+            const key = keyOf(row);
+            if (key === previousKey) {
+              if (repeats++ === 0) firstRepeat = key;
+              count++; // read, for the progress
+              continue;
+            }
+            previousKey = key;
+          }
           const { stream, sample } = toSample(row);
           if (sample.t > last) last = sample.t;
           const list = batch.get(stream);
@@ -146,6 +161,10 @@ export async function importLimSim(
           if (++count >= BATCH_ROWS) await flush();
         }
         await flush();
+        if (repeats > 0)
+          warn(
+            `${table}: ${repeats} row${repeats > 1 ? 's repeat' : ' repeats'} a (${orderBy}) read before (the first: ${firstRepeat}); the first row of each was kept`,
+          );
       };
 
       await pump(
@@ -170,6 +189,8 @@ export async function importLimSim(
           return { stream: `${str(r.vid)}/state`, sample };
         },
         'frame, vid',
+        undefined,
+        (r) => `frame ${String(r.frame)}, vid ${JSON.stringify(str(r.vid))}`,
       );
       for (const [vid, intervals] of presenceFromFrames(db, at)) await rec.setPresence(vid, intervals);
       await pump(
@@ -183,6 +204,8 @@ export async function importLimSim(
           return { stream: `${str(r.id)}/${SIGNAL_STREAM}`, sample };
         },
         'frame, id',
+        undefined,
+        (r) => `frame ${String(r.frame)}, id ${JSON.stringify(str(r.id))}`,
       );
       for (const [table, name] of [
         ['evaluationINFO', LIMSIM_EVALUATION_STREAM],
@@ -376,11 +399,27 @@ function readNetwork(
     warn(`${db.file}: laneINFO is empty; the run has no road network`);
     return undefined;
   }
+  // A shape longer than MAX_SHAPE_BYTES is not read (a lane of 40 M points, 320 MB of text, took the
+  // import to 5 GB): the lane is left out, the junction drawn without its outline, each named.
+  const tooLong = new Map<string, Map<string, number>>();
+  const shapeOf = (table: 'laneINFO' | 'junctionINFO'): Record<string, string> => {
+    const long = new Map<string, number>();
+    for (const r of db.db
+      .prepare(`SELECT id, octet_length(rawShape) AS bytes FROM "${table}" WHERE octet_length(rawShape) > ?`)
+      .all(MAX_SHAPE_BYTES) as { id: unknown; bytes: number }[])
+      long.set(String(r.id), r.bytes);
+    tooLong.set(table, long);
+    return {
+      rawShape: `CASE WHEN octet_length("rawShape") > ${MAX_SHAPE_BYTES} THEN '' ELSE "rawShape" END`,
+    };
+  };
   const tables = {
     edgeINFO: db.all('edgeINFO'),
-    laneINFO: db.all('laneINFO'),
+    laneINFO: db.all('laneINFO', { expressions: shapeOf('laneINFO') }),
     junctionLaneINFO: db.all('junctionLaneINFO').map((r) => ({ tlLogicID: null, ...r })),
-    junctionINFO: db.all('junctionINFO'),
+    junctionINFO: db.has('junctionINFO')
+      ? db.all('junctionINFO', { expressions: shapeOf('junctionINFO') })
+      : [],
     tlLogicINFO: db.all('tlLogicINFO'),
     connectionINFO: db.all('connectionINFO'),
   } as unknown as LimSimNetworkTables;
@@ -389,6 +428,15 @@ function readNetwork(
       throw invalid(
         `${db.file}: laneINFO row (id=${JSON.stringify(row.id)}), column rawShape: NULL; a lane needs its shape`,
       );
+  for (const [id, bytes] of tooLong.get('laneINFO')!)
+    warn(
+      `laneINFO ${JSON.stringify(id)}.rawShape: ${bytes} bytes of points, more than the ${MAX_SHAPE_BYTES} a lane's shape may take; the lane is left out of the road network`,
+    );
+  tables.laneINFO = tables.laneINFO.filter((row) => !tooLong.get('laneINFO')!.has(String(row.id)));
+  for (const [id, bytes] of tooLong.get('junctionINFO') ?? [])
+    warn(
+      `junctionINFO ${JSON.stringify(id)}.rawShape: ${bytes} bytes of points, more than the ${MAX_SHAPE_BYTES} an outline may take; the junction has no outline`,
+    );
   let laneClasses: Map<string, LaneClasses> | undefined;
   if (db.variant === 'limsim++') {
     laneClasses = new Map();
@@ -404,14 +452,21 @@ function readNetwork(
     db.variant === 'limsim++' && !db.hasColumn('junctionLaneINFO', 'tlLogicID')
       ? (db.db.prepare('SELECT DISTINCT id FROM trafficLightStates').all() as Row[]).map((r) => str(r.id))
       : undefined;
-  const { network, warnings } = networkFromLimSimRows({
-    ...tables,
-    ...(netBoundary ? { netBoundary } : {}),
-    ...(laneClasses ? { laneClasses } : {}),
-    ...(junctionLights ? { junctionLights } : {}),
-  });
-  for (const w of warnings) warn(w);
-  return network;
+  let built;
+  try {
+    built = networkFromLimSimRows({
+      ...tables,
+      ...(netBoundary ? { netBoundary } : {}),
+      ...(laneClasses ? { laneClasses } : {}),
+      ...(junctionLights ? { junctionLights } : {}),
+    });
+  } catch (error) {
+    // The rows' own errors name the table and the row: the file is said here.
+    if (error instanceof SimrecError) throw new SimrecError(error.code, `${db.file}: ${error.message}`);
+    throw error;
+  }
+  for (const w of built.warnings) warn(w);
+  return built.network;
 }
 
 const FIELD_TYPE_OF: Record<string, FieldType> = {

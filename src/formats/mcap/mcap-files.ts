@@ -35,6 +35,11 @@ export class FileWritable implements IWritable {
 export class FileReadable implements IReadable {
   private readonly handle: FileHandle;
   private readonly bytes: bigint;
+  /**
+   * Where the last read began: @mcap/core reads a chunk and decompresses it with no read between, so
+   * a decompression handler knows by it which chunk's data it was given (read-mcap.ts, boundedChunks).
+   */
+  lastReadOffset = -1n;
   private constructor(handle: FileHandle, bytes: bigint) {
     this.handle = handle;
     this.bytes = bytes;
@@ -47,7 +52,11 @@ export class FileReadable implements IReadable {
   async size(): Promise<bigint> {
     return this.bytes;
   }
+  get byteLength(): bigint {
+    return this.bytes;
+  }
   async read(offset: bigint, size: bigint): Promise<Uint8Array> {
+    this.lastReadOffset = offset;
     if (offset + size > this.bytes)
       throw new Error(
         `read of ${size} bytes at ${offset} runs past the end of the file (${this.bytes} bytes)`,

@@ -27,6 +27,23 @@ export interface McapImportResult {
   messages: number;
 }
 
+/**
+ * What an MCAP import unpacks (README, "Foxglove and Lichtblick (MCAP)"). A chunk's data are kept
+ * compressed in the file and unpacked whole to read one message of it, and @mcap/core holds every chunk
+ * whose time range the messages being read fall in: a 47 KB file whose chunk said 4.4 GB, and six
+ * overlapping chunks of 500 MB in 97 KB, took the import to 4.4 and 3.4 GB. Each is checked on the
+ * file's own word (its chunk index, and each chunk record against it) before anything is unpacked:
+ * - a chunk unpacks to at most MAX_CHUNK_BYTES (writers make chunks of 1 to 4 MB);
+ * - the chunks that overlap in time unpack together to at most MAX_WINDOW_BYTES, what the import holds
+ *   at once;
+ * - all chunks together unpack to at most MAX_EXPANSION times the file's size, or MIN_CEILING_BYTES for
+ *   a small file: a ceiling for the whole import.
+ */
+export const MAX_CHUNK_BYTES = 64 * 1024 * 1024;
+export const MAX_WINDOW_BYTES = 128 * 1024 * 1024;
+export const MAX_EXPANSION = 1000;
+export const MIN_CEILING_BYTES = 1024 * 1024 * 1024;
+
 /** Samples gathered before each durable write. */
 const BATCH = 20_000;
 const decoder = new TextDecoder('utf-8', { fatal: true });
@@ -46,11 +63,17 @@ export async function importMcap(
   });
   try {
     let reader: McapIndexedReader;
+    const indexedSizes = new Map<bigint, bigint>();
     try {
-      reader = await McapIndexedReader.Initialize({ readable, decompressHandlers: options.decompress ?? {} });
+      reader = await McapIndexedReader.Initialize({
+        readable,
+        decompressHandlers: boundedChunks(options.decompress ?? {}, readable, indexedSizes, file),
+      });
     } catch (error) {
       throw invalid(`${file}: not an indexed MCAP file (${(error as Error).message})`);
     }
+    checkChunkSizes(reader, file, readable.byteLength);
+    for (const chunk of reader.chunkIndexes) indexedSizes.set(chunk.chunkStartOffset, chunk.uncompressedSize);
     try {
       const described = await readRunMetadata(reader, file);
       return described
@@ -65,6 +88,71 @@ export async function importMcap(
   } finally {
     await readable.close();
   }
+}
+
+const mib = (bytes: bigint | number): string => `${(Number(bytes) / 2 ** 20).toFixed(0)} MiB`;
+
+/** The file's chunk index against the limits above (MAX_CHUNK_BYTES and the rest), before any chunk is read. */
+function checkChunkSizes(reader: McapIndexedReader, file: string, fileBytes: bigint): void {
+  let total = 0n;
+  for (const chunk of reader.chunkIndexes) {
+    if (chunk.uncompressedSize > BigInt(MAX_CHUNK_BYTES))
+      throw invalid(
+        `${file}: the chunk at byte ${chunk.chunkStartOffset} unpacks to ${chunk.uncompressedSize} bytes (its index says), expected at most ${MAX_CHUNK_BYTES} (${mib(MAX_CHUNK_BYTES)}); nothing was imported`,
+      );
+    total += chunk.uncompressedSize;
+  }
+  const ceiling = BigInt(Math.max(MIN_CEILING_BYTES, MAX_EXPANSION * Number(fileBytes)));
+  if (total > ceiling)
+    throw invalid(
+      `${file}: its ${reader.chunkIndexes.length} chunks unpack to ${total} bytes (their index says), expected at most ${ceiling} (${MAX_EXPANSION} times the file's ${fileBytes} bytes, or ${mib(MIN_CEILING_BYTES)}); nothing was imported`,
+    );
+  // The chunks open at once: a sweep over their time ranges (inclusive: a chunk ending at t and one
+  // beginning at t are both open at t).
+  const events = reader.chunkIndexes.flatMap((c) => [
+    { t: c.messageStartTime, open: true, size: c.uncompressedSize },
+    { t: c.messageEndTime, open: false, size: c.uncompressedSize },
+  ]);
+  events.sort((a, b) => (a.t < b.t ? -1 : a.t > b.t ? 1 : a.open === b.open ? 0 : a.open ? -1 : 1));
+  let held = 0n;
+  let open = 0;
+  for (const event of events) {
+    held += event.open ? event.size : -event.size;
+    open += event.open ? 1 : -1;
+    if (held > BigInt(MAX_WINDOW_BYTES))
+      throw invalid(
+        `${file}: ${open} chunks overlap in time at ${event.t} ns and unpack together to ${held} bytes, expected at most ${MAX_WINDOW_BYTES} (${mib(MAX_WINDOW_BYTES)}), what an import holds at once; nothing was imported`,
+      );
+  }
+}
+
+/**
+ * The decompression handlers, each refusing a chunk whose record says it unpacks to other than its
+ * index does (checkChunkSizes trusted the index) and checking what it unpacked to.
+ */
+function boundedChunks(
+  handlers: DecompressHandlers,
+  readable: FileReadable,
+  indexedSizes: ReadonlyMap<bigint, bigint>,
+  file: string,
+): DecompressHandlers {
+  const bounded: DecompressHandlers = {};
+  for (const [name, handler] of Object.entries(handlers))
+    bounded[name] = (data, size) => {
+      const at = readable.lastReadOffset;
+      const indexed = indexedSizes.get(at);
+      if (indexed !== size)
+        throw invalid(
+          `${file}: the chunk at byte ${at} says it unpacks to ${size} bytes, its index ${indexed ?? 'nothing'}; nothing was imported`,
+        );
+      const out = handler(data, size);
+      if (BigInt(out.byteLength) !== size)
+        throw invalid(
+          `${file}: the chunk at byte ${at} unpacked to ${out.byteLength} bytes, not the ${size} it says`,
+        );
+      return out;
+    };
+  return bounded;
 }
 
 interface RunDescription {

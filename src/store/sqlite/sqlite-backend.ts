@@ -265,7 +265,11 @@ export class SqliteBackend implements StoreBackend {
   async deleteRun(id: number): Promise<boolean> {
     this.forgetRun(id);
     this.writer.forgetRun(id);
-    return this.stmt('DELETE FROM runs WHERE id = ?').run(id).changes > 0;
+    try {
+      return this.stmt('DELETE FROM runs WHERE id = ?').run(id).changes > 0;
+    } catch (error) {
+      throw wrapIoError(error, `${this.location}: deleting run ${id}`);
+    }
   }
 
   /**
