@@ -16,6 +16,9 @@ export interface HealthAnswer {
 
 export type { RunEvaluation };
 
+/** GET /api/diff: two runs compared (compare/diff-types.ts). */
+export type { RunDiff } from '../compare/diff-types.js';
+
 /** GET /api/sql: at most `limit` rows of the answer; `truncated` when it had more. */
 export interface SqlAnswer {
   columns: { name: string; type: string }[];

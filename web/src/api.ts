@@ -2,12 +2,12 @@ import type { ActorInfo, RunInfo } from '../../src/model/run.js';
 import type { StreamInfo, Sample } from '../../src/model/stream.js';
 import type { AttachmentInfo } from '../../src/model/attachment.js';
 import type { RoadNetwork } from '../../src/model/roadnet.js';
-import type { RunDiff } from '../../src/compare/diff-types.js';
 import type {
   ErrorAnswer,
   HealthAnswer,
   LiveMessage,
   RunDetail,
+  RunDiff,
   RunEvaluation,
   RunListEntry,
   SamplesAnswer,
