@@ -101,6 +101,34 @@ function fleetSuite(name: string, freshLocation: () => string, local: boolean): 
       assert.ok(existsSync(join(folder.path, '_simrec', 'runs', `${a}.json`)));
     });
 
+    it('runs whose streams of one name declare other fields are read as one table, by column name', async () => {
+      const rec = await RunRecorder.begin(store, { begin: 7_000_000 });
+      await rec.declareActors([{ id: 'bike', kind: 'cyclist' }]);
+      await rec.declareStreams([
+        {
+          name: 'state',
+          actor: 'bike',
+          fields: [
+            { name: 'x', type: 'f64' },
+            { name: 'gear', type: 'string' },
+          ],
+        },
+      ]);
+      await rec.appendMany([
+        { stream: 'bike/state', samples: [{ t: 7_000_000, step: 0, x: 5, gear: 'low' }] },
+      ]);
+      const odd = (await rec.end('completed')).id;
+      const rows = await ask(
+        store,
+        folder,
+        `SELECT run, count(*) AS n, count(gear) AS geared, count(yaw) AS yawed FROM state GROUP BY run ORDER BY run`,
+      );
+      const mine = rows.find((r) => r.run === odd)!;
+      assert.deepEqual(mine, { run: odd, n: 1, geared: 1, yawed: 0 });
+      assert.ok(rows.filter((r) => r.run !== odd).every((r) => r.geared === 0 && (r.yawed as number) > 0));
+      await store.deleteRun(odd);
+    });
+
     it('a deleted run leaves the answer and the folder', async () => {
       const runs = (await countsByRun(store, folder)).map((r) => r.run as number);
       const gone = runs[0]!;

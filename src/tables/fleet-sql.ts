@@ -45,12 +45,24 @@ export class FleetSql {
     const live = await writeLiveTables(this.store, this.folder, kept.recording, query);
     try {
       const tables: Record<string, string[]> = {};
+      // A table is read by column name only where its files' columns differ (or are not known: files
+      // of runs still recording, manifests from before columns were kept).
+      const columnsOf = new Map<string, string | null>();
+      const mixed = new Set<string>();
       for (const run of kept.versions.keys())
-        for (const table of Object.keys(this.folder.manifest(run)?.tables ?? {}))
+        for (const [table, t] of Object.entries(this.folder.manifest(run)?.tables ?? {})) {
           (tables[table] ??= []).push(this.folder.partFile(table, run));
-      for (const [table, files] of Object.entries(live.files)) (tables[table] ??= []).push(...files);
+          const columns = t.columns?.join(',') ?? null;
+          if (columns === null || (columnsOf.has(table) && columnsOf.get(table) !== columns))
+            mixed.add(table);
+          columnsOf.set(table, columns);
+        }
+      for (const [table, files] of Object.entries(live.files)) {
+        (tables[table] ??= []).push(...files);
+        mixed.add(table);
+      }
       const known = [...new Set([...OWN_TABLES, ...Object.keys(tables)])];
-      const sqlQuery: SqlQuery = { sql: query.sql, tables, known };
+      const sqlQuery: SqlQuery = { sql: query.sql, tables, known, mixed };
       if (query.timeoutMs !== undefined) sqlQuery.timeoutMs = query.timeoutMs;
       if (query.signal) sqlQuery.signal = query.signal;
       this.session ??= SqlSession.open(this.folder.path);

@@ -87,8 +87,7 @@ export async function keepTablesInStep(
         signal,
         runColumn: false,
       });
-      const rows = Object.fromEntries(Object.entries(written.tables).map(([name, t]) => [name, t.rows]));
-      folder.replaceRun(summary.id, versions.get(summary.id)!, staged, rows);
+      folder.replaceRun(summary.id, versions.get(summary.id)!, staged, written.tables);
     } catch (error) {
       folder.discard(staged);
       throw error;

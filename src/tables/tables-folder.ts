@@ -36,8 +36,8 @@ export interface RunTablesManifest {
   run: number;
   /** The store's version of the run the files were written from (StoreBackend.runVersions). */
   version: string;
-  /** Each table the run has a file in, with its rows and bytes. */
-  tables: Record<string, { rows: number; bytes: number }>;
+  /** Each table the run has a file in, with its rows, bytes and columns (`name:kind`, in order). */
+  tables: Record<string, { rows: number; bytes: number; columns?: string[] }>;
   /** When the files were written (ISO 8601). */
   written: string;
 }
@@ -132,14 +132,19 @@ export class TablesFolder {
    * partitions of tables the run no longer has are removed, and the manifest is written last: a crash
    * on the way leaves the old manifest, whose version no longer matches, so the run is written again.
    */
-  replaceRun(run: number, version: string, staged: string, rows: Record<string, number>): RunTablesManifest {
+  replaceRun(
+    run: number,
+    version: string,
+    staged: string,
+    written: Record<string, { rows: number; columns: string[] }>,
+  ): RunTablesManifest {
     const tables: RunTablesManifest['tables'] = {};
-    for (const [table, count] of Object.entries(rows)) {
+    for (const [table, { rows, columns }] of Object.entries(written)) {
       const target = this.partFile(table, run);
       mkdirSync(dirname(target), { recursive: true });
       const bytes = statSync(join(staged, `${table}.parquet`)).size;
       renameSync(join(staged, `${table}.parquet`), target);
-      tables[table] = { rows: count, bytes };
+      tables[table] = { rows, bytes, columns };
     }
     for (const table of this.tables())
       if (!(table in tables)) rmSync(join(this.path, table, `run=${run}`), { recursive: true, force: true });

@@ -48,6 +48,12 @@ export interface SqlQuery {
    * `run` comes from the folder's name; files of different runs may hold different columns.
    */
   tables: Readonly<Record<string, readonly string[]>>;
+  /**
+   * Tables whose files may hold different columns (runs whose streams declare different fields):
+   * read by column name, which makes DuckDB read every file's schema before anything else. Others are
+   * read as files of one schema.
+   */
+  mixed?: ReadonlySet<string>;
   /** Every table there is to query, for the error of a query that names another (default: `tables`). */
   known?: readonly string[];
   /** The query is cancelled after this many milliseconds (an error that says so). */
@@ -185,13 +191,15 @@ export class SqlSession {
     const text = query.sql.toLowerCase();
     for (const [name, files] of Object.entries(query.tables)) {
       if (!new RegExp(`(^|[^a-z0-9_])${escapeRegExp(name.toLowerCase())}($|[^a-z0-9_])`).test(text)) continue;
+      const union = query.mixed?.has(name) ?? false;
       const list = files.map(quoteString).join(', ');
-      if (this.views.get(name) === list) continue;
+      const key = `${union}:${list}`;
+      if (this.views.get(name) === key) continue;
       // `run` first, as in the export's files: it is the partition, which DuckDB puts last.
       await this.connection.run(
-        `CREATE OR REPLACE VIEW ${quoteIdentifier(name)} AS SELECT run, * EXCLUDE (run) FROM read_parquet([${list}], hive_partitioning = true, hive_types = {'run': BIGINT}, union_by_name = true)`,
+        `CREATE OR REPLACE VIEW ${quoteIdentifier(name)} AS SELECT run, * EXCLUDE (run) FROM read_parquet([${list}], hive_partitioning = true, hive_types = {'run': BIGINT}${union ? ', union_by_name = true' : ''})`,
       );
-      this.views.set(name, list);
+      this.views.set(name, key);
     }
     // A table whose runs are all gone: its view goes too, so the query says there is no such table.
     for (const name of [...this.views.keys()])

@@ -42,7 +42,7 @@ export class ParquetTableWriter {
   private filled = 0;
   private total = 0;
 
-  private readonly columns: readonly TableColumn[];
+  readonly columns: readonly TableColumn[];
 
   constructor(path: string, columns: readonly TableColumn[], metadata: TableMetadata) {
     this.columns = columns;

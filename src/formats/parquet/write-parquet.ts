@@ -33,6 +33,8 @@ export interface ParquetTablesOptions {
 export interface ParquetTable {
   file: string;
   rows: number;
+  /** The file's columns, `name:kind` each, in order: files with the same read as one without unifying. */
+  columns: string[];
 }
 
 export interface ParquetTablesResult {
@@ -80,7 +82,11 @@ export async function writeParquetTables(
   const tables: Record<string, ParquetTable> = {};
   const write = (name: string, writer: ParquetTableWriter): void => {
     writer.close();
-    tables[name] = { file: `${name}.parquet`, rows: writer.rows };
+    tables[name] = {
+      file: `${name}.parquet`,
+      rows: writer.rows,
+      columns: writer.columns.map((c) => `${c.name}:${c.kind}${c.length ? `[${c.length}]` : ''}`),
+    };
   };
 
   for (const name of [...byName.keys()].sort()) {
