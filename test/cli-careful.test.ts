@@ -69,13 +69,18 @@ describe('simrec as a careful user meets it', () => {
     }
   });
 
-  it('argument-parser mistakes exit 2 with the parser message and no help page', () => {
+  it('argument-parser mistakes exit 2 with the parser message after simrec: and no help page', () => {
     for (const [args, pattern] of [
-      [['info'], /^error: missing required argument 'run'\n/],
-      [['ls', '--bogus'], /^error: unknown option '--bogus'\n/],
-      [['scene', '1'], /^error: required option '--at <seconds>' not specified\n/],
-      [['eval', '1', '--mode', 'x'], /argument 'x' is invalid\. Allowed choices are simrec, limsim/],
-      [['frobnicate'], /^error: unknown command 'frobnicate'\n/],
+      [['info'], /^simrec: missing required argument 'run'\n/],
+      [['ls', '--bogus'], /^simrec: unknown option '--bogus'\n/],
+      [['scene', '1'], /^simrec: required option '--at <seconds>' not specified\n/],
+      [
+        ['eval', '1', '--mode', 'x'],
+        /^simrec: .*argument 'x' is invalid\. Allowed choices are simrec, limsim/,
+      ],
+      [['frobnicate'], /^simrec: unknown command 'frobnicate'\n/],
+      // A subcommand's parser says it the same way.
+      [['vehicles', 'ls', 'extra'], /^simrec: too many arguments for 'ls'/],
       [
         ['record', 'sumo', 'x.sumocfg', '--nice', '20'],
         /--nice: expected a whole number from 0 to 19, got "20"/,

@@ -167,7 +167,7 @@ describe('simrec command line', () => {
     );
   });
 
-  it('scenarios: put, ls, get, rm', () => {
+  it('scenarios: put, ls (or list), get, rm (or delete)', () => {
     const bin = join(dir.path, 'cut-in.bin');
     writeFileSync(bin, Buffer.from([0, 1, 2, 250]));
     assert.equal(
@@ -182,6 +182,12 @@ describe('simrec command line', () => {
       list.map((s) => [s.id, s.description, s.size]),
       [['9223372036854775807', 'cut-in', 4]],
     );
+    // `list` as the help says it: the same as `ls`, as a table and as JSON.
+    const listed = runCli(['scenarios', 'list'], env);
+    assert.equal(listed.status, 0, listed.stderr);
+    assert.equal(listed.stdout, runCli(['scenarios', 'ls'], env).stdout);
+    assert.match(listed.stdout, /^ID\s+TIMESTAMP\s+BYTES\s+DESCRIPTION\n9223372036854775807\s/);
+    assert.deepEqual(cliJson(['scenarios', 'list', '--json'], env), list);
     const out = join(dir.path, 'out.bin');
     assert.equal(runCli(['scenarios', 'get', '9223372036854775807', '--out', out], env).status, 0);
     assert.deepEqual([...readFileSync(out)], [0, 1, 2, 250]);
@@ -189,9 +195,12 @@ describe('simrec command line', () => {
     const gone = runCli(['scenarios', 'get', '9223372036854775807'], env);
     assert.equal(gone.status, 2);
     assert.match(gone.stderr, /scenario 9223372036854775807 does not exist/);
+    assert.equal(runCli(['scenarios', 'put', bin, '--id', '7'], env).status, 0);
+    assert.equal(runCli(['scenarios', 'delete', '7'], env).status, 0);
+    assert.deepEqual(cliJson(['scenarios', 'list', '--json'], env), []);
   });
 
-  it('vehicles: put, ls, get, rm', () => {
+  it('vehicles: put, ls (or list), get, rm (or delete)', () => {
     const file = join(dir.path, 'sedan.json');
     writeFileSync(file, JSON.stringify({ 'soda.sim': { mass: 1500 }, wheels: 4 }));
     assert.equal(runCli(['vehicles', 'put', file], env).status, 0);
@@ -199,11 +208,15 @@ describe('simrec command line', () => {
       cliJson<{ name: string }[]>(['vehicles', 'ls', '--json'], env).map((v) => v.name),
       ['sedan'],
     );
+    const listed = runCli(['vehicles', 'list'], env);
+    assert.equal(listed.status, 0, listed.stderr);
+    assert.match(listed.stdout, /^NAME\s+TIMESTAMP\s+KEYS\nsedan\s+\S+\s+soda\.sim,wheels\n$/);
     assert.deepEqual(cliJson<{ doc: unknown }>(['vehicles', 'get', 'sedan'], env).doc, {
       'soda.sim': { mass: 1500 },
       wheels: 4,
     });
-    assert.equal(runCli(['vehicles', 'rm', 'sedan'], env).status, 0);
+    assert.equal(runCli(['vehicles', 'delete', 'sedan'], env).status, 0);
+    assert.deepEqual(cliJson(['vehicles', 'list', '--json'], env), []);
     writeFileSync(file, '{"broken": ');
     const bad = runCli(['vehicles', 'put', file], env);
     assert.equal(bad.status, 2);

@@ -27,6 +27,9 @@ const program = new Command('simrec')
   .option('--debug', 'print the stack trace of an error')
   .option('--verbose', 'list every warning (by default: a count per kind and the first of each)')
   .showHelpAfterError("(simrec help COMMAND shows the command's usage)")
+  // The parser's own mistakes read as every other error does: `simrec: ` and what was wrong. Set
+  // before the commands are added, so that each of them (and theirs) inherits it.
+  .configureOutput({ outputError: (text, write) => write(`simrec: ${text.replace(/^error: /, '')}`) })
   .exitOverride();
 
 registerQueryCommands(program);

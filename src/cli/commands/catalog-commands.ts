@@ -25,6 +25,7 @@ export function registerCatalogCommands(program: Command): void {
   const scenarios = program.command('scenarios').description('scenarios: list, put, get, delete');
   scenarios
     .command('ls', { isDefault: true })
+    .alias('list')
     .description('list scenarios')
     .option('--json', 'print JSON')
     .action(async (opts: JsonOption, command: Command) =>
@@ -100,6 +101,7 @@ export function registerCatalogCommands(program: Command): void {
   const vehicles = program.command('vehicles').description('vehicle configurations: list, put, get, delete');
   vehicles
     .command('ls', { isDefault: true })
+    .alias('list')
     .description('list vehicle configurations')
     .option('--json', 'print JSON')
     .action(async (opts: JsonOption, command: Command) =>
