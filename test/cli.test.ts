@@ -170,9 +170,15 @@ describe('simrec command line', () => {
   it('scenarios: put, ls (or list), get, rm (or delete)', () => {
     const bin = join(dir.path, 'cut-in.bin');
     writeFileSync(bin, Buffer.from([0, 1, 2, 250]));
+    const put = runCli(
+      ['scenarios', 'put', bin, '--id', '9223372036854775807', '--description', 'cut-in'],
+      env,
+    );
+    assert.equal(put.status, 0, put.stderr);
     assert.equal(
-      runCli(['scenarios', 'put', bin, '--id', '9223372036854775807', '--description', 'cut-in'], env).status,
-      0,
+      put.stdout,
+      `stored scenario 9223372036854775807 (4 bytes, "cut-in") from ${bin} in ${store}\n`,
+      'put says what it stored',
     );
     const list = cliJson<{ id: string; description: string; size: number }[]>(
       ['scenarios', 'ls', '--json'],
@@ -203,7 +209,13 @@ describe('simrec command line', () => {
   it('vehicles: put, ls (or list), get, rm (or delete)', () => {
     const file = join(dir.path, 'sedan.json');
     writeFileSync(file, JSON.stringify({ 'soda.sim': { mass: 1500 }, wheels: 4 }));
-    assert.equal(runCli(['vehicles', 'put', file], env).status, 0);
+    const put = runCli(['vehicles', 'put', file], env);
+    assert.equal(put.status, 0, put.stderr);
+    assert.equal(
+      put.stdout,
+      `stored vehicle configuration "sedan" (keys soda.sim, wheels) from ${file} in ${store}\n`,
+      'put says what it stored',
+    );
     assert.deepEqual(
       cliJson<{ name: string }[]>(['vehicles', 'ls', '--json'], env).map((v) => v.name),
       ['sedan'],

@@ -59,7 +59,12 @@ export function registerCatalogCommands(program: Command): void {
           description: opts.description,
           bin: new Uint8Array(bin),
         });
-        await withStore(command, (store) => store.scenarios.put(scenario));
+        await withStore(command, async (store) => {
+          await store.scenarios.put(scenario);
+          process.stdout.write(
+            `stored scenario ${scenario.id} (${scenario.bin.byteLength} bytes${scenario.description ? `, ${JSON.stringify(scenario.description)}` : ''}) from ${file} in ${store.location}\n`,
+          );
+        });
       },
     );
   scenarios
@@ -131,7 +136,13 @@ export function registerCatalogCommands(program: Command): void {
         throw invalid(`${file}: expected a JSON object, got ${describeValue(doc)}`);
       const name = opts.name ?? basename(file, extname(file));
       const config = validateVehicleConfig({ name, timestamp: Date.now() * 1000, doc: doc as JsonObject });
-      await withStore(command, (store) => store.vehicles.put(config));
+      await withStore(command, async (store) => {
+        await store.vehicles.put(config);
+        const keys = Object.keys(config.doc);
+        process.stdout.write(
+          `stored vehicle configuration ${JSON.stringify(config.name)} (${keys.length ? `keys ${keys.join(', ')}` : 'no keys'}) from ${file} in ${store.location}\n`,
+        );
+      });
     });
   vehicles
     .command('get')
