@@ -1,5 +1,5 @@
 import { Option, type Command } from 'commander';
-import { evaluateRun, type EvaluationSummary } from '../../evaluate/evaluate-run.js';
+import { EVALUATION_FIELDS, evaluateRun, type EvaluationSummary } from '../../evaluate/evaluate-run.js';
 import { invalid } from '../../model/errors.js';
 import type { RunInfo } from '../../model/run.js';
 import { parsePositive, parseRunId } from '../args.js';
@@ -16,17 +16,28 @@ interface EvalOptions {
   blocked: number;
 }
 
+/** Each metric's unit, as the evaluation stream declares it; `1` (a ratio, LimSim's orientation) said in words. */
+const METRIC_UNITS = new Map(
+  EVALUATION_FIELDS.map((f) => [f.name, f.unit === '1' ? 'unitless' : (f.unit ?? 'unitless')]),
+);
+
 function printSummary(s: EvaluationSummary, runBegin: number): void {
   process.stdout.write(
     `run ${s.run}, actor ${s.actor}, ${s.frames} frames, mode ${s.mode}${s.gaps ? `, ${s.gaps} time gaps` : ''}\n\n`,
   );
+  // The metrics are in different units: each row says its own, which MIN to MAX are in.
   printTable(
-    ['METRIC', 'MIN', 'MEAN', 'P50', 'P95', 'MAX', 'LIMSIM_SCORE'],
-    Object.entries(s.metrics).map(([name, m]) =>
-      [name, m.min, m.mean, m.p50, m.p95, m.max, s.limsimScores[name as keyof typeof s.limsimScores]].map(
-        (v) => (v === undefined ? '-' : formatNumber(v)),
+    ['METRIC', 'UNIT', 'MIN', 'MEAN', 'P50', 'P95', 'MAX', 'LIMSIM_SCORE'],
+    Object.entries(s.metrics).map(([name, m]) => [
+      name,
+      METRIC_UNITS.get(name) ?? '-',
+      ...[m.min, m.mean, m.p50, m.p95, m.max, s.limsimScores[name as keyof typeof s.limsimScores]].map((v) =>
+        v === undefined ? '-' : formatNumber(v),
       ),
-    ),
+    ]),
+  );
+  process.stdout.write(
+    "LIMSIM_SCORE: LimSim's display score of the metric's frames, 1 (best) to 4 (worst)\n",
   );
   process.stdout.write(
     `\nevents: ${
@@ -39,7 +50,7 @@ function printSummary(s: EvaluationSummary, runBegin: number): void {
   );
   if (s.events.length)
     printTable(
-      ['T_S', 'KIND', 'DURATION_S', 'ACTORS', 'X', 'Y', 'DETAIL'],
+      ['T_S', 'KIND', 'DURATION_S', 'ACTORS', 'X_M', 'Y_M', 'DETAIL'],
       s.events
         .slice(0, 50)
         .map((e) => [
@@ -140,9 +151,9 @@ export function registerEvalCommand(program: Command): void {
               'FRAMES',
               'SCORE',
               'MIN_TTC_S',
-              'MEAN_OFFSET',
-              'P95_JERK',
-              'MAX_ABS_JERK',
+              'MEAN_OFFSET_M2',
+              'P95_JERK_M_S3',
+              'MAX_ABS_JERK_M_S3',
               'COLLISIONS',
               'NEAR_MISSES',
               'EVENTS',
