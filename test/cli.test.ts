@@ -23,12 +23,32 @@ interface RunRow {
 
 describe('simrec command line', () => {
   let run: RunRow;
+  let demoLine = '';
   before(() => {
     const r = runCli(['demo', '--no-serve', '--duration', '20', '--rate', '10'], env);
     assert.equal(r.status, 0, r.stderr);
     assert.match(r.stdout, /recorded run 1 into .*cli\.db: \d+ vehicles, 16 pedestrians, 6 traffic lights/);
     assert.equal(r.stderr, '', 'piped output shows no progress bar');
+    demoLine = r.stdout;
     [run] = cliJson<RunRow[]>(['ls', '--json'], env) as [RunRow];
+  });
+
+  it('demo scores the run it records as simrec eval does, and says the score', () => {
+    const info = cliJson<{ streams: { id: string; samples: number }[] }>(['info', '1', '--json'], env);
+    const stream = (id: string) => info.streams.find((s) => s.id === id);
+    assert.equal(stream('ego/evaluation')?.samples, 201, "the ego's evaluation, one frame per state");
+    assert.ok(stream('events'), 'the events stream');
+    const stored = runCli(['samples', '1', 'events', '--json'], env).stdout.trim().split('\n');
+    // simrec eval computes the same again (and stores what was there already).
+    const again = cliJson<{ score: number; events: unknown[] }>(['eval', '1', '--json'], env);
+    assert.equal(stored.length, again.events.length);
+    assert.ok(again.events.length > 0, 'a 20 s demo has events');
+    assert.match(
+      demoLine,
+      new RegExp(
+        `; scored ${again.score} / 100 with ${again.events.length} events \\(simrec eval 1 shows them\\); try: simrec info 1\\n$`,
+      ),
+    );
   });
 
   it("runs as the README's first command runs it (npx simrec from the project: the built file is executable)", () => {

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { recordDemoRun } from '../../demo/demo-run.js';
+import { evaluateRun, type EvaluationSummary } from '../../evaluate/evaluate-run.js';
 import { describeValue, invalid } from '../../model/errors.js';
 import { parsePositive } from '../args.js';
 import { printJson, Progress } from '../output.js';
@@ -26,12 +27,14 @@ function parseCount(name: string, value: string): number {
   return n;
 }
 
-/** The main job: record a demo run into the store, then show it in the viewer. */
+/** The main job: record a demo run into the store, score it, then show it in the viewer. */
 export function registerDemoCommand(program: Command): void {
   serveOptions(
     program
       .command('demo')
-      .description('record a demo traffic run into the store, then serve the viewer on it (Ctrl-C stops)')
+      .description(
+        'record a demo traffic run into the store, score it as simrec eval does, then serve the viewer on it (Ctrl-C stops)',
+      )
       .option('--no-serve', 'record only; do not start the viewer')
       .option('--net <file>', 'a SUMO .net.xml or OpenDRIVE road network (default: a generated town)')
       .option('--routes <files>', 'SUMO route files, comma-separated (default: generated traffic)', (v) =>
@@ -61,6 +64,15 @@ export function registerDemoCommand(program: Command): void {
       progress.done();
       printWarnings(result.warnings);
       const { run } = result;
+      // The first page shows the whole product: the run scored, with its events, as `simrec eval`
+      // stores them. Route files may name no ego, and then there is nothing to score.
+      let evaluation: EvaluationSummary | null = null;
+      if ((await store.listActors(run.id)).some((a) => a.kind === 'ego')) {
+        const scoring = new Progress('evaluating');
+        evaluation = await evaluateRun(store, run.id, { onProgress: (f) => scoring.update(f) });
+        scoring.done();
+      }
+      // Written once the evaluation's streams are in: the tables are the run as the viewer shows it.
       await writeTablesAfter(command, store, [run.id]);
       if (opts.json)
         printJson({
@@ -68,11 +80,21 @@ export function registerDemoCommand(program: Command): void {
           vehicles: result.vehicles,
           pedestrians: result.pedestrians,
           trafficLights: result.trafficLights,
+          evaluation: evaluation && {
+            actor: evaluation.actor,
+            score: evaluation.score,
+            eventCounts: evaluation.eventCounts,
+            streams: evaluation.streams,
+          },
           warnings: result.warnings,
         });
       else
         process.stdout.write(
-          `recorded run ${run.id} into ${store.location}: ${result.vehicles} vehicles, ${result.pedestrians} pedestrians, ${result.trafficLights} traffic lights; try: simrec info ${run.id}\n`,
+          `recorded run ${run.id} into ${store.location}: ${result.vehicles} vehicles, ${result.pedestrians} pedestrians, ${result.trafficLights} traffic lights; ${
+            evaluation
+              ? `scored ${evaluation.score} / 100 with ${evaluation.events.length} events (simrec eval ${run.id} shows them)`
+              : 'not scored: no ego'
+          }; try: simrec info ${run.id}\n`,
         );
       // Every serve option (token, ingest port, settings, allowed names) goes through as `serve` takes it.
       if (opts.serve)
