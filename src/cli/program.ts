@@ -2,6 +2,7 @@
 import { Command } from 'commander';
 import { registerBirdviewCommand } from './commands/birdview-command.js';
 import { describeFailure, stopQuietlyWhenTheReaderLeaves } from './failure.js';
+import { handleInterrupts, setKeptOnInterrupt } from './interrupt.js';
 import { registerCatalogCommands } from './commands/catalog-commands.js';
 import { registerCheckCommand } from './commands/check-command.js';
 import { registerConvertCommands } from './commands/convert-commands.js';
@@ -15,6 +16,33 @@ import { registerSqlCommand } from './commands/sql-command.js';
 import { registerTablesCommand } from './commands/tables-command.js';
 import { registerRmCommand } from './commands/rm-command.js';
 import { registerMovedCommands, registerStatsCommand } from './commands/stats-command.js';
+
+/** Commands that change nothing unless given an output (`--out`, `--attach`, `--repair`). */
+const READERS = new Set([
+  'ls',
+  'info',
+  'scene',
+  'traj',
+  'samples',
+  'stats',
+  'roadnet',
+  'birdview',
+  'check',
+  'tables',
+  'scenarios ls',
+  'scenarios get',
+  'vehicles ls',
+  'vehicles get',
+]);
+
+/** What a command interrupted before it finished keeps, unless it says so itself. */
+function keptWhenInterrupted(command: Command): string {
+  const parent = command.parent?.parent ? `${command.parent.name()} ` : '';
+  const opts = command.opts<{ out?: string; attach?: string; repair?: boolean }>();
+  if (READERS.has(`${parent}${command.name()}`) && !opts.out && !opts.attach && !opts.repair)
+    return 'nothing was changed';
+  return 'what it had finished is kept; the store holds no half-written change (it commits whole or not at all)';
+}
 
 const program = new Command('simrec')
   .description('record, store, query, replay, score and convert driving-simulation runs')
@@ -48,6 +76,9 @@ registerTablesCommand(program);
 registerRmCommand(program);
 registerMovedCommands(program);
 
+// An interrupted command says what it kept: by default that of its kind, or its own (interrupt.ts).
+program.hook('preAction', (_program, command) => setKeptOnInterrupt(keptWhenInterrupted(command)));
+handleInterrupts();
 stopQuietlyWhenTheReaderLeaves();
 try {
   await program.parseAsync(process.argv);

@@ -5,6 +5,7 @@ import type { RunInfo } from '../../model/run.js';
 import { parsePositive, parseRunId } from '../args.js';
 import { formatNumber, printJson, printTable, Progress } from '../output.js';
 import { withExistingStore } from '../with-store.js';
+import { exitInterrupted, takeInterrupts } from '../interrupt.js';
 import { writeTablesAfter } from './tables-command.js';
 
 interface EvalOptions {
@@ -107,17 +108,45 @@ export function registerEvalCommand(program: Command): void {
         if (runs.length > 1 && !opts.compare)
           throw invalid(`eval: ${runs.length} runs given; evaluate one, or several with --compare`);
         const results: EvaluationSummary[] = [];
-        for (const run of runs) {
-          const progress = new Progress(`evaluating run ${run}`);
-          const args: Parameters<typeof evaluateRun>[2] = {
-            mode: opts.mode,
-            nearMissTtc: opts.nearMiss,
-            blockedSeconds: opts.blocked,
-            onProgress: (f) => progress.update(f),
-          };
-          if (opts.actor !== undefined) args.actor = opts.actor;
-          results.push(await evaluateRun(store, run, args));
-          progress.done();
+        const stop = new AbortController();
+        const release = takeInterrupts(() => stop.abort());
+        try {
+          for (const run of runs) {
+            const progress = new Progress(`evaluating run ${run}`);
+            const args: Parameters<typeof evaluateRun>[2] = {
+              mode: opts.mode,
+              nearMissTtc: opts.nearMiss,
+              blockedSeconds: opts.blocked,
+              onProgress: (f) => progress.update(f),
+              signal: stop.signal,
+            };
+            if (opts.actor !== undefined) args.actor = opts.actor;
+            try {
+              results.push(await evaluateRun(store, run, args));
+            } catch (error) {
+              if (!stop.signal.aborted) throw error;
+            }
+            progress.done();
+            if (stop.signal.aborted) break;
+          }
+        } finally {
+          release();
+        }
+        if (stop.signal.aborted) {
+          // An evaluation stores its streams only once it is whole: a run it was scoring is as it was.
+          const done = results.map((r) => r.run);
+          const rest = runs.filter((r) => !done.includes(r));
+          if (done.length) await writeTablesAfter(command, store, done);
+          return exitInterrupted(
+            [
+              done.length ? `run ${done.join(', ')} scored and stored` : '',
+              rest.length
+                ? `run ${rest.join(', ')} not scored: nothing of ${rest.length === 1 ? 'its' : 'their'} new evaluation stored, an earlier one kept`
+                : '',
+            ]
+              .filter(Boolean)
+              .join('; '),
+          );
         }
         // The evaluation and events streams are new in these runs: their tables are written again.
         await writeTablesAfter(command, store, runs);
