@@ -48,6 +48,42 @@ function assertRefused(args: string[], status: number, pattern: RegExp, extraEnv
   assert.doesNotMatch(r.stderr, /\n\s+at /, `simrec ${args.join(' ')}: no stack trace`);
 }
 
+/** The runs of a store, as `simrec ls --json` lists them. */
+const listed = (at: string): { id: number; begin: number; end: number; endReason: string }[] =>
+  cliJson(['--store', at, 'ls', '--json']);
+
+/** Waits until `ready()` holds, polling (a test's own timeout bounds it). */
+async function until(ready: () => boolean): Promise<void> {
+  while (!ready()) await new Promise((r) => setTimeout(r, 25));
+}
+
+/**
+ * simrec started as a child process with its output collected; with `pauseStdout` nothing reads its
+ * stdout, so that a command writing much blocks on the pipe (as under a reader that waits).
+ */
+function started(args: string[], options: { pauseStdout?: boolean } = {}) {
+  const child = spawn(process.execPath, [SIMREC_BIN, ...args], { env: { ...process.env, ...env } });
+  let stdout = '';
+  let stderr = '';
+  let paused = false;
+  if (options.pauseStdout) {
+    // One chunk read, then none: the pipe fills and the writer waits.
+    child.stdout.once('data', () => {
+      child.stdout.pause();
+      paused = true;
+    });
+  } else child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return {
+    process: child,
+    exited,
+    stdout: () => stdout,
+    stderr: () => stderr,
+    stdoutPaused: () => paused,
+  };
+}
+
 describe('simrec as a careful user meets it', () => {
   before(() => {
     // 60 s: enough output (over 100 KB) that a reader closing early must cut the writer off.
@@ -69,13 +105,18 @@ describe('simrec as a careful user meets it', () => {
     }
   });
 
-  it('argument-parser mistakes exit 2 with the parser message and no help page', () => {
+  it('argument-parser mistakes exit 2 with the parser message after simrec: and no help page', () => {
     for (const [args, pattern] of [
-      [['info'], /^error: missing required argument 'run'\n/],
-      [['ls', '--bogus'], /^error: unknown option '--bogus'\n/],
-      [['scene', '1'], /^error: required option '--at <seconds>' not specified\n/],
-      [['eval', '1', '--mode', 'x'], /argument 'x' is invalid\. Allowed choices are simrec, limsim/],
-      [['frobnicate'], /^error: unknown command 'frobnicate'\n/],
+      [['info'], /^simrec: missing required argument 'run'\n/],
+      [['ls', '--bogus'], /^simrec: unknown option '--bogus'\n/],
+      [['scene', '1'], /^simrec: required option '--at <seconds>' not specified\n/],
+      [
+        ['eval', '1', '--mode', 'x'],
+        /^simrec: .*argument 'x' is invalid\. Allowed choices are simrec, limsim/,
+      ],
+      [['frobnicate'], /^simrec: unknown command 'frobnicate'\n/],
+      // A subcommand's parser says it the same way.
+      [['vehicles', 'ls', 'extra'], /^simrec: too many arguments for 'ls'/],
       [
         ['record', 'sumo', 'x.sumocfg', '--nice', '20'],
         /--nice: expected a whole number from 0 to 19, got "20"/,
@@ -332,5 +373,77 @@ describe('simrec as a careful user meets it', () => {
       info.actors.find((a) => a.id === 'ego')!.attributes.route!.length > 3,
       'the ego route is whole',
     );
+  });
+
+  it('Ctrl-C while the demo records keeps the run up to there, says so in one line, and exits 130', async () => {
+    const demoStore = join(dir.path, 'interrupted-demo.db');
+    const child = started(['--store', demoStore, 'demo', '--no-serve', '--duration', '5000']);
+    // Interrupt once the run is in the store and being recorded.
+    await until(() => existsSync(demoStore) && listed(demoStore).length > 0);
+    child.process.kill('SIGINT');
+    assert.equal(await child.exited, 130, child.stderr());
+    const [run] = listed(demoStore);
+    assert.equal(run!.endReason, 'user_request', 'ended as stopped by the user, not left interrupted');
+    const seconds = (run!.end - run!.begin) / 1e6;
+    assert.ok(seconds > 0 && seconds < 5000, `${seconds} s recorded`);
+    assert.equal(
+      child.stderr(),
+      `simrec: interrupted; run 1 is kept in ${demoStore} with the ${seconds} s recorded of 5000 (ended user_request; not scored: simrec eval 1 scores it)\n`,
+    );
+    assert.equal(child.stdout(), '', 'no line of a finished demo');
+  });
+
+  it('Ctrl-C stops simrec serve and simrec demo with 130 and a line saying what the store keeps', async () => {
+    const serveStore = join(dir.path, 'served.db');
+    for (const args of [
+      ['--store', serveStore, 'serve', '--port', '0'],
+      ['--store', serveStore, 'demo', '--duration', '2', '--port', '0'],
+    ]) {
+      const child = started(args);
+      await until(() => child.stdout().includes('simrec ingest: '));
+      child.process.kill('SIGINT');
+      assert.equal(await child.exited, 130, `${args.join(' ')}: ${child.stderr()}`);
+      assert.equal(
+        child.stderr(),
+        `simrec: interrupted; the server stopped; ${serveStore} keeps every run\n`,
+        args.join(' '),
+      );
+    }
+    assert.deepEqual(
+      listed(serveStore).map((r) => r.endReason),
+      ['scenario_stop_trigger'],
+      "the demo's run, whole",
+    );
+  });
+
+  it('a command interrupted with nothing to finish says what it kept and exits 130', async () => {
+    // Megabytes of samples to a reader that waits: the command is still writing when interrupted.
+    const long = join(dir.path, 'long.db');
+    const made = runCli(['--store', long, 'demo', '--no-serve', '--duration', '300', '--vehicles', '5']);
+    assert.equal(made.status, 0, made.stderr);
+    const child = started(['--store', long, 'samples', '1', 'ego/wheels', '--json'], { pauseStdout: true });
+    await until(() => child.stdoutPaused());
+    child.process.kill('SIGINT');
+    await new Promise((r) => setTimeout(r, 200));
+    child.process.stdout.resume();
+    assert.equal(await child.exited, 130);
+    assert.equal(child.stderr(), 'simrec: interrupted; nothing was changed\n');
+  });
+
+  it('demo binds its port before recording: a port in use is refused at once, with no run recorded', async () => {
+    const holder = createServer();
+    await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
+    const port = (holder.address() as { port: number }).port;
+    const portStore = join(dir.path, 'port-taken.db');
+    try {
+      assertRefused(
+        ['--store', portStore, 'demo', '--port', String(port), '--duration', '600'],
+        1,
+        new RegExp(`^simrec: 127\\.0\\.0\\.1:${port}: the port is already in use .*\n$`),
+      );
+    } finally {
+      holder.close();
+    }
+    assert.deepEqual(listed(portStore), [], 'nothing was recorded before the port was found taken');
   });
 });

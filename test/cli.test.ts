@@ -23,12 +23,32 @@ interface RunRow {
 
 describe('simrec command line', () => {
   let run: RunRow;
+  let demoLine = '';
   before(() => {
     const r = runCli(['demo', '--no-serve', '--duration', '20', '--rate', '10'], env);
     assert.equal(r.status, 0, r.stderr);
     assert.match(r.stdout, /recorded run 1 into .*cli\.db: \d+ vehicles, 16 pedestrians, 6 traffic lights/);
     assert.equal(r.stderr, '', 'piped output shows no progress bar');
+    demoLine = r.stdout;
     [run] = cliJson<RunRow[]>(['ls', '--json'], env) as [RunRow];
+  });
+
+  it('demo scores the run it records as simrec eval does, and says the score', () => {
+    const info = cliJson<{ streams: { id: string; samples: number }[] }>(['info', '1', '--json'], env);
+    const stream = (id: string) => info.streams.find((s) => s.id === id);
+    assert.equal(stream('ego/evaluation')?.samples, 201, "the ego's evaluation, one frame per state");
+    assert.ok(stream('events'), 'the events stream');
+    const stored = runCli(['samples', '1', 'events', '--json'], env).stdout.trim().split('\n');
+    // simrec eval computes the same again (and stores what was there already).
+    const again = cliJson<{ score: number; events: unknown[] }>(['eval', '1', '--json'], env);
+    assert.equal(stored.length, again.events.length);
+    assert.ok(again.events.length > 0, 'a 20 s demo has events');
+    assert.match(
+      demoLine,
+      new RegExp(
+        `; scored ${again.score} / 100 with ${again.events.length} events \\(simrec eval 1 shows them\\); try: simrec info 1\\n$`,
+      ),
+    );
   });
 
   it("runs as the README's first command runs it (npx simrec from the project: the built file is executable)", () => {
@@ -167,12 +187,18 @@ describe('simrec command line', () => {
     );
   });
 
-  it('scenarios: put, ls, get, rm', () => {
+  it('scenarios: put, ls (or list), get, rm (or delete)', () => {
     const bin = join(dir.path, 'cut-in.bin');
     writeFileSync(bin, Buffer.from([0, 1, 2, 250]));
+    const put = runCli(
+      ['scenarios', 'put', bin, '--id', '9223372036854775807', '--description', 'cut-in'],
+      env,
+    );
+    assert.equal(put.status, 0, put.stderr);
     assert.equal(
-      runCli(['scenarios', 'put', bin, '--id', '9223372036854775807', '--description', 'cut-in'], env).status,
-      0,
+      put.stdout,
+      `stored scenario 9223372036854775807 (4 bytes, "cut-in") from ${bin} in ${store}\n`,
+      'put says what it stored',
     );
     const list = cliJson<{ id: string; description: string; size: number }[]>(
       ['scenarios', 'ls', '--json'],
@@ -182,6 +208,12 @@ describe('simrec command line', () => {
       list.map((s) => [s.id, s.description, s.size]),
       [['9223372036854775807', 'cut-in', 4]],
     );
+    // `list` as the help says it: the same as `ls`, as a table and as JSON.
+    const listed = runCli(['scenarios', 'list'], env);
+    assert.equal(listed.status, 0, listed.stderr);
+    assert.equal(listed.stdout, runCli(['scenarios', 'ls'], env).stdout);
+    assert.match(listed.stdout, /^ID\s+TIMESTAMP\s+BYTES\s+DESCRIPTION\n9223372036854775807\s/);
+    assert.deepEqual(cliJson(['scenarios', 'list', '--json'], env), list);
     const out = join(dir.path, 'out.bin');
     assert.equal(runCli(['scenarios', 'get', '9223372036854775807', '--out', out], env).status, 0);
     assert.deepEqual([...readFileSync(out)], [0, 1, 2, 250]);
@@ -189,21 +221,34 @@ describe('simrec command line', () => {
     const gone = runCli(['scenarios', 'get', '9223372036854775807'], env);
     assert.equal(gone.status, 2);
     assert.match(gone.stderr, /scenario 9223372036854775807 does not exist/);
+    assert.equal(runCli(['scenarios', 'put', bin, '--id', '7'], env).status, 0);
+    assert.equal(runCli(['scenarios', 'delete', '7'], env).status, 0);
+    assert.deepEqual(cliJson(['scenarios', 'list', '--json'], env), []);
   });
 
-  it('vehicles: put, ls, get, rm', () => {
+  it('vehicles: put, ls (or list), get, rm (or delete)', () => {
     const file = join(dir.path, 'sedan.json');
     writeFileSync(file, JSON.stringify({ 'soda.sim': { mass: 1500 }, wheels: 4 }));
-    assert.equal(runCli(['vehicles', 'put', file], env).status, 0);
+    const put = runCli(['vehicles', 'put', file], env);
+    assert.equal(put.status, 0, put.stderr);
+    assert.equal(
+      put.stdout,
+      `stored vehicle configuration "sedan" (keys soda.sim, wheels) from ${file} in ${store}\n`,
+      'put says what it stored',
+    );
     assert.deepEqual(
       cliJson<{ name: string }[]>(['vehicles', 'ls', '--json'], env).map((v) => v.name),
       ['sedan'],
     );
+    const listed = runCli(['vehicles', 'list'], env);
+    assert.equal(listed.status, 0, listed.stderr);
+    assert.match(listed.stdout, /^NAME\s+TIMESTAMP\s+KEYS\nsedan\s+\S+\s+soda\.sim,wheels\n$/);
     assert.deepEqual(cliJson<{ doc: unknown }>(['vehicles', 'get', 'sedan'], env).doc, {
       'soda.sim': { mass: 1500 },
       wheels: 4,
     });
-    assert.equal(runCli(['vehicles', 'rm', 'sedan'], env).status, 0);
+    assert.equal(runCli(['vehicles', 'delete', 'sedan'], env).status, 0);
+    assert.deepEqual(cliJson(['vehicles', 'list', '--json'], env), []);
     writeFileSync(file, '{"broken": ');
     const bad = runCli(['vehicles', 'put', file], env);
     assert.equal(bad.status, 2);
@@ -228,7 +273,7 @@ describe('simrec command line', () => {
       }
     }
     assert.ok(url, 'the viewer address was printed');
-    assert.equal(await exited, 0, 'Ctrl-C stops it cleanly');
+    assert.equal(await exited, 130, 'Ctrl-C stops it as the README says: 130, interrupted');
   });
 
   it('errors name what was wrong, go to stderr, and exit non-zero', () => {

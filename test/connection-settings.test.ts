@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -26,6 +26,7 @@ import { freshMongoDatabase, MONGO_URL, skipWithoutMongo } from './mongodb-test-
 
 // These run inside the page (page.waitForFunction); the Node compilation has no DOM types, on purpose.
 declare const document: any;
+declare const window: any;
 
 const dir = tempDir('simrec-connection-');
 let store: StoreBackend;
@@ -325,10 +326,24 @@ describe('connection panel in Chromium', () => {
   const badgeState = (page: Page): Promise<string | null> =>
     page.getByTestId('mongodb-status').getAttribute('data-state');
 
+  it('shows no MongoDB status to whoever never asked for MongoDB, only a quiet way to set it up', async () => {
+    const page = await openPage();
+    await page.locator('[data-testid="mongodb-status"][data-configured="false"]').waitFor();
+    assert.equal(await badgeState(page), null, 'no status');
+    assert.equal(await page.getByTestId('mongodb-status').textContent(), 'MongoDB…');
+    const colour = await page
+      .getByTestId('mongodb-status')
+      .evaluate((b: any) => window.getComputedStyle(b).color);
+    assert.equal(colour, 'rgb(153, 153, 170)', 'grey, not the amber of a connection that is down');
+    assert.equal(existsSync(settingsFile), false, 'nothing configured, nothing saved');
+    await page.close();
+  });
+
   it('saves the settings, connects, shows the error, and other viewers follow live', async () => {
     const page = await openPage();
     const other = await openPage();
-    assert.equal(await badgeState(page), 'disconnected');
+    await page.locator('[data-testid="mongodb-status"][data-configured="false"]').waitFor();
+    assert.equal(await badgeState(page), null, 'nothing configured yet: no status');
     await page.getByTestId('mongodb-status').click();
     await page.getByTestId('mongodb-panel').waitFor();
     assert.equal(await page.getByTestId('mongodb-url').inputValue(), 'mongodb://localhost:27017');
@@ -339,6 +354,9 @@ describe('connection panel in Chromium', () => {
     await page.waitForFunction(
       () => document.querySelector('[data-testid="mongodb-message"]')?.textContent === 'disconnected',
     );
+    // Configured now: the status shows, here and in the other viewer.
+    assert.equal(await page.getByTestId('mongodb-status').textContent(), 'MongoDB: disconnected');
+    await other.locator('[data-testid="mongodb-status"][data-state="disconnected"]').waitFor();
     assert.deepEqual(JSON.parse(readFileSync(settingsFile, 'utf8')).mongodb, {
       url: refused,
       database: 'team',

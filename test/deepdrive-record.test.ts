@@ -142,16 +142,20 @@ describe('simrec record deepdrive', () => {
     assert.equal(lineCount(join(disk, '7_depth', FRAMES_INDEX)), 3);
   });
 
-  it('ends on Ctrl-C (SIGINT) with the run closed as user_request', async () => {
+  it('ends on Ctrl-C (SIGINT) with the run closed as user_request, says so and exits 130', async () => {
     const disk = join(dir.path, 'disk-sigint');
     overwriteRegion(shm, writeRegion(capture(11)));
     const { child, exit } = startRecording(['--shm', shm, '--store', storeFile, '--disk', disk, '--json']);
     await until('the first snapshot taken', () => lineCount(join(disk, AGENT_FILE)) === 1);
     child.kill('SIGINT');
     const { code, stdout, stderr } = await exit;
-    assert.equal(code, 0, stderr);
-    const result = JSON.parse(stdout) as { run: { endReason: string }; snapshots: number };
+    assert.equal(code, 130, stderr);
+    const result = JSON.parse(stdout) as { run: { id: number; endReason: string }; snapshots: number };
     assert.deepEqual([result.run.endReason, result.snapshots], ['user_request', 1]);
+    assert.equal(
+      stderr,
+      `simrec: interrupted; run ${result.run.id} is kept in ${storeFile} with the 1 snapshots recorded (ended user_request)\n`,
+    );
   });
 
   it('killed (SIGKILL), leaves a run the next open closes as interrupted with every snapshot it completed', async () => {

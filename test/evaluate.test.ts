@@ -312,7 +312,34 @@ describe('evaluation', () => {
       'orientation',
     ]);
     const table = runCli(['eval', '1'], env);
-    assert.match(table.stdout, /^METRIC\s+MIN\s+MEAN\s+P50\s+P95\s+MAX\s+LIMSIM_SCORE$/m);
+    assert.match(table.stdout, /^METRIC\s+UNIT\s+MIN\s+MEAN\s+P50\s+P95\s+MAX\s+LIMSIM_SCORE$/m);
+    // Every metric's row says the unit its numbers are in (#55, 9: "discomfort 3836.7" of what?).
+    const unitOf = new Map(
+      [...table.stdout.matchAll(/^(\w+)\s+(\S+)\s+-?[\d.]+\s/gm)].map((m) => [m[1]!, m[2]!] as const),
+    );
+    const expected: Record<string, string> = {
+      offset: 'm^2',
+      discomfort: 'm^2/s^6',
+      collision: 's',
+      orientation: 'unitless',
+      consumption: 'm^2/s^3',
+      jerk: 'm/s^3',
+      accel: 'm/s^2',
+      headway: 's',
+      laneOffset: 'm',
+    };
+    // This run has no road network: offset, orientation and the lane offset are skipped.
+    assert.deepEqual(
+      [...unitOf.keys()],
+      ['discomfort', 'collision', 'consumption', 'jerk', 'accel', 'headway'],
+    );
+    for (const [metric, unit] of unitOf) assert.equal(unit, expected[metric], `${metric}: ${table.stdout}`);
+    assert.match(table.stdout, /^LIMSIM_SCORE: LimSim's display score .* 1 \(best\) to 4 \(worst\)$/m);
+    const compared = runCli(['eval', '--compare', '1', '2'], env);
+    assert.match(
+      compared.stdout,
+      /^RUN\s+ACTOR\s+FRAMES\s+SCORE\s+MIN_TTC_S\s+MEAN_OFFSET_M2\s+P95_JERK_M_S3\s+MAX_ABS_JERK_M_S3\s+COLLISIONS\s+NEAR_MISSES\s+EVENTS$/m,
+    );
     assert.match(table.stdout, /score: [\d.]+ \/ 100 \(weights: collision 0.4/);
     const rows = cliJson<{ run: { id: number }; score: number; p95Jerk: number; maxAbsJerk: number }[]>(
       ['eval', '--compare', '1', '2', '--json'],

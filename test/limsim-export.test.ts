@@ -8,7 +8,9 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { XMLParser } from 'fast-xml-parser';
+import { recordDemoRun } from '../src/demo/demo-run.js';
 import { recordSyntheticRun } from '../src/demo/synthetic-run.js';
+import { evaluateRun } from '../src/evaluate/evaluate-run.js';
 import { exportLimSim } from './helpers/formats.js';
 import { importLimSim } from './helpers/formats.js';
 import { createTableSql, LIMSIM_TABLES } from '../src/formats/limsim/limsim-schema.js';
@@ -261,6 +263,33 @@ describe('a run evaluated by simrec as a LimSim database', () => {
     await exportLimSim(tests.store, run.id, file);
     await assert.rejects(exportLimSim(tests.store, run.id, file), /exists.*--force/);
     await exportLimSim(tests.store, run.id, file, { overwrite: true });
+  });
+});
+
+describe('what a LimSim export leaves out', () => {
+  it('says every stream and field of a scored demo run it does not write, and nothing else', async () => {
+    const { run } = await recordDemoRun(tests.store, { duration: 20, pedestrians: 3 });
+    const { events } = await evaluateRun(tests.store, run.id);
+    assert.ok(events.length > 0, 'the run has events, which LimSim has no table for');
+    const file = join(dir.path, 'left-out.db');
+    const warnings: string[] = [];
+    await exportLimSim(tests.store, run.id, file, { warn: (m) => warnings.push(m) });
+    const vehicles = tableRows(file, 'vehicleINFO').length;
+    const [evaluation] = warnings.filter((w) => w.startsWith('stream evaluation of ego: '));
+    assert.match(
+      evaluation ?? '',
+      /^stream evaluation of ego: fields offsetScore, discomfortScore, collisionScore, orientationScore, consumptionScore, accel, jerk, .*ttcActor.* left out: evaluationINFO holds LimSim's five metrics only$/,
+    );
+    assert.deepEqual(warnings.filter((w) => w !== evaluation).sort(), [
+      '3 pedestrians left out: LimSim records vehicles only',
+      "stream control of ego left out: LimSim's database has no table for it",
+      "stream events of the run left out: LimSim's database has no table for it",
+      `stream state of ${vehicles} actors (ego, veh1, veh2, ...): fields z, roll, pitch, vx, vy, vz, ax, ay, az, wx, wy, wz left out: frameINFO holds x, y, yaw, speed, accel, lane, lane position, route index and tag only`,
+      "stream wheels of ego left out: LimSim's database has no table for it",
+    ]);
+    // The lights' signals and the five metrics are written, and so not said.
+    assert.ok(tableRows(file, 'evaluationINFO').length > 0);
+    assert.ok(tableRows(file, 'trafficLightStates').length > 0);
   });
 });
 

@@ -295,6 +295,6 @@ describe('simrec demo serves as simrec serve does', () => {
     } finally {
       child.kill('SIGINT');
     }
-    assert.equal(await exited, 0);
+    assert.equal(await exited, 130, 'stopped by Ctrl-C');
   });
 });

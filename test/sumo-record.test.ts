@@ -3,7 +3,7 @@
  * own --fcd-output of the same run: every vehicle at every step, positions within 1 cm.
  */
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -574,6 +574,41 @@ describe('recording SUMO over TraCI', { skip: sumoMissing }, () => {
     const bad = runCli(['record', 'sumo', '--area', 'ego:50'], { SIMREC_STORE: join(dir.path, 'cli.db') });
     assert.equal(bad.status, 2);
     assert.match(bad.stderr, /--area ego:RADIUS needs --ego ID/);
+  });
+
+  it('record sumo on Ctrl-C ends the run user_request with its steps, says so and exits 130', async () => {
+    const db = join(dir.path, 'sigint.db');
+    // 10,000 steps of 10 ms: long enough to be interrupted midway.
+    const child = spawn(process.execPath, [
+      SIMREC_BIN,
+      '--store',
+      db,
+      'record',
+      'sumo',
+      fixture('esmini', 'sumo', 'straight.sumocfg'),
+    ]);
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
+    // Interrupted once the run holds samples.
+    const samples = (): number => {
+      const r = runCli(['--store', db, 'ls', '--json']);
+      return r.status === 0 ? ((JSON.parse(r.stdout) as { samples: number }[])[0]?.samples ?? 0) : 0;
+    };
+    while (samples() === 0) await new Promise((r) => setTimeout(r, 50));
+    child.kill('SIGINT');
+    assert.equal(await exited, 130, stderr);
+    const line = /^recorded run 1 \(user_request\): (\d+) steps, /.exec(stdout);
+    assert.ok(line, stdout);
+    assert.ok(Number(line[1]) < 10_000, `${line[1]} steps: stopped before the end`);
+    assert.match(
+      stderr,
+      new RegExp(
+        `(^|\\n)simrec: interrupted; run 1 is kept in ${db} with the ${line[1]} steps recorded \\(ended user_request\\)\\n$`,
+      ),
+    );
   });
 
   it("stops at the config's <end> as SUMO does (its last state one step before), and --sumo-args --end wins", async () => {

@@ -224,7 +224,7 @@ describe('viewer in Chromium', () => {
       rec.id,
     );
     await rec.end('user_request');
-    await row.getByText('user_request').waitFor();
+    await row.getByText('stopped by the user').waitFor();
     await page.close();
   });
 

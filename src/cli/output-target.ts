@@ -7,7 +7,7 @@
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { invalid, SimrecError } from '../model/errors.js';
-import { EXIT_INTERRUPTED } from './failure.js';
+import { exitInterrupted, takeInterrupts } from './interrupt.js';
 
 /** Refuses a path that holds something (a file, or a folder that is not empty) unless --force. */
 export function requireFreeOutput(location: string, force: boolean): void {
@@ -26,27 +26,20 @@ export function requireParentFolder(location: string): void {
 /**
  * Runs `work` with a signal that Ctrl-C (or SIGTERM) aborts. The work layer then undoes what it began
  * (an import's runs, an export's temporary output); the command says so with `what` and exits 130.
- * A second Ctrl-C exits at once.
+ * A second Ctrl-C exits at once (interrupt.ts).
  */
 export async function abortOnInterrupt<T>(
   what: string,
   work: (signal: AbortSignal) => Promise<T>,
 ): Promise<T> {
   const controller = new AbortController();
-  const interrupted = (): void => {
-    if (controller.signal.aborted) process.exit(EXIT_INTERRUPTED);
-    controller.abort(new SimrecError('conflict', 'interrupted'));
-  };
-  process.on('SIGINT', interrupted);
-  process.on('SIGTERM', interrupted);
+  const release = takeInterrupts(() => controller.abort(new SimrecError('conflict', 'interrupted')));
   try {
     return await work(controller.signal);
   } catch (error) {
     if (!controller.signal.aborted) throw error;
-    process.stderr.write(`simrec: interrupted; ${what}\n`);
-    process.exit(EXIT_INTERRUPTED);
+    exitInterrupted(what);
   } finally {
-    process.off('SIGINT', interrupted);
-    process.off('SIGTERM', interrupted);
+    release();
   }
 }

@@ -2,6 +2,7 @@
 import { Command } from 'commander';
 import { registerBirdviewCommand } from './commands/birdview-command.js';
 import { describeFailure, stopQuietlyWhenTheReaderLeaves } from './failure.js';
+import { handleInterrupts, setKeptOnInterrupt } from './interrupt.js';
 import { registerCatalogCommands } from './commands/catalog-commands.js';
 import { registerCheckCommand } from './commands/check-command.js';
 import { registerConvertCommands } from './commands/convert-commands.js';
@@ -17,6 +18,33 @@ import { registerRmCommand } from './commands/rm-command.js';
 import { registerDiffCommand } from './commands/diff-command.js';
 import { registerMovedCommands, registerStatsCommand } from './commands/stats-command.js';
 
+/** Commands that change nothing unless given an output (`--out`, `--attach`, `--repair`). */
+const READERS = new Set([
+  'ls',
+  'info',
+  'scene',
+  'traj',
+  'samples',
+  'stats',
+  'roadnet',
+  'birdview',
+  'check',
+  'tables',
+  'scenarios ls',
+  'scenarios get',
+  'vehicles ls',
+  'vehicles get',
+]);
+
+/** What a command interrupted before it finished keeps, unless it says so itself. */
+function keptWhenInterrupted(command: Command): string {
+  const parent = command.parent?.parent ? `${command.parent.name()} ` : '';
+  const opts = command.opts<{ out?: string; attach?: string; repair?: boolean }>();
+  if (READERS.has(`${parent}${command.name()}`) && !opts.out && !opts.attach && !opts.repair)
+    return 'nothing was changed';
+  return 'what it had finished is kept; the store holds no half-written change (it commits whole or not at all)';
+}
+
 const program = new Command('simrec')
   .description('record, store, query, replay, score and convert driving-simulation runs')
   .version('0.1.0')
@@ -28,6 +56,9 @@ const program = new Command('simrec')
   .option('--debug', 'print the stack trace of an error')
   .option('--verbose', 'list every warning (by default: a count per kind and the first of each)')
   .showHelpAfterError("(simrec help COMMAND shows the command's usage)")
+  // The parser's own mistakes read as every other error does: `simrec: ` and what was wrong. Set
+  // before the commands are added, so that each of them (and theirs) inherits it.
+  .configureOutput({ outputError: (text, write) => write(`simrec: ${text.replace(/^error: /, '')}`) })
   .exitOverride();
 
 registerQueryCommands(program);
@@ -47,6 +78,9 @@ registerRmCommand(program);
 registerDiffCommand(program);
 registerMovedCommands(program);
 
+// An interrupted command says what it kept: by default that of its kind, or its own (interrupt.ts).
+program.hook('preAction', (_program, command) => setKeptOnInterrupt(keptWhenInterrupted(command)));
+handleInterrupts();
 stopQuietlyWhenTheReaderLeaves();
 try {
   await program.parseAsync(process.argv);

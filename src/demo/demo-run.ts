@@ -44,11 +44,20 @@ export interface DemoRunOptions {
   onProgress?: (fraction: number) => void;
   /** Problems worked around (skipped vehicles, unknown types...), as they are found. */
   onWarning?: (message: string) => void;
+  /**
+   * Stops the recording early (Ctrl-C): the run ends `user_request` with the steps recorded so far,
+   * all of them durable. Checked at the simulation's checkpoints, every ten simulated seconds.
+   */
+  signal?: AbortSignal;
 }
 
 export interface DemoRunResult {
   run: RunInfo;
   warnings: string[];
+  /** The recording was stopped by `signal` before its duration. */
+  stopped: boolean;
+  /** Simulated seconds recorded (the duration, unless stopped). */
+  simulated: number;
   /** Actors that took part. */
   vehicles: number;
   pedestrians: number;
@@ -135,11 +144,19 @@ export async function recordDemoRun(
   });
   try {
     await attachRoadNetwork(store, recorder.id, demo.network);
-    const { participants } = await driveTraffic(demo, recorder, recorder.run.begin, options.onProgress);
-    const run = await recorder.end('scenario_stop_trigger');
+    const { participants, simulated, stopped } = await driveTraffic(
+      demo,
+      recorder,
+      recorder.run.begin,
+      options.onProgress,
+      options.signal,
+    );
+    const run = await recorder.end(stopped ? 'user_request' : 'scenario_stop_trigger');
     return {
       run,
       warnings: demo.warnings,
+      stopped,
+      simulated,
       vehicles: participants,
       pedestrians: demo.sim.pedestrians.walkers.length,
       trafficLights: demo.sim.lights.length,
@@ -175,7 +192,8 @@ async function driveTraffic(
   sink: DemoSink,
   begin: number,
   onProgress: ((fraction: number) => void) | undefined,
-): Promise<{ participants: number; actorSteps: number }> {
+  signal?: AbortSignal,
+): Promise<{ participants: number; actorSteps: number; simulated: number; stopped: boolean }> {
   const { sim, warn, rateHz, substeps, duration } = demo;
   const lightIds = sim.lights.map((l) => l.id);
   const pedestrianIds = new Set(sim.pedestrians.walkers.map((p) => p.id));
@@ -357,6 +375,11 @@ async function driveTraffic(
       // Handed to the store now: a commit starts when this thread next yields, which a loop that only
       // waits here does not do until the next checkpoint, where it would then wait for all of it.
       void sink.flush().catch(() => {});
+      // Asked to stop (this await is where a signal can arrive): the run ends here, every step durable.
+      if (signal?.aborted && step < steps) {
+        await Promise.all([checkpoint, durable]);
+        return { participants, actorSteps, simulated: step / rateHz, stopped: true };
+      }
     }
     if (step === steps) await Promise.all([checkpoint, durable]);
   }
@@ -364,7 +387,7 @@ async function driveTraffic(
     warn(
       `${d.where}: vehicle ${JSON.stringify(d.id)} could not depart by the end (no room on its first lane)`,
     );
-  return { participants, actorSteps };
+  return { participants, actorSteps, simulated: steps / rateHz, stopped: false };
 }
 
 /** The control and wheels columns of a step's egos (one row each), filled as they are met. */

@@ -9,6 +9,11 @@ import { describeValue, invalid } from '../model/errors.js';
  */
 export interface FormatEntry {
   load: () => Promise<FormatCodec>;
+  /**
+   * What simrec does with the format, known without loading it: `import` reads it into runs
+   * (the codec has `read`), `export` writes runs in it (`write`). Each command lists only its own.
+   */
+  directions: readonly Direction[];
   readOptions?: FormatOption[];
   writeOptions?: FormatOption[];
 }
@@ -19,14 +24,22 @@ function datasetId(value: string): number {
   return Number(value);
 }
 
+export type Direction = 'import' | 'export';
+const BOTH: readonly Direction[] = ['import', 'export'];
+const EXPORT_ONLY: readonly Direction[] = ['export'];
+
 export const FORMATS: Record<string, FormatEntry> = {
-  limsim: { load: async () => (await import('./limsim/index.js')).limsimCodec },
-  perception: { load: async () => (await import('./perception/codec.js')).perceptionCodec },
-  solo: { load: async () => (await import('./solo/codec.js')).soloCodec },
-  coco: { load: async () => (await import('./coco/codec.js')).cocoCodec },
-  yolo: { load: async () => (await import('./yolo/codec.js')).yoloCodec },
+  limsim: { load: async () => (await import('./limsim/index.js')).limsimCodec, directions: BOTH },
+  perception: {
+    load: async () => (await import('./perception/codec.js')).perceptionCodec,
+    directions: BOTH,
+  },
+  solo: { load: async () => (await import('./solo/codec.js')).soloCodec, directions: BOTH },
+  coco: { load: async () => (await import('./coco/codec.js')).cocoCodec, directions: EXPORT_ONLY },
+  yolo: { load: async () => (await import('./yolo/codec.js')).yoloCodec, directions: EXPORT_ONLY },
   soda: {
     load: async () => (await import('./soda/codec.js')).sodaCodec,
+    directions: BOTH,
     readOptions: [
       {
         key: 'dataset',
@@ -43,9 +56,10 @@ export const FORMATS: Record<string, FormatEntry> = {
       },
     ],
   },
-  didrive: { load: async () => (await import('./didrive/index.js')).didriveCodec },
+  didrive: { load: async () => (await import('./didrive/index.js')).didriveCodec, directions: BOTH },
   mcap: {
     load: async () => (await import('./mcap/index.js')).mcapCodec,
+    directions: BOTH,
     writeOptions: [
       {
         key: 'osi',
@@ -55,14 +69,34 @@ export const FORMATS: Record<string, FormatEntry> = {
       },
     ],
   },
-  parquet: { load: async () => (await import('./parquet/codec.js')).parquetCodec },
+  parquet: {
+    load: async () => (await import('./parquet/codec.js')).parquetCodec,
+    directions: EXPORT_ONLY,
+  },
 };
 
-export const formatNames = (): string[] => Object.keys(FORMATS);
+/** The formats simrec knows, or only those it can import or export. */
+export const formatNames = (direction?: Direction): string[] =>
+  Object.keys(FORMATS).filter(
+    (name) => direction === undefined || FORMATS[name]!.directions.includes(direction),
+  );
 
-export async function loadCodec(name: string): Promise<FormatCodec> {
+/**
+ * The codec of a format. Given a direction, a format that does not go that way is refused as a
+ * usage mistake naming the formats that do (`simrec import coco` lists what import reads).
+ */
+export async function loadCodec(name: string, direction?: Direction): Promise<FormatCodec> {
   const entry = FORMATS[name];
+  const choices = formatNames(direction).join(', ');
   if (!entry)
-    throw invalid(`FORMAT: expected one of ${formatNames().join(', ')}, got ${describeValue(name)}`);
+    throw invalid(
+      `FORMAT: expected one of ${choices}${direction ? ` (the formats ${direction} ${direction === 'import' ? 'reads' : 'writes'})` : ''}, got ${describeValue(name)}`,
+    );
+  if (direction && !entry.directions.includes(direction))
+    throw invalid(
+      direction === 'import'
+        ? `${name}: import is not supported (simrec writes ${name} only); import reads ${choices}`
+        : `${name}: export is not supported (simrec reads ${name} only); export writes ${choices}`,
+    );
   return entry.load();
 }

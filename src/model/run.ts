@@ -12,6 +12,20 @@ export const KNOWN_END_REASONS = [
 ] as const;
 export type EndReason = (typeof KNOWN_END_REASONS)[number] | (string & {});
 
+/** How a run ended, in words, for people (the viewer); a reason not known here reads as it is written. */
+const END_REASON_WORDS: Record<(typeof KNOWN_END_REASONS)[number], string> = {
+  user_request: 'stopped by the user',
+  scenario_stop_trigger: "ended by the scenario's stop trigger",
+  inner_error: 'ended by an error in the simulator',
+  quit_application: 'ended when the simulator quit',
+  interrupted: 'interrupted (the recorder stopped without ending it)',
+  completed: 'completed',
+};
+
+export function endReasonInWords(reason: string): string {
+  return (END_REASON_WORDS as Record<string, string>)[reason] ?? reason.replaceAll('_', ' ');
+}
+
 export interface SimulatorInfo {
   name: string;
   version?: string;

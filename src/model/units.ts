@@ -104,3 +104,28 @@ export const canonicalQuaternionToUnity = (q: Quaternion): Quaternion => ({
   z: -q.x,
   w: q.w,
 });
+
+/**
+ * The units of the attributes simulators give an actor's type, by name, as simrec keeps them (SI):
+ * SUMO's and LimSim's vType limits, the demo's and SODA.Sim's vehicle figures. The viewer shows them
+ * beside the values; an attribute not named here is shown as it is.
+ */
+export const ATTRIBUTE_UNITS: Readonly<Record<string, string>> = {
+  maxSpeed: 'm/s',
+  speed: 'm/s',
+  accel: 'm/s^2',
+  decel: 'm/s^2',
+  maxAccel: 'm/s^2',
+  maxDecel: 'm/s^2',
+  emergencyDecel: 'm/s^2',
+  apparentDecel: 'm/s^2',
+  minGap: 'm',
+  length: 'm',
+  width: 'm',
+  height: 'm',
+  wheelRadius: 'm',
+  wheelbase: 'm',
+  track: 'm',
+  mass: 'kg',
+  tau: 's',
+};

@@ -26,10 +26,17 @@ const KEYS = ['url', 'database', 'autoConnect'] as const;
 export class SodaConnectionSettings {
   private values: SodaConnectionValues;
   private readonly listeners = new Set<(values: SodaConnectionValues) => void>();
+  /**
+   * Whether anyone asked for MongoDB: settings were given (the settings file's `mongodb` section) or
+   * changed since. Until then the defaults are SODA.Sim's, and the viewer does not show a connection
+   * nobody configured.
+   */
+  configured: boolean;
 
-  constructor(initial: Partial<SodaConnectionValues> = {}, where = 'settings.mongodb') {
+  constructor(initial?: Partial<SodaConnectionValues>, where = 'settings.mongodb') {
     this.values = { ...SODA_CONNECTION_DEFAULTS };
-    this.values = this.check(initial, where);
+    this.values = this.check(initial ?? {}, where);
+    this.configured = initial !== undefined;
   }
 
   /** The values, password included: for connecting, never for showing. */
@@ -45,6 +52,7 @@ export class SodaConnectionSettings {
   /** Applies a partial update, refusing unknown keys, wrong types, a non-MongoDB URL, a bad database name. */
   update(patch: unknown, where = 'settings.mongodb'): SodaConnectionValues {
     this.values = this.check(patch, where);
+    this.configured = true;
     for (const listener of this.listeners) listener(this.get());
     return this.view();
   }

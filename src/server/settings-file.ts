@@ -53,7 +53,7 @@ export function loadSettingsFile(path: string, recording?: RecordingSettings): S
   }
   const settings: ServerSettings = {
     recording: recording ?? new RecordingSettings(),
-    mongodb: new SodaConnectionSettings(saved.mongodb ?? {}, `${path}: mongodb`),
+    mongodb: new SodaConnectionSettings(saved.mongodb, `${path}: mongodb`),
   };
   if (!recording && saved.recording !== undefined) {
     try {
@@ -70,7 +70,15 @@ export function loadSettingsFile(path: string, recording?: RecordingSettings): S
 
 /** Writes the whole file beside itself and renames it into place: a crash never leaves half a file. */
 function saveSettings(path: string, settings: ServerSettings): void {
-  const text = `${JSON.stringify({ recording: settings.recording.get(), mongodb: settings.mongodb.get() }, null, 2)}\n`;
+  // The MongoDB section only once someone set it: a file with SODA.Sim's defaults would read as configured.
+  const text = `${JSON.stringify(
+    {
+      recording: settings.recording.get(),
+      ...(settings.mongodb.configured ? { mongodb: settings.mongodb.get() } : {}),
+    },
+    null,
+    2,
+  )}\n`;
   const partial = `${path}.partial`;
   try {
     mkdirSync(dirname(path), { recursive: true, mode: 0o700 });

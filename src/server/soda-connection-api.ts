@@ -8,6 +8,8 @@ import type { SodaConnectionSettings } from '../record/soda-connection-settings.
 export const connectionView = (settings: SodaConnectionSettings, connection: SodaConnection) => ({
   settings: settings.view(),
   status: connection.status(),
+  /** Whether anyone asked for MongoDB (settings given or changed): the viewer shows its status only then. */
+  configured: settings.configured,
 });
 
 /**

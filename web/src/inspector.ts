@@ -1,3 +1,4 @@
+import { ATTRIBUTE_UNITS } from '../../src/model/units.js';
 import type { ActorInfo, StreamInfo } from './api.js';
 import { el, formatQuantity, formatValue, seconds } from './format.js';
 
@@ -34,7 +35,10 @@ export class Inspector {
           `${formatQuantity(actor.extents.length, 'm')} × ${formatQuantity(actor.extents.width, 'm')} × ${formatQuantity(actor.extents.height, 'm')}`,
         ),
       );
-    const attributes = Object.entries(actor?.attributes ?? {}).map(([k, v]) => row(k, formatValue(v)));
+    // The units of the attributes simulators name alike (maxSpeed in m/s, mass in kg...).
+    const attributes = Object.entries(actor?.attributes ?? {}).map(([k, v]) =>
+      row(k, ATTRIBUTE_UNITS[k] ? formatQuantity(v, ATTRIBUTE_UNITS[k]) : formatValue(v)),
+    );
     const now: HTMLElement[] = [];
     if (state) {
       if (typeof state.t === 'number') now.push(row('t', `${seconds(state.t - begin)} s`));

@@ -26,9 +26,15 @@ export const LIGHT_NAMES: [string, string][] = [
   ['r', 'red'],
   ['y', 'yellow'],
   ['G', 'green (priority)'],
-  ['g', 'green (yield)'],
+  ['g', 'green (yield), dashed'],
   ['o', 'off'],
 ];
+
+/**
+ * States drawn dashed, in metres drawn and left out: a green that must yield (SUMO's `g`) is told from
+ * a green with priority (`G`) by its gaps, not by a shade of green alone.
+ */
+export const LIGHT_DASHES: Record<string, [number, number]> = { g: [1.2, 0.8] };
 
 /**
  * Actors are never drawn smaller than this on screen (px): a car at true size is a few pixels when a
@@ -331,8 +337,10 @@ export class MapView {
         if (!ch) continue;
         ctx.strokeStyle = LIGHT_COLORS[ch] ?? '#888';
         ctx.lineWidth = Math.max(s.width, 2 * px);
+        ctx.setLineDash(LIGHT_DASHES[ch] ?? []);
         ctx.stroke(s.path);
       }
+      ctx.setLineDash([]);
     }
     const state = this.state;
     if (!state) return;

@@ -5,7 +5,7 @@ import {
   type LimsimMetric,
 } from '../../src/model/evaluation-scores.js';
 import type { RunEvaluation, Sample } from './api.js';
-import { el, formatNumber, formatQuantity } from './format.js';
+import { el, formatNumber, formatQuantity, formatUnit } from './format.js';
 
 /** LimSim's five evaluation axes, in its order. */
 export const RADAR_AXES = LIMSIM_METRICS;
@@ -81,6 +81,8 @@ export class EvaluationPanel {
   readonly root = el('div', { class: 'evaluation', 'data-testid': 'evaluation' });
   private readonly radar = new Radar();
   private readonly rows = new Map<LimsimMetric, { raw: HTMLElement; now: HTMLElement }>();
+  /** Why there is no value now: the scored actor is not in the scene at the cursor. */
+  private readonly absent = el('p', { class: 'hint', 'data-testid': 'evaluation-absent', hidden: '' });
 
   constructor(evaluation: RunEvaluation | null) {
     if (!evaluation) {
@@ -93,14 +95,17 @@ export class EvaluationPanel {
         : 'simrec eval';
     const body = el('tbody');
     for (const m of RADAR_AXES) {
-      const raw = el('td', { class: 'num' }, '–');
-      const now = el('td', { class: 'num' }, '–');
+      const raw = el('td', { class: 'num value' }, '–');
+      const now = el('td', { class: 'num score-now' }, '–');
       const mean = evaluation.scores[m];
+      const unit = LIMSIM_METRIC_UNITS[m];
       body.append(
         el(
           'tr',
           { 'data-metric': m },
           el('th', {}, m),
+          // A ratio (LimSim's orientation, a difference of sines squared) has no unit, and says so.
+          el('td', { class: 'unit' }, unit === '1' ? 'unitless' : formatUnit(unit)),
           raw,
           now,
           el('td', { class: 'num' }, mean === undefined ? '–' : mean.toFixed(2)),
@@ -134,6 +139,7 @@ export class EvaluationPanel {
             'tr',
             {},
             el('th', {}, 'metric'),
+            el('th', {}, 'unit'),
             el('th', {}, 'value now'),
             el('th', {}, 'score now'),
             el('th', {}, 'run mean'),
@@ -141,13 +147,20 @@ export class EvaluationPanel {
         ),
         body,
       ),
+      this.absent,
     );
     this.radar.draw(evaluation.scores);
   }
 
-  /** The frame at the cursor (none before the first). */
-  show(sample: Sample | undefined): void {
+  /**
+   * The frame at the cursor (none before the first). `absent` says why there is none now although
+   * frames came before: the scored actor has left the scene (or is not yet in it).
+   */
+  show(sample: Sample | undefined, absent?: string): void {
     if (!this.rows.size) return;
+    this.absent.hidden = absent === undefined;
+    this.absent.textContent = absent ?? '';
+    if (absent !== undefined) sample = undefined;
     const scores = sample ? frameScores(sample) : {};
     this.radar.draw(scores);
     for (const [m, row] of this.rows) {

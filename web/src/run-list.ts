@@ -1,3 +1,4 @@
+import { endReasonInWords } from '../../src/model/run.js';
 import type { RunListEntry } from './api.js';
 import { date, el, formatNumber, seconds } from './format.js';
 
@@ -110,15 +111,21 @@ export class RunList {
       this.endReason,
       'all end reasons',
       runs.map((r) => r.endReason ?? 'recording'),
+      (v) => (v === 'recording' ? v : endReasonInWords(v)),
     );
     this.render();
   }
 
-  private fillSelect(select: HTMLSelectElement, all: string, values: string[]): void {
+  private fillSelect(
+    select: HTMLSelectElement,
+    all: string,
+    values: string[],
+    label: (value: string) => string = (v) => v,
+  ): void {
     const current = select.value;
     select.replaceChildren(
       el('option', { value: '' }, all),
-      ...[...new Set(values)].sort().map((v) => el('option', { value: v }, v)),
+      ...[...new Set(values)].sort().map((v) => el('option', { value: v }, label(v))),
     );
     select.value = current;
   }
@@ -173,7 +180,13 @@ export class RunList {
           el('td', {}, `${r.simulator.name} ${r.simulator.version ?? ''}`),
           el('td', {}, date(r.begin)),
           el('td', { class: 'num' }, r.end === null ? 'recording…' : seconds(r.end - r.begin)),
-          el('td', {}, r.endReason ?? el('span', { class: 'live-badge' }, 'live')),
+          el(
+            'td',
+            r.endReason === null ? {} : { title: `end reason: ${r.endReason}` },
+            r.endReason === null
+              ? el('span', { class: 'live-badge' }, 'live')
+              : endReasonInWords(r.endReason),
+          ),
           el('td', { class: 'num' }, String(r.actorCount)),
           el('td', { class: 'num' }, String(r.samples)),
           el(

@@ -1,11 +1,22 @@
+import { absenceAt, usualSampleInterval } from '../../src/model/presence.js';
+import { endReasonInWords } from '../../src/model/run.js';
 import { lastAtOrBefore } from '../../src/model/sorted-search.js';
+import { BIRDVIEW_LEGEND } from '../../src/server/birdview-legend.js';
 import { api, ApiError, type ActorInfo, type RunDetail, type RunListEntry, type Sample } from './api.js';
 import { CapturePanel } from './capture-panel.js';
 import { ComparePanel } from './compare-panel.js';
 import { EventList, type RunEvent } from './event-list.js';
-import { el, formatNumber } from './format.js';
+import { el, formatNumber, seconds } from './format.js';
 import { Inspector } from './inspector.js';
-import { KIND_COLORS, LIGHT_COLORS, LIGHT_NAMES, MapView, OTHER_COLOR, type MapState } from './map-view.js';
+import {
+  KIND_COLORS,
+  LIGHT_COLORS,
+  LIGHT_DASHES,
+  LIGHT_NAMES,
+  MapView,
+  OTHER_COLOR,
+  type MapState,
+} from './map-view.js';
 import { PlaybackData } from './playback-data.js';
 import { PlotPanel } from './plot-panel.js';
 import { EvaluationPanel } from './radar.js';
@@ -67,6 +78,21 @@ export class RunView {
       "DI-drive's bird's-eye view at this moment, in visualize_birdview's colours (what a didrive export holds)",
   });
   private readonly birdviewToggle = el('input', { type: 'checkbox', 'data-testid': 'birdview-toggle' });
+  /** The picture with its own legend (its colours are DI-drive's, not the map's), beside the map's legend. */
+  private readonly birdviewBox = el(
+    'figure',
+    { class: 'birdview-box', 'data-testid': 'birdview-box' },
+    this.birdview,
+    el(
+      'figcaption',
+      { class: 'birdview-legend', 'data-testid': 'birdview-legend' },
+      ...BIRDVIEW_LEGEND.map(({ channel, label, rgb }) => {
+        const swatch = el('span', { class: 'swatch' });
+        swatch.style.background = `rgb(${rgb.join(',')})`;
+        return el('span', { 'data-channel': channel }, swatch, ` ${label}`);
+      }),
+    ),
+  );
   private birdviewTimer: ReturnType<typeof setTimeout> | undefined;
   private inspectTimer: ReturnType<typeof setTimeout> | undefined;
   private linkTimer: ReturnType<typeof setTimeout> | undefined;
@@ -144,7 +170,14 @@ export class RunView {
       el(
         'span',
         {},
-        `${run.simulator.name} ${run.simulator.version ?? ''} · ${run.description} · ${run.endReason ?? 'recording (live)'}`,
+        `${run.simulator.name} ${run.simulator.version ?? ''} · ${run.description} · `,
+        run.endReason === null
+          ? 'recording (live)'
+          : el(
+              'span',
+              { 'data-testid': 'end-reason', title: `end reason: ${run.endReason}` },
+              endReasonInWords(run.endReason),
+            ),
       ),
       ...score,
     );
@@ -171,9 +204,10 @@ export class RunView {
           ]
         : []),
     );
-    this.birdview.hidden = true;
+    this.birdviewBox.hidden = true;
     this.birdviewToggle.addEventListener('change', () => {
-      this.birdview.hidden = !this.birdviewToggle.checked;
+      this.birdviewBox.hidden = !this.birdviewToggle.checked;
+      mapHolder.classList.toggle('with-birdview', this.birdviewToggle.checked);
       this.scheduleBirdview();
     });
     this.map = new MapView(canvas);
@@ -184,7 +218,7 @@ export class RunView {
       toggles,
       this.present,
       this.legend,
-      this.birdview,
+      this.birdviewBox,
       this.map.tooltip,
     );
     const capturesSection = el('div', {}, el('h3', {}, 'Captures'), this.captures.root);
@@ -257,6 +291,8 @@ export class RunView {
       this.selected = this.link.actor;
       void this.compare?.showActor(this.link.actor);
     }
+    // The picker lists the selected actor's fields first (the ego's while none is selected).
+    this.plots.preferred = this.selected ?? this.egoId();
     if (this.link.at !== undefined && Number.isFinite(this.link.at)) this.timeline.seek(this.link.at);
     else if (this.link.t !== undefined && Number.isFinite(this.link.t))
       this.timeline.seek(range.begin + this.link.t * 1e6);
@@ -356,9 +392,12 @@ export class RunView {
     );
     if (this.map.hasSignals)
       items.push(
-        ...LIGHT_NAMES.filter(([ch]) => ch !== 'o').map(([ch, name]) =>
-          el('span', { 'data-light': ch }, swatch(LIGHT_COLORS[ch]!), ` ${name}`),
-        ),
+        ...LIGHT_NAMES.filter(([ch]) => ch !== 'o').map(([ch, name]) => {
+          const s = swatch(LIGHT_COLORS[ch]!);
+          // Drawn dashed on the map, so dashed here (style.css).
+          if (LIGHT_DASHES[ch]) s.classList.add('dashed');
+          return el('span', { 'data-light': ch }, s, ` ${name}`);
+        }),
       );
     this.legend.replaceChildren(...items);
     this.legend.hidden = items.length === 0;
@@ -386,7 +425,7 @@ export class RunView {
   private select(id: string | null): void {
     this.selected = id;
     void this.compare?.showActor(id);
-    this.plots.preferred = id;
+    this.plots.preferred = id ?? this.egoId();
     this.render();
     this.inspect();
     this.scheduleLink();
@@ -498,8 +537,34 @@ export class RunView {
     this.presentCount = poses.size;
     this.present.textContent = `${poses.size} actor${poses.size === 1 ? '' : 's'} present`;
     this.plots.setCursor(t);
-    if (this.evaluation.length) this.evaluationPanel.show(sampleAt(this.evaluation, t));
+    if (this.evaluation.length) this.showEvaluation(t);
     this.captures.render(t);
+  }
+
+  /**
+   * The scored actor's metrics at t; none where it is not in the scene (it has left, or is not yet
+   * there), by the rules scenes keep: its last frame's values are not its values now.
+   */
+  private showEvaluation(t: number): void {
+    const sample = sampleAt(this.evaluation, t);
+    const evaluation = this.detail.evaluation!;
+    const actor = evaluation.actor === null ? undefined : this.actors.get(evaluation.actor);
+    const stream = this.detail.streams.find((s) => s.id === evaluation.stream);
+    const absence =
+      sample && stream
+        ? absenceAt(actor?.presence, usualSampleInterval(stream, actor?.presence), sample.t, t)
+        : null;
+    if (absence === null || absence === 'not yet') {
+      this.evaluationPanel.show(sample);
+      return;
+    }
+    const left = actor?.presence?.filter((iv) => iv.to !== null && iv.to <= t).at(-1)?.to;
+    this.evaluationPanel.show(
+      undefined,
+      `${evaluation.actor ?? 'The scored actor'} is not in the scene now${
+        left !== undefined && left !== null ? ` (it left at ${seconds(left - this.timeline.begin)} s)` : ''
+      }: no value now.`,
+    );
   }
 
   /** A live run grew: extend the timeline and refetch what changed. */

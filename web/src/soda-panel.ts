@@ -12,6 +12,8 @@ export interface MongoView {
     since: number;
     exports: { run: number; at: number; dataset?: number; collection?: string; error?: string }[];
   };
+  /** Whether anyone asked for MongoDB (settings given or changed). */
+  configured: boolean;
 }
 
 interface DatasetSummary {
@@ -42,10 +44,9 @@ export class SodaPanel {
     {
       class: 'status',
       'data-testid': 'mongodb-status',
-      'data-state': 'disconnected',
-      title: "SODA.Sim's MongoDB",
+      title: "SODA.Sim's MongoDB: set up a connection",
     },
-    'MongoDB: disconnected',
+    'MongoDB…',
   );
   private readonly panel = el('div', { class: 'mongodb-panel', 'data-testid': 'mongodb-panel', hidden: '' });
   private readonly url = el('input', { 'data-testid': 'mongodb-url', size: '36', spellcheck: 'false' });
@@ -103,11 +104,20 @@ export class SodaPanel {
   /** Shows a view from the API or the live channel. */
   show(view: MongoView): void {
     const { status, settings } = view;
-    this.badge.dataset.state = status.state;
-    this.badge.textContent = `MongoDB: ${LABEL[status.state]}`;
-    this.badge.title = status.location
-      ? `${status.location} database ${status.database}`
-      : "SODA.Sim's MongoDB";
+    // A status is shown once someone asked for MongoDB; before, a plain way into the panel, with no
+    // alarming 'disconnected' for a connection nobody wanted.
+    this.badge.dataset.configured = String(view.configured);
+    if (view.configured || status.state !== 'disconnected') {
+      this.badge.dataset.state = status.state;
+      this.badge.textContent = `MongoDB: ${LABEL[status.state]}`;
+      this.badge.title = status.location
+        ? `${status.location} database ${status.database}`
+        : "SODA.Sim's MongoDB";
+    } else {
+      delete this.badge.dataset.state;
+      this.badge.textContent = 'MongoDB…';
+      this.badge.title = "SODA.Sim's MongoDB: set up a connection";
+    }
     if (!this.editing) {
       this.url.value = settings.url;
       this.database.value = settings.database;

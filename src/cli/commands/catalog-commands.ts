@@ -25,6 +25,7 @@ export function registerCatalogCommands(program: Command): void {
   const scenarios = program.command('scenarios').description('scenarios: list, put, get, delete');
   scenarios
     .command('ls', { isDefault: true })
+    .alias('list')
     .description('list scenarios')
     .option('--json', 'print JSON')
     .action(async (opts: JsonOption, command: Command) =>
@@ -58,7 +59,12 @@ export function registerCatalogCommands(program: Command): void {
           description: opts.description,
           bin: new Uint8Array(bin),
         });
-        await withStore(command, (store) => store.scenarios.put(scenario));
+        await withStore(command, async (store) => {
+          await store.scenarios.put(scenario);
+          process.stdout.write(
+            `stored scenario ${scenario.id} (${scenario.bin.byteLength} bytes${scenario.description ? `, ${JSON.stringify(scenario.description)}` : ''}) from ${file} in ${store.location}\n`,
+          );
+        });
       },
     );
   scenarios
@@ -100,6 +106,7 @@ export function registerCatalogCommands(program: Command): void {
   const vehicles = program.command('vehicles').description('vehicle configurations: list, put, get, delete');
   vehicles
     .command('ls', { isDefault: true })
+    .alias('list')
     .description('list vehicle configurations')
     .option('--json', 'print JSON')
     .action(async (opts: JsonOption, command: Command) =>
@@ -129,7 +136,13 @@ export function registerCatalogCommands(program: Command): void {
         throw invalid(`${file}: expected a JSON object, got ${describeValue(doc)}`);
       const name = opts.name ?? basename(file, extname(file));
       const config = validateVehicleConfig({ name, timestamp: Date.now() * 1000, doc: doc as JsonObject });
-      await withStore(command, (store) => store.vehicles.put(config));
+      await withStore(command, async (store) => {
+        await store.vehicles.put(config);
+        const keys = Object.keys(config.doc);
+        process.stdout.write(
+          `stored vehicle configuration ${JSON.stringify(config.name)} (${keys.length ? `keys ${keys.join(', ')}` : 'no keys'}) from ${file} in ${store.location}\n`,
+        );
+      });
     });
   vehicles
     .command('get')

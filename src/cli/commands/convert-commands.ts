@@ -62,8 +62,8 @@ export function registerConvertCommands(program: Command): void {
   const readOptions = formatOptions((e) => e.readOptions);
   const importCommand = program
     .command('import')
-    .description(`import a recording as a run (formats: ${formatNames().join(', ')})`)
-    .argument('<format>', formatNames().join(' | '))
+    .description(`import a recording as a run (formats: ${formatNames('import').join(', ')})`)
+    .argument('<format>', formatNames('import').join(' | '))
     .argument('<location>', 'the recording: a file or folder, as the format has it (LimSim: its .db)')
     .option(
       '--description <text>',
@@ -73,7 +73,7 @@ export function registerConvertCommands(program: Command): void {
   importCommand
     .option('--json', 'print JSON')
     .action(async (format: string, location: string, opts: Record<string, unknown>, command: Command) => {
-      const codec = await loadCodec(format);
+      const codec = await loadCodec(format, 'import');
       const settings = settingsFor(format, opts, readOptions, FORMATS[format]!.readOptions);
       const warnings = warningsCollector();
       const progress = new Progress(`import ${format}`);
@@ -112,13 +112,13 @@ export function registerConvertCommands(program: Command): void {
   const writeOptions = formatOptions((e) => e.writeOptions);
   const exportCommand = program
     .command('export')
-    .description(`write a run in another format (formats: ${formatNames().join(', ')})`)
+    .description(`write a run in another format (formats: ${formatNames('export').join(', ')})`)
     .argument(
       '<run>',
       'run id; several, comma-separated, for formats holding several runs (didrive, parquet) or writing one file each into a folder (limsim, mcap)',
       (v) => v.split(',').map(parseRunId),
     )
-    .argument('<format>', formatNames().join(' | '))
+    .argument('<format>', formatNames('export').join(' | '))
     .argument(
       '[location]',
       'where to write it (LimSim: a .db file, or a folder for several runs); not needed with --episode-of',
@@ -136,7 +136,7 @@ export function registerConvertCommands(program: Command): void {
         opts: Record<string, unknown> & { force?: boolean; json?: boolean; episodeOf?: string },
         command: Command,
       ) => {
-        const codec = await loadCodec(format);
+        const codec = await loadCodec(format, 'export');
         const settings = settingsFor(format, opts, writeOptions, FORMATS[format]!.writeOptions);
         const location = opts.episodeOf ?? positional;
         if (location === undefined)

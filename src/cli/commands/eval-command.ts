@@ -1,10 +1,11 @@
 import { Option, type Command } from 'commander';
-import { evaluateRun, type EvaluationSummary } from '../../evaluate/evaluate-run.js';
+import { EVALUATION_FIELDS, evaluateRun, type EvaluationSummary } from '../../evaluate/evaluate-run.js';
 import { invalid } from '../../model/errors.js';
 import type { RunInfo } from '../../model/run.js';
 import { parsePositive, parseRunId } from '../args.js';
 import { formatNumber, printJson, printTable, Progress } from '../output.js';
 import { withExistingStore } from '../with-store.js';
+import { exitInterrupted, takeInterrupts } from '../interrupt.js';
 import { writeTablesAfter } from './tables-command.js';
 
 interface EvalOptions {
@@ -16,17 +17,28 @@ interface EvalOptions {
   blocked: number;
 }
 
+/** Each metric's unit, as the evaluation stream declares it; `1` (a ratio, LimSim's orientation) said in words. */
+const METRIC_UNITS = new Map(
+  EVALUATION_FIELDS.map((f) => [f.name, f.unit === '1' ? 'unitless' : (f.unit ?? 'unitless')]),
+);
+
 function printSummary(s: EvaluationSummary, runBegin: number): void {
   process.stdout.write(
     `run ${s.run}, actor ${s.actor}, ${s.frames} frames, mode ${s.mode}${s.gaps ? `, ${s.gaps} time gaps` : ''}\n\n`,
   );
+  // The metrics are in different units: each row says its own, which MIN to MAX are in.
   printTable(
-    ['METRIC', 'MIN', 'MEAN', 'P50', 'P95', 'MAX', 'LIMSIM_SCORE'],
-    Object.entries(s.metrics).map(([name, m]) =>
-      [name, m.min, m.mean, m.p50, m.p95, m.max, s.limsimScores[name as keyof typeof s.limsimScores]].map(
-        (v) => (v === undefined ? '-' : formatNumber(v)),
+    ['METRIC', 'UNIT', 'MIN', 'MEAN', 'P50', 'P95', 'MAX', 'LIMSIM_SCORE'],
+    Object.entries(s.metrics).map(([name, m]) => [
+      name,
+      METRIC_UNITS.get(name) ?? '-',
+      ...[m.min, m.mean, m.p50, m.p95, m.max, s.limsimScores[name as keyof typeof s.limsimScores]].map((v) =>
+        v === undefined ? '-' : formatNumber(v),
       ),
-    ),
+    ]),
+  );
+  process.stdout.write(
+    "LIMSIM_SCORE: LimSim's display score of the metric's frames, 1 (best) to 4 (worst)\n",
   );
   process.stdout.write(
     `\nevents: ${
@@ -39,7 +51,7 @@ function printSummary(s: EvaluationSummary, runBegin: number): void {
   );
   if (s.events.length)
     printTable(
-      ['T_S', 'KIND', 'DURATION_S', 'ACTORS', 'X', 'Y', 'DETAIL'],
+      ['T_S', 'KIND', 'DURATION_S', 'ACTORS', 'X_M', 'Y_M', 'DETAIL'],
       s.events
         .slice(0, 50)
         .map((e) => [
@@ -96,17 +108,45 @@ export function registerEvalCommand(program: Command): void {
         if (runs.length > 1 && !opts.compare)
           throw invalid(`eval: ${runs.length} runs given; evaluate one, or several with --compare`);
         const results: EvaluationSummary[] = [];
-        for (const run of runs) {
-          const progress = new Progress(`evaluating run ${run}`);
-          const args: Parameters<typeof evaluateRun>[2] = {
-            mode: opts.mode,
-            nearMissTtc: opts.nearMiss,
-            blockedSeconds: opts.blocked,
-            onProgress: (f) => progress.update(f),
-          };
-          if (opts.actor !== undefined) args.actor = opts.actor;
-          results.push(await evaluateRun(store, run, args));
-          progress.done();
+        const stop = new AbortController();
+        const release = takeInterrupts(() => stop.abort());
+        try {
+          for (const run of runs) {
+            const progress = new Progress(`evaluating run ${run}`);
+            const args: Parameters<typeof evaluateRun>[2] = {
+              mode: opts.mode,
+              nearMissTtc: opts.nearMiss,
+              blockedSeconds: opts.blocked,
+              onProgress: (f) => progress.update(f),
+              signal: stop.signal,
+            };
+            if (opts.actor !== undefined) args.actor = opts.actor;
+            try {
+              results.push(await evaluateRun(store, run, args));
+            } catch (error) {
+              if (!stop.signal.aborted) throw error;
+            }
+            progress.done();
+            if (stop.signal.aborted) break;
+          }
+        } finally {
+          release();
+        }
+        if (stop.signal.aborted) {
+          // An evaluation stores its streams only once it is whole: a run it was scoring is as it was.
+          const done = results.map((r) => r.run);
+          const rest = runs.filter((r) => !done.includes(r));
+          if (done.length) await writeTablesAfter(command, store, done);
+          return exitInterrupted(
+            [
+              done.length ? `run ${done.join(', ')} scored and stored` : '',
+              rest.length
+                ? `run ${rest.join(', ')} not scored: nothing of ${rest.length === 1 ? 'its' : 'their'} new evaluation stored, an earlier one kept`
+                : '',
+            ]
+              .filter(Boolean)
+              .join('; '),
+          );
         }
         // The evaluation and events streams are new in these runs: their tables are written again.
         await writeTablesAfter(command, store, runs);
@@ -140,9 +180,9 @@ export function registerEvalCommand(program: Command): void {
               'FRAMES',
               'SCORE',
               'MIN_TTC_S',
-              'MEAN_OFFSET',
-              'P95_JERK',
-              'MAX_ABS_JERK',
+              'MEAN_OFFSET_M2',
+              'P95_JERK_M_S3',
+              'MAX_ABS_JERK_M_S3',
               'COLLISIONS',
               'NEAR_MISSES',
               'EVENTS',

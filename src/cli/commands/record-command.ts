@@ -11,6 +11,7 @@ import { DEEPDRIVE_SHM_PATH } from '../../record/capture/deepdrive-region.js';
 import { parseNiceness, parsePositive, parseSeconds } from '../args.js';
 import { printJson, Progress } from '../output.js';
 import { withStore } from '../with-store.js';
+import { exitInterrupted, untilInterrupted } from '../interrupt.js';
 import { writeTablesAfter } from './tables-command.js';
 import { printWarnings } from '../warnings.js';
 
@@ -43,18 +44,6 @@ interface DeepDriveCommandOptions {
   snapshots?: number;
   idle?: number;
   json?: boolean;
-}
-
-/** Runs a recording until it ends or Ctrl-C, which ends it cleanly rather than killing it. */
-async function untilInterrupted<T>(work: (signal: AbortSignal) => Promise<T>): Promise<T> {
-  const abort = new AbortController();
-  const stop = (): void => abort.abort();
-  process.once('SIGINT', stop);
-  try {
-    return await work(abort.signal);
-  } finally {
-    process.off('SIGINT', stop);
-  }
 }
 
 /** `record sumo`, `record deepdrive`: record a live simulator. */
@@ -95,7 +84,8 @@ export function registerRecordCommand(program: Command): void {
       withStore(command, async (store) => {
         if (opts.area.kind === 'ego' && !opts.ego) throw invalid('--area ego:RADIUS needs --ego ID');
         const progress = new Progress('recording SUMO');
-        const result = await untilInterrupted((signal) => {
+        // Ctrl-C ends the recording cleanly (the run ends user_request with every step it has).
+        const { result, interrupted } = await untilInterrupted((signal) => {
           const args: SumoRecordOptions = {
             area: opts.area,
             signal,
@@ -117,12 +107,20 @@ export function registerRecordCommand(program: Command): void {
           return recordSumo(store, args);
         });
         progress.done();
-        await writeTablesAfter(command, store, [result.run.id]);
-        if (opts.json) return printJson(result);
-        printWarnings(result.warnings);
-        process.stdout.write(
-          `recorded run ${result.run.id} (${result.run.endReason}): ${result.steps} steps, ${result.vehicles} vehicles, ${result.persons} persons, ${result.trafficLights} traffic lights\n`,
-        );
+        // Interrupted, the tables are left to the first query that needs them: the user asked to stop.
+        if (!interrupted) await writeTablesAfter(command, store, [result.run.id]);
+        if (opts.json) printJson(result);
+        else {
+          printWarnings(result.warnings);
+          process.stdout.write(
+            `recorded run ${result.run.id} (${result.run.endReason}): ${result.steps} steps, ${result.vehicles} vehicles, ${result.persons} persons, ${result.trafficLights} traffic lights\n`,
+          );
+        }
+        return interrupted
+          ? `run ${result.run.id} is kept in ${store.location} with the ${result.steps} steps recorded (ended ${result.run.endReason})`
+          : null;
+      }).then((kept) => {
+        if (kept !== null) exitInterrupted(kept);
       }),
     );
   record
@@ -148,7 +146,7 @@ export function registerRecordCommand(program: Command): void {
     .action(async (opts: DeepDriveCommandOptions, command: Command) =>
       withStore(command, async (store) => {
         const progress = new Progress('recording deepdrive');
-        const result = await untilInterrupted((signal) => {
+        const { result, interrupted } = await untilInterrupted((signal) => {
           const args: DeepDriveRecordOptions = {
             signal,
             onSnapshot: (n) => progress.update(opts.snapshots ? n / opts.snapshots : 0, `${n} snapshots`),
@@ -166,6 +164,11 @@ export function registerRecordCommand(program: Command): void {
           process.stdout.write(
             `recorded run ${result.run.id} (${result.run.endReason}): ${result.snapshots} snapshots, ${result.captured} captured, ${result.frames} camera frames${result.diskDir ? `, also in ${result.diskDir}` : ''}\n`,
           );
+        return interrupted
+          ? `run ${result.run.id} is kept in ${store.location} with the ${result.snapshots} snapshots recorded (ended ${result.run.endReason})`
+          : null;
+      }).then((kept) => {
+        if (kept !== null) exitInterrupted(kept);
       }),
     );
 }

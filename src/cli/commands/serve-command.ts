@@ -7,6 +7,7 @@ import { DEFAULT_PORT, startServer } from '../../server/start-server.js';
 import { limitYoungGeneration, SERVER_YOUNG_GENERATION_MIB } from '../../server/young-generation.js';
 import { openStore, resolveStoreLocation } from '../../store/open-store.js';
 import { parsePositive } from '../args.js';
+import { exitInterrupted, takeInterrupts } from '../interrupt.js';
 
 export interface ServeOptions {
   port: number;
@@ -32,10 +33,23 @@ const list = (value: string, previous: string[] = []): string[] => [
   ...value.split(',').filter((v) => v !== ''),
 ];
 
-/** Serves the API and the viewer over `store` until SIGINT or SIGTERM, then closes both. */
-export async function serveUntilStopped(store: StoreBackend, options: ServeOptions): Promise<void> {
-  // The process is the server's own: its memory stays bounded under clients that send all at once.
-  limitYoungGeneration(SERVER_YOUNG_GENERATION_MIB);
+/** A server started on the store: bound, not yet announced. */
+export interface Serving {
+  /** Prints the viewer's address (with `path` to open, e.g. `#/runs/3`) and the ingest endpoints. */
+  announce(path?: string): void;
+  /**
+   * Serves until Ctrl-C or SIGTERM, then closes the server; resolves to what was kept, for the line
+   * the command prints before it exits 130 (once the store is closed).
+   */
+  untilStopped(): Promise<string>;
+  close(): Promise<void>;
+}
+
+/**
+ * Starts the API, the viewer and the ingest endpoints over `store`: the port is bound (and a port
+ * someone else holds refused) before the caller does anything long, such as recording the demo.
+ */
+export async function startServing(store: StoreBackend, options: ServeOptions): Promise<Serving> {
   const token = options.token ?? process.env.SIMREC_TOKEN ?? process.env.SIMREC_INGEST_TOKEN;
   const ingest: NonNullable<Parameters<typeof startServer>[0]['ingest']> = {};
   if (options.ingestPort !== undefined) ingest.tcpPort = options.ingestPort;
@@ -51,25 +65,43 @@ export async function serveUntilStopped(store: StoreBackend, options: ServeOptio
     settingsFile: options.settings ?? defaultSettingsPath(),
     ...(options.tablesFolder ? { tablesFolder: options.tablesFolder } : {}),
   });
-  reportMongoConnection(server.mongodb.connection);
-  // With a token, the address printed carries it: that is the link to open the viewer with.
-  const query = token ? `?token=${encodeURIComponent(token)}` : '';
-  process.stdout.write(
-    `simrec viewer: ${server.url}${query}${options.path ?? ''}  (store ${store.location}; Ctrl-C stops)\n`,
-  );
-  if (!token && !['127.0.0.1', 'localhost', '::1'].includes(options.host))
-    process.stderr.write(
-      `simrec: serving ${options.host} without a token: anyone on the network can read and record; set --token\n`,
-    );
-  const ws = server.url.replace(/^http/, 'ws').replace(/\/$/, '/ingest');
-  const tcp = server.ingestTcpPort === null ? '' : ` and tcp://${options.host}:${server.ingestTcpPort}`;
-  process.stdout.write(`simrec ingest: ${ws}${tcp}${token ? ' (token required)' : ''}\n`);
-  await new Promise<void>((resolve) => {
-    const stop = (): void => resolve();
-    process.once('SIGINT', stop);
-    process.once('SIGTERM', stop);
-  });
-  await server.close();
+  let closed: Promise<void> | undefined;
+  const close = (): Promise<void> => (closed ??= server.close());
+  return {
+    announce(path = '') {
+      // From here on the process is the server's own: its memory stays bounded under clients that
+      // send all at once.
+      limitYoungGeneration(SERVER_YOUNG_GENERATION_MIB);
+      reportMongoConnection(server.mongodb.connection);
+      // With a token, the address printed carries it: that is the link to open the viewer with.
+      const query = token ? `?token=${encodeURIComponent(token)}` : '';
+      process.stdout.write(
+        `simrec viewer: ${server.url}${query}${path}  (store ${store.location}; Ctrl-C stops)\n`,
+      );
+      if (!token && !['127.0.0.1', 'localhost', '::1'].includes(options.host))
+        process.stderr.write(
+          `simrec: serving ${options.host} without a token: anyone on the network can read and record; set --token\n`,
+        );
+      const ws = server.url.replace(/^http/, 'ws').replace(/\/$/, '/ingest');
+      const tcp = server.ingestTcpPort === null ? '' : ` and tcp://${options.host}:${server.ingestTcpPort}`;
+      process.stdout.write(`simrec ingest: ${ws}${tcp}${token ? ' (token required)' : ''}\n`);
+    },
+    async untilStopped() {
+      let release = (): void => {};
+      await new Promise<void>((resolve) => (release = takeInterrupts(resolve)));
+      release();
+      // Runs simulators were still sending end `interrupted` as the server closes, with every batch
+      // it had acknowledged.
+      const open = server.ingest.stats().runs;
+      await close();
+      return `the server stopped; ${store.location} keeps every run${
+        open.length
+          ? ` (${open.length === 1 ? 'run' : 'runs'} ${open.join(', ')}, still being recorded, ended interrupted with every batch acknowledged)`
+          : ''
+      }`;
+    },
+    close,
+  };
 }
 
 export const serveOptions = (command: Command): Command =>
@@ -106,10 +138,22 @@ export function registerServeCommand(program: Command): void {
   ).action(async (opts: ServeOptions, command: Command) => {
     const { store: option } = command.optsWithGlobals<{ store?: string }>();
     const store = await openStore(resolveStoreLocation(option));
+    let kept: string;
     try {
-      await serveUntilStopped(store, { ...opts, tablesFolder: tablesFolderOf(command, store).path });
+      const serving = await startServing(store, {
+        ...opts,
+        tablesFolder: tablesFolderOf(command, store).path,
+      });
+      try {
+        serving.announce();
+        kept = await serving.untilStopped();
+      } finally {
+        await serving.close();
+      }
     } finally {
       await store.close();
     }
+    // Stopped by Ctrl-C, as the README's rules say: 130, and what was kept.
+    exitInterrupted(kept);
   });
 }

@@ -119,7 +119,7 @@ export class Birdview {
 }
 
 /** carla_utils.py `visualize_birdview`'s colours, channel by channel. */
-const VISUAL_COLOURS: [number, number, number][] = [
+export const VISUAL_COLOURS: readonly (readonly [number, number, number])[] = [
   [85, 87, 83],
   [211, 215, 207],
   [255, 0, 0],

@@ -56,6 +56,7 @@ import { frameContexts, sampleAt, type SignalTimeline } from './route-context.js
 import { encode as encodePng } from 'fast-png';
 import { BIRDVIEW_OBS, BIRDVIEW_SIZE, renderBirdview } from './birdview.js';
 import { loadBirdviewSource, type BirdviewSource } from './birdview-scene.js';
+import { LeftOut } from '../left-out.js';
 
 export interface DidriveExportOptions {
   /** Replace what is at the location. */
@@ -290,8 +291,32 @@ async function loadEpisode(from: RunSource, warn: (message: string) => void): Pr
     vectors = samples.map((s, i) => keptVector(s, runId, i));
     frameTimes = samples.map((s) => s.t);
   } else {
-    ({ vectors, frameTimes } = await deriveVectors(from, ego, streams, actors));
+    const leftOut = new LeftOut();
+    ({ vectors, frameTimes } = await deriveVectors(from, ego, streams, actors, leftOut));
     derived = true;
+    // What the dataset is made of: the ego's measurements, the bird's-eye view of the actors on the
+    // road and the lights, and the cameras' images; every other stream is said to be left out.
+    for (const s of streams) {
+      // The ego's state and control: in part, as deriveVectors said.
+      if (s.actor === ego.id && (s.name === STATE_STREAM || s.name === CONTROL_STREAM)) continue;
+      const actor = actors.find((a) => a.id === s.actor);
+      if (
+        (s.name === STATE_STREAM && actor && !BIRDVIEW_SKIPS.has(actor.kind)) ||
+        (s.name === 'signal' && actor?.kind === 'traffic_light') ||
+        s.name === CAPTURES_STREAM
+      )
+        leftOut.all(s);
+    }
+    leftOut.warn(
+      streams,
+      (message) => warn(`run ${runId}: ${message}`),
+      () =>
+        "DI-drive's dataset has no place for it (it holds the ego's measurement vector, the bird's-eye view and camera images)",
+      (name) =>
+        name === CONTROL_STREAM
+          ? "the measurement vector holds the ego's steer, throttle and brake only"
+          : "the measurement vector holds the ego's position, heading, pitch, velocity, acceleration and lane only",
+    );
   }
 
   const names = new Set(attachments.map((a) => a.name));
@@ -365,21 +390,49 @@ function episodeParams(run: RunInfo): JsonObject {
   return params;
 }
 
+/** The ego's state fields the 20-float vector (and its command and light, by the lane) is made of. */
+const EGO_VECTOR_FIELDS = [
+  'x',
+  'y',
+  'z',
+  'yaw',
+  'pitch',
+  'speed',
+  'vx',
+  'vy',
+  'vz',
+  'accel',
+  'ax',
+  'ay',
+  'az',
+  'lane',
+  'lanePos',
+];
+/** Actors whose states the bird's-eye view does not draw (birdview-scene.ts). */
+const BIRDVIEW_SKIPS = new Set(['traffic_light', 'sensor']);
+
 /** The ego's state on DI-drive's step, from its first state sample to its last. */
 async function deriveVectors(
   from: RunSource,
   ego: ActorInfo,
   streams: StreamInfo[],
   actors: ActorInfo[],
+  leftOut: LeftOut,
 ): Promise<{ vectors: Float32Array[]; frameTimes: number[] }> {
   const { run } = from;
   const stateInfo = streams.find((s) => s.id === `${ego.id}/${STATE_STREAM}`);
   if (!stateInfo || stateInfo.samples === 0)
     throw invalid(`run ${run.id}: the ego ${ego.id} has no ${STATE_STREAM} samples; nothing to export`);
   const states = await readStreamSamples(from, stateInfo.id);
-  const controls = streams.some((s) => s.id === `${ego.id}/${CONTROL_STREAM}`)
-    ? await readStreamSamples(from, `${ego.id}/${CONTROL_STREAM}`)
-    : [];
+  const controlInfo = streams.find((s) => s.id === `${ego.id}/${CONTROL_STREAM}`);
+  const controls = controlInfo ? await readStreamSamples(from, controlInfo.id) : [];
+  // The fields the vector below is made of; the others of the ego's state and control are said lost.
+  leftOut.fields(stateInfo, EGO_VECTOR_FIELDS);
+  for (const s of states) leftOut.saw(stateInfo, s);
+  if (controlInfo) {
+    leftOut.fields(controlInfo, ['steer', 'throttle', 'brake']);
+    for (const c of controls) leftOut.saw(controlInfo, c);
+  }
   const t0 = states[0]!.t;
   const count = Math.floor((states.at(-1)!.t - t0) / STEP_MICROS) + 1;
   const frames: Sample[] = [];

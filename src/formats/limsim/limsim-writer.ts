@@ -12,6 +12,7 @@ import { LaneIndex } from '../../roadnet/spatial-index.js';
 import { formatNetBoundary, formatRoute, formatStartTime, parseStartTime } from './limsim-encodings.js';
 import { onFrameGrid, type FrameSample } from './limsim-frames.js';
 import { limSimRowsFromNetwork } from './limsim-network-tables.js';
+import { LeftOut } from '../left-out.js';
 import {
   createTableSql,
   LIMSIM_EXTRA_INDEXES,
@@ -59,6 +60,10 @@ const OBSTACLE_TABLES: Record<string, LimSimTableName> = {
   'limsim.rectangleObs': 'rectangleObsINFO',
 };
 const DEFAULT_EXTENTS = { length: 4.5, width: 1.8 };
+/** The fields of a vehicle's state that frameINFO's columns are filled from (vehicleFrames). */
+const FRAME_FIELDS = ['x', 'y', 'yaw', 'yawTurns', 'speed', 'accel', 'lane', 'lanePos', 'vtag', 'routeIdx'];
+/** The fields of a light's signal that trafficLightStates' columns are filled from (lightRows). */
+const LIGHT_FIELDS = ['state', 'nextPhase', 'phase', 'program', 'switchTime', 'timeToSwitch'];
 /**
  * SUMO's default vType (passenger): what LimSim reads from traci.vehicletype when the route files
  * declare no vType. Its planner negates maxDecel, so the columns cannot be NULL.
@@ -90,8 +95,13 @@ export async function exportLimSim(
   if (!ego)
     warn(`run ${runId} has no ego with states: simINFO.egoID is empty, which LimSim's replay refuses`);
   const vehicles = actors.filter((a) => !NOT_VEHICLES.has(a.kind) && byId.has(`${a.id}/state`));
-  const walkers = actors.filter((a) => a.kind === 'pedestrian' && byId.has(`${a.id}/state`)).length;
+  const pedestrians = actors.filter((a) => a.kind === 'pedestrian' && byId.has(`${a.id}/state`));
+  const walkers = pedestrians.length;
   if (walkers) warn(`${walkers} pedestrians left out: LimSim records vehicles only`);
+  // Every stream and field not written is said (below), the pedestrians' by the line above.
+  const leftOut = new LeftOut();
+  const walkerIds = new Set(pedestrians.map((a) => a.id));
+  const said = new Set(streams.filter((s) => s.actor !== null && walkerIds.has(s.actor)).map((s) => s.id));
   const origin = frameOrigin(run);
   const lights = actors.filter((a) => a.kind === 'traffic_light' && signalStream(a, byId));
   const total = [
@@ -106,6 +116,7 @@ export async function exportLimSim(
     presence?: readonly PresenceInterval[],
   ): Promise<FrameSample[]> => {
     const samples = await readStreamSamples(source, stream);
+    for (const sample of samples) leftOut.saw(stream, sample);
     const { frames, resampled: moved } = onFrameGrid(samples, origin, angles);
     if (moved) resampled.push(stream.id);
     done += samples.length;
@@ -144,6 +155,7 @@ export async function exportLimSim(
     const locator = new LaneLocator(network);
     const defaulted: string[] = [];
     for (const actor of vehicles) {
+      leftOut.fields(byId.get(`${actor.id}/state`)!, FRAME_FIELDS);
       const frames =
         actor === ego ? egoFrames : await read(byId.get(`${actor.id}/state`)!, YAW, actor.presence);
       const { frameRows, route } = vehicleFrames(actor, frames, ego, egoAt, locator);
@@ -158,12 +170,15 @@ export async function exportLimSim(
       warn(
         `${locator.missed} frames have no lane: laneID is written empty (no lane within 10 m of the vehicle)`,
       );
-    for (const light of lights)
+    for (const light of lights) {
+      leftOut.fields(signalStream(light, byId)!, LIGHT_FIELDS);
       insert('trafficLightStates', lightRows(light, await read(signalStream(light, byId)!, NONE), network));
+    }
     // An empty one (a LimSim file whose evaluationINFO was empty) is as good as none.
     const found = evaluationStream(ego, byId);
     const stored = found && found.samples > 0 ? found : undefined;
     if (stored) {
+      leftOut.fields(stored, EVALUATION_COLUMNS);
       insert('evaluationINFO', evaluationRows(await read(stored, NONE)));
       evaluation = 'stored';
     } else if (ego && options.evaluate) {
@@ -191,6 +206,26 @@ export async function exportLimSim(
         insert(table, tables[table] as unknown as Row[]);
     } else
       warn(`run ${runId} has no road network: the network tables are empty, and LimSim's replay needs them`);
+    leftOut.warn(
+      streams,
+      warn,
+      () => "LimSim's database has no table for it",
+      (name) =>
+        name === SIGNAL_STREAM
+          ? "trafficLightStates holds a light's state, next phase and switch time only"
+          : stored && name === stored.name
+            ? "evaluationINFO holds LimSim's five metrics only"
+            : 'frameINFO holds x, y, yaw, speed, accel, lane, lane position, route index and tag only',
+      said,
+    );
+    const files = (await source.attachments()).filter((a) => !a.name.startsWith('roadnet/'));
+    if (files.length)
+      warn(
+        `${files.length} attachments left out (${files
+          .slice(0, 3)
+          .map((a) => a.name)
+          .join(', ')}${files.length > 3 ? ', ...' : ''}): LimSim's database holds no files`,
+      );
     db.close();
   } catch (error) {
     if (db.open) db.close();

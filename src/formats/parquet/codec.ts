@@ -12,6 +12,20 @@ export const parquetCodec: FormatCodec = {
   output: 'folder',
   multiRun: true,
   async write(sources, location, options) {
+    // Tables hold samples, actors, presence and runs: a run's files (its road network, images) stay behind.
+    for (const source of sources.runs) {
+      const files = await source.attachments();
+      if (files.length)
+        options.warn(
+          `run ${source.run.id}`,
+          `${files.length} attachments left out (${files
+            .slice(0, 3)
+            .map((a) => a.name)
+            .join(
+              ', ',
+            )}${files.length > 3 ? ', ...' : ''}): Parquet tables hold samples, actors and runs only`,
+        );
+    }
     const result = await writeParquetTables(sources.runs, location, {
       warn: options.warn,
       onProgress: options.onProgress,

@@ -126,7 +126,7 @@ export async function labelledExport(
   what: string,
   warn: Warn,
 ): Promise<{ dataset: LoadedDataset; images: LabelledImage[]; labels: Label[] }> {
-  const dataset = await loadDataset(source);
+  const dataset = await loadDataset(source, warn, { name: what, metrics: false });
   await requireEmptyTarget(dir, what);
   const images = await labelledImages(source, dataset, warn);
   return { dataset, images, labels: boxLabels(dataset.annotationDefinitions, images) };

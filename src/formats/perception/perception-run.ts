@@ -38,6 +38,7 @@ import {
 import type { RunInfo } from '../../model/run.js';
 import type { Sample } from '../../model/stream.js';
 import type { RunSink, RunSource, RunTarget } from '../../model/run-ports.js';
+import { LeftOut } from '../left-out.js';
 import { isImageFormat, mediaTypeFromName, readImageSize, sniffMediaType } from './image-files.js';
 import type { Warn } from './source-values.js';
 
@@ -289,8 +290,17 @@ export interface LoadedDataset extends PerceptionDataset {
   run: RunInfo;
 }
 
-/** Reads a run kept by storeDataset (or recorded the same way) back into the model. */
-export async function loadDataset(source: RunSource): Promise<LoadedDataset> {
+/**
+ * Reads a run kept by storeDataset (or recorded the same way) back into the model. An export gives
+ * `warn`: the run's other streams (a vehicle's states, a sensor's non-capture stream) have no place
+ * in its dataset and are said left out, and so are the metrics when the format has none (`metrics`
+ * false: COCO, YOLO).
+ */
+export async function loadDataset(
+  source: RunSource,
+  warn?: Warn,
+  format: { name: string; metrics: boolean } = { name: 'a Perception dataset', metrics: true },
+): Promise<LoadedDataset> {
   const { run } = source;
   const runId = run.id;
   const [actors, streams] = await Promise.all([source.actors(), source.streams()]);
@@ -308,6 +318,24 @@ export async function loadDataset(source: RunSource): Promise<LoadedDataset> {
   }
   if (sensors.length === 0)
     throw invalid(`run ${runId} has no Perception sensors (actors of kind sensor); nothing to export`);
+  if (warn) {
+    const leftOut = new LeftOut();
+    for (const stream of streams)
+      if (
+        (stream.id === METRICS_STREAM && format.metrics) ||
+        (stream.name === CAPTURES_STREAM && stream.actor !== null && sensorOfActor.has(stream.actor))
+      )
+        leftOut.all(stream);
+    leftOut.warn(
+      streams,
+      (message) => warn(`run ${runId}`, message),
+      () =>
+        format.metrics
+          ? `${format.name} holds sensors' captures and metrics only`
+          : `${format.name} holds the captures' images and labels only`,
+      () => '',
+    );
+  }
   const definitions = await loadDefinitions(source);
   const captures: PerceptionCapture[] = [];
   for (const stream of streams) {

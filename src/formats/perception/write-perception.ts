@@ -97,7 +97,7 @@ export async function exportPerception(
   dir: string,
   options: ExportOptions,
 ): Promise<ExportResult> {
-  const dataset = await loadDataset(source);
+  const dataset = await loadDataset(source, options.warn);
   await requireEmptyTarget(dir, 'a Perception export');
   const shapes = legacyShapes(dataset);
   const datasetDir = join(dir, 'Dataset');

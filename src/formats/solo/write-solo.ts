@@ -70,7 +70,7 @@ export async function exportSolo(
   dir: string,
   options: { warn: Warn; onProgress?: (done: number, total: number) => void; signal?: AbortSignal },
 ): Promise<SoloExportResult> {
-  const dataset = await loadDataset(source);
+  const dataset = await loadDataset(source, options.warn, { name: 'a SOLO dataset', metrics: true });
   await requireEmptyTarget(dir, 'a SOLO export');
   const solo = dataset.info.layout === 'solo';
   const frames = groupFrames(dataset, solo);
