@@ -56,6 +56,7 @@ export const FORMATS: Record<string, FormatEntry> = {
     ],
   },
   parquet: { load: async () => (await import('./parquet/codec.js')).parquetCodec },
+  carla: { load: async () => (await import('./carla/index.js')).carlaCodec },
 };
 
 export const formatNames = (): string[] => Object.keys(FORMATS);

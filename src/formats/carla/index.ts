@@ -1,0 +1,20 @@
+import type { FormatCodec } from '../../model/codec-port.js';
+import { importCarla } from './read-carla.js';
+
+export { importCarla, type CarlaImportOptions, type CarlaImportResult } from './read-carla.js';
+
+/** CARLA's recorder file (.log, `client.start_recorder`): every layout 0.9.4 to 0.9.16 wrote. */
+export const carlaCodec: FormatCodec = {
+  name: 'carla',
+  description: "CARLA's recorder file (.log): frames, actors, poses, lights, controls, collisions",
+  output: 'file',
+  fileExtension: 'log',
+  async read(location, into, options) {
+    const result = await importCarla(into, location, {
+      warn: (message) => options.warn(location, message),
+      onProgress: options.onProgress,
+      signal: options.signal,
+    });
+    return { frames: result.frames, actors: result.actors, layout: result.layout };
+  },
+};

@@ -1,0 +1,524 @@
+/**
+ * CARLA's recorder files (#51). Every real recording imports with what CARLA's own query code reads in
+ * it, computed independently here: test/helpers/carla_query.py reads the bytes with Python's struct
+ * module as CarlaRecorderQuery.cpp does and prints what show_recorder_file_info prints; simrec's run is
+ * compared with it frame by frame, actor by actor, pose by pose. Malformed files are refused or warned
+ * about by offset, and refused ones leave nothing in the store.
+ */
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { Bytes, ByteWriter } from '../src/formats/carla/carla-bytes.js';
+import { RECORD_CODECS } from '../src/formats/carla/carla-records.js';
+import { PACKET } from '../src/formats/carla/carla-layout.js';
+import type { ActorInfo } from '../src/model/run.js';
+import type { StoreBackend } from '../src/model/store-port.js';
+import type { Sample } from '../src/model/stream.js';
+import { importRecording } from '../src/record/import-run.js';
+import { openStore } from '../src/store/open-store.js';
+import { REPO_ROOT, tempDir } from './helpers/paths.js';
+
+const FIXTURES = join(REPO_ROOT, 'test', 'fixtures', 'scenario_runner');
+export const CARLA_RECORDINGS = {
+  betweenVehicles: join(FIXTURES, 'DistanceBetweenVehicles.log'),
+  laneCenter: join(FIXTURES, 'DistanceToLaneCenter.log'),
+  betweenVehicles2020: join(FIXTURES, '2020', 'DistanceBetweenVehicles.log'),
+  laneCenter2020: join(FIXTURES, '2020', 'DistanceToLaneCenter.log'),
+};
+const QUERY = join(REPO_ROOT, 'test', 'helpers', 'carla_query.py');
+
+export interface Reference {
+  version: number;
+  magic: string;
+  date: number;
+  map: string;
+  frames: [number, number, number][];
+  creates: [number, number, number, string, number, [number, string, string][], number[], number[]][];
+  destroys: [number, number][];
+  parents: [number, number, number][];
+  collisionRecords: [number, number, number, number, boolean, boolean][];
+  positions: number[][][];
+  info: string;
+  collisions: string;
+  blocked: [number, string, string, string, number, number][];
+}
+
+/** What CARLA's query code reads in the file, by test/helpers/carla_query.py. */
+export function reference(file: string, minTime?: number, minDistance?: number): Reference {
+  const args = [QUERY, file, ...(minTime === undefined ? [] : [String(minTime), String(minDistance ?? 10)])];
+  return JSON.parse(execFileSync('python3', args, { encoding: 'utf8', maxBuffer: 1 << 28 })) as Reference;
+}
+
+/** C's printf %g (what C++ streams print a float or double with by default). */
+export function g(v: number): string {
+  if (v === 0) return Object.is(v, -0) ? '-0' : '0';
+  const [mantissa, exponent] = v.toExponential(5).split('e') as [string, string];
+  const e = Number(exponent);
+  const strip = (s: string): string => (s.includes('.') ? s.replace(/0+$/, '').replace(/\.$/, '') : s);
+  if (e < -4 || e >= 6)
+    return `${strip(mantissa)}e${e < 0 ? '-' : '+'}${String(Math.abs(e)).padStart(2, '0')}`;
+  return strip(v.toFixed(5 - e));
+}
+
+/** strftime("%x %X") in the C locale, in UTC. */
+const cDate = (seconds: number): string => {
+  const d = new Date(seconds * 1000);
+  const p = (n: number): string => String(n).padStart(2, '0');
+  return `${p(d.getUTCMonth() + 1)}/${p(d.getUTCDate())}/${p(d.getUTCFullYear() % 100)} ${p(d.getUTCHours())}:${p(d.getUTCMinutes())}:${p(d.getUTCSeconds())}`;
+};
+
+export async function samplesOf(store: StoreBackend, run: number, stream: string): Promise<Sample[]> {
+  const all: Sample[] = [];
+  for await (const batch of store.readSamples({ run, stream })) all.push(...batch);
+  return all;
+}
+
+/** show_recorder_file_info (show_all false), printed from the run simrec stored. */
+async function infoFromRun(store: StoreBackend, run: number): Promise<string> {
+  const info = (await store.getRun(run))!;
+  const carla = info.metadata.carla as { version: number; map: string; date: number };
+  const lines = [`Version: ${carla.version}`, `Map: ${carla.map}`, `Date: ${cDate(carla.date)}`, ''];
+  const streams = new Set((await store.listStreams(run)).map((s) => s.id));
+  const events = streams.has('carla_event') ? await samplesOf(store, run, 'carla_event') : [];
+  const collisions = streams.has('carla_collision') ? await samplesOf(store, run, 'carla_collision') : [];
+  const cm = (v: unknown): string => g(Math.fround((v as number) * 100));
+  const frames = await samplesOf(store, run, 'carla_frame');
+  for (const f of frames) {
+    let printed = false;
+    const say = (line: string): void => {
+      if (!printed) lines.push(`Frame ${f.frame} at ${g(f.elapsed as number)} seconds`);
+      printed = true;
+      lines.push(line);
+    };
+    for (const e of events.filter((x) => x.step === f.step)) {
+      if (e.kind === 'add') {
+        const d = e.description as { id: string; attributes: [number, string, string][] };
+        say(` Create ${e.actorId}: ${d.id} (${e.type}) at (${cm(e.x)}, ${cm(-(e.y as number))}, ${cm(e.z)})`);
+        for (const [, k, v] of d.attributes) lines.push(`  ${k} = ${v}`);
+      } else if (e.kind === 'del') say(` Destroy ${e.actorId}`);
+      else say(` Parenting ${e.actorId} with ${e.parent} (parent)`);
+    }
+    for (const c of collisions.filter((x) => x.step === f.step))
+      say(
+        ` Collision id ${c.collision} between ${c.actor1}${c.hero1 ? ' (hero) ' : ''} with ${c.actor2}${c.hero2 ? ' (hero) ' : ''}`,
+      );
+  }
+  const last = frames.at(-1)!;
+  lines.push('', `Frames: ${last.frame}`, `Duration: ${g(last.elapsed as number)} seconds`);
+  return `${lines.join('\n')}\n`;
+}
+
+describe('CARLA units and frame', () => {
+  it("a known pose: CARLA's centimetres, degrees, left-handed frame to simrec's metres, radians, right-handed", () => {
+    // A car 10 m east and 20 m north of the origin (CARLA's Y points south: -2000 cm), 3 m up,
+    // heading north-east (CARLA's yaw is clockwise seen from above: -45 deg), nose up 10 deg (CARLA's
+    // pitch positive up), rolled 5 deg to the right (clockwise looking forward).
+    const out = new ByteWriter();
+    out.u32(174);
+    for (const v of [1000, -2000, 300, 5, 10, -45]) out.f32(v);
+    const bytes = Buffer.from(out.view());
+    const { actor, fields } = RECORD_CODECS[PACKET.Position]!.decode(new Bytes(bytes, 'pose', 0, 'Position'));
+    assert.equal(actor, 174);
+    const deg = Math.PI / 180;
+    assert.equal(fields.x, 10);
+    assert.equal(fields.y, 20);
+    assert.equal(fields.z, 3);
+    assert.ok(Math.abs((fields.roll as number) - 5 * deg) < 1e-12, 'roll keeps its sign');
+    assert.ok(
+      Math.abs((fields.pitch as number) + 10 * deg) < 1e-12,
+      "pitch: nose up is negative (ISO 8855's nose down positive)",
+    );
+    assert.ok(
+      Math.abs((fields.yaw as number) - 45 * deg) < 1e-12,
+      'yaw: north-east is +45 deg, counter-clockwise from +x (east)',
+    );
+    // And back to the same bytes.
+    const back = new ByteWriter();
+    RECORD_CODECS[PACKET.Position]!.encode(back, actor, fields, 'pose');
+    assert.deepEqual(Buffer.from(back.view()), bytes);
+  });
+
+  it('Kinematics: m/s with y mirrored, angular velocity in deg/s to rad/s as an axial vector (-x, y, -z)', () => {
+    // Driving north at 10 m/s while turning left (counter-clockwise seen from above) at 9 deg/s: in
+    // CARLA's frame the velocity is -10 m/s along Y and the yaw (clockwise) decreases: z = -9 deg/s.
+    const out = new ByteWriter();
+    out.u32(7);
+    for (const v of [0, -10, 0, 0, 0, -9]) out.f32(v);
+    const { fields } = RECORD_CODECS[PACKET.Kinematics]!.decode(
+      new Bytes(Buffer.from(out.view()), 'k', 0, 'Kinematics'),
+    );
+    assert.equal(fields.vy, 10);
+    assert.ok(
+      Math.abs((fields.wz as number) - (9 * Math.PI) / 180) < 1e-12,
+      'yaw rate positive: turning left',
+    );
+  });
+});
+
+describe('CARLA recordings from ScenarioRunner', () => {
+  const tmp = tempDir('simrec-carla-');
+  let store: StoreBackend;
+  before(async () => {
+    store = await openStore(join(tmp.path, 'store.db'));
+  });
+  after(async () => {
+    await store.close();
+    tmp.cleanup();
+  });
+
+  for (const [name, file] of Object.entries(CARLA_RECORDINGS))
+    it(`${name}: every frame, actor and pose as CARLA's query code reads them`, async () => {
+      const ref = reference(file);
+      const warnings: string[] = [];
+      const { runs } = await importRecording(store, 'carla', file, {
+        warn: (w, m) => warnings.push(`${w}: ${m}`),
+      });
+      assert.deepEqual(warnings, []);
+      const run = runs[0]!;
+      assert.equal(run.endReason, 'completed');
+      const meta = run.metadata as { map: string; carla: { version: number; date: number; layout: string } };
+      assert.equal(meta.map, ref.map);
+      assert.equal(meta.carla.version, ref.version);
+      assert.equal(meta.carla.layout, '0.9.10 - 0.9.13');
+      assert.equal(run.begin, ref.date * 1e6);
+
+      // Frames: CARLA's id, elapsed and duration exactly; each at begin + elapsed.
+      const frames = await samplesOf(store, run.id, 'carla_frame');
+      assert.equal(frames.length, ref.frames.length);
+      frames.forEach((f, i) => {
+        const [id, elapsed, duration] = ref.frames[i]!;
+        assert.equal(f.frame, id);
+        assert.equal(f.step, id);
+        assert.equal(f.elapsed, elapsed);
+        assert.equal(f.duration, duration);
+        assert.equal(f.t, ref.date * 1e6 + Math.round(elapsed * 1e6));
+      });
+      assert.equal(ref.frames.at(-1)![2], -1, 'CARLA leaves the last frame its -1 duration');
+      assert.equal(run.end, frames.at(-1)!.t);
+
+      // Actors: CARLA id, blueprint, role (hero is the ego), presence from creation to destruction.
+      const actors = new Map((await store.listActors(run.id)).map((a) => [a.id, a] as const));
+      assert.equal(actors.size, ref.creates.length);
+      const tOf = new Map(
+        ref.frames.map(([id, elapsed]) => [id, ref.date * 1e6 + Math.round(elapsed * 1e6)]),
+      );
+      for (const [frame, id, type, typeId, , attrs] of ref.creates) {
+        const a: ActorInfo = actors.get(String(id))!;
+        assert.ok(a, `actor ${id}`);
+        assert.equal(a.sourceClass, typeId);
+        assert.equal(a.attributes.type_id, typeId);
+        assert.equal(a.attributes.carla_type, type);
+        const role = attrs.find((x) => x[1] === 'role_name')?.[2];
+        if (role !== undefined) assert.equal(a.attributes.role_name, role);
+        assert.equal(a.kind === 'ego', role === 'hero', `actor ${id} (${typeId}, role ${role}) is ${a.kind}`);
+        const destroyed = ref.destroys.find(([, d]) => d === id);
+        assert.deepEqual(a.presence, [
+          { from: tOf.get(frame), to: destroyed ? tOf.get(destroyed[0]) : null },
+        ]);
+      }
+      assert.equal([...actors.values()].filter((a) => a.kind === 'ego').length, 1);
+
+      // Every Position record: the actor's state at that frame, within a millimetre.
+      let poses = 0;
+      const states = new Map<string, Map<number, Sample>>();
+      for (const s of await store.listStreams(run.id))
+        if (s.name === 'state' && s.metadata.pose === undefined)
+          states.set(s.actor!, new Map((await samplesOf(store, run.id, s.id)).map((x) => [x.step, x])));
+      ref.positions.forEach((records, i) => {
+        const frame = ref.frames[i]![0];
+        for (const [id, x, y, z, roll, pitch, yaw] of records) {
+          const s = states.get(String(id))?.get(frame);
+          if (!s) assert.fail(`actor ${id} has no state at frame ${frame}`);
+          const deg = 180 / Math.PI;
+          const off = [
+            Math.abs((s.x as number) * 100 - x!),
+            Math.abs(-(s.y as number) * 100 - y!),
+            Math.abs((s.z as number) * 100 - z!),
+          ];
+          const turned = [
+            Math.abs((s.roll as number) * deg - roll!),
+            Math.abs(-(s.pitch as number) * deg - pitch!),
+            Math.abs(-(s.yaw as number) * deg - yaw!),
+          ];
+          if (off.some((d) => !(d <= 0.1)) || turned.some((d) => !(d < 1e-4)))
+            assert.fail(
+              `actor ${id} at frame ${frame}: ${JSON.stringify(s)}, CARLA (cm, deg) ${[x, y, z, roll, pitch, yaw]}`,
+            );
+          poses++;
+        }
+      });
+      assert.equal(
+        poses,
+        [...states.values()].reduce((n, m) => n + m.size, 0),
+        'no pose CARLA does not read',
+      );
+
+      // What show_recorder_file_info prints: the same text, from simrec's run.
+      assert.equal(await infoFromRun(store, run.id), ref.info);
+    });
+
+  it("velocities: Kinematics where the recording has them, from poses where not, as the run's metadata says", async () => {
+    const { runs } = await importRecording(store, 'carla', CARLA_RECORDINGS.betweenVehicles);
+    const run = runs[0]!;
+    const meta = run.metadata as {
+      velocities: string;
+      velocityCounts: { recorded: number; fromPoses: number };
+    };
+    assert.match(meta.velocities, /^recorded \(Kinematics packets: 1687 of 99939 poses.*derived from poses/);
+    assert.deepEqual(meta.velocityCounts, { recorded: 1687, fromPoses: 98252 });
+    const hero = await samplesOf(store, run.id, '174/state');
+    // Frame 100: CARLA's Kinematics record says 2.47027 m/s forward (x) for the hero.
+    const s = hero.find((x) => x.step === 100)!;
+    assert.equal(s.vx, Math.fround(2.4702653884887695));
+    assert.ok(Math.abs((s.speed as number) - 2.4702) < 1e-3);
+    // Frame 1 has no Kinematics packet: its velocity comes from the poses of frames 1 and 2.
+    const [f1, f2] = [hero[0]!, hero[1]!];
+    assert.equal(f1.step, 1);
+    assert.ok(
+      Math.abs((f1.vx as number) - ((f2.x as number) - (f1.x as number)) / ((f2.t - f1.t) / 1e6)) < 1e-9,
+    );
+  });
+});
+
+/** The packets of a recording, walked here (not by simrec's reader): id, offset, size, frame. */
+export function packetsOf(bytes: Buffer): { id: number; offset: number; size: number; frame: number }[] {
+  let o = 2;
+  o += 2 + bytes.readUInt16LE(o) + 8;
+  o += 2 + bytes.readUInt16LE(o);
+  const out: { id: number; offset: number; size: number; frame: number }[] = [];
+  let frame = 0;
+  while (o < bytes.length) {
+    const id = bytes[o]!;
+    const size = bytes.readUInt32LE(o + 1);
+    if (id === 0) frame = Number(bytes.readBigUInt64LE(o + 5));
+    out.push({ id, offset: o, size, frame });
+    o += 5 + size;
+  }
+  return out;
+}
+
+/** The recording with a packet's body replaced (its size follows). */
+export function withPacket(
+  bytes: Buffer,
+  at: { offset: number; size: number },
+  body: Buffer,
+  id?: number,
+): Buffer {
+  const head = Buffer.alloc(5);
+  head[0] = id ?? bytes[at.offset]!;
+  head.writeUInt32LE(body.length, 1);
+  return Buffer.concat([bytes.subarray(0, at.offset), head, body, bytes.subarray(at.offset + 5 + at.size)]);
+}
+
+/** A Collision packet's body. */
+export function collisionBody(records: [number, number, number, boolean, boolean][]): Buffer {
+  const b = Buffer.alloc(2 + 14 * records.length);
+  b.writeUInt16LE(records.length, 0);
+  records.forEach(([id, a1, a2, h1, h2], i) => {
+    b.writeUInt32LE(id, 2 + 14 * i);
+    b.writeUInt32LE(a1, 6 + 14 * i);
+    b.writeUInt32LE(a2, 10 + 14 * i);
+    b[14 + 14 * i] = h1 ? 1 : 0;
+    b[15 + 14 * i] = h2 ? 1 : 0;
+  });
+  return b;
+}
+
+/**
+ * DistanceBetweenVehicles with collisions: the hero (174) hits the Patrol (175) in frames 100-105 (a
+ * record every frame, as CARLA records a contact that lasts), and a wall (no actor) in frame 300.
+ */
+export function withCollisions(dir: string): string {
+  let bytes: Buffer = readFileSync(CARLA_RECORDINGS.betweenVehicles);
+  let id = 0;
+  for (const frame of [100, 101, 102, 103, 104, 105, 300]) {
+    const p = packetsOf(bytes).find((x) => x.frame === frame && x.id === PACKET.Collision)!;
+    const record: [number, number, number, boolean, boolean] =
+      frame === 300 ? [id++, 174, 0xffffffff, true, false] : [id++, 174, 175, true, false];
+    bytes = withPacket(bytes, p, collisionBody([record]));
+  }
+  const out = join(dir, 'collisions.log');
+  writeFileSync(out, bytes);
+  return out;
+}
+
+describe('CARLA collisions', () => {
+  const tmp = tempDir('simrec-carla-collisions-');
+  let store: StoreBackend;
+  before(async () => {
+    store = await openStore(join(tmp.path, 'store.db'));
+  });
+  after(async () => {
+    await store.close();
+    tmp.cleanup();
+  });
+
+  it("are `collision` events with the actors' types: one per contact, as show_recorder_collisions lists them", async () => {
+    const file = withCollisions(tmp.path);
+    const ref = reference(file);
+    const { runs } = await importRecording(store, 'carla', file);
+    const run = runs[0]!;
+    const events = await samplesOf(store, run.id, 'events');
+    assert.deepEqual(
+      events.map((e) => [e.kind, e.step, e.actors, e.types, e.categories, e.source]),
+      [
+        [
+          'collision',
+          100,
+          ['174', '175'],
+          ['vehicle.lincoln.mkz_2017', 'vehicle.nissan.patrol'],
+          'v v',
+          'carla recorder',
+        ],
+        ['collision', 300, ['174'], ['vehicle.lincoln.mkz_2017', ''], 'v o', 'carla recorder'],
+      ],
+    );
+    // The contact lasted frames 100 to 105: their durations.
+    const frames = ref.frames.filter(([id]) => id >= 100 && id <= 105);
+    assert.equal(
+      events[0]!.duration,
+      frames.reduce((sum, [, , d]) => sum + d, 0),
+    );
+    const hero = (await samplesOf(store, run.id, '174/state')).find((s) => s.step === 100)!;
+    assert.deepEqual([events[0]!.x, events[0]!.y], [hero.x, hero.y]);
+    // Every record is kept, in order, for the file to be written back.
+    assert.deepEqual(
+      (await samplesOf(store, run.id, 'carla_collision')).map((c) => [
+        c.step,
+        c.collision,
+        c.actor1,
+        c.actor2,
+        c.hero1,
+        c.hero2,
+      ]),
+      ref.collisionRecords,
+    );
+    // What show_recorder_collisions prints, from the events.
+    const rows = events.map((e) => {
+      const [c1, c2] = String(e.categories).split(' ');
+      const [id1, id2] = e.ids as number[];
+      const [n1, n2] = e.types as string[];
+      const time = ((e.t - run.begin) / 1e6).toFixed(0).padStart(8);
+      return `${time}   ${c1} ${c2}  ${String(id1).padStart(6)} ${n1!.padEnd(35)} ${String(id2).padStart(6)} ${n2!.padEnd(35)}`;
+    });
+    assert.deepEqual(rows, ref.collisions.split('\n').slice(5, 7));
+  });
+});
+
+describe('malformed CARLA recordings', () => {
+  const tmp = tempDir('simrec-carla-malformed-');
+  let store: StoreBackend;
+  const original = readFileSync(CARLA_RECORDINGS.laneCenter2020);
+  const packets = packetsOf(original);
+  const write = (name: string, bytes: Buffer): string => {
+    const out = join(tmp.path, name);
+    writeFileSync(out, bytes);
+    return out;
+  };
+  before(async () => {
+    store = await openStore(join(tmp.path, 'store.db'));
+  });
+  after(async () => {
+    await store.close();
+    tmp.cleanup();
+  });
+  const refused = async (file: string, message: RegExp): Promise<void> => {
+    const before = (await store.listRuns()).length;
+    await assert.rejects(importRecording(store, 'carla', file), (error: Error) => {
+      assert.match(error.message, message);
+      assert.ok(error.message.startsWith(`${file}: at byte `), error.message);
+      return true;
+    });
+    assert.equal((await store.listRuns()).length, before, 'nothing is kept');
+  };
+
+  it('cut in a packet: an error naming the file and the packet', async () => {
+    const p = packets.find((x) => x.frame === 200 && x.id === PACKET.State)!;
+    await refused(
+      write('cut.log', original.subarray(0, p.offset + 5 + 100)),
+      new RegExp(
+        `^.*at byte ${p.offset}: State \\(id 7\\) declares ${p.size} bytes, but the file has 100 left`,
+      ),
+    );
+    await refused(write('cut-header.log', original.subarray(0, p.offset + 3)), /ends inside a packet header/);
+  });
+
+  it('a packet longer than the file', async () => {
+    const p = packets.find((x) => x.frame === 50 && x.id === PACKET.State)!;
+    const bytes = Buffer.from(original);
+    bytes.writeUInt32LE(0x7fffffff, p.offset + 1);
+    await refused(
+      write('long.log', bytes),
+      new RegExp(`at byte ${p.offset}: State \\(id 7\\) declares 2147483647 bytes.*longer than the file`),
+    );
+  });
+
+  it("a packet whose size is not its records'", async () => {
+    const p = packets.find((x) => x.frame === 60 && x.id === PACKET.Position)!;
+    const bytes = Buffer.from(original);
+    bytes.writeUInt16LE(bytes.readUInt16LE(p.offset + 5) + 1, p.offset + 5);
+    await refused(
+      write('count.log', bytes),
+      new RegExp(
+        `at byte ${p.offset}: Position \\(id 6\\) declares ${p.size} bytes, but \\d+ records of 28 bytes take`,
+      ),
+    );
+  });
+
+  it('a frame going back in time', async () => {
+    const [f9, f10] = [9, 10].map((n) => packets.find((x) => x.frame === n && x.id === PACKET.FrameStart)!);
+    const bytes = Buffer.from(original);
+    const elapsed9 = bytes.readDoubleLE(f9!.offset + 5 + 16);
+    bytes.writeDoubleLE(elapsed9 - 0.01, f10!.offset + 5 + 16);
+    await refused(
+      write('back.log', bytes),
+      new RegExp(`at byte ${f10!.offset}: frame 10 is at .* before frame 9 .*going back in time`),
+    );
+  });
+
+  it('not a CARLA recording', async () => {
+    await refused(write('other.log', Buffer.from('\x01\x00\x05\x00HELLO and more')), /not a CARLA recording/);
+  });
+
+  it('an unknown packet: skipped by its size with a warning naming id and offset, and kept', async () => {
+    const p = packets.find((x) => x.frame === 5 && x.id === PACKET.EventAdd)!;
+    const custom = Buffer.concat([Buffer.from([101, 7, 0, 0, 0]), Buffer.from('simrec!')]);
+    const bytes = Buffer.concat([original.subarray(0, p.offset), custom, original.subarray(p.offset)]);
+    const warnings: string[] = [];
+    const file = write('unknown.log', bytes);
+    const { runs } = await importRecording(store, 'carla', file, {
+      warn: (w, m) => warnings.push(`${w}: ${m}`),
+    });
+    assert.deepEqual(warnings, [
+      `${file}: at byte ${p.offset}: unknown packet id 101 (7 bytes; a newer CARLA, or a custom packet): skipped by its size, kept as bytes`,
+    ]);
+    const frame5 = (await samplesOf(store, runs[0]!.id, 'carla_frame')).find((f) => f.step === 5)!;
+    assert.deepEqual(frame5.unknown, [[101, Buffer.from('simrec!').toString('base64')]]);
+  });
+
+  it('an actor removed twice: a warning, the second removal ignored', async () => {
+    // Frame 460 destroys the collision sensor 263; frame 461 the hero 259 and the props: add 263 again.
+    const p = packets.find((x) => x.frame === 461 && x.id === PACKET.EventDel)!;
+    const count = original.readUInt16LE(p.offset + 5);
+    const body = Buffer.concat([
+      original.subarray(p.offset + 5, p.offset + 5 + p.size),
+      Buffer.from([7, 1, 0, 0]),
+    ]);
+    body.writeUInt16LE(count + 1, 0);
+    const file = write('twice.log', withPacket(original, p, body));
+    const warnings: string[] = [];
+    const { runs } = await importRecording(store, 'carla', file, { warn: (_w, m) => warnings.push(m) });
+    assert.equal(warnings.length, 1);
+    assert.match(
+      warnings[0]!,
+      new RegExp(
+        `^at byte ${p.offset + 5 + 2 + 4 * count}: actor 263 is removed twice: destroyed in frame 461, already destroyed at 15.83`,
+      ),
+    );
+    const sensor = (await store.listActors(runs[0]!.id)).find((a) => a.id === '263')!;
+    const destroyedAt = (await samplesOf(store, runs[0]!.id, 'carla_frame')).find((f) => f.step === 460)!.t;
+    assert.equal(sensor.presence![0]!.to, destroyedAt);
+  });
+});
