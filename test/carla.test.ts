@@ -404,6 +404,16 @@ describe('CARLA collisions', () => {
       return `${time}   ${c1} ${c2}  ${String(id1).padStart(6)} ${n1!.padEnd(35)} ${String(id2).padStart(6)} ${n2!.padEnd(35)}`;
     });
     assert.deepEqual(rows, ref.collisions.split('\n').slice(5, 7));
+    // simrec eval keeps them beside its own events, and they count against the hero.
+    const { evaluateRun } = await import('../src/evaluate/evaluate-run.js');
+    const summary = await evaluateRun(store, run.id);
+    assert.equal(summary.actor, '174');
+    assert.equal(summary.events.filter((e) => e.kind === 'collision' && e.actors.includes('174')).length, 2);
+    const stored = await samplesOf(store, run.id, 'events');
+    assert.deepEqual(
+      stored.filter((e) => e.source === 'carla recorder').map((e) => e.step),
+      [100, 300],
+    );
   });
 });
 
