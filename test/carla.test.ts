@@ -532,3 +532,31 @@ describe('malformed CARLA recordings', () => {
     assert.equal(sensor.presence![0]!.to, destroyedAt);
   });
 });
+
+describe('simrec eval on CARLA recordings', () => {
+  const tmp = tempDir('simrec-carla-eval-');
+  let store: StoreBackend;
+  before(async () => {
+    store = await openStore(join(tmp.path, 'store.db'));
+  });
+  after(async () => {
+    await store.close();
+    tmp.cleanup();
+  });
+
+  it("scores the hero; Town01's props standing in each other, the signs and the spectator are no events", async () => {
+    const { evaluateRun } = await import('../src/evaluate/evaluate-run.js');
+    const { runs } = await importRecording(store, 'carla', CARLA_RECORDINGS.betweenVehicles);
+    const run = runs[0]!;
+    const actors = new Map((await store.listActors(run.id)).map((a) => [a.id, a.kind] as const));
+    assert.equal(actors.get('1'), 'spectator');
+    assert.equal(actors.get('38'), 'traffic_sign');
+    const summary = await evaluateRun(store, run.id);
+    assert.equal(summary.actor, '174');
+    assert.equal(summary.frames, 846);
+    const involved = new Set(summary.events.flatMap((e) => e.actors).map((id) => actors.get(id)));
+    for (const kind of ['static', 'spectator', 'traffic_sign', 'traffic_light', 'sensor'])
+      assert.ok(!involved.has(kind), `no event involves a ${kind}`);
+    assert.equal(summary.events.filter((e) => e.kind === 'collision').length, 0);
+  });
+});

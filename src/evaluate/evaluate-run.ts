@@ -573,12 +573,10 @@ export async function evaluateRun(
         for (let gy = cy - 1; gy <= cy + 1; gy++)
           for (const m of grid.get(`${gx},${gy}`) ?? []) {
             if (m <= n || !boxesOverlap(b, boxes[m]!)) continue;
-            // Pedestrians brushing past each other are no driving event.
-            if (
-              present[n]!.track.actor.kind === 'pedestrian' &&
-              present[m]!.track.actor.kind === 'pedestrian'
-            )
-              continue;
+            // Pedestrians brushing past each other are no driving event, nor two props standing
+            // in each other (a CARLA town's garden table and its chairs).
+            const kinds = [present[n]!.track.actor.kind, present[m]!.track.actor.kind];
+            if (kinds.every((k) => k === 'pedestrian') || kinds.every((k) => k === 'static')) continue;
             const ids = [present[n]!.track.actor.id, present[m]!.track.actor.id].sort();
             const key = ids.join('\u0000');
             trackers.collision.hold(
@@ -595,7 +593,9 @@ export async function evaluateRun(
     const heldBlocked = new Set<string>();
     const queued = queuedBehindStoppedLeader(present);
     for (const { track, k } of present) {
-      if (track.actor.kind === 'pedestrian' || track.speed[k]! >= STOPPED) continue;
+      // A prop standing still is where it belongs, not blocked.
+      if (track.actor.kind === 'pedestrian' || track.actor.kind === 'static' || track.speed[k]! >= STOPPED)
+        continue;
       // A queue is one event, at its head: the vehicles behind wait for it, not for the road.
       if (queued.has(track)) continue;
       const lane = track.lane[k] ?? (road ? road.index.locate(track.x[k]!, track.y[k]!)?.lane.id : undefined);
