@@ -19,6 +19,7 @@ import type { Sample } from '../src/model/stream.js';
 import { importRecording } from '../src/record/import-run.js';
 import { openStore } from '../src/store/open-store.js';
 import { REPO_ROOT, tempDir } from './helpers/paths.js';
+import { cliJson, runCli } from './helpers/run-cli.js';
 
 const FIXTURES = join(REPO_ROOT, 'test', 'fixtures', 'scenario_runner');
 export const CARLA_RECORDINGS = {
@@ -279,6 +280,101 @@ describe('CARLA recordings from ScenarioRunner', () => {
     assert.ok(
       Math.abs((f1.vx as number) - ((f2.x as number) - (f1.x as number)) / ((f2.t - f1.t) / 1e6)) < 1e-9,
     );
+  });
+
+  it("ScenarioRunner's criteria beside the recording are stored with the run", async () => {
+    const { runs } = await importRecording(store, 'carla', CARLA_RECORDINGS.laneCenter);
+    const run = runs[0]!;
+    const criteria = await samplesOf(store, run.id, 'criteria');
+    assert.equal(criteria.length, 1);
+    assert.equal(criteria[0]!.name, 'CollisionTest');
+    assert.equal(criteria[0]!.status, 'SUCCESS');
+    assert.equal(criteria[0]!.actual, 0);
+    assert.equal(criteria[0]!.expected, 0);
+    assert.equal(criteria[0]!.t, run.end);
+    assert.deepEqual((run.metadata as { criteria: unknown }).criteria, {
+      file: 'DistanceToLaneCenter_criteria.json',
+      criteria: 1,
+      failed: [],
+      status: 'SUCCESS',
+    });
+    const attachment = await store.getAttachment(run.id, 'scenario_runner/criteria.json');
+    assert.deepEqual(
+      Buffer.from(attachment!.data),
+      readFileSync(join(FIXTURES, 'DistanceToLaneCenter_criteria.json')),
+    );
+  });
+
+  it('--criteria names a criteria file: each criterion, its status, actual and expected values', async () => {
+    const { runs } = await importRecording(store, 'carla', CARLA_RECORDINGS.laneCenter2020, {
+      settings: { criteria: join(FIXTURES, 'CriteriaFilter_criteria.json') },
+    });
+    const criteria = await samplesOf(store, runs[0]!.id, 'criteria');
+    assert.deepEqual(
+      criteria.map((c) => [c.name, c.status, c.actual, c.expected]),
+      [
+        ['RouteCompletionTest', 'SUCCESS', 100, 100],
+        ['CollisionTest', 'FAILURE', 11, 0],
+        ['InRouteTest', 'SUCCESS', 0, 0],
+        ['OutsideRouteLanesTest', 'FAILURE', 20.91, 0],
+        ['RunningRedLightTest', 'FAILURE', 1, 0],
+        ['RunningStopTest', 'SUCCESS', 0, 0],
+        ['ActorSpeedAboveThresholdTest', 'SUCCESS', 0, 0],
+      ],
+    );
+    assert.equal((criteria[1]!.details as { collision_time: number }).collision_time, 97.15000144764781);
+    assert.deepEqual((runs[0]!.metadata as { criteria: { failed: string[] } }).criteria.failed, [
+      'CollisionTest',
+      'OutsideRouteLanesTest',
+      'RunningRedLightTest',
+    ]);
+  });
+});
+
+describe('ScenarioRunner criteria through the command line', () => {
+  const tmp = tempDir('simrec-carla-cli-');
+  after(() => tmp.cleanup());
+
+  it('simrec import carla --criteria; simrec info shows them; simrec sql finds them in the criteria table', () => {
+    const store = join(tmp.path, 'cli.db');
+    const imported = runCli([
+      'import',
+      'carla',
+      CARLA_RECORDINGS.betweenVehicles2020,
+      '--criteria',
+      join(FIXTURES, 'CriteriaFilter_criteria.json'),
+      '--store',
+      store,
+    ]);
+    assert.equal(imported.status, 0, imported.stderr);
+    const info = runCli(['info', '1', '--store', store]);
+    assert.equal(info.status, 0, info.stderr);
+    assert.match(info.stdout, /CRITERION +STATUS +ACTUAL +EXPECTED +ACCEPTABLE +OPTIONAL\n/);
+    assert.match(info.stdout, /\nCollisionTest +FAILURE +11 +0 +- +false\n/);
+    assert.match(info.stdout, /\nOutsideRouteLanesTest +FAILURE +20\.91 +0 +- +false\n/);
+    const rows = cliJson<{ name: string; status: string; actual: number }[]>([
+      'sql',
+      "SELECT name, status, actual FROM criteria WHERE status = 'FAILURE' ORDER BY name",
+      '--json',
+      '--store',
+      store,
+    ]);
+    assert.deepEqual(rows, [
+      { name: 'CollisionTest', status: 'FAILURE', actual: 11 },
+      { name: 'OutsideRouteLanesTest', status: 'FAILURE', actual: 20.91 },
+      { name: 'RunningRedLightTest', status: 'FAILURE', actual: 1 },
+    ]);
+    const missing = runCli([
+      'import',
+      'carla',
+      CARLA_RECORDINGS.laneCenter,
+      '--criteria',
+      join(tmp.path, 'nope.json'),
+      '--store',
+      store,
+    ]);
+    assert.equal(missing.status, 2);
+    assert.match(missing.stderr, /nope\.json: no such file; expected ScenarioRunner's criteria/);
   });
 });
 

@@ -56,7 +56,16 @@ export const FORMATS: Record<string, FormatEntry> = {
     ],
   },
   parquet: { load: async () => (await import('./parquet/codec.js')).parquetCodec },
-  carla: { load: async () => (await import('./carla/index.js')).carlaCodec },
+  carla: {
+    load: async () => (await import('./carla/index.js')).carlaCodec,
+    readOptions: [
+      {
+        key: 'criteria',
+        flag: '--criteria <file>',
+        description: "carla: ScenarioRunner's criteria (default: NAME_criteria.json beside NAME.log)",
+      },
+    ],
+  },
 };
 
 export const formatNames = (): string[] => Object.keys(FORMATS);

@@ -6,15 +6,18 @@ export { importCarla, type CarlaImportOptions, type CarlaImportResult } from './
 /** CARLA's recorder file (.log, `client.start_recorder`): every layout 0.9.4 to 0.9.16 wrote. */
 export const carlaCodec: FormatCodec = {
   name: 'carla',
-  description: "CARLA's recorder file (.log): frames, actors, poses, lights, controls, collisions",
+  description:
+    "CARLA's recorder file (.log): frames, actors, poses, lights, controls, collisions; ScenarioRunner's criteria",
   output: 'file',
   fileExtension: 'log',
   async read(location, into, options) {
+    const criteria = options.settings.criteria;
     const result = await importCarla(into, location, {
       warn: (message) => options.warn(location, message),
       onProgress: options.onProgress,
       signal: options.signal,
+      ...(typeof criteria === 'string' ? { criteria } : {}),
     });
-    return { frames: result.frames, actors: result.actors, layout: result.layout };
+    return { frames: result.frames, actors: result.actors, layout: result.layout, criteria: result.criteria };
   },
 };

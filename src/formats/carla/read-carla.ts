@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { basename } from 'node:path';
 import type { JsonObject } from '../../model/json.js';
 import type { ActorDecl, PresenceInterval, RunInfo } from '../../model/run.js';
@@ -9,11 +10,20 @@ import { CarlaFile, malformed, type CarlaHeader } from './carla-bytes.js';
 import { readFrames, type DecodedFrame, type FrameRecord } from './carla-frames.js';
 import { ACTOR_TYPE, NOT_AN_ACTOR, PACKET, QUERY_CATEGORY, packetName } from './carla-layout.js';
 import { ACTOR_STREAMS, EVENT_STREAMS, FRAME_FIELDS, FRAME_STREAM } from './carla-streams.js';
+import {
+  criteriaSamples,
+  CRITERIA_ATTACHMENT,
+  CRITERIA_FIELDS,
+  CRITERIA_STREAM,
+  readCriteriaFile,
+} from './scenario-criteria.js';
 
 export interface CarlaImportOptions {
   warn?: (message: string) => void;
   onProgress?: (done: number, total: number) => void;
   signal?: AbortSignal;
+  /** ScenarioRunner's criteria file; by default `NAME_criteria.json` beside `NAME.log`, if there. */
+  criteria?: string;
 }
 
 export interface CarlaImportResult {
@@ -21,6 +31,7 @@ export interface CarlaImportResult {
   frames: number;
   actors: number;
   layout: string;
+  criteria: string | null;
 }
 
 /** The events stream simrec's evaluator also writes; CARLA's collisions go there marked `source`. */
@@ -366,8 +377,8 @@ function collisionParty(scan: Scan, id: number): { type: string; category: strin
 /**
  * Imports a CARLA recorder file as a run: the header as metadata (map, date, version), every frame
  * (stream `carla_frame`), every actor with its presence from the creation and destruction events,
- * every record of every packet in the streams of carla-streams.ts, and CARLA's collisions as
- * `collision` events.
+ * every record of every packet in the streams of carla-streams.ts, CARLA's collisions as `collision`
+ * events, and ScenarioRunner's criteria when given or beside the file.
  */
 export async function importCarla(
   into: RunTarget,
@@ -378,6 +389,8 @@ export async function importCarla(
   const carla = CarlaFile.open(file);
   try {
     const scan = scanRecording(carla, warn, options.signal);
+    const criteriaFile = options.criteria ?? besideCriteria(file);
+    const criteria = criteriaFile ? readCriteriaFile(criteriaFile) : undefined;
     const layout = layoutOf(scan.packets);
     const heroes = [...scan.actors.values()]
       .filter((a) => a.attributes.some((x) => x[1] === 'role_name' && x[2] === 'hero'))
@@ -409,6 +422,7 @@ export async function importCarla(
             ? 'recorded (Kinematics packets)'
             : `recorded (Kinematics packets: ${scan.kinematics} of ${scan.positions} poses, vehicles and walkers) where present, else ${derivedNote}`,
     };
+    if (criteria) metadata.criteria = { file: basename(criteriaFile!), ...criteria.summary };
     const rec = await into.beginRun({
       simulator: { name: 'carla' },
       description: basename(file).replace(/\.log$/i, ''),
@@ -433,18 +447,38 @@ export async function importCarla(
       decls.push({ name, fields: spec.fields });
     }
     if (scan.collisions > 0) decls.push({ name: EVENTS_STREAM, fields: COLLISION_EVENT_FIELDS });
+    if (criteria)
+      decls.push({
+        name: CRITERIA_STREAM,
+        fields: CRITERIA_FIELDS,
+        metadata: { file: basename(criteriaFile!) },
+      });
     await rec.declareStreams(decls);
     for (const a of actors) if (a.intervals.length) await rec.setPresence(a.id, a.intervals);
     await emitFrames(carla, scan, rec, options);
+    if (criteria) {
+      await rec.attach({
+        name: CRITERIA_ATTACHMENT,
+        mediaType: 'application/json',
+        data: criteria.bytes,
+        metadata: { file: basename(criteriaFile!) },
+      });
+      await rec.appendMany([{ stream: CRITERIA_STREAM, samples: criteriaSamples(criteria, scan.lastT) }]);
+    }
     const run = await rec.end(scan.lastComplete ? 'completed' : 'interrupted', { end: scan.lastT });
     if (!scan.lastComplete)
       warn(
         `the last frame (${scan.frames}) has no FrameEnd: the recording was cut at a packet boundary; the run ends interrupted`,
       );
-    return { run, frames: scan.frames, actors: actors.length, layout };
+    return { run, frames: scan.frames, actors: actors.length, layout, criteria: criteriaFile ?? null };
   } finally {
     carla.close();
   }
+}
+
+function besideCriteria(file: string): string | undefined {
+  const beside = file.replace(/\.log$/i, '') + '_criteria.json';
+  return beside !== file && existsSync(beside) ? beside : undefined;
 }
 
 export const COLLISION_EVENT_FIELDS = [
