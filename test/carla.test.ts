@@ -331,6 +331,37 @@ describe('CARLA recordings from ScenarioRunner', () => {
   });
 });
 
+describe("CARLA's map as OpenDRIVE (--xodr)", () => {
+  const tmp = tempDir('simrec-carla-xodr-');
+  let store: StoreBackend;
+  before(async () => {
+    store = await openStore(join(tmp.path, 'store.db'));
+  });
+  after(async () => {
+    await store.close();
+    tmp.cleanup();
+  });
+
+  it("is kept as the run's road network, where the poses lie on its lanes, and simrec eval checks lanes", async () => {
+    const { evaluateRun } = await import('../src/evaluate/evaluate-run.js');
+    const { loadRoadNetwork } = await import('../src/roadnet/roadnet-attachment.js');
+    const xodr = join(REPO_ROOT, 'test', 'fixtures', 'carla-maps', 'Town01.xodr');
+    const { runs } = await importRecording(store, 'carla', CARLA_RECORDINGS.laneCenter, {
+      settings: { xodr },
+    });
+    const run = runs[0]!;
+    const network = await loadRoadNetwork(store, run.id);
+    assert.equal(network?.format, 'opendrive');
+    assert.equal(network!.source.text, readFileSync(xodr, 'utf8'));
+    const summary = await evaluateRun(store, run.id);
+    assert.deepEqual(summary.skipped, []);
+    // The hero keeps to its lane: CARLA's y, negated, is OpenDRIVE's.
+    const offset = summary.metrics.laneOffset!;
+    assert.equal(offset.samples, 431);
+    assert.ok(Math.max(-offset.min, offset.max) < 1.75, JSON.stringify(offset));
+  });
+});
+
 describe('ScenarioRunner criteria through the command line', () => {
   const tmp = tempDir('simrec-carla-cli-');
   after(() => tmp.cleanup());

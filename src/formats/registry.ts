@@ -64,6 +64,11 @@ export const FORMATS: Record<string, FormatEntry> = {
         flag: '--criteria <file>',
         description: "carla: ScenarioRunner's criteria (default: NAME_criteria.json beside NAME.log)",
       },
+      {
+        key: 'xodr',
+        flag: '--xodr <file>',
+        description: "carla: the map's OpenDRIVE, kept as the run's road network",
+      },
     ],
   },
 };

@@ -11,12 +11,13 @@ export const carlaCodec: FormatCodec = {
   output: 'file',
   fileExtension: 'log',
   async read(location, into, options) {
-    const criteria = options.settings.criteria;
+    const { criteria, xodr } = options.settings;
     const result = await importCarla(into, location, {
       warn: (message) => options.warn(location, message),
       onProgress: options.onProgress,
       signal: options.signal,
       ...(typeof criteria === 'string' ? { criteria } : {}),
+      ...(typeof xodr === 'string' ? { xodr } : {}),
     });
     return { frames: result.frames, actors: result.actors, layout: result.layout, criteria: result.criteria };
   },

@@ -6,6 +6,8 @@ import type { RunSink, RunTarget } from '../../model/run-ports.js';
 import type { StreamAppend } from '../../model/store-port.js';
 import type { Sample, StreamDecl } from '../../model/stream.js';
 import { wrapAngle } from '../../model/units.js';
+import { keepRoadNetwork } from '../../roadnet/roadnet-attachment.js';
+import { readRoadNetworkFile } from '../../roadnet/read-roadnet.js';
 import { CarlaFile, malformed, type CarlaHeader } from './carla-bytes.js';
 import { readFrames, type DecodedFrame, type FrameRecord } from './carla-frames.js';
 import { ACTOR_TYPE, NOT_AN_ACTOR, PACKET, QUERY_CATEGORY, packetName } from './carla-layout.js';
@@ -24,6 +26,8 @@ export interface CarlaImportOptions {
   signal?: AbortSignal;
   /** ScenarioRunner's criteria file; by default `NAME_criteria.json` beside `NAME.log`, if there. */
   criteria?: string;
+  /** The map's OpenDRIVE, kept as the run's road network. */
+  xodr?: string;
 }
 
 export interface CarlaImportResult {
@@ -378,7 +382,8 @@ function collisionParty(scan: Scan, id: number): { type: string; category: strin
  * Imports a CARLA recorder file as a run: the header as metadata (map, date, version), every frame
  * (stream `carla_frame`), every actor with its presence from the creation and destruction events,
  * every record of every packet in the streams of carla-streams.ts, CARLA's collisions as `collision`
- * events, and ScenarioRunner's criteria when given or beside the file.
+ * events, ScenarioRunner's criteria when given or beside the file, and the map's OpenDRIVE when given
+ * (CARLA builds its maps from OpenDRIVE with y negated, so the road network and the poses agree).
  */
 export async function importCarla(
   into: RunTarget,
@@ -391,6 +396,8 @@ export async function importCarla(
     const scan = scanRecording(carla, warn, options.signal);
     const criteriaFile = options.criteria ?? besideCriteria(file);
     const criteria = criteriaFile ? readCriteriaFile(criteriaFile) : undefined;
+    const road = options.xodr ? await readRoadNetworkFile(options.xodr) : undefined;
+    for (const w of road?.warnings ?? []) warn(`${options.xodr}: ${w}`);
     const layout = layoutOf(scan.packets);
     const heroes = [...scan.actors.values()]
       .filter((a) => a.attributes.some((x) => x[1] === 'role_name' && x[2] === 'hero'))
@@ -465,6 +472,7 @@ export async function importCarla(
       });
       await rec.appendMany([{ stream: CRITERIA_STREAM, samples: criteriaSamples(criteria, scan.lastT) }]);
     }
+    if (road) await keepRoadNetwork(rec, road.network);
     const run = await rec.end(scan.lastComplete ? 'completed' : 'interrupted', { end: scan.lastT });
     if (!scan.lastComplete)
       warn(
