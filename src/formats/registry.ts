@@ -70,6 +70,20 @@ export const FORMATS: Record<string, FormatEntry> = {
         description: "carla: the map's OpenDRIVE, kept as the run's road network",
       },
     ],
+    writeOptions: [
+      {
+        key: 'map',
+        flag: '--map <name>',
+        description:
+          "carla: the map CARLA's replayer loads, for a run from elsewhere (default: none, the map loaded)",
+      },
+      {
+        key: 'blueprintsFrom',
+        flag: '--blueprints-from <file>',
+        description:
+          "carla: a recording made with the CARLA that will replay it, for its blueprints' numbers",
+      },
+    ],
   },
 };
 
