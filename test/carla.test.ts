@@ -1043,3 +1043,57 @@ function newestLayout(options: { walkerUid?: number } = {}): Buffer {
   packet(PACKET.FrameEnd, () => {});
   return Buffer.from(w.view());
 }
+
+describe("CARLA's queries as SQL (README: CARLA recordings)", () => {
+  const tmp = tempDir('simrec-carla-sql-');
+  after(() => tmp.cleanup());
+  /** The README's queries, as a user copies them. */
+  const readmeQueries = (): string[] => {
+    const readme = readFileSync(join(REPO_ROOT, 'README.md'), 'utf8');
+    const section = readme.slice(
+      readme.indexOf('## CARLA recordings'),
+      readme.indexOf('## Unity Perception datasets'),
+    );
+    return [...section.matchAll(/```sql\n([\s\S]*?)```/g)].map((m) => m[1]!);
+  };
+  const sql = <T>(store: string, query: string): T[] =>
+    cliJson<T[]>(['sql', query, '--json', '--store', store]);
+
+  it('show_recorder_collisions: the events table gives the rows CARLA prints', () => {
+    const store = join(tmp.path, 'collisions.db');
+    const file = withCollisions(tmp.path);
+    assert.equal(runCli(['import', 'carla', file, '--store', store]).status, 0);
+    const [collisions] = readmeQueries();
+    const rows = sql<{
+      time_s: number;
+      types: string;
+      id_1: number;
+      actor_1: string;
+      id_2: number;
+      actor_2: string;
+    }>(store, collisions!);
+    const printed = rows.map(
+      (r) =>
+        `${String(r.time_s).padStart(8)}   ${r.types}  ${String(r.id_1).padStart(6)} ${r.actor_1.padEnd(35)} ${String(r.id_2).padStart(6)} ${(r.actor_2 ?? '').padEnd(35)}`,
+    );
+    assert.deepEqual(printed, reference(file).collisions.split('\n').slice(5, 7));
+  });
+
+  for (const [name, minTime] of [
+    ['betweenVehicles', 20],
+    ['betweenVehicles2020', 5],
+  ] as const)
+    it(`show_recorder_actors_blocked (${name}, ${minTime} s): the README's query gives CARLA's rows`, () => {
+      const file = CARLA_RECORDINGS[name];
+      const store = join(tmp.path, `${name}.db`);
+      assert.equal(runCli(['import', 'carla', file, '--store', store]).status, 0);
+      const blocked = readmeQueries()[1]!.replaceAll('>= 30', `>= ${minTime}`);
+      const rows = sql<{ time_s: number; id: string; actor: string; duration_s: number }>(store, blocked);
+      const expected = reference(file, minTime, 10).blocked;
+      assert.ok(expected.length > 0);
+      assert.deepEqual(
+        rows.map((r) => [Number(r.id), r.actor, r.time_s, r.duration_s]),
+        expected.map(([id, type, , , t, d]) => [id, type, Math.round(t), Math.round(d)]),
+      );
+    });
+});
