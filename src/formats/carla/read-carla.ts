@@ -61,6 +61,8 @@ interface ActorScan {
   intervals: PresenceInterval[];
   /** Created and not destroyed since. */
   present: boolean;
+  /** When it was last destroyed (microseconds). */
+  destroyedAt?: number;
   /** Ever created by an EventAdd (an actor only named by records is not). */
   created: boolean;
   /** Stream names its records go to. */
@@ -269,13 +271,11 @@ function scanEvent(
       warn(
         `at byte ${r.offset}: actor ${r.actor} is destroyed in frame ${frame.start.id} but was never created: ignored (the record is kept)`,
       );
-      actorOf(scan, r.actor, r, warn);
       return;
     }
     if (!a.present) {
-      const removed = a.intervals.at(-1)!.to!;
       warn(
-        `at byte ${r.offset}: actor ${r.actor} is removed twice: destroyed in frame ${frame.start.id}, already destroyed at ${(removed - scan.begin) / 1e6} s; the second is ignored (the record is kept)`,
+        `at byte ${r.offset}: actor ${r.actor} is removed twice: destroyed in frame ${frame.start.id}, already destroyed at ${(a.destroyedAt! - scan.begin) / 1e6} s; the second is ignored (the record is kept)`,
       );
       return;
     }
@@ -284,6 +284,7 @@ function scanEvent(
     if (t > open.from) open.to = t;
     else a.intervals.pop();
     a.present = false;
+    a.destroyedAt = t;
   } else if (r.packet === PACKET.EventParent) {
     actorOf(scan, r.actor, r, warn).parent = r.fields.parent as string;
   } else if (r.packet === PACKET.BoundingBox) {
