@@ -22,6 +22,7 @@ import {
 
 export interface CarlaImportOptions {
   warn?: (message: string) => void;
+  /** Bytes read of the file read twice (once to check it, once to store it). */
   onProgress?: (done: number, total: number) => void;
   signal?: AbortSignal;
   /** ScenarioRunner's criteria file; by default `NAME_criteria.json` beside `NAME.log`, if there. */
@@ -155,7 +156,7 @@ function actorOf(
  * begun; the actors, their presence and the streams they need are gathered, and what is odd but
  * readable is warned about.
  */
-function scanRecording(carla: CarlaFile, warn: (m: string) => void, signal?: AbortSignal): Scan {
+function scanRecording(carla: CarlaFile, warn: (m: string) => void, options: CarlaImportOptions): Scan {
   const file = carla.file;
   const begin = carla.header.date * 1_000_000;
   const scan: Scan = {
@@ -183,7 +184,10 @@ function scanRecording(carla: CarlaFile, warn: (m: string) => void, signal?: Abo
     },
   });
   for (const frame of frames) {
-    if (scan.frames % 1000 === 0) signal?.throwIfAborted();
+    if (scan.frames % 1000 === 0) {
+      options.signal?.throwIfAborted();
+      options.onProgress?.(frame.offset, 2 * carla.size);
+    }
     const { id, elapsed } = frame.start;
     if (!Number.isFinite(elapsed))
       throw malformed(file, frame.offset, `frame ${id}: elapsed time is ${elapsed}, expected seconds`);
@@ -394,7 +398,7 @@ export async function importCarla(
   const warn = options.warn ?? (() => {});
   const carla = CarlaFile.open(file);
   try {
-    const scan = scanRecording(carla, warn, options.signal);
+    const scan = scanRecording(carla, warn, options);
     const criteriaFile = options.criteria ?? besideCriteria(file);
     const criteria = criteriaFile ? readCriteriaFile(criteriaFile) : undefined;
     const road = options.xodr ? await readRoadNetworkFile(options.xodr) : undefined;
@@ -642,13 +646,13 @@ async function emitFrames(
     before = now;
     if (++n % BATCH_FRAMES === 0) {
       await flush();
-      options.onProgress?.(n, scan.frames);
+      options.onProgress?.(carla.size + frame.offset, 2 * carla.size);
     }
   }
   velocities.flushAll();
   for (const e of collisions) push(EVENTS_STREAM, e as unknown as Sample);
   await flush();
-  options.onProgress?.(scan.frames, scan.frames);
+  options.onProgress?.(2 * carla.size, 2 * carla.size);
 }
 
 interface CollisionEvent {
