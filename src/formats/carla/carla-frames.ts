@@ -159,8 +159,12 @@ function readPacket(p: RawPacket, file: string, frame: DecodedFrame, hooks: Fram
         p.offset,
         `${packetName(id)} (id ${id}) has ${p.body.left} bytes, expected ${size}`,
       );
-    // A second one in a frame has nowhere to go: kept as bytes.
-    if (frame[key] !== undefined) return keepWhole();
+    // A second one in a frame has nowhere to go, nor a NaN or a counter past 2^53 in the store: kept as bytes.
+    const storable =
+      id === PACKET.FrameCounter
+        ? p.body.buf.readBigUInt64LE(p.body.pos) <= BigInt(Number.MAX_SAFE_INTEGER)
+        : Number.isFinite(p.body.buf.readDoubleLE(p.body.pos));
+    if (frame[key] !== undefined || !storable) return keepWhole();
     frame[key] = id === PACKET.FrameCounter ? p.body.u64('FrameCounter') : p.body.f64(packetName(id));
     frame.parts.push(String(id));
     return;

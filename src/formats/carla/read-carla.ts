@@ -189,8 +189,12 @@ function scanRecording(carla: CarlaFile, warn: (m: string) => void, options: Car
       options.onProgress?.(frame.offset, 2 * carla.size);
     }
     const { id, elapsed } = frame.start;
-    if (!Number.isFinite(elapsed))
-      throw malformed(file, frame.offset, `frame ${id}: elapsed time is ${elapsed}, expected seconds`);
+    if (!Number.isFinite(elapsed) || !Number.isFinite(frame.start.durationThis))
+      throw malformed(
+        file,
+        frame.offset,
+        `frame ${id}: elapsed ${elapsed} s, duration ${frame.start.durationThis} s: expected seconds`,
+      );
     const t = frameTime(begin, elapsed);
     if (previous && id <= previous.id)
       throw malformed(
