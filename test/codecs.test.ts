@@ -15,6 +15,15 @@ const codec = async (name: string) => loadCodec(name);
 const LIMSIM_DB = fixture('limsim-db', 'egoTrackingTest.db');
 const PERCEPTION_MOCK = fixture('perception-simrun', 'Dataset');
 const SOLO = join(REPO_ROOT, 'test', 'fixtures', 'pysolotools', 'solo');
+const CARLA_LOG = join(REPO_ROOT, 'test', 'fixtures', 'scenario_runner', 'DistanceToLaneCenter.log');
+const CARLA_LOG_2020 = join(
+  REPO_ROOT,
+  'test',
+  'fixtures',
+  'scenario_runner',
+  '2020',
+  'DistanceToLaneCenter.log',
+);
 
 /** A file cut short: what a copy interrupted mid-way leaves. */
 function truncated(dir: string, file: string, name: string): string {
@@ -51,6 +60,7 @@ const perceptionRun = async (store: StoreBackend): Promise<number> =>
 describe('every codec is in the conformance suite', () => {
   it('lists each registered format below', () => {
     assert.deepEqual(Object.keys(FORMATS).sort(), [
+      'carla',
       'coco',
       'didrive',
       'limsim',
@@ -142,6 +152,20 @@ runCodecConformance({
   ],
   broken: (dir) => truncated(dir, LIMSIM_DB, 'not.mcap'),
   sourceRun: perceptionRun,
+});
+
+runCodecConformance({
+  codec: await codec('carla'),
+  fixtures: [
+    { name: "ScenarioRunner's DistanceToLaneCenter.log (CARLA 0.9.13)", location: () => CARLA_LOG },
+    { name: 'its recording of 2020 (0.9.10 packets)', location: () => CARLA_LOG_2020 },
+    {
+      name: 'a run written by simrec',
+      location: (dir, store) => writtenBySimrec(store, dir, 'carla', 'made.log'),
+    },
+  ],
+  broken: (dir) => truncated(dir, CARLA_LOG, 'cut.log'),
+  sourceRun: async (store) => (await recordSyntheticRun(store, { duration: 2, rateHz: 10, vehicles: 2 })).id,
 });
 
 for (const name of ['coco', 'yolo'])

@@ -29,7 +29,7 @@ import type { ColumnBatch } from '../src/model/columns.js';
 import { openStore } from '../src/store/open-store.js';
 import { importRecording } from '../src/record/import-run.js';
 import { exportRecording } from '../src/replay/export-run.js';
-import { fixture, tempDir } from './helpers/paths.js';
+import { fixture, REPO_ROOT, tempDir } from './helpers/paths.js';
 
 const SEED = 20261122;
 const dir = tempDir('simrec-fuzz-');
@@ -485,6 +485,31 @@ describe('fuzzing the readers (seeded)', () => {
     const before = (await store.listRuns()).length;
     await importRecording(store, 'mcap', source);
     assert.equal((await store.listRuns()).length, before + 1, 'the undamaged file imports');
+    assert.deepEqual((await store.checkIntegrity()).problems, []);
+    await store.close();
+  });
+
+  it("CARLA recordings: 150 damaged copies of a real one's first ten frames are imported or refused, never half-imported", async () => {
+    const store = await openStore(join(dir.path, 'carla-store.db'));
+    const real = readFileSync(
+      join(REPO_ROOT, 'test', 'fixtures', 'scenario_runner', '2020', 'DistanceToLaneCenter.log'),
+    );
+    // Its header and frames 1 to 10 (the end of frame 10's FrameEnd).
+    let end = 2;
+    end += 2 + real.readUInt16LE(end) + 8;
+    end += 2 + real.readUInt16LE(end);
+    for (let frames = 0; frames < 10; end += 5 + real.readUInt32LE(end + 1)) if (real[end] === 1) frames++;
+    const original = real.subarray(0, end);
+    const { imported, refused } = await damagedImports(
+      store,
+      fc.array(mutation(original.length), { minLength: 1, maxLength: 3 }),
+      async (mutations) => {
+        const copy = join(dir.path, 'copy.log');
+        writeFileSync(copy, mutate(original, mutations));
+        await importRecording(store, 'carla', copy);
+      },
+    );
+    assert.ok(refused > 0 && imported > 0, `both outcomes happen (refused ${refused}, imported ${imported})`);
     assert.deepEqual((await store.checkIntegrity()).problems, []);
     await store.close();
   });

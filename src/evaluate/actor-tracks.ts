@@ -4,8 +4,8 @@ import { presenceAt, type ActorInfo } from '../model/run.js';
 import { STATE_STREAM } from '../model/standard-streams.js';
 import type { StoreBackend } from '../model/store-port.js';
 
-/** Kinds that have no footprint on the road. */
-const NOT_ON_ROAD = new Set(['traffic_light', 'sensor', 'map']);
+/** Kinds that have no footprint on the road: signs stand beside it, a spectator is a camera. */
+const NOT_ON_ROAD = new Set(['traffic_light', 'traffic_sign', 'sensor', 'map', 'spectator']);
 
 const DEFAULT_EXTENTS: Record<string, { length: number; width: number }> = {
   pedestrian: { length: 0.5, width: 0.5 },

@@ -573,12 +573,10 @@ export async function evaluateRun(
         for (let gy = cy - 1; gy <= cy + 1; gy++)
           for (const m of grid.get(`${gx},${gy}`) ?? []) {
             if (m <= n || !boxesOverlap(b, boxes[m]!)) continue;
-            // Pedestrians brushing past each other are no driving event.
-            if (
-              present[n]!.track.actor.kind === 'pedestrian' &&
-              present[m]!.track.actor.kind === 'pedestrian'
-            )
-              continue;
+            // Pedestrians brushing past each other are no driving event, nor two props standing
+            // in each other (a CARLA town's garden table and its chairs).
+            const kinds = [present[n]!.track.actor.kind, present[m]!.track.actor.kind];
+            if (kinds.every((k) => k === 'pedestrian') || kinds.every((k) => k === 'static')) continue;
             const ids = [present[n]!.track.actor.id, present[m]!.track.actor.id].sort();
             const key = ids.join('\u0000');
             trackers.collision.hold(
@@ -595,7 +593,9 @@ export async function evaluateRun(
     const heldBlocked = new Set<string>();
     const queued = queuedBehindStoppedLeader(present);
     for (const { track, k } of present) {
-      if (track.actor.kind === 'pedestrian' || track.speed[k]! >= STOPPED) continue;
+      // A prop standing still is where it belongs, not blocked.
+      if (track.actor.kind === 'pedestrian' || track.actor.kind === 'static' || track.speed[k]! >= STOPPED)
+        continue;
       // A queue is one event, at its head: the vehicles behind wait for it, not for the road.
       if (queued.has(track)) continue;
       const lane = track.lane[k] ?? (road ? road.index.locate(track.x[k]!, track.y[k]!)?.lane.id : undefined);
@@ -629,9 +629,13 @@ export async function evaluateRun(
   for (const tracker of Object.values(trackers)) tracker.finish(end);
   for (const track of tracks) track.rewind();
 
-  const events = Object.values(trackers)
+  const own = Object.values(trackers)
     .flatMap((tr) => tr.events)
     .sort((a, b) => a.t - b.t);
+  // What the simulator itself recorded (CARLA's recorder's collisions: `source` says who) stays beside
+  // what the evaluator found, in the summary and in the stored stream.
+  const recorded = await recordedEvents(store, runId);
+  const events = [...own, ...recorded.map(asEvaluationEvent)].sort((a, b) => a.t - b.t);
   const metrics: Record<string, MetricSummary> = {};
   for (const name of [
     'offset',
@@ -672,16 +676,19 @@ export async function evaluateRun(
         samples,
       ),
     );
-    const eventSamples = events.map((e, n) => ({
-      t: e.t,
-      step: n,
-      kind: e.kind,
-      actors: e.actors,
-      x: e.x,
-      y: e.y,
-      duration: e.duration,
-      detail: e.detail,
-    }));
+    const eventSamples: Sample[] = [
+      ...own.map((e, n) => ({
+        t: e.t,
+        step: n,
+        kind: e.kind,
+        actors: e.actors,
+        x: e.x,
+        y: e.y,
+        duration: e.duration,
+        detail: e.detail,
+      })),
+      ...recorded,
+    ].sort((a, b) => a.t - b.t);
     // Events start in time order but several may start at one time; the stream needs non-decreasing t.
     streams.push(
       await writeDerivedStream(
@@ -709,6 +716,26 @@ export async function evaluateRun(
     streams,
   };
 }
+
+/** The events a simulator recorded into the run's `events` stream (those that say their `source`). */
+async function recordedEvents(store: StoreBackend, run: number): Promise<Sample[]> {
+  const streams = await store.listStreams(run);
+  if (!streams.some((s) => s.id === EVENTS_STREAM && s.samples > 0)) return [];
+  const found: Sample[] = [];
+  for await (const batch of store.readSamples({ run, stream: EVENTS_STREAM }))
+    for (const s of batch) if (typeof s.source === 'string') found.push(s);
+  return found;
+}
+
+const asEvaluationEvent = (s: Sample): EvaluationEvent => ({
+  kind: s.kind as EvaluationEvent['kind'],
+  t: s.t,
+  duration: typeof s.duration === 'number' ? s.duration : 0,
+  actors: Array.isArray(s.actors) ? s.actors.map(String) : [],
+  x: typeof s.x === 'number' ? s.x : 0,
+  y: typeof s.y === 'number' ? s.y : 0,
+  detail: typeof s.detail === 'string' ? s.detail : '',
+});
 
 /**
  * The factor on a lane's limit that the actor was meant to drive up to: its `speedFactor` attribute

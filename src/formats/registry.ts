@@ -73,6 +73,36 @@ export const FORMATS: Record<string, FormatEntry> = {
     load: async () => (await import('./parquet/codec.js')).parquetCodec,
     directions: EXPORT_ONLY,
   },
+  carla: {
+    load: async () => (await import('./carla/index.js')).carlaCodec,
+    directions: BOTH,
+    readOptions: [
+      {
+        key: 'criteria',
+        flag: '--criteria <file>',
+        description: "carla: ScenarioRunner's criteria (default: NAME_criteria.json beside NAME.log)",
+      },
+      {
+        key: 'xodr',
+        flag: '--xodr <file>',
+        description: "carla: the map's OpenDRIVE, kept as the run's road network",
+      },
+    ],
+    writeOptions: [
+      {
+        key: 'map',
+        flag: '--map <name>',
+        description:
+          "carla: the map CARLA's replayer loads, for a run from elsewhere (default: none, the map loaded)",
+      },
+      {
+        key: 'blueprintsFrom',
+        flag: '--blueprints-from <file>',
+        description:
+          "carla: a recording made with the CARLA that will replay it, for its blueprints' numbers",
+      },
+    ],
+  },
 };
 
 /** The formats simrec knows, or only those it can import or export. */

@@ -47,7 +47,8 @@ export interface WriteOptions extends CodecOptions {
   evaluate: (run: number) => Promise<Sample[]>;
   /**
    * Keeps a small file to go beside the output (a viewer's layout, say), named after it: `out.mcap`
-   * gets `out.NAME`. It is written only once the output is complete.
+   * gets `out.NAME`, and `out_NAME` for a NAME given as `_NAME` (`out_criteria.json`, as ScenarioRunner
+   * names its criteria). It is written only once the output is complete.
    */
   beside: (name: string, data: Uint8Array) => void;
 }

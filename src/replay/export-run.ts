@@ -83,7 +83,7 @@ export async function exportRecording(
   if (companions.size === 0) return details;
   const beside: string[] = [];
   for (const [name, data] of companions) {
-    const path = `${location.replace(/\.[^./\\]+$/, '')}.${name}`;
+    const path = companionPath(location.replace(/\.[^./\\]+$/, ''), name);
     await writeThroughTemporary(path, false, async (temporary) => writeFileSync(temporary, data));
     beside.push(path);
   }
@@ -110,8 +110,8 @@ async function writeFileEachRun(
     const details = await codec.write!({ ...sources, runs: [run] }, join(folder, file), {
       ...options,
       beside: (companion, data) => {
-        writeFileSync(join(folder, `${name}.${companion}`), data);
-        beside.push(join(location, `${name}.${companion}`));
+        writeFileSync(join(folder, companionPath(name, companion)), data);
+        beside.push(join(location, companionPath(name, companion)));
       },
     });
     options.signal.throwIfAborted();
@@ -139,6 +139,10 @@ async function writeInPlace<T>(location: string, write: () => Promise<T>): Promi
     throw error;
   }
 }
+
+/** A companion's name beside `stem`: `stem.NAME`, or `stem_NAME` for a NAME given as `_NAME`. */
+const companionPath = (stem: string, name: string): string =>
+  name.startsWith('_') ? `${stem}${name}` : `${stem}.${name}`;
 
 /** A path that holds something (a file, or a folder that is not empty) is not overwritten unasked. */
 function requireFree(location: string): void {

@@ -9,6 +9,9 @@ import type { PresenceInterval } from '../../model/run.js';
 import type { RunInfo } from '../../model/run.js';
 import { invalid } from '../../model/errors.js';
 
+/** A run-level stream of criteria a scenario was judged by (one sample each: name, status, values). */
+const CRITERIA_STREAM = 'criteria';
+
 /** `simrec info` lists this many attachments; a dataset's thousands of camera frames go to --json. */
 const INFO_ATTACHMENT_ROWS = 20;
 /**
@@ -130,6 +133,16 @@ export function registerQueryCommands(program: Command): void {
           );
           const more = d.attachments.length - INFO_ATTACHMENT_ROWS;
           if (more > 0) process.stdout.write(`... and ${more} more attachments (--json lists them all)\n`);
+        }
+        // A scenario's criteria (ScenarioRunner's, imported with a CARLA recording): how the run was judged.
+        if (d.streams.some((st) => st.id === CRITERIA_STREAM && st.samples > 0)) {
+          const criteria: Sample[] = [];
+          for await (const batch of streamSamples(store, run, CRITERIA_STREAM)) criteria.push(...batch);
+          process.stdout.write('\n');
+          printTable(
+            ['CRITERION', 'STATUS', 'ACTUAL', 'EXPECTED', 'ACCEPTABLE', 'OPTIONAL'],
+            criteria.map((c) => [c.name, c.status, c.actual, c.expected, c.acceptable, c.optional]),
+          );
         }
       }),
     );

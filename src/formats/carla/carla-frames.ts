@@ -1,0 +1,286 @@
+import {
+  ByteWriter,
+  malformed,
+  readFrameStart,
+  type Bytes,
+  type CarlaFile,
+  type FrameStart,
+  type RawPacket,
+} from './carla-bytes.js';
+import {
+  EVENT_PACKETS,
+  FRAME_VALUE_PACKETS,
+  PACKET,
+  PER_ACTOR_PACKETS,
+  RECORD_SIZE,
+  packetName,
+} from './carla-layout.js';
+import { RECORD_CODECS, WHEEL_PHYSICS_SIZES, decodePhysics, type Fields } from './carla-records.js';
+
+/**
+ * A recording read frame by frame: each packet decoded into records (carla-records.ts), each record
+ * checked to give its bytes back, and the frame's layout written down (`packets`, see FRAME_FIELDS), so
+ * that the writer can put every byte back where it was.
+ */
+
+/** A record of a per-actor packet, or of an event packet. `raw` (base64) when it is kept as bytes. */
+export interface FrameRecord {
+  packet: number;
+  actor?: number;
+  fields: Fields;
+  raw?: string;
+  /** File offset of the record. */
+  offset: number;
+}
+
+export interface DecodedFrame {
+  /** Offset of its FrameStart. */
+  offset: number;
+  start: FrameStart;
+  platformTime?: number;
+  visualTime?: number;
+  frameCounter?: number;
+  /** The frame's packets, as FRAME_FIELDS `packets` says (made when the frame is whole). */
+  tokens: string[];
+  /** The packets as read: a token, or a per-actor packet's records (its token waits for Kinematics). */
+  parts: (string | { packet: number; records: FrameRecord[] })[];
+  /**
+   * Per-actor records in file order, but Kinematics (joined to its Position's fields, or kept as
+   * bytes); those kept as bytes (`raw` set) are also in `raw`.
+   */
+  actorRecords: FrameRecord[];
+  eventRecords: FrameRecord[];
+  /** Per-actor records kept as bytes: [packet id, base64]. */
+  raw: [number, string][];
+  /** Packets kept as bytes: [packet id, base64]. */
+  unknown: [number, string][];
+  /** A FrameEnd closed it (the last frame of a recording cut at a packet boundary has none). */
+  complete: boolean;
+}
+
+export interface FrameReadHooks {
+  /** A packet simrec does not know: kept as bytes, said once per id. */
+  unknownPacket?: (id: number, offset: number, size: number) => void;
+}
+
+const scratch = new ByteWriter(1 << 12);
+
+/** Whether the record's fields give back its bytes (the record at [from, to) of `b`). */
+function givesBack(
+  packet: number,
+  b: Bytes,
+  from: number,
+  to: number,
+  actor: number | undefined,
+  fields: Fields,
+): boolean {
+  scratch.reset();
+  try {
+    RECORD_CODECS[packet]!.encode(scratch, actor, fields, packetName(packet));
+  } catch {
+    return false;
+  }
+  const bytes = scratch.view();
+  return bytes.length === to - from && bytes.equals(b.buf.subarray(from, to));
+}
+
+/** Numbers JSON and the store cannot hold (NaN, infinities) left out of a record kept as bytes. */
+function finiteOnly(fields: Fields): Fields {
+  const out: Fields = {};
+  for (const [k, v] of Object.entries(fields)) if (typeof v !== 'number' || Number.isFinite(v)) out[k] = v;
+  return out;
+}
+
+function decodeRecords(p: RawPacket, file: string, count: number, into: FrameRecord[]): void {
+  const codec = RECORD_CODECS[p.id]!;
+  for (let i = 0; i < count; i++) {
+    const from = p.body.pos;
+    const offset = p.body.offset;
+    const { actor, fields } = codec.decode(p.body);
+    const record: FrameRecord = { packet: p.id, fields, offset };
+    if (actor !== undefined) record.actor = actor;
+    // The store holds finite numbers only: a NaN or an infinity (a sensor's bounding box) keeps the bytes.
+    const storable = Object.values(fields).every((v) => typeof v !== 'number' || Number.isFinite(v));
+    if (!storable || !givesBack(p.id, p.body, from, p.body.pos, actor, fields)) {
+      record.raw = p.body.buf.subarray(from, p.body.pos).toString('base64');
+      record.fields = finiteOnly(fields);
+    }
+    into.push(record);
+  }
+  if (p.body.left !== 0)
+    throw malformed(
+      file,
+      p.offset,
+      `${packetName(p.id)} (id ${p.id}) has ${p.body.left} bytes left after its ${count} records: its size is not theirs`,
+    );
+}
+
+/** PhysicsControl's records, split by trying each wheel size CARLA wrote; null if none fits. */
+function physicsRecords(p: RawPacket, count: number): FrameRecord[] | null {
+  const start = p.body.pos;
+  for (const wheelSize of WHEEL_PHYSICS_SIZES) {
+    p.body.pos = start;
+    const records: FrameRecord[] = [];
+    try {
+      for (let i = 0; i < count; i++) {
+        const from = p.body.pos;
+        const offset = p.body.offset;
+        const { actor, control } = decodePhysics(p.body, wheelSize);
+        records.push({
+          packet: p.id,
+          actor,
+          fields: { control },
+          raw: p.body.buf.subarray(from, p.body.pos).toString('base64'),
+          offset,
+        });
+      }
+    } catch {
+      continue;
+    }
+    if (p.body.left === 0) return records;
+  }
+  p.body.pos = start;
+  return null;
+}
+
+function readPacket(p: RawPacket, file: string, frame: DecodedFrame, hooks: FrameReadHooks): void {
+  const id = p.id;
+  const keepWhole = (): void => {
+    frame.parts.push(`${id}?`);
+    frame.unknown.push([id, p.body.buf.subarray(p.body.pos, p.body.end).toString('base64')]);
+  };
+  if (id in FRAME_VALUE_PACKETS) {
+    const size = FRAME_VALUE_PACKETS[id]!;
+    const key =
+      id === PACKET.PlatformTime ? 'platformTime' : id === PACKET.VisualTime ? 'visualTime' : 'frameCounter';
+    if (p.body.left !== size)
+      throw malformed(
+        file,
+        p.offset,
+        `${packetName(id)} (id ${id}) has ${p.body.left} bytes, expected ${size}`,
+      );
+    // A second one in a frame has nowhere to go, nor a NaN or a counter past 2^53 in the store: kept as bytes.
+    const storable =
+      id === PACKET.FrameCounter
+        ? p.body.buf.readBigUInt64LE(p.body.pos) <= BigInt(Number.MAX_SAFE_INTEGER)
+        : Number.isFinite(p.body.buf.readDoubleLE(p.body.pos));
+    if (frame[key] !== undefined || !storable) return keepWhole();
+    frame[key] = id === PACKET.FrameCounter ? p.body.u64('FrameCounter') : p.body.f64(packetName(id));
+    frame.parts.push(String(id));
+    return;
+  }
+  if (!PER_ACTOR_PACKETS.has(id) && !EVENT_PACKETS.has(id)) {
+    hooks.unknownPacket?.(id, p.offset, p.body.left);
+    return keepWhole();
+  }
+  const count = p.body.u16('record count');
+  const fixed = RECORD_SIZE[id];
+  if (fixed !== undefined && p.body.left !== count * fixed)
+    throw malformed(
+      file,
+      p.offset,
+      `${packetName(id)} (id ${id}) declares ${p.body.left + 2} bytes, but ${count} records of ${fixed} bytes take ${2 + count * fixed}`,
+    );
+  if (id === PACKET.PhysicsControl) {
+    const records = physicsRecords(p, count);
+    if (!records) return keepWhole();
+    frame.eventRecords.push(...records);
+    frame.parts.push(`${id}#${count}`);
+    return;
+  }
+  if (EVENT_PACKETS.has(id)) {
+    decodeRecords(p, file, count, frame.eventRecords);
+    frame.parts.push(`${id}#${count}`);
+    return;
+  }
+  const records: FrameRecord[] = [];
+  decodeRecords(p, file, count, records);
+  frame.parts.push({ packet: id, records });
+}
+
+/**
+ * The frame made whole: Kinematics joins its actor's Position (one `state` sample carries both), a
+ * Kinematics record that has no single Position to join is kept as bytes, and the tokens are written.
+ */
+function finish(frame: DecodedFrame): DecodedFrame {
+  const positions = new Map<number, FrameRecord | null>();
+  for (const part of frame.parts)
+    if (typeof part !== 'string' && part.packet === PACKET.Position)
+      for (const r of part.records)
+        if (r.raw === undefined) positions.set(r.actor!, positions.has(r.actor!) ? null : r);
+  const joined = new Set<number>();
+  for (const part of frame.parts) {
+    if (typeof part === 'string') {
+      frame.tokens.push(part);
+      continue;
+    }
+    const ids: string[] = [];
+    for (const r of part.records) {
+      if (part.packet === PACKET.Kinematics && r.raw === undefined) {
+        const position = positions.get(r.actor!);
+        if (position && !joined.has(r.actor!)) {
+          joined.add(r.actor!);
+          Object.assign(position.fields, r.fields);
+        } else {
+          scratch.reset();
+          RECORD_CODECS[PACKET.Kinematics]!.encode(scratch, r.actor, r.fields, 'Kinematics');
+          r.raw = scratch.view().toString('base64');
+        }
+      }
+      if (r.raw !== undefined) {
+        frame.raw.push([part.packet, r.raw]);
+        ids.push(`!${r.actor}`);
+      } else ids.push(String(r.actor));
+      if (part.packet !== PACKET.Kinematics) frame.actorRecords.push(r);
+    }
+    frame.tokens.push(`${part.packet}:${ids.join(',')}`);
+  }
+  return frame;
+}
+
+/**
+ * The recording's frames, in order. Refuses (naming file and offset) a packet outside a frame, a
+ * FrameStart or FrameEnd of the wrong size, a packet whose records do not fill it, and a record cut by
+ * its packet's end; a packet longer than the file is refused by CarlaFile.
+ */
+export function* readFrames(carla: CarlaFile, hooks: FrameReadHooks = {}): Generator<DecodedFrame> {
+  const file = carla.file;
+  let frame: DecodedFrame | null = null;
+  let lastEnded: { id: number; offset: number } | null = null;
+  for (const p of carla.packets()) {
+    if (p.id === PACKET.FrameStart) {
+      // A frame left open (no FrameEnd) ends where the next begins; CARLA's readers take it so too.
+      if (frame) yield finish(frame);
+      frame = {
+        offset: p.offset,
+        start: readFrameStart(p, file),
+        tokens: [],
+        parts: ['0'],
+        actorRecords: [],
+        eventRecords: [],
+        raw: [],
+        unknown: [],
+        complete: false,
+      };
+      continue;
+    }
+    if (!frame)
+      throw malformed(
+        file,
+        p.offset,
+        `${packetName(p.id)} (id ${p.id}) is outside a frame (${lastEnded ? `after the FrameEnd of frame ${lastEnded.id}` : 'before the first FrameStart'}); every packet must be between a FrameStart and a FrameEnd`,
+      );
+    if (p.id === PACKET.FrameEnd) {
+      if (p.body.left !== 0)
+        throw malformed(file, p.offset, `FrameEnd has ${p.body.left} bytes, expected none`);
+      frame.parts.push('1');
+      frame.complete = true;
+      lastEnded = { id: frame.start.id, offset: p.offset };
+      yield finish(frame);
+      frame = null;
+      continue;
+    }
+    readPacket(p, file, frame, hooks);
+  }
+  if (frame) yield finish(frame);
+}
