@@ -1,5 +1,7 @@
 /** The codec conformance suite (test/codec-conformance.ts) for every codec in the registry. */
-import { copyFileSync, cpSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { copyFileSync, cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { gzipSync } from 'node:zlib';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -53,6 +55,7 @@ describe('every codec is in the conformance suite', () => {
     assert.deepEqual(Object.keys(FORMATS).sort(), [
       'coco',
       'didrive',
+      'fcd',
       'limsim',
       'mcap',
       'parquet',
@@ -142,6 +145,49 @@ runCodecConformance({
   ],
   broken: (dir) => truncated(dir, LIMSIM_DB, 'not.mcap'),
   sourceRun: perceptionRun,
+});
+
+/** SUMO's own FCD output of its grid6 game (2 minutes at 0.5 s steps), made once by the installed sumo. */
+function sumoFcd(dir: string): string {
+  const out = join(dir, 'grid6.fcd.xml');
+  if (!existsSync(out)) {
+    const game = '/usr/share/sumo/tools/game/grid6';
+    execFileSync(
+      'sumo',
+      [
+        ...['-n', `${game}/grid6.net.xml`, '-r', `${game}/grid6.rou.xml`, '--end', '120'],
+        ...['--step-length', '0.5', '--fcd-output', out, '--no-step-log', 'true', '--no-warnings', 'true'],
+      ],
+      { env: { ...process.env, SUMO_HOME: '/usr/share/sumo' }, stdio: 'pipe' },
+    );
+  }
+  return out;
+}
+
+runCodecConformance({
+  codec: await codec('fcd'),
+  fixtures: [
+    { name: "SUMO's FCD output of its grid6 game", location: (dir) => sumoFcd(dir) },
+    {
+      name: 'the same, gzip-compressed',
+      location: (dir) => {
+        const out = `${sumoFcd(dir)}.gz`;
+        writeFileSync(out, gzipSync(readFileSync(sumoFcd(dir))));
+        return out;
+      },
+    },
+    {
+      name: 'a run written by simrec',
+      location: (dir, store) => writtenBySimrec(store, dir, 'fcd', 'made.fcd.xml'),
+    },
+  ],
+  broken: (dir) => {
+    const packed = gzipSync(readFileSync(sumoFcd(dir)));
+    const out = join(dir, 'cut.fcd.xml.gz');
+    writeFileSync(out, packed.subarray(0, packed.length >> 1));
+    return out;
+  },
+  sourceRun: async (store) => (await recordSyntheticRun(store, { duration: 2, rateHz: 10, vehicles: 2 })).id,
 });
 
 for (const name of ['coco', 'yolo'])

@@ -56,6 +56,23 @@ export const FORMATS: Record<string, FormatEntry> = {
     ],
   },
   parquet: { load: async () => (await import('./parquet/codec.js')).parquetCodec },
+  fcd: {
+    load: async () => (await import('./fcd/index.js')).fcdCodec,
+    readOptions: [
+      {
+        key: 'net',
+        flag: '--net <file>',
+        description:
+          "fcd: the SUMO network the run drove on (kept with the run; geo coordinates' projection)",
+      },
+      {
+        key: 'routes',
+        flag: '--routes <files>',
+        description:
+          "fcd: route or additional files (comma-separated) with the vehicle types, whose lengths move SUMO's front-bumper positions to centres",
+      },
+    ],
+  },
 };
 
 export const formatNames = (): string[] => Object.keys(FORMATS);

@@ -1,5 +1,6 @@
-import { describeValue } from '../../model/errors.js';
-import type { XmlElement, XmlSource } from '../xml/xml-source.js';
+import { readFile } from 'node:fs/promises';
+import { describeValue, invalid, SimrecError } from '../../model/errors.js';
+import { childrenNamed, XmlSource, type XmlElement } from '../xml/xml-source.js';
 
 /*
  * SUMO's vehicle types (`<vType>`, in route and additional files) and its defaults for what a type leaves
@@ -29,6 +30,9 @@ export interface VehicleType {
 
 /** SUMO's dimensions and limits by vehicle class (its vClass defaults, abridged). */
 const CLASS_DEFAULTS: Record<string, Partial<VehicleType>> = {
+  // A person's and a container's types (SUMO's DEFAULT_PEDTYPE and DEFAULT_CONTAINERTYPE).
+  pedestrian: { length: 0.215, width: 0.478, height: 1.719, maxSpeed: 10.44, accel: 1.5, decel: 2 },
+  ignoring: { length: 6.1, width: 2.4, height: 2.6 },
   passenger: { length: 5, width: 1.8, height: 1.5, maxSpeed: 55.56, accel: 2.6, decel: 4.5 },
   taxi: { length: 5, width: 1.8, height: 1.5 },
   bus: { length: 12, width: 2.5, height: 3.4, maxSpeed: 27.78, accel: 1.2, decel: 4 },
@@ -111,4 +115,72 @@ export function readVehicleType(source: XmlSource, element: XmlElement): Vehicle
     type.speedFactor = factor;
   }
   return type;
+}
+
+/**
+ * The types SUMO defines before reading any file, by id, with the class each has (their sizes are the
+ * class defaults above, as SUMO 1.15's TraCI reports them): a vehicle, person or container whose type
+ * no file defines has one of these.
+ */
+export const SUMO_BUILT_IN_TYPES: Readonly<Record<string, string>> = {
+  DEFAULT_VEHTYPE: 'passenger',
+  DEFAULT_PEDTYPE: 'pedestrian',
+  DEFAULT_BIKETYPE: 'bicycle',
+  DEFAULT_TAXITYPE: 'taxi',
+  DEFAULT_CONTAINERTYPE: 'ignoring',
+};
+
+/** What route and additional files say of types: each type, and the type each vehicle, person or flow has. */
+export interface SumoTypes {
+  /** By type id: the files' `<vType>`s, then SUMO's built-in types the files do not redefine. */
+  types: Map<string, VehicleType>;
+  /** By vehicle, person or container id (a flow's by its id: its vehicles are `flowId.n`). */
+  typeOf: Map<string, string>;
+  flowTypeOf: Map<string, string>;
+}
+
+/** Elements that name a type for what they make: vehicles, persons, containers and their flows. */
+const TYPED = new Set(['vehicle', 'trip', 'person', 'container']);
+const TYPED_FLOWS = new Set(['flow', 'personFlow', 'containerFlow']);
+
+/**
+ * Reads the vehicle types of SUMO route or additional files (`<vType>`, also inside
+ * `<vTypeDistribution>`), and which type each vehicle, person, container and flow has, for readers of
+ * SUMO's outputs that need sizes (the FCD importer, whose positions are front bumpers).
+ */
+export async function readSumoTypeFiles(paths: readonly string[]): Promise<SumoTypes> {
+  const types = new Map<string, VehicleType>();
+  const typeOf = new Map<string, string>();
+  const flowTypeOf = new Map<string, string>();
+  for (const file of paths) {
+    let text: string;
+    try {
+      text = await readFile(file, 'utf8');
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT') throw new SimrecError('not_found', `${file}: no such route file`);
+      throw new SimrecError('io', `${file}: cannot read: ${(error as Error).message}`, { cause: error });
+    }
+    if (/<!DOCTYPE[^>[]*\[|<!ENTITY/i.test(text))
+      throw invalid(`${file}: refused: the document declares entities; route files need no DTD`);
+    const source = new XmlSource(text, { file });
+    const root = source.parseRoot(['routes', 'additional']);
+    for (const element of root.children) {
+      const typeElements =
+        element.tag === 'vType'
+          ? [element]
+          : element.tag === 'vTypeDistribution'
+            ? childrenNamed(element, 'vType')
+            : [];
+      for (const t of typeElements) types.set(source.required(t, 'id'), readVehicleType(source, t));
+      const type = element.attrs.type;
+      const id = element.attrs.id;
+      if (type === undefined || id === undefined) continue;
+      if (TYPED.has(element.tag)) typeOf.set(id, type);
+      else if (TYPED_FLOWS.has(element.tag)) flowTypeOf.set(id, type);
+    }
+  }
+  for (const [id, vClass] of Object.entries(SUMO_BUILT_IN_TYPES))
+    if (!types.has(id)) types.set(id, defaultVehicleType(id, vClass));
+  return { types, typeOf, flowTypeOf };
 }
