@@ -135,6 +135,10 @@ runCodecConformance({
       location: (dir, store) => writtenBySimrec(store, dir, 'mcap', 'made.mcap'),
     },
     {
+      name: "asam-osi-converter's disappearingVehicle.mcap (an OSI SensorView trace by osi3test)",
+      location: () => join(REPO_ROOT, 'test', 'fixtures', 'asam-osi-converter', 'disappearingVehicle.mcap'),
+    },
+    {
       name: "a Perception run's captures",
       location: async (dir, store) => {
         const out = join(dir, 'perception.mcap');

@@ -10,7 +10,7 @@ import { STATE_FIELDS, STATE_STREAM } from '../../model/standard-streams.js';
 import type { StreamAppend } from '../../model/store-port.js';
 import type { Sample, StreamSchema } from '../../model/stream.js';
 import { FileReadable } from './mcap-files.js';
-import { OSI_SCHEMA_NAME, SIMREC_REFERENCE_TYPE } from './osi-ground-truth.js';
+import { OSI_SCHEMA_NAME, OSI_TRACE_METADATA, SIMREC_REFERENCE_TYPE } from './osi-ground-truth.js';
 import { microsOf, RUN_METADATA, yawOf, type FoxgloveTime } from './mcap-layout.js';
 
 export interface McapImportOptions {
@@ -188,13 +188,18 @@ type WireTime = Partial<FoxgloveTime> & { seconds?: number; nanos?: number };
 const microsOfWire = (time: WireTime): number =>
   microsOf({ sec: time.sec ?? time.seconds ?? 0, nsec: time.nsec ?? time.nanos ?? 0 });
 
+/** OSI's SensorView: its `global_ground_truth` is the world as the simulation has it. */
+const OSI_SENSOR_VIEW = 'osi3.SensorView';
+
 /** The Foxglove schemas simrec maps from other tools' files, and what each message holds. */
 const MAPPED = {
   'foxglove.SceneUpdate': 'scene',
   'foxglove.FrameTransforms': 'transforms',
   'foxglove.FrameTransform': 'transform',
   [OSI_SCHEMA_NAME]: 'ground_truth',
+  [OSI_SENSOR_VIEW]: 'sensor_view',
 } as const;
+const isOsi = (kind: Mapped): boolean => kind === 'ground_truth' || kind === 'sensor_view';
 type Mapped = (typeof MAPPED)[keyof typeof MAPPED];
 
 /**
@@ -204,6 +209,7 @@ type Mapped = (typeof MAPPED)[keyof typeof MAPPED];
 function messageDecoder(
   channel: { topic: string; messageEncoding: string },
   schema: { name: string; encoding: string; data: Uint8Array },
+  enums: typeof Number | typeof String = Number,
 ): ((data: Uint8Array, where: string) => JsonObject) | undefined {
   if (channel.messageEncoding === 'json') return parseJson;
   if (channel.messageEncoding !== 'protobuf' || schema.encoding !== 'protobuf') return undefined;
@@ -220,7 +226,7 @@ function messageDecoder(
     try {
       return type.toObject(type.decode(data), {
         longs: Number,
-        enums: Number,
+        enums,
         defaults: true,
         arrays: true,
       }) as JsonObject;
@@ -250,20 +256,39 @@ async function readFoxgloveScenes(
     number,
     { topic: string; kind: Mapped; decode: NonNullable<ReturnType<typeof messageDecoder>> }
   >();
-  for (const [id, channel] of reader.channelsById) {
+  /** The OSI channel whose ground truth is the run's (the first; another one's is named in a warning). */
+  let osiTopic: string | undefined;
+  const osiChannels: JsonObject = {};
+  for (const [id, channel] of [...reader.channelsById].sort(([a], [b]) => a - b)) {
     const schema = reader.schemasById.get(channel.schemaId);
     const kind = schema ? MAPPED[schema.name as keyof typeof MAPPED] : undefined;
-    const decode = schema && kind ? messageDecoder(channel, schema) : undefined;
-    if (kind && decode) channels.set(id, { topic: channel.topic, kind, decode });
-    else
+    // OSI's enums by name, from the file's own schema: the names hold across OSI 3.x, the numbers need not.
+    const decode =
+      schema && kind ? messageDecoder(channel, schema, isOsi(kind) ? String : Number) : undefined;
+    if (schema?.name.startsWith('osi3.'))
+      osiChannels[channel.topic] = { schema: schema.name, ...Object.fromEntries(channel.metadata) };
+    if (kind && decode && isOsi(kind) && osiTopic !== undefined) {
       warn(
-        `${channel.topic}: ${schema?.name ?? 'schemaless'} (${channel.messageEncoding}) is not mapped; simrec reads Foxglove SceneUpdates and FrameTransforms (JSON or protobuf) and OSI GroundTruth from other tools`,
+        `${channel.topic}: ${schema!.name}, a second OSI ground truth beside ${osiTopic}'s: not mapped (the run's actors are ${osiTopic}'s)`,
+      );
+      continue;
+    }
+    if (kind && decode) {
+      channels.set(id, { topic: channel.topic, kind, decode });
+      if (isOsi(kind)) osiTopic = channel.topic;
+    } else
+      warn(
+        `${channel.topic}: ${schema?.name ?? 'schemaless'} (${channel.messageEncoding}) is not mapped; simrec reads Foxglove SceneUpdates and FrameTransforms (JSON or protobuf) and OSI SensorView and GroundTruth from other tools`,
       );
   }
+  const trace = await osiTraceMetadata(reader);
+  // OSI times count from the trace's zero_time (a Unix time), when the trace says it.
+  const zero = typeof trace?.zero_time === 'string' ? Date.parse(trace.zero_time) * 1000 : NaN;
+  const offset = Number.isFinite(zero) ? Math.round(zero) : 0;
   if (channels.size === 0)
     throw new SimrecError(
       'unsupported',
-      `${file}: neither a simrec export (no ${RUN_METADATA} metadata) nor a file with foxglove.SceneUpdate, foxglove.FrameTransforms or osi3.GroundTruth channels; nothing to import`,
+      `${file}: neither a simrec export (no ${RUN_METADATA} metadata) nor a file with foxglove.SceneUpdate, foxglove.FrameTransforms, osi3.SensorView or osi3.GroundTruth channels; nothing to import`,
     );
   const topics = [...channels.values()].map((c) => c.topic);
   // Frames that are some transform's child are not roots: a pass over the transforms finds them.
@@ -278,14 +303,27 @@ async function readFoxgloveScenes(
     }
   const chained = new Set<string>();
 
-  const begin = Number((reader.statistics?.messageStartTime ?? 0n) / 1000n);
+  const begin = Number((reader.statistics?.messageStartTime ?? 0n) / 1000n) + offset;
   const sink: RunSink = await into.beginRun({
     simulator: { name: reader.header.library || 'mcap' },
     description: `imported from ${file}`,
-    metadata: { mcap: { profile: reader.header.profile, library: reader.header.library, topics } },
+    metadata: {
+      mcap: { profile: reader.header.profile, library: reader.header.library, topics },
+      ...(osiTopic !== undefined || trace
+        ? {
+            osi: {
+              ...(trace ? { trace } : {}),
+              channels: osiChannels,
+              ...(osiTopic ? { actorsFrom: osiTopic } : {}),
+            },
+          }
+        : {}),
+    },
     begin,
   });
   const declared = new Set<string>();
+  /** The actors of the last OSI ground truth. */
+  let osiPresent: string[] = [];
   const pending = new Map<string, Sample[]>();
   let messages = 0;
   let step = 0;
@@ -297,10 +335,20 @@ async function readFoxgloveScenes(
     count = 0;
     if (appends.length) await sink.appendMany(appends);
   };
-  const declare = async (id: string, kind: string, size?: { x: number; y: number; z: number }) => {
+  const declare = async (
+    id: string,
+    kind: string,
+    size?: { x: number; y: number; z: number },
+    attributes?: JsonObject,
+  ) => {
     if (declared.has(id)) return;
     await sink.declareActors([
-      { id, kind, ...(size ? { extents: { length: size.x, width: size.y, height: size.z } } : {}) },
+      {
+        id,
+        kind,
+        ...(size ? { extents: { length: size.x, width: size.y, height: size.z } } : {}),
+        ...(attributes ? { attributes } : {}),
+      },
     ]);
     await sink.declareStreams([{ name: STATE_STREAM, actor: id, fields: STATE_FIELDS }]);
     declared.add(id);
@@ -317,8 +365,8 @@ async function readFoxgloveScenes(
     const channel = channels.get(message.channelId)!;
     const where = `${file}: ${channel.topic} message ${message.sequence}`;
     const decoded = channel.decode(message.data, where);
-    const t = Number(message.logTime / 1000n);
-    last = t;
+    const t = Number(message.logTime / 1000n) + offset;
+    last = Math.max(last, t);
     if (channel.kind === 'scene') {
       const entities = (decoded.entities ?? []) as SceneEntityMessage[];
       for (const [i, e] of entities.entries()) {
@@ -337,12 +385,31 @@ async function readFoxgloveScenes(
           yaw: cube.pose.orientation ? yawOf(cube.pose.orientation) : 0,
         });
       }
-    } else if (channel.kind === 'ground_truth')
-      for (const object of groundTruthObjects(decoded as GroundTruthMessage)) {
-        await declare(object.id, object.kind, object.size);
-        push(object.id, { t: object.t ?? t, step, ...object.state });
+    } else if (isOsi(channel.kind)) {
+      const view = decoded as SensorViewMessage;
+      const gt = channel.kind === 'sensor_view' ? view.global_ground_truth : (decoded as GroundTruthMessage);
+      if (!gt)
+        throw invalid(`${where}: a SensorView without global_ground_truth; simrec reads the world from it`);
+      const stamp = gt.timestamp ?? (channel.kind === 'sensor_view' ? view.timestamp : undefined);
+      const at = stamp ? microsOfWire(stamp) + offset : t;
+      const host = gt.host_vehicle_id?.value ?? view.host_vehicle_id?.value;
+      const present = new Set<string>();
+      for (const object of groundTruthObjects(gt, host)) {
+        if (present.has(object.id))
+          throw invalid(`${where}: OSI id ${object.osiId} twice in one ground truth (${object.id})`);
+        present.add(object.id);
+        await declare(object.id, object.kind, object.size, object.attributes);
+        push(object.id, { t: at, step, ...object.state });
       }
-    else
+      // An object absent from a message has left at it (and comes back with its next state).
+      const gone = osiPresent.filter((id) => !present.has(id));
+      if (gone.length) {
+        await flush();
+        for (const id of gone) await sink.leave(id, at);
+      }
+      osiPresent = [...present];
+      last = Math.max(last, at);
+    } else
       for (const [i, tf] of transformsOf(channel.kind, decoded).entries()) {
         if (typeof tf.child_frame_id !== 'string' || tf.child_frame_id === '')
           throw invalid(
@@ -379,16 +446,39 @@ interface OsiVector {
   y?: number;
   z?: number;
 }
+interface OsiBase {
+  dimension?: { length?: number; width?: number; height?: number } | null;
+  position?: OsiVector | null;
+  orientation?: { roll?: number; pitch?: number; yaw?: number } | null;
+  velocity?: OsiVector | null;
+  acceleration?: OsiVector | null;
+  orientation_rate?: { roll?: number; pitch?: number; yaw?: number } | null;
+}
+/** OSI's enums come by name (the file's own schema decodes them), or by number from older readers. */
+type OsiEnum = string | number;
 interface OsiObject {
   id?: { value?: number };
-  type?: number;
-  base?: {
-    dimension?: { length?: number; width?: number; height?: number } | null;
-    position?: OsiVector | null;
-    orientation?: { roll?: number; pitch?: number; yaw?: number } | null;
-    velocity?: OsiVector | null;
-    acceleration?: OsiVector | null;
-    orientation_rate?: { roll?: number; pitch?: number; yaw?: number } | null;
+  type?: OsiEnum;
+  base?: OsiBase | null;
+  vehicle_classification?: {
+    type?: OsiEnum;
+    role?: OsiEnum;
+    light_state?: Record<string, OsiEnum> | null;
+  } | null;
+  model_reference?: string;
+  source_reference?: { type?: string; identifier?: string[] }[];
+}
+interface OsiTrafficLight {
+  id?: { value?: number };
+  base?: OsiBase | null;
+  classification?: { color?: OsiEnum; icon?: OsiEnum; mode?: OsiEnum; counter?: number } | null;
+  source_reference?: { type?: string; identifier?: string[] }[];
+}
+interface OsiTrafficSign {
+  id?: { value?: number };
+  main_sign?: {
+    base?: OsiBase | null;
+    classification?: { type?: OsiEnum; value?: { value?: number; value_unit?: OsiEnum } | null } | null;
   } | null;
   source_reference?: { type?: string; identifier?: string[] }[];
 }
@@ -397,62 +487,159 @@ interface GroundTruthMessage {
   host_vehicle_id?: { value?: number } | null;
   moving_object?: OsiObject[];
   stationary_object?: OsiObject[];
+  traffic_light?: OsiTrafficLight[];
+  traffic_sign?: OsiTrafficSign[];
+}
+interface SensorViewMessage {
+  timestamp?: { seconds?: number; nanos?: number } | null;
+  host_vehicle_id?: { value?: number } | null;
+  global_ground_truth?: GroundTruthMessage | null;
 }
 
+/** OSI's MovingObject.Type, by name or number (3.x: 0 unknown, 1 other, 2 vehicle, 3 pedestrian, 4 animal). */
+const MOVING_KIND: Record<string, string> = {
+  TYPE_VEHICLE: 'vehicle',
+  TYPE_PEDESTRIAN: 'pedestrian',
+  TYPE_ANIMAL: 'animal',
+  '2': 'vehicle',
+  '3': 'pedestrian',
+  '4': 'animal',
+};
+const CYCLES = new Set(['TYPE_BICYCLE', 'TYPE_MOTORBIKE', 'TYPE_STANDUP_SCOOTER']);
+
+/** The trace's `net.asam.osi.trace` metadata record (version, zero_time, authors...), if it has one. */
+async function osiTraceMetadata(reader: McapIndexedReader): Promise<JsonObject | undefined> {
+  if (!reader.metadataIndexes.some((m) => m.name === OSI_TRACE_METADATA)) return undefined;
+  for await (const record of reader.readMetadata({ name: OSI_TRACE_METADATA }))
+    return Object.fromEntries(record.metadata);
+  return undefined;
+}
+
+const idOf = (
+  prefix: string,
+  o: { id?: { value?: number }; source_reference?: { type?: string; identifier?: string[] }[] },
+): string =>
+  o.source_reference?.find((r) => r.type === SIMREC_REFERENCE_TYPE)?.identifier?.[0] ??
+  `${prefix}${o.id!.value}`;
+
+/** A base's pose, velocity, acceleration and orientation rate as a state (at the ground under the box). */
+function baseState(base: OsiBase): Record<string, number> {
+  const p = base.position!;
+  const height = base.dimension?.height ?? 0;
+  const r = base.orientation;
+  const v = base.velocity;
+  const a = base.acceleration;
+  const w = base.orientation_rate;
+  return {
+    x: p.x ?? 0,
+    y: p.y ?? 0,
+    z: (p.z ?? 0) - height / 2,
+    roll: r?.roll ?? 0,
+    pitch: r?.pitch ?? 0,
+    yaw: r?.yaw ?? 0,
+    // simrec's speed is signed along the heading (negative reversing): the velocity projected on it.
+    ...(v
+      ? {
+          vx: v.x ?? 0,
+          vy: v.y ?? 0,
+          vz: v.z ?? 0,
+          speed: (v.x ?? 0) * Math.cos(r?.yaw ?? 0) + (v.y ?? 0) * Math.sin(r?.yaw ?? 0),
+        }
+      : {}),
+    ...(a ? { ax: a.x ?? 0, ay: a.y ?? 0, az: a.z ?? 0 } : {}),
+    ...(w ? { wx: w.roll ?? 0, wy: w.pitch ?? 0, wz: w.yaw ?? 0 } : {}),
+  };
+}
+
+const sizeOf = (base: OsiBase): { x: number; y: number; z: number } | undefined => {
+  const d = base.dimension;
+  return d ? { x: d.length ?? 0, y: d.width ?? 0, z: d.height ?? 0 } : undefined;
+};
+
 /**
- * An OSI GroundTruth's objects as actors and states: moving objects (vehicles, pedestrians; the host
- * vehicle is the ego) and stationary ones (`static`), each named by its simrec id where simrec wrote
- * the file (`org.simrec.id`), else `osi-<id>`; OSI places an object at its box's centre, simrec at
- * the ground under it.
+ * An OSI GroundTruth's objects as actors and states: moving objects (vehicles, or cyclists for a
+ * bicycle or motorbike; pedestrians; animals; the host vehicle is the ego), stationary ones
+ * (`static`), traffic lights (a bulb each, its colour, icon and mode in its state) and traffic signs
+ * (`traffic_sign`), each named by its simrec id where simrec wrote the file (`org.simrec.id`), else
+ * `osi-<id>`; OSI places an object at its box's centre, simrec at the ground under it.
  */
-function groundTruthObjects(gt: GroundTruthMessage) {
-  const stamp = gt.timestamp;
-  const t = stamp ? microsOfWire(stamp) : undefined;
-  const host = gt.host_vehicle_id?.value;
-  const objects = [
-    ...(gt.moving_object ?? []).map((o) => ({ o, moving: true })),
-    ...(gt.stationary_object ?? []).map((o) => ({ o, moving: false })),
-  ];
-  return objects.flatMap(({ o, moving }) => {
-    const p = o.base?.position;
-    if (!p || o.id?.value === undefined) return [];
-    const named = o.source_reference?.find((r) => r.type === SIMREC_REFERENCE_TYPE)?.identifier?.[0];
-    const d = o.base?.dimension;
-    const height = d?.height ?? 0;
-    const kind = !moving
-      ? 'static'
-      : o.id.value === host
-        ? 'ego'
-        : o.type === 3
-          ? 'pedestrian'
-          : o.type === 2
-            ? 'vehicle'
-            : 'other';
-    const r = o.base?.orientation;
-    const v = o.base?.velocity;
-    const a = o.base?.acceleration;
-    const w = o.base?.orientation_rate;
-    const state = {
-      x: p.x ?? 0,
-      y: p.y ?? 0,
-      z: (p.z ?? 0) - height / 2,
-      roll: r?.roll ?? 0,
-      pitch: r?.pitch ?? 0,
-      yaw: r?.yaw ?? 0,
-      ...(v ? { vx: v.x ?? 0, vy: v.y ?? 0, vz: v.z ?? 0 } : {}),
-      ...(a ? { ax: a.x ?? 0, ay: a.y ?? 0, az: a.z ?? 0 } : {}),
-      ...(w ? { wx: w.roll ?? 0, wy: w.pitch ?? 0, wz: w.yaw ?? 0 } : {}),
-    };
-    return [
-      {
-        id: named ?? `osi-${o.id.value}`,
+function groundTruthObjects(gt: GroundTruthMessage, host: number | undefined) {
+  const out: {
+    id: string;
+    osiId: number;
+    kind: string;
+    state: Record<string, number | string>;
+    size?: { x: number; y: number; z: number };
+    attributes: JsonObject;
+  }[] = [];
+  for (const [list, moving] of [
+    [gt.moving_object ?? [], true],
+    [gt.stationary_object ?? [], false],
+  ] as const)
+    for (const o of list) {
+      if (!o.base?.position || o.id?.value === undefined) continue;
+      const vc = o.vehicle_classification;
+      const type = String(o.type ?? '');
+      let kind = !moving ? 'static' : o.id.value === host ? 'ego' : (MOVING_KIND[type] ?? 'other');
+      if (kind === 'vehicle' && CYCLES.has(String(vc?.type ?? ''))) kind = 'cyclist';
+      const state: Record<string, number | string> = baseState(o.base);
+      // Light states (indicators, brake lights...) change over a run: they are part of the state.
+      for (const [name, value] of Object.entries(vc?.light_state ?? {}))
+        if (value !== null && value !== undefined) state[`light_${name}`] = value;
+      const attributes: JsonObject = { osiId: o.id.value };
+      if (moving && o.type !== undefined) attributes.osiType = o.type;
+      if (vc?.type !== undefined) attributes.vehicleType = vc.type;
+      if (vc?.role !== undefined) attributes.role = vc.role;
+      if (o.model_reference) attributes.modelReference = o.model_reference;
+      const size = sizeOf(o.base);
+      out.push({
+        id: idOf('osi-', o),
+        osiId: o.id.value,
         kind,
-        t,
         state,
-        ...(d ? { size: { x: d.length ?? 0, y: d.width ?? 0, z: height } } : {}),
-      },
-    ];
-  });
+        attributes,
+        ...(size ? { size } : {}),
+      });
+    }
+  for (const light of gt.traffic_light ?? []) {
+    if (!light.base?.position || light.id?.value === undefined) continue;
+    const c = light.classification;
+    const state: Record<string, number | string> = baseState(light.base);
+    if (c?.color !== undefined) state.color = c.color;
+    if (c?.icon !== undefined) state.icon = c.icon;
+    if (c?.mode !== undefined) state.mode = c.mode;
+    if (c?.counter !== undefined) state.counter = c.counter;
+    const size = sizeOf(light.base);
+    // A bulb each: simrec's own export names the signal head its three bulbs share, so not by that.
+    const head = light.source_reference?.find((r) => r.type === SIMREC_REFERENCE_TYPE)?.identifier?.[0];
+    out.push({
+      id: `osi-light-${light.id.value}`,
+      osiId: light.id.value,
+      kind: 'traffic_light',
+      state,
+      attributes: { osiId: light.id.value, ...(head ? { head } : {}) },
+      ...(size ? { size } : {}),
+    });
+  }
+  for (const sign of gt.traffic_sign ?? []) {
+    const base = sign.main_sign?.base;
+    if (!base?.position || sign.id?.value === undefined) continue;
+    const c = sign.main_sign?.classification;
+    const attributes: JsonObject = { osiId: sign.id.value };
+    if (c?.type !== undefined) attributes.signType = c.type;
+    if (c?.value?.value !== undefined) attributes.value = c.value.value;
+    if (c?.value?.value_unit !== undefined) attributes.unit = c.value.value_unit;
+    const size = sizeOf(base);
+    out.push({
+      id: idOf('osi-sign-', sign),
+      osiId: sign.id.value,
+      kind: 'traffic_sign',
+      state: baseState(base),
+      attributes,
+      ...(size ? { size } : {}),
+    });
+  }
+  return out;
 }
 
 function transformsOf(kind: Mapped, message: JsonObject): TransformMessage[] {
