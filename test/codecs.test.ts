@@ -58,6 +58,7 @@ describe('every codec is in the conformance suite', () => {
       'fcd',
       'limsim',
       'mcap',
+      'osi',
       'parquet',
       'perception',
       'soda',
@@ -191,6 +192,18 @@ runCodecConformance({
     writeFileSync(out, packed.subarray(0, packed.length >> 1));
     return out;
   },
+  sourceRun: async (store) => (await recordSyntheticRun(store, { duration: 2, rateHz: 10, vehicles: 2 })).id,
+});
+
+runCodecConformance({
+  codec: await codec('osi'),
+  fixtures: [
+    {
+      name: "a run's OSI ground truth written by simrec",
+      location: (dir, store) => writtenBySimrec(store, dir, 'osi', 'made.osi'),
+    },
+  ],
+  broken: (dir) => truncated(dir, LIMSIM_DB, 'not.osi'),
   sourceRun: async (store) => (await recordSyntheticRun(store, { duration: 2, rateHz: 10, vehicles: 2 })).id,
 });
 

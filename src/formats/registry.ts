@@ -56,6 +56,7 @@ export const FORMATS: Record<string, FormatEntry> = {
     ],
   },
   parquet: { load: async () => (await import('./parquet/codec.js')).parquetCodec },
+  osi: { load: async () => (await import('./osi/index.js')).osiCodec },
   fcd: {
     load: async () => (await import('./fcd/index.js')).fcdCodec,
     readOptions: [
