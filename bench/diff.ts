@@ -6,7 +6,8 @@
  * what the comparison adds to the reads it cannot avoid.
  */
 import { execFile } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { TrafficGenerator, type BenchSize } from './generator.js';
@@ -27,17 +28,25 @@ export interface DiffMeasure {
   peakRssMiB: number;
 }
 
-/** A child process that runs `work` (a module's text) and prints its time and peak RSS. */
-async function measureChild(repoRoot: string, body: string): Promise<DiffMeasure> {
+/**
+ * A child process that runs `work` (a module's text) and prints its time and peak RSS. The module is a
+ * file, not `--input-type=module -e`: worker threads inherit that flag and refuse to start with it (the
+ * store's writer thread, in a child that writes).
+ */
+export async function measureChild(repoRoot: string, body: string): Promise<DiffMeasure> {
   const script =
     `${body}\nconst start = performance.now();\nawait work();\n` +
     `process.stdout.write(JSON.stringify({ seconds: (performance.now() - start) / 1000, peakRssMiB: process.resourceUsage().maxRSS / 1024 }));`;
-  const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script], {
-    cwd: repoRoot,
-    maxBuffer: 1 << 26,
-  });
-  const m = JSON.parse(stdout) as DiffMeasure;
-  return { seconds: Math.round(m.seconds * 100) / 100, peakRssMiB: Math.round(m.peakRssMiB) };
+  const dir = mkdtempSync(join(tmpdir(), 'simrec-bench-child-'));
+  try {
+    const file = join(dir, 'child.mjs');
+    writeFileSync(file, script);
+    const { stdout } = await run(process.execPath, [file], { cwd: repoRoot, maxBuffer: 1 << 26 });
+    const m = JSON.parse(stdout) as DiffMeasure;
+    return { seconds: Math.round(m.seconds * 100) / 100, peakRssMiB: Math.round(m.peakRssMiB) };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 export async function measureDiff(scratch: string, quick: boolean, repoRoot: string): Promise<DiffSpeed> {

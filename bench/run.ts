@@ -23,6 +23,7 @@ import { formatIngest, measureIngest, type IngestSpeed } from './ingest.js';
 import { evaluateTargets } from './targets.js';
 import { formatParquet, measureParquet, type ParquetSpeed } from './parquet.js';
 import { formatDiff, measureDiff, type DiffSpeed } from './diff.js';
+import { formatFcd, measureFcd, type FcdSpeed } from './fcd.js';
 import { FLEET_FULL, FLEET_QUICK, formatFleet, measureFleet, type FleetResults } from './fleet.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -60,6 +61,7 @@ const SECTIONS = [
   'parquet',
   'fleet',
   'diff',
+  'fcd',
   'sumo',
 ] as const;
 type Section = (typeof SECTIONS)[number];
@@ -115,6 +117,7 @@ let ingest: IngestSpeed | null = null;
 let parquet: ParquetSpeed | null = null;
 let fleet: FleetResults | null = null;
 let diff: DiffSpeed | null = null;
+let fcd: FcdSpeed | null = null;
 const scratch = mkdtempSync(join(tmpdir(), 'simrec-bench-'));
 const measurements: Measurement[] = [];
 const measure = async (workload: Workload, peer: string, rep: number, dir: string): Promise<void> => {
@@ -198,6 +201,10 @@ try {
     progress('simrec diff of two runs');
     diff = await measureDiff(scratch, quick, REPO_ROOT);
   }
+  if (wants('fcd')) {
+    progress("SUMO's FCD output imported");
+    fcd = await measureFcd(scratch, quick, REPO_ROOT);
+  }
   if (wants('sumo')) {
     progress('recording a real SUMO');
     sumo = await measureSumoOverhead(scratch, REPO_ROOT, quick);
@@ -245,11 +252,12 @@ const withViewer = {
   parquet,
   fleet,
   diff,
+  fcd,
 };
 writeFileSync(outFile, JSON.stringify(withViewer, null, 2) + '\n');
 if (options.json) process.stdout.write(JSON.stringify(withViewer, null, 2) + '\n');
 else
   process.stdout.write(
     formatReport(results) +
-      `\n${formatViewer(viewer)}\n${formatSumoOverhead(sumo)}\n${formats ? formatFormats(formats) : ''}\n${evaluation ? formatEvaluation(evaluation) : ''}\n${demo ? formatDemo(demo) : ''}\n${didrive ? formatDidrive(didrive) : ''}\n${ingest ? formatIngest(ingest) : ''}\n${parquet ? formatParquet(parquet) : ''}\n${fleet ? formatFleet(fleet) : ''}\n${diff ? formatDiff(diff) : ''}\nresults: ${outFile}\n`,
+      `\n${formatViewer(viewer)}\n${formatSumoOverhead(sumo)}\n${formats ? formatFormats(formats) : ''}\n${evaluation ? formatEvaluation(evaluation) : ''}\n${demo ? formatDemo(demo) : ''}\n${didrive ? formatDidrive(didrive) : ''}\n${ingest ? formatIngest(ingest) : ''}\n${parquet ? formatParquet(parquet) : ''}\n${fleet ? formatFleet(fleet) : ''}\n${diff ? formatDiff(diff) : ''}\n${fcd ? formatFcd(fcd) : ''}\nresults: ${outFile}\n`,
   );

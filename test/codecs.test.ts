@@ -1,5 +1,7 @@
 /** The codec conformance suite (test/codec-conformance.ts) for every codec in the registry. */
-import { copyFileSync, cpSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { copyFileSync, cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { gzipSync } from 'node:zlib';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -63,8 +65,10 @@ describe('every codec is in the conformance suite', () => {
       'carla',
       'coco',
       'didrive',
+      'fcd',
       'limsim',
       'mcap',
+      'osi',
       'parquet',
       'perception',
       'soda',
@@ -142,6 +146,10 @@ runCodecConformance({
       location: (dir, store) => writtenBySimrec(store, dir, 'mcap', 'made.mcap'),
     },
     {
+      name: "asam-osi-converter's disappearingVehicle.mcap (an OSI SensorView trace by osi3test)",
+      location: () => join(REPO_ROOT, 'test', 'fixtures', 'asam-osi-converter', 'disappearingVehicle.mcap'),
+    },
+    {
       name: "a Perception run's captures",
       location: async (dir, store) => {
         const out = join(dir, 'perception.mcap');
@@ -165,6 +173,61 @@ runCodecConformance({
     },
   ],
   broken: (dir) => truncated(dir, CARLA_LOG, 'cut.log'),
+  sourceRun: async (store) => (await recordSyntheticRun(store, { duration: 2, rateHz: 10, vehicles: 2 })).id,
+});
+
+/** SUMO's own FCD output of its grid6 game (2 minutes at 0.5 s steps), made once by the installed sumo. */
+function sumoFcd(dir: string): string {
+  const out = join(dir, 'grid6.fcd.xml');
+  if (!existsSync(out)) {
+    const game = '/usr/share/sumo/tools/game/grid6';
+    execFileSync(
+      'sumo',
+      [
+        ...['-n', `${game}/grid6.net.xml`, '-r', `${game}/grid6.rou.xml`, '--end', '120'],
+        ...['--step-length', '0.5', '--fcd-output', out, '--no-step-log', 'true', '--no-warnings', 'true'],
+      ],
+      { env: { ...process.env, SUMO_HOME: '/usr/share/sumo' }, stdio: 'pipe' },
+    );
+  }
+  return out;
+}
+
+runCodecConformance({
+  codec: await codec('fcd'),
+  fixtures: [
+    { name: "SUMO's FCD output of its grid6 game", location: (dir) => sumoFcd(dir) },
+    {
+      name: 'the same, gzip-compressed',
+      location: (dir) => {
+        const out = `${sumoFcd(dir)}.gz`;
+        writeFileSync(out, gzipSync(readFileSync(sumoFcd(dir))));
+        return out;
+      },
+    },
+    {
+      name: 'a run written by simrec',
+      location: (dir, store) => writtenBySimrec(store, dir, 'fcd', 'made.fcd.xml'),
+    },
+  ],
+  broken: (dir) => {
+    const packed = gzipSync(readFileSync(sumoFcd(dir)));
+    const out = join(dir, 'cut.fcd.xml.gz');
+    writeFileSync(out, packed.subarray(0, packed.length >> 1));
+    return out;
+  },
+  sourceRun: async (store) => (await recordSyntheticRun(store, { duration: 2, rateHz: 10, vehicles: 2 })).id,
+});
+
+runCodecConformance({
+  codec: await codec('osi'),
+  fixtures: [
+    {
+      name: "a run's OSI ground truth written by simrec",
+      location: (dir, store) => writtenBySimrec(store, dir, 'osi', 'made.osi'),
+    },
+  ],
+  broken: (dir) => truncated(dir, LIMSIM_DB, 'not.osi'),
   sourceRun: async (store) => (await recordSyntheticRun(store, { duration: 2, rateHz: 10, vehicles: 2 })).id,
 });
 

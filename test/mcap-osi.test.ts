@@ -598,7 +598,10 @@ describe("MCAP import of other tools' OSI ground truth", () => {
       assert.equal(details.source, 'foxglove');
       const imported = runs[0]!.id;
       const original = (await store.listActors(run)).filter((a) => a.kind !== 'traffic_light');
-      const actors = await store.listActors(imported);
+      const all = await store.listActors(imported);
+      // OSI's traffic lights are one bulb each: a lamp per actor, apart from the run's own lights.
+      assert.ok(all.some((a) => a.kind === 'traffic_light' && a.id.startsWith('osi-light-')));
+      const actors = all.filter((a) => a.kind !== 'traffic_light');
       assert.deepEqual(
         actors.map((a) => [a.id, a.kind]).sort(),
         [...original.map((a) => [a.id, a.kind]), ['osi-424242', 'pedestrian']].sort(),

@@ -1,28 +1,8 @@
 import { readFile } from 'node:fs/promises';
 import { describeValue, invalid, SimrecError } from '../model/errors.js';
+import { defaultVehicleType, readVehicleType, type VehicleType } from '../roadnet/sumo/sumo-vehicle-types.js';
 import { childNamed, childrenNamed, XmlSource, type XmlElement } from '../roadnet/xml/xml-source.js';
 import type { Random } from './random.js';
-
-/** A SUMO `<vType>`, with SUMO's defaults for what it leaves out. */
-export interface VehicleType {
-  id: string;
-  vClass: string;
-  /** Metres. */
-  length: number;
-  width: number;
-  height: number;
-  minGap: number;
-  /** m/s^2. */
-  accel: number;
-  decel: number;
-  emergencyDecel: number;
-  /** m/s. */
-  maxSpeed: number;
-  /** s. */
-  tau: number;
-  /** SUMO's `speedFactor`: a truncated normal around `mean`. */
-  speedFactor: { mean: number; deviation: number; min: number; max: number };
-}
 
 export type DepartLane = number | 'random' | 'free' | 'best' | 'first' | 'allowed';
 export type DepartSpeed = number | 'max' | 'desired' | 'random' | 'speedLimit' | 'avg';
@@ -45,92 +25,6 @@ export interface VehicleDemand {
 export interface Demand {
   vehicles: VehicleDemand[];
   warnings: string[];
-}
-
-/** SUMO's dimensions and limits by vehicle class (its vClass defaults, abridged). */
-const CLASS_DEFAULTS: Record<string, Partial<VehicleType>> = {
-  passenger: { length: 5, width: 1.8, height: 1.5, maxSpeed: 55.56, accel: 2.6, decel: 4.5 },
-  taxi: { length: 5, width: 1.8, height: 1.5 },
-  bus: { length: 12, width: 2.5, height: 3.4, maxSpeed: 27.78, accel: 1.2, decel: 4 },
-  coach: { length: 14, width: 2.6, height: 4, maxSpeed: 27.78, accel: 2, decel: 4 },
-  truck: { length: 7.1, width: 2.4, height: 2.4, maxSpeed: 36.11, accel: 1.3, decel: 4 },
-  trailer: { length: 16.5, width: 2.55, height: 4, maxSpeed: 36.11, accel: 1.1, decel: 4 },
-  delivery: { length: 6.5, width: 2.16, height: 2.86 },
-  motorcycle: { length: 2.2, width: 0.9, height: 1.5, maxSpeed: 55.56, accel: 6, decel: 10 },
-  bicycle: { length: 1.6, width: 0.65, height: 1.7, maxSpeed: 5.56, accel: 1.2, decel: 3 },
-};
-
-export function defaultVehicleType(id = 'DEFAULT_VEHTYPE', vClass = 'passenger'): VehicleType {
-  return {
-    id,
-    vClass,
-    length: 5,
-    width: 1.8,
-    height: 1.5,
-    minGap: 2.5,
-    accel: 2.6,
-    decel: 4.5,
-    emergencyDecel: 9,
-    maxSpeed: 55.56,
-    tau: 1,
-    speedFactor: { mean: 1, deviation: 0.1, min: 0.2, max: 2 },
-    ...CLASS_DEFAULTS[vClass],
-  };
-}
-
-function speedFactor(source: XmlSource, element: XmlElement): VehicleType['speedFactor'] | undefined {
-  const raw = element.attrs.speedFactor;
-  if (raw === undefined) return undefined;
-  const normc = /^\s*norm(?:c)?\(([^)]*)\)\s*$/.exec(raw);
-  const parts = normc ? normc[1]!.split(',').map(Number) : [Number(raw)];
-  if (parts.some((p) => !Number.isFinite(p)) || parts.length === 0)
-    throw source.error(
-      element,
-      'speedFactor',
-      `expected a number or normc(mean, dev, min, max), got ${describeValue(raw)}`,
-    );
-  const [mean, deviation = normc ? 0.1 : 0, min = 0.2, max = 2] = parts as [number, ...number[]];
-  return { mean, deviation, min, max };
-}
-
-function readVehicleType(source: XmlSource, element: XmlElement): VehicleType {
-  const id = source.required(element, 'id');
-  const type = defaultVehicleType(id, element.attrs.vClass ?? 'passenger');
-  const numeric = [
-    ['length', 'length', 0],
-    ['width', 'width', 0],
-    ['height', 'height', 0],
-    ['minGap', 'minGap', -1],
-    ['accel', 'accel', 0],
-    ['decel', 'decel', 0],
-    ['emergencyDecel', 'emergencyDecel', 0],
-    ['maxSpeed', 'maxSpeed', 0],
-    ['tau', 'tau', 0],
-  ] as const;
-  for (const [key, attribute, above] of numeric) {
-    const value = source.number(element, attribute, undefined);
-    if (value === undefined) continue;
-    // minGap may be 0; everything else must be positive for a vehicle to move and stop.
-    if (!(value > above) || (key === 'minGap' && value < 0))
-      throw source.error(
-        element,
-        attribute,
-        `impossible value ${describeValue(element.attrs[attribute])}: expected a number ${key === 'minGap' ? '>= 0' : '> 0'}`,
-      );
-    type[key] = value;
-  }
-  type.emergencyDecel = Math.max(type.emergencyDecel, type.decel);
-  const factor = speedFactor(source, element);
-  if (factor) {
-    if (!(factor.mean > 0) || factor.max < factor.min)
-      throw source.error(
-        element,
-        'speedFactor',
-        `impossible value ${describeValue(element.attrs.speedFactor)}`,
-      );
-    type.speedFactor = factor;
-  }
-  return type;
 }
 
 function departLane(source: XmlSource, element: XmlElement): DepartLane | undefined {

@@ -6,7 +6,8 @@ import { JunctionYielding } from './junction-yielding.js';
 import { LaneGraph, type GraphLane, type LaneChange, type LanePlan } from './lane-graph.js';
 import { PedestrianWorld } from './pedestrians.js';
 import type { Random } from './random.js';
-import { defaultVehicleType, type VehicleDemand, type VehicleType } from './route-files.js';
+import { defaultVehicleType, type VehicleType } from '../roadnet/sumo/sumo-vehicle-types.js';
+import type { VehicleDemand } from './route-files.js';
 import { SignalController, signalRule, type SignalState } from './traffic-lights.js';
 
 export interface Vehicle {

@@ -103,6 +103,25 @@ export const FORMATS: Record<string, FormatEntry> = {
       },
     ],
   },
+  osi: { load: async () => (await import('./osi/index.js')).osiCodec, directions: BOTH },
+  fcd: {
+    load: async () => (await import('./fcd/index.js')).fcdCodec,
+    directions: BOTH,
+    readOptions: [
+      {
+        key: 'net',
+        flag: '--net <file>',
+        description:
+          "fcd: the SUMO network the run drove on (kept with the run; geo coordinates' projection)",
+      },
+      {
+        key: 'routes',
+        flag: '--routes <files>',
+        description:
+          "fcd: route or additional files (comma-separated) with the vehicle types, whose lengths move SUMO's front-bumper positions to centres",
+      },
+    ],
+  },
 };
 
 /** The formats simrec knows, or only those it can import or export. */

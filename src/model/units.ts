@@ -27,6 +27,17 @@ export const yawToSumoAngle = (yaw: number): number => {
   return ((deg % 360) + 360) % 360;
 };
 
+/**
+ * SUMO places a vehicle or person at its front bumper (its position, and its lane position, are the
+ * front's); simrec at its centre, half its length back along its heading. `along` is the heading's
+ * component for the coordinate: cos(yaw) for x, sin(yaw) for y, 1 for a position along the lane.
+ * Scalars, not a point: `record sumo` converts every actor of every step with it, allocating nothing.
+ */
+export const sumoFrontToCentre = (front: number, along: number, length: number): number =>
+  front - (length / 2) * along;
+export const centreToSumoFront = (centre: number, along: number, length: number): number =>
+  centre + (length / 2) * along;
+
 export interface Vec3 {
   x: number;
   y: number;

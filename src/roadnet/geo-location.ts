@@ -32,3 +32,38 @@ export function geoLocator(
     return { latitude, longitude };
   };
 }
+
+/**
+ * The inverse of geoLocator: longitude and latitude (WGS84) to the network's local coordinates, as
+ * SUMO's geo outputs (`--fcd-output.geo`) are turned back into its cartesian ones. Undefined when the
+ * network has no projection.
+ */
+export function cartesianLocator(
+  geo: GeoReference | undefined,
+): ((longitude: number, latitude: number) => { x: number; y: number }) | undefined {
+  if (!geo?.projection) return undefined;
+  let converter: Converter;
+  try {
+    converter = proj4(geo.projection, 'WGS84');
+  } catch (error) {
+    throw new Error(
+      `the network's projection ${JSON.stringify(geo.projection)} is not one PROJ (proj4js) reads: ${(error as Error).message}`,
+    );
+  }
+  const dx = geo.offset?.x ?? 0;
+  const dy = geo.offset?.y ?? 0;
+  return (longitude, latitude) => {
+    const [x, y] = converter.inverse([longitude, latitude]) as [number, number];
+    return { x: x + dx, y: y + dy };
+  };
+}
+
+/**
+ * The PROJ string of the UTM zone a point lies in (WGS84): where SUMO's own importers put a network
+ * that came with no projection of its own (netconvert's --proj.utm), and so where simrec places geo
+ * coordinates that come without a network.
+ */
+export function utmProjectionAt(longitude: number, latitude: number): string {
+  const zone = Math.min(60, Math.max(1, Math.floor((longitude + 180) / 6) + 1));
+  return `+proj=utm +zone=${zone}${latitude < 0 ? ' +south' : ''} +ellps=WGS84 +datum=WGS84 +units=m +no_defs`;
+}

@@ -233,6 +233,26 @@ const root = protobuf.parse(OSI3_SUBSET, { keepCase: true }).root;
 export const GroundTruthType = root.lookupType('osi3.GroundTruth');
 
 /**
+ * For reading .osi trace files, which carry no schema: a SensorView's fields that hold the world (OSI's
+ * numbers), beside the subset above, in a root of its own so that the GroundTruth export's schema
+ * record stays as it is.
+ */
+const readingRoot = protobuf.parse(
+  `${OSI3_SUBSET}
+message SensorView {
+  optional InterfaceVersion version = 1;
+  optional Timestamp timestamp = 2;
+  optional GroundTruth global_ground_truth = 7;
+  optional Identifier host_vehicle_id = 8;
+}`,
+  { keepCase: true },
+).root;
+export const ReadingTypes = {
+  gt: readingRoot.lookupType('osi3.GroundTruth'),
+  sv: readingRoot.lookupType('osi3.SensorView'),
+} as const;
+
+/**
  * The schema record's data, as OSI's trace format asks: a binary FileDescriptorSet. Type names are
  * made fully qualified (`.osi3.Vector3d`), as protoc writes them, so every protobuf runtime resolves
  * them without scope rules of its own.

@@ -10,7 +10,8 @@ import { STATE_FIELDS, STATE_STREAM } from '../../model/standard-streams.js';
 import type { StreamAppend } from '../../model/store-port.js';
 import type { Sample, StreamSchema } from '../../model/stream.js';
 import { FileReadable } from './mcap-files.js';
-import { OSI_SCHEMA_NAME, SIMREC_REFERENCE_TYPE } from './osi-ground-truth.js';
+import { OSI_SCHEMA_NAME, OSI_TRACE_METADATA } from './osi-ground-truth.js';
+import { groundTruthObjects, type GroundTruthMessage, type SensorViewMessage } from './osi-objects.js';
 import { microsOf, RUN_METADATA, yawOf, type FoxgloveTime } from './mcap-layout.js';
 
 export interface McapImportOptions {
@@ -276,13 +277,18 @@ type WireTime = Partial<FoxgloveTime> & { seconds?: number; nanos?: number };
 const microsOfWire = (time: WireTime): number =>
   microsOf({ sec: time.sec ?? time.seconds ?? 0, nsec: time.nsec ?? time.nanos ?? 0 });
 
+/** OSI's SensorView: its `global_ground_truth` is the world as the simulation has it. */
+const OSI_SENSOR_VIEW = 'osi3.SensorView';
+
 /** The Foxglove schemas simrec maps from other tools' files, and what each message holds. */
 const MAPPED = {
   'foxglove.SceneUpdate': 'scene',
   'foxglove.FrameTransforms': 'transforms',
   'foxglove.FrameTransform': 'transform',
   [OSI_SCHEMA_NAME]: 'ground_truth',
+  [OSI_SENSOR_VIEW]: 'sensor_view',
 } as const;
+const isOsi = (kind: Mapped): boolean => kind === 'ground_truth' || kind === 'sensor_view';
 type Mapped = (typeof MAPPED)[keyof typeof MAPPED];
 
 /**
@@ -292,6 +298,7 @@ type Mapped = (typeof MAPPED)[keyof typeof MAPPED];
 function messageDecoder(
   channel: { topic: string; messageEncoding: string },
   schema: { name: string; encoding: string; data: Uint8Array },
+  enums: typeof Number | typeof String = Number,
 ): ((data: Uint8Array, where: string) => JsonObject) | undefined {
   if (channel.messageEncoding === 'json') return parseJson;
   if (channel.messageEncoding !== 'protobuf' || schema.encoding !== 'protobuf') return undefined;
@@ -308,7 +315,7 @@ function messageDecoder(
     try {
       return type.toObject(type.decode(data), {
         longs: Number,
-        enums: Number,
+        enums,
         defaults: true,
         arrays: true,
       }) as JsonObject;
@@ -338,20 +345,39 @@ async function readFoxgloveScenes(
     number,
     { topic: string; kind: Mapped; decode: NonNullable<ReturnType<typeof messageDecoder>> }
   >();
-  for (const [id, channel] of reader.channelsById) {
+  /** The OSI channel whose ground truth is the run's (the first; another one's is named in a warning). */
+  let osiTopic: string | undefined;
+  const osiChannels: JsonObject = {};
+  for (const [id, channel] of [...reader.channelsById].sort(([a], [b]) => a - b)) {
     const schema = reader.schemasById.get(channel.schemaId);
     const kind = schema ? MAPPED[schema.name as keyof typeof MAPPED] : undefined;
-    const decode = schema && kind ? messageDecoder(channel, schema) : undefined;
-    if (kind && decode) channels.set(id, { topic: channel.topic, kind, decode });
-    else
+    // OSI's enums by name, from the file's own schema: the names hold across OSI 3.x, the numbers need not.
+    const decode =
+      schema && kind ? messageDecoder(channel, schema, isOsi(kind) ? String : Number) : undefined;
+    if (schema?.name.startsWith('osi3.'))
+      osiChannels[channel.topic] = { schema: schema.name, ...Object.fromEntries(channel.metadata) };
+    if (kind && decode && isOsi(kind) && osiTopic !== undefined) {
       warn(
-        `${channel.topic}: ${schema?.name ?? 'schemaless'} (${channel.messageEncoding}) is not mapped; simrec reads Foxglove SceneUpdates and FrameTransforms (JSON or protobuf) and OSI GroundTruth from other tools`,
+        `${channel.topic}: ${schema!.name}, a second OSI ground truth beside ${osiTopic}'s: not mapped (the run's actors are ${osiTopic}'s)`,
+      );
+      continue;
+    }
+    if (kind && decode) {
+      channels.set(id, { topic: channel.topic, kind, decode });
+      if (isOsi(kind)) osiTopic = channel.topic;
+    } else
+      warn(
+        `${channel.topic}: ${schema?.name ?? 'schemaless'} (${channel.messageEncoding}) is not mapped; simrec reads Foxglove SceneUpdates and FrameTransforms (JSON or protobuf) and OSI SensorView and GroundTruth from other tools`,
       );
   }
+  const trace = await osiTraceMetadata(reader);
+  // OSI times count from the trace's zero_time (a Unix time), when the trace says it.
+  const zero = typeof trace?.zero_time === 'string' ? Date.parse(trace.zero_time) * 1000 : NaN;
+  const offset = Number.isFinite(zero) ? Math.round(zero) : 0;
   if (channels.size === 0)
     throw new SimrecError(
       'unsupported',
-      `${file}: neither a simrec export (no ${RUN_METADATA} metadata) nor a file with foxglove.SceneUpdate, foxglove.FrameTransforms or osi3.GroundTruth channels; nothing to import`,
+      `${file}: neither a simrec export (no ${RUN_METADATA} metadata) nor a file with foxglove.SceneUpdate, foxglove.FrameTransforms, osi3.SensorView or osi3.GroundTruth channels; nothing to import`,
     );
   const topics = [...channels.values()].map((c) => c.topic);
   // Frames that are some transform's child are not roots: a pass over the transforms finds them.
@@ -366,14 +392,27 @@ async function readFoxgloveScenes(
     }
   const chained = new Set<string>();
 
-  const begin = Number((reader.statistics?.messageStartTime ?? 0n) / 1000n);
+  const begin = Number((reader.statistics?.messageStartTime ?? 0n) / 1000n) + offset;
   const sink: RunSink = await into.beginRun({
     simulator: { name: reader.header.library || 'mcap' },
     description: `imported from ${file}`,
-    metadata: { mcap: { profile: reader.header.profile, library: reader.header.library, topics } },
+    metadata: {
+      mcap: { profile: reader.header.profile, library: reader.header.library, topics },
+      ...(osiTopic !== undefined || trace
+        ? {
+            osi: {
+              ...(trace ? { trace } : {}),
+              channels: osiChannels,
+              ...(osiTopic ? { actorsFrom: osiTopic } : {}),
+            },
+          }
+        : {}),
+    },
     begin,
   });
   const declared = new Set<string>();
+  /** The actors of the last OSI ground truth. */
+  let osiPresent: string[] = [];
   const pending = new Map<string, Sample[]>();
   let messages = 0;
   let step = 0;
@@ -385,10 +424,20 @@ async function readFoxgloveScenes(
     count = 0;
     if (appends.length) await sink.appendMany(appends);
   };
-  const declare = async (id: string, kind: string, size?: { x: number; y: number; z: number }) => {
+  const declare = async (
+    id: string,
+    kind: string,
+    size?: { x: number; y: number; z: number },
+    attributes?: JsonObject,
+  ) => {
     if (declared.has(id)) return;
     await sink.declareActors([
-      { id, kind, ...(size ? { extents: { length: size.x, width: size.y, height: size.z } } : {}) },
+      {
+        id,
+        kind,
+        ...(size ? { extents: { length: size.x, width: size.y, height: size.z } } : {}),
+        ...(attributes ? { attributes } : {}),
+      },
     ]);
     await sink.declareStreams([{ name: STATE_STREAM, actor: id, fields: STATE_FIELDS }]);
     declared.add(id);
@@ -405,8 +454,8 @@ async function readFoxgloveScenes(
     const channel = channels.get(message.channelId)!;
     const where = `${file}: ${channel.topic} message ${message.sequence}`;
     const decoded = channel.decode(message.data, where);
-    const t = Number(message.logTime / 1000n);
-    last = t;
+    const t = Number(message.logTime / 1000n) + offset;
+    last = Math.max(last, t);
     if (channel.kind === 'scene') {
       const entities = (decoded.entities ?? []) as SceneEntityMessage[];
       for (const [i, e] of entities.entries()) {
@@ -425,12 +474,31 @@ async function readFoxgloveScenes(
           yaw: cube.pose.orientation ? yawOf(cube.pose.orientation) : 0,
         });
       }
-    } else if (channel.kind === 'ground_truth')
-      for (const object of groundTruthObjects(decoded as GroundTruthMessage)) {
-        await declare(object.id, object.kind, object.size);
-        push(object.id, { t: object.t ?? t, step, ...object.state });
+    } else if (isOsi(channel.kind)) {
+      const view = decoded as SensorViewMessage;
+      const gt = channel.kind === 'sensor_view' ? view.global_ground_truth : (decoded as GroundTruthMessage);
+      if (!gt)
+        throw invalid(`${where}: a SensorView without global_ground_truth; simrec reads the world from it`);
+      const stamp = gt.timestamp ?? (channel.kind === 'sensor_view' ? view.timestamp : undefined);
+      const at = stamp ? microsOfWire(stamp) + offset : t;
+      const host = gt.host_vehicle_id?.value ?? view.host_vehicle_id?.value;
+      const present = new Set<string>();
+      for (const object of groundTruthObjects(gt, host)) {
+        if (present.has(object.id))
+          throw invalid(`${where}: OSI id ${object.osiId} twice in one ground truth (${object.id})`);
+        present.add(object.id);
+        await declare(object.id, object.kind, object.size, object.attributes);
+        push(object.id, { t: at, step, ...object.state });
       }
-    else
+      // An object absent from a message has left at it (and comes back with its next state).
+      const gone = osiPresent.filter((id) => !present.has(id));
+      if (gone.length) {
+        await flush();
+        for (const id of gone) await sink.leave(id, at);
+      }
+      osiPresent = [...present];
+      last = Math.max(last, at);
+    } else
       for (const [i, tf] of transformsOf(channel.kind, decoded).entries()) {
         if (typeof tf.child_frame_id !== 'string' || tf.child_frame_id === '')
           throw invalid(
@@ -462,85 +530,12 @@ async function readFoxgloveScenes(
   return { run, source: 'foxglove', messages };
 }
 
-interface OsiVector {
-  x?: number;
-  y?: number;
-  z?: number;
-}
-interface OsiObject {
-  id?: { value?: number };
-  type?: number;
-  base?: {
-    dimension?: { length?: number; width?: number; height?: number } | null;
-    position?: OsiVector | null;
-    orientation?: { roll?: number; pitch?: number; yaw?: number } | null;
-    velocity?: OsiVector | null;
-    acceleration?: OsiVector | null;
-    orientation_rate?: { roll?: number; pitch?: number; yaw?: number } | null;
-  } | null;
-  source_reference?: { type?: string; identifier?: string[] }[];
-}
-interface GroundTruthMessage {
-  timestamp?: { seconds?: number; nanos?: number } | null;
-  host_vehicle_id?: { value?: number } | null;
-  moving_object?: OsiObject[];
-  stationary_object?: OsiObject[];
-}
-
-/**
- * An OSI GroundTruth's objects as actors and states: moving objects (vehicles, pedestrians; the host
- * vehicle is the ego) and stationary ones (`static`), each named by its simrec id where simrec wrote
- * the file (`org.simrec.id`), else `osi-<id>`; OSI places an object at its box's centre, simrec at
- * the ground under it.
- */
-function groundTruthObjects(gt: GroundTruthMessage) {
-  const stamp = gt.timestamp;
-  const t = stamp ? microsOfWire(stamp) : undefined;
-  const host = gt.host_vehicle_id?.value;
-  const objects = [
-    ...(gt.moving_object ?? []).map((o) => ({ o, moving: true })),
-    ...(gt.stationary_object ?? []).map((o) => ({ o, moving: false })),
-  ];
-  return objects.flatMap(({ o, moving }) => {
-    const p = o.base?.position;
-    if (!p || o.id?.value === undefined) return [];
-    const named = o.source_reference?.find((r) => r.type === SIMREC_REFERENCE_TYPE)?.identifier?.[0];
-    const d = o.base?.dimension;
-    const height = d?.height ?? 0;
-    const kind = !moving
-      ? 'static'
-      : o.id.value === host
-        ? 'ego'
-        : o.type === 3
-          ? 'pedestrian'
-          : o.type === 2
-            ? 'vehicle'
-            : 'other';
-    const r = o.base?.orientation;
-    const v = o.base?.velocity;
-    const a = o.base?.acceleration;
-    const w = o.base?.orientation_rate;
-    const state = {
-      x: p.x ?? 0,
-      y: p.y ?? 0,
-      z: (p.z ?? 0) - height / 2,
-      roll: r?.roll ?? 0,
-      pitch: r?.pitch ?? 0,
-      yaw: r?.yaw ?? 0,
-      ...(v ? { vx: v.x ?? 0, vy: v.y ?? 0, vz: v.z ?? 0 } : {}),
-      ...(a ? { ax: a.x ?? 0, ay: a.y ?? 0, az: a.z ?? 0 } : {}),
-      ...(w ? { wx: w.roll ?? 0, wy: w.pitch ?? 0, wz: w.yaw ?? 0 } : {}),
-    };
-    return [
-      {
-        id: named ?? `osi-${o.id.value}`,
-        kind,
-        t,
-        state,
-        ...(d ? { size: { x: d.length ?? 0, y: d.width ?? 0, z: height } } : {}),
-      },
-    ];
-  });
+/** The trace's `net.asam.osi.trace` metadata record (version, zero_time, authors...), if it has one. */
+async function osiTraceMetadata(reader: McapIndexedReader): Promise<JsonObject | undefined> {
+  if (!reader.metadataIndexes.some((m) => m.name === OSI_TRACE_METADATA)) return undefined;
+  for await (const record of reader.readMetadata({ name: OSI_TRACE_METADATA }))
+    return Object.fromEntries(record.metadata);
+  return undefined;
 }
 
 function transformsOf(kind: Mapped, message: JsonObject): TransformMessage[] {

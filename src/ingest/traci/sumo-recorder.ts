@@ -9,7 +9,7 @@ import type { JsonObject } from '../../model/json.js';
 import type { EndReason, RunInfo } from '../../model/run.js';
 import { SIGNAL_STREAM, signalStream, STATE_FIELDS } from '../../model/standard-streams.js';
 import type { StoreBackend } from '../../model/store-port.js';
-import { sumoAngleToYaw } from '../../model/units.js';
+import { sumoAngleToYaw, sumoFrontToCentre } from '../../model/units.js';
 import { lowerProcessPriority } from '../../record/process-priority.js';
 import { RunRecorder } from '../../record/run-recorder.js';
 import { readRoadNetworkFile } from '../../roadnet/read-roadnet.js';
@@ -176,14 +176,14 @@ class StepColumns {
         const l = numberAt(length, o, shape?.length ?? 4.5);
         const yaw = sumoAngleToYaw(numberAt(angle, o, 90));
         const row = ids.push(id) - 1;
-        columns.x[row] = frontX - (l / 2) * Math.cos(yaw);
-        columns.y[row] = position.y[o]! - (l / 2) * Math.sin(yaw);
+        columns.x[row] = sumoFrontToCentre(frontX, Math.cos(yaw), l);
+        columns.y[row] = sumoFrontToCentre(position.y[o]!, Math.sin(yaw), l);
         columns.z[row] = numberAt(position.z, o, 0);
         columns.yaw[row] = yaw;
         columns.speed[row] = numberAt(speed, o, 0);
         columns.accel[row] = numberAt(accel, o, NaN);
         // SUMO's lane position is the front bumper's; the model's, like LimSim's, is the centre's.
-        columns.lanePos[row] = numberAt(lanePos, o, NaN) - l / 2;
+        columns.lanePos[row] = sumoFrontToCentre(numberAt(lanePos, o, NaN), 1, l);
         columns.routeIdx[row] = numberAt(routeIdx, o, NaN);
         columns.signals[row] = numberAt(signals, o, NaN);
         const laneId = laneIds?.[o];

@@ -83,7 +83,7 @@ export class XmlSource {
   }
 
   /** The document element; refuses text that is not well-formed XML, naming line and column. */
-  parseRoot(expectedTag: string): XmlElement {
+  parseRoot(expectedTag: string | readonly string[]): XmlElement {
     let nodes: RawNode[];
     try {
       nodes = parser.parse(this.text, true) as RawNode[];
@@ -94,8 +94,11 @@ export class XmlSource {
       throw invalid(`${this.file}: malformed XML: ${detail}`);
     }
     const root = nodes.map(toElement).find((e): e is XmlElement => typeof e === 'object');
-    if (!root || root.tag !== expectedTag)
-      throw invalid(`${this.file}: expected a <${expectedTag}> document, found <${root?.tag ?? 'nothing'}>`);
+    const expected = typeof expectedTag === 'string' ? [expectedTag] : expectedTag;
+    if (!root || !expected.includes(root.tag))
+      throw invalid(
+        `${this.file}: expected a ${expected.map((t) => `<${t}>`).join(' or ')} document, found <${root?.tag ?? 'nothing'}>`,
+      );
     return root;
   }
 
