@@ -40,19 +40,19 @@ describe('the generic import and export commands', () => {
     assert.equal(coco.status, 2, 'a direction the format does not have is bad usage (exit 2)');
     assert.equal(
       coco.stderr,
-      'simrec: coco: import is not supported (simrec writes coco only); import reads limsim, perception, solo, soda, didrive, mcap\n',
+      'simrec: coco: import is not supported (simrec writes coco only); import reads limsim, perception, solo, soda, didrive, mcap, carla, osi, fcd\n',
     );
     const unknown = runCli(['import', 'nuplan', dir.path], env);
     assert.equal(unknown.status, 2);
     assert.equal(
       unknown.stderr,
-      'simrec: FORMAT: expected one of limsim, perception, solo, soda, didrive, mcap (the formats import reads), got "nuplan"\n',
+      'simrec: FORMAT: expected one of limsim, perception, solo, soda, didrive, mcap, carla, osi, fcd (the formats import reads), got "nuplan"\n',
     );
     const typo = runCli(['export', '1', 'mcapp', join(dir.path, 'x.mcap')], env);
     assert.equal(typo.status, 2);
     assert.match(
       typo.stderr,
-      /^simrec: FORMAT: expected one of limsim, perception, solo, coco, yolo, soda, didrive, mcap, parquet \(the formats export writes\), got "mcapp"\n$/,
+      /^simrec: FORMAT: expected one of limsim, perception, solo, coco, yolo, soda, didrive, mcap, parquet, carla, osi, fcd \(the formats export writes\), got "mcapp"\n$/,
     );
   });
 
@@ -65,8 +65,21 @@ describe('the generic import and export commands', () => {
     // Help is wrapped to the width of a terminal: read as one line.
     const importHelp = runCli(['import', '--help'], env).stdout.replace(/\s+/g, ' ');
     const exportHelp = runCli(['export', '--help'], env).stdout.replace(/\s+/g, ' ');
-    assert.deepEqual(formatsIn(importHelp), ['limsim', 'perception', 'solo', 'soda', 'didrive', 'mcap']);
-    assert.match(importHelp, / format limsim \| perception \| solo \| soda \| didrive \| mcap location /);
+    assert.deepEqual(formatsIn(importHelp), [
+      'limsim',
+      'perception',
+      'solo',
+      'soda',
+      'didrive',
+      'mcap',
+      'carla',
+      'osi',
+      'fcd',
+    ]);
+    assert.match(
+      importHelp,
+      / format limsim \| perception \| solo \| soda \| didrive \| mcap \| carla \| osi \| fcd location /,
+    );
     assert.deepEqual(formatsIn(exportHelp), [
       'limsim',
       'perception',
@@ -77,10 +90,13 @@ describe('the generic import and export commands', () => {
       'didrive',
       'mcap',
       'parquet',
+      'carla',
+      'osi',
+      'fcd',
     ]);
     assert.match(
       exportHelp,
-      / format limsim \| perception \| solo \| coco \| yolo \| soda \| didrive \| mcap \| parquet location /,
+      / format limsim \| perception \| solo \| coco \| yolo \| soda \| didrive \| mcap \| parquet \| carla \| osi \| fcd location /,
     );
   });
 
