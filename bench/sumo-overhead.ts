@@ -59,7 +59,7 @@ async function measureSumoOverheadHere(
   } catch {
     return { skipped: 'sumo is not installed (apt-get install sumo sumo-tools)' };
   }
-  const fixtures = join(repoRoot, '..', 'shared', 'fixtures', 'limsim-networks', 'bigInter');
+  const fixtures = join(repoRoot, 'test', 'fixtures', 'limsim-networks', 'bigInter');
   const net = join(fixtures, 'bigInter.net.xml');
   const routes = join(fixtures, 'bigInter.rou.xml');
   const seconds = quick ? 60 : 600;

@@ -2,7 +2,7 @@
  * What Unity's own clients (datasetinsights, pysolotools, pycocotools) showed about simrec's Perception,
  * SOLO and COCO files, pinned on simrec's side: CI cannot fetch those tools. Each test names the run of
  * the tool that found the behaviour; the samples are Unity's own (test/fixtures/datasetinsights,
- * test/fixtures/pysolotools, ../shared/fixtures/perception-simrun).
+ * test/fixtures/pysolotools, test/fixtures/perception-simrun).
  */
 import assert from 'node:assert/strict';
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync } from 'node:fs';

@@ -1,7 +1,7 @@
 /**
  * The viewer as a simulation engineer meets it (#27), and its actors' lifetimes (#20): Debian's
  * Chromium against a real server over a real SQLite store, on the demo, LimSim's own recording
- * (imported from ../shared/fixtures) and Unity Perception datasets. Screenshots go to test-artifacts/.
+ * (imported from test/fixtures) and Unity Perception datasets. Screenshots go to test-artifacts/.
  */
 import assert from 'node:assert/strict';
 import { decode as decodePng } from 'fast-png';

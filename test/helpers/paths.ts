@@ -5,8 +5,8 @@ import { fileURLToPath } from 'node:url';
 
 /** The repository root (tests run compiled, from dist/test/...). */
 export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
-/** Real files from the source systems, beside the repository (CI clones shared/ next to it). */
-export const FIXTURES = resolve(REPO_ROOT, '..', 'shared', 'fixtures');
+/** Real files from the source systems, each under a folder naming its source with its licence. */
+export const FIXTURES = resolve(REPO_ROOT, 'test', 'fixtures');
 export const fixture = (...parts: string[]): string => join(FIXTURES, ...parts);
 /** The built simrec command. */
 export const SIMREC_BIN = join(REPO_ROOT, 'dist', 'src', 'cli', 'main.js');
