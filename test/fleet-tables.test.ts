@@ -514,3 +514,44 @@ describe('SQL over the tables is read-only and bounded', () => {
     assert.ok(Date.now() - started < 10_000, 'interrupted, not run to its end');
   });
 });
+
+describe("the tables folder's manifests, read once while the folder stands still", () => {
+  const dir = tempDir('simrec-fleet-manifests-');
+  let store: StoreBackend;
+  before(async () => {
+    store = await openStore(join(dir.path, 'm.db'));
+  });
+  after(async () => {
+    await store.close();
+    dir.cleanup();
+  });
+
+  it('are read again whenever another writer (another process) changed the folder', async () => {
+    const path = join(dir.path, 'm.tables');
+    const server = new TablesFolder(path);
+    const cli = new TablesFolder(path); // what a `simrec` command beside a server holds
+    const a = await carRun(store, 10);
+    const c = await carRun(store, 30);
+    await keepTablesInStep(store, cli);
+    // Changed a moment ago: not trusted yet (the clock may not have ticked since), read at each look.
+    assert.notEqual(server.manifests(), server.manifests());
+    // Settled: one reading serves every later look.
+    await new Promise((resolve) => setTimeout(resolve, 2_100));
+    const settled = server.manifests();
+    assert.equal(server.manifests(), settled, 'the same reading, no file read again');
+    assert.deepEqual([...settled.keys()], [a, c]);
+    const before = settled.get(a)!.version;
+
+    // Another writer adds a run, rewrites one, removes one: all seen at the next look.
+    const b = await carRun(store, 20);
+    await evaluateRun(store, a, { actor: 'car' });
+    await store.deleteRun(c);
+    await keepTablesInStep(store, cli);
+    assert.deepEqual(server.runs(), [a, b]);
+    assert.notEqual(server.manifest(a)!.version, before, 'the run rewritten after eval');
+    assert.deepEqual(await countsByRun(store, server), [
+      { run: a, n: 10 },
+      { run: b, n: 20 },
+    ]);
+  });
+});

@@ -49,8 +49,9 @@ export class FleetSql {
       // of runs still recording, manifests from before columns were kept).
       const columnsOf = new Map<string, string | null>();
       const mixed = new Set<string>();
+      const manifests = this.folder.manifests();
       for (const run of kept.versions.keys())
-        for (const [table, t] of Object.entries(this.folder.manifest(run)?.tables ?? {})) {
+        for (const [table, t] of Object.entries(manifests.get(run)?.tables ?? {})) {
           (tables[table] ??= []).push(this.folder.partFile(table, run));
           const columns = t.columns?.join(',') ?? null;
           if (columns === null || (columnsOf.has(table) && columnsOf.get(table) !== columns))

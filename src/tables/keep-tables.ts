@@ -57,7 +57,8 @@ export async function keepTablesInStep(
     absent: (runs ?? []).filter((id) => !byId.has(id)),
     versions: new Map(),
   };
-  for (const run of folder.runs())
+  const manifests = folder.manifests();
+  for (const run of manifests.keys())
     if (!byId.has(run)) {
       folder.removeRun(run);
       result.removed.push(run);
@@ -72,7 +73,7 @@ export async function keepTablesInStep(
     const version = versions.get(id);
     if (version === undefined) continue; // deleted meanwhile
     result.versions.set(id, version);
-    if (folder.manifest(id)?.version === version) result.current.push(id);
+    if (manifests.get(id)?.version === version) result.current.push(id);
     else stale.push(byId.get(id)!);
   }
   const total = stale.reduce((sum, r) => sum + r.samples, 0);

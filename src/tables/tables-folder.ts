@@ -61,14 +61,29 @@ export function tablesFolderFor(storeLocation: string, option?: string): string 
   return join(dirname(file), `${basename(file, extname(file))}.tables`);
 }
 
+/**
+ * The manifests as last read, trusted while their folder's change time stands still. Every change
+ * renames a file in or out of the folder, which sets that time (and nothing can set it back, as a
+ * modification time can be); a time within the clock's granularity of the read could hide a later
+ * change (as git's racy index entries), so such a read is not trusted.
+ */
+interface ManifestCache {
+  folderCtimeNs: bigint;
+  manifests: Map<number, RunTablesManifest>;
+}
+
+/** How long after a change of the manifests' folder a reading of it is not trusted (see ManifestCache). */
+const RACY_NS = 2_000_000_000n;
+
 export class TablesFolder {
   readonly path: string;
+  private cache: ManifestCache | null = null;
 
   constructor(path: string) {
     this.path = resolve(path);
   }
 
-  private get manifests(): string {
+  private get manifestFolder(): string {
     return join(this.path, OWN_FOLDER, 'runs');
   }
 
@@ -79,25 +94,42 @@ export class TablesFolder {
 
   /** The manifest of a run's files; undefined when none was written (or it cannot be read). */
   manifest(run: number): RunTablesManifest | undefined {
-    try {
-      const manifest = JSON.parse(
-        readFileSync(join(this.manifests, `${run}.json`), 'utf8'),
-      ) as RunTablesManifest;
-      return manifest.run === run && typeof manifest.version === 'string' ? manifest : undefined;
-    } catch {
-      // Absent, or cut short by a crash before its rename: either way the run is written again.
-      return undefined;
-    }
+    return this.manifestsNow().get(run);
+  }
+
+  /** Every run's manifest, by run (one look at the folder, for work over many runs). */
+  manifests(): ReadonlyMap<number, RunTablesManifest> {
+    return this.manifestsNow();
   }
 
   /** The runs that have a manifest, in id order. */
   runs(): number[] {
-    if (!existsSync(this.manifests)) return [];
-    return readdirSync(this.manifests)
-      .map((name) => /^(\d+)\.json$/.exec(name)?.[1])
-      .filter((id): id is string => id !== undefined)
-      .map(Number)
-      .sort((a, b) => a - b);
+    return [...this.manifestsNow().keys()].sort((a, b) => a - b);
+  }
+
+  /**
+   * Every readable manifest, read again only when the folder changed: a question over a hundred runs
+   * would otherwise read a hundred files before DuckDB reads any.
+   */
+  private manifestsNow(): Map<number, RunTablesManifest> {
+    let folderCtimeNs: bigint;
+    try {
+      folderCtimeNs = statSync(this.manifestFolder, { bigint: true }).ctimeNs;
+    } catch {
+      this.cache = null;
+      return new Map();
+    }
+    if (this.cache?.folderCtimeNs === folderCtimeNs) return this.cache.manifests;
+    const manifests = new Map<number, RunTablesManifest>();
+    for (const name of readdirSync(this.manifestFolder)) {
+      const id = /^(\d+)\.json$/.exec(name)?.[1];
+      if (id === undefined) continue;
+      const manifest = readManifest(join(this.manifestFolder, name), Number(id));
+      if (manifest) manifests.set(Number(id), manifest);
+    }
+    const settled = BigInt(Date.now()) * 1_000_000n - folderCtimeNs > RACY_NS;
+    this.cache = settled ? { folderCtimeNs, manifests } : null;
+    return manifests;
   }
 
   /** The tables with a folder (whatever their manifests say): every name not simrec's own. */
@@ -150,10 +182,10 @@ export class TablesFolder {
       if (!(table in tables)) rmSync(join(this.path, table, `run=${run}`), { recursive: true, force: true });
     rmSync(staged, { recursive: true, force: true });
     const manifest: RunTablesManifest = { run, version, tables, written: new Date().toISOString() };
-    mkdirSync(this.manifests, { recursive: true });
-    const temporary = join(this.manifests, `.${run}.json.${process.pid}`);
+    mkdirSync(this.manifestFolder, { recursive: true });
+    const temporary = join(this.manifestFolder, `.${run}.json.${process.pid}`);
     writeFileSync(temporary, `${JSON.stringify(manifest)}\n`);
-    renameSync(temporary, join(this.manifests, `${run}.json`));
+    renameSync(temporary, join(this.manifestFolder, `${run}.json`));
     return manifest;
   }
 
@@ -172,7 +204,7 @@ export class TablesFolder {
 
   /** Removes a run's files: its manifest first, so that a crash half way leaves files no one trusts. */
   removeRun(run: number): void {
-    rmSync(join(this.manifests, `${run}.json`), { force: true });
+    rmSync(join(this.manifestFolder, `${run}.json`), { force: true });
     for (const table of this.tables())
       rmSync(join(this.path, table, `run=${run}`), { recursive: true, force: true });
   }
@@ -206,6 +238,16 @@ export class TablesFolder {
         if (old || !processAlive(pid)) rmSync(path, { recursive: true, force: true });
       }
     }
+  }
+}
+
+function readManifest(file: string, run: number): RunTablesManifest | undefined {
+  try {
+    const manifest = JSON.parse(readFileSync(file, 'utf8')) as RunTablesManifest;
+    return manifest.run === run && typeof manifest.version === 'string' ? manifest : undefined;
+  } catch {
+    // Cut short by a crash before its rename, or removed meanwhile: either way the run is written again.
+    return undefined;
   }
 }
 
