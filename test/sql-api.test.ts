@@ -148,3 +148,52 @@ describe('GET /api/sql', () => {
     assert.match(huge.body.error!, /11008 characters, at most 10000/);
   });
 });
+
+describe("the server writes a run's tables when it ends, never while a run records", () => {
+  const dir = tempDir('simrec-sql-keeper-');
+  let store: StoreBackend;
+  let server: RunningServer;
+  const tables = join(dir.path, 'tables');
+  const manifest = (run: number): string => join(tables, '_simrec', 'runs', `${run}.json`);
+  const wait = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+  before(async () => {
+    store = await openStore(join(dir.path, 'runs.db'));
+    server = await startServer({
+      store,
+      port: 0,
+      settingsFile: join(dir.path, 'settings.json'),
+      tablesFolder: tables,
+      liveIntervalMs: 50,
+    });
+  });
+  after(async () => {
+    await server.close();
+    await store.close();
+    dir.cleanup();
+  });
+
+  async function recording(): Promise<RunRecorder> {
+    const rec = await RunRecorder.begin(store, { begin: 1_000_000 });
+    await rec.declareActors([{ id: 'car', kind: 'vehicle' }]);
+    await rec.declareStreams([stateStream('car')]);
+    await rec.appendMany([
+      { stream: 'car/state', samples: [{ t: 1_000_000, step: 0, x: 1, y: 0, yaw: 0, speed: 2 }] },
+    ]);
+    return rec;
+  }
+
+  it('waits for the last recording to end, then writes every run that ended, with no question asked', async () => {
+    const first = await recording();
+    const second = await recording();
+    await wait(300); // the server has seen both recording
+    const a = (await first.end('completed')).id;
+    await wait(500);
+    assert.ok(!existsSync(manifest(a)), 'not written while another run records');
+    const b = (await second.end('completed')).id;
+    const deadline = Date.now() + 20_000;
+    while (!(existsSync(manifest(a)) && existsSync(manifest(b))) && Date.now() < deadline) await wait(50);
+    assert.ok(existsSync(manifest(a)) && existsSync(manifest(b)), 'both written once nothing records');
+    assert.ok(existsSync(join(tables, 'state', `run=${b}`, 'part-0.parquet')));
+  });
+});

@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
+import type { RunSummary } from '../model/run.js';
 import type { StoreBackend } from '../model/store-port.js';
 import { toJson } from '../model/json.js';
 import { withScores } from './run-scores.js';
@@ -21,6 +22,7 @@ export class LiveUpdates {
   private lastMessage = '';
   private polling = false;
   private readonly store: StoreBackend;
+  private readonly runListeners: ((runs: readonly RunSummary[]) => void)[] = [];
 
   constructor(store: StoreBackend, intervalMs = 500) {
     this.store = store;
@@ -45,6 +47,7 @@ export class LiveUpdates {
       const signature = runs.map((r) => `${r.id}:${r.state}:${r.samples}:${r.end}`).join(',');
       if (signature === this.lastSignature) return;
       this.lastSignature = signature;
+      for (const listener of this.runListeners) listener(runs);
       this.lastMessage = this.broadcast({ type: 'runs', runs: await withScores(this.store, runs) });
     } catch (error) {
       // Forget the last list, so the viewer hears the runs again once the store is back.
@@ -53,6 +56,11 @@ export class LiveUpdates {
     } finally {
       this.polling = false;
     }
+  }
+
+  /** Calls `listener` with the store's runs whenever they change (appear, grow, end, go). */
+  onRuns(listener: (runs: readonly RunSummary[]) => void): void {
+    this.runListeners.push(listener);
   }
 
   /** Sends a message to every connected viewer now; returns its text. */

@@ -1,8 +1,6 @@
 import { Hono } from 'hono';
 import { invalid } from '../model/errors.js';
-import type { StoreBackend } from '../model/store-port.js';
-import { FleetSql } from '../tables/fleet-sql.js';
-import type { TablesFolder } from '../tables/tables-folder.js';
+import type { TablesKeeper } from '../tables/tables-keeper.js';
 import { answerError, json } from './http-api.js';
 import type { SqlAnswer } from './wire-types.js';
 
@@ -32,16 +30,9 @@ export const SQL_LIMITS: SqlApiLimits = {
   maxQueryLength: 10_000,
 };
 
-export function createSqlApi(
-  store: StoreBackend,
-  folder: TablesFolder,
-  limits: SqlApiLimits = SQL_LIMITS,
-): Hono {
+export function createSqlApi(tables: TablesKeeper, limits: SqlApiLimits = SQL_LIMITS): Hono {
   const api = new Hono();
   api.onError(answerError);
-  // One DuckDB for the server's life: its views and the footers it has read serve the next question.
-  const fleet = new FleetSql(store, folder);
-  let queue: Promise<unknown> = Promise.resolve();
 
   api.get('/', async (c) => {
     const sql = c.req.query('q') ?? '';
@@ -63,39 +54,36 @@ export function createSqlApi(
     });
     const started = performance.now();
     const warnings: string[] = [];
-    const ask = async (): Promise<SqlAnswer> =>
-      fleet.query(
-        {
-          sql,
-          ...(runs ? { runs } : {}),
-          timeoutMs: limits.timeoutMs,
-          warn: (where, message) => warnings.push(`${where}: ${message}`),
-        },
-        async (result) => {
-          const rows: unknown[][] = [];
-          let truncated = false;
-          for await (const chunk of result.chunks) {
-            const room = limit - rows.length;
-            if (chunk.length > room) {
-              rows.push(...chunk.slice(0, room));
-              truncated = true;
-              break;
-            }
-            rows.push(...chunk);
+    const answer = await tables.query(
+      {
+        sql,
+        ...(runs ? { runs } : {}),
+        timeoutMs: limits.timeoutMs,
+        warn: (where, message) => warnings.push(`${where}: ${message}`),
+      },
+      async (result) => {
+        const rows: unknown[][] = [];
+        let truncated = false;
+        for await (const chunk of result.chunks) {
+          const room = limit - rows.length;
+          if (chunk.length > room) {
+            rows.push(...chunk.slice(0, room));
+            truncated = true;
+            break;
           }
-          return {
-            columns: result.columns,
-            rows,
-            truncated,
-            limit,
-            elapsedMs: Math.round(performance.now() - started),
-            warnings,
-          };
-        },
-      );
-    const answer = queue.then(ask, ask);
-    queue = answer.catch(() => undefined);
-    return json<SqlAnswer>(c, await answer);
+          rows.push(...chunk);
+        }
+        return {
+          columns: result.columns,
+          rows,
+          truncated,
+          limit,
+          elapsedMs: Math.round(performance.now() - started),
+          warnings,
+        };
+      },
+    );
+    return json<SqlAnswer>(c, answer);
   });
   return api;
 }

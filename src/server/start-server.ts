@@ -13,6 +13,7 @@ import type { StoreBackend } from '../model/store-port.js';
 import { answerError, createApi } from './http-api.js';
 import { createDiffApi } from './diff-api.js';
 import { createSqlApi, SQL_LIMITS, type SqlApiLimits } from './sql-api.js';
+import { TablesKeeper } from '../tables/tables-keeper.js';
 import { TablesFolder, tablesFolderFor } from '../tables/tables-folder.js';
 import { LIVE_PATH, LiveUpdates } from './live-updates.js';
 import { RecordingSettings } from './recording-settings.js';
@@ -115,14 +116,13 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   });
   if (options.apiToken) app.use('/api/*', requireToken(options.apiToken));
   app.route('/api/mongodb', createSodaConnectionApi(mongoSettings, mongo));
-  app.route(
-    '/api/sql',
-    createSqlApi(
-      options.store,
-      new TablesFolder(options.tablesFolder ?? tablesFolderFor(options.store.location)),
-      { ...SQL_LIMITS, ...options.sqlLimits },
-    ),
+  const tables = new TablesKeeper(
+    options.store,
+    new TablesFolder(options.tablesFolder ?? tablesFolderFor(options.store.location)),
+    // A run's tables not written now are written by the first question that needs them.
+    (error) => console.error(`simrec: warning: the tables of a run that ended: ${(error as Error).message}`),
   );
+  app.route('/api/sql', createSqlApi(tables, { ...SQL_LIMITS, ...options.sqlLimits }));
   app.route('/api/diff', createDiffApi(options.store));
   app.route('/api', createApi(options.store, settings));
   // Mounted apps do not answer for paths they lack; without this the viewer's fallback would.
@@ -139,6 +139,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   }
 
   const live = new LiveUpdates(options.store, options.liveIntervalMs);
+  live.onRuns((runs) => tables.runsChanged(runs));
   settings.onChange((values) => live.broadcast({ type: 'settings', settings: values }));
   const announceMongo = (): void =>
     void live.broadcast({ type: 'mongodb', ...connectionView(mongoSettings, mongo) });
@@ -198,6 +199,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       await tcp?.close();
       server.closeAllConnections();
       await new Promise<void>((r) => server.close(() => r()));
+      await tables.close();
     },
   };
 }
