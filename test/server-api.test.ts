@@ -10,7 +10,7 @@ import { startServer, type RunningServer } from '../src/server/start-server.js';
 import { openStore } from '../src/store/open-store.js';
 import { recordLaneRun } from './helpers/lane-run.js';
 import { fixture, tempDir } from './helpers/paths.js';
-import { cliJson } from './helpers/run-cli.js';
+import { cliJsonAsync } from './helpers/run-cli.js';
 import { WebSocket } from 'ws';
 
 const dir = tempDir('simrec-api-');
@@ -61,10 +61,10 @@ describe('HTTP API', () => {
 
   it("speaks the command line's JSON: a run is the run itself, info is GET /runs/:id, --at is ?at=", async () => {
     const env = { SIMREC_STORE: join(dir.path, 'api.db') };
-    const info = cliJson<Record<string, unknown>>(['info', String(laneRun), '--json'], env);
+    const info = await cliJsonAsync<Record<string, unknown>>(['info', String(laneRun), '--json'], env);
     const { hasRoadNetwork: _h, evaluation: _e, ...detail } = (await get(`/api/runs/${laneRun}`)).body;
     assert.deepEqual(info, detail);
-    const listed = cliJson<Record<string, unknown>[]>(['ls', '--json'], env);
+    const listed = await cliJsonAsync<Record<string, unknown>[]>(['ls', '--json'], env);
     const api = (await get('/api/runs')).body as Record<string, unknown>[];
     assert.deepEqual(
       listed,
@@ -74,9 +74,9 @@ describe('HTTP API', () => {
       assert.equal(typeof entry.actorCount, 'number', 'counts say they are counts');
       assert.ok(!('actors' in entry), '`actors` is always the list of actors');
     }
-    const cliScene = cliJson(['scene', String(synthetic), '--at', '2.5', '--json'], env);
+    const cliScene = await cliJsonAsync(['scene', String(synthetic), '--at', '2.5', '--json'], env);
     assert.deepEqual(cliScene, (await get(`/api/runs/${synthetic}/scene?at=2.5`)).body);
-    const evaluated = cliJson<{ run: { id: number } }>(['eval', String(synthetic), '--json'], env);
+    const evaluated = await cliJsonAsync<{ run: { id: number } }>(['eval', String(synthetic), '--json'], env);
     assert.deepEqual(evaluated.run, (await get(`/api/runs/${synthetic}`)).body.run);
   });
 
