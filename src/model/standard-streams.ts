@@ -14,6 +14,11 @@ export const CONTROL_STREAM = 'control';
 export const WHEELS_STREAM = 'wheels';
 /** A traffic light's signal (SUMO's view of a traffic-light program; LimSim's own rows add their own fields). */
 export const SIGNAL_STREAM = 'signal';
+/**
+ * The criteria a scenario was judged by (ScenarioRunner's, imported with a CARLA recording): a stream
+ * of the run, not of an actor, one sample a criterion (name, status, actual and expected values).
+ */
+export const CRITERIA_STREAM = 'criteria';
 
 const f = (name: string, unit: string, optional = true): FieldDecl => ({ name, type: 'f64', unit, optional });
 

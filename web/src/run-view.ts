@@ -5,6 +5,7 @@ import { BIRDVIEW_LEGEND } from '../../src/server/birdview-legend.js';
 import { api, ApiError, type ActorInfo, type RunDetail, type RunListEntry, type Sample } from './api.js';
 import { CapturePanel } from './capture-panel.js';
 import { ComparePanel } from './compare-panel.js';
+import { CriteriaPanel } from './criteria-panel.js';
 import { EventList, type RunEvent } from './event-list.js';
 import { el, formatNumber, seconds } from './format.js';
 import { Inspector } from './inspector.js';
@@ -53,6 +54,8 @@ export class RunView {
   timeline!: Timeline;
   plots!: PlotPanel;
   private evaluationPanel!: EvaluationPanel;
+  /** How the scenario was judged, for a run that keeps its criteria (a CARLA recording's). */
+  private criteria: CriteriaPanel | null = null;
   private captures!: CapturePanel;
   private readonly events = new EventList();
   private readonly inspector = new Inspector();
@@ -141,6 +144,7 @@ export class RunView {
     this.plots = new PlotPanel(this.runId, range.begin, this.detail.streams);
     this.plots.onSeek = (t) => this.timeline.seek(t);
     this.evaluationPanel = new EvaluationPanel(this.detail.evaluation);
+    this.criteria = CriteriaPanel.has(this.detail) ? new CriteriaPanel() : null;
     this.captures = new CapturePanel(this.detail, range.begin);
     this.timeline.markCaptures(this.captures.times);
 
@@ -240,6 +244,7 @@ export class RunView {
       this.plots.root,
       el('h3', {}, 'Evaluation'),
       this.evaluationPanel.root,
+      ...(this.criteria ? [el('h3', {}, 'ScenarioRunner criteria'), this.criteria.root] : []),
       ...(imageFirst ? [] : [capturesSection]),
     );
     if (imageFirst) this.root.classList.add('image-first');
@@ -283,6 +288,7 @@ export class RunView {
       this.loadEvents(),
       this.loadEvaluation(),
       this.loadComparison(),
+      this.criteria?.load(this.runId),
     ]);
     this.fillLegend();
     // Fit once the panels are in: the events list takes its height from the map's.

@@ -8,9 +8,7 @@ import type { Sample } from '../../model/stream.js';
 import type { PresenceInterval } from '../../model/run.js';
 import type { RunInfo } from '../../model/run.js';
 import { invalid } from '../../model/errors.js';
-
-/** A run-level stream of criteria a scenario was judged by (one sample each: name, status, values). */
-const CRITERIA_STREAM = 'criteria';
+import { CRITERIA_STREAM } from '../../model/standard-streams.js';
 
 /** `simrec info` lists this many attachments; a dataset's thousands of camera frames go to --json. */
 const INFO_ATTACHMENT_ROWS = 20;

@@ -16,9 +16,9 @@ import {
   criteriaSamples,
   CRITERIA_ATTACHMENT,
   CRITERIA_FIELDS,
-  CRITERIA_STREAM,
   readCriteriaFile,
 } from './scenario-criteria.js';
+import { CRITERIA_STREAM } from '../../model/standard-streams.js';
 
 export interface CarlaImportOptions {
   warn?: (message: string) => void;

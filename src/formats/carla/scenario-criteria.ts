@@ -12,7 +12,6 @@ import type { FieldDecl, Sample } from '../../model/stream.js';
  * `feedback_message`, and each criterion's own (`_accum_meters`, `registered_collisions`...).
  */
 
-export const CRITERIA_STREAM = 'criteria';
 export const CRITERIA_ATTACHMENT = 'scenario_runner/criteria.json';
 
 export const CRITERIA_FIELDS: FieldDecl[] = [
