@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { writeFileSync, readFileSync } from 'node:fs';
+import { writeFileSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { spawn, spawnSync } from 'node:child_process';
@@ -53,9 +53,22 @@ describe('simrec command line', () => {
 
   it("runs as the README's first command runs it (npx simrec from the project: the built file is executable)", () => {
     // A fresh clone's build must leave it executable: npx runs the project's own bin through the shell.
-    const r = spawnSync('npx', ['--no-install', 'simrec', '--version'], { cwd: REPO_ROOT, encoding: 'utf8' });
-    assert.equal(r.status, 0, r.stderr);
-    assert.match(r.stdout, /^\d+\.\d+\.\d+/);
+    // With npx's cache empty (a fresh machine, CI), npx first links the project and runs its `prepare`:
+    // that must not build again what is built, rewriting dist/ under every simrec running from it.
+    const cache = tempDir('simrec-npx-cache-');
+    const built = statSync(SIMREC_BIN).mtimeMs;
+    try {
+      const r = spawnSync('npx', ['--no-install', 'simrec', '--version'], {
+        cwd: REPO_ROOT,
+        encoding: 'utf8',
+        env: { ...process.env, npm_config_cache: cache.path, npm_config_update_notifier: 'false' },
+      });
+      assert.equal(r.status, 0, r.stderr);
+      assert.match(r.stdout, /^\d+\.\d+\.\d+/);
+      assert.equal(statSync(SIMREC_BIN).mtimeMs, built, 'dist/ was not built again');
+    } finally {
+      cache.cleanup();
+    }
   });
 
   it('ls lists the run with id, begin, end, end reason and counts', () => {
