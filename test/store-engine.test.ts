@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import { SimrecError } from '../src/model/errors.js';
-import { ParsedChunk } from '../src/store/common/chunk-format.js';
+import { ParsedChunk } from '../src/store/common/chunk-decoder.js';
 import { LruCache } from '../src/store/common/lru-cache.js';
 import type { ColumnBatch, FrameInput } from '../src/model/columns.js';
 import { ArenaPool, packBatches, unpackBatches } from '../src/store/common/column-wire.js';

@@ -22,7 +22,7 @@ import type {
   WriterIdentity,
 } from '../../model/store-port.js';
 import type { InferredField, Sample, StreamInfo, StreamSchema } from '../../model/stream.js';
-import { orderedColumns, rowsTarget } from '../common/chunk-format.js';
+import { orderedColumns, rowsTarget } from '../common/chunk-rows.js';
 import {
   bracketRows,
   ChunkCache,
@@ -103,7 +103,7 @@ interface RunLists {
 
 /**
  * The embedded store: one SQLite file (better-sqlite3). Runs, actors, streams and attachments are
- * rows; samples are chunks (chunk-format.ts) written by the store's writer thread. Reads go through an
+ * rows; samples are chunks (chunk-codes.ts) written by the store's writer thread. Reads go through an
  * index of each run's chunks, read in one query the first time a run is read and dropped when another
  * connection commits (SQLite's data_version), and through a cache of opened chunks and decoded blocks.
  */
