@@ -1,28 +1,11 @@
 import type { Db, MongoClient } from 'mongodb';
-import type { Attachment, AttachmentInfo } from '../../model/attachment.js';
 import type { Scenario, ScenarioSummary, VehicleConfig } from '../../model/catalog.js';
 import type { ColumnBatch } from '../../model/columns.js';
-import type { ActorInfo, ActorPresence, EndReason, RunInfo, RunSummary } from '../../model/run.js';
-import type {
-  CatalogPort,
-  ListRunsArgs,
-  ReadSamplesArgs,
-  SampleBracket,
-  StoreBackend,
-  IntegrityReport,
-  BracketArgs,
-  ColumnAppend,
-  ReadColumnsArgs,
-  WriterIdentity,
-} from '../../model/store-port.js';
-import type { Sample, StreamInfo, StreamSchema } from '../../model/stream.js';
+import type { CatalogPort, IntegrityReport, ReadColumnsArgs, StoreBackend } from '../../model/store-port.js';
 import { connectMongo } from '../../mongodb/connect-mongo.js';
+import { BackendOfParts } from '../common/backend-of-parts.js';
 import { scenarioCatalog, vehicleCatalog } from '../common/catalogs.js';
-import {
-  readColumnsJoinedViaBatches,
-  readSamplesViaColumns,
-  sampleBracketViaMany,
-} from '../common/sample-reads.js';
+import { readColumnsJoinedViaBatches } from '../common/sample-reads.js';
 import { MongoAttachments } from './mongodb-attachments.js';
 import { scenarioRows, vehicleRows } from './mongodb-catalogs.js';
 import { checkMongoIntegrity } from './mongodb-integrity.js';
@@ -52,19 +35,21 @@ export type { MongoStoreOptions } from './mongodb-store.js';
  * One type, its work split by job: the database and what the parts share of it (mongodb-store.ts),
  * runs, actors and streams (mongodb-runs.ts), samples (mongodb-samples.ts), attachments
  * (mongodb-attachments.ts), `simrec check` (mongodb-integrity.ts) and SODA.Sim's catalogs
- * (mongodb-catalogs.ts). This class is the port, each method handing its call to the part that does it.
+ * (mongodb-catalogs.ts). The port's methods go to the part that does each (BackendOfParts); this class
+ * opens the store, puts the parts together and does what is its own.
  */
-export class MongoBackend implements StoreBackend {
+export class MongoBackend extends BackendOfParts implements StoreBackend {
   readonly kind = 'mongodb';
   readonly location: string;
   readonly scenarios: CatalogPort<Scenario, ScenarioSummary, bigint>;
   readonly vehicles: CatalogPort<VehicleConfig, VehicleConfig, string>;
   private readonly store: MongoStore;
-  private readonly runs: MongoRuns;
-  private readonly samples: MongoSamples;
-  private readonly attachments: MongoAttachments;
+  protected readonly runs: MongoRuns;
+  protected readonly samples: MongoSamples;
+  protected readonly attachments: MongoAttachments;
 
   private constructor(client: MongoClient, db: Db, location: string, options: MongoStoreOptions) {
+    super();
     this.store = new MongoStore(client, db, location, options);
     this.location = location;
     this.runs = new MongoRuns(this.store);
@@ -95,103 +80,9 @@ export class MongoBackend implements StoreBackend {
     return backend;
   }
 
-  // ---- runs ----------------------------------------------------------------------------------------
-
-  createRun(run: Omit<RunInfo, 'id'>, writer: WriterIdentity): Promise<RunInfo> {
-    return this.runs.createRun(run, writer);
-  }
-
-  getRun(id: number): Promise<RunInfo | undefined> {
-    return this.runs.getRun(id);
-  }
-
-  listRuns(args: ListRunsArgs = {}): Promise<RunSummary[]> {
-    return this.runs.listRuns(args);
-  }
-
-  endRun(id: number, end: { end: number; endReason: EndReason }): Promise<RunInfo> {
-    return this.runs.endRun(id, end);
-  }
-
-  deleteRun(id: number): Promise<boolean> {
-    return this.runs.deleteRun(id);
-  }
-
-  runVersions(runs: readonly number[]): Promise<Map<number, string>> {
-    return this.runs.runVersions(runs);
-  }
-
-  closeAbandonedRuns(isAlive: (writer: WriterIdentity) => boolean): Promise<number[]> {
-    return this.runs.closeAbandonedRuns(isAlive);
-  }
-
-  // ---- actors and streams --------------------------------------------------------------------------
-
-  putActors(run: number, actors: ActorInfo[]): Promise<void> {
-    return this.runs.putActors(run, actors);
-  }
-
-  putPresence(run: number, presence: ActorPresence[]): Promise<void> {
-    return this.runs.putPresence(run, presence);
-  }
-
-  listActors(run: number): Promise<ActorInfo[]> {
-    return this.runs.listActors(run);
-  }
-
-  putStreams(run: number, streams: StreamSchema[]): Promise<void> {
-    return this.runs.putStreams(run, streams);
-  }
-
-  listStreams(run: number): Promise<StreamInfo[]> {
-    return this.runs.listStreams(run);
-  }
-
-  // ---- samples -------------------------------------------------------------------------------------
-
-  appendColumns(run: number, appends: ColumnAppend[], presence?: ActorPresence[]): Promise<void> {
-    return this.samples.appendColumns(run, appends, presence);
-  }
-
-  putDerivedStream(run: number, schema: StreamSchema, samples: Sample[]): Promise<void> {
-    return this.samples.putDerivedStream(run, schema, samples);
-  }
-
-  readColumns(args: ReadColumnsArgs): AsyncIterable<ColumnBatch> {
-    return this.samples.readColumns(args);
-  }
-
   readColumnsJoined(args: ReadColumnsArgs): Promise<ColumnBatch> {
     return readColumnsJoinedViaBatches(this, args);
   }
-
-  readSamples(args: ReadSamplesArgs): AsyncIterable<Sample[]> {
-    return readSamplesViaColumns(this, args);
-  }
-
-  bracketMany(run: number, args: BracketArgs): Promise<SampleBracket[]> {
-    return this.samples.bracketMany(run, args);
-  }
-
-  sampleBracket(run: number, stream: string, t: number): Promise<SampleBracket> {
-    return sampleBracketViaMany(this, run, stream, t);
-  }
-
-  // ---- attachments ---------------------------------------------------------------------------------
-
-  putAttachment(run: number, a: Attachment): Promise<void> {
-    return this.attachments.putAttachment(run, a);
-  }
-
-  getAttachment(run: number, name: string): Promise<Attachment | undefined> {
-    return this.attachments.getAttachment(run, name);
-  }
-
-  listAttachments(run: number): Promise<AttachmentInfo[]> {
-    return this.attachments.listAttachments(run);
-  }
-
-  // ---- the store as a whole ------------------------------------------------------------------------
 
   checkIntegrity(options: { repair?: boolean } = {}): Promise<IntegrityReport> {
     return checkMongoIntegrity(this.store, options);

@@ -1,23 +1,9 @@
 import type Database from 'better-sqlite3';
-import type { Attachment, AttachmentInfo } from '../../model/attachment.js';
 import type { Scenario, ScenarioSummary, VehicleConfig } from '../../model/catalog.js';
 import type { ColumnBatch } from '../../model/columns.js';
-import type { ActorInfo, ActorPresence, EndReason, RunInfo, RunSummary } from '../../model/run.js';
-import type {
-  BracketArgs,
-  CatalogPort,
-  ColumnAppend,
-  IntegrityReport,
-  ListRunsArgs,
-  ReadColumnsArgs,
-  ReadSamplesArgs,
-  SampleBracket,
-  StoreBackend,
-  WriterIdentity,
-} from '../../model/store-port.js';
-import type { Sample, StreamInfo, StreamSchema } from '../../model/stream.js';
+import type { CatalogPort, IntegrityReport, ReadColumnsArgs, StoreBackend } from '../../model/store-port.js';
+import { BackendOfParts } from '../common/backend-of-parts.js';
 import { scenarioCatalog, vehicleCatalog } from '../common/catalogs.js';
-import { readSamplesViaColumns, sampleBracketViaMany } from '../common/sample-reads.js';
 import { SqliteAttachments } from './sqlite-attachments.js';
 import { scenarioRows, vehicleRows } from './sqlite-catalogs.js';
 import { checkSqliteIntegrity } from './sqlite-integrity.js';
@@ -37,9 +23,10 @@ export type { SqliteStoreOptions } from './sqlite-store-file.js';
  * One type, its work split by job: the file and what the parts share of it (sqlite-store-file.ts),
  * opening (sqlite-open.ts), runs, actors and streams (sqlite-runs.ts), samples (sqlite-samples.ts),
  * attachments (sqlite-attachments.ts), `simrec check` (sqlite-integrity.ts) and the catalogs
- * (sqlite-catalogs.ts). This class is the port, each method handing its call to the part that does it.
+ * (sqlite-catalogs.ts). The port's methods go to the part that does each (BackendOfParts); this class
+ * opens the store, puts the parts together and does what is its own.
  */
-export class SqliteBackend implements StoreBackend {
+export class SqliteBackend extends BackendOfParts implements StoreBackend {
   readonly kind = 'sqlite';
   /** Declarations and appends go, at the call, to the writer thread's queue (or are written at once). */
   readonly keepsWriteOrder = true;
@@ -48,11 +35,12 @@ export class SqliteBackend implements StoreBackend {
   readonly location: string;
 
   private readonly file: SqliteStoreFile;
-  private readonly runs: SqliteRuns;
-  private readonly samples: SqliteSamples;
-  private readonly attachments: SqliteAttachments;
+  protected readonly runs: SqliteRuns;
+  protected readonly samples: SqliteSamples;
+  protected readonly attachments: SqliteAttachments;
 
   private constructor(db: Database.Database, path: string, options: SqliteStoreOptions, version: number) {
+    super();
     this.file = new SqliteStoreFile(db, path, options, version);
     this.location = this.file.location;
     this.runs = new SqliteRuns(this.file);
@@ -70,103 +58,9 @@ export class SqliteBackend implements StoreBackend {
     return backend;
   }
 
-  // ---- runs ----------------------------------------------------------------------------------------
-
-  createRun(run: Omit<RunInfo, 'id'>, writer: WriterIdentity): Promise<RunInfo> {
-    return this.runs.createRun(run, writer);
-  }
-
-  getRun(id: number): Promise<RunInfo | undefined> {
-    return this.runs.getRun(id);
-  }
-
-  listRuns(args: ListRunsArgs = {}): Promise<RunSummary[]> {
-    return this.runs.listRuns(args);
-  }
-
-  endRun(id: number, end: { end: number; endReason: EndReason }): Promise<RunInfo> {
-    return this.runs.endRun(id, end);
-  }
-
-  deleteRun(id: number): Promise<boolean> {
-    return this.runs.deleteRun(id);
-  }
-
-  runVersions(runs: readonly number[]): Promise<Map<number, string>> {
-    return this.runs.runVersions(runs);
-  }
-
-  closeAbandonedRuns(isAlive: (writer: WriterIdentity) => boolean): Promise<number[]> {
-    return this.runs.closeAbandonedRuns(isAlive);
-  }
-
-  // ---- actors and streams --------------------------------------------------------------------------
-
-  putActors(run: number, actors: ActorInfo[]): Promise<void> {
-    return this.runs.putActors(run, actors);
-  }
-
-  putPresence(run: number, presence: ActorPresence[]): Promise<void> {
-    return this.runs.putPresence(run, presence);
-  }
-
-  listActors(run: number): Promise<ActorInfo[]> {
-    return this.runs.listActors(run);
-  }
-
-  putStreams(run: number, streams: StreamSchema[]): Promise<void> {
-    return this.runs.putStreams(run, streams);
-  }
-
-  listStreams(run: number): Promise<StreamInfo[]> {
-    return this.runs.listStreams(run);
-  }
-
-  // ---- samples -------------------------------------------------------------------------------------
-
-  appendColumns(run: number, appends: ColumnAppend[], presence?: ActorPresence[]): Promise<void> {
-    return this.samples.appendColumns(run, appends, presence);
-  }
-
-  putDerivedStream(run: number, schema: StreamSchema, samples: Sample[]): Promise<void> {
-    return this.samples.putDerivedStream(run, schema, samples);
-  }
-
-  readColumns(args: ReadColumnsArgs): AsyncIterable<ColumnBatch> {
-    return this.samples.readColumns(args);
-  }
-
   readColumnsJoined(args: ReadColumnsArgs): Promise<ColumnBatch> {
     return this.samples.readColumnsJoined(args);
   }
-
-  readSamples(args: ReadSamplesArgs): AsyncIterable<Sample[]> {
-    return readSamplesViaColumns(this, args);
-  }
-
-  bracketMany(run: number, args: BracketArgs): Promise<SampleBracket[]> {
-    return this.samples.bracketMany(run, args);
-  }
-
-  sampleBracket(run: number, stream: string, t: number): Promise<SampleBracket> {
-    return sampleBracketViaMany(this, run, stream, t);
-  }
-
-  // ---- attachments ---------------------------------------------------------------------------------
-
-  putAttachment(run: number, a: Attachment): Promise<void> {
-    return this.attachments.putAttachment(run, a);
-  }
-
-  getAttachment(run: number, name: string): Promise<Attachment | undefined> {
-    return this.attachments.getAttachment(run, name);
-  }
-
-  listAttachments(run: number): Promise<AttachmentInfo[]> {
-    return this.attachments.listAttachments(run);
-  }
-
-  // ---- the store as a whole ------------------------------------------------------------------------
 
   checkIntegrity(options: { repair?: boolean } = {}): Promise<IntegrityReport> {
     return checkSqliteIntegrity(this.file, options);
