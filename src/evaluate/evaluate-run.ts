@@ -109,7 +109,7 @@ export async function evaluateRun(
       accel,
       others,
       present: [{ track: ego, k: i }, ...others],
-      road: road ? positionOnRoad(road, ego, i) : undefined,
+      position: road ? positionOnRoad(road, ego, i) : undefined,
       sample,
     };
     for (const detector of detectors) detector.frame(frame);

@@ -27,7 +27,7 @@ export interface Frame {
   /** Every actor present at t, the scored one first. */
   present: Present[];
   /** Where the scored actor is on the road; undefined off the road (or when the run has no road network). */
-  road: LanePosition | undefined;
+  position: LanePosition | undefined;
   /** The frame's metrics, which each detector adds its own to. */
   sample: Sample;
 }

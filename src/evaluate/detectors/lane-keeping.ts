@@ -16,7 +16,7 @@ export class LaneKeeping implements Detector {
   private readonly episodes = new EpisodeTracker('lane_departure');
   private readonly actorId: string;
   private readonly road: RoadContext;
-  /** LimSim's lanes, in LimSim's mode. */
+  /** LimSim's lanes: given in LimSim's mode and only then, so they stand for the mode here. */
   private readonly limsimLanes: LimSimLanes | undefined;
   private readonly limsimOrientation = new LimSimOrientation();
   /** The lane heading orientation is measured against, eased over 10 frames after a lane change. */
@@ -30,7 +30,7 @@ export class LaneKeeping implements Detector {
     this.limsimLanes = limsimLanes;
   }
 
-  frame({ ego, i, t, x, y, yaw, road: position, sample }: Frame): void {
+  frame({ ego, i, t, x, y, yaw, position, sample }: Frame): void {
     const { actorId, road, limsimLanes } = this;
     if (position) {
       const lane = position.lane;

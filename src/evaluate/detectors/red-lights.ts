@@ -17,7 +17,7 @@ export class RedLights implements Detector {
     this.signals = signals;
   }
 
-  frame({ t, x, y, road: position }: Frame): void {
+  frame({ t, x, y, position }: Frame): void {
     if (position) {
       const lane = position.lane;
       if (lane.id !== this.previousLane) {

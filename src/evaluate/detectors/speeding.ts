@@ -20,7 +20,7 @@ export class Speeding implements Detector {
     this.speedFactor = ownSpeedFactor(attributes);
   }
 
-  frame({ t, x, y, speed, road: position, sample }: Frame): void {
+  frame({ t, x, y, speed, position, sample }: Frame): void {
     const { speedFactor } = this;
     const lane = position?.lane;
     if (lane?.speedLimit !== undefined) {

@@ -39,9 +39,9 @@ export interface SumoRecordOptions extends SumoSimulationOptions {
   /**
    * Lowers this process's scheduling priority by this much once SUMO has started (SUMO keeps its own;
    * see lowerProcessPriority): the recording then runs in SUMO's idle time rather than taking turns
-   * with it, falling behind instead (by BACKLOG_MS at most, which then holds SUMO back). For every
-   * thread of the process, for the rest of its life: `simrec record sumo` uses SUMO_RECORDER_NICE; a
-   * library caller decides. Default 0: unchanged.
+   * with it, falling behind instead (by a second at most, which then holds SUMO back: SumoStepping).
+   * For every thread of the process, for the rest of its life: `simrec record sumo` uses
+   * SUMO_RECORDER_NICE; a library caller decides. Default 0: unchanged.
    */
   recorderNice?: number;
 }
@@ -130,7 +130,7 @@ export async function recordSumo(store: StoreBackend, options: SumoRecordOptions
 
     // Every vehicle and person on the road, each step, from one context subscription per domain
     // around a junction with a range that covers the network: a vehicle is in it from the step it
-    // departs, with nothing to subscribe when it does, so steps can be sent ahead (see MAX_IN_FLIGHT).
+    // departs, with nothing to subscribe when it does, so steps can be sent ahead (SumoStepping).
     const junctions = await client.idList('junction');
     if (!junctions.length)
       throw invalid(`${simulation.net}: the network has no junction to subscribe around`);
