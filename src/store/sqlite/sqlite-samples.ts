@@ -164,9 +164,10 @@ export class SqliteSamples {
    * The samples in [from, to] as one batch: chunks wholly inside decoded straight into its columns (not
    * cached: a trajectory of a long run would push out what a viewer reads), the one or two a window
    * cuts taken from the cache and copied in. Against readColumns joined afterwards, a whole-run
-   * trajectory allocates and copies a third as much. `transient`: chunks it opens and cuts are not cached either (a writer walking
-   * a run a window at a time filled the cache with chunks it had done with: the MCAP export's peak up to
-   * its 256 MiB of decoded chunks). Undefined when a chunk vanished (see readColumnsJoined).
+   * trajectory allocates and copies a third as much. `transient`: chunks it opens and cuts are not
+   * cached either (a writer walking a run a window at a time filled the cache with chunks it had done
+   * with: the MCAP export's peak up to its 256 MiB of decoded chunks). Undefined when a chunk vanished
+   * (see readColumnsJoined).
    */
   private joinChunks(
     run: number,
