@@ -13,13 +13,9 @@ import {
   unpackFloat64,
   unpackIntegers,
 } from '../src/store/common/bit-codec.js';
-import {
-  assembleChunk,
-  ChunkBuffers,
-  encodeBlock,
-  ParsedChunk,
-  type ChunkColumn,
-} from '../src/store/common/chunk-format.js';
+import type { ChunkColumn } from '../src/store/common/chunk-codes.js';
+import { ParsedChunk } from '../src/store/common/chunk-decoder.js';
+import { assembleChunk, ChunkBuffers, encodeBlock } from '../src/store/common/chunk-encoder.js';
 import { openChunk } from '../src/store/common/chunk-reader.js';
 import {
   DEFAULT_TAIL_OPTIONS,

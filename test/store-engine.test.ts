@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import { SimrecError } from '../src/model/errors.js';
-import { ParsedChunk } from '../src/store/common/chunk-format.js';
+import { ParsedChunk } from '../src/store/common/chunk-decoder.js';
 import { LruCache } from '../src/store/common/lru-cache.js';
 import type { ColumnBatch, FrameInput } from '../src/model/columns.js';
 import { ArenaPool, packBatches, unpackBatches } from '../src/store/common/column-wire.js';
@@ -1015,7 +1015,7 @@ describe('declarations', () => {
 
   it('made while the writer thread starts and after it: one order of actors, both refused for a missing run', async () => {
     const store = SqliteBackend.open(fresh());
-    const writer = (store as unknown as { writer: { ready: boolean } }).writer;
+    const writer = (store as unknown as { file: { writer: { ready: boolean } } }).file.writer;
     const rec = await RunRecorder.begin(store, { begin: 0 });
     // Right after begin the thread is still loading: these are written on the caller's connection.
     assert.equal(writer.ready, false, 'the thread is not ready yet');
@@ -1155,9 +1155,9 @@ describe('transient reads', () => {
     const kept = (store: SqliteBackend): number => {
       const cache = (
         store as unknown as {
-          cache: { chunks: LruCache<number, unknown>; wholes: LruCache<string, unknown> };
+          file: { cache: { chunks: LruCache<number, unknown>; wholes: LruCache<string, unknown> } };
         }
-      ).cache;
+      ).file.cache;
       return cache.chunks.size + cache.wholes.size;
     };
     const store = SqliteBackend.open(path, { chunkSamples: 200, blockSamples: 64 });
@@ -1688,8 +1688,8 @@ describe('joined reads while a run is recorded', () => {
    * the reader looked for other connections' writes and before it reads a chunk its index names.
    */
   interface ReaderInternals {
-    syncWithOtherConnections(): void;
-    openChunk(run: number, stream: string, id: number): unknown;
+    file: { syncWithOtherConnections(): void };
+    samples: { openChunk(run: number, stream: string, id: number): unknown };
   }
 
   /** A run of 150 samples in tail chunks (chunks of 200), whose index `reader` has read. */
@@ -1730,15 +1730,15 @@ describe('joined reads while a run is recorded', () => {
       // 100 more samples: the tails reach 200 and are merged into a sealed chunk (the tail chunks deleted).
       await appendSteps(rec, written, 100);
       const internals = reader as unknown as ReaderInternals;
-      const sync = internals.syncWithOtherConnections.bind(internals);
-      const open = internals.openChunk.bind(internals);
+      const sync = internals.file.syncWithOtherConnections.bind(internals.file);
+      const open = internals.samples.openChunk.bind(internals.samples);
       let vanished = 0;
       // Until a chunk is found gone, the reader's looks for writes see none, as when the merge commits
       // just after it looked.
-      internals.syncWithOtherConnections = () => {
+      internals.file.syncWithOtherConnections = () => {
         if (vanished > 0) sync();
       };
-      internals.openChunk = (run, stream, id) => {
+      internals.samples.openChunk = (run, stream, id) => {
         const view = open(run, stream, id);
         if (view === undefined) vanished++;
         return view;
@@ -1761,10 +1761,10 @@ describe('joined reads while a run is recorded', () => {
     try {
       await appendSteps(rec, written, 20);
       const internals = reader as unknown as ReaderInternals;
-      const open = internals.openChunk.bind(internals);
+      const open = internals.samples.openChunk.bind(internals.samples);
       // Three joined attempts each find their first chunk gone, as under a writer merging without pause.
       let vanished = 0;
-      internals.openChunk = (run, stream, id) =>
+      internals.samples.openChunk = (run, stream, id) =>
         vanished < 3 ? (vanished++, undefined) : open(run, stream, id);
       const joined = await reader.readColumnsJoined({ run: rec.id, stream: 'a/state' });
       assert.equal(vanished, 3);

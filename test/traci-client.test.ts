@@ -18,7 +18,7 @@ import {
   VAR,
   type ContextColumn,
 } from '../src/ingest/traci/traci-protocol.js';
-import { VEHICLE_VARS } from '../src/ingest/traci/sumo-recorder.js';
+import { VEHICLE_VARS } from '../src/ingest/traci/sumo-variables.js';
 import { fixture } from './helpers/paths.js';
 
 let sumoMissing: string | false = false;

@@ -1,5 +1,6 @@
 /**
- * Bit-level packing of numeric columns, the inner loop of the chunk format (chunk-format.ts).
+ * Bit-level packing of numeric columns, the inner loop of the chunk format (chunk-codes.ts,
+ * chunk-encoder.ts).
  *
  * Floats: each value is compared with a prediction (the linear extrapolation of the two before it, or
  * the value before it), which leaves only what the prediction got wrong: a simulator's positions and

@@ -1,14 +1,8 @@
 import { sampleAt, type ColumnBatch, type ColumnValues } from '../../model/columns.js';
 import type { Sample } from '../../model/stream.js';
-import {
-  markAbsentRows,
-  ParsedChunk,
-  rowsTarget,
-  isChunkV2,
-  targetColumn,
-  type ChunkColumn,
-  type RowsTarget,
-} from './chunk-format.js';
+import { isChunkV2, type ChunkColumn } from './chunk-codes.js';
+import { ParsedChunk } from './chunk-decoder.js';
+import { markAbsentRows, rowsTarget, targetColumn, type RowsTarget } from './chunk-rows.js';
 import { decodeChunk as decodeChunkV1, type DecodedChunk } from './chunk-v1.js';
 import { LruCache } from './lru-cache.js';
 import { copyJsonValue, type JsonValue } from '../../model/json.js';

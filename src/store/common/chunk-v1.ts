@@ -5,7 +5,7 @@ import { decodeUtf8 } from './bytes.js';
 
 /**
  * The first chunk layout ("SRC1", simrec 0.1.0), kept to read the stores it wrote; nothing writes it
- * any more (chunk-format.ts is today's). What follows is its original description.
+ * any more (chunk-codes.ts is today's). What follows is its original description.
  *
  * A chunk holds many consecutive samples of one stream, column by column, so that recording 200 actors
  * at 100 Hz writes a few large rows rather than millions of small ones. Chunks describe themselves

@@ -1,5 +1,7 @@
 import type { IntegrityProblem, IntegrityReport } from '../../model/store-port.js';
-import { assembleChunk, ParsedChunk, type EncodedBlock } from './chunk-format.js';
+import type { EncodedBlock } from './chunk-codes.js';
+import { ParsedChunk } from './chunk-decoder.js';
+import { assembleChunk } from './chunk-encoder.js';
 import { openChunk, type ChunkView } from './chunk-reader.js';
 
 /*

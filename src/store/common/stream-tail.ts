@@ -1,14 +1,9 @@
 import { columnFields, type ColumnBatch } from '../../model/columns.js';
 import type { FieldDecl, FieldType, InferredField } from '../../model/stream.js';
-import {
-  assembleChunk,
-  concatBatches,
-  type ChunkBuffers,
-  decodeEncodedBlock,
-  encodeBlock,
-  type ChunkColumn,
-  type EncodedBlock,
-} from './chunk-format.js';
+import type { ChunkColumn, EncodedBlock } from './chunk-codes.js';
+import { decodeEncodedBlock } from './chunk-decoder.js';
+import { assembleChunk, encodeBlock, type ChunkBuffers } from './chunk-encoder.js';
+import { concatBatches } from './chunk-rows.js';
 import { openChunk } from './chunk-reader.js';
 import { FloatPackingMemo } from './bit-codec.js';
 

@@ -3,7 +3,7 @@ import type { ColumnBatch } from '../../model/columns.js';
 import { notFound, SimrecError } from '../../model/errors.js';
 import type { ActorInfo, ActorPresence, EndReason } from '../../model/run.js';
 import type { InferredField, StreamSchema } from '../../model/stream.js';
-import { ChunkBuffers } from '../common/chunk-format.js';
+import { ChunkBuffers } from '../common/chunk-encoder.js';
 import { StreamTail, type StoredTailChunk, type StreamTailOptions } from '../common/stream-tail.js';
 import { ADD_STREAM_COUNTS } from './sqlite-schema.js';
 

@@ -1,0 +1,344 @@
+import { samplesToColumns, type ColumnBatch } from '../../model/columns.js';
+import { SimrecError } from '../../model/errors.js';
+import type { ActorPresence } from '../../model/run.js';
+import type {
+  BracketArgs,
+  ColumnAppend,
+  ReadColumnsArgs,
+  SampleBracket,
+  StoreBackend,
+} from '../../model/store-port.js';
+import type { Sample, StreamSchema } from '../../model/stream.js';
+import {
+  bracketRows,
+  chunksCovering,
+  copyRowsInto,
+  firstAtOrAfter,
+  lastAtOrBefore,
+  openChunk,
+  ownSampleAt,
+  sliceBatch,
+  type ChunkRef,
+  type ChunkView,
+} from '../common/chunk-reader.js';
+import { orderedColumns, rowsTarget } from '../common/chunk-rows.js';
+import { readColumnsJoinedViaBatches } from '../common/sample-reads.js';
+import { encodeChunks } from '../common/stream-tail.js';
+import { wrapIoError } from './sqlite-chunk-writer.js';
+import type { SqliteRuns } from './sqlite-runs.js';
+import { SET_STREAM_COUNTS } from './sqlite-schema.js';
+import { json, type Row, type SqliteStoreFile } from './sqlite-store-file.js';
+
+/** Every run's index at open, for stores of up to this many chunks (a few milliseconds to read). */
+export const PRELOAD_INDEX_CHUNKS = 50_000;
+
+/**
+ * SqliteBackend's samples: appends handed to the writer, derived streams written whole, and reads
+ * through each run's chunk index and the cache of opened chunks and decoded blocks.
+ */
+export class SqliteSamples {
+  private readonly file: SqliteStoreFile;
+  private readonly runs: SqliteRuns;
+  /** The backend as a whole, for reads built on its other reads (sample-reads.ts). */
+  private readonly backend: StoreBackend;
+
+  constructor(file: SqliteStoreFile, runs: SqliteRuns, backend: StoreBackend) {
+    this.file = file;
+    this.runs = runs;
+    this.backend = backend;
+  }
+
+  appendColumns(run: number, appends: ColumnAppend[], presence?: ActorPresence[]): Promise<void> {
+    // Presence goes with the samples into the writer thread's transaction: one fsync, off this thread,
+    // and never samples durable without the leave that came with them. Not an async function: the
+    // columns are packed and posted at the call, and a suspended async frame would keep them alive,
+    // through the young collections of the commit's whole flight, until the writer answers.
+    let written: Promise<void>;
+    try {
+      written = this.file.writer.append(run, appends, presence);
+    } catch (error) {
+      written = Promise.reject(error);
+    }
+    // The writer committed on its own connection: what this one cached of the run is stale.
+    return written.finally(() => this.file.forgetRun(run));
+  }
+
+  async putDerivedStream(run: number, schema: StreamSchema, samples: Sample[]): Promise<void> {
+    this.file.requireRun(run);
+    const batch = samplesToColumns(samples, schema.fields);
+    const { chunks, extras } = encodeChunks(schema.fields, batch, this.file.tailOptions);
+    try {
+      this.file.db
+        .transaction(() => {
+          this.file
+            .stmt(
+              `INSERT INTO streams (run_id, id, schema) VALUES (?, ?, ?)
+           ON CONFLICT (run_id, id) DO UPDATE SET schema = excluded.schema`,
+            )
+            .run(run, schema.id, json(schema));
+          const key = (
+            this.file.stmt('SELECT key FROM streams WHERE run_id = ? AND id = ?').get(run, schema.id) as Row
+          ).key as number;
+          this.file.stmt('DELETE FROM chunks WHERE stream_key = ?').run(key);
+          for (const c of chunks)
+            this.file
+              .stmt(
+                'INSERT INTO chunks (stream_key, begin_us, end_us, count, sealed, data) VALUES (?, ?, ?, ?, 1, ?)',
+              )
+              .run(key, c.begin, c.end, c.count, c.data);
+          this.file.stmt('UPDATE streams SET extra_fields = ? WHERE key = ?').run(json(extras), key);
+          this.file
+            .stmt(SET_STREAM_COUNTS)
+            .run(key, samples.length, samples[0]?.t ?? null, samples.at(-1)?.t ?? null);
+        })
+        .immediate();
+    } catch (error) {
+      throw wrapIoError(error, `${this.file.location}: writing derived stream ${schema.id} of run ${run}`);
+    }
+    this.file.forgetRun(run);
+  }
+
+  async *readColumns(args: ReadColumnsArgs): AsyncIterable<ColumnBatch> {
+    const stream = this.runs.streamMeta(args.run, args.stream);
+    let from = args.from ?? Number.MIN_SAFE_INTEGER;
+    const to = args.to ?? Number.MAX_SAFE_INTEGER;
+    const fields = args.fields ? new Set(args.fields) : undefined;
+    // Rows at time `from` already yielded. Time may stand still, so after an index reload the chunks
+    // read again from `from` on hold some of them: that many are skipped then, and only then (the next
+    // chunk of one pass may begin at the time the last one ended, with rows not yet yielded).
+    let yieldedAtFrom = 0;
+    reading: for (;;) {
+      let skip = yieldedAtFrom;
+      const index = this.chunkIndex(args.run, stream.id);
+      // Copied (a slice): a write while this generator is paused replaces the index, not this list.
+      const refs = chunksCovering(index, from, to);
+      for (const ref of refs) {
+        args.signal?.throwIfAborted();
+        if (ref.end < from) continue;
+        const view = this.openChunk(args.run, stream.id, ref.id, !args.transient);
+        if (!view) {
+          // Another connection merged this stream's tail chunks while we read: read on from where we
+          // were, in the merged ones.
+          this.file.forgetRun(args.run);
+          continue reading;
+        }
+        const batch = this.wholeIfPresent(ref.id, view, fields, !args.transient);
+        if (!batch) {
+          this.file.forgetRun(args.run);
+          continue reading;
+        }
+        let lo = firstAtOrAfter(batch.t, from);
+        const hi = lastAtOrBefore(batch.t, to) + 1;
+        for (; skip > 0 && lo < hi && batch.t[lo] === from; skip--) lo++;
+        if (hi <= lo) continue;
+        skip = 0;
+        const lastT = batch.t[hi - 1]!;
+        let atLast = 0;
+        for (let i = hi - 1; i >= lo && batch.t[i] === lastT; i--) atLast++;
+        yieldedAtFrom = lastT === from ? yieldedAtFrom + atLast : atLast;
+        from = lastT;
+        yield sliceBatch(batch, view.columns, lo, hi);
+      }
+      return;
+    }
+  }
+
+  async readColumnsJoined(args: ReadColumnsArgs): Promise<ColumnBatch> {
+    const stream = this.runs.streamMeta(args.run, args.stream);
+    const from = args.from ?? Number.MIN_SAFE_INTEGER;
+    const to = args.to ?? Number.MAX_SAFE_INTEGER;
+    const fields = args.fields ? new Set(args.fields) : undefined;
+    // Another connection (this process's writer thread, another process) may merge tails under the
+    // index between two chunk reads: then a chunk is gone, and the read starts again on a fresh index.
+    for (let attempt = 0; attempt < 3; attempt++) {
+      args.signal?.throwIfAborted();
+      const joined = this.joinChunks(args.run, stream.id, from, to, fields, args.transient === true);
+      if (joined) return joined;
+      this.file.forgetRun(args.run);
+    }
+    // A stream sealed under every attempt: readColumns, which reads on from where it was, joined.
+    return readColumnsJoinedViaBatches(this.backend, args);
+  }
+
+  /**
+   * The samples in [from, to] as one batch: chunks wholly inside decoded straight into its columns (not
+   * cached: a trajectory of a long run would push out what a viewer reads), the one or two a window
+   * cuts taken from the cache and copied in. Against readColumns joined afterwards, a whole-run
+   * trajectory allocates and copies a third as much. `transient`: chunks it opens and cuts are not
+   * cached either (a writer walking a run a window at a time filled the cache with chunks it had done
+   * with: the MCAP export's peak up to its 256 MiB of decoded chunks). Undefined when a chunk vanished
+   * (see readColumnsJoined).
+   */
+  private joinChunks(
+    run: number,
+    stream: string,
+    from: number,
+    to: number,
+    fields: ReadonlySet<string> | undefined,
+    transient: boolean,
+  ): ColumnBatch | undefined {
+    const parts: {
+      ref: ChunkRef<number>;
+      view: ChunkView;
+      cut?: { batch: ColumnBatch; lo: number; hi: number };
+    }[] = [];
+    let n = 0;
+    for (const ref of chunksCovering(this.chunkIndex(run, stream), from, to)) {
+      if (ref.end < from) continue;
+      const view = this.openChunk(run, stream, ref.id, !transient);
+      if (!view) return undefined;
+      if (ref.begin >= from && ref.end <= to) {
+        parts.push({ ref, view });
+        n += view.n;
+        continue;
+      }
+      const batch = this.wholeIfPresent(ref.id, view, fields, !transient);
+      if (!batch) return undefined;
+      const lo = firstAtOrAfter(batch.t, from);
+      const hi = lastAtOrBefore(batch.t, to) + 1;
+      if (hi <= lo) continue;
+      parts.push({ ref, view, cut: { batch, lo, hi } });
+      n += hi - lo;
+    }
+    const target = rowsTarget(n);
+    for (const { ref, view, cut } of parts) {
+      const cached = cut ? cut.batch : this.file.cache.cachedWhole(ref.id, fields);
+      if (cached) copyRowsInto(cached, view.columns, cut?.lo ?? 0, cut?.hi ?? view.n, target);
+      else view.decodeInto(target, fields);
+    }
+    return orderedColumns(
+      target,
+      parts.map((p) => p.view.columns),
+    );
+  }
+
+  async bracketMany(run: number, args: BracketArgs): Promise<SampleBracket[]> {
+    const fields = args.fields ? new Set(args.fields) : undefined;
+    for (const id of args.streams) this.runs.streamMeta(run, id);
+    // Made once for the scene, not per actor: a scene of 200 actors is 200 brackets.
+    const open = (ref: ChunkRef<number>): ChunkView | undefined => this.openChunk(run, ref.stream!, ref.id);
+    const decode = (ref: ChunkRef<number>, view: ChunkView, b: number): ColumnBatch | undefined =>
+      this.blockIfPresent(ref.id, view, b, fields, run, ref.stream!);
+    // Every row is found (and its block decoded) before any sample is made: samples made while later
+    // blocks are decoded live through the collections decoding causes, which tells V8 to make later
+    // ones in the old generation (see SceneEntry in replay/run-queries.ts), and young collections
+    // and scenes take longer (performance-history.md).
+    const rows = args.streams.map((id) => {
+      // A chunk can vanish under a stale index when another connection merges a tail: look again.
+      for (let attempt = 0; ; attempt++) {
+        const found = bracketRows(this.chunkIndex(run, id), args.t, open, decode, args.after !== false);
+        if (found || attempt === 3) return found;
+        this.file.forgetRun(run);
+      }
+    });
+    return rows.map((found) => {
+      const bracket: SampleBracket = {};
+      const { before, after } = found ?? {};
+      if (before) bracket.before = ownSampleAt(before.batch, before.view.columns, before.row);
+      if (after && args.after !== false)
+        bracket.after = ownSampleAt(after.batch, after.view.columns, after.row);
+      return bracket;
+    });
+  }
+
+  /** A stream's chunks in (begin, id) order; every stream of the run indexed by one query. */
+  private chunkIndex(run: number, stream: string): ChunkRef<number>[] {
+    this.file.syncWithOtherConnections();
+    let index = this.file.indexes.get(run);
+    if (!index) {
+      this.loadIndexes(run);
+      index = this.file.indexes.get(run) ?? new Map();
+      this.file.indexes.set(run, index);
+    }
+    return index.get(stream) ?? [];
+  }
+
+  /**
+   * Reads the chunk index (each stream's chunk time ranges) of one run, or of every run: at open, when
+   * the store is small enough that it costs a few milliseconds, so that a fresh process's first scene
+   * costs one block per actor and nothing else.
+   */
+  private loadIndexes(run?: number): void {
+    const rows = this.file
+      .stmt(
+        `SELECT s.run_id AS run, s.id AS stream, c.id, c.begin_us, c.end_us FROM chunks c JOIN streams s ON c.stream_key = s.key
+       WHERE ? IS NULL OR s.run_id = ? ORDER BY c.stream_key, c.begin_us, c.id`,
+      )
+      .all(run ?? null, run ?? null) as Row[];
+    for (const row of rows) {
+      const r = row.run as number;
+      let index = this.file.indexes.get(r);
+      if (!index) this.file.indexes.set(r, (index = new Map()));
+      const id = row.stream as string;
+      let refs = index.get(id);
+      if (!refs) index.set(id, (refs = []));
+      refs.push({
+        id: row.id as number,
+        begin: row.begin_us as number,
+        end: row.end_us as number,
+        stream: id,
+      });
+    }
+  }
+
+  preloadIndexes(): void {
+    const span = this.file.stmt('SELECT MAX(id) - MIN(id) AS n FROM chunks').get() as Row;
+    if (((span.n as number | null) ?? 0) > PRELOAD_INDEX_CHUNKS) return;
+    this.file.syncWithOtherConnections();
+    this.loadIndexes();
+  }
+
+  /**
+   * The chunk, or undefined when another connection has just replaced it (tail chunks merged). Only its
+   * first bytes are read now (the frame is in them); a block is read when it is decoded.
+   */
+  private openChunk(run: number, stream: string, id: number, keep = true): ChunkView | undefined {
+    return this.file.cache.chunk(
+      id,
+      () => {
+        // The whole chunk at once: SQLite loads a column's whole value before substr() cuts it (reading
+        // a chunk's first bytes costs nearly as much as the whole), so reading the frame first and each
+        // block later read every chunk twice or more.
+        const row = this.file.stmt('SELECT data FROM chunks WHERE id = ?').get(id) as Row | undefined;
+        if (!row) return undefined;
+        return openChunk(row.data as Buffer, `${this.file.location} run ${run} stream ${stream} chunk ${id}`);
+      },
+      keep,
+    );
+  }
+
+  /**
+   * A decoded block, or undefined when its chunk was replaced since it was opened (the writer thread
+   * sealed a tail whose frame this connection had read): the caller reloads the index and reads again.
+   */
+  private blockIfPresent(
+    id: number,
+    view: ChunkView,
+    b: number,
+    fields: ReadonlySet<string> | undefined,
+    run: number,
+    stream: string,
+  ): ColumnBatch | undefined {
+    try {
+      return this.file.cache.block(id, view, b, fields, run, stream);
+    } catch (error) {
+      if (error instanceof SimrecError && error.code === 'conflict') return undefined;
+      throw error;
+    }
+  }
+
+  /** The chunk decoded whole, or undefined when it was replaced since it was opened (as blockIfPresent). */
+  private wholeIfPresent(
+    id: number,
+    view: ChunkView,
+    fields: ReadonlySet<string> | undefined,
+    keep = true,
+  ): ColumnBatch | undefined {
+    try {
+      return this.file.cache.whole(id, view, fields, keep);
+    } catch (error) {
+      if (error instanceof SimrecError && error.code === 'conflict') return undefined;
+      throw error;
+    }
+  }
+}
