@@ -1,6 +1,6 @@
 import { SimrecError } from '../../model/errors.js';
 import type { FormatCodec } from '../../model/codec-port.js';
-import { exportSoda, importSoda, openSodaSink, openSodaSource } from './index.js';
+import { exportSoda, importSoda, openSodaSink, openSodaSource } from './read-soda.js';
 
 /**
  * SODA.Sim's layout, in a live MongoDB (mongodb://HOST/DB) or as mongoexport files (a folder).

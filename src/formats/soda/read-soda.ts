@@ -16,11 +16,11 @@ import {
   toPlainJson,
   type BsonDoc,
 } from './bson-fields.js';
-import { readDataset, type DatasetRef } from './read-dataset.js';
+import { readDataset, type DatasetRef } from './read-soda-dataset.js';
 import { collectionRole, datasetCollection, FILE_TYPES } from './soda-layout.js';
 import { SodaFolder } from './soda-files.js';
 import type { SodaSink, SodaSource } from './soda-source.js';
-import { writeDataset } from './write-dataset.js';
+import { writeDataset } from './write-soda-dataset.js';
 
 export { SodaFolder } from './soda-files.js';
 export type { SodaSource, SodaSink, SodaDocument } from './soda-source.js';
