@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { perceptionStats, writeHeatmapPng } from '../../formats/perception/perception-stats.js';
+import { perceptionStats, writeHeatmapPng } from '../../formats/common/labelled-images/perception-stats.js';
 import { invalid } from '../../model/errors.js';
 import { storeRunSource } from '../../replay/run-source.js';
 import { parseRunId } from '../args.js';

@@ -11,7 +11,7 @@ import type { Sample } from '../../model/stream.js';
 import { centreToSumoFront, radToDeg, yawToSumoAngle } from '../../model/units.js';
 import { geoLocator } from '../../roadnet/geo-location.js';
 import { readRoadNetwork } from '../../roadnet/roadnet-attachment.js';
-import { frameTimes, presentSample, type Track } from '../mcap/scene-tracks.js';
+import { frameTimes, presentSample, type Track } from '../common/scene-tracks.js';
 import { FCD_STATE_FIELDS, type FcdElement } from './fcd-attributes.js';
 import { formatFcdHeader } from './fcd-header.js';
 import { SUMO_GEO_PRECISION, SUMO_PRECISION } from './read-fcd.js';

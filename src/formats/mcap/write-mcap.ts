@@ -20,8 +20,8 @@ import {
 } from '../../model/sample-series.js';
 import type { StreamInfo } from '../../model/stream.js';
 import { readRoadNetwork } from '../../roadnet/roadnet-attachment.js';
-import { loadDefinitions } from '../perception/perception-run.js';
-import type { KeypointTemplate } from '../perception/value-shapes.js';
+import { loadDefinitions } from '../common/labelled-images/perception-run.js';
+import type { KeypointTemplate } from '../common/labelled-images/value-shapes.js';
 import { foxgloveLayout } from './foxglove-layout.js';
 import {
   egoTransforms,
@@ -51,8 +51,8 @@ import {
   trajectoryTopic,
 } from './mcap-layout.js';
 import { listSource, mergeInTimeOrder, type MessageSource } from './message-merge.js';
-import { OSI_TRACE_METADATA, osiGroundTruth } from './osi-ground-truth.js';
-import { frameTimes, lightTracks, rewound, type Track } from './scene-tracks.js';
+import { OSI_TRACE_METADATA, osiGroundTruth } from '../common/osi3/osi-ground-truth.js';
+import { frameTimes, lightTracks, rewound, type Track } from '../common/scene-tracks.js';
 
 export interface McapExportOptions {
   warn?: (message: string) => void;

@@ -4,9 +4,9 @@ import type { RunSource } from '../../model/run-ports.js';
 import { StreamWalk } from '../../model/sample-series.js';
 import { STATE_STREAM } from '../../model/standard-streams.js';
 import { readRoadNetwork } from '../../roadnet/roadnet-attachment.js';
-import { osiGroundTruth } from '../mcap/osi-ground-truth.js';
-import { OSI_VERSION_TEXT, PROTOBUF_VERSION } from '../mcap/osi3-schema.js';
-import { frameTimes, lightTracks, type Track } from '../mcap/scene-tracks.js';
+import { osiGroundTruth } from '../common/osi3/osi-ground-truth.js';
+import { OSI_VERSION_TEXT, PROTOBUF_VERSION } from '../common/osi3/osi3-schema.js';
+import { frameTimes, lightTracks, type Track } from '../common/scene-tracks.js';
 import { formatTraceName } from './osi-trace-file.js';
 
 /**
