@@ -121,6 +121,19 @@ describe('layers', () => {
     assert.deepEqual(wrong, []);
   });
 
+  it("outside the store, only its entry (open-store.ts) is imported, never a backend's or common's files", () => {
+    const storeDir = join(repoRoot, 'src', 'store');
+    const entry = join(storeDir, 'open-store.ts');
+    const wrong: string[] = [];
+    for (const file of files) {
+      if (partOf(file) === 'store') continue;
+      for (const target of importsOf(file))
+        if (partOf(target) === 'store' && target.replace(/\.js$/, '.ts') !== entry)
+          wrong.push(`${relative(repoRoot, file)} imports ${relative(repoRoot, target)}`);
+    }
+    assert.deepEqual(wrong, []);
+  });
+
   it('the check itself sees a wrong import', () => {
     // A format reaching for the recorder, as the codecs did before #24: the rule must catch it.
     assert.ok(!MAY_IMPORT.formats!.includes('record'));

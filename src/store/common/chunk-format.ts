@@ -12,7 +12,7 @@ import {
   unpackFloat64,
   unpackIntegers,
 } from './bit-codec.js';
-import { ByteReader, ByteWriter, decodeUtf8 } from './bytes.js';
+import { ByteReader, ByteWriter, decodeUtf8 } from '../../model/bytes.js';
 
 /**
  * The chunk: many consecutive samples of one stream, column by column, in blocks.
