@@ -50,6 +50,8 @@ export function registerMovedCommands(program: Command): void {
     program
       .command(format, { hidden: true })
       .argument('[words...]')
+      // `--help` too is a word here: its own usage would be empty, and what the user wants is the redirect.
+      .helpOption(false)
       .allowUnknownOption()
       .action(() => {
         throw invalid(
