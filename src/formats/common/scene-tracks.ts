@@ -1,7 +1,8 @@
-import { absenceAt } from '../../model/presence.js';
+import { absenceAt, usualSampleInterval } from '../../model/presence.js';
 import type { RoadNetwork } from '../../model/roadnet.js';
 import type { ActorInfo } from '../../model/run.js';
 import type { SeriesView } from '../../model/sample-series.js';
+import { STATE_STREAM } from '../../model/standard-streams.js';
 import type { Sample, StreamInfo } from '../../model/stream.js';
 import { signalHeads, type SignalHead } from '../../roadnet/signal-heads.js';
 
@@ -64,6 +65,25 @@ export function extentsOf(actor: ActorInfo): { length: number; width: number; he
 }
 
 export const num = (v: unknown, fallback = 0): number => (typeof v === 'number' ? v : fallback);
+
+/** The run's actors that have a `state` stream, each a track over its samples. */
+export function stateTracks(
+  actors: readonly ActorInfo[],
+  byId: ReadonlyMap<string, StreamInfo>,
+  samplesOf: ReadonlyMap<string, SeriesView>,
+): Track[] {
+  return actors
+    .filter((a) => byId.has(`${a.id}/${STATE_STREAM}`))
+    .map((actor) => {
+      const stream = byId.get(`${actor.id}/${STATE_STREAM}`)!;
+      return {
+        actor,
+        samples: samplesOf.get(stream.id)!,
+        usual: usualSampleInterval(stream, actor.presence),
+        next: 0,
+      };
+    });
+}
 
 /** The run's traffic lights that have a `signal` stream and heads in the network. */
 export function lightTracks(
