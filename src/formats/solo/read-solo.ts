@@ -4,7 +4,7 @@ import {
   type ImportOptions,
   type ImportResult,
 } from '../common/labelled-images/import-dataset.js';
-import { readSoloDataset } from './solo-dataset.js';
+import { readSoloDataset } from './read-solo-dataset.js';
 
 export const importSolo = (
   into: RunTarget,
