@@ -12,7 +12,7 @@ import { importRecording } from '../src/record/import-run.js';
 import { exportRecording } from '../src/replay/export-run.js';
 import { TrafficGenerator, type BenchSize } from './generator.js';
 import { simrecPeer } from './peers/simrec.js';
-import { encodePng } from '../src/formats/perception/image-files.js';
+import { encodePng } from '../src/formats/common/labelled-images/image-files.js';
 import { readRoadNetwork } from '../src/roadnet/read-roadnet.js';
 import { openStore } from '../src/store/open-store.js';
 import { median } from './stats.js';

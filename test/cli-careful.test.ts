@@ -129,6 +129,24 @@ describe('simrec as a careful user meets it', () => {
     assert.equal(runCli(['--version'], env).status, 0);
   });
 
+  it("0.1's per-format nouns give the same redirect and exit code with --help or -h as without", () => {
+    for (const format of ['perception', 'solo', 'coco', 'yolo', 'soda']) {
+      const plain = runCli([format, 'import'], env);
+      assert.equal(plain.status, 2, `simrec ${format} import`);
+      assert.match(plain.stderr, new RegExp(`use \`simrec import ${format} LOCATION\``));
+      for (const help of [
+        [format, 'import', '--help'],
+        [format, '--help'],
+        [format, 'export', '1', '-h'],
+      ]) {
+        const r = runCli(help, env);
+        assert.equal(r.status, plain.status, `simrec ${help.join(' ')}`);
+        assert.equal(r.stderr, plain.stderr, `simrec ${help.join(' ')}`);
+        assert.equal(r.stdout, '', `simrec ${help.join(' ')} prints no usage`);
+      }
+    }
+  });
+
   it('file mistakes name the path and what was expected, exit 2; --debug adds the stack', () => {
     const file = join(dir.path, 'plain.txt');
     writeFileSync(file, 'x');

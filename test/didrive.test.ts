@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { recordDemoRun } from '../src/demo/demo-run.js';
 import { exportDidrive, importDidrive, LmdbWriter, pythonJsonDumps, readLmdb } from './helpers/formats.js';
-import { encodePng } from '../src/formats/perception/image-files.js';
+import { encodePng } from '../src/formats/common/labelled-images/image-files.js';
 import type { StoreBackend } from '../src/model/store-port.js';
 import type { Sample } from '../src/model/stream.js';
 import { RunRecorder } from '../src/record/run-recorder.js';

@@ -8,7 +8,7 @@ import { stateStream } from '../src/model/standard-streams.js';
 import type { StoreBackend } from '../src/model/store-port.js';
 import type { Sample } from '../src/model/stream.js';
 import { importPerception } from './helpers/formats.js';
-import { encodePng } from '../src/formats/perception/image-files.js';
+import { encodePng } from '../src/formats/common/labelled-images/image-files.js';
 import { RunRecorder } from '../src/record/run-recorder.js';
 import { describeRun, streamSamples } from '../src/replay/run-queries.js';
 import { readRoadNetwork } from '../src/roadnet/read-roadnet.js';

@@ -101,6 +101,39 @@ describe('layers', () => {
     assert.deepEqual(wrong, []);
   });
 
+  it("a format imports only itself and formats/common, never another format's files", () => {
+    // src/formats/FORMAT/... or src/formats/common/...; registry.ts, which loads every codec, is the one exception.
+    const formatsDir = join(repoRoot, 'src', 'formats');
+    const folderOf = (file: string): string | undefined => {
+      const rel = relative(formatsDir, file).split(/[\\/]/);
+      return rel.length > 1 && rel[0] !== '..' ? rel[0] : undefined;
+    };
+    const wrong: string[] = [];
+    for (const file of files) {
+      const from = folderOf(file);
+      if (from === undefined) continue;
+      for (const target of importsOf(file)) {
+        const to = folderOf(target);
+        if (to === undefined || to === from || to === 'common') continue;
+        wrong.push(`${relative(repoRoot, file)} (${from}) imports ${relative(repoRoot, target)} (${to})`);
+      }
+    }
+    assert.deepEqual(wrong, []);
+  });
+
+  it("outside the store, only its entry (open-store.ts) is imported, never a backend's or common's files", () => {
+    const storeDir = join(repoRoot, 'src', 'store');
+    const entry = join(storeDir, 'open-store.ts');
+    const wrong: string[] = [];
+    for (const file of files) {
+      if (partOf(file) === 'store') continue;
+      for (const target of importsOf(file))
+        if (partOf(target) === 'store' && target.replace(/\.js$/, '.ts') !== entry)
+          wrong.push(`${relative(repoRoot, file)} imports ${relative(repoRoot, target)}`);
+    }
+    assert.deepEqual(wrong, []);
+  });
+
   it('the check itself sees a wrong import', () => {
     // A format reaching for the recorder, as the codecs did before #24: the rule must catch it.
     assert.ok(!MAY_IMPORT.formats!.includes('record'));

@@ -24,7 +24,7 @@ import { foxgloveEnumSchemas, foxgloveMessageSchemas, generateProto } from '@fox
 import { recordDemoRun } from '../src/demo/demo-run.js';
 import { FileWritable } from '../src/formats/mcap/mcap-files.js';
 import { importRecording } from '../src/record/import-run.js';
-import { GroundTruthType } from '../src/formats/mcap/osi3-schema.js';
+import { GroundTruthType } from '../src/formats/common/osi3/osi3-schema.js';
 import { loadRoadNetwork } from '../src/roadnet/roadnet-attachment.js';
 import { signalHeads, signalLamp } from '../src/roadnet/signal-heads.js';
 import type { StoreBackend } from '../src/model/store-port.js';

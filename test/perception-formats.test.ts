@@ -3,7 +3,7 @@ import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { exportCoco } from './helpers/formats.js';
-import { encodePng, readImageSize } from '../src/formats/perception/image-files.js';
+import { encodePng, readImageSize } from '../src/formats/common/labelled-images/image-files.js';
 import {
   exportPerception,
   importPerception,

@@ -17,7 +17,7 @@ import {
   overallScore,
   type LimsimMetric,
 } from '../src/model/evaluation-scores.js';
-import { encodePng } from '../src/formats/perception/image-files.js';
+import { encodePng } from '../src/formats/common/labelled-images/image-files.js';
 import { stateStream } from '../src/model/standard-streams.js';
 import type { StoreBackend } from '../src/model/store-port.js';
 import { RunRecorder } from '../src/record/run-recorder.js';

@@ -29,7 +29,7 @@ const BOTH: readonly Direction[] = ['import', 'export'];
 const EXPORT_ONLY: readonly Direction[] = ['export'];
 
 export const FORMATS: Record<string, FormatEntry> = {
-  limsim: { load: async () => (await import('./limsim/index.js')).limsimCodec, directions: BOTH },
+  limsim: { load: async () => (await import('./limsim/codec.js')).limsimCodec, directions: BOTH },
   perception: {
     load: async () => (await import('./perception/codec.js')).perceptionCodec,
     directions: BOTH,
@@ -56,9 +56,9 @@ export const FORMATS: Record<string, FormatEntry> = {
       },
     ],
   },
-  didrive: { load: async () => (await import('./didrive/index.js')).didriveCodec, directions: BOTH },
+  didrive: { load: async () => (await import('./didrive/codec.js')).didriveCodec, directions: BOTH },
   mcap: {
-    load: async () => (await import('./mcap/index.js')).mcapCodec,
+    load: async () => (await import('./mcap/codec.js')).mcapCodec,
     directions: BOTH,
     writeOptions: [
       {
@@ -74,7 +74,7 @@ export const FORMATS: Record<string, FormatEntry> = {
     directions: EXPORT_ONLY,
   },
   carla: {
-    load: async () => (await import('./carla/index.js')).carlaCodec,
+    load: async () => (await import('./carla/codec.js')).carlaCodec,
     directions: BOTH,
     readOptions: [
       {
@@ -103,9 +103,9 @@ export const FORMATS: Record<string, FormatEntry> = {
       },
     ],
   },
-  osi: { load: async () => (await import('./osi/index.js')).osiCodec, directions: BOTH },
+  osi: { load: async () => (await import('./osi/codec.js')).osiCodec, directions: BOTH },
   fcd: {
-    load: async () => (await import('./fcd/index.js')).fcdCodec,
+    load: async () => (await import('./fcd/codec.js')).fcdCodec,
     directions: BOTH,
     readOptions: [
       {

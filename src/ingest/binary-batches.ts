@@ -14,7 +14,7 @@ import type { ColumnBatchInput, FrameInput } from '../model/columns.js';
 import { describeValue } from '../model/errors.js';
 import { checkJsonValue } from '../model/json.js';
 import type { FieldDecl, FieldType } from '../model/stream.js';
-import { ByteWriter } from '../store/common/bytes.js';
+import { ByteWriter } from '../model/bytes.js';
 import { MAX_NAME_BYTES, MAX_STREAM_ID_BYTES, ProtocolError } from './protocol.js';
 
 /** The bytes one row of a field takes (vec: per component); strings and JSON are length-prefixed. */

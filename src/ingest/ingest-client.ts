@@ -17,7 +17,7 @@ import {
   type ActorBlockCache,
   type StreamColumns,
 } from './binary-batches.js';
-import { ByteWriter } from '../store/common/bytes.js';
+import { ByteWriter } from '../model/bytes.js';
 import { decodeMessage, encodeMessage, FrameDecoder, LENGTH_BYTES } from './framing.js';
 import {
   PROTOCOL_VERSION,

@@ -33,7 +33,7 @@ import {
   type StreamDecl,
   type StreamSchema,
 } from '../model/stream.js';
-import { currentWriter } from '../store/common/writer-identity.js';
+import { currentWriter } from '../store/open-store.js';
 import { ColumnBuilder } from './column-builder.js';
 import { FrameBuffer } from './frame-buffer.js';
 

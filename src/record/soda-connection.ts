@@ -143,7 +143,7 @@ export class SodaConnection {
   importDataset(id: number): Promise<RunInfo> {
     const db = this.requireDb();
     return this.serially(async () => {
-      const { importSoda } = await import('../formats/soda/index.js');
+      const { importSoda } = await import('../formats/soda/read-soda.js');
       const { runs } = await withImportTarget(this.options.store, {}, (into) =>
         importSoda(into, db, { dataset: id }),
       );
@@ -190,7 +190,7 @@ export class SodaConnection {
       if (!this.options.recordEveryRun()) continue;
       const record: DatasetExport = { run: run.id, at: Date.now() };
       try {
-        const { exportSoda } = await import('../formats/soda/index.js');
+        const { exportSoda } = await import('../formats/soda/write-soda.js');
         const warnings: string[] = [];
         const store = this.options.store;
         const result = await exportSoda(await storeRunSource(store, run.id), store, db, {

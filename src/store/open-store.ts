@@ -3,6 +3,9 @@ import type { StoreBackend } from '../model/store-port.js';
 import { isWriterAlive } from './common/writer-identity.js';
 import { BACKENDS } from './registry.js';
 
+// Who is writing: the recorder stamps it on the runs it opens, and openStore's recovery checks it.
+export { currentWriter } from './common/writer-identity.js';
+
 export const DEFAULT_STORE = './simrec.db';
 
 /** The store location a command uses: its --store option, else SIMREC_STORE, else ./simrec.db. */

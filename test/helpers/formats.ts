@@ -4,30 +4,30 @@
  * so a test of a reader also proves that a failed read leaves no run. Everything else a format module
  * exports passes through unchanged.
  */
-import * as coco from '../../src/formats/coco/export-coco.js';
-import * as didrive from '../../src/formats/didrive/index.js';
-import * as limsim from '../../src/formats/limsim/index.js';
-import * as perception from '../../src/formats/perception/index.js';
-import * as stats from '../../src/formats/perception/perception-stats.js';
-import * as soda from '../../src/formats/soda/index.js';
+import * as coco from '../../src/formats/coco/write-coco.js';
+import * as didrive from '../../src/formats/didrive/codec.js';
+import * as limsim from '../../src/formats/limsim/codec.js';
+import * as perception from '../../src/formats/perception/codec.js';
+import * as stats from '../../src/formats/common/labelled-images/perception-stats.js';
+import * as soda from '../../src/formats/soda/codec.js';
 import * as soloRead from '../../src/formats/solo/read-solo.js';
 import * as soloWrite from '../../src/formats/solo/write-solo.js';
-import * as yolo from '../../src/formats/yolo/export-yolo.js';
+import * as yolo from '../../src/formats/yolo/write-yolo.js';
 import type { StoreBackend } from '../../src/model/store-port.js';
 import type { RunTarget } from '../../src/model/run-ports.js';
 import { withImportTarget } from '../../src/record/import-run.js';
 import { exportRecording } from '../../src/replay/export-run.js';
 import { storeRunSource } from '../../src/replay/run-source.js';
 
-export * from '../../src/formats/coco/export-coco.js';
-export * from '../../src/formats/didrive/index.js';
-export * from '../../src/formats/limsim/index.js';
-export * from '../../src/formats/perception/index.js';
-export * from '../../src/formats/perception/perception-stats.js';
-export * from '../../src/formats/soda/index.js';
+export * from '../../src/formats/coco/write-coco.js';
+export * from '../../src/formats/didrive/codec.js';
+export * from '../../src/formats/limsim/codec.js';
+export * from '../../src/formats/perception/codec.js';
+export * from '../../src/formats/common/labelled-images/perception-stats.js';
+export * from '../../src/formats/soda/codec.js';
 export * from '../../src/formats/solo/read-solo.js';
 export * from '../../src/formats/solo/write-solo.js';
-export * from '../../src/formats/yolo/export-yolo.js';
+export * from '../../src/formats/yolo/write-yolo.js';
 
 const read = async <T>(store: StoreBackend, work: (into: RunTarget) => Promise<T>): Promise<T> =>
   (await withImportTarget(store, {}, work)).result;

@@ -8,7 +8,7 @@ import {
   CHANNELS,
   HERO_COLUMN,
   HERO_ROW,
-} from '../../formats/didrive/index.js';
+} from '../../formats/didrive/codec.js';
 import { invalid } from '../../model/errors.js';
 import { secondsToMicros } from '../../model/units.js';
 import { storeRunSource } from '../../replay/run-source.js';

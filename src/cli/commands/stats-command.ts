@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { perceptionStats, writeHeatmapPng } from '../../formats/perception/perception-stats.js';
+import { perceptionStats, writeHeatmapPng } from '../../formats/common/labelled-images/perception-stats.js';
 import { invalid } from '../../model/errors.js';
 import { storeRunSource } from '../../replay/run-source.js';
 import { parseRunId } from '../args.js';
@@ -50,6 +50,8 @@ export function registerMovedCommands(program: Command): void {
     program
       .command(format, { hidden: true })
       .argument('[words...]')
+      // `--help` too is a word here: its own usage would be empty, and what the user wants is the redirect.
+      .helpOption(false)
       .allowUnknownOption()
       .action(() => {
         throw invalid(

@@ -1,5 +1,5 @@
 import type { FormatCodec } from '../../model/codec-port.js';
-import { exportCoco } from './export-coco.js';
+import { exportCoco } from './write-coco.js';
 
 /** COCO instances and keypoints: export only (what Perception's users train on). */
 export const cocoCodec: FormatCodec = {

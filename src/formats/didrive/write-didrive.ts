@@ -56,7 +56,7 @@ import { frameContexts, sampleAt, type SignalTimeline } from './route-context.js
 import { encode as encodePng } from 'fast-png';
 import { BIRDVIEW_OBS, BIRDVIEW_SIZE, renderBirdview } from './birdview.js';
 import { loadBirdviewSource, type BirdviewSource } from './birdview-scene.js';
-import { LeftOut } from '../left-out.js';
+import { LeftOut } from '../common/left-out.js';
 
 export interface DidriveExportOptions {
   /** Replace what is at the location. */

@@ -2,7 +2,6 @@ import { createWriteStream, type WriteStream } from 'node:fs';
 import { once } from 'node:events';
 import { createGzip, type Gzip } from 'node:zlib';
 import { invalid } from '../../model/errors.js';
-import { usualSampleInterval } from '../../model/presence.js';
 import type { RunSource } from '../../model/run-ports.js';
 import type { ActorInfo } from '../../model/run.js';
 import { StreamWalk } from '../../model/sample-series.js';
@@ -11,7 +10,7 @@ import type { Sample } from '../../model/stream.js';
 import { centreToSumoFront, radToDeg, yawToSumoAngle } from '../../model/units.js';
 import { geoLocator } from '../../roadnet/geo-location.js';
 import { readRoadNetwork } from '../../roadnet/roadnet-attachment.js';
-import { frameTimes, presentSample, type Track } from '../mcap/scene-tracks.js';
+import { frameTimes, presentSample, stateTracks, type Track } from '../common/scene-tracks.js';
 import { FCD_STATE_FIELDS, type FcdElement } from './fcd-attributes.js';
 import { formatFcdHeader } from './fcd-header.js';
 import { SUMO_GEO_PRECISION, SUMO_PRECISION } from './read-fcd.js';
@@ -106,16 +105,12 @@ export async function exportFcd(
     moving.map((a) => byId.get(`${a.id}/${STATE_STREAM}`)!),
   );
   let unsized = 0;
-  const tracks: FcdTrack[] = moving.map((actor) => {
-    const stream = byId.get(`${actor.id}/${STATE_STREAM}`)!;
-    const samples = series.get(stream.id)!;
+  const tracks: FcdTrack[] = stateTracks(moving, byId, series).map((track) => {
+    const { actor, samples } = track;
     const atFront = actor.attributes.position === 'front bumper';
     if (!atFront && !actor.extents?.length) unsized++;
     return {
-      actor,
-      samples,
-      usual: usualSampleInterval(stream, actor.presence),
-      next: 0,
+      ...track,
       element: elementOf(actor),
       length: atFront ? 0 : (actor.extents?.length ?? 0),
       first: samples.times[0] ?? Infinity,

@@ -11,7 +11,14 @@ import { geoLocator, type GeoPosition } from '../../roadnet/geo-location.js';
 import { laneBordersOf } from '../../roadnet/lane-borders.js';
 import { headHeight, signalLamp, type SignalLamp } from '../../roadnet/signal-heads.js';
 import { foxgloveTime, kindColour, quaternion, WORLD_FRAME } from './mcap-layout.js';
-import { extentsOf, latest, num, presentSample, type LightTrack, type Track } from './scene-tracks.js';
+import {
+  extentsOf,
+  latest,
+  num,
+  presentSample,
+  type LightTrack,
+  type Track,
+} from '../common/scene-tracks.js';
 
 const encoder = new TextEncoder();
 export const json = (value: unknown): Uint8Array => encoder.encode(JSON.stringify(value));

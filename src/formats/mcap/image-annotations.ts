@@ -1,6 +1,10 @@
 import { captureBoxes, type PerceptionCapture } from '../../model/perception.js';
-import { isObject } from '../perception/source-values.js';
-import { keypointTemplates, keypointXY, type KeypointTemplate } from '../perception/value-shapes.js';
+import { isObject } from '../common/labelled-images/source-values.js';
+import {
+  keypointTemplates,
+  keypointXY,
+  type KeypointTemplate,
+} from '../common/labelled-images/value-shapes.js';
 import type { AnnotationDefinition } from '../../model/perception.js';
 import { foxgloveTime } from './mcap-layout.js';
 

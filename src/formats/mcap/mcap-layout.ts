@@ -62,13 +62,6 @@ export const kindColour = (kind: string): { r: number; g: number; b: number; a: 
   return { r, g, b, a: 0.9 };
 };
 
-/** Default boxes for actors declared without extents (metres). */
-export const DEFAULT_EXTENTS: Record<string, { length: number; width: number; height: number }> = {
-  pedestrian: { length: 0.6, width: 0.6, height: 1.8 },
-  cyclist: { length: 1.8, width: 0.8, height: 1.7 },
-};
-export const CAR_EXTENTS = { length: 4.5, width: 1.8, height: 1.5 };
-
 const JSON_TYPES: Record<string, object> = {
   f64: { type: 'number' },
   f32: { type: 'number' },

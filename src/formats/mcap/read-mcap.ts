@@ -10,8 +10,12 @@ import { STATE_FIELDS, STATE_STREAM } from '../../model/standard-streams.js';
 import type { StreamAppend } from '../../model/store-port.js';
 import type { Sample, StreamSchema } from '../../model/stream.js';
 import { FileReadable } from './mcap-files.js';
-import { OSI_SCHEMA_NAME, OSI_TRACE_METADATA } from './osi-ground-truth.js';
-import { groundTruthObjects, type GroundTruthMessage, type SensorViewMessage } from './osi-objects.js';
+import { OSI_SCHEMA_NAME, OSI_TRACE_METADATA } from '../common/osi3/osi-ground-truth.js';
+import {
+  groundTruthObjects,
+  type GroundTruthMessage,
+  type SensorViewMessage,
+} from '../common/osi3/osi-objects.js';
 import { microsOf, RUN_METADATA, yawOf, type FoxgloveTime } from './mcap-layout.js';
 
 export interface McapImportOptions {

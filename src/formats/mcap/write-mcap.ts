@@ -9,7 +9,6 @@ import {
   SceneUpdate,
 } from '@foxglove/schemas/jsonschema.js';
 import { sampleToCapture } from '../../model/perception.js';
-import { usualSampleInterval } from '../../model/presence.js';
 import type { RunSource } from '../../model/run-ports.js';
 import { STATE_STREAM } from '../../model/standard-streams.js';
 import {
@@ -20,8 +19,8 @@ import {
 } from '../../model/sample-series.js';
 import type { StreamInfo } from '../../model/stream.js';
 import { readRoadNetwork } from '../../roadnet/roadnet-attachment.js';
-import { loadDefinitions } from '../perception/perception-run.js';
-import type { KeypointTemplate } from '../perception/value-shapes.js';
+import { loadDefinitions } from '../common/labelled-images/perception-run.js';
+import type { KeypointTemplate } from '../common/labelled-images/value-shapes.js';
 import { foxgloveLayout } from './foxglove-layout.js';
 import {
   egoTransforms,
@@ -51,8 +50,8 @@ import {
   trajectoryTopic,
 } from './mcap-layout.js';
 import { listSource, mergeInTimeOrder, type MessageSource } from './message-merge.js';
-import { OSI_TRACE_METADATA, osiGroundTruth } from './osi-ground-truth.js';
-import { frameTimes, lightTracks, rewound, type Track } from './scene-tracks.js';
+import { OSI_TRACE_METADATA, osiGroundTruth } from '../common/osi3/osi-ground-truth.js';
+import { frameTimes, lightTracks, rewound, stateTracks } from '../common/scene-tracks.js';
 
 export interface McapExportOptions {
   warn?: (message: string) => void;
@@ -155,17 +154,7 @@ export async function exportMcap(
     const sources: MessageSource[] = [];
 
     // The scene: every present actor's box, one SceneUpdate per recorded frame.
-    const tracks: Track[] = actors
-      .filter((a) => byId.has(`${a.id}/${STATE_STREAM}`))
-      .map((actor) => {
-        const stream = byId.get(`${actor.id}/${STATE_STREAM}`)!;
-        return {
-          actor,
-          samples: samplesOf.get(stream.id)!,
-          usual: usualSampleInterval(stream, actor.presence),
-          next: 0,
-        };
-      });
+    const tracks = stateTracks(actors, byId, samplesOf);
     let location: string | undefined;
     const lights = lightTracks(actors, byId, samplesOf, network);
     const frames = frameTimes(tracks);

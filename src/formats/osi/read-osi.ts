@@ -5,8 +5,12 @@ import type { RunSink, RunTarget } from '../../model/run-ports.js';
 import type { RunInfo } from '../../model/run.js';
 import { STATE_FIELDS, STATE_STREAM } from '../../model/standard-streams.js';
 import type { Sample } from '../../model/stream.js';
-import { groundTruthObjects, type GroundTruthMessage, type SensorViewMessage } from '../mcap/osi-objects.js';
-import { ReadingTypes } from '../mcap/osi3-schema.js';
+import {
+  groundTruthObjects,
+  type GroundTruthMessage,
+  type SensorViewMessage,
+} from '../common/osi3/osi-objects.js';
+import { ReadingTypes } from '../common/osi3/osi3-schema.js';
 import { parseTraceName, traceMessages, type TraceType } from './osi-trace-file.js';
 
 export interface OsiImportResult {

@@ -1,12 +1,11 @@
 import { open } from 'node:fs/promises';
-import { usualSampleInterval } from '../../model/presence.js';
 import type { RunSource } from '../../model/run-ports.js';
 import { StreamWalk } from '../../model/sample-series.js';
 import { STATE_STREAM } from '../../model/standard-streams.js';
 import { readRoadNetwork } from '../../roadnet/roadnet-attachment.js';
-import { osiGroundTruth } from '../mcap/osi-ground-truth.js';
-import { OSI_VERSION_TEXT, PROTOBUF_VERSION } from '../mcap/osi3-schema.js';
-import { frameTimes, lightTracks, type Track } from '../mcap/scene-tracks.js';
+import { osiGroundTruth } from '../common/osi3/osi-ground-truth.js';
+import { OSI_VERSION_TEXT, PROTOBUF_VERSION } from '../common/osi3/osi3-schema.js';
+import { frameTimes, lightTracks, stateTracks } from '../common/scene-tracks.js';
 import { formatTraceName } from './osi-trace-file.js';
 
 /**
@@ -30,17 +29,7 @@ export async function exportOsi(
   const walked = streams.filter((s) => s.name === STATE_STREAM || s.name === 'signal');
   const { walk, series } = await StreamWalk.over(source, walked);
   const network = await readRoadNetwork(source, run.id);
-  const tracks: Track[] = actors
-    .filter((a) => byId.has(`${a.id}/${STATE_STREAM}`))
-    .map((actor) => {
-      const stream = byId.get(`${actor.id}/${STATE_STREAM}`)!;
-      return {
-        actor,
-        samples: series.get(stream.id)!,
-        usual: usualSampleInterval(stream, actor.presence),
-        next: 0,
-      };
-    });
+  const tracks = stateTracks(actors, byId, series);
   const lights = lightTracks(actors, byId, series, network);
   const osi = osiGroundTruth(run, tracks, lights, network, warn);
   const frames = frameTimes(tracks);

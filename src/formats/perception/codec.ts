@@ -1,20 +1,18 @@
-import type { CodecOptions, FormatCodec } from '../../model/codec-port.js';
-import type { RunTarget } from '../../model/run-ports.js';
-import { exportPerception, importPerception, type ImportOptions, type ImportResult } from './index.js';
+import type { FormatCodec } from '../../model/codec-port.js';
+import { perceptionRead } from '../common/labelled-images/import-dataset.js';
+import { importPerception } from './read-perception.js';
+import { exportPerception } from './write-perception.js';
 
-/** A Perception-family reader (legacy or SOLO) as a codec's read. */
-export const perceptionRead =
-  (read: (into: RunTarget, dir: string, options: ImportOptions) => Promise<ImportResult>) =>
-  async (location: string, into: RunTarget, options: CodecOptions) => {
-    const result = await read(into, location, { onProgress: options.onProgress, signal: options.signal });
-    for (const w of result.warnings) options.warn(w.where, w.message);
-    return {
-      captures: result.captures,
-      metrics: result.metrics,
-      sensors: result.sensors,
-      warnings: result.warnings.length,
-    };
-  };
+export {
+  loadDataset,
+  storeDataset,
+  type LoadedDataset,
+  type PerceptionDataset,
+} from '../common/labelled-images/perception-run.js';
+export type { ImportOptions, ImportResult } from '../common/labelled-images/import-dataset.js';
+export type { Warn } from '../common/labelled-images/source-values.js';
+export { importPerception } from './read-perception.js';
+export { exportPerception, RECORDS_PER_FILE, type ExportResult } from './write-perception.js';
 
 /** Unity Perception's legacy dataset through `simrec import/export`. */
 export const perceptionCodec: FormatCodec = {

@@ -9,6 +9,7 @@ import { access, readdir } from 'node:fs/promises';
 import { basename, dirname, join, relative, resolve } from 'node:path';
 import { invalid } from '../../model/errors.js';
 import type { JsonObject, JsonValue } from '../../model/json.js';
+import type { RunTarget } from '../../model/run-ports.js';
 import {
   classifyAnnotationDefinition,
   intrinsicsFromUnityProjection,
@@ -25,8 +26,18 @@ import {
   type PerceptionSensor,
   type Projection,
 } from '../../model/perception.js';
-import type { PerceptionDataset, StreamedDataset } from './perception-run.js';
-import { layOutSequences, resolveMetricTimes, type ClockedCapture } from './sequence-clock.js';
+import { readBox3D } from '../common/labelled-images/boxes-3d.js';
+import {
+  importDataset,
+  type ImportOptions,
+  type ImportResult,
+} from '../common/labelled-images/import-dataset.js';
+import type { PerceptionDataset, StreamedDataset } from '../common/labelled-images/perception-run.js';
+import {
+  layOutSequences,
+  resolveMetricTimes,
+  type ClockedCapture,
+} from '../common/labelled-images/sequence-clock.js';
 import {
   datasetFileName,
   extraFields,
@@ -40,12 +51,21 @@ import {
   readVector,
   unityToCanonicalPosition,
   unityToCanonicalRotation,
-  unityToCanonicalSize,
   type Warn,
-} from './source-values.js';
+} from '../common/labelled-images/source-values.js';
 
 const TABLE_FILE = /^(captures|metrics)_(\d+)\.json$/;
 const SINGLE_TABLES = ['egos', 'sensors', 'annotation_definitions', 'metric_definitions'] as const;
+
+export const importPerception = (
+  into: RunTarget,
+  dir: string,
+  options: ImportOptions = {},
+): Promise<ImportResult> =>
+  importDataset(into, dir, readPerceptionDataset, {
+    ...options,
+    simulator: { name: 'unity-perception' },
+  });
 
 export interface ReadPerceptionResult {
   dataset: StreamedDataset;
@@ -741,32 +761,4 @@ function readBox2D(v: JsonValue, where: string): JsonValue {
   if (!isObject(v)) throw invalid(`${where}: expected an object`);
   for (const key of ['x', 'y', 'width', 'height']) readNumber(v[key], `${where}.${key}`);
   return v;
-}
-
-const VECTOR_KEYS = ['translation', 'size', 'rotation', 'velocity', 'acceleration'] as const;
-
-/**
- * A 3D box in the sensor's frame, converted to canonical. The writer emits objects here (JsonUtility)
- * and the mock arrays; `vectors: "object"` remembers which, so an export writes what was read.
- */
-export function readBox3D(v: JsonValue, where: string): JsonValue {
-  if (!isObject(v)) throw invalid(`${where}: expected an object`);
-  const out: JsonObject = {};
-  let objects = false;
-  for (const [key, value] of Object.entries(v)) {
-    if (!(VECTOR_KEYS as readonly string[]).includes(key)) {
-      out[key] = value;
-      continue;
-    }
-    if (isObject(value)) objects = true;
-    if (key === 'rotation') {
-      const q = readQuaternion(value, `${where}.rotation`);
-      out.rotation = q ? unityToCanonicalRotation(q) : null;
-    } else {
-      const vec = readVector(value, `${where}.${key}`);
-      out[key] = vec ? (key === 'size' ? unityToCanonicalSize(vec) : unityToCanonicalPosition(vec)) : null;
-    }
-  }
-  if (objects) out.vectors = 'object';
-  return out;
 }

@@ -5,9 +5,7 @@
  * the run ends (so a crashed run has none, Unity issue #470), the definitions are written first and
  * again at the end: an interrupted export is still a readable dataset.
  */
-import { mkdir, readdir, rename, writeFile } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
-import { conflict } from '../../model/errors.js';
+import { join } from 'node:path';
 import type { JsonObject, JsonValue } from '../../model/json.js';
 import {
   sourceIds,
@@ -17,13 +15,21 @@ import {
   type PerceptionAnnotation,
   type PerceptionCapture,
   type PerceptionMetric,
-  type QuaternionTuple,
-  type Vec3Tuple,
 } from '../../model/perception.js';
 import type { RunSource } from '../../model/run-ports.js';
-import { canonicalPositionToUnity, canonicalQuaternionToUnity } from '../../model/units.js';
-import { loadDataset, type LoadedDataset } from './perception-run.js';
-import { isObject, type Warn } from './source-values.js';
+import { loadDataset, type LoadedDataset } from '../common/labelled-images/perception-run.js';
+import { box3dRecord } from '../common/labelled-images/boxes-3d.js';
+import {
+  copyAttachments,
+  requireEmptyTarget,
+  writeFileAtomic,
+} from '../common/labelled-images/dataset-files.js';
+import {
+  isObject,
+  toUnityRotation,
+  toUnityVector,
+  type Warn,
+} from '../common/labelled-images/source-values.js';
 import {
   labelSpec,
   legacyAnnotationDefinition,
@@ -32,7 +38,7 @@ import {
   legacyValue,
   metricKind,
   SOLO_ANNOTATION_KEYS,
-} from './value-shapes.js';
+} from '../common/labelled-images/value-shapes.js';
 
 /** Unity's PerceptionEndpoint flushes at this many records (`capturesPerFile`, `metricsPerFile`). */
 export const RECORDS_PER_FILE = 150;
@@ -52,45 +58,7 @@ export interface ExportResult {
   jsonFiles: string[];
 }
 
-/** Writes a file through a temporary name, so a reader never sees half of it. */
-export async function writeFileAtomic(path: string, data: string | Uint8Array): Promise<void> {
-  await mkdir(dirname(path), { recursive: true });
-  const temporary = `${path}.${process.pid}.tmp`;
-  await writeFile(temporary, data);
-  await rename(temporary, path);
-}
-
 const json = (value: unknown): string => `${JSON.stringify(value, null, 2)}\n`;
-
-/** Refuses a folder that already holds a dataset: merging two would make neither. */
-export async function requireEmptyTarget(dir: string, what: string): Promise<void> {
-  const entries = await readdir(dir).catch((e: NodeJS.ErrnoException) => {
-    if (e.code === 'ENOENT') return [] as string[];
-    throw e;
-  });
-  if (entries.length > 0)
-    throw conflict(`${dir}: the folder is not empty; ${what} writes into a new or empty folder`);
-}
-
-/** Copies the attachments the dataset names to `dir`; returns how many were copied. */
-export async function copyAttachments(
-  source: RunSource,
-  names: Iterable<string>,
-  target: (name: string) => string,
-  warn: Warn,
-): Promise<number> {
-  let copied = 0;
-  for (const name of new Set(names)) {
-    const attachment = await source.attachment(name);
-    if (!attachment) {
-      warn(`run ${source.run.id}`, `file ${name} is referenced but was never imported; not written`);
-      continue;
-    }
-    await writeFileAtomic(target(name), attachment.data);
-    copied++;
-  }
-  return copied;
-}
 
 export async function exportPerception(
   source: RunSource,
@@ -188,17 +156,6 @@ export async function exportPerception(
   return { captures: total, metrics: dataset.metrics.length, files, jsonFiles };
 }
 
-const toUnityVector = (v: Vec3Tuple): Vec3Tuple => {
-  const u = canonicalPositionToUnity({ x: v[0], y: v[1], z: v[2] });
-  return [u.x, u.y, u.z];
-};
-const toUnityRotation = (q: QuaternionTuple): QuaternionTuple => {
-  const u = canonicalQuaternionToUnity({ x: q[0], y: q[1], z: q[2], w: q[3] });
-  return [u.x, u.y, u.z, u.w];
-};
-/** Canonical extents (x, y, z) back to Unity's (x, y, z) = canonical (y, z, x). */
-const toUnitySize = (v: Vec3Tuple): Vec3Tuple => [v[1], v[2], v[0]];
-
 const sub = (extra: JsonObject | undefined, key: string): JsonObject =>
   isObject(extra?.[key]) ? (extra[key] as JsonObject) : {};
 
@@ -287,28 +244,6 @@ function annotationRecord(a: PerceptionAnnotation, shapes: LegacyShapes): JsonOb
     record.values = shapes.solo ? values.map((v) => legacyValue(a.kind, v, a.extra?.templateId)) : values;
   }
   return { ...record, ...(shapes.solo ? without(a.extra ?? {}, SOLO_ANNOTATION_KEYS) : a.extra) };
-}
-
-export function box3dRecord(v: JsonValue, objects = false): JsonValue {
-  if (!isObject(v)) return v;
-  const { vectors, ...rest } = v;
-  const asObject = objects || vectors === 'object';
-  const shape = (values: number[], keys: string[]): JsonValue =>
-    asObject ? Object.fromEntries(keys.map((k, i) => [k, values[i]!])) : values;
-  const out: JsonObject = {};
-  for (const [key, value] of Object.entries(rest)) {
-    if (
-      !Array.isArray(value) ||
-      !['translation', 'size', 'rotation', 'velocity', 'acceleration'].includes(key)
-    ) {
-      out[key] = value;
-      continue;
-    }
-    if (key === 'rotation') out[key] = shape(toUnityRotation(value as QuaternionTuple), ['x', 'y', 'z', 'w']);
-    else if (key === 'size') out[key] = shape(toUnitySize(value as Vec3Tuple), ['x', 'y', 'z']);
-    else out[key] = shape(toUnityVector(value as Vec3Tuple), ['x', 'y', 'z']);
-  }
-  return out;
 }
 
 function metricRecord(m: PerceptionMetric, shapes: LegacyShapes): JsonObject {

@@ -1,6 +1,28 @@
 import { SimrecError } from '../../model/errors.js';
 import type { FormatCodec } from '../../model/codec-port.js';
-import { exportSoda, importSoda, openSodaSink, openSodaSource } from './index.js';
+import { isMongoUrl } from '../../mongodb/mongodb-url.js';
+import { importSoda } from './read-soda.js';
+import { SodaFolder } from './soda-files.js';
+import type { SodaSink, SodaSource } from './soda-source.js';
+import { exportSoda } from './write-soda.js';
+
+export { importSoda, guidToString, type SodaImportOptions, type SodaImportResult } from './read-soda.js';
+export { exportSoda, type SodaExportOptions, type SodaExportResult } from './write-soda.js';
+export { SodaFolder } from './soda-files.js';
+export type { SodaSource, SodaSink, SodaDocument } from './soda-source.js';
+
+/** A folder of mongoexport files, or a live database for a `mongodb://` URL (its driver loaded then). */
+export async function openSodaSource(location: string): Promise<SodaSource> {
+  if (!isMongoUrl(location)) return SodaFolder.openForRead(location);
+  const { SodaDatabase } = await import('./soda-mongodb.js');
+  return SodaDatabase.open(location);
+}
+
+export async function openSodaSink(location: string): Promise<SodaSink> {
+  if (!isMongoUrl(location)) return SodaFolder.openForWrite(location);
+  const { SodaDatabase } = await import('./soda-mongodb.js');
+  return SodaDatabase.open(location);
+}
 
 /**
  * SODA.Sim's layout, in a live MongoDB (mongodb://HOST/DB) or as mongoexport files (a folder).

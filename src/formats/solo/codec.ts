@@ -1,5 +1,5 @@
 import type { FormatCodec } from '../../model/codec-port.js';
-import { perceptionRead } from '../perception/codec.js';
+import { perceptionRead } from '../common/labelled-images/import-dataset.js';
 import { importSolo } from './read-solo.js';
 import { exportSolo } from './write-solo.js';
 

@@ -1,6 +1,10 @@
 import type { RunTarget } from '../../model/run-ports.js';
-import { importDataset, type ImportOptions, type ImportResult } from '../perception/index.js';
-import { readSoloDataset } from './solo-dataset.js';
+import {
+  importDataset,
+  type ImportOptions,
+  type ImportResult,
+} from '../common/labelled-images/import-dataset.js';
+import { readSoloDataset } from './read-solo-dataset.js';
 
 export const importSolo = (
   into: RunTarget,

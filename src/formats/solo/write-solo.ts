@@ -22,8 +22,8 @@ import {
 } from '../../model/perception.js';
 import type { RunSource } from '../../model/run-ports.js';
 import { canonicalPositionToUnity, canonicalQuaternionToUnity } from '../../model/units.js';
-import { loadDataset, type LoadedDataset } from '../perception/perception-run.js';
-import { isObject, type Warn } from '../perception/source-values.js';
+import { loadDataset, type LoadedDataset } from '../common/labelled-images/perception-run.js';
+import { isObject, type Warn } from '../common/labelled-images/source-values.js';
 import {
   camelCase,
   metricKind,
@@ -33,13 +33,13 @@ import {
   soloMetricType,
   soloMetricValues,
   soloValue,
-} from '../perception/value-shapes.js';
+} from '../common/labelled-images/value-shapes.js';
+import { box3dRecord } from '../common/labelled-images/boxes-3d.js';
 import {
-  box3dRecord,
   copyAttachments,
   requireEmptyTarget,
   writeFileAtomic,
-} from '../perception/write-perception.js';
+} from '../common/labelled-images/dataset-files.js';
 
 export interface SoloExportResult {
   frames: number;

@@ -1,5 +1,5 @@
 import type { FormatCodec } from '../../model/codec-port.js';
-import { exportYolo } from './export-yolo.js';
+import { exportYolo } from './write-yolo.js';
 
 /** YOLO labels with a contiguous class map: export only. */
 export const yoloCodec: FormatCodec = {

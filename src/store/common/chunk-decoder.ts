@@ -3,7 +3,7 @@ import type { ColumnBatch, ColumnValues } from '../../model/columns.js';
 import { SimrecError } from '../../model/errors.js';
 import { FIELD_TYPES, type FieldType } from '../../model/stream.js';
 import { unpackFloat32, unpackFloat64, unpackIntegers } from './bit-codec.js';
-import { ByteReader, decodeUtf8 } from './bytes.js';
+import { ByteReader, decodeUtf8 } from '../../model/bytes.js';
 import {
   CODEC,
   FIRST_FIELD_INDEX,

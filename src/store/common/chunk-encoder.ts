@@ -1,7 +1,7 @@
 import { crc32, deflateRawSync } from 'node:zlib';
 import type { ColumnBatch, ColumnValues } from '../../model/columns.js';
 import { FloatPackingMemo, packFloat32, packFloat64, type FloatPacking, packIntegers } from './bit-codec.js';
-import { ByteWriter } from './bytes.js';
+import { ByteWriter } from '../../model/bytes.js';
 import {
   CODEC,
   describeColumn,

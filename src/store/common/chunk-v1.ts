@@ -1,7 +1,7 @@
 import { inflateRawSync } from 'node:zlib';
 import { SimrecError } from '../../model/errors.js';
 import { FIELD_TYPES, type FieldType } from '../../model/stream.js';
-import { decodeUtf8 } from './bytes.js';
+import { decodeUtf8 } from '../../model/bytes.js';
 
 /**
  * The first chunk layout ("SRC1", simrec 0.1.0), kept to read the stores it wrote; nothing writes it

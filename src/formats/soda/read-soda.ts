@@ -1,42 +1,12 @@
-import { Binary, Long } from 'mongodb';
 import { SimrecError, describeValue, invalid } from '../../model/errors.js';
 import type { JsonObject } from '../../model/json.js';
 import type { Scenario, VehicleConfig } from '../../model/catalog.js';
 import type { RunInfo } from '../../model/run.js';
-import type { ExportSources, RunSource, RunTarget } from '../../model/run-ports.js';
-import { isMongoUrl } from '../../mongodb/mongodb-url.js';
-import {
-  binary,
-  doc,
-  fromPlainJson,
-  int32,
-  int64,
-  string,
-  toInt64,
-  toPlainJson,
-  type BsonDoc,
-} from './bson-fields.js';
-import { readDataset, type DatasetRef } from './read-dataset.js';
+import type { RunTarget } from '../../model/run-ports.js';
+import { binary, doc, int32, int64, string, toPlainJson, type BsonDoc } from './bson-fields.js';
+import { readDataset, type DatasetRef } from './read-soda-dataset.js';
 import { collectionRole, datasetCollection, FILE_TYPES } from './soda-layout.js';
-import { SodaFolder } from './soda-files.js';
-import type { SodaSink, SodaSource } from './soda-source.js';
-import { writeDataset } from './write-dataset.js';
-
-export { SodaFolder } from './soda-files.js';
-export type { SodaSource, SodaSink, SodaDocument } from './soda-source.js';
-
-/** A folder of mongoexport files, or a live database for a `mongodb://` URL (its driver loaded then). */
-export async function openSodaSource(location: string): Promise<SodaSource> {
-  if (!isMongoUrl(location)) return SodaFolder.openForRead(location);
-  const { SodaDatabase } = await import('./soda-mongodb.js');
-  return SodaDatabase.open(location);
-}
-
-export async function openSodaSink(location: string): Promise<SodaSink> {
-  if (!isMongoUrl(location)) return SodaFolder.openForWrite(location);
-  const { SodaDatabase } = await import('./soda-mongodb.js');
-  return SodaDatabase.open(location);
-}
+import type { SodaSource } from './soda-source.js';
 
 export interface SodaImportOptions {
   /** Import this dataset only (G1/G2 `datasets._id`, or G3 `dataset_<N>`'s N). */
@@ -209,51 +179,4 @@ function fileFromDoc(d: BsonDoc, where: string): FileItem {
     };
   }
   return { kind: 'other', type, label };
-}
-
-export interface SodaExportOptions {
-  /** Write simrec's extension field (default true). */
-  extension?: boolean;
-  warn?: (message: string) => void;
-}
-
-export interface SodaExportResult {
-  dataset: number;
-  collection: string;
-  scenarios: number;
-  vehicles: number;
-}
-
-/** Exports a run as a new SODA.Sim dataset, with the store's scenarios and vehicle configurations. */
-export async function exportSoda(
-  source: RunSource,
-  catalogs: Pick<ExportSources, 'scenarios' | 'vehicles'>,
-  sink: SodaSink,
-  options: SodaExportOptions = {},
-): Promise<SodaExportResult> {
-  const id = await sink.writeDataset((id) => writeDataset(source, id, options));
-  const scenarios: BsonDoc[] = [];
-  for (const summary of await catalogs.scenarios.list()) {
-    const s = await catalogs.scenarios.get(summary.id);
-    if (s)
-      scenarios.push({
-        _id: Long.fromBigInt(s.id),
-        timestamp: toInt64(s.timestamp),
-        description: s.description,
-        bin: new Binary(s.bin, 0),
-      });
-  }
-  const vehicles: BsonDoc[] = (await catalogs.vehicles.list()).map((v) => ({
-    _id: v.name,
-    timestamp: toInt64(v.timestamp),
-    'soda.sim': fromPlainJson(v.doc),
-  }));
-  if (scenarios.length) await sink.upsert('scenarios', scenarios);
-  if (vehicles.length) await sink.upsert('vehicles', vehicles);
-  return {
-    dataset: id,
-    collection: datasetCollection(id),
-    scenarios: scenarios.length,
-    vehicles: vehicles.length,
-  };
 }

@@ -2,13 +2,13 @@
  * The camera images of a dataset with their size and 2D boxes clipped to them: what COCO, YOLO and the
  * statistics work from. Every camera counts (pysolotools' solo2coco takes only the first, issue #144).
  */
-import type { AnnotationDefinition, Box2D, ImageSize, PerceptionCapture } from '../../model/perception.js';
-import { captureBoxes } from '../../model/perception.js';
-import type { RunSource } from '../../model/run-ports.js';
+import type { AnnotationDefinition, Box2D, ImageSize, PerceptionCapture } from '../../../model/perception.js';
+import { captureBoxes } from '../../../model/perception.js';
+import type { RunSource } from '../../../model/run-ports.js';
 import { isImageFormat, mediaTypeFromName, readImageSize } from './image-files.js';
 import { loadDataset, type LoadedDataset } from './perception-run.js';
 import type { Warn } from './source-values.js';
-import { requireEmptyTarget } from './write-perception.js';
+import { requireEmptyTarget } from './dataset-files.js';
 
 export interface LabelledImage {
   capture: PerceptionCapture;

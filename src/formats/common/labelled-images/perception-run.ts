@@ -5,9 +5,9 @@
  */
 import { readFile, realpath, stat } from 'node:fs/promises';
 import { isAbsolute, join, relative, sep } from 'node:path';
-import { invalid } from '../../model/errors.js';
-import type { JsonObject } from '../../model/json.js';
-import { MAX_ATTACHMENT_BYTES } from '../../model/attachment.js';
+import { invalid } from '../../../model/errors.js';
+import type { JsonObject } from '../../../model/json.js';
+import { MAX_ATTACHMENT_BYTES } from '../../../model/attachment.js';
 import {
   actorToEgo,
   actorToSensor,
@@ -34,10 +34,10 @@ import {
   type PerceptionEgo,
   type PerceptionMetric,
   type PerceptionSensor,
-} from '../../model/perception.js';
-import type { RunInfo } from '../../model/run.js';
-import type { Sample } from '../../model/stream.js';
-import type { RunSink, RunSource, RunTarget } from '../../model/run-ports.js';
+} from '../../../model/perception.js';
+import type { RunInfo } from '../../../model/run.js';
+import type { Sample } from '../../../model/stream.js';
+import type { RunSink, RunSource, RunTarget } from '../../../model/run-ports.js';
 import { LeftOut } from '../left-out.js';
 import { isImageFormat, mediaTypeFromName, readImageSize, sniffMediaType } from './image-files.js';
 import type { Warn } from './source-values.js';

@@ -3,7 +3,7 @@
  * relative size sqrt(box area / image area), and a heat map of where boxes fall.
  */
 import { writeFile } from 'node:fs/promises';
-import type { RunSource } from '../../model/run-ports.js';
+import type { RunSource } from '../../../model/run-ports.js';
 import { encodePng } from './image-files.js';
 import { labelledImages } from './labelled-images.js';
 import { loadDataset } from './perception-run.js';

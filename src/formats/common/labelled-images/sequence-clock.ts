@@ -4,8 +4,8 @@
  * therefore laid end to end, in the order they first appear, one capture period apart; the source's
  * time stamp stays in each capture, so an export writes it back unchanged.
  */
-import { secondsToMicros } from '../../model/units.js';
-import type { PerceptionCapture, PerceptionMetric } from '../../model/perception.js';
+import { secondsToMicros } from '../../../model/units.js';
+import type { PerceptionCapture, PerceptionMetric } from '../../../model/perception.js';
 import type { Warn } from './source-values.js';
 
 /** What the clock needs of a capture: a reader may keep just this of each while it streams the rest. */

@@ -8,8 +8,8 @@
  * here what came from the other layout: datasetinsights reads only the legacy shapes (it looks for
  * `label_id`, a definition named "keypoints", dicts in `values`), pysolotools only SOLO's.
  */
-import type { JsonObject, JsonValue } from '../../model/json.js';
-import type { AnnotationDefinition, AnnotationKind, MetricDefinition } from '../../model/perception.js';
+import type { JsonObject, JsonValue } from '../../../model/json.js';
+import type { AnnotationDefinition, AnnotationKind, MetricDefinition } from '../../../model/perception.js';
 import { isObject } from './source-values.js';
 
 // ---- colours -------------------------------------------------------------------------------------

@@ -8,11 +8,11 @@
 import { join } from 'node:path';
 import type { JsonObject, JsonValue } from '../../model/json.js';
 import type { RunSource } from '../../model/run-ports.js';
-import { labelKey, labelledExport, type LabelledImage } from '../perception/labelled-images.js';
-import type { LoadedDataset } from '../perception/perception-run.js';
-import { isObject, type Warn } from '../perception/source-values.js';
-import { keypointTemplates, keypointXY } from '../perception/value-shapes.js';
-import { copyAttachments, writeFileAtomic } from '../perception/write-perception.js';
+import { labelKey, labelledExport, type LabelledImage } from '../common/labelled-images/labelled-images.js';
+import type { LoadedDataset } from '../common/labelled-images/perception-run.js';
+import { isObject, type Warn } from '../common/labelled-images/source-values.js';
+import { keypointTemplates, keypointXY } from '../common/labelled-images/value-shapes.js';
+import { copyAttachments, writeFileAtomic } from '../common/labelled-images/dataset-files.js';
 
 export interface CocoExportResult {
   images: number;

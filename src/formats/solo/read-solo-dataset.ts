@@ -20,9 +20,9 @@ import {
   type PerceptionMetric,
   type PerceptionSensor,
 } from '../../model/perception.js';
-import type { PerceptionDataset } from '../perception/perception-run.js';
-import { readBox3D } from '../perception/read-perception.js';
-import { layOutSequences, resolveMetricTimes } from '../perception/sequence-clock.js';
+import type { PerceptionDataset } from '../common/labelled-images/perception-run.js';
+import { readBox3D } from '../common/labelled-images/boxes-3d.js';
+import { layOutSequences, resolveMetricTimes } from '../common/labelled-images/sequence-clock.js';
 import {
   datasetFileName,
   extraFields,
@@ -36,7 +36,7 @@ import {
   unityToCanonicalPosition,
   unityToCanonicalRotation,
   type Warn,
-} from '../perception/source-values.js';
+} from '../common/labelled-images/source-values.js';
 
 const FRAME_FILE = /^step(\d+)\.frame_data\.json$/;
 const SEQUENCE_DIR = /^sequence\.(\d+)$/;

@@ -1,4 +1,4 @@
-import type { StreamInfo } from '../model/stream.js';
+import type { StreamInfo } from '../../model/stream.js';
 
 /**
  * What an export leaves out of a run, said in warnings: a writer never drops a stream or a field

@@ -1,10 +1,10 @@
-import { absenceAt } from '../../model/presence.js';
+import { absenceAt, usualSampleInterval } from '../../model/presence.js';
 import type { RoadNetwork } from '../../model/roadnet.js';
 import type { ActorInfo } from '../../model/run.js';
 import type { SeriesView } from '../../model/sample-series.js';
+import { STATE_STREAM } from '../../model/standard-streams.js';
 import type { Sample, StreamInfo } from '../../model/stream.js';
 import { signalHeads, type SignalHead } from '../../roadnet/signal-heads.js';
-import { CAR_EXTENTS, DEFAULT_EXTENTS } from './mcap-layout.js';
 
 /*
  * A run's actors walked frame by frame, as the MCAP writers draw them (Foxglove's scene, OSI's
@@ -48,6 +48,13 @@ export function presentSample(track: Track, t: number): Sample | undefined {
 /** Another cursor over the same samples, for a second writer walking the frames. */
 export const rewound = <T extends Track>(track: T): T => ({ ...track, next: 0 });
 
+/** Default boxes for actors declared without extents (metres). */
+const DEFAULT_EXTENTS: Record<string, { length: number; width: number; height: number }> = {
+  pedestrian: { length: 0.6, width: 0.6, height: 1.8 },
+  cyclist: { length: 1.8, width: 0.8, height: 1.7 },
+};
+const CAR_EXTENTS = { length: 4.5, width: 1.8, height: 1.5 };
+
 export function extentsOf(actor: ActorInfo): { length: number; width: number; height: number } {
   const fallback = DEFAULT_EXTENTS[actor.kind] ?? CAR_EXTENTS;
   return {
@@ -58,6 +65,25 @@ export function extentsOf(actor: ActorInfo): { length: number; width: number; he
 }
 
 export const num = (v: unknown, fallback = 0): number => (typeof v === 'number' ? v : fallback);
+
+/** The run's actors that have a `state` stream, each a track over its samples. */
+export function stateTracks(
+  actors: readonly ActorInfo[],
+  byId: ReadonlyMap<string, StreamInfo>,
+  samplesOf: ReadonlyMap<string, SeriesView>,
+): Track[] {
+  return actors
+    .filter((a) => byId.has(`${a.id}/${STATE_STREAM}`))
+    .map((actor) => {
+      const stream = byId.get(`${actor.id}/${STATE_STREAM}`)!;
+      return {
+        actor,
+        samples: samplesOf.get(stream.id)!,
+        usual: usualSampleInterval(stream, actor.presence),
+        next: 0,
+      };
+    });
+}
 
 /** The run's traffic lights that have a `signal` stream and heads in the network. */
 export function lightTracks(

@@ -1,9 +1,8 @@
-import type { LaneMark, RoadLane, RoadNetwork, RoadPoint } from '../../model/roadnet.js';
-import type { ActorInfo, RunInfo } from '../../model/run.js';
-import { wrapAngle } from '../../model/units.js';
-import { laneBordersOf } from '../../roadnet/lane-borders.js';
-import { headHeight, signalLamp, type SignalHead } from '../../roadnet/signal-heads.js';
-import { foxgloveTime } from './mcap-layout.js';
+import type { LaneMark, RoadLane, RoadNetwork, RoadPoint } from '../../../model/roadnet.js';
+import type { ActorInfo, RunInfo } from '../../../model/run.js';
+import { wrapAngle } from '../../../model/units.js';
+import { laneBordersOf } from '../../../roadnet/lane-borders.js';
+import { headHeight, signalLamp, type SignalHead } from '../../../roadnet/signal-heads.js';
 import {
   GroundTruthType,
   groundTruthDescriptorSet,
@@ -11,7 +10,7 @@ import {
   OSI_VERSION_TEXT,
   PROTOBUF_VERSION,
 } from './osi3-schema.js';
-import { extentsOf, latest, num, presentSample, type LightTrack, type Track } from './scene-tracks.js';
+import { extentsOf, latest, num, presentSample, type LightTrack, type Track } from '../scene-tracks.js';
 
 /*
  * ASAM OSI ground truth in the MCAP export (`--osi`), as OSI 3.8.0's multi-channel trace format
@@ -244,8 +243,8 @@ const simulatorName = (run: RunInfo): string =>
 
 /** Microseconds since the epoch as OSI's Timestamp (nanos always 0 <= n < 1e9). */
 export function osiTimestamp(micros: number): { seconds: number; nanos: number } {
-  const { sec, nsec } = foxgloveTime(micros);
-  return { seconds: sec, nanos: nsec };
+  const seconds = Math.floor(micros / 1e6);
+  return { seconds, nanos: (micros - seconds * 1e6) * 1000 };
 }
 
 function reference(what: string, id: string) {

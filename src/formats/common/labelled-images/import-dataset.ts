@@ -1,18 +1,14 @@
-/** Unity Perception's legacy dataset: import into a run, export a run. */
-import type { RunInfo } from '../../model/run.js';
-import type { RunTarget } from '../../model/run-ports.js';
+/** A Perception-family dataset (legacy or SOLO) read into a run, and such a reader as a codec's read. */
+import type { CodecOptions } from '../../../model/codec-port.js';
+import type { RunInfo } from '../../../model/run.js';
+import type { RunTarget } from '../../../model/run-ports.js';
 import {
   datasetCounts,
   storeDataset,
   type PerceptionDataset,
   type StreamedDataset,
 } from './perception-run.js';
-import { readPerceptionDataset } from './read-perception.js';
 import type { Warn } from './source-values.js';
-
-export { loadDataset, storeDataset, type LoadedDataset, type PerceptionDataset } from './perception-run.js';
-export { exportPerception, RECORDS_PER_FILE, type ExportResult } from './write-perception.js';
-export type { Warn } from './source-values.js';
 
 export interface ImportOptions {
   description?: string;
@@ -60,12 +56,16 @@ export async function importDataset(
   };
 }
 
-export const importPerception = (
-  into: RunTarget,
-  dir: string,
-  options: ImportOptions = {},
-): Promise<ImportResult> =>
-  importDataset(into, dir, readPerceptionDataset, {
-    ...options,
-    simulator: { name: 'unity-perception' },
-  });
+/** A Perception-family reader (legacy or SOLO) as a codec's read. */
+export const perceptionRead =
+  (read: (into: RunTarget, dir: string, options: ImportOptions) => Promise<ImportResult>) =>
+  async (location: string, into: RunTarget, options: CodecOptions) => {
+    const result = await read(into, location, { onProgress: options.onProgress, signal: options.signal });
+    for (const w of result.warnings) options.warn(w.where, w.message);
+    return {
+      captures: result.captures,
+      metrics: result.metrics,
+      sensors: result.sensors,
+      warnings: result.warnings.length,
+    };
+  };

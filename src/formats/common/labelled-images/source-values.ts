@@ -6,10 +6,15 @@
  */
 import { readFile } from 'node:fs/promises';
 import { isAbsolute, relative, resolve, sep } from 'node:path';
-import { describeValue, invalid } from '../../model/errors.js';
-import type { JsonObject, JsonValue } from '../../model/json.js';
-import type { QuaternionTuple, Vec3Tuple } from '../../model/perception.js';
-import { unityPositionToCanonical, unityQuaternionToCanonical } from '../../model/units.js';
+import { describeValue, invalid } from '../../../model/errors.js';
+import type { JsonObject, JsonValue } from '../../../model/json.js';
+import type { QuaternionTuple, Vec3Tuple } from '../../../model/perception.js';
+import {
+  canonicalPositionToUnity,
+  canonicalQuaternionToUnity,
+  unityPositionToCanonical,
+  unityQuaternionToCanonical,
+} from '../../../model/units.js';
 
 export type Warn = (where: string, message: string) => void;
 
@@ -139,6 +144,18 @@ export function unityToCanonicalRotation(q: QuaternionTuple): QuaternionTuple {
 
 /** Extents along Unity's x, y, z become extents along canonical x (Unity z), y (Unity x), z (Unity y). */
 export const unityToCanonicalSize = (v: Vec3Tuple): Vec3Tuple => [v[2], v[0], v[1]];
+
+/** The writers' way back: canonical tuples in Unity's frame. */
+export const toUnityVector = (v: Vec3Tuple): Vec3Tuple => {
+  const u = canonicalPositionToUnity({ x: v[0], y: v[1], z: v[2] });
+  return [u.x, u.y, u.z];
+};
+export const toUnityRotation = (q: QuaternionTuple): QuaternionTuple => {
+  const u = canonicalQuaternionToUnity({ x: q[0], y: q[1], z: q[2], w: q[3] });
+  return [u.x, u.y, u.z, u.w];
+};
+/** Canonical extents (x, y, z) back to Unity's (x, y, z) = canonical (y, z, x). */
+export const toUnitySize = (v: Vec3Tuple): Vec3Tuple => [v[1], v[2], v[0]];
 
 /** Keys of `source` not in `known`, or undefined if there are none. */
 export function extraFields(source: JsonObject, known: readonly string[]): JsonObject | undefined {

@@ -4,7 +4,7 @@
  * headers are enough.
  */
 import { deflateSync } from 'node:zlib';
-import type { ImageSize } from '../../model/perception.js';
+import type { ImageSize } from '../../../model/perception.js';
 
 const startsWith = (data: Uint8Array, bytes: number[], offset = 0): boolean =>
   data.length >= offset + bytes.length && bytes.every((b, i) => data[offset + i] === b);

@@ -6,9 +6,9 @@
  */
 import { join } from 'node:path';
 import type { RunSource } from '../../model/run-ports.js';
-import { labelKey, labelledExport } from '../perception/labelled-images.js';
-import type { Warn } from '../perception/source-values.js';
-import { copyAttachments, writeFileAtomic } from '../perception/write-perception.js';
+import { labelKey, labelledExport } from '../common/labelled-images/labelled-images.js';
+import type { Warn } from '../common/labelled-images/source-values.js';
+import { copyAttachments, writeFileAtomic } from '../common/labelled-images/dataset-files.js';
 
 export interface YoloExportResult {
   images: number;

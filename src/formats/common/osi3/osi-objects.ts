@@ -1,4 +1,4 @@
-import type { JsonObject } from '../../model/json.js';
+import type { JsonObject } from '../../../model/json.js';
 import { SIMREC_REFERENCE_TYPE } from './osi-ground-truth.js';
 
 /*

@@ -1,9 +1,9 @@
 import type { FormatCodec } from '../../model/codec-port.js';
-import { exportLimSim } from './limsim-writer.js';
-import { importLimSim } from './limsim-reader.js';
+import { exportLimSim } from './write-limsim.js';
+import { importLimSim } from './read-limsim.js';
 
-export { importLimSim, type LimSimImportOptions, type LimSimImportResult } from './limsim-reader.js';
-export { exportLimSim, type LimSimExportOptions, type LimSimExportResult } from './limsim-writer.js';
+export { importLimSim, type LimSimImportOptions, type LimSimImportResult } from './read-limsim.js';
+export { exportLimSim, type LimSimExportOptions, type LimSimExportResult } from './write-limsim.js';
 
 /** LimSim's SQLite recording (.db), master and LimSim++ read, master written. */
 export const limsimCodec: FormatCodec = {

@@ -12,7 +12,7 @@ import { LaneIndex } from '../../roadnet/spatial-index.js';
 import { formatNetBoundary, formatRoute, formatStartTime, parseStartTime } from './limsim-encodings.js';
 import { onFrameGrid, type FrameSample } from './limsim-frames.js';
 import { limSimRowsFromNetwork } from './limsim-network-tables.js';
-import { LeftOut } from '../left-out.js';
+import { LeftOut } from '../common/left-out.js';
 import {
   createTableSql,
   LIMSIM_EXTRA_INDEXES,

@@ -345,7 +345,8 @@ export async function writeDataset(
   return { id, head, batches: batches(), tail };
 }
 
-const EGO_STATE_KEYS = new Set([
+/** The pose and motion SODA.Sim's ego and ghost rows share. */
+const MOTION_KEYS = [
   'x',
   'y',
   'z',
@@ -360,28 +361,9 @@ const EGO_STATE_KEYS = new Set([
   'ax',
   'ay',
   'az',
-  'wx',
-  'wy',
-  'wz',
-  'renderT',
-]);
-const GHOST_STATE_KEYS = new Set([
-  'x',
-  'y',
-  'z',
-  'roll',
-  'pitch',
-  'yaw',
-  'speed',
-  'vx',
-  'vy',
-  'vz',
-  'accel',
-  'ax',
-  'ay',
-  'az',
-  'route',
-]);
+];
+const EGO_STATE_KEYS = new Set([...MOTION_KEYS, 'wx', 'wy', 'wz', 'renderT']);
+const GHOST_STATE_KEYS = new Set([...MOTION_KEYS, 'route']);
 const CONTROL_KEYS = new Set(['throttle', 'brake', 'steer', 'gear', 'gearState', 'load']);
 
 /** The rows of one entry, in time order. */
