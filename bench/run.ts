@@ -233,7 +233,7 @@ const results = summarize(measurements, {
 const outDir = resolve(options.out ?? join(REPO_ROOT, 'bench', 'results'));
 mkdirSync(outDir, { recursive: true });
 // A run of some sections is named after them, so that it does not replace the day's full run (or a run
-// of other sections) that the README may cite.
+// of other sections) that docs/performance.md may cite.
 const sectionsPart = options.only ? `-${[...only].join('-')}` : '';
 const outFile = join(
   outDir,

@@ -1044,17 +1044,13 @@ function newestLayout(options: { walkerUid?: number } = {}): Buffer {
   return Buffer.from(w.view());
 }
 
-describe("CARLA's queries as SQL (README: CARLA recordings)", () => {
+describe("CARLA's queries as SQL (docs/formats/carla.md)", () => {
   const tmp = tempDir('simrec-carla-sql-');
   after(() => tmp.cleanup());
-  /** The README's queries, as a user copies them. */
-  const readmeQueries = (): string[] => {
-    const readme = readFileSync(join(REPO_ROOT, 'README.md'), 'utf8');
-    const section = readme.slice(
-      readme.indexOf('## CARLA recordings'),
-      readme.indexOf('## Unity Perception datasets'),
-    );
-    return [...section.matchAll(/```sql\n([\s\S]*?)```/g)].map((m) => m[1]!);
+  /** The CARLA page's queries, as a user copies them. */
+  const pageQueries = (): string[] => {
+    const page = readFileSync(join(REPO_ROOT, 'docs', 'formats', 'carla.md'), 'utf8');
+    return [...page.matchAll(/```sql\n([\s\S]*?)```/g)].map((m) => m[1]!);
   };
   const sql = <T>(store: string, query: string): T[] =>
     cliJson<T[]>(['sql', query, '--json', '--store', store]);
@@ -1063,7 +1059,7 @@ describe("CARLA's queries as SQL (README: CARLA recordings)", () => {
     const store = join(tmp.path, 'collisions.db');
     const file = withCollisions(tmp.path);
     assert.equal(runCli(['import', 'carla', file, '--store', store]).status, 0);
-    const [collisions] = readmeQueries();
+    const [collisions] = pageQueries();
     const rows = sql<{
       time_s: number;
       types: string;
@@ -1083,11 +1079,11 @@ describe("CARLA's queries as SQL (README: CARLA recordings)", () => {
     ['betweenVehicles', 20],
     ['betweenVehicles2020', 5],
   ] as const)
-    it(`show_recorder_actors_blocked (${name}, ${minTime} s): the README's query gives CARLA's rows`, () => {
+    it(`show_recorder_actors_blocked (${name}, ${minTime} s): the page's query gives CARLA's rows`, () => {
       const file = CARLA_RECORDINGS[name];
       const store = join(tmp.path, `${name}.db`);
       assert.equal(runCli(['import', 'carla', file, '--store', store]).status, 0);
-      const blocked = readmeQueries()[1]!.replaceAll('>= 30', `>= ${minTime}`);
+      const blocked = pageQueries()[1]!.replaceAll('>= 30', `>= ${minTime}`);
       const rows = sql<{ time_s: number; id: string; actor: string; duration_s: number }>(store, blocked);
       const expected = reference(file, minTime, 10).blocked;
       assert.ok(expected.length > 0);

@@ -1,7 +1,7 @@
 /**
  * The command line as a careful user meets it (issue #28): piped into `head`, given the everyday
  * mistakes, asked questions with no answer, told to write where something already is, interrupted.
- * The rules tested here are the README's "Exit codes, errors and outputs".
+ * The rules tested here are docs/command-line.md's: exit codes, errors and outputs.
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';

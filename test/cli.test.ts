@@ -286,7 +286,7 @@ describe('simrec command line', () => {
       }
     }
     assert.ok(url, 'the viewer address was printed');
-    assert.equal(await exited, 130, 'Ctrl-C stops it as the README says: 130, interrupted');
+    assert.equal(await exited, 130, 'Ctrl-C stops it as docs/command-line.md says: 130, interrupted');
   });
 
   it('errors name what was wrong, go to stderr, and exit non-zero', () => {

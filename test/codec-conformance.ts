@@ -1,10 +1,10 @@
 /**
- * One conformance suite for every format codec (DESIGN: "Codecs pass one shared round-trip suite"),
+ * One conformance suite for every format codec (docs/architecture.md, "Ports"),
  * run on a real SQLite store through the work layer, as `simrec import` and `simrec export` run them:
  *
  * - each fixture reads;
- * - read, write, read gives the same run, within the losses the format documents (README: "What each
- *   format keeps"), and a second round trip changes nothing at all;
+ * - read, write, read gives the same run, within the losses the format documents (docs/formats/README.md:
+ *   what a round trip through each format keeps), and a second round trip changes nothing at all;
  * - a read that fails, or is aborted halfway, leaves no run and no catalog entry behind;
  * - a write that is aborted halfway leaves nothing at the location;
  * - every warning names its place.
@@ -40,7 +40,7 @@ export interface ConformanceOptions {
   broken?: (dir: string) => Promise<string> | string;
   /**
    * What a round trip through the format loses, as a projection of the run's fingerprint: the same
-   * function is applied to both sides before they are compared. Documented in the README.
+   * function is applied to both sides before they are compared. Documented in docs/formats/README.md.
    */
   losses?: { description: string; project: (print: RunPrint) => RunPrint };
   /**

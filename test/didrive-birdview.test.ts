@@ -274,7 +274,7 @@ describe('a demo run exported with birdviews', () => {
       Array.from(png.data.subarray((row * 320 + column) * 3, (row * 320 + column) * 3 + 3));
     assert.deepEqual(rgbAt(160, 250), [41, 239, 41]);
     assert.deepEqual(rgbAt(160, 258), [32, 74, 207]);
-    // The README's rule for outputs: an existing file is kept unless --force.
+    // The command line's rule for outputs (docs/command-line.md): an existing file is kept unless --force.
     const again = runCli(['birdview', String(run), '--at', '2', '--out', file], env);
     assert.equal(again.status, 2);
     assert.match(again.stderr, /bev\.png: already exists; --force replaces it/);

@@ -408,7 +408,7 @@ describe('DI-drive datasets in', () => {
     const lines = readFileSync(join(out, 'index.txt'), 'utf8').trimEnd().split('\n');
     assert.equal(lines.filter((l) => l.startsWith('episode_00002,')).length, lines.length / 3);
     const again = runCli(['export', String(demoRun), 'didrive', out], env);
-    assert.equal(again.status, 2, "an existing output is bad input (README: the command line's rules)");
+    assert.equal(again.status, 2, 'an existing output is bad input (docs/command-line.md)');
     assert.match(again.stderr, /cli: already exists; --force replaces it/);
     const imported = cliJson<{ runs: { episode: string }[] }>(['import', 'didrive', out, '--json'], env);
     assert.equal(imported.runs.length, 3);

@@ -78,7 +78,7 @@ describe("evaluation against LimSim's stored evaluation (egoTrackingTest.db)", (
     for await (const b of streamSamples(store, rec.id, `${egoId}/evaluation`)) ours.push(...b);
     // The ego has frames 697-728; LimSim stored evaluations for 697-727. Its writer thread drains a
     // queue once a second and the process ends 1.1 s after the last step, so the last row was lost
-    // (formats/limsim-and-didrive.md 1.3). simrec scores every frame it has.
+    // (docs/formats/limsim.md, "Writing"). simrec scores every frame it has.
     assert.deepEqual([ours[0]!.step, ours.at(-1)!.step, ours.length], [697, 728, 32]);
     assert.deepEqual([stored[0]!.frame, stored.at(-1)!.frame, stored.length], [697, 727, 31]);
 

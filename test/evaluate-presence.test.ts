@@ -1,7 +1,8 @@
 /**
  * The evaluator and presence (#55): an actor that has left is in no collision, near miss, blocking or
  * time to collision, however fresh its last state; and the demo, which promises that no two vehicles
- * ever overlap, is evaluated without a collision over many seeds at the README's densities.
+ * ever overlap, is evaluated without a collision over many seeds at the demo's documented densities
+ * (docs/recording.md).
  */
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
@@ -132,8 +133,9 @@ describe('evaluation: an actor that has left is in no event', () => {
 });
 
 describe('evaluation of the demo: no collision, it never overlaps two vehicles', () => {
-  // The README's densities: the default (30 vehicles, 10 Hz) and `--rate 20 --vehicles 60`, 20 s runs
-  // (the false collisions of #55 were all within the first 3 s: vehicles arriving at the town's edge).
+  // The documented densities (docs/recording.md, "The demo"): the default (30 vehicles, 10 Hz) and
+  // `--rate 20 --vehicles 60`, 20 s runs (the false collisions of #55 were all within the first 3 s:
+  // vehicles arriving at the town's edge).
   for (const density of [
     { vehicles: 30, rateHz: 10 },
     { vehicles: 60, rateHz: 20 },

@@ -1,7 +1,7 @@
 /**
- * DESIGN's layer diagram, checked on the source: every relative import of every file under src/ and
- * web/src is resolved to its folder, and a folder may import only what the diagram lets it. A new
- * folder must be placed in a layer here before anything can import it.
+ * The layers of docs/architecture.md, checked on the source: every relative import of every file under src/
+ * and web/src is resolved to its folder, and a folder may import only what the diagram lets it. A new folder
+ * must be placed in a layer here before anything can import it.
  */
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
@@ -87,7 +87,7 @@ describe('layers', () => {
     }
   });
 
-  it('every import points down the diagram (DESIGN: layers), and no format sees the work layer or a store', () => {
+  it('every import points down the diagram (docs/architecture.md: layers), and no format sees the work layer or a store', () => {
     const wrong: string[] = [];
     for (const file of files) {
       const from = partOf(file);

@@ -671,7 +671,7 @@ describe('simrec import perception, export coco and stats', () => {
       'perception',
       join(tmp.path, 'cli-coco'),
     ]);
-    assert.equal(again.status, 2, 'an existing output is bad input (README: exit codes)');
+    assert.equal(again.status, 2, 'an existing output is bad input (docs/command-line.md: exit codes)');
     assert.match(again.stderr, /cli-coco: already exists; --force replaces it/);
   });
 });

@@ -67,7 +67,7 @@ async function assertScenesHoldPresentActorsOnly(options: DemoRunOptions, every 
       .filter((a) => VEHICLE_KINDS.has(a.kind))
       .map((a) => {
         const e = actors.get(a.id)!.extents!;
-        // The state is the vehicle's centre (the demo's convention, DESIGN.md).
+        // The state is the vehicle's centre (the demo's convention, docs/architecture.md).
         return {
           id: a.id,
           box: corners({ x: a.x as number, y: a.y as number, yaw: a.yaw as number, ...e }),

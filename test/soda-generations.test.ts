@@ -1,6 +1,6 @@
 /**
  * SODA.Sim's generations 2 and 3, from documents written by hand after the format notes
- * (../shared/formats/soda-sim-and-deepdrive.md, section 1): CamelCase rows with their typos, the
+ * (docs/formats/soda.md, "SODA.Sim's layout"): CamelCase rows with their typos, the
  * ego's [Roll, Pitch, Yaw], components nested in the ego row, `dataset_<N>` with its descriptor,
  * the `files` collection with UTF-16LE vehicle JSON and GUID ids, and the repeated `type`/`points`
  * keys of `road_lanes_marks`, recovered from raw BSON and from Extended JSON text.

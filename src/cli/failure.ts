@@ -1,6 +1,6 @@
 /**
  * How `simrec` ends when something goes wrong: one line on stderr naming what was wrong, and an exit
- * code a script can branch on. The rules are written once in the README ("Exit codes and errors"):
+ * code a script can branch on. The rules are written once in docs/command-line.md ("Exit codes", "Errors"):
  *   0 ok, 1 failure (the store, the disk, the network), 2 bad input or usage, 130 interrupted.
  * A stack trace is for us, not for users: only `--debug` prints one.
  */

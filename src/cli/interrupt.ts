@@ -1,5 +1,5 @@
 /**
- * Ctrl-C (SIGINT) and SIGTERM as every command meets them (README: "The command line's rules"): one
+ * Ctrl-C (SIGINT) and SIGTERM as every command meets them (docs/command-line.md): one
  * line on stderr saying what was kept, and exit 130.
  *
  * A command with something to finish first (a recording to end, a server to close, an export to undo)

@@ -1,7 +1,7 @@
 /**
- * Where an export writes, by the README's rule for outputs: a path that already holds something is
- * refused (exit 2) unless --force is given; with --force it is replaced only once the new output is
- * complete; Ctrl-C leaves nothing behind (no temporary file, no journal), and exits 130.
+ * Where an export writes, by the command line's rule for outputs (docs/command-line.md): a path that already
+ * holds something is refused (exit 2) unless --force is given; with --force it is replaced only once the new
+ * output is complete; Ctrl-C leaves nothing behind (no temporary file, no journal), and exits 130.
  */
 
 import { existsSync, readdirSync, statSync } from 'node:fs';

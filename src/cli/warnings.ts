@@ -1,7 +1,7 @@
 /**
- * Warnings on stderr, summarised (README: "Warnings"): a dataset with 50 missing files says so once,
- * with the first example and a count, instead of 50 lines that bury everything else. `--verbose`
- * lists every one; `--json` output carries them all in its `warnings` array.
+ * Warnings on stderr, summarised (docs/command-line.md: "Warnings"): a dataset with 50 missing files says so
+ * once, with the first example and a count, instead of 50 lines that bury everything else. `--verbose` lists
+ * every one; `--json` output carries them all in its `warnings` array.
  */
 
 /**

@@ -70,7 +70,7 @@ const TRACK_FIELDS = ['x', 'y', 'yaw', 'speed', 'vx', 'vy', 'accel', 'ax', 'lane
  * Every actor on the road with its `state` stream, loaded whole (the evaluator walks them in step),
  * each with the states taken while it was present (all of them when its presence was never kept):
  * each stream read once as columns of the fields a track keeps, not as sample objects of every field
- * through the store's cache (the benchmark's run of 2 M actor-states evaluated at a peak of 1.0 GB).
+ * through the store's cache, which held a long run whole.
  */
 export async function loadTracks(
   store: StoreBackend,

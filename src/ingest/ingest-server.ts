@@ -121,10 +121,8 @@ export class IngestServer implements SessionHost {
     this.maxBatchBytes = Math.min(options.maxBatchBytes ?? DEFAULT_MAX_BATCH_BYTES, this.maxFrameBytes);
     this.window = {
       // Deep enough that a client keeps sending while the group commit before makes its messages
-      // durable: a window of 256 one-step frames held the binary ingest bench about 15% below 1,024's,
-      // and 4,096 took JSON batches (10 KB each) from 0.30 to 0.34-0.39x the in-process rate in
-      // alternating runs, binary frames (3.4 KB) unchanged. The bytes, not the count, bound the
-      // server's memory: its peak under a JSON flood was the same (156-164 MiB either way).
+      // durable (a shallower window held ingest below what it reaches). The bytes, not the count, bound
+      // the server's memory: its peak under a flood does not depend on this.
       messages: options.window?.messages ?? 4096,
       // One message of the largest size must always fit, or a client could never send it.
       bytes: Math.max(options.window?.bytes ?? 32 * 1024 * 1024, this.maxFrameBytes),

@@ -27,9 +27,9 @@ export const MAX_NAME_BYTES = 256;
 export const MAX_STREAM_ID_BYTES = 2 * MAX_NAME_BYTES + 1;
 /**
  * The most bytes a message's JSON header, or a `columns` or `frame` body, may take: what the server
- * decodes and validates on its main thread in one go (1 to 5 ms for a MiB of numbers, 15 to 90 ms for
- * a MiB of empty strings or one-character JSON values). A capture's or attachment's body is only copied, and may take up
- * to maxFrameBytes.
+ * decodes and validates on its main thread in one go, so one message cannot hold the server up for
+ * long (a MiB of short strings or JSON values takes far longer than a MiB of numbers). A capture's or
+ * attachment's body is only copied, and may take up to maxFrameBytes.
  */
 export const DEFAULT_MAX_BATCH_BYTES = 1024 * 1024;
 

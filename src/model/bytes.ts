@@ -106,8 +106,8 @@ export class ByteWriter {
 
 /**
  * One decoder for the strings stored in chunks. A Buffer made around each string's bytes to call
- * toString() on (a dictionary's strings, one or two a block) took three times as long a string, and the
- * dictionary decoder that inlined it took V8 17 ms to optimise (7 now), while a fresh process's first
+ * toString() on (a dictionary's strings, one or two a block) took several times as long a string, and
+ * made the dictionary decoder that inlined it slow for V8 to optimise, while a fresh process's first
  * reads ran without it.
  */
 const utf8 = new TextDecoder('utf-8', {
@@ -136,9 +136,9 @@ export class ByteReader {
   }
 
   /**
-   * Bytes read in place, not through u8(): a fresh process parses the frames of a first scene's 200
-   * chunks in V8's interpreter, where a call per byte (and a DataView per u32) made reading their block
-   * tables take 4 to 9 ms instead of 2 to 3.
+   * Bytes read in place, not through u8(): a fresh process parses the frames of a first scene's chunks
+   * in V8's interpreter, where a call per byte (and a DataView per u32) made reading their block tables
+   * take twice as long or more.
    */
   varint(): number {
     const buf = this.buf;

@@ -1,6 +1,6 @@
 /**
- * The capture pipeline's data (deepdrive's architecture, DESIGN.md): a snapshot is the agent's state
- * at one moment plus any number of camera frames, handed to sinks that keep or forward it.
+ * The capture pipeline's data (deepdrive's architecture, docs/formats/deepdrive.md): a snapshot is the
+ * agent's state at one moment plus any number of camera frames, handed to sinks that keep or forward it.
  *
  * The capture source and sink are ports: the model names them, src/record/capture implements them.
  */

@@ -3,7 +3,7 @@
  * is kept in a run without a port of its own: sensors and egos are actors, captures are one stream per
  * sensor, metrics a run-level stream, definitions a JSON attachment, image files attachments.
  *
- * Everything here is canonical (DESIGN.md): positions in metres, right-handed, z up; quaternions
+ * Everything here is canonical (docs/architecture.md): positions in metres, right-handed, z up; quaternions
  * (x, y, z, w); time in microseconds on the run's clock. The source's own time stamp (seconds since
  * its sequence began) and ids are kept beside it, so an exporter can write the source back.
  */

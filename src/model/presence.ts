@@ -1,6 +1,6 @@
 /**
  * Whether an actor is in the scene at a time: the rules the store's scene queries and the viewer's
- * playback share (README, "When actors come and go"). Pure functions over what a run description
+ * playback share (docs/recording.md, "When actors come and go"). Pure functions over what a run description
  * already holds (the actor's presence intervals, its state stream's counts), no I/O, so the browser
  * runs the very same rules as the server.
  */

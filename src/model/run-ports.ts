@@ -6,10 +6,10 @@ import type { BracketArgs, SampleBracket, StreamAppend } from './store-port.js';
 import type { Sample, StreamDecl, StreamInfo } from './stream.js';
 
 /*
- * The two ports a format codec sees instead of a store (DESIGN: "a format never imports the work layer
- * or a store"). A reader writes into a RunTarget; a writer reads from RunSources. The work layer
- * (record/import-run.ts, replay/export-run.ts) implements them over a store and owns what a codec must
- * not: rollback, progress, closing.
+ * The two ports a format codec sees instead of a store (docs/architecture.md, "Layers": a format never
+ * imports the work layer or a store). A reader writes into a RunTarget; a writer reads from RunSources.
+ * The work layer (record/import-run.ts, replay/export-run.ts) implements them over a store and owns
+ * what a codec must not: rollback, progress, closing.
  */
 
 /** One run being written by a reader: the recording calls of RunRecorder, and nothing of the store. */

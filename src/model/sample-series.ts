@@ -18,8 +18,7 @@ export interface SeriesView {
 /**
  * A stream's samples kept as columns, each made into a sample object only when asked for (anew each
  * time, as `readSamples` makes it): a writer that walks a whole run holds typed arrays, not an object
- * per sample. The MCAP export of the benchmark's run (2 M actor-states) held 1.4 GB of sample objects
- * and the store's caches before it wrote its first message.
+ * per sample, which a long run's export could not hold beside the store's caches.
  */
 export class SampleSeries implements SeriesView {
   private readonly batch: ColumnBatch;
@@ -60,10 +59,9 @@ export class SampleSeries implements SeriesView {
 
 /**
  * Every sample of a run's stream, in time order, from one joined read: a writer that reads stream after
- * stream of a long run through `samples()` also filled the store's cache with every chunk it decoded
- * (the LimSim export of the benchmark's run peaked at 1.0 GB that way, 0.74 GB this way). The read is
- * transient: a stream read whole is read once, and the chunks it opened, kept, were 60 MB of the
- * LimSim export's 250 MB at the benchmark's 2 M actor-states (207 MB since, the same file).
+ * stream of a long run through `samples()` also filled the store's cache with every chunk it decoded.
+ * The read is transient: a stream read whole is read once, so the chunks it opened are not kept in the
+ * store's cache either.
  */
 export async function readWholeStream(source: RunSource, stream: string | StreamInfo): Promise<SampleSeries> {
   const info = typeof stream === 'string' ? (await source.streams()).find((s) => s.id === stream) : stream;
@@ -77,8 +75,8 @@ export const readStreamSamples = async (source: RunSource, stream: string | Stre
 
 /**
  * A stream walked forward in time a window at a time (see StreamWalk): every sample's time is kept (8
- * bytes a sample), its other fields only for the window the walk is at. A writer that held every
- * stream's columns at once (the MCAP export) grew by about 280 MiB a million actor-states.
+ * bytes a sample), its other fields only for the window the walk is at, so that a writer's memory does
+ * not grow with every stream's columns at once.
  */
 export class WindowedSeries implements SeriesView {
   readonly times: Float64Array;
@@ -192,5 +190,5 @@ export class StreamWalk {
   }
 }
 
-/** Samples a walk holds of all its streams at once: about 40 MB of the benchmark's state streams. */
+/** Samples a walk holds of all its streams at once: a bound on its memory, whatever the run's length. */
 const DEFAULT_WALK_SAMPLES = 500_000;

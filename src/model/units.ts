@@ -1,7 +1,7 @@
 /**
- * Canonical units and frames (DESIGN.md): SI, right-handed, z up, yaw counter-clockwise from +x,
- * roll/pitch/yaw intrinsic Z-Y-X, quaternions (x, y, z, w), time in integer microseconds.
- * These helpers are pure; each format codec calls them at its own boundary and nowhere else.
+ * Canonical units and frames (docs/architecture.md, "Units and frames"): SI, right-handed, z up, yaw
+ * counter-clockwise from +x, roll/pitch/yaw intrinsic Z-Y-X, quaternions (x, y, z, w), time in integer
+ * microseconds. These helpers are pure; each format codec calls them at its own boundary and nowhere else.
  */
 
 export const MICROS_PER_SECOND = 1_000_000;

@@ -8,8 +8,8 @@ const LOWEST = 19;
  * Lowers the scheduling priority of every thread of this process by `by` (their niceness raised, at
  * most to 19), so that a simulator this process started before calling it keeps its own and runs
  * first: on a machine with few cores the recording then works in the simulator's idle time instead of
- * taking turns with it (measured on LimSim's bigInter, 2 cores: SUMO was preempted a thousand times in
- * 6,000 steps by this process's threads, V8's collector among them).
+ * taking turns with it (at the same priority SUMO was preempted again and again by this process's
+ * threads, V8's collector among them).
  *
  * Linux gives each thread its own niceness: every thread there now (V8's and libuv's included) is
  * lowered, and threads started later (a store's writer thread) inherit the lowered niceness of the

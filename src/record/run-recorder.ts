@@ -287,9 +287,8 @@ export class RunRecorder {
    * Writes a declaration to the store after everything handed to it before (the commits and
    * declarations before) and before the next commit (inOrder), so that its caller need not wait for it
    * before appending. A declaration written at once, on the appending thread's connection, waited for the
-   * writer thread's commit to let go of the database, in SQLite's sleeps of 1, 2, 5 ms: recording
-   * LimSim's bigInter, the departures' declarations were awaited for 12% of the time, and recording
-   * without awaiting them is about 4% faster. A declaration that cannot be stored fails the
+   * writer thread's commit to let go of the database, in SQLite's busy sleeps, for every departing
+   * vehicle of a busy simulation. A declaration that cannot be stored fails the
    * recording, as a failed commit does: samples of its streams could not be stored either.
    */
   private storeInOrder(write: () => Promise<void>): Promise<void> {
@@ -441,8 +440,8 @@ export class RunRecorder {
   /**
    * The streams `actor/name` of a frame's actors, in their order. A simulator sends the same actors step
    * after step: the last frame's list of each name is kept and reused when its actors are the same
-   * (streams are never removed from a run), since building and looking up 200 stream ids a step was an
-   * eighth of the appending thread's time on the benchmark.
+   * (streams are never removed from a run), since building and looking up a stream id per actor every
+   * step was a large share of the appending thread's time.
    */
   private frameOf(name: string, actors: readonly string[]): FrameActors {
     const last = this.lastFrames.get(name);
@@ -767,8 +766,8 @@ export class RunRecorder {
   /**
    * Gives a commit's columns to the store, and lets go of them: what waits for the store's answer (an
    * async function's frame, the commit's closure) must not hold them. Held through a commit's flight,
-   * the columns of the commit before (200 actors x 100 steps) survived the appending thread's young
-   * collections: on the record benchmark 830 KB survived each, 445 KB without them.
+   * the columns of the commit before survived the appending thread's young collections, and doubled
+   * what each of them had to copy.
    */
   private handOver(handover: Handover): Promise<void> {
     const { appends, presence } = handover;

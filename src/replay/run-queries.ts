@@ -121,8 +121,8 @@ export async function sceneAt(store: StoreBackend, run: number, args: SceneArgs)
  * pretenuring: V8 follows how many objects made by each literal outlive a young-generation collection,
  * and a scene that decodes chunks collects while its entries are being built, so after a few such
  * scenes V8 made every later entry directly in the old generation. Each then held young values (its
- * numbers), which made every young collection of a scene loop cost about 3 ms instead of 0.7 (the
- * seek benchmark's 99th percentile). Objects made by a constructor are not pretenured. Its prototype is
+ * numbers), which made every young collection of a scene loop several times dearer, and the slowest
+ * scenes slower. Objects made by a constructor are not pretenured. Its prototype is
  * Object.prototype: an entry is a plain object to every reader (JSON, deepStrictEqual).
  */
 const SceneEntry = function (this: SceneActor, id: string, kind: string, t: number) {

@@ -50,7 +50,8 @@ function playbackColumns(batch: ColumnBatch, stream: StreamInfo): StateColumns {
  * otherwise) of at most MAX_STATE_SAMPLES samples over its actors, and refuses a longer one: the viewer
  * asks for windows of about 100,000 (web/src/playback-data.ts). /samples and /trajectory answer at most
  * `limit` samples (MAX_PAGE_SAMPLES, the default and the most) and say where the rest begins (`next`).
- * Without them, a run of 10 M samples was one answer of 342 MB, 15 s and 1.6 GB of the server's memory.
+ * Without them, a long run was one answer that took seconds and more of the server's memory than the
+ * run itself.
  */
 export const DEFAULT_STATE_WINDOW_MICROS = 60_000_000;
 export const MAX_STATE_SAMPLES = 500_000;
@@ -273,8 +274,7 @@ export function createApi(store: StoreBackend, settings: RecordingSettings = new
   /**
    * Every actor's pose over a window, column by column: what the viewer plays back from. Read as
    * columns of the four fields it plays (the store decodes no other), not as sample objects of every
-   * field: a 10 s window of the benchmark's 200 actors at 100 Hz took 156-269 ms that way before its
-   * JSON, 97-167 ms now (38-45 ms instead of 78-80 once the chunks are cached).
+   * field, which took longer than the JSON made of them.
    */
   api.get('/runs/:run/states', async (c) => {
     const run = runParam(c);

@@ -3,14 +3,12 @@ import v8 from 'node:v8';
 
 /**
  * The young generation `simrec serve` lets V8 grow to, in MiB (as V8 counts it: both semi-spaces).
- * Under a client that sends everything at once (bench: `--only ingest`), V8 grew the server's young
- * generation from 1 to 32 MiB, all of it resident: the flood's peak was 2.2 to 2.3x the server's memory
- * after start. Held at 8 MiB, 1.7 to 2.1x (median 1.84x in 22 fresh servers), at the same ingest rate;
- * 4 MiB peaked no lower (more of each collection's survivors promoted; 2026-11-26). The price is paid
- * by scene queries, whose decoded chunks survive a few collections before they settle in the cache: in
- * the seek benchmark's process, the same size (`--max-semi-space-size=4`) took the median scene from
- * 0.44-0.47 to 0.56-0.57 ms and the 99th percentile from 2.5-2.7 to 4.3-4.9 ms (16 MiB: 0.50-0.53 and
- * 4.7-4.9). A user who sets `--max-semi-space-size` (or the growth factor) in NODE_OPTIONS keeps it.
+ * Under a client that sends everything at once, V8 grows a server's young generation as far as it may,
+ * all of it resident, and the flood's peak with it; held at this size the peak is lower at the same
+ * ingest rate, and a smaller size peaks no lower (more of each collection's survivors are promoted).
+ * The price is paid by scene queries, whose decoded chunks survive a few collections before they settle
+ * in the cache: their slowest answers get slower. A user who sets `--max-semi-space-size` (or the growth
+ * factor) in NODE_OPTIONS keeps it. What each size measured: docs/performance-history.md.
  */
 export const SERVER_YOUNG_GENERATION_MIB = 8;
 

@@ -25,7 +25,7 @@ export function formatNumber(v: number): string {
   return String(Number(v.toPrecision(4)));
 }
 
-/** Units as DESIGN.md writes them (`m/s^2`), printed with superscripts (`m/s²`). */
+/** Units as the model writes them (docs/architecture.md) (`m/s^2`), printed with superscripts (`m/s²`). */
 export function formatUnit(unit: string | undefined): string {
   if (!unit || unit === '1') return '';
   return unit.replace(/\^(-?\d)/g, (_, d: string) =>

@@ -150,7 +150,8 @@ export function registerEvalCommand(program: Command): void {
         }
         // The evaluation and events streams are new in these runs: their tables are written again.
         await writeTablesAfter(command, store, runs);
-        // In JSON a run is always the run itself (README: "JSON"), here as in every command.
+        // In JSON a run is always the run itself (docs/command-line.md: "JSON shapes"), here as in every
+        // command.
         const runOf = new Map<number, RunInfo>();
         for (const r of results) runOf.set(r.run, (await store.getRun(r.run))!);
         if (opts.compare) {

@@ -63,7 +63,8 @@ export function registerQueryCommands(program: Command): void {
           return `${text.slice(0, INFO_VALUE_CHARS - 3)}...`;
         };
         if (opts.json)
-          // The shape of GET /api/runs/:id (README: "JSON"): the run under `run`, its parts beside it.
+          // The shape of GET /api/runs/:id (docs/command-line.md: "JSON shapes"): the run under `run`, its
+          // parts beside it.
           return printJson({
             run: d.run,
             timeRange: d.timeRange,
@@ -241,8 +242,8 @@ function windowOption(bound: 'from' | 'to'): Option {
 
 /*
  * A time outside the run, or a window that ends before it starts, would give an empty table that
- * looks like "nothing happened"; the README's rule: an empty result means there was nothing there,
- * never that the question could not be answered. So such a question is refused (exit 2).
+ * looks like "nothing happened"; the command line's rule (docs/command-line.md): an empty result means there
+ * was nothing there, never that the question could not be answered. So such a question is refused (exit 2).
  */
 export function requireWithinRun(name: string, seconds: number, run: RunInfo): void {
   // A run still recording has no end yet: any time from its start may still come.

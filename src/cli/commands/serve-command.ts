@@ -153,7 +153,7 @@ export function registerServeCommand(program: Command): void {
     } finally {
       await store.close();
     }
-    // Stopped by Ctrl-C, as the README's rules say: 130, and what was kept.
+    // Stopped by Ctrl-C, as the command line's rules say (docs/command-line.md): 130, and what was kept.
     exitInterrupted(kept);
   });
 }

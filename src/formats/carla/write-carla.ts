@@ -320,7 +320,7 @@ const num = (v: unknown, fallback = 0): number =>
  * A run from elsewhere written in the layout of the newest CARLA (0.9.15/0.9.16 with additional data):
  * each frame FrameStart, VisualTime, EventAdd, EventDel, EventParent, Collision, Position, State,
  * AnimVehicle, AnimWalker, VehicleLight, AnimVehicleWheels, AnimBiker, Kinematics, BoundingBox,
- * PlatformTime, WalkerBones, FrameEnd. README "CARLA recordings" says what each actor becomes.
+ * PlatformTime, WalkerBones, FrameEnd. docs/formats/carla.md says what each actor becomes.
  */
 async function writeConverted(
   source: RunSource,

@@ -3,7 +3,7 @@
  * bounding box, the lights' states, the hero's route) taken from what simrec stores (the road network
  * attachment, each actor's `state` samples and extents, the lights' `signal` streams).
  *
- * Choices where CARLA and a simrec run differ, written down here and in the README:
+ * Choices where CARLA and a simrec run differ, written down here and in docs/formats/didrive.md:
  * - A light is drawn where the lane it controls ends (its stop line): simrec's networks place no
  *   light heads, CARLA draws each at its actor's location. Each controlled link draws its own state.
  * - The route is the path the ego drives for the rest of the run, 50 m of it: CARLA's planner draws

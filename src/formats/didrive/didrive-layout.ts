@@ -1,6 +1,6 @@
 /**
  * DI-drive's benchmark dataset as its code writes it (core/data/benchmark_dataset_saver.py), which is
- * not what its documentation says: see shared/formats/limsim-and-didrive.md section 3.
+ * not what its documentation says: see docs/formats/didrive.md, "The dataset".
  */
 
 /** Names the code writes, then the names the documentation gives (read, never written). */

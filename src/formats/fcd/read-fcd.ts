@@ -639,8 +639,7 @@ class FcdReader {
 
 /**
  * A copy of a string the parser cut from its chunk: V8 keeps a cut of 13 characters or more as a view of
- * the whole chunk (a megabyte), so a type id kept with each actor held every chunk it came from (the
- * import of a 390 MB file held 200 MB of them).
+ * the whole chunk (a megabyte), so a type id kept with each actor held every chunk it came from.
  */
 const ownString = (text: string): string => JSON.parse(JSON.stringify(text)) as string;
 

@@ -48,11 +48,11 @@ const LIMSIM_DEFAULT_WIDTH = 3.2;
 const formatPoints = (points: readonly RoadPoint[]): string => points.map((p) => p.join(',')).join(' ');
 
 /**
- * How much of a shape a LimSim import reads (README, LimSim): a lane's or junction's `rawShape` of more
- * than MAX_SHAPE_BYTES is not read at all (the lane is left out, the junction has no outline), and one
- * of more than MAX_SHAPE_POINTS points is thinned to that many, evenly, keeping both ends; each is
- * named in a warning. A lane of 40 M points took an import to 5 GB, and one of 5 M made the road
- * network's answer 50 MB and a bird's-eye view 4.9 s. SUMO's lanes have a few to a few hundred points.
+ * How much of a shape a LimSim import reads (docs/formats/limsim.md): a lane's or junction's `rawShape` of
+ * more than MAX_SHAPE_BYTES is not read at all (the lane is left out, the junction has no outline), and one
+ * of more than MAX_SHAPE_POINTS points is thinned to that many, evenly, keeping both ends; each is named in a
+ * warning. A lane of 40 M points took an import to 5 GB, and one of 5 M made the road network's answer 50 MB
+ * and a bird's-eye view 4.9 s. SUMO's lanes have a few to a few hundred points.
  */
 export const MAX_SHAPE_BYTES = 1024 * 1024;
 export const MAX_SHAPE_POINTS = 10_000;

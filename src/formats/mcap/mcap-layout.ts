@@ -2,7 +2,7 @@ import type { FieldDecl, StreamInfo } from '../../model/stream.js';
 import { eulerToQuaternion, quaternionToEuler, type Quaternion } from '../../model/units.js';
 
 /*
- * How a run is laid out in an MCAP file (README: "Foxglove and Lichtblick"). Times are the run's own
+ * How a run is laid out in an MCAP file (docs/formats/mcap.md). Times are the run's own
  * clock (Unix time) in nanoseconds, as MCAP's logTime and in every Foxglove timestamp.
  */
 

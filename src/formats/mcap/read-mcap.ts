@@ -33,7 +33,7 @@ export interface McapImportResult {
 }
 
 /**
- * What an MCAP import unpacks (README, "Foxglove and Lichtblick (MCAP)"). A chunk's data are kept
+ * What an MCAP import unpacks (docs/formats/mcap.md, "Reading MCAP"). A chunk's data are kept
  * compressed in the file and unpacked whole to read one message of it, and @mcap/core holds every chunk
  * whose time range the messages being read fall in: a 47 KB file whose chunk said 4.4 GB, and six
  * overlapping chunks of 500 MB in 97 KB, took the import to 4.4 and 3.4 GB. Each is checked on the

@@ -199,7 +199,7 @@ const RUN_COLUMNS: TableColumn[] = [
   { name: 'simulator_version', kind: 'string' },
   { name: 'description', kind: 'string' },
   { name: 'metadata', kind: 'json', description: 'town, weather, seeds, suite...' },
-  // Counts are *_count, as in simrec's JSON (README: `actors` and `streams` are always lists).
+  // Counts are *_count, as in simrec's JSON (docs/command-line.md: `actors` and `streams` are always lists).
   { name: 'actor_count', kind: 'i64', required: true, description: 'number of actors' },
   { name: 'stream_count', kind: 'i64', required: true, description: 'number of streams' },
   { name: 'sample_count', kind: 'i64', required: true, description: 'number of samples, all streams' },

@@ -1,9 +1,10 @@
 /**
- * Reads Unity Perception's legacy dataset (`captures_*.json` in `Dataset` folders, `metrics_*.json`, `egos.json`,
- * `sensors.json`, `annotation_definitions.json`, `metric_definitions.json`) into the model, tolerating
- * what real data holds (see shared/formats/unity-perception.md): int or string ids, array or object
- * vectors, absent or null optional fields, int or float time stamps, several instance folders merged.
- * Dangling references are warnings naming the file and JSON path; malformed data is an error.
+ * Reads Unity Perception's legacy dataset (`captures_*.json` in `Dataset` folders, `metrics_*.json`,
+ * `egos.json`, `sensors.json`, `annotation_definitions.json`, `metric_definitions.json`) into the model,
+ * tolerating what real data holds (docs/formats/perception.md, "What the datasets really hold"): int or
+ * string ids, array or object vectors, absent or null optional fields, int or float time stamps, several
+ * instance folders merged. Dangling references are warnings naming the file and JSON path; malformed data is
+ * an error.
  */
 import { access, readdir } from 'node:fs/promises';
 import { basename, dirname, join, relative, resolve } from 'node:path';

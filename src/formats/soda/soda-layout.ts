@@ -4,7 +4,7 @@ import type { ActorInfo } from '../../model/run.js';
 import type { StreamDecl } from '../../model/stream.js';
 
 /**
- * SODA.Sim's database layout (../shared/formats/soda-sim-and-deepdrive.md, section 1): which
+ * SODA.Sim's database layout (docs/formats/soda.md, "SODA.Sim's layout"): which
  * collections exist in each generation, and the constants its writers use.
  */
 

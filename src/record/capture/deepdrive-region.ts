@@ -1,5 +1,5 @@
 /**
- * deepdrive's shared-memory capture region (formats/soda-sim-and-deepdrive.md, section 2), read as
+ * deepdrive's shared-memory capture region (docs/formats/deepdrive.md, "The region"), read as
  * its plugin writes it on Linux x86-64: a plain file holding a small header (with a process-shared
  * pthread mutex) and one message slot, overwritten in place. Only a Capture message is a snapshot.
  */

@@ -8,10 +8,10 @@
  * difference of the two doubles' bit patterns as 64-bit integers, zig-zag coded (or, for noise about
  * zero, their XOR rotated; see FloatPacking). Residuals go in groups of four, each group at the width of
  * its widest member; the width is coded as a change from the previous group's (1 bit when it does not
- * change, 3 to 5 bits for most changes; 3 bits for XOR), or in full. Measured on the benchmark's traffic (full-precision noise): 28 bytes for six doubles, less
- * than XOR + byte shuffle + deflate gives, at several times its speed and without a native call per
- * column. Lossless: every bit of every double (-0, subnormals, NaN payloads excepted since NaN is refused
- * upstream) comes back.
+ * change, 3 to 5 bits for most changes; 3 bits for XOR), or in full. On a simulator's traffic with
+ * full-precision noise this is smaller than XOR + byte shuffle + deflate, at several times its speed and
+ * without a native call per column. Lossless: every bit of every double (-0, subnormals, NaN payloads
+ * excepted since NaN is refused upstream) comes back.
  *
  * Integers (times, steps, counters, ids up to 2^53): zig-zag deltas (or deltas of deltas, for times)
  * packed the same way, when every delta fits 32 bits.
@@ -136,10 +136,10 @@ function readWidth(input: BitReader, previous: number, max: number): number {
 
 /**
  * Group widths in a prefix code, for float columns packed as differences (whose widths change less
- * than XOR's: the same width as the group before in 65% of groups on the benchmark, one more or less
- * in 26%): no change '0'; a change of 1 to 3 that many ones, a zero and the sign (3 to 5 bits); else
- * '1111' and the width in 7 bits. Written least significant bit first, as every field. 2.0 bits a group
- * on the benchmark's floats against 3.2 for the 3-bit code (0.22 bytes a state); its entropy is 1.7.
+ * than XOR's: most groups have the width of the group before, most others one more or less): no change
+ * '0'; a change of 1 to 3 that many ones, a zero and the sign (3 to 5 bits); else '1111' and the width
+ * in 7 bits. Written least significant bit first, as every field. Shorter than the 3-bit code on such
+ * widths, and close to their entropy.
  */
 function writeWidthPrefixed(out: BitWriter, width: number, previous: number): void {
   const d = width - previous;
@@ -173,12 +173,11 @@ const plainWidthBits = (d: number): number => (d >= -3 && d <= 3 ? 3 : 10);
  *   the bottom). For doubles of one sign the bit patterns are ordered like the values, so the residual
  *   is the distance in units of the last place: a prediction off by d units costs about log2(d) + 1
  *   bits. XOR costs more than that (a carry across a bit boundary sets every bit below it) and varies
- *   more from value to value, which widens the groups: on the benchmark's six noisy floats 28.3 bytes a
- *   state against 29.1 with XOR (2026-11-26).
+ *   more from value to value, which widens the groups.
  * - `xor-rotated`: the XOR of the two rotated left by one bit. For noise about zero (an acceleration),
  *   where a value and its prediction often differ in sign: their bit patterns are then about 2^63 apart
  *   and a difference costs 64 bits, but the XOR rotated keeps the sign at the bottom and the exponents'
- *   agreement above it (7.1 bytes a value against 7.9 straight).
+ *   agreement above it, which packs such columns tighter than the XOR straight.
  * - `xor`: the XOR as it is: how simrec packed every float column before store schema 5 (read, and written
  *   only when asked for).
  */
@@ -193,7 +192,7 @@ export interface FloatPacking {
 /**
  * Where packed columns are written: one writer, reused. Its bytes are valid until the next column is
  * packed; every caller copies them into its block at once. A writer allocated per column and block was,
- * with its garbage, the costliest allocation of the writer thread (measured on the benchmark: 4%).
+ * with its garbage, the costliest allocation of the writer thread.
  */
 const packScratch = new BitWriter(64 * 1024);
 
@@ -389,11 +388,11 @@ const PACKING_KEPT_FOR_BLOCKS = 8;
 
 /**
  * The packing of each float column of a stream, kept from one block to the next: choosing it scores
- * every packing on a block's first 64 values, 7% of the writer thread's time on the record
- * benchmark, while a column's character (a smooth position, noise about zero) rarely changes from one
- * commit to the next. A packing is chosen again every 8th block, or at the next block when one packs a
- * tenth worse than the block it was chosen on (an acceleration whose sign starts to change). Measured on
- * the record benchmark (2026-11-26, five alternating runs each): 4.7% faster, for 0.05 bytes a state more.
+ * every packing on a block's first 64 values, a noticeable share of the writer thread's time, while a
+ * column's character (a smooth position, noise about zero) rarely changes from one commit to the next.
+ * A packing is chosen again every 8th block, or at the next block when one packs a tenth worse than the
+ * block it was chosen on (an acceleration whose sign starts to change): faster, for a few hundredths of
+ * a byte a state.
  */
 export class FloatPackingMemo {
   private readonly kept = new Map<
@@ -445,8 +444,8 @@ export function unpackFloat64(
   const linear = packing.predictor === 'linear';
   // A loop per residual kind, each with type feedback of its own. In one loop for all kinds, V8
   // optimised it for the kinds a process had decoded so far, threw that code away at the first column
-  // of another kind and took 10 to 17 ms to compile it again: most of a fresh process's second
-  // trajectory read (--trace-deopt: "insufficient type feedback").
+  // of another kind and compiled it again: most of a fresh process's second trajectory read
+  // (--trace-deopt: "insufficient type feedback").
   const kind = residualKind(packing.residual);
   if (kind === DIFFERENCE) unpackDifferences(src, words, values, n, linear);
   else unpackXors(src, words, values, n, linear, kind === XOR_ROTATED);
@@ -599,8 +598,8 @@ function asFloat32(values: Float64Array): Float32Array {
 /**
  * float32 values packed as float64 columns are (store schema 5): a predictor and a residual chosen per
  * block on its first 64 values, the difference of the words (zig-zag) with widths in the prefix code, or
- * for noise about zero the XOR rotated with 3-bit width changes. Measured on the benchmark's state
- * declared f32: 9.5 bytes a state against 11.1 as linear XOR. Given a packing of plain XOR (tests),
+ * for noise about zero the XOR rotated with 3-bit width changes; smaller than the linear XOR before it.
+ * Given a packing of plain XOR (tests),
  * the bytes simrec wrote before schema 5. Valid until the next is packed.
  */
 export function packFloat32(

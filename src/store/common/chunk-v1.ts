@@ -18,9 +18,9 @@ import { decodeUtf8 } from '../../model/bytes.js';
  *
  * - `lin-lzb` (f64, i64): each value XOR-ed with a linear prediction from the two before it, stored as
  *   a 4-bit count of leading zero bytes and the remaining bytes. Positions and headings of moving actors
- *   are nearly linear over 10 ms, so a prediction shares 4-5 of their 8 bytes; lossless, every bit kept.
- *   On the benchmark's traffic it is within 7% of XOR + transpose + deflate in size at a fraction of the
- *   cost, which is what lets recording stay ahead of the simulator.
+ *   are nearly linear over a step, so a prediction shares about half of their 8 bytes; lossless, every
+ *   bit kept. Close to XOR + transpose + deflate in size at a fraction of the cost, which is what let
+ *   recording stay ahead of the simulator.
  * - `lin-xor` (f64, i64): the same residuals at full width, byte-transposed: uncompressed, or for
  *   deflated chunks, since deflate entropy-codes the mostly-zero high byte planes better than counts do.
  * - `dict-rle` (string): distinct values once, then runs of indexes. A lane id changes a few times a

@@ -25,10 +25,9 @@ const STRING_ABSENT = -1;
 
 /**
  * Arenas for `packBatches` in memory both threads share, each used again once the thread it was posted
- * to has answered the request. A commit of 200 actors x 100 steps packs into 1.6 MB: a new arena per
- * commit was zeroed and faulted in page by page by the appending thread, then left to the receiving
- * thread's collector, whose heap sees little else, so that tens of them (30 to 40 MB on the record
- * benchmark) waited to be freed. Shared rather than transferred back and forth: detaching any
+ * to has answered the request. A new arena per commit was zeroed and faulted in page by page by the
+ * appending thread, then left to the receiving thread's collector, whose heap sees little else, so that
+ * tens of them waited to be freed. Shared rather than transferred back and forth: detaching any
  * ArrayBuffer makes V8 drop, for the rest of the thread's life, optimised code that assumed none ever
  * would be, and the writer thread's encoders ran a second commit of the demo at half speed after the
  * first arena went back.
@@ -164,9 +163,9 @@ type WireStreams = WireBatches['streams'];
 
 /**
  * The batches, one at a time as they are asked for: a writer that packs each before it asks for the next
- * lets each batch's views and strings die young. Made all at once, the benchmark's 200 batches of a commit
- * lived through the collections that packing them caused and were most of what the writer thread
- * promoted to its old generation (about 1.5 MB a collection, 2026-11-26).
+ * lets each batch's views and strings die young. Made all at once, a commit's batches lived through the
+ * collections that packing them caused and were most of what the writer thread promoted to its old
+ * generation.
  */
 export function* unpackBatches(wire: WireBatches): Generator<{ stream: string; batch: ColumnBatch }> {
   const { arena, strings, places } = wire;

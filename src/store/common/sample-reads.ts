@@ -97,7 +97,7 @@ function concatColumns(batches: ColumnBatch[], columns: ChunkColumnLike[]): Colu
     row += rows;
   }
   // Plain arrays (strings, JSON) joined by Array#concat: copied value by value in a loop, a lane column
-  // of 10,000 rows took 3 ms of a trajectory read in a fresh process, run by code not yet optimised.
+  // was a large share of a trajectory read in a fresh process, run by code not yet optimised.
   for (const c of columns)
     if (!c.width)
       out[c.name] = ([] as unknown[]).concat(

@@ -15,11 +15,11 @@ export interface StreamTailOptions {
 }
 
 /**
- * Measured on the benchmark (200 actors at 100 Hz): blocks of 256 samples cost 0.7 to 1 byte a sample
- * less than blocks of 100 (each block restarts its predictions and has its own framing); chunks of 2,048
- * samples (about 64 KB) lose under 2% to SQLite's half-filled last page. A commit's blocks are kept as
- * they are when they hold at least a quarter of maxBlockRows (the benchmark commits 100 steps at a time:
- * blocks of 100), since packing them again at the seal cost more than the bytes it saves.
+ * Blocks of 256 samples cost less a sample than smaller ones (each block restarts its predictions and
+ * has its own framing); chunks of 2,048 samples (about 64 KB) lose little to SQLite's half-filled last
+ * page. A commit's blocks are kept as they are when they hold at least a quarter of maxBlockRows (a
+ * simulator committing 100 steps at a time makes blocks of 100), since packing them again at the seal
+ * cost more than the bytes it saves. The sizes' measurements: docs/performance-history.md.
  */
 export const DEFAULT_TAIL_OPTIONS: StreamTailOptions = { chunkSamples: 2048, maxBlockRows: 256 };
 
@@ -64,9 +64,9 @@ function layoutOf(chunk: ChunkToWrite, blocks: readonly EncodedBlock[]): TailLay
  * boundaries (every `chunkSamples`-th sample) and hold at most `maxBlockRows`. Once the tail holds a
  * chunk's worth it is sealed: the tail chunks' blocks are assembled, as they are, into the chunks that
  * replace them; only runs of small blocks (commits of a few samples) are decoded and packed again as
- * one. Measured on the benchmark (200 actors, a commit every 100 steps): tails written raw and packed at
- * the seal cost the writer thread twice the bytes through SQLite (its per-page WAL writes, not fsync,
- * are most of a commit) plus a decode and a second encoding of every sample. Backend-neutral: the
+ * one. Tails written raw and packed at the seal cost the writer thread twice the bytes through SQLite
+ * (its per-page WAL writes, not fsync, are most of a commit) plus a decode and a second encoding of
+ * every sample. Backend-neutral: the
  * SQLite writer keeps tails in it; the MongoDB backend packs whole commits.
  */
 export class StreamTail<Id> {
@@ -88,8 +88,8 @@ export class StreamTail<Id> {
    * chunk boundaries, so a seal reads those chunks back and cuts their blocks out as they are, with the
    * checksums computed when they were packed, neither parsing nor decoding them. Others (found in the
    * store: a writer that reopens a run, crash recovery, a tail written raw by simrec before this layout)
-   * are read, decoded and packed again when sealed. The blocks themselves are not kept: about 13 MB at
-   * the record benchmark's 200 actors, and 20 MiB of its peak resident memory (2026-11-26).
+   * are read, decoded and packed again when sealed. The blocks themselves are not kept: held from
+   * commit to seal, they were a large part of recording's peak memory.
    */
   private own = new Map<Id, TailLayout>();
   /** The layout of the last `append`'s chunk, until `appended` says under which id it was written. */
@@ -342,8 +342,8 @@ export class StreamTail<Id> {
    * batch's values of it are converted to JSON values.
    */
   learn(batch: ColumnBatch): { batch: ColumnBatch; changed: boolean } {
-    // The usual batch: declared fields only, nothing to learn (inferring each column's type was 2% of
-    // the writer thread on the benchmark).
+    // The usual batch: declared fields only, nothing to learn (inferring each column's type every batch
+    // is work the writer thread need not do).
     let undeclared = false;
     for (const name in batch.columns)
       if (!this.declaredNames.has(name)) {

@@ -75,10 +75,10 @@ export class WriterThread implements ChunkWriterPort {
   /** Whether the thread has started and takes requests. */
   private ready = false;
   /**
-   * Writes declarations on the caller's connection until the thread is ready. A thread takes 30 to 150
-   * ms to start (its modules, its connection; longer while the caller keeps the other core busy); a
-   * recorder's first declarations, sent to it, waited for that, a fifth of a 3,000-step ingest
-   * benchmark's in-process recording. A declaration written here may land before an append handed to
+   * Writes declarations on the caller's connection until the thread is ready. A thread takes a while to
+   * start (its modules, its connection; longer while the caller keeps the other core busy), and a
+   * recorder's first declarations, sent to it, waited for that: a large share of a short recording. A
+   * declaration written here may land before an append handed to
    * the thread earlier and still in its queue (a recorder hands writes to this store at once,
    * RunRecorder.inOrder): harmless, since samples need their declarations before them, not after. If
    * the thread has just opened its connection and holds the write lock, this waits for it in SQLite's
@@ -102,11 +102,11 @@ export class WriterThread implements ChunkWriterPort {
     if (this.worker) return this.worker;
     const worker = new Worker(new URL('./sqlite-writer-worker.js', import.meta.url), {
       workerData: this.config,
-      // V8 let the thread's young generation grow to 48 MiB, which its garbage (unpacked batches, packed
-      // blocks) filled. Small, since the thread makes little garbage and lets its batches die young
-      // (unpackBatches): 4 MiB held the record benchmark 10 MiB lower than 16 at the same speed
-      // (2026-11-26, five alternating runs: 133-135 against 144-148 MiB). The old generation, where what
-      // the thread keeps lives (tails' layouts, prepared statements), is not capped.
+      // V8 let the thread's young generation grow as far as its garbage (unpacked batches, packed blocks)
+      // filled it. Small, since the thread makes little garbage and lets its batches die young
+      // (unpackBatches): a small young generation holds recording's memory lower at the same speed
+      // (docs/performance-history.md). The old generation, where what the thread keeps lives (tails'
+      // layouts, prepared statements), is not capped.
       resourceLimits: { maxYoungGenerationSizeMb: 4 },
     });
     worker.on('message', (response: WriterResponse) => {
@@ -159,7 +159,7 @@ export class WriterThread implements ChunkWriterPort {
 
   /**
    * Declarations go to the thread as JSON text, which the store keeps anyway: posting a stream's schema
-   * (a score of field objects) as objects costs three times its text (7 us against 2, measured alone).
+   * (a score of field objects) as objects costs several times what its text does.
    */
   putActors(run: number, actors: readonly ActorInfo[]): Promise<void> {
     if (!this.ready) return this.declareMeanwhile(run, (w) => w.putActors(run, actors));
