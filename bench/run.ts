@@ -71,7 +71,7 @@ for (const name of only)
     throw new Error(`bench: --only ${JSON.stringify(name)} is not a section (known: ${SECTIONS.join(', ')})`);
 const wants = (section: Section): boolean => only.has(section);
 
-const quick = options.quick!;
+const quick = options.quick;
 const config = {
   quick,
   size: {

@@ -55,7 +55,7 @@ function startWriter(location: string, batch: number): Writer {
     reach: (n) => new Promise((resolve, reject) => waiters.push({ n, resolve, reject })),
   };
   void (async () => {
-    for await (const line of createInterface({ input: child.stdout! })) {
+    for await (const line of createInterface({ input: child.stdout })) {
       const [word, value] = line.split(' ');
       if (word === 'run') resolveRun(Number(value));
       if (word === 'ack') {

@@ -107,7 +107,7 @@ async function recordTypedRun(store: StoreBackend): Promise<number> {
 }
 
 const rows = async (db: DuckDBConnection, sql: string): Promise<Record<string, unknown>[]> =>
-  (await db.runAndReadAll(sql)).getRowObjectsJS() as Record<string, unknown>[];
+  (await db.runAndReadAll(sql)).getRowObjectsJS();
 
 /** The tables' name a stream goes to (the folder's own tables keep their names). */
 const tableOf = (s: StreamInfo): string =>

@@ -135,7 +135,7 @@ describe('HTTP API', () => {
             for (const sample of batch) {
               columns.t!.push(sample.t);
               for (const f of ['x', 'y', 'yaw', 'speed'])
-                columns[f]!.push(typeof sample[f] === 'number' ? (sample[f] as number) : null);
+                columns[f]!.push(typeof sample[f] === 'number' ? sample[f] : null);
             }
           expected[actor] = columns;
         }

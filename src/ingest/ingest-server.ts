@@ -264,7 +264,7 @@ export class IngestServer implements SessionHost {
       throw new ProtocolError('out_of_order', `${message.type}: the first message must be hello`, {
         fatal: true,
       });
-    const hello = message as HelloMessage;
+    const hello = message;
     if (!PROTOCOL_VERSIONS.includes(hello.protocol))
       throw new ProtocolError(
         'unsupported_version',

@@ -8,7 +8,7 @@ import { clipText, describeValue, SimrecError } from '../model/errors.js';
 import { validateAttachment, type Attachment } from '../model/attachment.js';
 import type { ActorDecl, EndReason, SimulatorInfo } from '../model/run.js';
 import type { StreamAppend } from '../model/store-port.js';
-import type { FieldDecl, StreamDecl } from '../model/stream.js';
+import type { FieldDecl } from '../model/stream.js';
 import type { RunRecorder } from '../record/run-recorder.js';
 import { decodeColumnsBody, decodeFrameBody, FrameScratch, type ActorBlockCache } from './binary-batches.js';
 import {
@@ -418,8 +418,7 @@ export class IngestSession {
     const recorder = run.recorder;
     switch (m.type) {
       case 'actors': {
-        for (const [i, actor] of m.actors.entries())
-          this.claim(run, 'actor', (actor as ActorDecl)?.id, `actors[${i}].id`);
+        for (const [i, actor] of m.actors.entries()) this.claim(run, 'actor', actor?.id, `actors[${i}].id`);
         await recorder.declareActors(m.actors);
         for (const actor of m.actors) run.owners.set(`actor:${actor.id}`, this);
         this.ackWhen(m.seq, Promise.resolve());
@@ -427,7 +426,7 @@ export class IngestSession {
       }
       case 'streams': {
         for (const [i, stream] of m.streams.entries()) {
-          const actor = (stream as StreamDecl)?.actor;
+          const actor = stream?.actor;
           if (typeof actor === 'string') this.checkOwner(run, `actor:${actor}`, `streams[${i}].actor`);
         }
         const ids = await recorder.declareStreams(m.streams);

@@ -70,7 +70,7 @@ export class PlotPanel {
     this.search.addEventListener('input', () => this.listMatches());
     this.search.addEventListener('focus', () => this.listMatches());
     this.search.addEventListener('keydown', (e) => {
-      if (e.key === 'Enter') (this.matches.querySelector('button') as HTMLButtonElement | null)?.click();
+      if (e.key === 'Enter') this.matches.querySelector('button')?.click();
       if (e.key === 'Escape') this.matches.replaceChildren();
     });
   }

@@ -23,7 +23,6 @@ import {
   type PerceptionEgo,
   type PerceptionMetric,
   type PerceptionSensor,
-  type Projection,
 } from '../../model/perception.js';
 import type { PerceptionDataset, StreamedDataset } from './perception-run.js';
 import { layOutSequences, resolveMetricTimes, type ClockedCapture } from './sequence-clock.js';
@@ -547,7 +546,7 @@ class DatasetReader {
       throw invalid(`${where}.sensor.camera_intrinsic: expected a 3x3 array of numbers`);
     const columns = matrix as number[][];
     const intrinsics: CameraIntrinsics = {
-      projection: (projection === 'orthographic' ? 'orthographic' : 'perspective') as Projection,
+      projection: projection === 'orthographic' ? 'orthographic' : 'perspective',
       K: null,
       unityProjection: columns,
     };

@@ -200,7 +200,7 @@ const toUnityRotation = (q: QuaternionTuple): QuaternionTuple => {
 const toUnitySize = (v: Vec3Tuple): Vec3Tuple => [v[1], v[2], v[0]];
 
 const sub = (extra: JsonObject | undefined, key: string): JsonObject =>
-  isObject(extra?.[key]) ? (extra[key] as JsonObject) : {};
+  isObject(extra?.[key]) ? extra[key] : {};
 
 /**
  * What the legacy tables are written from: the definitions in legacy shape, ids typed as the source

@@ -153,7 +153,7 @@ export class WriterThread implements ChunkWriterPort {
     return new Promise<void>((resolve, reject) => {
       this.waiting.set(id, arena ? { resolve, reject, arena } : { resolve, reject });
       worker.ref();
-      worker.postMessage({ ...body, id } as WriterRequest);
+      worker.postMessage({ ...body, id });
     });
   }
 
