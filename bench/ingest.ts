@@ -248,7 +248,7 @@ export async function measureIngest(scratch: string, quick: boolean): Promise<In
     mkdirSync(join(dir, 'server'), { recursive: true });
     const store = await openStore(join(dir, 'in-process.simrec.db'));
     const server = await startServerChild(join(dir, 'server'));
-    let peak = 0;
+    let peak: number;
     try {
       // In turn, so that a slow spell of the machine does not land on one side only.
       for (let run = 0; run < runs; run++) {

@@ -100,7 +100,9 @@ async function runChild(job: ChildJob): Promise<ChildReport> {
     return JSON.parse(stdout) as ChildReport;
   } catch (error) {
     const stderr = (error as { stderr?: string }).stderr ?? '';
-    throw new Error(`bench: ${job.workload} on ${job.peer} failed: ${stderr || (error as Error).message}`);
+    throw new Error(`bench: ${job.workload} on ${job.peer} failed: ${stderr || (error as Error).message}`, {
+      cause: error,
+    });
   }
 }
 

@@ -60,7 +60,9 @@ function startWriter(location: string, batch: number): Writer {
       if (word === 'run') resolveRun(Number(value));
       if (word === 'ack') {
         writer.acked = Number(value);
-        for (const w of waiters.splice(0)) (writer.acked >= w.n ? w.resolve : () => waiters.push(w))();
+        for (const w of waiters.splice(0))
+          if (writer.acked >= w.n) w.resolve();
+          else waiters.push(w);
       }
     }
   })();

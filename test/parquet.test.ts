@@ -119,9 +119,9 @@ describe('parquet export, read by DuckDB', () => {
   const out = join(tmp.path, 'tables');
   let store: StoreBackend;
   let db: DuckDBConnection;
-  let demoRuns: number[] = [];
+  const demoRuns: number[] = [];
   let typedRun = 0;
-  let warnings: string[] = [];
+  const warnings: string[] = [];
   const file = (name: string): string => `'${join(out, `${name}.parquet`)}'`;
 
   before(async () => {

@@ -1321,6 +1321,7 @@ describe('reading scenes', () => {
   /** Every block the real decoder decodes while `work` runs, by chunk. */
   async function decodesDuring(work: () => Promise<void>): Promise<Map<ParsedChunk, number[]>> {
     const seen = new Map<ParsedChunk, number[]>();
+    // eslint-disable-next-line @typescript-eslint/unbound-method -- the real decoder, called below with its chunk as this
     const decode = ParsedChunk.prototype.decodeBlock;
     ParsedChunk.prototype.decodeBlock = function (this: ParsedChunk, ...args) {
       let blocks = seen.get(this);

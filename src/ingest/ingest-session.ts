@@ -6,6 +6,7 @@
  */
 import { clipText, describeValue, SimrecError } from '../model/errors.js';
 import { validateAttachment, type Attachment } from '../model/attachment.js';
+import type { JsonObject } from '../model/json.js';
 import type { ActorDecl, EndReason, SimulatorInfo } from '../model/run.js';
 import type { StreamAppend } from '../model/store-port.js';
 import type { FieldDecl } from '../model/stream.js';
@@ -605,7 +606,7 @@ function sensorActor(sensor: SensorDecl): ActorDecl {
     id: sensor.id,
     kind: 'sensor',
     sourceClass: sensor.modality,
-    attributes: { ...attributes, sensor: JSON.parse(JSON.stringify(rest)) },
+    attributes: { ...attributes, sensor: JSON.parse(JSON.stringify(rest)) as JsonObject },
   };
 }
 

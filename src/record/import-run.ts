@@ -40,13 +40,13 @@ export async function importRecording(
   options: ImportOptions = {},
 ): Promise<ImportResult> {
   const codec = typeof format === 'string' ? await loadCodec(format) : format;
-  const read = codec.read;
+  const read = codec.read?.bind(codec);
   if (!read)
     // A direction the format does not have is a usage mistake (exit 2), not a failure.
     throw invalid(`${codec.name}: import is not supported (the format is written by simrec only)`);
-  return withImportTarget(store, options, (into, codecOptions) =>
-    read.call(codec, location, into, codecOptions),
-  ).then(({ runs, result }) => ({ runs, details: result }));
+  return withImportTarget(store, options, (into, codecOptions) => read(location, into, codecOptions)).then(
+    ({ runs, result }) => ({ runs, details: result }),
+  );
 }
 
 /**

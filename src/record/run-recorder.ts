@@ -294,6 +294,7 @@ export class RunRecorder {
    */
   private storeInOrder(write: () => Promise<void>): Promise<void> {
     return this.inOrder(async () => {
+      // eslint-disable-next-line @typescript-eslint/only-throw-error -- the store's failure, rethrown as it came
       if (this.failure) throw this.failure;
       try {
         await write();
@@ -451,7 +452,7 @@ export class RunRecorder {
       while (i < actors.length && actors[i] === last.actors[i]) i++;
       if (i === actors.length) return last;
     }
-    const states: StreamState[] = new Array(actors.length);
+    const states: StreamState[] = new Array<StreamState>(actors.length);
     // Looked at only when the list differs from the last frame's (a simulator sends the same actors
     // step after step): an actor twice in a frame is a caller's mistake, not two samples.
     const places = new Map<StreamState, number>();
@@ -695,6 +696,7 @@ export class RunRecorder {
   async flush(): Promise<void> {
     if (this.pendingCount > 0 || this.presenceChanged.size > 0) this.commitNow();
     await this.writes;
+    // eslint-disable-next-line @typescript-eslint/only-throw-error -- the store's failure, rethrown as it came
     if (this.failure) throw this.failure;
   }
 
