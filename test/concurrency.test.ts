@@ -54,6 +54,7 @@ function startWriter(location: string, batch: number): Writer {
     ),
     reach: (n) => new Promise((resolve, reject) => waiters.push({ n, resolve, reject })),
   };
+  // Reads the writer's reports until its output ends: the tests wait on `reach` and the run, not on this.
   void (async () => {
     for await (const line of createInterface({ input: child.stdout })) {
       const [word, value] = line.split(' ');

@@ -211,7 +211,8 @@ export class IngestServer implements SessionHost {
           });
           return;
         }
-        // Messages sent before the welcome wait for the hello to be handled, in order.
+        // Messages sent before the welcome wait for the hello to be handled, in order. `session` never
+        // rejects (a hello that fails is refused, and the session is null), here and below.
         void session.then((s) => {
           if (s && s.isConnection(connection)) s.receive(decoded.header, decoded.body, size);
         });

@@ -189,6 +189,7 @@ export class IngestSession {
   detach(connection: IngestConnection): void {
     if (this.connection !== connection) return;
     this.connection = null;
+    // terminate never rejects (ending the run is all it waits for, and no client is left to hear that fail).
     if (this.run === null && this.sizes.size === 0) {
       void this.terminate();
       return;
@@ -290,7 +291,7 @@ export class IngestSession {
       this.connection = null;
       connection?.send(message);
       connection?.close({ fatal: true });
-      void this.terminate();
+      void this.terminate(); // never rejects: see detach
     }
   }
 
@@ -307,6 +308,7 @@ export class IngestSession {
     this.run = null;
     if (run) {
       run.interrupted = true;
+      // The client is gone: no one is left to hear that ending the run failed, and the run keeps what was stored.
       await this.host.leaveRun(run, this, 'interrupted').catch(() => {});
     }
     this.host.forget(this);

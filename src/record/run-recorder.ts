@@ -834,6 +834,7 @@ export class RunRecorder {
         group.reject(error);
       }
     }, alone);
+    // committed never rejects: a failed commit goes to its group's promise above.
     void committed.then(() => {
       this.commitsInFlight--;
       if (this.commitsInFlight === 0 && this.commitDeferred) {

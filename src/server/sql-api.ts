@@ -94,6 +94,7 @@ export function createSqlApi(
         },
       );
     const answer = queue.then(ask, ask);
+    // The queue only keeps the questions in turn: a failure reaches its asker through `answer`.
     queue = answer.catch(() => undefined);
     return json<SqlAnswer>(c, await answer);
   });

@@ -48,6 +48,7 @@ export async function startServedChild(args: string[] = []): Promise<ServedChild
       const found = /simrec viewer: (http:\/\/\S+\/)/.exec(stdout);
       if (found) resolve(found[1]!);
     });
+    // exited never rejects: a child gone before its address fails the wait for the address.
     void exited.then(() => reject(new Error(`simrec serve exited: ${stderr}`)));
   });
   return {

@@ -97,7 +97,7 @@ export class PlotPanel {
         button.addEventListener('click', () => {
           this.matches.replaceChildren();
           this.search.value = '';
-          void this.add(c.key);
+          void this.add(c.key); // the series is drawn when its samples arrive; nothing else waits
         });
         return el('li', {}, button);
       }),

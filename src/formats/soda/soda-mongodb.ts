@@ -121,6 +121,7 @@ export class SodaDatabase implements SodaSource, SodaSink {
         { writeConcern: DURABLE },
       );
     } catch (error) {
+      // Undoes what was written as far as it can: the failure thrown next is the one to report.
       await batches.drop().catch(() => {});
       await datasets.deleteOne({ _id: Long.fromNumber(id) }).catch(() => {});
       throw new SimrecError(
