@@ -250,7 +250,7 @@ export async function measureFleet(
       },
     };
   } finally {
-    await store.close().catch(() => undefined);
+    await store.close().catch(() => undefined); // the figures are taken: a failed close must not hide them
   }
 }
 

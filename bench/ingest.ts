@@ -164,7 +164,7 @@ async function startServerChild(dir: string): Promise<ServerChild> {
   const child = spawn(process.execPath, ['--expose-gc', fileURLToPath(import.meta.url), 'server', dir], {
     stdio: ['pipe', 'pipe', 'inherit'],
   });
-  const lines = createInterface({ input: child.stdout! })[Symbol.asyncIterator]();
+  const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
   const ready = JSON.parse(((await lines.next()).value as string) ?? '{}') as {
     port: number;
     rssBytes: number;
@@ -173,7 +173,7 @@ async function startServerChild(dir: string): Promise<ServerChild> {
     port: ready.port,
     baselineBytes: ready.rssBytes,
     async stop() {
-      child.stdin!.end('stop\n');
+      child.stdin.end('stop\n');
       return JSON.parse((await lines.next()).value as string) as {
         maxRssBytes: number;
         retainedHeapBytes: number;
@@ -248,7 +248,7 @@ export async function measureIngest(scratch: string, quick: boolean): Promise<In
     mkdirSync(join(dir, 'server'), { recursive: true });
     const store = await openStore(join(dir, 'in-process.simrec.db'));
     const server = await startServerChild(join(dir, 'server'));
-    let peak = 0;
+    let peak: number;
     try {
       // In turn, so that a slow spell of the machine does not land on one side only.
       for (let run = 0; run < runs; run++) {

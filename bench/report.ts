@@ -133,7 +133,7 @@ export function formatReport(r: BenchResults): string {
   const out: string[] = [
     `simrec bench: ${actors} actors x ${steps} steps at ${hz} Hz (${actors * steps} actor-states), ` +
       `medians of ${r.config.reps} repetition(s), a commit point every ${r.config.commitEverySteps} steps (simrec goes on appending while a commit is made durable, at most one behind; simrec-awaited waits)`,
-    `machine: ${m.cpus} x ${m.cpuModel}, ${mb(m.memoryBytes as number)}, node ${m.node}; took ${r.seconds.toFixed(0)} s` +
+    `machine: ${m.cpus as number} x ${m.cpuModel as string}, ${mb(m.memoryBytes as number)}, node ${m.node as string}; took ${r.seconds.toFixed(0)} s` +
       loadNote(m.loadAverage as { before: number[]; after: number[] } | undefined),
     `generator alone: ${rate(r.generator.median.statesPerSecond!)} (included in every record rate)`,
     '',

@@ -71,7 +71,7 @@ for (const name of only)
     throw new Error(`bench: --only ${JSON.stringify(name)} is not a section (known: ${SECTIONS.join(', ')})`);
 const wants = (section: Section): boolean => only.has(section);
 
-const quick = options.quick!;
+const quick = options.quick;
 const config = {
   quick,
   size: {
@@ -100,7 +100,9 @@ async function runChild(job: ChildJob): Promise<ChildReport> {
     return JSON.parse(stdout) as ChildReport;
   } catch (error) {
     const stderr = (error as { stderr?: string }).stderr ?? '';
-    throw new Error(`bench: ${job.workload} on ${job.peer} failed: ${stderr || (error as Error).message}`);
+    throw new Error(`bench: ${job.workload} on ${job.peer} failed: ${stderr || (error as Error).message}`, {
+      cause: error,
+    });
   }
 }
 

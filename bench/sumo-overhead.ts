@@ -144,7 +144,10 @@ async function traciFloor(
     const start = performance.now();
     const inFlight: Promise<unknown>[] = [];
     for (let sent = 0, answered = 0; answered < steps; answered++) {
-      while (inFlight.length < 16 && sent < steps) (inFlight.push(client.simulationStep()), sent++);
+      while (inFlight.length < 16 && sent < steps) {
+        inFlight.push(client.simulationStep());
+        sent++;
+      }
       await inFlight.shift();
     }
     const stepsPerSecond = Math.round(steps / ((performance.now() - start) / 1000));

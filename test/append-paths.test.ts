@@ -194,7 +194,7 @@ async function record(
       t: step.t,
       step: step.step,
       actors: present,
-      columns: columnsOf(run.fields, [...step.samples.values()], extra) as FrameInput['columns'],
+      columns: columnsOf(run.fields, [...step.samples.values()], extra),
     };
   };
   const streamBatches = (steps: GeneratedRun['steps']) =>
@@ -217,7 +217,7 @@ async function record(
           await rec.appendColumns(stream, {
             t: rows.map((r) => r.t),
             step: rows.map((r) => r.step),
-            columns: columnsOf(run.fields, rows, extra) as FrameInput['columns'],
+            columns: columnsOf(run.fields, rows, extra),
           });
       else
         await Promise.all(
@@ -273,9 +273,7 @@ function withoutExtra(run: GeneratedRun): GeneratedRun {
   const steps = run.steps.map(({ t, step, samples }) => ({
     t,
     step,
-    samples: new Map(
-      [...samples].map(([actor, { extra: _extra, ...sample }]) => [actor, sample as Sample] as const),
-    ),
+    samples: new Map([...samples].map(([actor, { extra: _extra, ...sample }]) => [actor, sample] as const)),
   }));
   return { ...run, steps };
 }
@@ -410,7 +408,7 @@ describe('bad values', () => {
           t: 0,
           step: 0,
           actors: ['a'],
-          columns: columnsOf(values) as FrameInput['columns'],
+          columns: columnsOf(values),
         };
         const append = (): Promise<unknown> => {
           if (path === 'samples') return rec!.appendMany([{ stream: 'a/s', samples: [sample] }]);

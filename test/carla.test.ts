@@ -353,7 +353,7 @@ describe("CARLA's map as OpenDRIVE (--xodr)", () => {
     const run = runs[0]!;
     const network = await loadRoadNetwork(store, run.id);
     assert.equal(network?.format, 'opendrive');
-    assert.equal(network!.source.text, readFileSync(xodr, 'utf8'));
+    assert.equal(network.source.text, readFileSync(xodr, 'utf8'));
     const summary = await evaluateRun(store, run.id);
     assert.deepEqual(summary.skipped, []);
     // The hero keeps to its lane: CARLA's y, negated, is OpenDRIVE's.

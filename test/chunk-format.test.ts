@@ -573,7 +573,7 @@ describe('stream tails', () => {
       for (let b = 0; b < view.blocks.length; b++)
         assert.ok(blockBytes.has(Buffer.from(view.encodedBlock(b).bytes).toString('hex')));
     }
-    tail.sealed(store.put(sealed.rest!.data));
+    tail.sealed(store.put(sealed.rest.data));
     assert.equal(tail.rows, 100);
     const final = tail.seal((id) => store.open(id), { final: true })!;
     assert.deepEqual(

@@ -54,13 +54,16 @@ function startWriter(location: string, batch: number): Writer {
     ),
     reach: (n) => new Promise((resolve, reject) => waiters.push({ n, resolve, reject })),
   };
+  // Reads the writer's reports until its output ends: the tests wait on `reach` and the run, not on this.
   void (async () => {
-    for await (const line of createInterface({ input: child.stdout! })) {
+    for await (const line of createInterface({ input: child.stdout })) {
       const [word, value] = line.split(' ');
       if (word === 'run') resolveRun(Number(value));
       if (word === 'ack') {
         writer.acked = Number(value);
-        for (const w of waiters.splice(0)) (writer.acked >= w.n ? w.resolve : () => waiters.push(w))();
+        for (const w of waiters.splice(0))
+          if (writer.acked >= w.n) w.resolve();
+          else waiters.push(w);
       }
     }
   })();

@@ -351,15 +351,15 @@ describe('malformed FCD files are refused by name and line, and nothing is impor
     ],
   ];
   const names = ['back', 'unclosed', 'other', 'number', 'twice'];
-  cases.forEach(([what, text, pattern], i) =>
+  cases.forEach(([what, text, pattern], i) => {
     it(what, async () => {
       const file = join(dir.path, `${names[i]}.fcd.xml`);
       writeFileSync(file, text);
       const before = (await store.listRuns()).length;
       await assert.rejects(importRecording(store, 'fcd', file), pattern);
       assert.equal((await store.listRuns()).length, before);
-    }),
-  );
+    });
+  });
 
   it('a gzip file cut short: named with the byte where it ends', async () => {
     const lines = ['<fcd-export>'];

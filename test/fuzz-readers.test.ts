@@ -267,13 +267,13 @@ describe('fuzzing the readers (seeded)', () => {
             assert.deepEqual(header, encoded);
             assert.deepEqual(
               body === null ? null : Buffer.from(body),
-              sent[i]!.body && Buffer.from(sent[i]!.body!),
+              sent[i]!.body && Buffer.from(sent[i]!.body),
             );
             const parsed = parseClientMessage(header, body) as unknown as Record<string, unknown>;
             assert.equal(parsed.type, encoded.type);
             assert.equal(parsed.seq, i + 1);
             if (sent[i]!.body)
-              assert.deepEqual(Buffer.from(parsed.data as Uint8Array), Buffer.from(sent[i]!.body!));
+              assert.deepEqual(Buffer.from(parsed.data as Uint8Array), Buffer.from(sent[i]!.body));
           }
         },
       ),

@@ -42,11 +42,11 @@ describe('hostile content', () => {
     let deep: unknown = 1;
     for (let i = 0; i < 100_000; i++) deep = [deep];
     assert.throws(
-      () => rec.append('a/blob', { t: 0, step: 0, doc: deep } as Sample),
+      () => rec.append('a/blob', { t: 0, step: 0, doc: deep }),
       refused(/nested deeper than 64 levels/),
     );
     assert.throws(
-      () => rec.append('a/blob', { t: 0, step: 0, doc: 1, other: deep } as Sample),
+      () => rec.append('a/blob', { t: 0, step: 0, doc: 1, other: deep }),
       refused(/nested deeper than 64 levels/),
     );
     await rec.end();

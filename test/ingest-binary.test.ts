@@ -78,7 +78,7 @@ describe('the document', () => {
     // The document's bytes as they are, on a socket.
     const { raw, run } = await rawSession();
     raw.sendRaw(frame!);
-    raw.send({ type: 'columns', seq: 6 }, columns!);
+    raw.send({ type: 'columns', seq: 6 }, columns);
     raw.send({ type: 'end', seq: 7, reason: 'user_request' });
     for (const seq of [5, 6, 7]) assert.equal((await raw.ack(seq)).type, 'ack', `message ${seq}`);
     raw.destroy();
@@ -671,7 +671,7 @@ describe('malformed binary batches', () => {
       raw.send({ type: asFrame ? 'frame' : 'columns', seq }, body);
       const answer = await raw.ack(seq++);
       if (answer.type === 'error') {
-        const e = answer as ErrorMessage;
+        const e = answer;
         assert.ok(!e.fatal, `message ${seq - 1}: a damaged batch is not fatal: ${e.message}`);
         assert.ok(['bad_message', 'invalid'].includes(e.code), `message ${seq - 1}: code ${e.code}`);
         assert.doesNotMatch(

@@ -167,7 +167,7 @@ describe('a client that never reads', () => {
         // The client learns of it once it reads again (a paused socket sees no end).
         client.readAgain();
         let closed = false;
-        void client.closed.then(() => (closed = true));
+        void client.closed.then(() => (closed = true)); // waited for by waitFor, next
         await waitFor(() => closed, 'the connection to be closed');
         const info = await closedRun(fx.store, client.run);
         assert.equal(info.endReason, 'interrupted');

@@ -104,7 +104,7 @@ print(sent[1].hex())
     assert.equal(captures.length, 10);
     const image = await fx.store.getAttachment(run, 'front/00000090.ppm');
     assert.equal(image?.mediaType, 'image/x-portable-pixmap');
-    assert.equal(Buffer.from(image!.data.subarray(0, 11)).toString(), 'P6 4 2 255\n');
+    assert.equal(Buffer.from(image.data.subarray(0, 11)).toString(), 'P6 4 2 255\n');
   });
 
   it('leaves its run interrupted with every acknowledged batch when killed with SIGKILL', async () => {

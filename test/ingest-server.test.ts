@@ -307,7 +307,7 @@ describe('a simulator that vanishes', () => {
       let acked = 0;
       await new Promise<void>((resolve, reject) => {
         child.once('exit', (code) => reject(new Error(`the client exited early (${code})`)));
-        createInterface({ input: child.stdout! }).on('line', (line) => {
+        createInterface({ input: child.stdout }).on('line', (line) => {
           const [word, n] = line.split(' ');
           if (word === 'run') run = Number(n);
           if (word === 'ack') acked = Number(n);

@@ -436,7 +436,7 @@ describe("MCAP import of other tools' protobuf scenes and transforms", () => {
 
   it('maps protobuf SceneUpdates and FrameTransforms (root frames only), naming what it leaves', async () => {
     const root = foxgloveProtobufRoot();
-    const set = descriptor.FileDescriptorSet.encode(root.toDescriptor('proto3') as never).finish();
+    const set = descriptor.FileDescriptorSet.encode(root.toDescriptor('proto3')).finish();
     const file = join(tmp.path, 'foreign-protobuf.mcap');
     const writable = await FileWritable.create(file);
     const writer = new McapWriter({ writable });

@@ -107,7 +107,7 @@ async function recordTypedRun(store: StoreBackend): Promise<number> {
 }
 
 const rows = async (db: DuckDBConnection, sql: string): Promise<Record<string, unknown>[]> =>
-  (await db.runAndReadAll(sql)).getRowObjectsJS() as Record<string, unknown>[];
+  (await db.runAndReadAll(sql)).getRowObjectsJS();
 
 /** The tables' name a stream goes to (the folder's own tables keep their names). */
 const tableOf = (s: StreamInfo): string =>
@@ -119,9 +119,9 @@ describe('parquet export, read by DuckDB', () => {
   const out = join(tmp.path, 'tables');
   let store: StoreBackend;
   let db: DuckDBConnection;
-  let demoRuns: number[] = [];
+  const demoRuns: number[] = [];
   let typedRun = 0;
-  let warnings: string[] = [];
+  const warnings: string[] = [];
   const file = (name: string): string => `'${join(out, `${name}.parquet`)}'`;
 
   before(async () => {

@@ -55,12 +55,7 @@ describe('sampleAt', () => {
     );
     const schema = normalizeStream({ name: 'state', fields: [{ name: 'x', type: 'f64' }] });
     assert.throws(
-      () =>
-        normalizeColumns(
-          schema,
-          { t: [1], step: [0], columns: { x: [1], ['__proto__']: [2] } as Record<string, number[]> },
-          null,
-        ),
+      () => normalizeColumns(schema, { t: [1], step: [0], columns: { x: [1], ['__proto__']: [2] } }, null),
       /field name "__proto__" is not a valid name/,
     );
     const sample = JSON.parse('{"t": 1, "step": 0, "x": 1, "__proto__": 2}') as Sample;

@@ -39,7 +39,7 @@ describe('SampleSeries', () => {
         if (i % 7 === 0) s.doc = { i, tags: ['a', i] };
         // An undeclared field, typed by what arrives (a bool): kept as the stream's extra field.
         if (i % 11 === 0) s.flag = i % 22 === 0;
-        rec.append('a/state', s);
+        void rec.append('a/state', s); // not awaited, as a simulator appends: flush and end report a failure
         if (i % 700 === 699) await rec.flush();
       }
       const run = await rec.end('completed');
@@ -83,8 +83,9 @@ describe('SampleSeries', () => {
       // fewer, later, at its own times.
       for (let i = 0; i < 3000; i++) {
         const t = (i % 500 < 40 ? i - (i % 500) : i) * 10_000;
-        rec.append('a/state', { t, step: i, x: i * 0.5, ...(i % 3 ? { lane: `l${i >> 7}` } : {}) });
-        if (i % 7 === 0 && i > 300) rec.append('b/state', { t: t + 3, step: i, x: -i, on: i % 2 === 0 });
+        // Not awaited, as a simulator appends: flush and end report a failure.
+        void rec.append('a/state', { t, step: i, x: i * 0.5, ...(i % 3 ? { lane: `l${i >> 7}` } : {}) });
+        if (i % 7 === 0 && i > 300) void rec.append('b/state', { t: t + 3, step: i, x: -i, on: i % 2 === 0 });
         if (i % 900 === 899) await rec.flush();
       }
       const run = await rec.end('completed');

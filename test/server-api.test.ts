@@ -102,9 +102,10 @@ describe('HTTP API', () => {
       },
     ]);
     // 3,000 samples at 100 Hz: a sealed chunk and the rest, for every actor.
+    // Not awaited, as a simulator appends: flush and end report a failure.
     for (let i = 0; i < 3000; i++) {
       const t = begin + i * 10_000;
-      rec.append('a1/state', {
+      void rec.append('a1/state', {
         t,
         step: i,
         x: i * 0.5,
@@ -115,8 +116,15 @@ describe('HTTP API', () => {
       const a2: Sample = { t, step: i, x: i, y: 2 * i };
       if (i % 5 !== 0) a2.yaw = i / 100;
       if (i % 3 !== 1) a2.speed = 1e-310 * i;
-      rec.append('a2/state', a2);
-      rec.append('a3/state', { t, step: i, x: i, y: i, yaw: i % 2 === 0, speed: i % 4 ? i : `fast ${i}` });
+      void rec.append('a2/state', a2);
+      void rec.append('a3/state', {
+        t,
+        step: i,
+        x: i,
+        y: i,
+        yaw: i % 2 === 0,
+        speed: i % 4 ? i : `fast ${i}`,
+      });
       if (i % 500 === 499) await rec.flush();
     }
     await rec.end('completed');
@@ -135,7 +143,7 @@ describe('HTTP API', () => {
             for (const sample of batch) {
               columns.t!.push(sample.t);
               for (const f of ['x', 'y', 'yaw', 'speed'])
-                columns[f]!.push(typeof sample[f] === 'number' ? (sample[f] as number) : null);
+                columns[f]!.push(typeof sample[f] === 'number' ? sample[f] : null);
             }
           expected[actor] = columns;
         }

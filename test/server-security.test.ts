@@ -195,11 +195,8 @@ describe('the server refuses other sites', () => {
       assert.equal(a.headers['x-content-type-options'], 'nosniff', `answer ${i}`);
       assert.equal(a.headers['referrer-policy'], 'no-referrer', `answer ${i}`);
     }
-    assert.match(String(answers[0]!.headers['content-security-policy']), /default-src 'self'/);
-    assert.ok(
-      !String(answers[0]!.headers['content-security-policy']).includes('unsafe'),
-      'no unsafe sources',
-    );
+    assert.match(String(answers[0].headers['content-security-policy']), /default-src 'self'/);
+    assert.ok(!String(answers[0].headers['content-security-policy']).includes('unsafe'), 'no unsafe sources');
   });
 
   it('serves an attachment never as a page of its origin: HTML and SVG download, sandboxed; images inline', async () => {

@@ -218,7 +218,7 @@ describe('soda files: the layout field by field, type by type', () => {
       ['end_ts', 'int64'],
       ['end_reason', 'string'],
     ]);
-    assert.equal(d!.end_reason as string, 'scenario_stop_trigger');
+    assert.equal(d!.end_reason, 'scenario_stop_trigger');
     const actors = d!.actors as BsonDoc[];
     for (const a of actors)
       assert.deepEqual(shape(a), [

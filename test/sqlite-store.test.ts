@@ -47,7 +47,7 @@ describe('sqlite store files', () => {
 
   it('refuses a store from a newer simrec', async () => {
     const path = join(dir.path, 'newer.db');
-    (await openStore(path)).close();
+    await (await openStore(path)).close();
     const db = new Database(path);
     db.pragma(`user_version = ${SCHEMA_VERSION + 1}`);
     db.close();

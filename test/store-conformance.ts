@@ -960,7 +960,7 @@ export function runStoreConformance(target: ConformanceTarget): void {
       let acked = 0;
       let checks = 0;
       try {
-        for await (const line of createInterface({ input: child.stdout! })) {
+        for await (const line of createInterface({ input: child.stdout })) {
           const [word, value] = line.split(' ');
           if (word === 'run') runId = Number(value);
           if (word !== 'ack') continue;
@@ -1013,7 +1013,7 @@ export function runStoreConformance(target: ConformanceTarget): void {
             `round ${round}: ${samples.length} stored, ${acked} acknowledged`,
           );
           for (let i = 0; i < samples.length; i++) assert.deepEqual(samples[i], crashSample(i));
-          assert.equal(run!.end, samples.at(-1)!.t);
+          assert.equal(run.end, samples.at(-1)!.t);
           const report = await store.checkIntegrity();
           assert.deepEqual(report.problems, [], `round ${round}: the integrity check finds nothing`);
           assert.equal(report.samples, samples.length);

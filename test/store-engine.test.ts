@@ -302,9 +302,10 @@ describe('columnar recording', () => {
     const ids = ['a', 'b', 'c'];
     const { store, rec } = await vehicleRun(ids);
     await rec.setRecording('c', false);
+    // Not awaited, as a simulator appends: end reports a failure.
     for (let step = 0; step < 10; step++) {
       const t = step * 100_000;
-      rec.appendFrame('state', {
+      void rec.appendFrame('state', {
         t,
         step,
         actors: ids,
@@ -317,9 +318,11 @@ describe('columnar recording', () => {
         },
       });
       if (step === 4)
-        rec.appendMany([{ stream: 'a/state', samples: [{ t: t + 1, step: 100, x: -1, y: -1, yaw: -1 }] }]);
+        void rec.appendMany([
+          { stream: 'a/state', samples: [{ t: t + 1, step: 100, x: -1, y: -1, yaw: -1 }] },
+        ]);
       if (step === 6)
-        rec.appendColumns('b/state', {
+        void rec.appendColumns('b/state', {
           t: [t + 5, t + 6],
           step: [200, 201],
           columns: { x: [7, 8], y: [0, 0], yaw: [0, 0] },
@@ -417,16 +420,17 @@ describe('columnar recording', () => {
       actors,
       columns: { x: [step, step + 0.5], y: [0, 0], yaw: [0, 0] },
     });
-    rec.appendFrame('state', frame(0));
-    rec.appendFrame('state', frame(1));
+    // Not awaited, as a simulator appends: end reports a failure.
+    void rec.appendFrame('state', frame(0));
+    void rec.appendFrame('state', frame(1));
     // The same array, now naming other actors (and in another order).
     actors[0] = 'c';
     actors[1] = 'a';
-    rec.appendFrame('state', frame(2));
+    void rec.appendFrame('state', frame(2));
     actors[0] = 'zz';
     assert.throws(() => rec.appendFrame('state', frame(3)), /no declared stream "zz\/state"/);
     actors[0] = 'c';
-    rec.appendFrame('state', frame(3));
+    void rec.appendFrame('state', frame(3));
     await rec.end('completed');
     const xs = async (stream: string): Promise<unknown[]> =>
       (await collect(streamSamples(store, rec.id, stream))).map((s) => [s.step, s.x]);
@@ -538,7 +542,8 @@ describe('columnar recording', () => {
       columns: { x: [1], y: [2], yaw: [0] },
     });
     await rec.flush();
-    rec.appendFrame('state', { t: 10, step: 1, actors: ['a'], columns: { x: [1], y: [2], yaw: [0] } });
+    // Not awaited: the flush that follows waits for it.
+    void rec.appendFrame('state', { t: 10, step: 1, actors: ['a'], columns: { x: [1], y: [2], yaw: [0] } });
     const flushed = rec.flush();
     // One object reused for every declaration, as a loop over a simulator's vehicles might.
     const attributes = { route: ['e1', 'e2'], vType: 'car' };
@@ -1303,8 +1308,9 @@ describe('reading scenes', () => {
     const rec = await RunRecorder.begin(store, { begin: 0 });
     await rec.declareActors(['a', 'b'].map((id) => ({ id, kind: 'vehicle' })));
     await rec.declareStreams(['a', 'b'].map((id) => stateStream(id)));
+    // Not awaited, as a simulator appends: end reports a failure.
     for (let step = 0; step < 1000; step++) {
-      rec.appendFrame('state', {
+      void rec.appendFrame('state', {
         t: step * 10_000,
         step,
         actors: ['a', 'b'],
@@ -1321,6 +1327,7 @@ describe('reading scenes', () => {
   /** Every block the real decoder decodes while `work` runs, by chunk. */
   async function decodesDuring(work: () => Promise<void>): Promise<Map<ParsedChunk, number[]>> {
     const seen = new Map<ParsedChunk, number[]>();
+    // eslint-disable-next-line @typescript-eslint/unbound-method -- the real decoder, called below with its chunk as this
     const decode = ParsedChunk.prototype.decodeBlock;
     ParsedChunk.prototype.decodeBlock = function (this: ParsedChunk, ...args) {
       let blocks = seen.get(this);
@@ -1450,8 +1457,9 @@ describe('caches of decoded data', () => {
     const path = fresh();
     const writing = SqliteBackend.open(path, { chunkSamples: 200, blockSamples: 64 });
     const rec = await recordingOneCar(writing, 0);
+    // Not awaited, as a simulator appends: end reports a failure.
     for (let step = 0; step < 1000; step++) {
-      rec.appendFrame('state', {
+      void rec.appendFrame('state', {
         t: step * 10_000,
         step,
         actors: ['car'],

@@ -182,7 +182,7 @@ const departedIn = (results: SubscriptionResult[]): string[] =>
   (results.find((r) => r.domain === 'simulation')?.values.get(VAR.DEPARTED_VEHICLES_IDS) as string[]) ?? [];
 
 /** SUMO on LimSim's bigInter, listening for TraCI; `stop` ends it. */
-async function startSumo(): Promise<{ client: TraciClient; stop(): Promise<void> }> {
+async function startSumo(): Promise<{ client: TraciClient; stop: () => Promise<void> }> {
   const port = await freePort();
   const sumo = spawn(
     'sumo',

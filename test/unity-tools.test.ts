@@ -32,7 +32,7 @@ const SOLO_SAMPLE = join(REPO_ROOT, 'test', 'fixtures', 'pysolotools', 'solo');
 const MOCK = fixture('perception-simrun', 'Dataset');
 const DI_COPY = fixture('perception-simrun', 'datasetinsights', 'Dataset');
 
-type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+type Json = Record<string, any>;
 const readJson = (...path: string[]): Json => JSON.parse(readFileSync(join(...path), 'utf8')) as Json;
 const collect = (): { warn: (where: string, message: string) => void; warnings: string[] } => {
   const warnings: string[] = [];

@@ -509,11 +509,11 @@ describe('viewer for engineers (#27) and actor lifetimes (#20), in Chromium', ()
       const listed = await page
         .locator(`[data-testid="event-row"][data-kind="${kind}"] .swatch`)
         .first()
-        .evaluate((n: any) => (window as any).getComputedStyle(n).backgroundColor);
+        .evaluate((n: any) => window.getComputedStyle(n).backgroundColor);
       const marked = await page
         .locator(`[data-testid="event-mark"][data-kind="${kind}"]`)
         .first()
-        .evaluate((n: any) => (window as any).getComputedStyle(n).backgroundColor);
+        .evaluate((n: any) => window.getComputedStyle(n).backgroundColor);
       assert.equal(listed, marked, `${kind}: one colour in the list and on the timeline`);
     }
     const hidden = kinds[0]!;

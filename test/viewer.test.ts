@@ -234,12 +234,12 @@ describe('viewer in Chromium', () => {
     await expectConnected(page);
     await expectConnected(other);
     const box = page.getByTestId('record-every-run');
-    await page.waitForFunction(() => (document.getElementById('record-every-run') as any).checked === true);
+    await page.waitForFunction(() => document.getElementById('record-every-run').checked === true);
     await box.uncheck();
-    await other.waitForFunction(() => (document.getElementById('record-every-run') as any).checked === false);
+    await other.waitForFunction(() => document.getElementById('record-every-run').checked === false);
     assert.equal(server.settings.get().recordEveryRun, false);
     await box.check();
-    await other.waitForFunction(() => (document.getElementById('record-every-run') as any).checked === true);
+    await other.waitForFunction(() => document.getElementById('record-every-run').checked === true);
     await page.close();
     await other.close();
   });

@@ -68,7 +68,9 @@ async function record(
   for (let s = 0; s < steps; s++) {
     const f = frames.next();
     for (let i = 0; i < actors; i++) lane[i] = LANE_IDS[f.lane[i]!]!;
-    rec.appendFrame('state', {
+    // Not awaited, as a simulator appends: the commit point below waits for the frames, and a failed
+    // write fails it.
+    void rec.appendFrame('state', {
       t: f.t,
       step: f.step,
       actors: ids,
@@ -88,8 +90,8 @@ async function record(
     control.brake[0] = c.brake;
     control.steer[0] = c.steer;
     control.gear[0] = c.gear;
-    rec.appendFrame('control', { t: f.t, step: f.step, actors: EGO, columns: control });
-    rec.appendFrame('wheels', {
+    void rec.appendFrame('control', { t: f.t, step: f.step, actors: EGO, columns: control });
+    void rec.appendFrame('wheels', {
       t: f.t,
       step: f.step,
       actors: EGO,

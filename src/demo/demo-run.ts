@@ -162,6 +162,7 @@ export async function recordDemoRun(
       trafficLights: demo.sim.lights.length,
     };
   } catch (error) {
+    // Ended so that it can be removed: removeFailedRun says when the run could not be.
     await recorder.end('inner_error').catch(() => {});
     throw await removeFailedRun(store, recorder.id, error);
   }
@@ -272,7 +273,8 @@ async function driveTraffic(
           if (id !== undefined) arrivals.push(sink.leave(id, at));
         }
       }
-      // Durable with the frame below; awaited there every ten seconds like the samples.
+      // Durable with the frame below, in the same commit: the frame's promise reports a failure, awaited at
+      // the checkpoints like the samples.
       void Promise.all(arrivals).catch(() => {});
       // A vehicle that came and went within one recording interval is never seen.
       const present = departed.filter((v) => sim.vehicles.includes(v));
@@ -373,7 +375,8 @@ async function driveTraffic(
       await checkpoint;
       checkpoint = durable;
       // Handed to the store now: a commit starts when this thread next yields, which a loop that only
-      // waits here does not do until the next checkpoint, where it would then wait for all of it.
+      // waits here does not do until the next checkpoint, where it would then wait for all of it. A failed
+      // commit fails the frames in it, which `durable` reports.
       void sink.flush().catch(() => {});
       // Asked to stop (this await is where a signal can arrive): the run ends here, every step durable.
       if (signal?.aborted && step < steps) {

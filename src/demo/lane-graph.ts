@@ -168,8 +168,8 @@ export class LaneGraph {
     for (const e of edges)
       if (!this.edgeLanes.has(e))
         throw invalid(`${what}: the route's edge ${JSON.stringify(e)} is not on the network`);
-    const feasible: GraphLane[][] = new Array(edges.length);
-    const exits: GraphLane[][] = new Array(edges.length);
+    const feasible: GraphLane[][] = new Array<GraphLane[]>(edges.length);
+    const exits: GraphLane[][] = new Array<GraphLane[]>(edges.length);
     for (let k = edges.length - 1; k >= 0; k--) {
       let lanes = this.drivableLanes(edges[k]!, vClass);
       if (lanes.length === 0)

@@ -158,7 +158,7 @@ export async function recordSyntheticRun(
         { t, step, state, timeToSwitch: cycle < 15 ? 15 - cycle : cycle < 18 ? 18 - cycle : 30 - cycle },
       ],
     });
-    void recorder.appendMany(frame);
+    void recorder.appendMany(frame); // not awaited, as a simulator appends: end reports a failed write
     if (step % rateHz === 0) options.onProgress?.(step / steps);
   }
   return recorder.end('scenario_stop_trigger');

@@ -165,7 +165,7 @@ function writeColumn(
           try {
             checkJsonValue(v, () => `${where}.${field.name}[${i}]`);
           } catch (error) {
-            throw new RangeError((error as Error).message);
+            throw new RangeError((error as Error).message, { cause: error });
           }
         if (field.type === 'string' && typeof v !== 'string')
           throw new RangeError(
@@ -596,7 +596,7 @@ export function decodeFrameBody(
     actors = known.actors;
     r.offset = blockStart + known.bytes.byteLength;
   } else {
-    actors = new Array(n);
+    actors = new Array<string>(n);
     for (let i = 0; i < n; i++) {
       const actor = r.name(`actors[${i}]`, MAX_NAME_BYTES, 'an actor id');
       if (!streams.fieldsOf(`${actor}/${name}`, `actors[${i}]`))

@@ -97,7 +97,8 @@ export async function recordDeepDrive(
         snapshot = next;
       }
     } catch (error) {
-      // What was taken before stays recorded; the run says it ended on an error.
+      // What was taken before stays recorded; the run says it ended on an error. The error thrown next
+      // is the one to report, not a failure to close or end after it.
       await pipeline.close().catch(() => {});
       await recorder.end('inner_error').catch(() => {});
       throw error instanceof SimrecError ? error : invalid(`${path}: ${(error as Error).message}`);

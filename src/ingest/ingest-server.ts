@@ -209,7 +209,8 @@ export class IngestServer implements SessionHost {
           });
           return;
         }
-        // Messages sent before the welcome wait for the hello to be handled, in order.
+        // Messages sent before the welcome wait for the hello to be handled, in order. `session` never
+        // rejects (a hello that fails is refused, and the session is null), here and below.
         void session.then((s) => {
           if (s && s.isConnection(connection)) s.receive(decoded.header, decoded.body, size);
         });
@@ -262,7 +263,7 @@ export class IngestServer implements SessionHost {
       throw new ProtocolError('out_of_order', `${message.type}: the first message must be hello`, {
         fatal: true,
       });
-    const hello = message as HelloMessage;
+    const hello = message;
     if (!PROTOCOL_VERSIONS.includes(hello.protocol))
       throw new ProtocolError(
         'unsupported_version',

@@ -6,9 +6,10 @@
  */
 import { clipText, describeValue, SimrecError } from '../model/errors.js';
 import { validateAttachment, type Attachment } from '../model/attachment.js';
+import type { JsonObject } from '../model/json.js';
 import type { ActorDecl, EndReason, SimulatorInfo } from '../model/run.js';
 import type { StreamAppend } from '../model/store-port.js';
-import type { FieldDecl, StreamDecl } from '../model/stream.js';
+import type { FieldDecl } from '../model/stream.js';
 import type { RunRecorder } from '../record/run-recorder.js';
 import { decodeColumnsBody, decodeFrameBody, FrameScratch, type ActorBlockCache } from './binary-batches.js';
 import {
@@ -188,6 +189,7 @@ export class IngestSession {
   detach(connection: IngestConnection): void {
     if (this.connection !== connection) return;
     this.connection = null;
+    // terminate never rejects (ending the run is all it waits for, and no client is left to hear that fail).
     if (this.run === null && this.sizes.size === 0) {
       void this.terminate();
       return;
@@ -289,7 +291,7 @@ export class IngestSession {
       this.connection = null;
       connection?.send(message);
       connection?.close({ fatal: true });
-      void this.terminate();
+      void this.terminate(); // never rejects: see detach
     }
   }
 
@@ -306,6 +308,7 @@ export class IngestSession {
     this.run = null;
     if (run) {
       run.interrupted = true;
+      // The client is gone: no one is left to hear that ending the run failed, and the run keeps what was stored.
       await this.host.leaveRun(run, this, 'interrupted').catch(() => {});
     }
     this.host.forget(this);
@@ -418,8 +421,7 @@ export class IngestSession {
     const recorder = run.recorder;
     switch (m.type) {
       case 'actors': {
-        for (const [i, actor] of m.actors.entries())
-          this.claim(run, 'actor', (actor as ActorDecl)?.id, `actors[${i}].id`);
+        for (const [i, actor] of m.actors.entries()) this.claim(run, 'actor', actor?.id, `actors[${i}].id`);
         await recorder.declareActors(m.actors);
         for (const actor of m.actors) run.owners.set(`actor:${actor.id}`, this);
         this.ackWhen(m.seq, Promise.resolve());
@@ -427,7 +429,7 @@ export class IngestSession {
       }
       case 'streams': {
         for (const [i, stream] of m.streams.entries()) {
-          const actor = (stream as StreamDecl)?.actor;
+          const actor = stream?.actor;
           if (typeof actor === 'string') this.checkOwner(run, `actor:${actor}`, `streams[${i}].actor`);
         }
         const ids = await recorder.declareStreams(m.streams);
@@ -606,7 +608,7 @@ function sensorActor(sensor: SensorDecl): ActorDecl {
     id: sensor.id,
     kind: 'sensor',
     sourceClass: sensor.modality,
-    attributes: { ...attributes, sensor: JSON.parse(JSON.stringify(rest)) },
+    attributes: { ...attributes, sensor: JSON.parse(JSON.stringify(rest)) as JsonObject },
   };
 }
 

@@ -232,7 +232,7 @@ function normalizeColumn(
     const out = new Float64Array(n);
     const typed = ArrayBuffer.isView(values);
     for (let i = 0; i < n; i++) {
-      let v = values[i] as unknown;
+      let v = values[i];
       if (!typed) {
         if (v === undefined || v === null) v = NaN;
         else if (field.type === 'bool' && typeof v === 'boolean') v = v ? 1 : 0;
@@ -260,10 +260,10 @@ function normalizeColumn(
     throw invalid(
       `stream ${schema.id}: column ${field.name}: a ${field.type} field needs a plain array, got a typed array`,
     );
-  if (field.type === 'string' && everyString(values as readonly unknown[], n)) return values as unknown[];
+  if (field.type === 'string' && everyString(values, n)) return values as unknown[];
   const out = new Array<unknown>(n);
   for (let i = 0; i < n; i++) {
-    const v = (values as readonly unknown[])[i];
+    const v = values[i];
     if (v === undefined || (v === null && field.type !== 'json')) {
       if (!field.optional) absentError(field, rowWhere(field, i, timeOf, rowName));
       out[i] = undefined;
@@ -461,6 +461,7 @@ function rowBuilder(
     const body = names
       .map((n, k) => `${JSON.stringify(n)}: c[${k}][i]${kinds[k] === 'b' ? ' === 1' : ''}`)
       .join(', ');
+    // eslint-disable-next-line @typescript-eslint/no-implied-eval -- a row builder compiled per set of field names (quoted by JSON.stringify) is faster than a loop over them
     build = new Function(
       't',
       'step',

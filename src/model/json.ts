@@ -40,7 +40,7 @@ function jsonProblem(value: unknown, depth: number): { path: string; message: st
         }
         return null;
       }
-      const proto = Object.getPrototypeOf(value);
+      const proto = Object.getPrototypeOf(value) as { constructor?: { name?: string } } | null;
       if (proto !== Object.prototype && proto !== null)
         return {
           path: '',

@@ -159,8 +159,8 @@ export function checkPresence(actor: string, intervals: unknown): PresenceInterv
       throw invalid(
         `${at}.from: expected no earlier than the previous interval's end (${previousEnd}), got ${from}`,
       );
-    previousEnd = (to as number | null | undefined) ?? null;
-    out.push({ from, to: (to as number | null | undefined) ?? null });
+    previousEnd = to ?? null;
+    out.push({ from, to: to ?? null });
   });
   return out;
 }

@@ -116,7 +116,7 @@ export function normalizeStream(decl: StreamDecl): StreamSchema {
       );
     const field: FieldDecl = { name: f.name, type: f.type };
     if (f.unit !== undefined) field.unit = String(f.unit);
-    if (f.type === 'vec') field.length = f.length as number;
+    if (f.type === 'vec') field.length = f.length;
     if (f.optional) field.optional = true;
     if (f.description !== undefined) field.description = String(f.description);
     return field;
@@ -228,7 +228,7 @@ export function inferFieldType(values: readonly unknown[]): FieldType {
     const k = typeof v;
     if (v === null || (k !== 'number' && k !== 'boolean' && k !== 'string')) return 'json';
     if (kind !== null && kind !== k) return 'json';
-    kind = k as 'number' | 'boolean' | 'string';
+    kind = k;
   }
   if (kind === 'number') return 'f64';
   if (kind === 'boolean') return 'bool';

@@ -47,7 +47,7 @@ export async function connectMongo(url: string, options: ConnectMongoOptions): P
     await client.connect();
     await client.db(name).command({ ping: 1 });
   } catch (error) {
-    await client.close().catch(() => {});
+    await client.close().catch(() => {}); // the failure to connect, thrown next, is the one to report
     throw new SimrecError('io', `${location}: cannot connect to MongoDB: ${explain(error, url)}`, {
       cause: error,
     });

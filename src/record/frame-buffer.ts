@@ -272,7 +272,7 @@ export class FrameBuffer {
     }
     const perRow = new Float64Array(this.rows);
     for (let f = 0; f < this.frames; f++)
-      perRow.fill(perFrame[f]!, this.frameRow[f]!, f + 1 < this.frames ? this.frameRow[f + 1]! : this.rows);
+      perRow.fill(perFrame[f]!, this.frameRow[f], f + 1 < this.frames ? this.frameRow[f + 1]! : this.rows);
     for (let i = 0; i < rows.length; i++) out[i] = perRow[rows[i]!]!;
     return out;
   }

@@ -40,13 +40,13 @@ export async function importRecording(
   options: ImportOptions = {},
 ): Promise<ImportResult> {
   const codec = typeof format === 'string' ? await loadCodec(format) : format;
-  const read = codec.read;
+  const read = codec.read?.bind(codec);
   if (!read)
     // A direction the format does not have is a usage mistake (exit 2), not a failure.
     throw invalid(`${codec.name}: import is not supported (the format is written by simrec only)`);
-  return withImportTarget(store, options, (into, codecOptions) =>
-    read.call(codec, location, into, codecOptions),
-  ).then(({ runs, result }) => ({ runs, details: result }));
+  return withImportTarget(store, options, (into, codecOptions) => read(location, into, codecOptions)).then(
+    ({ runs, result }) => ({ runs, details: result }),
+  );
 }
 
 /**
@@ -112,6 +112,7 @@ class StoreTarget implements RunTarget {
   async rollback(error: unknown): Promise<unknown> {
     let outcome = error;
     for (const sink of this.sinks) {
+      // Ended so that it can be removed: removeFailedRun says when the run could not be.
       if (!sink.ended) await sink.recorder.end('inner_error').catch(() => {});
       outcome = await removeFailedRun(this.store, sink.run.id, outcome);
     }
@@ -178,6 +179,7 @@ class UndoableCatalog<Item, Key> implements CatalogSink<Item> {
   }
 
   async undo(): Promise<void> {
+    // Undone after an import failed, as far as it can be: that failure is the one to report.
     for (const [key, old] of this.before) {
       if (old === undefined) await this.catalog.delete(key).catch(() => {});
       else await this.catalog.put(old).catch(() => {});

@@ -293,6 +293,7 @@ export class RunRecorder {
    */
   private storeInOrder(write: () => Promise<void>): Promise<void> {
     return this.inOrder(async () => {
+      // eslint-disable-next-line @typescript-eslint/only-throw-error -- the store's failure, rethrown as it came
       if (this.failure) throw this.failure;
       try {
         await write();
@@ -450,7 +451,7 @@ export class RunRecorder {
       while (i < actors.length && actors[i] === last.actors[i]) i++;
       if (i === actors.length) return last;
     }
-    const states: StreamState[] = new Array(actors.length);
+    const states: StreamState[] = new Array<StreamState>(actors.length);
     // Looked at only when the list differs from the last frame's (a simulator sends the same actors
     // step after step): an actor twice in a frame is a caller's mistake, not two samples.
     const places = new Map<StreamState, number>();
@@ -694,6 +695,7 @@ export class RunRecorder {
   async flush(): Promise<void> {
     if (this.pendingCount > 0 || this.presenceChanged.size > 0) this.commitNow();
     await this.writes;
+    // eslint-disable-next-line @typescript-eslint/only-throw-error -- the store's failure, rethrown as it came
     if (this.failure) throw this.failure;
   }
 
@@ -831,6 +833,7 @@ export class RunRecorder {
         group.reject(error);
       }
     }, alone);
+    // committed never rejects: a failed commit goes to its group's promise above.
     void committed.then(() => {
       this.commitsInFlight--;
       if (this.commitsInFlight === 0 && this.commitDeferred) {

@@ -108,7 +108,7 @@ export class SodaConnection {
           serverSelectionTimeoutMS: this.options.serverSelectionTimeoutMS ?? 5000,
         });
         if (attempt !== this.attempt) {
-          await db.close().catch(() => {});
+          await db.close().catch(() => {}); // a newer attempt took over: this connection is no one's
           return this.status();
         }
         this.settled.clear();
@@ -168,12 +168,14 @@ export class SodaConnection {
 
   private serially<T>(work: () => Promise<T>): Promise<T> {
     const next = this.queue.then(work);
+    // The queue only keeps the work in turn: a failure reaches its caller through `next`.
     this.queue = next.catch(() => {});
     return next;
   }
 
   private watch(): void {
     this.timer = setInterval(
+      // Each export's outcome, a failure included, goes to the status the viewer shows: no one waits here.
       () => void this.serially(() => this.exportFinishedRuns()),
       this.options.pollMs ?? 1000,
     );
@@ -222,7 +224,7 @@ export class SodaConnection {
     this.timer = null;
     const db = this.db;
     this.db = null;
-    await db?.close().catch(() => {});
+    await db?.close().catch(() => {}); // let go of: a failure to close leaves nothing to act on
   }
 
   private set(change: Partial<ConnectionStatus>): void {

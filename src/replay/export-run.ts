@@ -42,7 +42,7 @@ export async function exportRecording(
   options: ExportOptions = {},
 ): Promise<JsonObject> {
   const codec = typeof format === 'string' ? await loadCodec(format) : format;
-  const write = codec.write;
+  const write = codec.write?.bind(codec);
   if (!write) throw invalid(`${codec.name}: export is not supported (simrec reads it only)`);
   if (runIds.length === 0) throw invalid('RUN: expected at least one run to export');
   const fileEachRun = runIds.length > 1 && !codec.multiRun;
@@ -74,9 +74,9 @@ export async function exportRecording(
     );
   const details =
     codec.output === 'dataset' || codec.output === 'database'
-      ? await writeInPlace(location, () => write.call(codec, sources, location, writeOptions))
+      ? await writeInPlace(location, () => write(sources, location, writeOptions))
       : await writeThroughTemporary(location, codec.output === 'folder', async (path) => {
-          const written = await write.call(codec, sources, path, writeOptions);
+          const written = await write(sources, path, writeOptions);
           signal.throwIfAborted();
           return written;
         });

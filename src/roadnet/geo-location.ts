@@ -23,12 +23,13 @@ export function geoLocator(
   } catch (error) {
     throw new Error(
       `the network's projection ${JSON.stringify(geo.projection)} is not one PROJ (proj4js) reads: ${(error as Error).message}`,
+      { cause: error },
     );
   }
   const dx = geo.offset?.x ?? 0;
   const dy = geo.offset?.y ?? 0;
   return (x, y) => {
-    const [longitude, latitude] = converter.forward([x - dx, y - dy]) as [number, number];
+    const [longitude, latitude] = converter.forward<[number, number]>([x - dx, y - dy]);
     return { latitude, longitude };
   };
 }
@@ -48,12 +49,13 @@ export function cartesianLocator(
   } catch (error) {
     throw new Error(
       `the network's projection ${JSON.stringify(geo.projection)} is not one PROJ (proj4js) reads: ${(error as Error).message}`,
+      { cause: error },
     );
   }
   const dx = geo.offset?.x ?? 0;
   const dy = geo.offset?.y ?? 0;
   return (longitude, latitude) => {
-    const [x, y] = converter.inverse([longitude, latitude]) as [number, number];
+    const [x, y] = converter.inverse<[number, number]>([longitude, latitude]);
     return { x: x + dx, y: y + dy };
   };
 }

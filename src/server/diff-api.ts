@@ -46,6 +46,7 @@ export function createDiffApi(store: StoreBackend): Hono {
     }
     const ask = () => diffRuns(store, run(c, 'a'), run(c, 'b'), options);
     const answer = queue.then(ask, ask);
+    // The queue only keeps the questions in turn: a failure reaches its asker through `answer`.
     queue = answer.catch(() => undefined);
     return json(c, await answer);
   });

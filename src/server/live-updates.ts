@@ -30,6 +30,7 @@ export class LiveUpdates {
       if (this.lastMessage) socket.send(this.lastMessage);
       socket.on('error', () => socket.terminate());
     });
+    // poll never rejects: a failing store is told to the viewers as a store-error. Nothing waits for it.
     this.timer = setInterval(() => void this.poll(), intervalMs);
     this.timer.unref();
     void this.poll();

@@ -22,7 +22,7 @@ export function runEvaluation(
   samples: number,
 ): Promise<RunEvaluation | null> {
   let cache = caches.get(store);
-  if (!cache) caches.set(store, (cache = new Map()));
+  if (!cache) caches.set(store, (cache = new Map<number, Cached>()));
   const hit = cache.get(run);
   if (hit && hit.samples === samples) return hit.evaluation;
   const evaluation = store.listStreams(run).then((streams) => storedEvaluation(store, run, streams));

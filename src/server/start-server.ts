@@ -145,7 +145,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     void live.broadcast({ type: 'mongodb', ...connectionView(mongoSettings, mongo) });
   mongoSettings.onChange(announceMongo);
   mongo.onChange(announceMongo);
-  // SODA.Sim's bAutoConnect: the server starts at once; the viewer shows the attempt as it goes.
+  // SODA.Sim's bAutoConnect: the server starts at once; the viewer shows the attempt as it goes (connect
+  // never rejects: a failure is its status).
   if (mongoSettings.get().autoConnect) void mongo.connect();
   const ingest = new IngestServer({
     ...options.ingest,

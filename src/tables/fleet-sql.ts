@@ -78,6 +78,7 @@ export class FleetSql {
   async close(): Promise<void> {
     const session = this.session;
     this.session = null;
+    // A session that failed to open has nothing to close, and its failure went to the query that opened it.
     (await session?.catch(() => null))?.close();
   }
 }

@@ -22,7 +22,7 @@ export async function killWriterAfter(
   let acked = 0;
   let acks = 0;
   let runId = 0;
-  for await (const line of createInterface({ input: child.stdout! })) {
+  for await (const line of createInterface({ input: child.stdout })) {
     const [word, value] = line.split(' ');
     if (word === 'run') runId = Number(value);
     if (word === 'ack') {

@@ -40,14 +40,15 @@ export async function startServedChild(args: string[] = []): Promise<ServedChild
   );
   let stdout = '';
   let stderr = '';
-  child.stderr!.on('data', (chunk) => (stderr += String(chunk)));
+  child.stderr.on('data', (chunk) => (stderr += String(chunk)));
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const url = await new Promise<string>((resolve, reject) => {
-    child.stdout!.on('data', (chunk) => {
+    child.stdout.on('data', (chunk) => {
       stdout += String(chunk);
       const found = /simrec viewer: (http:\/\/\S+\/)/.exec(stdout);
       if (found) resolve(found[1]!);
     });
+    // exited never rejects: a child gone before its address fails the wait for the address.
     void exited.then(() => reject(new Error(`simrec serve exited: ${stderr}`)));
   });
   return {
@@ -93,11 +94,11 @@ export function watchHealth(url: string): { stop(): Promise<{ slowestMs: number;
     })();`;
   const child = spawn(process.execPath, ['-e', script], { stdio: ['pipe', 'pipe', 'inherit'] });
   let out = '';
-  child.stdout!.on('data', (chunk) => (out += String(chunk)));
+  child.stdout.on('data', (chunk) => (out += String(chunk)));
   const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
   return {
     async stop() {
-      child.stdin!.end('stop');
+      child.stdin.end('stop');
       const code = await exited;
       if (code !== 0) throw new Error(`the health watcher exited ${code}`);
       return JSON.parse(out) as { slowestMs: number; asked: number };

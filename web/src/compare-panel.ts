@@ -38,6 +38,7 @@ export class ComparePanel {
   constructor(runA: number, runB: number) {
     this.runA = runA;
     this.runB = runB;
+    // The plot is drawn when the samples arrive (none where a request fails); nothing else waits.
     this.fieldPicker.addEventListener('change', () => void this.drawField());
   }
 

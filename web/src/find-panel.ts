@@ -96,7 +96,7 @@ export class FindPanel {
       const button = el('button', { type: 'button', 'data-testid': `find-preset-${key}` }, preset.label);
       button.addEventListener('click', () => {
         this.sql.value = preset.sql(Number(this.threshold.value) || 0);
-        void this.run();
+        void this.run(); // run shows its answer or its error in the panel, here and below
       });
       presets.append(button);
       if (key === 'ttc') presets.append(this.threshold, ' s');

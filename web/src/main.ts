@@ -66,6 +66,8 @@ async function route(): Promise<void> {
   }
 }
 
+// The page is drawn as its answers arrive: nothing waits for route, the requests below or the live
+// updates. A request that fails leaves its part as it was; the status line tells of a store that is down.
 window.addEventListener('hashchange', () => void route());
 window.addEventListener('keydown', (e) => view?.key(e));
 void api.health().then((h) => {

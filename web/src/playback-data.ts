@@ -157,8 +157,8 @@ export class PlaybackData {
     if (j < c.t.length && c.x[j] != null && c.y[j] != null) {
       const u = (t - c.t[i]!) / (c.t[j]! - c.t[i]!);
       if (u > 0 && u < 1) {
-        pose.x += (c.x[j]! - x0) * u;
-        pose.y += (c.y[j]! - y0) * u;
+        pose.x += (c.x[j] - x0) * u;
+        pose.y += (c.y[j] - y0) * u;
         pose.yaw = lerpAngle(pose.yaw, c.yaw[j] ?? pose.yaw, u);
         pose.speed += ((c.speed[j] ?? pose.speed) - pose.speed) * u;
       }

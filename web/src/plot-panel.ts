@@ -70,7 +70,7 @@ export class PlotPanel {
     this.search.addEventListener('input', () => this.listMatches());
     this.search.addEventListener('focus', () => this.listMatches());
     this.search.addEventListener('keydown', (e) => {
-      if (e.key === 'Enter') (this.matches.querySelector('button') as HTMLButtonElement | null)?.click();
+      if (e.key === 'Enter') this.matches.querySelector('button')?.click();
       if (e.key === 'Escape') this.matches.replaceChildren();
     });
   }
@@ -97,7 +97,7 @@ export class PlotPanel {
         button.addEventListener('click', () => {
           this.matches.replaceChildren();
           this.search.value = '';
-          void this.add(c.key);
+          void this.add(c.key); // the series is drawn when its samples arrive; nothing else waits
         });
         return el('li', {}, button);
       }),

@@ -295,14 +295,14 @@ export class RunView {
     if (this.detail.hasRoadNetwork) this.map.fitAll();
     if (this.link.actor && this.actors.has(this.link.actor)) {
       this.selected = this.link.actor;
-      void this.compare?.showActor(this.link.actor);
+      void this.compare?.showActor(this.link.actor); // plots when the samples arrive; nothing else waits
     }
     // The picker lists the selected actor's fields first (the ego's while none is selected).
     this.plots.preferred = this.selected ?? this.egoId();
     if (this.link.at !== undefined && Number.isFinite(this.link.at)) this.timeline.seek(this.link.at);
     else if (this.link.t !== undefined && Number.isFinite(this.link.t))
       this.timeline.seek(range.begin + this.link.t * 1e6);
-    this.inspect();
+    void this.inspect(); // fills the inspector when the scene arrives; nothing else waits for it
     this.render();
   }
 
@@ -430,10 +430,10 @@ export class RunView {
 
   private select(id: string | null): void {
     this.selected = id;
-    void this.compare?.showActor(id);
+    void this.compare?.showActor(id); // plots when the samples arrive; nothing else waits
     this.plots.preferred = id ?? this.egoId();
     this.render();
-    this.inspect();
+    void this.inspect(); // fills the inspector when the scene arrives; nothing else waits for it
     this.scheduleLink();
   }
 
@@ -441,7 +441,7 @@ export class RunView {
     if (this.inspectTimer !== undefined) return;
     this.inspectTimer = setTimeout(() => {
       this.inspectTimer = undefined;
-      this.inspect();
+      void this.inspect(); // fills the inspector when the scene arrives; nothing else waits for it
     }, 150);
   }
 

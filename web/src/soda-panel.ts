@@ -81,6 +81,7 @@ export class SodaPanel {
     this.badge.addEventListener('click', () => (this.panel.hidden = !this.panel.hidden));
     for (const input of [this.url, this.database, this.autoConnect])
       input.addEventListener('input', () => (this.editing = true));
+    // act shows the outcome in the panel, a failure included: the clicks wait for nothing.
     save.addEventListener('click', () => void this.act(() => this.save()));
     this.connectButton.addEventListener(
       'click',
@@ -94,7 +95,7 @@ export class SodaPanel {
       'click',
       () => void this.act(() => send<MongoView>('POST', '/mongodb/disconnect')),
     );
-    list.addEventListener('click', () => void this.listDatasets());
+    list.addEventListener('click', () => void this.listDatasets()); // shows the list or its error
   }
 
   async refresh(): Promise<void> {
@@ -169,6 +170,7 @@ export class SodaPanel {
         const button = el('button', { 'data-testid': 'mongodb-import' }, 'Import');
         button.addEventListener('click', () => {
           button.disabled = true;
+          // The answer, or its error, takes the button's place: nothing else waits.
           void send<{ run: { id: number } }>('POST', `/mongodb/datasets/${d.id}/import`).then(
             (r) => button.replaceWith(el('a', { href: `#/runs/${r.run.id}` }, `run ${r.run.id}`)),
             (e: unknown) => button.replaceWith(String(e instanceof Error ? e.message : e)),

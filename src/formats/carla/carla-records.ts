@@ -41,7 +41,7 @@ const num = (fields: Fields, name: string, where: string, fallback?: number): nu
   );
 };
 const bool = (fields: Fields, name: string, fallback = false): boolean =>
-  typeof fields[name] === 'boolean' ? (fields[name] as boolean) : fallback;
+  typeof fields[name] === 'boolean' ? fields[name] : fallback;
 const actorOf = (actor: number | undefined, where: string): number => {
   if (actor === undefined) throw invalid(`${where}: the record has no actor`);
   return actor;

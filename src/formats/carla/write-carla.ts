@@ -118,7 +118,7 @@ class Cursor {
   }
 }
 
-const payload = (sample: Sample): Fields => sample as unknown as Fields;
+const payload = (sample: Sample): Fields => sample;
 
 /** Writes one packet: id, size (patched once known), count, records. */
 function packet(out: ByteWriter, id: number, count: number, records: () => void): void {
@@ -518,7 +518,7 @@ async function writeConverted(
     const controls = await Promise.all(vehicles.map((o) => hold(o.control, t)));
     packet(bytes, PACKET.AnimVehicle, vehicles.length, () => {
       vehicles.forEach((o, i) =>
-        rec[PACKET.AnimVehicle]!.encode(bytes, o.carlaId, controls[i] ? payload(controls[i]!) : {}, where),
+        rec[PACKET.AnimVehicle]!.encode(bytes, o.carlaId, controls[i] ? payload(controls[i]) : {}, where),
       );
     });
     const walkers = moving.filter((o) => o.type === ACTOR_TYPE.Walker);
@@ -530,7 +530,7 @@ async function writeConverted(
     packet(bytes, PACKET.VehicleLight, vehicles.length, () => {
       vehicles.forEach((o, i) => {
         const state = lights[i]
-          ? num(lights[i]!.state)
+          ? num(lights[i].state)
           : (num(controls[i]?.brake) > 0 ? 0x8 : 0) | (num(controls[i]?.gear) < 0 ? 0x40 : 0);
         rec[PACKET.VehicleLight]!.encode(bytes, o.carlaId, { state }, where);
       });

@@ -1,4 +1,5 @@
 import type { FormatCodec } from '../../model/codec-port.js';
+import type { JsonObject } from '../../model/json.js';
 import { exportCoco } from './write-coco.js';
 
 /** COCO instances and keypoints: export only (what Perception's users train on). */
@@ -11,6 +12,6 @@ export const cocoCodec: FormatCodec = {
       warn: options.warn,
       onProgress: options.onProgress,
     });
-    return JSON.parse(JSON.stringify(result));
+    return JSON.parse(JSON.stringify(result)) as JsonObject;
   },
 };

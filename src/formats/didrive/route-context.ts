@@ -97,7 +97,7 @@ export function frameContexts(
     const b = frames[i]!;
     driven.push(driven[i - 1]! + Math.hypot(Number(b.x) - Number(a.x), Number(b.y) - Number(a.y)));
   }
-  const nextChange: (number | undefined)[] = new Array(frames.length);
+  const nextChange: (number | undefined)[] = new Array<number | undefined>(frames.length);
   let next: number | undefined;
   for (let i = frames.length - 1; i >= 0; i--) {
     nextChange[i] = next;

@@ -236,7 +236,7 @@ async function writeEpisode(
   );
   for (const [key, attachment] of source.lmdbValues)
     if (!values.has(key)) values.set(key, async () => (await requireAttachment(from, attachment)).data);
-  const keys = [...values.keys()].map((k) => Buffer.from(k, 'latin1')).sort(Buffer.compare);
+  const keys = [...values.keys()].map((k) => Buffer.from(k, 'latin1')).sort((a, b) => Buffer.compare(a, b));
   const lmdb = new LmdbWriter(join(dir, MEASUREMENTS_LMDB));
   try {
     for (const key of keys) lmdb.add(key, await values.get(key.toString('latin1'))!());

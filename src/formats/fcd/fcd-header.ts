@@ -40,7 +40,7 @@ export function headerMicros(generated: string | undefined): number | undefined 
   const m = /^(\d{4})-(\d{2})-(\d{2})[ T](\d{2}):(\d{2}):(\d{2})$/.exec(generated?.trim() ?? '');
   if (!m) return undefined;
   const [, y, mo, d, h, mi, s] = m.map(Number) as [number, ...number[]];
-  const ms = Date.UTC(y!, mo! - 1, d!, h!, mi!, s!);
+  const ms = Date.UTC(y!, mo! - 1, d, h, mi, s);
   return Number.isFinite(ms) ? ms * 1000 : undefined;
 }
 

@@ -309,7 +309,7 @@ class FcdReader {
     this.parser.on('comment', (text) => {
       if (this.root === undefined && !this.header) this.header = parseFcdHeader(text);
     });
-    this.parser.on('opentag', (tag) => this.open(tag as SaxesTagPlain));
+    this.parser.on('opentag', (tag) => this.open(tag));
     this.parser.on('closetag', (tag) => this.closeTag(tag.name));
     this.parser.on('error', (error) => {
       // saxes names file, line and column: an unclosed <timestep> is the close tag found in its place.

@@ -136,7 +136,7 @@ export async function exportFcd(
     out.on('error', reject);
     sink.on('error', reject);
   });
-  failed.catch(() => {});
+  failed.catch(() => {}); // raced against each wait for the sink below, which reports it; unraced, it is no one's
   let buffered: string[] = [];
   let bufferedChars = 0;
   const flush = async (): Promise<void> => {

@@ -80,7 +80,7 @@ export function networkFromLimSimRows(rows: NetworkRowsIn): ReadResult<RoadNetwo
     }
     const extra: JsonObject = (junction.extra ??= {});
     const stray = (extra[STRAY_LANES] ??= []) as JsonObject[];
-    stray.push({ ...row } as unknown as JsonObject);
+    stray.push({ ...row });
   }
   // The mapper opens an internal edge for every junction-lane row; those whose lanes all stayed out are empty.
   network.edges = network.edges.filter((e) => e.function === 'normal' || e.lanes.length > 0);

@@ -242,7 +242,7 @@ export async function exportLimSim(
  * before its begin. Other runs (LimSim's own, the demo, other simulators) have frame 0 at their begin.
  */
 function frameOrigin(run: RunInfo): number {
-  const stepLength = (run.metadata as JsonObject).stepLength;
+  const stepLength = run.metadata.stepLength;
   if (run.simulator.name === 'sumo' && typeof stepLength === 'number' && stepLength > 0)
     return run.begin - Math.round(stepLength * 1e6);
   return run.begin;
@@ -460,7 +460,7 @@ function keptStartTime(m: JsonObject, begin: number): string | undefined {
 }
 
 function simRow(run: RunInfo, ego: ActorInfo | undefined, network: RoadNetwork | undefined): Row {
-  const m = run.metadata as JsonObject;
+  const m = run.metadata;
   const localPos =
     Array.isArray(m.localPos) && m.localPos.length === 2 ? (m.localPos as number[]) : undefined;
   const boundary =

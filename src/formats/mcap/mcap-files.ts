@@ -27,7 +27,7 @@ export class FileWritable implements IWritable {
     await this.handle.close();
   }
   async abandon(): Promise<void> {
-    await this.handle.close().catch(() => {});
+    await this.handle.close().catch(() => {}); // abandoned after a failure, which is the one to report
   }
 }
 

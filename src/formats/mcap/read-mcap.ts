@@ -322,7 +322,7 @@ function messageDecoder(
         enums,
         defaults: true,
         arrays: true,
-      }) as JsonObject;
+      });
     } catch (error) {
       throw invalid(`${where}: not a ${schema.name} message (${(error as Error).message})`);
     }
@@ -543,7 +543,7 @@ async function osiTraceMetadata(reader: McapIndexedReader): Promise<JsonObject |
 }
 
 function transformsOf(kind: Mapped, message: JsonObject): TransformMessage[] {
-  if (kind === 'transform') return [message as TransformMessage];
+  if (kind === 'transform') return [message];
   return kind === 'transforms' ? ((message.transforms ?? []) as TransformMessage[]) : [];
 }
 

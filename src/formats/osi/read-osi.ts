@@ -67,7 +67,7 @@ export async function importOsi(
         enums: String,
         defaults: false,
         arrays: true,
-      }) as JsonObject;
+      });
     } catch (error) {
       throw invalid(
         `${where}: not an osi3.${type === 'sv' ? 'SensorView' : 'GroundTruth'} message (${(error as Error).message})`,

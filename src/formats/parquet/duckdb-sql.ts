@@ -113,6 +113,7 @@ export class SqlSession {
   query<T>(query: SqlQuery, read: (result: SqlResult) => Promise<T>): Promise<T> {
     const run = (): Promise<T> => this.run(query, read);
     const done = this.busy.then(run, run);
+    // `busy` only keeps the queries in turn: a failure reaches its caller through `done`.
     this.busy = done.catch(() => undefined);
     return done;
   }

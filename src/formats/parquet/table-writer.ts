@@ -116,7 +116,7 @@ export class ParquetTableWriter {
   /** Writes what is buffered and the file's footer. */
   close(): void {
     if (this.filled > 0 || this.total === 0) this.flush();
-    void this.writer.finish();
+    void this.writer.finish(); // a file writer is synchronous: done on return (the promise is for other writers)
   }
 
   private flush(): void {
@@ -126,7 +126,8 @@ export class ParquetTableWriter {
       data: parquetValues(column.kind, this.buffers[c]!, n),
       nullable: !column.required,
     }));
-    // The file writer is synchronous: the buffers are free again when write returns.
+    // The file writer is synchronous: the buffers are free again when write returns (its promise type is
+    // for other writers).
     void this.writer.write({ columnData, rowGroupSize: Math.max(n, 1) });
     this.total += n;
     this.filled = 0;

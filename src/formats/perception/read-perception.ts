@@ -25,7 +25,6 @@ import {
   type PerceptionEgo,
   type PerceptionMetric,
   type PerceptionSensor,
-  type Projection,
 } from '../../model/perception.js';
 import { readBox3D } from '../common/labelled-images/boxes-3d.js';
 import {
@@ -568,7 +567,7 @@ class DatasetReader {
       throw invalid(`${where}.sensor.camera_intrinsic: expected a 3x3 array of numbers`);
     const columns = matrix as number[][];
     const intrinsics: CameraIntrinsics = {
-      projection: (projection === 'orthographic' ? 'orthographic' : 'perspective') as Projection,
+      projection: projection === 'orthographic' ? 'orthographic' : 'perspective',
       K: null,
       unityProjection: columns,
     };

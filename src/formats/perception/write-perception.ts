@@ -157,7 +157,7 @@ export async function exportPerception(
 }
 
 const sub = (extra: JsonObject | undefined, key: string): JsonObject =>
-  isObject(extra?.[key]) ? (extra[key] as JsonObject) : {};
+  isObject(extra?.[key]) ? extra[key] : {};
 
 /**
  * What the legacy tables are written from: the definitions in legacy shape, ids typed as the source

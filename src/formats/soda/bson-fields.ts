@@ -125,7 +125,6 @@ export function fromPlainJson(value: JsonValue): unknown {
 }
 
 /** A BSON value kept exactly inside simrec's JSON (attributes): canonical Extended JSON. */
-export const toCanonicalJson = (value: unknown): JsonValue =>
-  BSON.EJSON.serialize(value, { relaxed: false }) as JsonValue;
+export const toCanonicalJson = (value: unknown): JsonValue => BSON.EJSON.serialize(value, { relaxed: false });
 export const fromCanonicalJson = (value: JsonValue): unknown =>
   BSON.EJSON.deserialize(value as object, { relaxed: false });

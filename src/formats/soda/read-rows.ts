@@ -1,5 +1,5 @@
 import { invalid } from '../../model/errors.js';
-import type { JsonObject, JsonValue } from '../../model/json.js';
+import type { JsonObject } from '../../model/json.js';
 import { array, doc, double, int32, int64, string, toPlainJson, vec3, type BsonDoc } from './bson-fields.js';
 import { gearFromSodaState, WHEEL_POSITIONS } from './soda-layout.js';
 import { unrealToState, type Triple } from './unreal-frame.js';
@@ -239,7 +239,7 @@ export function readGenericRow(
     if ((TIME_KEYS as readonly string[]).includes(key) && out.ts === undefined)
       out.ts = int64(value, `${where}.${key}`);
     else if (key === 'step') out.step = int32(value, `${where}.${key}`);
-    else out.fields[key] = toPlainJson(value, `${where}.${key}`) as JsonValue;
+    else out.fields[key] = toPlainJson(value, `${where}.${key}`);
   }
   return out;
 }

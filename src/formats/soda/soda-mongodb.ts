@@ -63,7 +63,7 @@ export class SodaDatabase implements SodaSource, SodaSink {
     const cursor = this.db.collection(collection).find({}, { raw: true });
     for await (const raw of cursor as AsyncIterable<unknown>) {
       const bytes = raw as Uint8Array;
-      const doc = BSON.deserialize(bytes, { promoteValues: false }) as BsonDoc;
+      const doc = BSON.deserialize(bytes, { promoteValues: false });
       const where = `${this.db.databaseName}.${collection} document ${describeId(doc._id)}`;
       const item: SodaDocument = { doc, where };
       if (options.laneMarks) item.laneMarks = laneMarksFromBson(bytes, where);
@@ -121,6 +121,7 @@ export class SodaDatabase implements SodaSource, SodaSink {
         { writeConcern: DURABLE },
       );
     } catch (error) {
+      // Undoes what was written as far as it can: the failure thrown next is the one to report.
       await batches.drop().catch(() => {});
       await datasets.deleteOne({ _id: Long.fromNumber(id) }).catch(() => {});
       throw new SimrecError(

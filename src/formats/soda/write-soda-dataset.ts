@@ -94,7 +94,7 @@ function description(actor: ActorInfo | undefined, rows: RowKind): BsonDoc {
   if (extents) out.extents = extents;
   if (rows === 'ego') {
     const num = (key: string): number =>
-      typeof actor.attributes[key] === 'number' ? (actor.attributes[key] as number) : 0;
+      typeof actor.attributes[key] === 'number' ? actor.attributes[key] : 0;
     out.track_width = toDouble(num('trackWidth') * 100);
     out.wheel_base_width = toDouble(num('wheelBase') * 100);
     out.mass = toDouble(num('mass'));
@@ -194,7 +194,7 @@ function typedValue(type: FieldType | undefined, value: unknown): unknown {
 function wheelsRow(wheels: unknown): BsonDoc[] {
   if (!Array.isArray(wheels)) return [];
   return wheels.map((w: Record<string, unknown>, i) => {
-    const n = (key: string): number => (typeof w?.[key] === 'number' ? (w[key] as number) : 0);
+    const n = (key: string): number => (typeof w?.[key] === 'number' ? w[key] : 0);
     const position = WHEEL_POSITIONS.indexOf(w?.position as (typeof WHEEL_POSITIONS)[number]);
     return {
       '4wd_ind': toInt32(position >= 0 ? position : i),
@@ -420,7 +420,7 @@ function* entryRows(
       const c = controlAt.get(s.t);
       if (c) {
         checkKeys(c, CONTROL_KEYS, entry.streams[1]!);
-        const n = (key: string): number => (typeof c[key] === 'number' ? (c[key] as number) : 0);
+        const n = (key: string): number => (typeof c[key] === 'number' ? c[key] : 0);
         const given = (key: string): number | undefined => (typeof c[key] === 'number' ? n(key) : undefined);
         const gear = given('gear');
         if (gear !== undefined && gear > 1 && given('gearState') === undefined)

@@ -55,7 +55,7 @@ async function readOptionalJson(dir: string, names: string[]): Promise<JsonValue
 function rows(json: JsonValue | undefined, key: string, file: string): JsonObject[] {
   if (json === undefined) return [];
   if (!isObject(json) || !Array.isArray(json[key])) throw invalid(`${file}: expected {"${key}": [...]}`);
-  return (json[key] as JsonValue[]).map((r, i) => {
+  return json[key].map((r, i) => {
     if (!isObject(r)) throw invalid(`${file}: ${key}[${i}]: expected an object`);
     return r;
   });
@@ -222,7 +222,7 @@ export async function readSoloDataset(
           c.matrix.length === 9 &&
           c.matrix.every((x) => typeof x === 'number')
         ) {
-          const m = c.matrix as number[];
+          const m = c.matrix;
           // The same 3x3 of Unity's projection as the legacy camera_intrinsic, flattened by column.
           const columns = [m.slice(0, 3), m.slice(3, 6), m.slice(6, 9)];
           const projection =

@@ -1,4 +1,5 @@
 import type { FormatCodec } from '../../model/codec-port.js';
+import type { JsonObject } from '../../model/json.js';
 import { exportYolo } from './write-yolo.js';
 
 /** YOLO labels with a contiguous class map: export only. */
@@ -11,6 +12,6 @@ export const yoloCodec: FormatCodec = {
       warn: options.warn,
       onProgress: options.onProgress,
     });
-    return JSON.parse(JSON.stringify(result));
+    return JSON.parse(JSON.stringify(result)) as JsonObject;
   },
 };

@@ -126,8 +126,8 @@ export class TraciClient {
 
   /** Reads the status answer to command `id`; throws SUMO's own error text. */
   private static status(reader: TraciReader, id: number): void {
-    let length = reader.ubyte();
-    if (length === 0) length = reader.int();
+    const length = reader.ubyte();
+    if (length === 0) reader.int(); // the length's long form: the fields below are read in order, not measured
     const answered = reader.ubyte();
     const result = reader.ubyte();
     const description = reader.string();

@@ -565,7 +565,7 @@ function unpackXors(
 /** The float32 prediction of f[i] (i >= 1): the value before, or the line through the two before. */
 function predict32(f: Float32Array, i: number, linear: boolean, p: Float32Array): void {
   p[0] = i === 1 || !linear ? f[i - 1]! : 2 * f[i - 1]! - f[i - 2]!;
-  if (!Number.isFinite(p[0]!)) p[0] = f[i - 1]!;
+  if (!Number.isFinite(p[0])) p[0] = f[i - 1]!;
 }
 
 /** A 32-bit residual of a value's word from its prediction's: the difference zig-zagged, or the XOR rotated. */
@@ -792,7 +792,7 @@ export function unpackIntegers(
   if (bytes.length < 8) throw new Error('integer column shorter than its first value');
   out[0] = new DataView(bytes.buffer, bytes.byteOffset, 8).getFloat64(0, true);
   const r = unpackWords(bytes.subarray(8), n - 1);
-  let prev = out[0]!;
+  let prev = out[0];
   let prevDelta = 0;
   for (let i = 1; i < n; i++) {
     const z = r[i - 1]!;

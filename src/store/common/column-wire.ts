@@ -178,8 +178,8 @@ export function* unpackBatches(wire: WireBatches): Generator<{ stream: string; b
   let p = 0;
   for (const s of wire.streams) {
     const n = places[p++]!;
-    const t = arena.subarray(places[p]!, places[p++]! + n);
-    const step = arena.subarray(places[p]!, places[p++]! + n);
+    const t = arena.subarray(places[p], places[p++]! + n);
+    const step = arena.subarray(places[p], places[p++]! + n);
     const columns: Record<string, ColumnValues> = {};
     for (const { name, kind } of layouts[s.layout]!) {
       const at = places[p++]!;

@@ -1,5 +1,5 @@
 import { columnFields, type ColumnBatch } from '../../model/columns.js';
-import type { FieldDecl, FieldType, InferredField } from '../../model/stream.js';
+import type { FieldDecl, InferredField } from '../../model/stream.js';
 import type { ChunkColumn, EncodedBlock } from './chunk-codes.js';
 import { decodeEncodedBlock } from './chunk-decoder.js';
 import { assembleChunk, encodeBlock, type ChunkBuffers } from './chunk-encoder.js';
@@ -364,7 +364,7 @@ export class StreamTail<Id> {
       const known = this.columns[index]!;
       if (known.type === field.type || this.declared.some((d) => d.name === field.name)) continue;
       if (known.type !== 'json') {
-        known.type = 'json' as FieldType;
+        known.type = 'json';
         const extra = this.extras.find((e) => e.name === field.name);
         if (extra) extra.type = 'json';
         changed = true;

@@ -300,7 +300,7 @@ export class SqliteChunkWriter {
 
   private tailOf(run: number, stream: string): TailEntry {
     let streams = this.tails.get(run);
-    if (!streams) this.tails.set(run, (streams = new Map()));
+    if (!streams) this.tails.set(run, (streams = new Map<string, TailEntry>()));
     let entry = streams.get(stream);
     if (entry) return entry;
     const row = this.stmt(

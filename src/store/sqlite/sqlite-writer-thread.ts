@@ -153,7 +153,7 @@ export class WriterThread implements ChunkWriterPort {
     return new Promise<void>((resolve, reject) => {
       this.waiting.set(id, arena ? { resolve, reject, arena } : { resolve, reject });
       worker.ref();
-      worker.postMessage({ ...body, id } as WriterRequest);
+      worker.postMessage({ ...body, id });
     });
   }
 
@@ -196,13 +196,14 @@ export class WriterThread implements ChunkWriterPort {
   }
 
   forgetRun(run: number): void {
+    // Only frees the thread's memory of the run: nothing waits for it, and a failure changes nothing stored.
     if (this.worker) this.request({ op: 'forget', run }).catch(() => {});
   }
 
   async close(): Promise<void> {
     if (!this.worker) return;
     const worker = this.worker;
-    await this.request({ op: 'close' }).catch(() => {});
+    await this.request({ op: 'close' }).catch(() => {}); // the thread is terminated next, whatever it answers
     await worker.terminate();
     this.worker = null;
   }

@@ -19,7 +19,7 @@ const CHANNELS = ['r', 'g', 'b', 'a'] as const;
 /** SOLO's `[r, g, b, a]` (bytes) as the legacy `{r, g, b, a}`; `unit` scales to 0..1 (Unity Color). */
 export function colourObject(v: JsonValue | undefined, unit: boolean): JsonValue | undefined {
   if (!Array.isArray(v) || v.length < 3 || !v.every((x) => typeof x === 'number')) return v;
-  const values = v as number[];
+  const values = v;
   return Object.fromEntries(
     CHANNELS.map((c, i) => [c, unit ? (values[i] ?? 255) / 255 : (values[i] ?? 255)] as const),
   );
@@ -28,7 +28,7 @@ export function colourObject(v: JsonValue | undefined, unit: boolean): JsonValue
 /** The legacy `{r, g, b, a}` as SOLO's `[r, g, b, a]` bytes; 0..1 floats (Unity Color) are scaled. */
 export function colourArray(v: JsonValue | undefined): JsonValue | undefined {
   if (!isObject(v) || !CHANNELS.slice(0, 3).every((c) => typeof v[c] === 'number')) return v;
-  const values = CHANNELS.map((c) => (typeof v[c] === 'number' ? (v[c] as number) : 1));
+  const values = CHANNELS.map((c) => (typeof v[c] === 'number' ? v[c] : 1));
   const unit = values.every((x) => x <= 1);
   return values.map((x) => (unit ? Math.round(x * 255) : x));
 }
@@ -76,7 +76,7 @@ export type MetricKind = 'object_count' | 'rendered_object_info' | 'generic';
 /** What a metric definition counts, from its SOLO `@type` or its legacy name. */
 export function metricKind(def: MetricDefinition | undefined): MetricKind {
   if (!def) return 'generic';
-  const type = typeof def.extra?.['@type'] === 'string' ? (def.extra['@type'] as string) : '';
+  const type = typeof def.extra?.['@type'] === 'string' ? def.extra['@type'] : '';
   const name = def.name.toLowerCase();
   if (/ObjectCountMetric$/.test(type) || name === 'object count' || def.id === 'ObjectCount')
     return 'object_count';

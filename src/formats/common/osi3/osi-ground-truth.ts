@@ -31,7 +31,7 @@ export interface OsiChannel {
   channelMetadata: Map<string, string>;
   fileMetadata: Map<string, string>;
   /** The ground truth at a frame's time. */
-  encode(t: number): Uint8Array;
+  encode: (t: number) => Uint8Array;
 }
 
 interface Identifier {

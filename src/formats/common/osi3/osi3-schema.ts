@@ -270,7 +270,7 @@ export function groundTruthDescriptorSet(): Uint8Array {
     };
     qualify(file.messageType, `.${file.package}`);
   }
-  return descriptor.FileDescriptorSet.encode(set as never).finish();
+  return descriptor.FileDescriptorSet.encode(set).finish();
 }
 
 interface DescriptorField {
