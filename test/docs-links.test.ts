@@ -73,3 +73,26 @@ describe('links in the README and docs/', () => {
     });
   }
 });
+
+/** The repository's paths a page names as code (`src/store/registry.ts`, `test/fixtures/esmini/`). */
+function codePaths(text: string): string[] {
+  const paths: string[] = [];
+  for (const m of text.matchAll(/`((?:src|test|web|bench|docs|examples|scripts)\/[^`\s*]+)`/g)) {
+    const path = m[1]!.replace(/[:,.;)]+$/, '');
+    // A pattern (`TABLE/run=ID/...`) or a placeholder (`<source>`) names no one file.
+    if (!/[<>{}]|\.\.\.|=/.test(path)) paths.push(path);
+  }
+  return paths;
+}
+
+describe('files the README and docs/ name as code', () => {
+  for (const page of pages) {
+    const name = relative(REPO_ROOT, page);
+    it(`${name}: every path of the repository it names is there`, () => {
+      const missing = codePaths(readFileSync(page, 'utf8')).filter(
+        (path) => !existsSync(join(REPO_ROOT, path)),
+      );
+      assert.deepEqual(missing, [], `${name} names files that moved or are gone`);
+    });
+  }
+});
