@@ -137,129 +137,137 @@ export async function exportFcd(
     sink.on('error', reject);
   });
   failed.catch(() => {}); // raced against each wait for the sink below, which reports it; unraced, it is no one's
-  let buffered: string[] = [];
-  let bufferedChars = 0;
-  const flush = async (): Promise<void> => {
-    if (!buffered.length) return;
-    const text = buffered.join('');
-    buffered = [];
-    bufferedChars = 0;
-    if (!sink.write(text)) await Promise.race([once(sink, 'drain'), failed]);
-  };
-  const emit = async (text: string): Promise<void> => {
-    buffered.push(text);
-    bufferedChars += text.length;
-    if (bufferedChars > 1 << 20) await flush();
-  };
-
-  const headerOptions: Record<string, string> = {};
-  const sumoOptions = (meta.sumo as { options?: Record<string, string> } | undefined)?.options;
-  if (fromFcd && sumoOptions) Object.assign(headerOptions, sumoOptions);
-  if (geo) headerOptions['fcd-output.geo'] = 'true';
-  if (precision !== SUMO_PRECISION) headerOptions.precision = String(precision);
-  if (geoPrecision !== SUMO_GEO_PRECISION) headerOptions['precision.geo'] = String(geoPrecision);
-  await emit(
-    `<?xml version="1.0" encoding="UTF-8"?>\n\n` +
-      formatFcdHeader(run.begin, `${options.generator ?? 'simrec'} from run ${run.id}`, headerOptions) +
-      `\n<fcd-export xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xsi:noNamespaceSchemaLocation="http://sumo.dlr.de/xsd/fcd_file.xsd">\n`,
-  );
-
-  const fixed = (v: number, digits = precision): string => (v === 0 ? 0 : v).toFixed(digits);
-  const row = (track: FcdTrack, s: Sample): string => {
-    const num = (name: string): number | undefined => {
-      const v = s[name];
-      return typeof v === 'number' ? v : undefined;
+  try {
+    let buffered: string[] = [];
+    let bufferedChars = 0;
+    const flush = async (): Promise<void> => {
+      if (!buffered.length) return;
+      const text = buffered.join('');
+      buffered = [];
+      bufferedChars = 0;
+      if (!sink.write(text)) await Promise.race([once(sink, 'drain'), failed]);
     };
-    const yaw = num('yaw') ?? 0;
-    const along = (v: number, heading: number): number =>
-      track.length ? centreToSumoFront(v, heading, track.length) : v;
-    const x = along(num('x') ?? 0, Math.cos(yaw));
-    const y = along(num('y') ?? 0, Math.sin(yaw));
-    let position: string;
-    if (geo) {
-      let lon = num('lon');
-      let lat = num('lat');
-      if ((lon === undefined || lat === undefined) && locate)
-        ({ longitude: lon, latitude: lat } = locate(x, y));
-      if (lon === undefined || lat === undefined)
-        throw invalid(
-          `run ${run.id}: ${track.actor.id} at t=${s.t} has no longitude and latitude, and the run's network no projection to compute them`,
-        );
-      position = ` x="${fixed(lon, geoPrecision)}" y="${fixed(lat, geoPrecision)}"`;
-    } else position = ` x="${fixed(x)}" y="${fixed(y)}"`;
-    let text = `        <${track.element} id="${escape(track.actor.id)}"${position}`;
-    const z = num('z');
-    if (z !== undefined) text += ` z="${fixed(z)}"`;
-    text += ` angle="${fixed(yawToSumoAngle(yaw))}"`;
-    const type =
-      (typeof s.type === 'string' ? s.type : undefined) ??
-      (typeof track.actor.attributes.vType === 'string' ? track.actor.attributes.vType : undefined) ??
-      DEFAULT_TYPE[track.element];
-    text += ` type="${escape(type)}"`;
-    const vx = num('vx');
-    const vy = num('vy');
-    const speed = num('speed') ?? (vx !== undefined && vy !== undefined ? Math.hypot(vx, vy) : 0);
-    text += ` speed="${fixed(speed)}"`;
-    const lanePos = num('lanePos');
-    if (lanePos !== undefined) text += ` pos="${fixed(along(lanePos, 1))}"`;
-    if (typeof s.lane === 'string') text += ` lane="${escape(s.lane)}"`;
-    if (typeof s.edge === 'string') text += ` edge="${escape(s.edge)}"`;
-    const pitch = num('pitch');
-    if (pitch !== undefined) text += ` slope="${fixed(-radToDeg(pitch))}"`;
-    const signals = num('signals');
-    if (signals !== undefined) text += ` signals="${signals}"`;
-    const accel = num('accel');
-    if (accel !== undefined) text += ` acceleration="${fixed(accel)}"`;
-    for (const name of PLAIN_NUMBERS) {
-      const v = num(name);
-      if (v !== undefined) text += ` ${name}="${fixed(v)}"`;
-    }
-    if (typeof s.leaderID === 'string') text += ` leaderID="${escape(s.leaderID)}"`;
-    if (typeof s.vehicle === 'string') text += ` vehicle="${escape(s.vehicle)}"`;
-    // Whatever else the state holds (a --fcd-output.params parameter, another simulator's field).
-    for (const name in s) {
-      if (name === 't' || name === 'step' || MAPPED.has(name)) continue;
-      const v = s[name];
-      if (typeof v === 'string') text += ` ${name}="${escape(v)}"`;
-      else if (typeof v === 'number' || typeof v === 'boolean') text += ` ${name}="${String(v)}"`;
-    }
-    return `${text}/>\n`;
-  };
+    const emit = async (text: string): Promise<void> => {
+      buffered.push(text);
+      bufferedChars += text.length;
+      if (bufferedChars > 1 << 20) await flush();
+    };
 
-  let done = 0;
-  let states = 0;
-  const active: FcdTrack[] = [];
-  let next = 0;
-  for (const t of frames) {
-    options.signal?.throwIfAborted();
-    await walk.advanceTo(t);
-    while (next < tracks.length && tracks[next]!.first <= t) active.push(tracks[next++]!);
-    let rows = '';
-    let kept = 0;
-    for (const track of active) {
-      const s = presentSample(track, t);
-      // Past its last state and absent, an actor never comes back: it leaves the walk.
-      if (s === undefined) {
-        if (t <= track.last) active[kept++] = track;
-        continue;
-      }
-      active[kept++] = track;
-      rows += row(track, s);
-      states++;
-      if (s.t === t) done++;
-    }
-    active.length = kept;
-    const time = seconds(t - run.begin);
+    const headerOptions: Record<string, string> = {};
+    const sumoOptions = (meta.sumo as { options?: Record<string, string> } | undefined)?.options;
+    if (fromFcd && sumoOptions) Object.assign(headerOptions, sumoOptions);
+    if (geo) headerOptions['fcd-output.geo'] = 'true';
+    if (precision !== SUMO_PRECISION) headerOptions.precision = String(precision);
+    if (geoPrecision !== SUMO_GEO_PRECISION) headerOptions['precision.geo'] = String(geoPrecision);
     await emit(
-      rows ? `    <timestep time="${time}">\n${rows}    </timestep>\n` : `    <timestep time="${time}"/>\n`,
+      `<?xml version="1.0" encoding="UTF-8"?>\n\n` +
+        formatFcdHeader(run.begin, `${options.generator ?? 'simrec'} from run ${run.id}`, headerOptions) +
+        `\n<fcd-export xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xsi:noNamespaceSchemaLocation="http://sumo.dlr.de/xsd/fcd_file.xsd">\n`,
     );
-    options.onProgress?.(done, total);
+
+    const fixed = (v: number, digits = precision): string => (v === 0 ? 0 : v).toFixed(digits);
+    const row = (track: FcdTrack, s: Sample): string => {
+      const num = (name: string): number | undefined => {
+        const v = s[name];
+        return typeof v === 'number' ? v : undefined;
+      };
+      const yaw = num('yaw') ?? 0;
+      const along = (v: number, heading: number): number =>
+        track.length ? centreToSumoFront(v, heading, track.length) : v;
+      const x = along(num('x') ?? 0, Math.cos(yaw));
+      const y = along(num('y') ?? 0, Math.sin(yaw));
+      let position: string;
+      if (geo) {
+        let lon = num('lon');
+        let lat = num('lat');
+        if ((lon === undefined || lat === undefined) && locate)
+          ({ longitude: lon, latitude: lat } = locate(x, y));
+        if (lon === undefined || lat === undefined)
+          throw invalid(
+            `run ${run.id}: ${track.actor.id} at t=${s.t} has no longitude and latitude, and the run's network no projection to compute them`,
+          );
+        position = ` x="${fixed(lon, geoPrecision)}" y="${fixed(lat, geoPrecision)}"`;
+      } else position = ` x="${fixed(x)}" y="${fixed(y)}"`;
+      let text = `        <${track.element} id="${escape(track.actor.id)}"${position}`;
+      const z = num('z');
+      if (z !== undefined) text += ` z="${fixed(z)}"`;
+      text += ` angle="${fixed(yawToSumoAngle(yaw))}"`;
+      const type =
+        (typeof s.type === 'string' ? s.type : undefined) ??
+        (typeof track.actor.attributes.vType === 'string' ? track.actor.attributes.vType : undefined) ??
+        DEFAULT_TYPE[track.element];
+      text += ` type="${escape(type)}"`;
+      const vx = num('vx');
+      const vy = num('vy');
+      const speed = num('speed') ?? (vx !== undefined && vy !== undefined ? Math.hypot(vx, vy) : 0);
+      text += ` speed="${fixed(speed)}"`;
+      const lanePos = num('lanePos');
+      if (lanePos !== undefined) text += ` pos="${fixed(along(lanePos, 1))}"`;
+      if (typeof s.lane === 'string') text += ` lane="${escape(s.lane)}"`;
+      if (typeof s.edge === 'string') text += ` edge="${escape(s.edge)}"`;
+      const pitch = num('pitch');
+      if (pitch !== undefined) text += ` slope="${fixed(-radToDeg(pitch))}"`;
+      const signals = num('signals');
+      if (signals !== undefined) text += ` signals="${signals}"`;
+      const accel = num('accel');
+      if (accel !== undefined) text += ` acceleration="${fixed(accel)}"`;
+      for (const name of PLAIN_NUMBERS) {
+        const v = num(name);
+        if (v !== undefined) text += ` ${name}="${fixed(v)}"`;
+      }
+      if (typeof s.leaderID === 'string') text += ` leaderID="${escape(s.leaderID)}"`;
+      if (typeof s.vehicle === 'string') text += ` vehicle="${escape(s.vehicle)}"`;
+      // Whatever else the state holds (a --fcd-output.params parameter, another simulator's field).
+      for (const name in s) {
+        if (name === 't' || name === 'step' || MAPPED.has(name)) continue;
+        const v = s[name];
+        if (typeof v === 'string') text += ` ${name}="${escape(v)}"`;
+        else if (typeof v === 'number' || typeof v === 'boolean') text += ` ${name}="${String(v)}"`;
+      }
+      return `${text}/>\n`;
+    };
+
+    let done = 0;
+    let states = 0;
+    const active: FcdTrack[] = [];
+    let next = 0;
+    for (const t of frames) {
+      options.signal?.throwIfAborted();
+      await walk.advanceTo(t);
+      while (next < tracks.length && tracks[next]!.first <= t) active.push(tracks[next++]!);
+      let rows = '';
+      let kept = 0;
+      for (const track of active) {
+        const s = presentSample(track, t);
+        // Past its last state and absent, an actor never comes back: it leaves the walk.
+        if (s === undefined) {
+          if (t <= track.last) active[kept++] = track;
+          continue;
+        }
+        active[kept++] = track;
+        rows += row(track, s);
+        states++;
+        if (s.t === t) done++;
+      }
+      active.length = kept;
+      const time = seconds(t - run.begin);
+      await emit(
+        rows ? `    <timestep time="${time}">\n${rows}    </timestep>\n` : `    <timestep time="${time}"/>\n`,
+      );
+      options.onProgress?.(done, total);
+    }
+    await emit('</fcd-export>\n');
+    await flush();
+    sink.end();
+    await Promise.race([once(out, 'close'), failed]);
+    return { timesteps: frames.length, states, actors: tracks.length, compressed: gzip };
+  } catch (error) {
+    // The file may still be opening: closed here, before the caller removes it, it is not created after.
+    sink.destroy();
+    out.destroy();
+    if (!out.closed) await once(out, 'close');
+    throw error;
   }
-  await emit('</fcd-export>\n');
-  await flush();
-  sink.end();
-  await Promise.race([once(out, 'close'), failed]);
-  return { timesteps: frames.length, states, actors: tracks.length, compressed: gzip };
 }
 
 function elementOf(actor: ActorInfo): FcdElement {
