@@ -66,7 +66,7 @@ export async function evaluateRun(
     skipped.push(
       'offset, orientation, laneOffset, speeding, red-light violations and lane departures: the run has no road network',
     );
-  const signals: SignalStates = road ? await loadSignals(store, runId) : new Map();
+  const signals: SignalStates = road ? await loadSignals(store, runId) : new Map<string, never>();
   if (road && road.signalOfVia.size > 0 && signals.size === 0)
     skipped.push('red-light violations: the run has no traffic-light state streams');
 
@@ -114,7 +114,7 @@ export async function evaluateRun(
     };
     for (const detector of detectors) detector.frame(frame);
     for (const m of LIMSIM_METRICS)
-      if (typeof sample[m] === 'number') sample[`${m}Score`] = limsimScore(m, sample[m] as number);
+      if (typeof sample[m] === 'number') sample[`${m}Score`] = limsimScore(m, sample[m]);
     samples.push(sample);
     options.onFrame?.(sample);
     if (i % 500 === 0) options.onProgress?.(i / ego.t.length);

@@ -39,7 +39,7 @@ export function roadContext(net: RoadNetwork): RoadContext {
 export function positionOnRoad(road: RoadContext, track: ActorTrack, k: number): LanePosition | undefined {
   const x = track.x[k]!;
   const y = track.y[k]!;
-  const named = track.lane[k] ? road.lanes.get(track.lane[k]!) : undefined;
+  const named = track.lane[k] ? road.lanes.get(track.lane[k]) : undefined;
   return named
     ? road.index.lanesNear(x, y, 20).find((p) => p.lane.id === named.id)
     : road.index.locate(x, y, { maxDistance: 10 });

@@ -61,7 +61,7 @@ export class LaneKeeping implements Detector {
       }
       if (this.yawRef !== null) sample.orientation = orientation(yaw, this.yawRef);
       // LimSim's own numbers: against its splines, at the lane and position the run stored.
-      const limsimLane = limsimLanes && ego.lane[i] ? ego.lane[i]! : undefined;
+      const limsimLane = limsimLanes && ego.lane[i] ? ego.lane[i] : undefined;
       const spline = limsimLane === undefined ? undefined : limsimLanes!.spline(limsimLane);
       if (limsimLane !== undefined && spline) {
         const s = ego.lanePos[i] ?? spline.toFrenet(x, y).s;

@@ -93,7 +93,7 @@ function configInputs(options: SumoSimulationOptions): SumoInputs {
     const parser = new XMLParser({ ignoreAttributes: false, attributeNamePrefix: '' });
     let doc: Record<string, Record<string, Record<string, Record<string, string>>>>;
     try {
-      doc = parser.parse(readFileSync(options.config, 'utf8'));
+      doc = parser.parse(readFileSync(options.config, 'utf8')) as typeof doc;
     } catch (error) {
       throw invalid(`${options.config}: not XML: ${(error as Error).message}`);
     }

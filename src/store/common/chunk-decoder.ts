@@ -167,9 +167,9 @@ export class ParsedChunk {
         rows += r;
         offset += b;
       }
-      if (rows !== n) throw corrupt(`blocks hold ${rows} rows, the header says ${n}`);
+      if (rows !== n) throw corrupt(`blocks hold ${rows} rows, the header says ${n as number}`);
       if (offset !== source.size) throw corrupt(`blocks end at byte ${offset}, the chunk has ${source.size}`);
-      return new ParsedChunk(source, where, n as number, columns, blocks);
+      return new ParsedChunk(source, where, n, columns, blocks);
     } catch (error) {
       if (error instanceof SimrecError) throw error;
       throw corrupt((error as Error).message);
@@ -455,7 +455,7 @@ function decodeColumn(
           `column ${column.name} holds ${Array.isArray(parsed) ? parsed.length : 'no'} values, expected ${present}`,
         );
       dense = parsed;
-    } else throw new Error(`column ${column.name} (${column.type}) with codec ${codec}`);
+    } else throw new Error(`column ${column.name} (${String(column.type)}) with codec ${String(codec)}`);
     if (presence === null) return dense;
     const out = new Array<unknown>(rows);
     for (let i = 0, j = 0; i < rows; i++) out[i] = has(i) ? dense[j++] : undefined;

@@ -221,7 +221,7 @@ function writeColumnRecord(
         return writeFloatRecord(out, index, presence, dense, false, floatPackings);
     }
   }
-  const list = values as unknown[];
+  const list = values;
   let count = 0;
   for (let i = from; i < to; i++) if (list[i] !== undefined) count++;
   if (count === 0) return;

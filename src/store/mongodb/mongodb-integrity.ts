@@ -29,7 +29,7 @@ export async function checkMongoIntegrity(
         for await (const doc of chunks
           .find({ run: stream.run, stream: stream.id })
           .sort({ begin: 1, _id: 1 }))
-          yield { id: doc._id!, begin: doc.begin, end: doc.end, count: doc.count, data: bytes(doc.data) };
+          yield { id: doc._id, begin: doc.begin, end: doc.end, count: doc.count, data: bytes(doc.data) };
       },
       runCount: () => store.runs().countDocuments(),
       replaceChunk: async (id, chunk) => {

@@ -22,7 +22,7 @@ export class SqliteRuns {
   // ---- runs ----------------------------------------------------------------------------------------
 
   async createRun(run: Omit<RunInfo, 'id'>, writer: WriterIdentity): Promise<RunInfo> {
-    const created = await this.file.guard('creating a run', () => this.createRunNow(run, writer));
+    const created = this.file.guard('creating a run', () => this.createRunNow(run, writer));
     // The writer thread takes tens of milliseconds to start: it does while the run's actors are declared.
     this.file.writer.prepare();
     return created;
@@ -282,8 +282,7 @@ export class SqliteRuns {
 
 /** SQLite could not write (a read-only file, a full disk): not a reason to refuse reading. */
 function isCannotWrite(error: unknown): boolean {
-  const code = ((error as { cause?: { code?: string } }).cause?.code ?? (error as { code?: string }).code) as
-    string | undefined;
+  const code = (error as { cause?: { code?: string } }).cause?.code ?? (error as { code?: string }).code;
   return (
     code === 'SQLITE_READONLY' ||
     code === 'SQLITE_FULL' ||

@@ -57,6 +57,7 @@ export class SqliteSamples {
     try {
       written = this.file.writer.append(run, appends, presence);
     } catch (error) {
+      // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- the writer's failure, rejected as it came
       written = Promise.reject(error);
     }
     // The writer committed on its own connection: what this one cached of the run is stale.
@@ -268,7 +269,7 @@ export class SqliteSamples {
     for (const row of rows) {
       const r = row.run as number;
       let index = this.file.indexes.get(r);
-      if (!index) this.file.indexes.set(r, (index = new Map()));
+      if (!index) this.file.indexes.set(r, (index = new Map<string, ChunkRef<number>[]>()));
       const id = row.stream as string;
       let refs = index.get(id);
       if (!refs) index.set(id, (refs = []));
