@@ -278,11 +278,9 @@ export function osiRoadNetwork(
   const nameOf = (osiId: number): string => laneNames.get(osiId) ?? `osi-lane-${osiId}`;
   const { edges, edgeOf, indexOf } = edgesOf(placed, byOsiId);
 
+  const widths = widthsOf(placed, boundaryLines);
   const lanes: RoadLane[] = placed.map((lane) => {
-    const widths = lane.centerLine.map((p) => widthAt(p, lane, boundaryLines));
-    const known = widths.filter((w): w is number => w !== undefined);
-    const width = known.length ? round(known.reduce((a, b) => a + b, 0) / known.length) : 0;
-    const varies = known.length === widths.length && Math.max(...known) - Math.min(...known) > CONSTANT_WIDTH;
+    const { width, widths: varying, from } = widths.get(lane.osiId)!;
     const c = lane.osi.classification ?? {};
     const type = enumName(c.type, LANE_TYPES);
     const subtype = enumName(c.subtype, LANE_SUBTYPES);
@@ -293,6 +291,7 @@ export function osiRoadNetwork(
       ...(type ? { osiType: type } : {}),
       ...(subtype ? { osiSubtype: subtype } : {}),
       ...(c.centerline_is_driving_direction === false ? { centerlineReversed: true } : {}),
+      widthFrom: from,
       leftBoundaries: lane.left.map((id) => boundaryNames.get(id) ?? `osi-boundary-${id}`),
       rightBoundaries: lane.right.map((id) => boundaryNames.get(id) ?? `osi-boundary-${id}`),
       leftAdjacent: lane.leftAdjacent.map(nameOf),
@@ -305,7 +304,7 @@ export function osiRoadNetwork(
       function: lane.function,
       centerLine: lane.centerLine,
       width,
-      ...(varies ? { widths: widths.map((w) => round(w!)) } : {}),
+      ...(varying ? { widths: varying } : {}),
       length: round(polylineLength(lane.centerLine)),
       type: laneType,
       extra,
@@ -395,7 +394,8 @@ function edgesOf(placed: readonly PlacedLane[], byOsiId: ReadonlyMap<number, Pla
 
 /**
  * Connections from the lanes before and after each lane: a lane across an intersection is the `via`
- * of each of its antecessors to each of its successors; other lanes lead straight to their successors.
+ * of each of its antecessors to each of its successors, and leads on to each successor itself; other
+ * lanes lead straight to their successors, and from their antecessors.
  */
 function connectionsOf(
   placed: readonly PlacedLane[],
@@ -412,12 +412,16 @@ function connectionsOf(
     if (lane.function === 'internal') {
       for (const a of lane.antecessors)
         for (const s of lane.successors) add(byOsiId.get(a), byOsiId.get(s), lane);
+      // As SUMO has it: the junction lane itself leads on to the lane after it.
+      for (const s of lane.successors) add(lane, byOsiId.get(s));
       continue;
     }
     for (const s of lane.successors) {
       const next = byOsiId.get(s);
       if (next?.function !== 'internal') add(lane, next);
     }
+    // A trace may name a link on one side only: the lane before this one leads to it.
+    for (const a of lane.antecessors) add(byOsiId.get(a), lane);
   }
   return [...connections.values()];
 }
@@ -467,6 +471,44 @@ function marksOf(
     });
   }
   return marks;
+}
+
+/**
+ * Each lane's width: measured between its boundaries (`widths` where it varies along the lane); for a
+ * lane without boundaries (SUMO's junction lanes and crossings, as simrec exports them), the mean width
+ * of the lanes it links, which it continues; else 0, unknown (OSI has no width of its own for a lane).
+ */
+function widthsOf(
+  placed: readonly PlacedLane[],
+  lines: ReadonlyMap<number, RoadPoint[]>,
+): Map<number, { width: number; widths?: number[]; from: 'boundaries' | 'linked lanes' | 'unknown' }> {
+  const measured = new Map<number, { width: number; widths?: number[]; from: 'boundaries' }>();
+  for (const lane of placed) {
+    const widths = lane.centerLine.map((p) => widthAt(p, lane, lines));
+    const known = widths.filter((w): w is number => w !== undefined);
+    if (!known.length) continue;
+    const varies = known.length === widths.length && Math.max(...known) - Math.min(...known) > CONSTANT_WIDTH;
+    measured.set(lane.osiId, {
+      width: round(known.reduce((a, b) => a + b, 0) / known.length),
+      ...(varies ? { widths: widths.map((w) => round(w!)) } : {}),
+      from: 'boundaries',
+    });
+  }
+  const all = new Map<
+    number,
+    { width: number; widths?: number[]; from: 'boundaries' | 'linked lanes' | 'unknown' }
+  >(measured);
+  for (const lane of placed) {
+    if (measured.has(lane.osiId)) continue;
+    const linked = [...lane.antecessors, ...lane.successors].flatMap((id) => measured.get(id)?.width ?? []);
+    all.set(
+      lane.osiId,
+      linked.length
+        ? { width: round(linked.reduce((a, b) => a + b, 0) / linked.length), from: 'linked lanes' }
+        : { width: 0, from: 'unknown' },
+    );
+  }
+  return all;
 }
 
 /**
