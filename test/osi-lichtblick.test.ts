@@ -248,6 +248,8 @@ describe("simrec's OSI export as asam-osi-converter reads it (Lichtblick's decod
         id: { value: bigint };
         base: { position: { x: number; y: number; z: number }; dimension: { height: number } };
         source_reference: { identifier: string[] }[];
+        assigned_lane_id: { value: bigint }[];
+        moving_object_classification: { assigned_lane_id: { value: bigint }[] } | null;
       }[];
       // The converter names each entity `moving_object_<id>`: unique in a frame.
       const entities = objects.map((o) => `moving_object_${o.id.value}`);
@@ -267,6 +269,8 @@ describe("simrec's OSI export as asam-osi-converter reads it (Lichtblick's decod
           Math.abs(o.base.position.z - o.base.dimension.height / 2 - ((s.z as number | undefined) ?? 0)) <
             1e-9,
         );
+        // The converter lists an object's lanes from its classification (OSI 3.5 and later).
+        assert.deepEqual(o.moving_object_classification?.assigned_lane_id ?? [], o.assigned_lane_id);
         drawn++;
       }
     }
