@@ -199,12 +199,13 @@ export interface GeoReference {
   origBoundary?: [number, number, number, number];
 }
 
-export const ROAD_NETWORK_FORMATS = ['sumo', 'opendrive'] as const;
+/** `osi`: the lanes and lane boundaries of an ASAM OSI trace's ground truth (formats/common/osi3/osi-lanes.ts). */
+export const ROAD_NETWORK_FORMATS = ['sumo', 'opendrive', 'osi'] as const;
 export type RoadNetworkFormat = (typeof ROAD_NETWORK_FORMATS)[number];
 
 export interface RoadNetwork {
   format: RoadNetworkFormat;
-  /** SUMO `<net version>` or OpenDRIVE `revMajor.revMinor`. */
+  /** SUMO `<net version>`, OpenDRIVE `revMajor.revMinor`, or the OSI version of the trace. */
   version?: string;
   edges: RoadEdge[];
   lanes: RoadLane[];
@@ -217,7 +218,7 @@ export interface RoadNetwork {
   geoReference?: GeoReference;
   /** The step, in metres, OpenDRIVE curves were sampled at. */
   resolution?: number;
-  /** The original file text, so nothing the model leaves out is lost. */
+  /** The original file text, so nothing the model leaves out is lost (OSI: its lanes and boundaries as JSON). */
   source: { format: RoadNetworkFormat; text: string };
 }
 

@@ -1,5 +1,11 @@
 import { invalid, notFound } from '../model/errors.js';
-import { summarizeRoadNetwork, validateRoadNetwork, type RoadNetwork } from '../model/roadnet.js';
+import {
+  ROAD_NETWORK_FORMATS,
+  summarizeRoadNetwork,
+  validateRoadNetwork,
+  type RoadNetwork,
+  type RoadNetworkFormat,
+} from '../model/roadnet.js';
 import type { Attachment } from '../model/attachment.js';
 import type { StoreBackend } from '../model/store-port.js';
 
@@ -16,11 +22,19 @@ export interface AttachmentSource {
 export const ROADNET_ATTACHMENT = 'roadnet/network.json';
 export const ROADNET_MEDIA_TYPE = 'application/vnd.simrec.roadnet+json';
 
-/** The original file, byte for byte as text: what LimSim and SODA.Sim keep beside a recording. */
-export const ROADNET_SOURCE = { sumo: 'roadnet/source.net.xml', opendrive: 'roadnet/source.xodr' } as const;
+/**
+ * The original file, byte for byte as text: what LimSim and SODA.Sim keep beside a recording. An OSI
+ * trace has no road file: its source is the trace's lanes and lane boundaries, as JSON.
+ */
+export const ROADNET_SOURCE = {
+  sumo: 'roadnet/source.net.xml',
+  opendrive: 'roadnet/source.xodr',
+  osi: 'roadnet/source.osi.json',
+} as const;
 const SOURCE_MEDIA_TYPE = {
   sumo: 'application/xml',
   opendrive: 'application/vnd.asam.opendrive+xml',
+  osi: 'application/json',
 } as const;
 
 const encoder = new TextEncoder();
@@ -81,10 +95,13 @@ export async function readRoadNetwork(
     throw invalid(`${where}: not JSON: ${(error as Error).message}`);
   }
   const format = model?.format;
-  if (format !== 'sumo' && format !== 'opendrive')
-    throw invalid(`${where}.format: expected sumo or opendrive`);
-  const sourceName = ROADNET_SOURCE[format];
+  if (!(ROAD_NETWORK_FORMATS as readonly unknown[]).includes(format))
+    throw invalid(`${where}.format: expected one of ${ROAD_NETWORK_FORMATS.join(', ')}`);
+  const sourceName = ROADNET_SOURCE[format as RoadNetworkFormat];
   const source = await from.attachment(sourceName);
   if (!source) throw invalid(`${where}: its source attachment ${sourceName} is missing`);
-  return validateRoadNetwork({ ...model, source: { format, text: decoder.decode(source.data) } });
+  return validateRoadNetwork({
+    ...model,
+    source: { format: format as RoadNetworkFormat, text: decoder.decode(source.data) },
+  });
 }

@@ -9,8 +9,10 @@ import type { ActorDecl, ActorInfo, RunInfo } from '../../model/run.js';
 import { STATE_FIELDS, STATE_STREAM } from '../../model/standard-streams.js';
 import type { StreamAppend } from '../../model/store-port.js';
 import type { Sample, StreamSchema } from '../../model/stream.js';
+import { keepRoadNetwork } from '../../roadnet/roadnet-attachment.js';
 import { FileReadable } from './mcap-files.js';
 import { OSI_SCHEMA_NAME, OSI_TRACE_METADATA } from '../common/osi3/osi-ground-truth.js';
+import { OsiRoadCollector, type OsiRoadMessage } from '../common/osi3/osi-lanes.js';
 import {
   groundTruthObjects,
   type GroundTruthMessage,
@@ -417,6 +419,7 @@ async function readFoxgloveScenes(
   const declared = new Set<string>();
   /** The actors of the last OSI ground truth. */
   let osiPresent: string[] = [];
+  const osiRoad = new OsiRoadCollector();
   const pending = new Map<string, Sample[]>();
   let messages = 0;
   let step = 0;
@@ -501,6 +504,7 @@ async function readFoxgloveScenes(
         for (const id of gone) await sink.leave(id, at);
       }
       osiPresent = [...present];
+      osiRoad.add(gt as OsiRoadMessage);
       last = Math.max(last, at);
     } else
       for (const [i, tf] of transformsOf(channel.kind, decoded).entries()) {
@@ -526,6 +530,8 @@ async function readFoxgloveScenes(
     if (count >= BATCH) await flush();
   }
   await flush();
+  const network = osiRoad.network(warn);
+  if (network) await keepRoadNetwork(sink, network);
   if (chained.size)
     warn(
       `frames ${[...chained].sort().join(', ')}: placed in another frame that is itself a child, not in a root frame; not mapped`,

@@ -5,6 +5,8 @@ import type { RunSink, RunTarget } from '../../model/run-ports.js';
 import type { RunInfo } from '../../model/run.js';
 import { STATE_FIELDS, STATE_STREAM } from '../../model/standard-streams.js';
 import type { Sample } from '../../model/stream.js';
+import { keepRoadNetwork } from '../../roadnet/roadnet-attachment.js';
+import { OsiRoadCollector, type OsiRoadMessage } from '../common/osi3/osi-lanes.js';
 import {
   groundTruthObjects,
   type GroundTruthMessage,
@@ -52,6 +54,7 @@ export async function importOsi(
   let sink: RunSink | undefined;
   let present: string[] = [];
   const declared = new Set<string>();
+  const road = new OsiRoadCollector();
   let messages = 0;
   let last = 0;
   for await (const { data, offset, index } of traceMessages(file)) {
@@ -114,10 +117,13 @@ export async function importOsi(
     await sink.appendMany(appends);
     for (const id of present) if (!seen.has(id)) await sink.leave(id, t);
     present = [...seen];
+    road.add(gt as OsiRoadMessage);
     messages++;
     last = t;
   }
   if (!sink) throw invalid(`${file}: no message: an empty OSI trace`);
+  const network = road.network(options.warn);
+  if (network) await keepRoadNetwork(sink, network);
   const run = await sink.end('completed', { end: last });
   return { run, messages, type: type! };
 }

@@ -186,7 +186,11 @@ export function osiGroundTruth(
             : {}),
         },
         type: movingType(actor),
-        ...(lane ? { assigned_lane_id: [lane] } : {}),
+        // OSI 3.5 moved an object's lanes into its classification (which asam-osi-converter shows);
+        // the deprecated field stays for readers of older versions.
+        ...(lane
+          ? { assigned_lane_id: [lane], moving_object_classification: { assigned_lane_id: [lane] } }
+          : {}),
         ...(movingType(actor) === VEHICLE.type
           ? { vehicle_classification: { type: vehicleType(actor) } }
           : {}),

@@ -8,6 +8,11 @@ import descriptor from 'protobufjs/ext/descriptor.js';
  * message reference; message names, field names, numbers and enum values are OSI's (the wire
  * format), so OSI's own .proto files decode it, and any field simrec leaves out is simply absent.
  * Enums list only the values simrec uses, and each enum's 0 (UNKNOWN) and 1 (OTHER).
+ *
+ * A reader that decodes with the schema the trace carries and fills in defaults (Lichtblick, for
+ * asam-osi-converter) finds only the fields declared here: the ones that converter reads are declared
+ * even where simrec writes nothing into them (traffic signs, road markings, reference lines, logical
+ * lanes, light states...), so that they read as empty, not as missing (docs/formats/osi.md).
  */
 const OSI3_SUBSET = `
 syntax = "proto2";
@@ -64,6 +69,8 @@ message MovingObject {
   optional Type type = 3;
   repeated Identifier assigned_lane_id = 4;
   optional VehicleClassification vehicle_classification = 6;
+  optional string model_reference = 7;
+  optional MovingObjectClassification moving_object_classification = 9;
   repeated ExternalReference source_reference = 10;
   enum Type {
     TYPE_UNKNOWN = 0;
@@ -71,8 +78,24 @@ message MovingObject {
     TYPE_VEHICLE = 2;
     TYPE_PEDESTRIAN = 3;
   }
+  message MovingObjectClassification {
+    repeated Identifier assigned_lane_id = 1;
+  }
   message VehicleClassification {
     optional Type type = 1;
+    optional LightState light_state = 2;
+    message LightState {
+      optional IndicatorState indicator_state = 1;
+      optional BrakeLightState brake_light_state = 7;
+      enum IndicatorState {
+        INDICATOR_STATE_UNKNOWN = 0;
+        INDICATOR_STATE_OTHER = 1;
+      }
+      enum BrakeLightState {
+        BRAKE_LIGHT_STATE_UNKNOWN = 0;
+        BRAKE_LIGHT_STATE_OTHER = 1;
+      }
+    }
     enum Type {
       TYPE_UNKNOWN = 0;
       TYPE_OTHER = 1;
@@ -94,9 +117,24 @@ message StationaryObject {
   repeated ExternalReference source_reference = 5;
   message Classification {
     optional Type type = 1;
+    optional Material material = 2;
+    optional Density density = 3;
+    optional Color color = 4;
     enum Type {
       TYPE_UNKNOWN = 0;
       TYPE_OTHER = 1;
+    }
+    enum Material {
+      MATERIAL_UNKNOWN = 0;
+      MATERIAL_OTHER = 1;
+    }
+    enum Density {
+      DENSITY_UNKNOWN = 0;
+      DENSITY_OTHER = 1;
+    }
+    enum Color {
+      COLOR_UNKNOWN = 0;
+      COLOR_OTHER = 1;
     }
   }
 }
@@ -141,6 +179,12 @@ message LaneBoundary {
   message BoundaryPoint {
     optional Vector3d position = 1;
     optional double width = 2;
+    optional double height = 3;
+    optional Dash dash = 4;
+    enum Dash {
+      DASH_UNKNOWN = 0;
+      DASH_OTHER = 1;
+    }
   }
   message Classification {
     optional Type type = 1;
@@ -174,6 +218,7 @@ message Lane {
   repeated ExternalReference source_reference = 3;
   message Classification {
     optional Type type = 1;
+    optional bool is_host_vehicle_lane = 2;
     repeated Vector3d centerline = 3;
     optional bool centerline_is_driving_direction = 4;
     repeated Identifier left_adjacent_lane_id = 5;
@@ -207,16 +252,36 @@ message Lane {
     }
   }
 }
+message TrafficSign {
+  optional Identifier id = 1;
+}
+message RoadMarking {
+  optional Identifier id = 1;
+}
+message ReferenceLine {
+  optional Identifier id = 1;
+}
+message LogicalLaneBoundary {
+  optional Identifier id = 1;
+}
+message LogicalLane {
+  optional Identifier id = 1;
+}
 message GroundTruth {
   optional InterfaceVersion version = 1;
   optional Timestamp timestamp = 2;
   optional Identifier host_vehicle_id = 3;
   repeated StationaryObject stationary_object = 4;
   repeated MovingObject moving_object = 5;
+  repeated TrafficSign traffic_sign = 6;
   repeated TrafficLight traffic_light = 7;
+  repeated RoadMarking road_marking = 8;
   repeated LaneBoundary lane_boundary = 9;
   repeated Lane lane = 10;
   optional string proj_string = 14;
+  repeated ReferenceLine reference_line = 17;
+  repeated LogicalLaneBoundary logical_lane_boundary = 18;
+  repeated LogicalLane logical_lane = 19;
   optional ProjFrameOffset proj_frame_offset = 20;
   message ProjFrameOffset {
     optional Vector3d position = 1;
