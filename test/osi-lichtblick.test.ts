@@ -187,7 +187,7 @@ describe("simrec's OSI export as asam-osi-converter reads it (Lichtblick's decod
       for await (const m of reader.readMessages({ topics: [channel.topic] }))
         messages.push({
           logTime: m.logTime,
-          gt: type.toObject(type.decode(m.data), { defaults: true, longs: BigInt }) as Decoded,
+          gt: type.toObject(type.decode(m.data), { defaults: true, longs: BigInt }),
         });
     } finally {
       await close();

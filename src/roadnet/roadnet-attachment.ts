@@ -4,7 +4,6 @@ import {
   summarizeRoadNetwork,
   validateRoadNetwork,
   type RoadNetwork,
-  type RoadNetworkFormat,
 } from '../model/roadnet.js';
 import type { Attachment } from '../model/attachment.js';
 import type { StoreBackend } from '../model/store-port.js';
@@ -97,11 +96,11 @@ export async function readRoadNetwork(
   const format = model?.format;
   if (!(ROAD_NETWORK_FORMATS as readonly unknown[]).includes(format))
     throw invalid(`${where}.format: expected one of ${ROAD_NETWORK_FORMATS.join(', ')}`);
-  const sourceName = ROADNET_SOURCE[format as RoadNetworkFormat];
+  const sourceName = ROADNET_SOURCE[format];
   const source = await from.attachment(sourceName);
   if (!source) throw invalid(`${where}: its source attachment ${sourceName} is missing`);
   return validateRoadNetwork({
     ...model,
-    source: { format: format as RoadNetworkFormat, text: decoder.decode(source.data) },
+    source: { format: format, text: decoder.decode(source.data) },
   });
 }
