@@ -17,6 +17,7 @@ import { importRecording } from '../src/record/import-run.js';
 import { exportRecording } from '../src/replay/export-run.js';
 import { streamSamples } from '../src/replay/run-queries.js';
 import { openStore } from '../src/store/open-store.js';
+import { lengthPrefixed } from './helpers/osi-trace.js';
 import { REPO_ROOT, tempDir } from './helpers/paths.js';
 
 const dir = tempDir('simrec-osi-files-');
@@ -42,15 +43,6 @@ async function statesOf(run: number): Promise<Map<string, Sample[]>> {
   }
   return out;
 }
-
-const lengthPrefixed = (messages: Uint8Array[]): Buffer =>
-  Buffer.concat(
-    messages.flatMap((m) => {
-      const prefix = Buffer.alloc(4);
-      prefix.writeUInt32LE(m.length, 0);
-      return [prefix, Buffer.from(m)];
-    }),
-  );
 
 describe('.osi trace files', () => {
   it("a real SensorView trace (disappearingVehicle's messages) reads as its MCAP does: every object, where, and when it leaves", async () => {

@@ -13,7 +13,7 @@ import {
   type SensorViewMessage,
 } from '../common/osi3/osi-objects.js';
 import { ReadingTypes } from '../common/osi3/osi3-schema.js';
-import { parseTraceName, traceMessages, type TraceType } from './osi-trace-file.js';
+import { parseTraceName, traceFileMessages, type TraceType } from './osi-trace-file.js';
 
 export interface OsiImportResult {
   run: RunInfo;
@@ -34,7 +34,8 @@ const micros = (ts: { seconds?: number; nanos?: number } | null | undefined): nu
   ts ? (ts.seconds ?? 0) * 1e6 + Math.round((ts.nanos ?? 0) / 1000) : undefined;
 
 /**
- * Reads an OSI trace file (`.osi`: length-prefixed GroundTruth or SensorView messages) as a run, a
+ * Reads an OSI trace file (`.osi`: length-prefixed GroundTruth or SensorView messages; `.txth`: the
+ * same in protobuf's text format) as a run, a
  * message at a time, mapped as an MCAP trace's OSI channel is (osi-objects.ts). A .osi file carries no
  * schema: its messages are decoded with the OSI fields simrec knows (osi3-schema.ts: positions, sizes,
  * orientations, velocities, types), and its type is read from its name by OSI's naming convention
@@ -57,11 +58,10 @@ export async function importOsi(
   const road = new OsiRoadCollector();
   let messages = 0;
   let last = 0;
-  for await (const { data, offset, index } of traceMessages(file)) {
+  for await (const { data, index, where } of traceFileMessages(file, type)) {
     options.signal?.throwIfAborted();
     // Unnamed: a SensorView holds its world in field 7 (a GroundTruth has no such message field).
     type ??= isSensorView(data) ? 'sv' : 'gt';
-    const where = `${file}: message ${index} at byte ${offset}`;
     let decoded: JsonObject;
     try {
       const T = ReadingTypes[type];

@@ -4,14 +4,16 @@ import { StreamWalk } from '../../model/sample-series.js';
 import { STATE_STREAM } from '../../model/standard-streams.js';
 import { readRoadNetwork } from '../../roadnet/roadnet-attachment.js';
 import { osiGroundTruth } from '../common/osi3/osi-ground-truth.js';
-import { OSI_VERSION_TEXT, PROTOBUF_VERSION } from '../common/osi3/osi3-schema.js';
+import { GroundTruthType, OSI_VERSION_TEXT, PROTOBUF_VERSION } from '../common/osi3/osi3-schema.js';
 import { frameTimes, lightTracks, stateTracks } from '../common/scene-tracks.js';
-import { formatTraceName } from './osi-trace-file.js';
+import { formatTraceName, isTextTrace } from './osi-trace-file.js';
+import { printTextFormat } from './text-format.js';
 
 /**
  * Writes a run as an OSI trace file: the GroundTruth of each recorded frame (what `simrec export RUN
- * mcap --osi` puts on its OSI channel), each prefixed by its length. Returns the name OSI's convention
- * gives such a file, for the caller to name it by.
+ * mcap --osi` puts on its OSI channel), each prefixed by its length, or, to a `.txth` file, each in
+ * protobuf's text format. Returns the name OSI's convention gives such a file, for the caller to name it
+ * by.
  */
 export async function exportOsi(
   source: RunSource,
@@ -33,6 +35,7 @@ export async function exportOsi(
   const lights = lightTracks(actors, byId, series, network);
   const osi = osiGroundTruth(run, tracks, lights, network, warn);
   const frames = frameTimes(tracks);
+  const text = isTextTrace(file);
   const handle = await open(file, 'w');
   let bytes = 0;
   try {
@@ -41,10 +44,22 @@ export async function exportOsi(
       options.signal?.throwIfAborted();
       await walk.advanceTo(t);
       const data = osi.encode(t);
-      prefix.writeUInt32LE(data.length, 0);
-      await handle.write(prefix);
-      await handle.write(data);
-      bytes += 4 + data.length;
+      if (text) {
+        const message = GroundTruthType.toObject(GroundTruthType.decode(data), {
+          longs: String,
+          enums: String,
+          arrays: false,
+          defaults: false,
+        });
+        const written = Buffer.from(printTextFormat(GroundTruthType, message), 'utf8');
+        await handle.write(written);
+        bytes += written.length;
+      } else {
+        prefix.writeUInt32LE(data.length, 0);
+        await handle.write(prefix);
+        await handle.write(data);
+        bytes += 4 + data.length;
+      }
       if (i % 256 === 0) options.onProgress?.(i, frames.length);
     }
     options.onProgress?.(frames.length, frames.length);
@@ -58,6 +73,7 @@ export async function exportOsi(
     protobufVersion: PROTOBUF_VERSION,
     frames: frames.length,
     name: `run-${run.id}`,
+    extension: text ? 'txth' : 'osi',
   });
   return { frames: frames.length, bytes, conventionalName };
 }

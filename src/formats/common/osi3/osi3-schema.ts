@@ -297,13 +297,47 @@ export const OSI_VERSION_TEXT = '3.8.0';
 const root = protobuf.parse(OSI3_SUBSET, { keepCase: true }).root;
 export const GroundTruthType = root.lookupType('osi3.GroundTruth');
 
+/** The vehicle types simrec writes (its subset above). */
+const VEHICLE_TYPES_WRITTEN = `      TYPE_CAR = 4;
+      TYPE_DELIVERY_VAN = 6;
+      TYPE_HEAVY_TRUCK = 7;
+      TYPE_MOTORBIKE = 10;
+      TYPE_BICYCLE = 11;
+      TYPE_BUS = 12;
+      TYPE_TRAM = 13;
+      TYPE_TRAIN = 14;`;
+/**
+ * Every vehicle type of OSI 3.x, for reading: a text trace (.txth) names its enum values, and a name
+ * the reader did not know could not be read at all (OSI 3.8 folds the car sizes into TYPE_CAR; their
+ * names stay for traces of older writers). TYPE_CAR before its alias: a number decodes to the first name.
+ */
+const VEHICLE_TYPES_READ = `      option allow_alias = true;
+      TYPE_SMALL_CAR = 2;
+      TYPE_COMPACT_CAR = 3;
+      TYPE_CAR = 4;
+      TYPE_MEDIUM_CAR = 4;
+      TYPE_LUXURY_CAR = 5;
+      TYPE_DELIVERY_VAN = 6;
+      TYPE_HEAVY_TRUCK = 7;
+      TYPE_SEMITRAILER = 8;
+      TYPE_TRAILER = 9;
+      TYPE_MOTORBIKE = 10;
+      TYPE_BICYCLE = 11;
+      TYPE_BUS = 12;
+      TYPE_TRAM = 13;
+      TYPE_TRAIN = 14;
+      TYPE_WHEELCHAIR = 15;
+      TYPE_SEMITRACTOR = 16;
+      TYPE_STANDUP_SCOOTER = 17;`;
+if (!OSI3_SUBSET.includes(VEHICLE_TYPES_WRITTEN)) throw new Error('osi3-schema: the vehicle types moved');
+
 /**
  * For reading .osi trace files, which carry no schema: a SensorView's fields that hold the world (OSI's
  * numbers), beside the subset above, in a root of its own so that the GroundTruth export's schema
  * record stays as it is.
  */
 const readingRoot = protobuf.parse(
-  `${OSI3_SUBSET}
+  `${OSI3_SUBSET.replace(VEHICLE_TYPES_WRITTEN, VEHICLE_TYPES_READ)}
 message SensorView {
   optional InterfaceVersion version = 1;
   optional Timestamp timestamp = 2;
