@@ -129,7 +129,7 @@ describe('simrec as a careful user meets it', () => {
     assert.equal(runCli(['--version'], env).status, 0);
   });
 
-  it("0.1's per-format nouns give the same redirect and exit code with --help or -h as without", () => {
+  it("0.1's per-format nouns give the same redirect and exit code with --help, -h or simrec help as without", () => {
     for (const format of ['perception', 'solo', 'coco', 'yolo', 'soda']) {
       const plain = runCli([format, 'import'], env);
       assert.equal(plain.status, 2, `simrec ${format} import`);
@@ -138,6 +138,7 @@ describe('simrec as a careful user meets it', () => {
         [format, 'import', '--help'],
         [format, '--help'],
         [format, 'export', '1', '-h'],
+        ['help', format],
       ]) {
         const r = runCli(help, env);
         assert.equal(r.status, plain.status, `simrec ${help.join(' ')}`);

@@ -46,16 +46,20 @@ export function registerStatsCommand(program: Command): void {
  * `simrec import|export FORMAT` took over their work; typed from habit, they say what replaced them.
  */
 export function registerMovedCommands(program: Command): void {
-  for (const format of ['perception', 'solo', 'coco', 'yolo', 'soda'])
-    program
+  for (const format of ['perception', 'solo', 'coco', 'yolo', 'soda']) {
+    const redirect = (): never => {
+      throw invalid(
+        `simrec ${format} ...: use \`simrec import ${format} LOCATION\` or \`simrec export RUN ${format} LOCATION\` (simrec help import)`,
+      );
+    };
+    const moved = program
       .command(format, { hidden: true })
       .argument('[words...]')
       // `--help` too is a word here: its own usage would be empty, and what the user wants is the redirect.
       .helpOption(false)
       .allowUnknownOption()
-      .action(() => {
-        throw invalid(
-          `simrec ${format} ...: use \`simrec import ${format} LOCATION\` or \`simrec export RUN ${format} LOCATION\` (simrec help import)`,
-        );
-      });
+      .action(redirect);
+    // `simrec help solo` asks the command for its help directly: the redirect, not an empty usage.
+    moved.help = redirect;
+  }
 }
