@@ -7,9 +7,7 @@ import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { McapIndexedReader } from '@mcap/core';
 import { recordDemoRun } from '../src/demo/demo-run.js';
-import { FileReadable } from '../src/formats/mcap/mcap-files.js';
 import { parseTraceName } from '../src/formats/osi/osi-trace-file.js';
 import type { StoreBackend } from '../src/model/store-port.js';
 import type { Sample } from '../src/model/stream.js';
@@ -17,8 +15,8 @@ import { importRecording } from '../src/record/import-run.js';
 import { exportRecording } from '../src/replay/export-run.js';
 import { streamSamples } from '../src/replay/run-queries.js';
 import { openStore } from '../src/store/open-store.js';
-import { lengthPrefixed } from './helpers/osi-trace.js';
-import { REPO_ROOT, tempDir } from './helpers/paths.js';
+import { disappearingVehicleTrace, lengthPrefixed } from './helpers/osi-trace.js';
+import { tempDir } from './helpers/paths.js';
 
 const dir = tempDir('simrec-osi-files-');
 let store: StoreBackend;
@@ -46,17 +44,7 @@ async function statesOf(run: number): Promise<Map<string, Sample[]>> {
 
 describe('.osi trace files', () => {
   it("a real SensorView trace (disappearingVehicle's messages) reads as its MCAP does: every object, where, and when it leaves", async () => {
-    const mcap = join(REPO_ROOT, 'test', 'fixtures', 'asam-osi-converter', 'disappearingVehicle.mcap');
-    const zstd = await import('@foxglove/wasm-zstd');
-    await zstd.isLoaded;
-    const readable = await FileReadable.open(mcap);
-    const reader = await McapIndexedReader.Initialize({
-      readable,
-      decompressHandlers: { zstd: (d, s) => zstd.decompress(d, Number(s)) },
-    });
-    const messages: Uint8Array[] = [];
-    for await (const m of reader.readMessages()) messages.push(m.data);
-    await readable.close();
+    const { mcap, messages } = await disappearingVehicleTrace();
     // Named by OSI's convention: what the file holds is read from its name.
     const file = join(dir.path, `20240603T143803Z_sv_3.7.0_3.17.3_${messages.length}_disappearing.osi`);
     writeFileSync(file, lengthPrefixed(messages));

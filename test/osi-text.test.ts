@@ -9,17 +9,15 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { McapIndexedReader } from '@mcap/core';
 import { diffRuns } from '../src/compare/run-diff.js';
 import { recordDemoRun } from '../src/demo/demo-run.js';
 import { groundTruthDescriptorSet } from '../src/formats/common/osi3/osi3-schema.js';
-import { FileReadable } from '../src/formats/mcap/mcap-files.js';
 import type { StoreBackend } from '../src/model/store-port.js';
 import { importRecording } from '../src/record/import-run.js';
 import { exportRecording } from '../src/replay/export-run.js';
 import { openStore } from '../src/store/open-store.js';
-import { lengthPrefixed } from './helpers/osi-trace.js';
-import { REPO_ROOT, tempDir } from './helpers/paths.js';
+import { disappearingVehicleTrace, lengthPrefixed } from './helpers/osi-trace.js';
+import { tempDir } from './helpers/paths.js';
 
 const dir = tempDir('simrec-osi-text-');
 let store: StoreBackend;
@@ -69,18 +67,7 @@ describe('.txth text trace files', () => {
     "a real SensorView trace as Google's protobuf prints it (osi2read) reads as its .osi does",
     { skip: SKIP },
     async () => {
-      const mcap = join(REPO_ROOT, 'test', 'fixtures', 'asam-osi-converter', 'disappearingVehicle.mcap');
-      const zstd = await import('@foxglove/wasm-zstd');
-      await zstd.isLoaded;
-      const readable = await FileReadable.open(mcap);
-      const reader = await McapIndexedReader.Initialize({
-        readable,
-        decompressHandlers: { zstd: (d, s) => zstd.decompress(d, Number(s)) },
-      });
-      const messages: Uint8Array[] = [];
-      for await (const m of reader.readMessages()) messages.push(m.data);
-      const schema = [...reader.schemasById.values()][0]!;
-      await readable.close();
+      const { messages, schema } = await disappearingVehicleTrace();
       const schemaFile = join(dir.path, 'sv.fds');
       writeFileSync(schemaFile, schema.data);
       const name = `20240603T143803Z_sv_3.7.0_3.17.3_${messages.length}_disappearing`;
