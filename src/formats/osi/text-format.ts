@@ -208,6 +208,9 @@ export function parseTextFormat(
   return object;
 }
 
+/** A name or a number, matched where the tokenizer stands (sticky: no copy of the text's rest). */
+const WORD = /[-+]?[A-Za-z0-9_.+-]+/y;
+
 function tokenize(text: string, where: string, firstLine: number): Token[] {
   const tokens: Token[] = [];
   let line = firstLine;
@@ -232,7 +235,8 @@ function tokenize(text: string, where: string, firstLine: number): Token[] {
       } else tokens.push({ kind: 'string', text: text.slice(i, end), bytes, line });
       i = end;
     } else {
-      const m = /^[-+]?[A-Za-z0-9_.+-]+/.exec(text.slice(i, i + 512));
+      WORD.lastIndex = i;
+      const m = WORD.exec(text);
       if (!m) throw invalid(`${where}: line ${line}: unexpected "${c}"`);
       tokens.push({ kind: /^[-+]?[0-9.]/.test(m[0]) ? 'number' : 'word', text: m[0], line });
       i += m[0].length;
