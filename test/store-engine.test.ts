@@ -1197,6 +1197,67 @@ describe('transient reads', () => {
   });
 });
 
+describe('windows of chunks of many blocks', () => {
+  it('read the blocks a window touches, not whole chunks, and give what the whole chunks give', async () => {
+    const path = fresh();
+    const writer = SqliteBackend.open(path, { chunkSamples: 1000, blockSamples: 64 });
+    const rec = await recordingOneCar(writer, 0);
+    // Time stands still in threes, so blocks (of 64 samples) begin and end at times the block before
+    // or after has too; appended in one batch, so the chunks are sealed blocks of 64.
+    const samples: Sample[] = Array.from({ length: 3000 }, (_, i) => ({
+      ...crashSample(i),
+      t: 1_000_000 + Math.floor(i / 3) * 10_000,
+    }));
+    await rec.appendBatch('car/state', samples);
+    await rec.end('completed');
+    await writer.close();
+    const cacheOf = (store: SqliteBackend) =>
+      (
+        store as unknown as {
+          file: { cache: { blocks: LruCache<unknown, unknown>; wholes: LruCache<unknown, unknown> } };
+        }
+      ).file.cache;
+    const fields = ['x', 'speed'];
+    const read = async (store: SqliteBackend, from: number, to: number) => {
+      const rows: [number, number, number][] = [];
+      for await (const batch of store.readColumns({ run: 1, stream: 'car/state', from, to, fields })) {
+        const x = batch.columns.x as Float64Array;
+        const speed = batch.columns.speed as Float64Array;
+        for (let i = 0; i < batch.t.length; i++) rows.push([batch.t[i]!, x[i]!, speed[i]!]);
+      }
+      return rows;
+    };
+    const expected = (from: number, to: number) =>
+      samples.filter((s) => s.t >= from && s.t <= to).map((s) => [s.t, s.x as number, s.speed as number]);
+    const random = new Random(53);
+    const windows: [number, number][] = [
+      // One block's times, across a block boundary (sample 64's time is sample 63's), across a chunk's.
+      [1_010_000, 1_050_000],
+      [1_000_000 + 21 * 10_000, 1_000_000 + 22 * 10_000],
+      [1_000_000 + 330 * 10_000, 1_000_000 + 336 * 10_000],
+      ...Array.from({ length: 40 }, (): [number, number] => {
+        const from = 1_000_000 + random.int(1000) * 10_000 - random.int(2) * 5_000;
+        return [from, from + random.int(300) * 10_000];
+      }),
+    ];
+    const blockWise = SqliteBackend.open(path, { readonly: true });
+    for (const [from, to] of windows)
+      assert.deepEqual(await read(blockWise, from, to), expected(from, to), `${from}..${to}`);
+    // A short window decodes only its blocks: one or two, and no chunk whole.
+    const fresh1 = SqliteBackend.open(path, { readonly: true });
+    await read(fresh1, 1_000_000 + 100 * 10_000, 1_000_000 + 105 * 10_000);
+    assert.equal(cacheOf(fresh1).wholes.size, 0, 'no chunk decoded whole');
+    assert.ok(cacheOf(fresh1).blocks.size >= 1 && cacheOf(fresh1).blocks.size <= 2);
+    // Chunks decoded whole first (a window over all of them), the same windows read from them.
+    const whole = SqliteBackend.open(path, { readonly: true });
+    await read(whole, 0, Number.MAX_SAFE_INTEGER);
+    assert.ok(cacheOf(whole).wholes.size > 0);
+    for (const [from, to] of windows)
+      assert.deepEqual(await read(whole, from, to), expected(from, to), `${from}..${to}, whole chunks`);
+    for (const store of [blockWise, fresh1, whole]) await store.close();
+  });
+});
+
 describe('sealing', () => {
   it('small commits end as sealed chunks of about chunkSamples, and a crashed run is sealed when closed', async () => {
     const path = fresh();

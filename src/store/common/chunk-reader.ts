@@ -165,6 +165,43 @@ export class ChunkCache<Id> {
     return batch;
   }
 
+  /**
+   * What a read of [from, to] needs of a chunk, in time order: the chunk as one batch when it is cached
+   * whole or the window takes all its blocks, else only the blocks the window touches, each decoded
+   * alone (and kept with `keep`). A viewer's window of seconds over chunks of minutes decodes a block or
+   * two of each, not every chunk whole: a server playing an hour-long run to several pages holds what
+   * they look at, not the run.
+   */
+  covering(
+    id: Id,
+    view: ChunkView,
+    from: number,
+    to: number,
+    fields?: ReadonlySet<string>,
+    keep = true,
+  ): ColumnBatch[] {
+    const whole = this.wholes.get(this.keyOf(id, 0, fields));
+    if (whole) return [whole];
+    const blocks = view.blocks;
+    let first = Math.max(0, view.blockAtOrBefore(from));
+    // Time may stand still across a block boundary: the block before may hold rows at `from` too.
+    while (first > 0 && blocks[first - 1]!.end >= from) first--;
+    let last = first;
+    while (last + 1 < blocks.length && blocks[last + 1]!.begin <= to) last++;
+    if (first === 0 && last === blocks.length - 1) return [this.whole(id, view, fields, keep)];
+    const out: ColumnBatch[] = [];
+    for (let i = first; i <= last; i++) {
+      const key = this.keyOf(id, i, fields);
+      let batch = this.blocks.get(key);
+      if (!batch) {
+        batch = view.decodeBlock(i, fields);
+        if (keep) this.blocks.set(key, batch);
+      }
+      out.push(batch);
+    }
+    return out;
+  }
+
   /** A chunk decoded whole earlier (the fields asked for), if the cache still holds it; decodes nothing. */
   cachedWhole(id: Id, fields?: ReadonlySet<string>): ColumnBatch | undefined {
     return this.wholes.get(this.keyOf(id, 0, fields));

@@ -150,10 +150,11 @@ export class MongoSamples {
       args.signal?.throwIfAborted();
       if (doc.end < from) continue;
       const view = this.store.view(doc);
-      const batch = this.store.cache.whole(String(doc._id), view, fields);
-      const lo = firstAtOrAfter(batch.t, from);
-      const hi = lastAtOrBefore(batch.t, to) + 1;
-      if (hi > lo) yield sliceBatch(batch, view.columns, lo, hi);
+      for (const batch of this.store.cache.covering(String(doc._id), view, from, to, fields)) {
+        const lo = firstAtOrAfter(batch.t, from);
+        const hi = lastAtOrBefore(batch.t, to) + 1;
+        if (hi > lo) yield sliceBatch(batch, view.columns, lo, hi);
+      }
     }
   }
 

@@ -123,22 +123,24 @@ export class SqliteSamples {
           this.file.forgetRun(args.run);
           continue reading;
         }
-        const batch = this.wholeIfPresent(ref.id, view, fields, !args.transient);
-        if (!batch) {
+        const batches = this.coveringIfPresent(ref.id, view, from, to, fields, !args.transient);
+        if (!batches) {
           this.file.forgetRun(args.run);
           continue reading;
         }
-        let lo = firstAtOrAfter(batch.t, from);
-        const hi = lastAtOrBefore(batch.t, to) + 1;
-        for (; skip > 0 && lo < hi && batch.t[lo] === from; skip--) lo++;
-        if (hi <= lo) continue;
-        skip = 0;
-        const lastT = batch.t[hi - 1]!;
-        let atLast = 0;
-        for (let i = hi - 1; i >= lo && batch.t[i] === lastT; i--) atLast++;
-        yieldedAtFrom = lastT === from ? yieldedAtFrom + atLast : atLast;
-        from = lastT;
-        yield sliceBatch(batch, view.columns, lo, hi);
+        for (const batch of batches) {
+          let lo = firstAtOrAfter(batch.t, from);
+          const hi = lastAtOrBefore(batch.t, to) + 1;
+          for (; skip > 0 && lo < hi && batch.t[lo] === from; skip--) lo++;
+          if (hi <= lo) continue;
+          skip = 0;
+          const lastT = batch.t[hi - 1]!;
+          let atLast = 0;
+          for (let i = hi - 1; i >= lo && batch.t[i] === lastT; i--) atLast++;
+          yieldedAtFrom = lastT === from ? yieldedAtFrom + atLast : atLast;
+          from = lastT;
+          yield sliceBatch(batch, view.columns, lo, hi);
+        }
       }
       return;
     }
@@ -329,6 +331,23 @@ export class SqliteSamples {
   }
 
   /** The chunk decoded whole, or undefined when it was replaced since it was opened (as blockIfPresent). */
+  /** The batches a read of [from, to] needs of a chunk (ChunkCache.covering); undefined as wholeIfPresent. */
+  private coveringIfPresent(
+    id: number,
+    view: ChunkView,
+    from: number,
+    to: number,
+    fields: ReadonlySet<string> | undefined,
+    keep: boolean,
+  ): ColumnBatch[] | undefined {
+    try {
+      return this.file.cache.covering(id, view, from, to, fields, keep);
+    } catch (error) {
+      if (error instanceof SimrecError && error.code === 'conflict') return undefined;
+      throw error;
+    }
+  }
+
   private wholeIfPresent(
     id: number,
     view: ChunkView,
