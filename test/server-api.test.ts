@@ -6,6 +6,7 @@ import { stateStream } from '../src/model/standard-streams.js';
 import type { FieldDecl, Sample } from '../src/model/stream.js';
 import { RunRecorder } from '../src/record/run-recorder.js';
 import { recordSyntheticRun } from '../src/demo/synthetic-run.js';
+import { decodeStateWindow, STATE_WINDOW_MEDIA_TYPE } from '../src/server/state-window-wire.js';
 import { startServer, type RunningServer } from '../src/server/start-server.js';
 import { openStore } from '../src/store/open-store.js';
 import { recordLaneRun } from './helpers/lane-run.js';
@@ -157,7 +158,34 @@ describe('HTTP API', () => {
           JSON.parse(JSON.stringify(expected)),
           `window ${from - begin}..${to - begin}`,
         );
+        // The same window as binary columns (what the viewer asks for): NaN where JSON has null,
+        // heading and speed as 32-bit numbers.
+        const binary = await fetch(
+          new URL(`/api/runs/${rec.id}/states?from=${from}&to=${to}&format=columns`, localServer.url),
+        );
+        assert.equal(binary.headers.get('content-type'), STATE_WINDOW_MEDIA_TYPE);
+        const window = decodeStateWindow(await binary.arrayBuffer());
+        assert.deepEqual([window.from, window.to], [from, to]);
+        assert.deepEqual([...window.actors.keys()], ['a1', 'a2', 'a3']);
+        for (const [actor, columns] of Object.entries(expected)) {
+          const got = window.actors.get(actor)!;
+          const nan = (v: number | null): number => (v === null ? NaN : v);
+          for (const f of ['t', 'x', 'y'] as const)
+            assert.deepEqual(Array.from(got[f]), columns[f]!.map(nan), `${actor} ${f}`);
+          for (const f of ['yaw', 'speed'] as const)
+            assert.deepEqual(
+              Array.from(got[f]),
+              columns[f]!.map((v) => Math.fround(nan(v))),
+              `${actor} ${f}`,
+            );
+        }
       }
+      const refused = await fetch(new URL(`/api/runs/${rec.id}/states?format=arrow`, localServer.url));
+      assert.equal(refused.status, 400);
+      assert.deepEqual(await refused.json(), {
+        error: 'query parameter format: expected json or columns, got "arrow"',
+        code: 'invalid',
+      });
       const whole = await fetch(new URL(`/api/runs/${rec.id}/states`, localServer.url));
       const answer = (await whole.json()) as { actors: Record<string, Record<string, unknown[]>> };
       assert.equal(answer.actors.a2!.t!.length, 3000);
@@ -168,6 +196,70 @@ describe('HTTP API', () => {
         'a bool is not a heading',
       );
       assert.deepEqual(answer.actors.a3!.speed!.slice(0, 5), [null, 1, 2, 3, null]);
+    } finally {
+      await localServer.close();
+      await local.close();
+      own.cleanup();
+    }
+  });
+
+  it('answers a stream where its values change (changes=1): a traffic light as its switches', async () => {
+    const own = tempDir('simrec-changes-');
+    const local = await openStore(join(own.path, 'changes.db'));
+    const begin = 1_750_000_000_000_000;
+    const rec = await RunRecorder.begin(local, { begin });
+    await rec.declareActor({ id: 'J1', kind: 'traffic_light' });
+    await rec.declareStream({
+      name: 'signal',
+      actor: 'J1',
+      fields: [
+        { name: 'state', type: 'string' },
+        { name: 'phase', type: 'json', optional: true },
+      ],
+    });
+    // 10 Hz for 100 s: green 30 s, yellow 4 s, red 26 s, and a phase object that changes with them.
+    const colour = (i: number): string =>
+      ['GGrr', 'yyrr', 'rrGG'][i % 600 < 300 ? 0 : i % 600 < 340 ? 1 : 2]!;
+    const samples: Sample[] = Array.from({ length: 1000 }, (_, i) => ({
+      t: begin + i * 100_000,
+      step: i,
+      state: colour(i),
+      phase: { index: ['GGrr', 'yyrr', 'rrGG'].indexOf(colour(i)), program: [0] },
+    }));
+    await rec.appendBatch('J1/signal', samples);
+    await rec.end('completed');
+    const switches = samples.filter((s, i) => i === 0 || s.state !== samples[i - 1]!.state);
+    assert.deepEqual(
+      switches.map((s) => s.step),
+      [0, 300, 340, 600, 900, 940],
+    );
+    const localServer = await startServer({ store: local, port: 0 });
+    const fetchJson = async (path: string) => {
+      const response = await fetch(new URL(path, localServer.url));
+      return { status: response.status, body: (await response.json()) as any };
+    };
+    try {
+      const changes = await fetchJson(`/api/runs/${rec.id}/samples?stream=J1%2Fsignal&changes=1`);
+      assert.deepEqual(changes.body, { stream: 'J1/signal', samples: switches, next: null });
+      // Paged: a page after the first begins with its own first sample, whatever the one before held.
+      const first = await fetchJson(`/api/runs/${rec.id}/samples?stream=J1%2Fsignal&changes=1&limit=2`);
+      assert.deepEqual(
+        first.body.samples.map((s: Sample) => s.step),
+        [0, 300],
+      );
+      assert.equal(first.body.next, begin + 340 * 100_000);
+      const windowed = await fetchJson(
+        `/api/runs/${rec.id}/samples?stream=J1%2Fsignal&changes=1&from=${begin + 50 * 100_000}&to=${begin + 650 * 100_000}`,
+      );
+      assert.deepEqual(
+        windowed.body.samples.map((s: Sample) => s.step),
+        [50, 300, 340, 600],
+      );
+      const plain = await fetchJson(`/api/runs/${rec.id}/samples?stream=J1%2Fsignal&changes=0`);
+      assert.equal(plain.body.samples.length, 1000);
+      const refused = await fetchJson(`/api/runs/${rec.id}/samples?stream=J1%2Fsignal&changes=yes`);
+      assert.equal(refused.status, 400);
+      assert.equal(refused.body.error, 'query parameter changes: expected 0 or 1, got "yes"');
     } finally {
       await localServer.close();
       await local.close();

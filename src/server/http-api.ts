@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from 'node:util';
 import { Hono, type Context } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { SimrecError, type ErrorCode } from '../model/errors.js';
@@ -11,6 +12,12 @@ import { BirdviewCache } from './birdview-images.js';
 import { ROADNET_ATTACHMENT } from '../roadnet/roadnet-attachment.js';
 import { RecordingSettings } from './recording-settings.js';
 import { runEvaluation, withScores } from './run-scores.js';
+import {
+  encodeStateWindow,
+  STATE_WINDOW_MEDIA_TYPE,
+  type BinaryStateWindow,
+  type StateWindowColumns,
+} from './state-window-wire.js';
 import type {
   HealthAnswer,
   RunDetail,
@@ -33,16 +40,31 @@ const STATUS: Record<ErrorCode, 400 | 404 | 409 | 422 | 500> = {
 /** Fields the viewer plays back for every actor; the inspector asks for the rest at the cursor. */
 const PLAYBACK_FIELDS = ['x', 'y', 'yaw', 'speed'] as const;
 
-/**
- * A window's playback columns as the wire has them: a number where a sample of the stream has a number
- * in that field, null where it has none (absent, or not a number), row for row with `t`.
- */
-function playbackColumns(batch: ColumnBatch, stream: StreamInfo): StateColumns {
+/** An actor's playback columns from the batches of its state stream over a window, joined. */
+function playbackColumns(batches: ColumnBatch[], stream: StreamInfo): StateWindowColumns {
   const fields = fieldsOfStream(stream);
-  const out: StateColumns = { t: Array.from(batch.t), x: [], y: [], yaw: [], speed: [] };
-  for (const name of PLAYBACK_FIELDS)
-    out[name] = Array.from(numbersOf(batch, fields, name), (v) => (Number.isNaN(v) ? null : v));
+  const rows = batches.reduce((sum, b) => sum + b.t.length, 0);
+  const out: StateWindowColumns = {
+    t: new Float64Array(rows),
+    x: new Float64Array(rows),
+    y: new Float64Array(rows),
+    yaw: new Float64Array(rows),
+    speed: new Float64Array(rows),
+  };
+  let row = 0;
+  for (const batch of batches) {
+    out.t.set(batch.t, row);
+    for (const name of PLAYBACK_FIELDS) out[name].set(numbersOf(batch, fields, name), row);
+    row += batch.t.length;
+  }
   return out;
+}
+
+/** A window's columns as JSON has them: null where a sample has no number in a field. */
+function jsonColumns(c: StateWindowColumns): StateColumns {
+  const orNull = (values: Float64Array | Float32Array): (number | null)[] =>
+    Array.from(values, (v) => (Number.isNaN(v) ? null : v));
+  return { t: Array.from(c.t), x: orNull(c.x), y: orNull(c.y), yaw: orNull(c.yaw), speed: orNull(c.speed) };
 }
 
 /**
@@ -85,6 +107,29 @@ async function samplePage(
   return { samples, next };
 }
 
+/**
+ * Only the samples whose values (every field but t and step) differ from the sample before them, the
+ * first always: a traffic light's hour at 10 Hz is its few hundred switches, not 36,000 samples. A page
+ * after the first begins with its first sample whatever the one before it held.
+ */
+async function* changesOnly(batches: AsyncIterable<Sample[]>): AsyncIterable<Sample[]> {
+  let previous: Sample | undefined;
+  for await (const batch of batches) {
+    const changed: Sample[] = [];
+    for (const sample of batch) {
+      if (previous === undefined || !sameValues(previous, sample)) changed.push(sample);
+      previous = sample;
+    }
+    if (changed.length) yield changed;
+  }
+}
+
+function sameValues(a: Sample, b: Sample): boolean {
+  const keys = Object.keys(a).filter((k) => k !== 't' && k !== 'step');
+  if (keys.length !== Object.keys(b).filter((k) => k !== 't' && k !== 'step').length) return false;
+  return keys.every((k) => k in b && isDeepStrictEqual(a[k], b[k]));
+}
+
 function limitParam(c: Context): number {
   const limit = intParam(c, 'limit', MAX_PAGE_SAMPLES)!;
   if (limit < 1 || limit > MAX_PAGE_SAMPLES)
@@ -117,18 +162,6 @@ function windowParams(c: Context): { from?: number; to?: number } {
   return window;
 }
 
-/** Playback columns of consecutive batches as one. */
-function joinPlaybackColumns(parts: StateColumns[]): StateColumns {
-  if (parts.length === 1) return parts[0]!;
-  const out: StateColumns = { t: [], x: [], y: [], yaw: [], speed: [] };
-  for (const part of parts)
-    for (const key of ['t', ...PLAYBACK_FIELDS] as const) {
-      const to = out[key] as unknown[];
-      for (const v of part[key]) to.push(v);
-    }
-  return out;
-}
-
 /**
  * The time a request asks about: `t` in microseconds since the epoch, or `at` in seconds from the
  * run's begin (as the command line's --at).
@@ -159,6 +192,38 @@ function runParam(c: Context): number {
   if (!/^\d+$/.test(raw))
     throw new SimrecError('invalid', `run id: expected a positive integer, got ${JSON.stringify(raw)}`);
   return Number(raw);
+}
+
+/**
+ * Every actor's poses over [from, to] (a minute from the run's begin unless they say otherwise), at
+ * most MAX_STATE_SAMPLES of them: a longer window is refused having read one chunk past the limit.
+ */
+async function readStateWindow(
+  store: StoreBackend,
+  run: number,
+  fromParam: number | undefined,
+  toParam: number | undefined,
+): Promise<BinaryStateWindow> {
+  const info = await requireRun(store, run);
+  const from = fromParam ?? info.begin;
+  const to = toParam ?? from + DEFAULT_STATE_WINDOW_MICROS - 1;
+  const streams = (await store.listStreams(run)).filter((s) => s.name === STATE_STREAM && s.actor !== null);
+  const actors = new Map<string, StateWindowColumns>();
+  let rows = 0;
+  for (const s of streams) {
+    const batches: ColumnBatch[] = [];
+    for await (const batch of store.readColumns({ run, stream: s.id, from, to, fields: PLAYBACK_FIELDS })) {
+      rows += batch.t.length;
+      if (rows > MAX_STATE_SAMPLES)
+        throw new SimrecError(
+          'invalid',
+          `states of run ${run} from ${from} to ${to}: more than ${MAX_STATE_SAMPLES} samples in the window; ask for a shorter one (to - from)`,
+        );
+      batches.push(batch);
+    }
+    actors.set(s.actor!, playbackColumns(batches, s));
+  }
+  return { from, to, actors, rows };
 }
 
 /** Answers are typed by the wire types the viewer reads (wire-types.ts): `json<RunDetail>(c, ...)`. */
@@ -272,33 +337,26 @@ export function createApi(store: StoreBackend, settings: RecordingSettings = new
   });
 
   /**
-   * Every actor's pose over a window, column by column: what the viewer plays back from. Read as
-   * columns of the four fields it plays (the store decodes no other), not as sample objects of every
-   * field, which took longer than the JSON made of them.
+   * Every actor's pose over a window, column by column: what the viewer plays back from, as binary
+   * columns with `format=columns` (state-window-wire.ts), as JSON otherwise. Read as columns of the four
+   * fields it plays (the store decodes no other), not as sample objects of every field.
    */
   api.get('/runs/:run/states', async (c) => {
     const run = runParam(c);
-    const info = await requireRun(store, run);
-    const from = intParam(c, 'from', info.begin)!;
-    const to = intParam(c, 'to', from + DEFAULT_STATE_WINDOW_MICROS - 1)!;
-    const streams = (await store.listStreams(run)).filter((s) => s.name === STATE_STREAM && s.actor !== null);
-    const actors: Record<string, StateColumns> = {};
-    let held = 0;
-    for (const s of streams) {
-      const batches: ColumnBatch[] = [];
-      // A chunk at a time, counted: a window over the limit is refused having read one chunk past it.
-      for await (const batch of store.readColumns({ run, stream: s.id, from, to, fields: PLAYBACK_FIELDS })) {
-        held += batch.t.length;
-        if (held > MAX_STATE_SAMPLES)
-          throw new SimrecError(
-            'invalid',
-            `states of run ${run} from ${from} to ${to}: more than ${MAX_STATE_SAMPLES} samples in the window; ask for a shorter one (to - from)`,
-          );
-        batches.push(batch);
-      }
-      actors[s.actor!] = joinPlaybackColumns(batches.map((batch) => playbackColumns(batch, s)));
+    const format = c.req.query('format') ?? 'json';
+    if (format !== 'json' && format !== 'columns')
+      throw new SimrecError(
+        'invalid',
+        `query parameter format: expected json or columns, got ${JSON.stringify(format)}`,
+      );
+    const window = await readStateWindow(store, run, intParam(c, 'from'), intParam(c, 'to'));
+    if (format === 'columns') {
+      const bytes = encodeStateWindow(window);
+      return c.body(bytes.buffer as ArrayBuffer, 200, { 'content-type': STATE_WINDOW_MEDIA_TYPE });
     }
-    return json<StateWindow>(c, { from, to, actors });
+    const actors: Record<string, StateColumns> = {};
+    for (const [id, columns] of window.actors) actors[id] = jsonColumns(columns);
+    return json<StateWindow>(c, { from: window.from, to: window.to, actors });
   });
 
   api.get('/runs/:run/trajectory/:actor', async (c) => {
@@ -315,13 +373,23 @@ export function createApi(store: StoreBackend, settings: RecordingSettings = new
     return json<TrajectoryAnswer>(c, { actor, ...page });
   });
 
-  /** Any stream over a window. The stream id may contain `/` (actor/name), so it is a query parameter. */
+  /**
+   * Any stream over a window. The stream id may contain `/` (actor/name), so it is a query parameter.
+   * `changes=1`: only the samples whose values differ from the sample before them.
+   */
   api.get('/runs/:run/samples', async (c) => {
     const run = runParam(c);
     const stream = c.req.query('stream');
     if (!stream) throw new SimrecError('invalid', 'query parameter stream: required (e.g. ego/state)');
     const limit = limitParam(c);
-    const page = await samplePage(streamSamples(store, run, stream, windowParams(c)), limit, stream);
+    const changes = c.req.query('changes');
+    if (changes !== undefined && changes !== '0' && changes !== '1')
+      throw new SimrecError(
+        'invalid',
+        `query parameter changes: expected 0 or 1, got ${JSON.stringify(changes)}`,
+      );
+    const samples = streamSamples(store, run, stream, windowParams(c));
+    const page = await samplePage(changes === '1' ? changesOnly(samples) : samples, limit, stream);
     return json<SamplesAnswer>(c, { stream, ...page });
   });
 

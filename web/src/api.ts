@@ -1,6 +1,7 @@
 import type { ActorInfo, RunInfo } from '../../src/model/run.js';
 import type { StreamInfo, Sample } from '../../src/model/stream.js';
 import type { AttachmentInfo } from '../../src/model/attachment.js';
+import { decodeStateWindow } from '../../src/server/state-window-wire.js';
 import type { RoadNetwork } from '../../src/model/roadnet.js';
 import type {
   ErrorAnswer,
@@ -14,7 +15,6 @@ import type {
   SceneAnswer,
   Settings,
   SqlAnswer,
-  StateWindow,
 } from '../../src/server/wire-types.js';
 
 export type {
@@ -29,7 +29,6 @@ export type {
   Sample,
   Settings,
   SqlAnswer,
-  StateWindow,
   StreamInfo,
 };
 
@@ -47,8 +46,9 @@ const withToken = (url: string): string =>
   token ? `${url}${url.includes('?') ? '&' : '?'}token=${encodeURIComponent(token)}` : url;
 const authHeaders = (): Record<string, string> => (token ? { authorization: `Bearer ${token}` } : {});
 
-async function get<T>(path: string): Promise<T> {
-  const response = await fetch(`api${path}`, { headers: authHeaders() });
+/** A GET of the API; an error answer becomes an ApiError with its message. */
+async function request(path: string, signal?: AbortSignal): Promise<Response> {
+  const response = await fetch(`api${path}`, { headers: authHeaders(), ...(signal ? { signal } : {}) });
   if (!response.ok) {
     let message = `${response.status} ${response.statusText}`;
     try {
@@ -58,7 +58,11 @@ async function get<T>(path: string): Promise<T> {
     }
     throw new ApiError(response.status, message);
   }
-  return (await response.json()) as T;
+  return response;
+}
+
+async function get<T>(path: string): Promise<T> {
+  return (await (await request(path)).json()) as T;
 }
 
 /** A request with a JSON body (or none), answering JSON; an error answer becomes an ApiError with its message. */
@@ -78,12 +82,18 @@ export { get as getJson };
  * A stream's samples over [from, to], all of them: the server answers at most 100,000 at a time and
  * says where the rest begins (`next`); the plot, the traffic lights and the evaluation want the stream.
  */
-async function samplePages(id: number, stream: string, from?: number, to?: number): Promise<SamplesAnswer> {
+async function samplePages(
+  id: number,
+  stream: string,
+  from?: number,
+  to?: number,
+  changesOnly = false,
+): Promise<SamplesAnswer> {
   const samples: SamplesAnswer['samples'] = [];
   let at = from;
   for (;;) {
     const page = await get<SamplesAnswer>(
-      `/runs/${id}/samples?stream=${encodeURIComponent(stream)}${at === undefined ? '' : `&from=${at}`}${to === undefined ? '' : `&to=${to}`}`,
+      `/runs/${id}/samples?stream=${encodeURIComponent(stream)}${at === undefined ? '' : `&from=${at}`}${to === undefined ? '' : `&to=${to}`}${changesOnly ? '&changes=1' : ''}`,
     );
     for (const sample of page.samples) samples.push(sample);
     if (page.next === null || page.next === undefined) return { stream, samples, next: null };
@@ -95,10 +105,15 @@ export const api = {
   health: () => get<HealthAnswer>('/health'),
   runs: () => get<RunListEntry[]>('/runs'),
   run: (id: number) => get<RunDetail>(`/runs/${id}`),
-  states: (id: number, from: number, to: number) =>
-    get<StateWindow>(`/runs/${id}/states?from=${from}&to=${to}`),
+  /** Every actor's poses over [from, to] as binary columns (src/server/state-window-wire.ts). */
+  stateWindow: async (id: number, from: number, to: number, signal?: AbortSignal) =>
+    decodeStateWindow(
+      await (await request(`/runs/${id}/states?from=${from}&to=${to}&format=columns`, signal)).arrayBuffer(),
+    ),
   scene: (id: number, t: number) => get<SceneAnswer>(`/runs/${id}/scene?t=${t}&interpolate=1`),
   samples: (id: number, stream: string, from?: number, to?: number) => samplePages(id, stream, from, to),
+  /** A stream's samples where its values change (a traffic light's switches): `changes=1`. */
+  changes: (id: number, stream: string) => samplePages(id, stream, undefined, undefined, true),
   roadnet: (id: number) => get<RoadNetwork>(`/runs/${id}/roadnet`),
   diff: (a: number, b: number) => get<RunDiff>(`/diff?a=${a}&b=${b}`),
   sql: (query: string) => get<SqlAnswer>(`/sql?q=${encodeURIComponent(query)}`),

@@ -1,18 +1,29 @@
 import { absenceAt, usualSampleInterval } from '../../src/model/presence.js';
 import type { PresenceInterval } from '../../src/model/run.js';
 import { lastAtOrBefore } from '../../src/model/sorted-search.js';
-import { api, type ActorInfo, type StateWindow, type StreamInfo } from './api.js';
+import type { BinaryStateWindow, StateWindowColumns } from '../../src/server/state-window-wire.js';
+import { api, type ActorInfo, type StreamInfo } from './api.js';
 
-/** Seconds of states fetched at once: a one-hour run starts playing after one window, not all of it. */
+/** The longest window: a run whose actors sample slowly is fetched a minute at a time. */
 const WINDOW_MICROS = 60_000_000;
 /**
- * Samples a window holds at most, about 9 MB of JSON: a minute of 200 actors at 100 Hz was 110 MB, 1.5
- * s for the server to answer before the browser had parsed it. A run that samples that fast gets shorter
- * windows (5 s at 200 actors and 100 Hz), never shorter than 2 s nor than twice its slowest stream's
- * usual interval (an actor's last sample must be in the window before).
+ * Samples a window holds at most, about 1 MB of binary columns: the window holding a moment is the
+ * first answer a page or a seek waits for, and its time grows with its samples (the server reads and
+ * the browser receives them). Ten seconds of 300 actors at 10 Hz, a second of 300 at 100 Hz; never
+ * shorter than a second nor than twice the slowest stream's usual interval (an actor's last sample
+ * must be in the window before).
  */
-const WINDOW_SAMPLES = 100_000;
-const MIN_WINDOW_MICROS = 2_000_000;
+const WINDOW_SAMPLES = 30_000;
+const MIN_WINDOW_MICROS = 1_000_000;
+/**
+ * Samples the page keeps at most over its windows (about 20 MB of columns): those far from the cursor
+ * are dropped first, so the page's memory is bounded by the windows, not by the run.
+ */
+const KEEP_SAMPLES = 600_000;
+/** Wall-clock seconds of playback fetched ahead of the cursor, at the speed playing. */
+const AHEAD_SECONDS = 3;
+/** Windows asked for at once: the one the cursor needs is never queued behind many prefetches. */
+const IN_FLIGHT = 2;
 
 /**
  * How long a window of this run is: a minute, shorter when its actors sample fast (WINDOW_SAMPLES), from
@@ -38,8 +49,6 @@ export interface Pose {
   speed: number;
 }
 
-type Columns = StateWindow['actors'][string];
-
 const lerpAngle = (a: number, b: number, u: number): number => {
   let d = b - a;
   d -= 2 * Math.PI * Math.floor((d + Math.PI) / (2 * Math.PI));
@@ -57,14 +66,22 @@ interface PresenceRule {
  * between samples so playback is smooth at any speed. Only actors present at t are posed, by the same
  * rules as the server's scenes (model/presence.ts): an actor that left, or whose latest state has gone
  * stale, is not drawn where it last stood.
+ *
+ * Windows lie on a grid from the run's begin. The one holding the cursor is asked for first, then the
+ * ones ahead of it (as far as AHEAD_SECONDS of playback at the speed playing) and the one behind it;
+ * a fetch no longer wanted after a seek is cancelled, and windows beyond KEEP_SAMPLES are dropped, the
+ * farthest from the cursor first.
  */
 export class PlaybackData {
-  private readonly windows = new Map<number, StateWindow | Promise<StateWindow>>();
+  private readonly loaded = new Map<number, BinaryStateWindow>();
+  private readonly fetching = new Map<number, AbortController>();
   private readonly runId: number;
   private readonly begin: number;
   private readonly rules = new Map<string, PresenceRule>();
   /** Microseconds a window covers: fixed for the view's life, since windows are kept by their index. */
   private readonly windowMicros: number;
+  /** The windows wanted now, most wanted first. */
+  private wanted: number[] = [];
   onLoaded: () => void = () => {};
 
   constructor(runId: number, begin: number, actors: ActorInfo[], streams: StreamInfo[]) {
@@ -90,53 +107,111 @@ export class PlaybackData {
   }
 
   private windowIndex(t: number): number {
-    return Math.floor((t - this.begin) / this.windowMicros);
+    return Math.max(0, Math.floor((t - this.begin) / this.windowMicros));
   }
 
-  /** Loaded window at t (starting the fetch, and the next window's, if needed). */
-  private window(t: number): StateWindow | null {
-    const index = Math.max(0, this.windowIndex(t));
-    for (const i of [index, index + 1]) {
-      if (!this.windows.has(i)) {
-        const from = this.begin + i * this.windowMicros;
-        const pending = api.states(this.runId, from, from + this.windowMicros - 1).then((w) => {
-          this.windows.set(i, w);
-          this.onLoaded();
-          return w;
-        });
-        pending.catch(() => this.windows.delete(i));
-        this.windows.set(i, pending);
+  /**
+   * Asks for what the cursor at t needs, playing at `rate` times real time (0: paused): the window
+   * holding t, those ahead, the one behind; cancels fetches no longer wanted and drops far windows.
+   */
+  want(t: number, rate = 0): void {
+    const index = this.windowIndex(t);
+    const ahead = Math.max(1, this.windowIndex(t + rate * AHEAD_SECONDS * 1e6) - index);
+    const wanted = [index];
+    for (let i = 1; i <= ahead; i++) wanted.push(index + i);
+    if (index > 0) wanted.push(index - 1);
+    this.wanted = wanted;
+    for (const [i, controller] of this.fetching)
+      if (!wanted.includes(i)) {
+        controller.abort();
+        this.fetching.delete(i);
       }
+    this.fetchNext();
+    this.dropFarFrom(index);
+  }
+
+  private fetchNext(): void {
+    for (const i of this.wanted) {
+      if (this.fetching.size >= IN_FLIGHT) return;
+      if (this.loaded.has(i) || this.fetching.has(i)) continue;
+      const controller = new AbortController();
+      this.fetching.set(i, controller);
+      const from = this.begin + i * this.windowMicros;
+      api.stateWindow(this.runId, from, from + this.windowMicros - 1, controller.signal).then(
+        (window) => {
+          if (this.fetching.get(i) !== controller) return; // cancelled, or the run grew meanwhile
+          this.fetching.delete(i);
+          this.loaded.set(i, window);
+          this.dropFarFrom(this.wanted[0] ?? i);
+          this.fetchNext();
+          this.onLoaded();
+        },
+        () => {
+          // Cancelled, or failed (the server went away): asked for again when next wanted.
+          if (this.fetching.get(i) === controller) this.fetching.delete(i);
+          this.fetchNext();
+        },
+      );
     }
-    const w = this.windows.get(index);
-    return w && !(w instanceof Promise) ? w : null;
+  }
+
+  /** Drops the windows farthest from `index` until the kept ones hold at most KEEP_SAMPLES. */
+  private dropFarFrom(index: number): void {
+    let kept = 0;
+    for (const w of this.loaded.values()) kept += w.rows;
+    if (kept <= KEEP_SAMPLES) return;
+    const byDistance = [...this.loaded.keys()]
+      .filter((i) => !this.wanted.includes(i))
+      .sort((a, b) => Math.abs(b - index) - Math.abs(a - index));
+    for (const i of byDistance) {
+      if (kept <= KEEP_SAMPLES) return;
+      kept -= this.loaded.get(i)!.rows;
+      this.loaded.delete(i);
+    }
+  }
+
+  /** Samples held by the page's windows (for the tests of its bound). */
+  get keptSamples(): number {
+    let kept = 0;
+    for (const w of this.loaded.values()) kept += w.rows;
+    return kept;
   }
 
   /** Forget the windows from t on (a live run grew there). */
   invalidateFrom(t: number): void {
     const first = this.windowIndex(t);
-    for (const i of [...this.windows.keys()]) if (i >= first) this.windows.delete(i);
+    for (const i of [...this.loaded.keys()]) if (i >= first) this.loaded.delete(i);
+    for (const [i, controller] of [...this.fetching])
+      if (i >= first) {
+        controller.abort();
+        this.fetching.delete(i);
+      }
   }
 
-  /** Poses of the actors present at t, and whether the window holding t has loaded. */
-  posesAt(t: number): { poses: Map<string, Pose>; loaded: boolean } {
+  /**
+   * Poses of the actors present at t, and whether the window holding t has loaded. Asks for the
+   * windows around t first (`rate`: the speed playing, 0 when paused).
+   */
+  posesAt(t: number, rate = 0): { poses: Map<string, Pose>; loaded: boolean } {
+    this.want(t, rate);
     const poses = new Map<string, Pose>();
-    const current = this.window(t);
+    const index = this.windowIndex(t);
+    const current = this.loaded.get(index);
     if (!current) return { poses, loaded: false };
-    const previous = this.windows.get(this.windowIndex(t) - 1);
-    for (const [id, cols] of Object.entries(current.actors)) {
+    const previous = this.loaded.get(index - 1);
+    for (const [id, cols] of current.actors) {
       let pose = this.interpolate(id, cols, t);
       // An actor whose last sample is in the previous window may still be present (a slow stream).
-      if (pose === undefined && previous && !(previous instanceof Promise)) {
-        const before = previous.actors[id];
+      if (pose === undefined && previous) {
+        const before = previous.actors.get(id);
         if (before) pose = this.interpolate(id, before, t);
       }
       if (pose) poses.set(id, pose);
     }
     // Actors with no sample in this window at all may still be present, from the previous one.
-    if (previous && !(previous instanceof Promise))
-      for (const [id, cols] of Object.entries(previous.actors)) {
-        if (id in current.actors) continue;
+    if (previous)
+      for (const [id, cols] of previous.actors) {
+        if (current.actors.has(id)) continue;
         const pose = this.interpolate(id, cols, t);
         if (pose) poses.set(id, pose);
       }
@@ -144,23 +219,32 @@ export class PlaybackData {
   }
 
   /** The pose at t from the latest sample at or before it; null when the actor is not present then. */
-  private interpolate(id: string, c: Columns, t: number): Pose | null | undefined {
+  private interpolate(id: string, c: StateWindowColumns, t: number): Pose | null | undefined {
     const i = lastAtOrBefore(c.t, t);
     if (i < 0) return undefined;
     const rule = this.rules.get(id);
     if (rule && absenceAt(rule.presence, rule.usualInterval, c.t[i]!, t) !== null) return null;
-    const x0 = c.x[i];
-    const y0 = c.y[i];
-    if (x0 == null || y0 == null) return null;
-    const pose: Pose = { x: x0, y: y0, yaw: c.yaw[i] ?? 0, speed: c.speed[i] ?? 0 };
+    const x0 = c.x[i]!;
+    const y0 = c.y[i]!;
+    if (Number.isNaN(x0) || Number.isNaN(y0)) return null;
+    const yaw = c.yaw[i]!;
+    const speed = c.speed[i]!;
+    const pose: Pose = {
+      x: x0,
+      y: y0,
+      yaw: Number.isNaN(yaw) ? 0 : yaw,
+      speed: Number.isNaN(speed) ? 0 : speed,
+    };
     const j = i + 1;
-    if (j < c.t.length && c.x[j] != null && c.y[j] != null) {
+    if (j < c.t.length && !Number.isNaN(c.x[j]!) && !Number.isNaN(c.y[j]!)) {
       const u = (t - c.t[i]!) / (c.t[j]! - c.t[i]!);
       if (u > 0 && u < 1) {
-        pose.x += (c.x[j] - x0) * u;
-        pose.y += (c.y[j] - y0) * u;
-        pose.yaw = lerpAngle(pose.yaw, c.yaw[j] ?? pose.yaw, u);
-        pose.speed += ((c.speed[j] ?? pose.speed) - pose.speed) * u;
+        pose.x += (c.x[j]! - x0) * u;
+        pose.y += (c.y[j]! - y0) * u;
+        const yawNext = c.yaw[j]!;
+        const speedNext = c.speed[j]!;
+        pose.yaw = lerpAngle(pose.yaw, Number.isNaN(yawNext) ? pose.yaw : yawNext, u);
+        pose.speed += ((Number.isNaN(speedNext) ? pose.speed : speedNext) - pose.speed) * u;
       }
     }
     return pose;
@@ -169,13 +253,11 @@ export class PlaybackData {
   /** An actor's positions over [from, to] from the loaded windows (trails and future paths). */
   path(actor: string, from: number, to: number): [number, number][] {
     const out: [number, number][] = [];
-    for (let i = Math.max(0, this.windowIndex(from)); i <= this.windowIndex(to); i++) {
-      const w = this.windows.get(i);
-      if (!w || w instanceof Promise) continue;
-      const c = w.actors[actor];
+    for (let i = this.windowIndex(from); i <= this.windowIndex(to); i++) {
+      const c = this.loaded.get(i)?.actors.get(actor);
       if (!c) continue;
       for (let k = 0; k < c.t.length; k++)
-        if (c.t[k]! >= from && c.t[k]! <= to && c.x[k] != null) out.push([c.x[k]!, c.y[k]!]);
+        if (c.t[k]! >= from && c.t[k]! <= to && !Number.isNaN(c.x[k]!)) out.push([c.x[k]!, c.y[k]!]);
     }
     return out;
   }

@@ -21,6 +21,7 @@ import {
 import { PlaybackData } from './playback-data.js';
 import { PlotPanel } from './plot-panel.js';
 import { EvaluationPanel } from './radar.js';
+import { StreamWindows } from './stream-windows.js';
 import { Timeline } from './timeline.js';
 
 const TRAIL_MICROS = 5_000_000;
@@ -63,7 +64,8 @@ export class RunView {
   selected: string | null = null;
   private highlighted = new Set<string>();
   private lights = new Map<string, Sample[]>();
-  private evaluation: Sample[] = [];
+  /** The evaluation's samples around the cursor (its metrics at t), when the run has one. */
+  private evaluation: StreamWindows | null = null;
   private readonly notes = el('div', { class: 'notes', 'data-testid': 'notes' });
   private readonly present = el('div', { class: 'present', 'data-testid': 'present-count' });
   private readonly legend = el('div', { class: 'legend', 'data-testid': 'legend' });
@@ -107,6 +109,11 @@ export class RunView {
   private hasMap = true;
   /** Frames drawn, for the playback benchmark. */
   framesDrawn = 0;
+  /**
+   * The moment the last frame drew and when (performance.now()): the benchmarks and tests wait for a
+   * moment's actors to be on the map, not for the page to have loaded.
+   */
+  drawn = { t: Number.NaN, at: 0 };
   /** Actors drawn in the last frame (those present at the cursor). */
   presentCount = 0;
 
@@ -139,6 +146,16 @@ export class RunView {
     this.actors = new Map(this.detail.actors.map((a) => [a.id, a]));
     this.data = new PlaybackData(this.runId, range.begin, this.detail.actors, this.detail.streams);
     this.timeline = new Timeline(range.begin, range.end);
+    // The moment the page opens on: its window is asked for now, while the page is built and the road
+    // network loads (the cursor is there before anything draws, so nothing asks for the run's begin).
+    const start =
+      this.link.at !== undefined && Number.isFinite(this.link.at)
+        ? this.link.at
+        : this.link.t !== undefined && Number.isFinite(this.link.t)
+          ? range.begin + this.link.t * 1e6
+          : range.begin;
+    this.timeline.seek(start);
+    this.data.want(start);
     const stepGuess = this.detail.streams.find((s) => s.rateHz)?.rateHz;
     if (stepGuess) this.timeline.stepMicros = Math.round(1e6 / stepGuess);
     this.plots = new PlotPanel(this.runId, range.begin, this.detail.streams);
@@ -282,27 +299,35 @@ export class RunView {
     });
     this.options.trails.checked = true;
 
+    await this.loadRoad();
+    if (this.detail.hasRoadNetwork) this.map.fitAll();
+    let moved = false;
+    const onMove = this.map.onMove;
+    this.map.onMove = () => {
+      moved = true;
+      onMove();
+    };
+    // Selected now; the comparison, which loads after the first frame, plots it once loaded.
+    if (this.link.actor && this.actors.has(this.link.actor)) this.selected = this.link.actor;
+    // The picker lists the selected actor's fields first (the ego's while none is selected).
+    this.plots.preferred = this.selected ?? this.egoId();
+    this.timeline.seek(start);
+    void this.inspect(); // fills the inspector when the scene arrives; nothing else waits for it
+    this.render();
+    // The panels of the whole run (lights, events, comparison, criteria) arrive after the moment's actors
+    // are drawn: on an hour of traffic they are what the first frame need not wait for. The evaluation
+    // is fetched a window at a time as the cursor needs it.
+    this.startEvaluation();
     await Promise.all([
-      this.loadRoad(),
       this.loadLights(),
       this.loadEvents(),
-      this.loadEvaluation(),
       this.loadComparison(),
       this.criteria?.load(this.runId),
     ]);
     this.fillLegend();
-    // Fit once the panels are in: the events list takes its height from the map's.
-    if (this.detail.hasRoadNetwork) this.map.fitAll();
-    if (this.link.actor && this.actors.has(this.link.actor)) {
-      this.selected = this.link.actor;
-      void this.compare?.showActor(this.link.actor); // plots when the samples arrive; nothing else waits
-    }
-    // The picker lists the selected actor's fields first (the ego's while none is selected).
-    this.plots.preferred = this.selected ?? this.egoId();
-    if (this.link.at !== undefined && Number.isFinite(this.link.at)) this.timeline.seek(this.link.at);
-    else if (this.link.t !== undefined && Number.isFinite(this.link.t))
-      this.timeline.seek(range.begin + this.link.t * 1e6);
-    void this.inspect(); // fills the inspector when the scene arrives; nothing else waits for it
+    // Fit again once the panels are in (the events list takes its height from the map's), unless the
+    // map was moved meanwhile.
+    if (this.detail.hasRoadNetwork && !moved && this.map.follow === null) this.map.fitAll();
     this.render();
   }
 
@@ -314,6 +339,7 @@ export class RunView {
       this.timeline.seek(t);
     };
     await compare.load(this.detail, () => this.render());
+    if (this.selected) void compare.showActor(this.selected); // plots when the samples arrive
     const first = compare.diff?.firstDivergence;
     if (first)
       this.timeline.markDivergence(
@@ -357,7 +383,8 @@ export class RunView {
         s.fields.some((f) => f.name === 'state' && f.type === 'string'),
     );
     await Promise.all(
-      streams.map(async (s) => this.lights.set(s.actor!, (await api.samples(this.runId, s.id)).samples)),
+      // Their switches only: the state at t is the latest switch at or before it.
+      streams.map(async (s) => this.lights.set(s.actor!, (await api.changes(this.runId, s.id)).samples)),
     );
   }
 
@@ -377,9 +404,13 @@ export class RunView {
     );
   }
 
-  private async loadEvaluation(): Promise<void> {
+  private startEvaluation(): void {
     const evaluation = this.detail.evaluation;
-    if (evaluation) this.evaluation = (await api.samples(this.runId, evaluation.stream)).samples;
+    const stream = evaluation && this.detail.streams.find((s) => s.id === evaluation.stream);
+    if (!evaluation || !stream) return;
+    const actor = evaluation.actor === null ? undefined : this.actors.get(evaluation.actor);
+    this.evaluation = new StreamWindows(this.runId, stream, this.timeline.begin, actor?.presence);
+    this.evaluation.onLoaded = () => this.render();
   }
 
   private fillLegend(): void {
@@ -510,7 +541,7 @@ export class RunView {
 
   private render(): void {
     const t = this.timeline.t;
-    const { poses, loaded } = this.data.posesAt(t);
+    const { poses, loaded } = this.data.posesAt(t, this.timeline.rate);
     if (!loaded) return;
     const lightStates = new Map<string, string>();
     for (const [id, samples] of this.lights) {
@@ -540,10 +571,11 @@ export class RunView {
     }
     this.map.render(state);
     this.framesDrawn++;
+    this.drawn = { t, at: performance.now() };
     this.presentCount = poses.size;
     this.present.textContent = `${poses.size} actor${poses.size === 1 ? '' : 's'} present`;
     this.plots.setCursor(t);
-    if (this.evaluation.length) this.showEvaluation(t);
+    if (this.evaluation) this.showEvaluation(this.evaluation, t);
     this.captures.render(t);
   }
 
@@ -551,8 +583,9 @@ export class RunView {
    * The scored actor's metrics at t; none where it is not in the scene (it has left, or is not yet
    * there), by the rules scenes keep: its last frame's values are not its values now.
    */
-  private showEvaluation(t: number): void {
-    const sample = sampleAt(this.evaluation, t);
+  private showEvaluation(windows: StreamWindows, t: number): void {
+    const { sample, loaded } = windows.sampleAt(t);
+    if (!loaded) return; // shown when its window arrives
     const evaluation = this.detail.evaluation!;
     const actor = evaluation.actor === null ? undefined : this.actors.get(evaluation.actor);
     const stream = this.detail.streams.find((s) => s.id === evaluation.stream);

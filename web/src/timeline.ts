@@ -126,6 +126,11 @@ export class Timeline {
     );
   }
 
+  /** Times real time the cursor moves at: the speed chosen while playing, 0 while paused. */
+  get rate(): number {
+    return this.playing ? Number(this.speed.value) : 0;
+  }
+
   toggle(): void {
     this.playing = !this.playing;
     if (this.playing && this.t >= this.end) this.t = this.begin;

@@ -1,0 +1,124 @@
+/**
+ * A window of every actor's poses as binary columns: what `GET /api/runs/:id/states?format=columns`
+ * answers and the viewer plays from. JSON spent about 90 bytes a sample and the browser's parse of a
+ * window was longer than the server's read of it; these are 32 bytes a sample, read by the page as
+ * views over the bytes it received (no parse, no copy). The layout (little-endian, docs/viewer.md):
+ *
+ *   "SRSW"  u32 version (1)  u32 header length H  header (UTF-8 JSON, H bytes)  zero padding to 8
+ *   t:      Float64Array(rows)   microseconds since the epoch
+ *   x, y:   Float64Array(rows)   metres
+ *   yaw:    Float32Array(rows)   radians
+ *   speed:  Float32Array(rows)   m/s
+ *
+ * The header is `{ from, to, actors: [[id, rows], ...] }`: the actors' rows follow one another in
+ * that order in every column, each actor's in time order. A value a sample lacks is NaN. Used by the
+ * server (encode) and the viewer (decode), so the two cannot disagree; it runs in both.
+ */
+
+const MAGIC = 'SRSW';
+export const STATE_WINDOW_VERSION = 1;
+export const STATE_WINDOW_MEDIA_TYPE = 'application/vnd.simrec.state-window';
+
+/**
+ * One actor's poses in a window, row for row with `t`. The server reads yaw and speed as 64-bit numbers
+ * (and answers JSON with them); the layout carries them as 32-bit, which is what a decoded window has.
+ */
+export interface StateWindowColumns {
+  t: Float64Array;
+  x: Float64Array;
+  y: Float64Array;
+  yaw: Float32Array | Float64Array;
+  speed: Float32Array | Float64Array;
+}
+
+export interface BinaryStateWindow {
+  from: number;
+  to: number;
+  actors: Map<string, StateWindowColumns>;
+  /** Samples over every actor. */
+  rows: number;
+}
+
+interface Header {
+  from: number;
+  to: number;
+  actors: [string, number][];
+}
+
+const align8 = (n: number): number => Math.ceil(n / 8) * 8;
+
+/** The window's bytes: the actors' columns copied once into the columns of the layout above. */
+export function encodeStateWindow(window: BinaryStateWindow): Uint8Array {
+  const header: Header = {
+    from: window.from,
+    to: window.to,
+    actors: [...window.actors].map(([id, c]) => [id, c.t.length]),
+  };
+  const headerBytes = new TextEncoder().encode(JSON.stringify(header));
+  const rows = window.rows;
+  const start = align8(12 + headerBytes.length);
+  const bytes = new Uint8Array(start + rows * 32);
+  const view = new DataView(bytes.buffer);
+  for (let i = 0; i < 4; i++) bytes[i] = MAGIC.charCodeAt(i);
+  view.setUint32(4, STATE_WINDOW_VERSION, true);
+  view.setUint32(8, headerBytes.length, true);
+  bytes.set(headerBytes, 12);
+  const columns = columnsOver(bytes.buffer, start, rows);
+  let row = 0;
+  for (const c of window.actors.values()) {
+    columns.t.set(c.t, row);
+    columns.x.set(c.x, row);
+    columns.y.set(c.y, row);
+    columns.yaw.set(c.yaw, row);
+    columns.speed.set(c.speed, row);
+    row += c.t.length;
+  }
+  return bytes;
+}
+
+/** The columns of `rows` samples laid out from `start` of `buffer`. */
+function columnsOver(buffer: ArrayBufferLike, start: number, rows: number): StateWindowColumns {
+  return {
+    t: new Float64Array(buffer, start, rows),
+    x: new Float64Array(buffer, start + rows * 8, rows),
+    y: new Float64Array(buffer, start + rows * 16, rows),
+    yaw: new Float32Array(buffer, start + rows * 24, rows),
+    speed: new Float32Array(buffer, start + rows * 28, rows),
+  };
+}
+
+/**
+ * A window from its bytes: each actor's columns are views over `buffer` (which must start at offset 0
+ * of its bytes, as a fetched ArrayBuffer does). Bytes that are not such a window are refused with what
+ * was found and what was expected.
+ */
+export function decodeStateWindow(buffer: ArrayBuffer): BinaryStateWindow {
+  const bytes = new Uint8Array(buffer);
+  const magic = String.fromCharCode(...bytes.subarray(0, 4));
+  if (bytes.length < 12 || magic !== MAGIC)
+    throw new Error(`state window: expected bytes starting "${MAGIC}", got ${JSON.stringify(magic)}`);
+  const view = new DataView(buffer);
+  const version = view.getUint32(4, true);
+  if (version !== STATE_WINDOW_VERSION)
+    throw new Error(`state window: version ${version}; this viewer reads version ${STATE_WINDOW_VERSION}`);
+  const headerLength = view.getUint32(8, true);
+  const header = JSON.parse(new TextDecoder().decode(bytes.subarray(12, 12 + headerLength))) as Header;
+  const rows = header.actors.reduce((sum, [, n]) => sum + n, 0);
+  const start = align8(12 + headerLength);
+  if (bytes.length !== start + rows * 32)
+    throw new Error(`state window: ${bytes.length} bytes for ${rows} samples; expected ${start + rows * 32}`);
+  const all = columnsOver(buffer, start, rows);
+  const actors = new Map<string, StateWindowColumns>();
+  let row = 0;
+  for (const [id, n] of header.actors) {
+    actors.set(id, {
+      t: all.t.subarray(row, row + n),
+      x: all.x.subarray(row, row + n),
+      y: all.y.subarray(row, row + n),
+      yaw: all.yaw.subarray(row, row + n),
+      speed: all.speed.subarray(row, row + n),
+    });
+    row += n;
+  }
+  return { from: header.from, to: header.to, actors, rows };
+}

@@ -1,0 +1,140 @@
+/**
+ * The viewer on a long run of dense traffic (#53), in Chromium: a page opened at a moment asks first for
+ * the binary window holding it, never for the run's begin, and draws that moment's actors as the server's
+ * scene has them; the page's windows stay bounded while it is sought across the whole run; panels of the
+ * whole run (traffic lights, the evaluation) come as switches and as windows, not as the run's samples.
+ * Its timings are the benchmark's (bench/viewer-big-run.ts), not this test's.
+ */
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import type { Browser, Page } from 'playwright-core';
+import { recordDemoRun } from '../src/demo/demo-run.js';
+import { evaluateRun } from '../src/evaluate/evaluate-run.js';
+import type { StoreBackend } from '../src/model/store-port.js';
+import { sceneAt } from '../src/replay/run-queries.js';
+import { startServer, type RunningServer } from '../src/server/start-server.js';
+import { openStore } from '../src/store/open-store.js';
+import { launchBrowser } from './helpers/browser.js';
+import { tempDir } from './helpers/paths.js';
+
+// These run inside the page (page.evaluate); the Node compilation has no DOM types, on purpose.
+declare const window: any;
+declare const document: any;
+
+/** What the page keeps at most over its windows (web/src/playback-data.ts). */
+const KEEP_SAMPLES = 600_000;
+
+const dir = tempDir('simrec-viewer-big-');
+let store: StoreBackend;
+let server: RunningServer;
+let browser: Browser;
+let run: number;
+let begin: number;
+let samples: number;
+
+before(async () => {
+  store = await openStore(join(dir.path, 'big.db'));
+  // Half an hour of 60 vehicles and 16 pedestrians at 10 Hz: about 1.3 M samples, twice what a page keeps.
+  run = (await recordDemoRun(store, { duration: 1800, vehicles: 60, seed: 53 })).run.id;
+  await evaluateRun(store, run);
+  const info = (await store.getRun(run))!;
+  begin = info.begin;
+  samples = (await store.listStreams(run))
+    .filter((s) => s.name === 'state')
+    .reduce((sum, s) => sum + s.samples, 0);
+  server = await startServer({ store, port: 0 });
+  browser = await launchBrowser();
+});
+after(async () => {
+  await browser?.close();
+  await server?.close();
+  await store?.close();
+  dir.cleanup();
+});
+
+/** The API requests a page makes, as URLs. */
+function requests(page: Page): URL[] {
+  const seen: URL[] = [];
+  page.on('request', (r) => {
+    const url = new URL(r.url());
+    if (url.pathname.includes('/api/')) seen.push(url);
+  });
+  return seen;
+}
+
+/** Waits until the page has drawn a frame at moment t (microseconds). */
+async function drawnAt(page: Page, t: number): Promise<void> {
+  await page.waitForFunction((target) => Math.abs((window.simrecView?.drawn?.t ?? NaN) - target) < 1, t, {
+    polling: 'raf',
+  });
+}
+
+const drawnIds = (page: Page): Promise<string[]> =>
+  page.evaluate(() => [...window.simrecView.map.state.poses.keys()].sort());
+
+describe('the viewer on a long run', () => {
+  it('opens at a moment: its window asked for first as binary columns, the run’s begin never, its actors drawn as the scene has them', async () => {
+    assert.ok(samples > 2 * KEEP_SAMPLES, `the run has ${samples} samples`);
+    const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    const seen = requests(page);
+    try {
+      const at = 1234.5;
+      const t = begin + at * 1e6;
+      await page.goto(new URL(`#/runs/${run}?t=${at.toFixed(2)}`, server.url).toString());
+      await drawnAt(page, t);
+      const scene = await sceneAt(store, run, { t });
+      assert.ok(scene.actors.length > 30, `${scene.actors.length} actors at ${at} s`);
+      assert.deepEqual(await drawnIds(page), scene.actors.map((a) => a.id).sort());
+      const windows = seen.filter((u) => u.pathname.endsWith(`/runs/${run}/states`));
+      assert.ok(windows.length > 0);
+      for (const w of windows) assert.equal(w.searchParams.get('format'), 'columns', w.search);
+      const from = Number(windows[0]!.searchParams.get('from'));
+      const to = Number(windows[0]!.searchParams.get('to'));
+      assert.ok(from <= t && t <= to, `the first window ${from - begin}..${to - begin} holds the moment`);
+      assert.ok(
+        windows.every((w) => Number(w.searchParams.get('from')) > begin),
+        'nothing asked for at the run’s begin',
+      );
+      // Once the panels are in: lights as their switches, the evaluation a window at a time.
+      await page.locator('#app[data-ready="true"]').waitFor();
+      const lights = seen.filter((u) => /^J\d+_\d+\/signal$/.test(u.searchParams.get('stream') ?? ''));
+      assert.ok(lights.length > 0, 'the traffic lights are asked for');
+      for (const u of lights) assert.equal(u.searchParams.get('changes'), '1', u.search);
+      await page.waitForFunction(() => document.querySelector('[data-testid="radar"]') !== null);
+      const evaluation = seen.filter((u) => u.searchParams.get('stream') === 'ego/evaluation');
+      assert.ok(evaluation.length > 0, 'the evaluation is asked for');
+      for (const u of evaluation) {
+        const span = Number(u.searchParams.get('to')) - Number(u.searchParams.get('from'));
+        assert.ok(span > 0 && span < 1800e6 / 2, `a window of the evaluation, not the run: ${u.search}`);
+      }
+    } finally {
+      await page.close();
+    }
+  });
+
+  it('keeps a bounded set of windows while sought across the whole run, drawing each moment’s actors', async () => {
+    const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    try {
+      await page.goto(new URL(`#/runs/${run}`, server.url).toString());
+      await page.locator('#app[data-ready="true"]').waitFor();
+      let mostKept = 0;
+      for (const fraction of [0.05, 0.9, 0.3, 0.7, 0.15, 0.55, 0.95, 0.4, 0.8, 0.2, 0.65, 0.02]) {
+        const t = await page.evaluate((f) => {
+          const timeline = window.simrecView.timeline;
+          timeline.seek(Math.round(timeline.begin + f * (timeline.end - timeline.begin)));
+          return timeline.t;
+        }, fraction);
+        await drawnAt(page, t);
+        // Past the windows after it too, which playing would have asked for.
+        await page.waitForTimeout(150);
+        mostKept = Math.max(mostKept, await page.evaluate(() => window.simrecView.data.keptSamples));
+        const scene = await sceneAt(store, run, { t: Math.round(t) });
+        assert.deepEqual(await drawnIds(page), scene.actors.map((a) => a.id).sort(), `at ${fraction}`);
+      }
+      assert.ok(mostKept > 0 && mostKept <= KEEP_SAMPLES, `kept at most ${mostKept} samples`);
+    } finally {
+      await page.close();
+    }
+  });
+});
