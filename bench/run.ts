@@ -14,6 +14,7 @@ import { FULL_SIZE, QUICK_SIZE } from './generator.js';
 import { PEERS } from './peers/index.js';
 import { summarize, formatReport, type Measurement } from './report.js';
 import { formatViewer, measureViewer, type ViewerResults } from './viewer-playback.js';
+import { formatBigRunViewer, measureBigRunViewer, type BigRunViewerResults } from './viewer-big-run.js';
 import { formatSumoOverhead, measureSumoOverhead, type SumoOverhead } from './sumo-overhead.js';
 import { formatFormats, measureFormats, type FormatResults } from './formats.js';
 import { formatEvaluation, measureEvaluation, type EvaluationSpeed } from './evaluation.js';
@@ -53,6 +54,7 @@ const SECTIONS = [
   'seek',
   'trajectory',
   'viewer',
+  'big-run',
   'evaluation',
   'demo',
   'formats',
@@ -110,6 +112,7 @@ const started = performance.now();
 /** The machine may be shared: its load average (1, 5, 15 minutes) before and after says how much. */
 const loadBefore = loadavg();
 let viewer: ViewerResults = { skipped: 'not measured' };
+let bigRun: BigRunViewerResults | null = null;
 let sumo: SumoOverhead = { skipped: 'not measured' };
 let formats: FormatResults | null = null;
 let evaluation: EvaluationSpeed | null = null;
@@ -152,6 +155,10 @@ try {
   if (wants('viewer')) {
     progress('viewer playback in headless Chromium');
     viewer = await measureViewer(scratch, quick);
+  }
+  if (wants('big-run')) {
+    progress(quick ? 'the viewer on a run of minutes' : 'the viewer on an hour of 300 vehicles');
+    bigRun = await measureBigRunViewer(scratch, quick);
   }
   if (wants('evaluation')) {
     progress('evaluation speed');
@@ -245,6 +252,7 @@ results.targets = evaluateTargets(results.workloads, results.ratios, { sumo, ing
 const withViewer = {
   ...results,
   viewer,
+  bigRun,
   sumo,
   formats,
   evaluation,
@@ -261,5 +269,5 @@ if (options.json) process.stdout.write(JSON.stringify(withViewer, null, 2) + '\n
 else
   process.stdout.write(
     formatReport(results) +
-      `\n${formatViewer(viewer)}\n${formatSumoOverhead(sumo)}\n${formats ? formatFormats(formats) : ''}\n${evaluation ? formatEvaluation(evaluation) : ''}\n${demo ? formatDemo(demo) : ''}\n${didrive ? formatDidrive(didrive) : ''}\n${ingest ? formatIngest(ingest) : ''}\n${parquet ? formatParquet(parquet) : ''}\n${fleet ? formatFleet(fleet) : ''}\n${diff ? formatDiff(diff) : ''}\n${fcd ? formatFcd(fcd) : ''}\nresults: ${outFile}\n`,
+      `\n${formatViewer(viewer)}\n${bigRun ? formatBigRunViewer(bigRun) : ''}\n${formatSumoOverhead(sumo)}\n${formats ? formatFormats(formats) : ''}\n${evaluation ? formatEvaluation(evaluation) : ''}\n${demo ? formatDemo(demo) : ''}\n${didrive ? formatDidrive(didrive) : ''}\n${ingest ? formatIngest(ingest) : ''}\n${parquet ? formatParquet(parquet) : ''}\n${fleet ? formatFleet(fleet) : ''}\n${diff ? formatDiff(diff) : ''}\n${fcd ? formatFcd(fcd) : ''}\nresults: ${outFile}\n`,
   );

@@ -78,6 +78,21 @@ it('npm run bench -- --quick runs every workload and writes a results file', () 
       'MCAP and LimSim exports at two run lengths, each with its peak memory',
     );
     assert.ok(formats.exportMemory.every((e) => e.actorStates > 0 && e.peakRssMiB > 0));
+    const { bigRun } = results as unknown as {
+      bigRun: {
+        opened: { ms: number; actors: number }[];
+        seekP95Ms: number;
+        play: { fps: number };
+        serverPeakMiB: number;
+        pageHeapPeakMiB: number;
+        targets: { id: string }[];
+      };
+    };
+    assert.equal(bigRun.opened.length, 5, 'a fresh page at five moments');
+    assert.ok(bigRun.opened.every((o) => o.ms > 0 && o.actors > 0));
+    assert.ok(bigRun.seekP95Ms > 0 && bigRun.play.fps > 0 && bigRun.pageHeapPeakMiB > 0);
+    assert.ok(bigRun.serverPeakMiB > 0, "the server's memory, measured in its own process");
+    assert.equal(bigRun.targets.length, 5);
     const didrive = (results as unknown as { didrive: { exportFramesPerSecond: number } }).didrive;
     assert.ok(didrive.exportFramesPerSecond > 0, 'DI-drive export and import rates are measured');
     const { ingest } = results as unknown as {

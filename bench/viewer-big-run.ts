@@ -1,0 +1,367 @@
+/**
+ * The viewer on a big run, as a user meets it: an hour of the demo's traffic with 300 vehicles at 10 Hz
+ * (about 10 M samples), recorded by `simrec demo`, served by `simrec serve` in a process of its own
+ * (its memory is the server's alone), opened in headless Chromium. Measured: a fresh page opened at
+ * five moments (time from navigation to that moment's actors drawn), seeks by the slider (time from
+ * the slider's input to the frame at its moment), playing at 10x (frames drawn a second and stalls,
+ * gaps of over 100 ms between frames), the page's JavaScript heap and the server's resident memory.
+ * Times are taken inside the page (performance.now()), so the polling of the benchmark adds nothing.
+ */
+import { spawn, execFile } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { promisify } from 'node:util';
+import { fileURLToPath } from 'node:url';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { quantile } from './stats.js';
+import type { TargetResult } from './targets.js';
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+/** Compiled to dist/bench/: the command line is dist/src/cli/main.js. */
+const CLI = resolve(fileURLToPath(import.meta.url), '..', '..', 'src', 'cli', 'main.js');
+
+// Read inside the page (page.evaluate); the Node compilation has no DOM types, on purpose.
+interface ViewInPage {
+  framesDrawn: number;
+  presentCount: number;
+  drawn: { t: number; at: number };
+  timeline: {
+    t: number;
+    begin: number;
+    end: number;
+    slider: { value: string; dispatchEvent(e: unknown): void };
+  };
+}
+declare const window: { simrecView?: ViewInPage | null };
+declare function requestAnimationFrame(f: (now: number) => void): void;
+declare const performance: { now(): number };
+declare class Event {
+  constructor(type: string);
+}
+
+export interface BigRunSize {
+  vehicles: number;
+  seconds: number;
+}
+export const BIG_RUN_FULL: BigRunSize = { vehicles: 300, seconds: 3600 };
+export const BIG_RUN_QUICK: BigRunSize = { vehicles: 30, seconds: 120 };
+
+export interface BigRunViewerResults {
+  skipped?: string;
+  size?: BigRunSize & { samples: number };
+  /** Milliseconds from a fresh page's navigation to its moment's actors drawn, at 10, 30, 50, 70, 90 %. */
+  opened?: { at: number; ms: number; actors: number }[];
+  openedMedianMs?: number;
+  openedWorstMs?: number;
+  /** Milliseconds from the slider's input to the frame at its moment. */
+  seekP50Ms?: number;
+  seekP95Ms?: number;
+  seeks?: number;
+  /** Playing at 10x. */
+  play?: { seconds: number; fps: number; stalls: number; longestGapMs: number };
+  /** The page's JavaScript heap (MiB): its peak while playing. */
+  pageHeapPeakMiB?: number;
+  /** The server's resident memory (MiB): after start, and its peak while pages opened, sought and played. */
+  serverStartMiB?: number;
+  serverPeakMiB?: number;
+  /** Three pages playing the run at once, at three moments: the server's peak meanwhile. */
+  threeViewersServerPeakMiB?: number;
+  /** #53's targets for the viewer on an hour of 300 vehicles (the quick run's are reported, not held). */
+  targets?: TargetResult[];
+}
+
+/** #53's targets, from what this section measured. */
+function bigRunTargets(r: BigRunViewerResults): TargetResult[] {
+  const target = (id: string, goal: string, met: boolean, measured: string): TargetResult => ({
+    id,
+    goal,
+    met,
+    measured,
+  });
+  return [
+    target(
+      'viewer-open-median',
+      "a fresh page at a moment shows that moment's actors within 500 ms at the median",
+      r.openedMedianMs! <= 500,
+      `${r.openedMedianMs} ms`,
+    ),
+    target(
+      'viewer-open-worst',
+      '... and within 1 s at worst',
+      r.openedWorstMs! <= 1000,
+      `${r.openedWorstMs} ms`,
+    ),
+    target(
+      'viewer-seek-p95',
+      'a seek by the slider within 300 ms at p95',
+      r.seekP95Ms! <= 300,
+      `${r.seekP95Ms} ms`,
+    ),
+    target(
+      'viewer-play-10x',
+      '10x playback at 30 fps or more without a stall',
+      r.play!.fps >= 30 && r.play!.stalls === 0,
+      `${r.play!.fps} fps, ${r.play!.stalls} stalls`,
+    ),
+    target(
+      'viewer-server-memory',
+      'the server under 400 MiB while a page plays it',
+      r.serverPeakMiB! < 400,
+      `${r.serverPeakMiB} MiB`,
+    ),
+  ];
+}
+
+const run = promisify(execFile);
+
+/** Records the demo's big run into `store`, as `simrec demo --no-serve` does. */
+async function recordBigRun(store: string, size: BigRunSize): Promise<void> {
+  await run(
+    process.execPath,
+    [
+      CLI,
+      'demo',
+      '--no-serve',
+      '--duration',
+      String(size.seconds),
+      '--vehicles',
+      String(size.vehicles),
+      '--store',
+      store,
+    ],
+    { maxBuffer: 64 * 2 ** 20 },
+  );
+}
+
+/** `simrec serve` on the store, in its own process; resolves once it printed its address. */
+async function serve(store: string, settings: string): Promise<{ url: string; pid: number; stop(): void }> {
+  const child = spawn(
+    process.execPath,
+    [CLI, 'serve', '--store', store, '--port', '0', '--settings', settings],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let printed = '';
+  const url = await new Promise<string>((done, fail) => {
+    child.stdout.on('data', (chunk: Buffer) => {
+      printed += chunk.toString();
+      const match = /simrec viewer: (\S+)/.exec(printed);
+      if (match) done(match[1]!);
+    });
+    child.stderr.on('data', (chunk: Buffer) => (printed += chunk.toString()));
+    child.on('exit', (code) => fail(new Error(`simrec serve exited (${code}) before serving: ${printed}`)));
+  });
+  return { url, pid: child.pid!, stop: () => child.kill('SIGTERM') };
+}
+
+/** Resident memory of a process, MiB (Linux). */
+function residentMiB(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kib = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
+  return Math.round((kib / 1024) * 10) / 10;
+}
+
+/** The server's peak resident memory while `work` runs, sampled every 50 ms. */
+async function peakWhile<T>(pid: number, work: () => Promise<T>): Promise<{ value: T; peakMiB: number }> {
+  let peak = residentMiB(pid);
+  const timer = setInterval(() => (peak = Math.max(peak, residentMiB(pid))), 50);
+  try {
+    const value = await work();
+    return { value, peakMiB: Math.max(peak, residentMiB(pid)) };
+  } finally {
+    clearInterval(timer);
+  }
+}
+
+/** Waits in the page until a frame at moment `t` (microseconds) has been drawn; answers when (page ms). */
+async function drawnAt(page: Page, t: number, timeoutMs = 30_000): Promise<{ at: number; actors: number }> {
+  await page.waitForFunction((target) => Math.abs((window.simrecView?.drawn.t ?? NaN) - target) < 1, t, {
+    timeout: timeoutMs,
+    polling: 'raf',
+  });
+  return page.evaluate(() => ({ at: window.simrecView!.drawn.at, actors: window.simrecView!.presentCount }));
+}
+
+async function openAt(browser: Browser, url: string, begin: number, atSeconds: number) {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  const page = await context.newPage();
+  await page.goto(new URL(`#/runs/1?t=${atSeconds.toFixed(2)}`, url).toString());
+  const { at, actors } = await drawnAt(page, begin + Math.round(atSeconds * 100) * 10_000);
+  return { page, close: () => context.close(), ms: Math.round(at), actors };
+}
+
+/** Seeks by the slider, from the page's input to the frame at the new moment. */
+async function sliderSeek(page: Page, value: number): Promise<number> {
+  return page.evaluate(
+    (v) =>
+      new Promise<number>((done, fail) => {
+        const view = window.simrecView!;
+        const start = performance.now();
+        view.timeline.slider.value = String(v);
+        view.timeline.slider.dispatchEvent(new Event('input'));
+        const target = view.timeline.t;
+        const wait = (now: number): void => {
+          if (Math.abs(view.drawn.t - target) < 1) done(view.drawn.at - start);
+          else if (now - start > 20_000) fail(new Error(`no frame at ${target} within 20 s`));
+          else requestAnimationFrame(wait);
+        };
+        requestAnimationFrame(wait);
+      }),
+    value,
+  );
+}
+
+/** Plays at 10x for `seconds`: frames drawn, and the gaps between them (a stall is one over 100 ms). */
+async function playTenTimes(page: Page, seconds: number) {
+  await page.getByTestId('speed').selectOption('10');
+  await page.getByTestId('play').click();
+  const gaps = await page.evaluate(
+    (ms) =>
+      new Promise<number[]>((done) => {
+        const view = window.simrecView!;
+        const times: number[] = [];
+        let frames = view.framesDrawn;
+        const start = performance.now();
+        const watch = (now: number): void => {
+          if (view.framesDrawn !== frames) {
+            frames = view.framesDrawn;
+            times.push(view.drawn.at);
+          }
+          if (now - start < ms) requestAnimationFrame(watch);
+          else done([start, ...times, now]);
+        };
+        requestAnimationFrame(watch);
+      }),
+    seconds * 1000,
+  );
+  await page.getByTestId('play').click();
+  const frames = gaps.length - 2;
+  const between = gaps.slice(1).map((t, i) => t - gaps[i]!);
+  return {
+    seconds,
+    fps: Math.round((frames / seconds) * 10) / 10,
+    stalls: between.filter((g) => g > 100).length,
+    longestGapMs: Math.round(Math.max(...between)),
+  };
+}
+
+/** The page's JavaScript heap in use, MiB, from the DevTools protocol. */
+async function pageHeapMiB(page: Page): Promise<number> {
+  const session = await page.context().newCDPSession(page);
+  await session.send('Performance.enable');
+  const { metrics } = await session.send('Performance.getMetrics');
+  await session.detach();
+  const used = metrics.find((m) => m.name === 'JSHeapUsedSize')?.value ?? 0;
+  return Math.round((used / 2 ** 20) * 10) / 10;
+}
+
+export async function measureBigRunViewer(scratch: string, quick: boolean): Promise<BigRunViewerResults> {
+  if (!existsSync(CHROMIUM)) return { skipped: `no Chromium at ${CHROMIUM} (apt-get install chromium)` };
+  const size = quick ? BIG_RUN_QUICK : BIG_RUN_FULL;
+  // A store recorded before (the same size) may be given, to measure the viewer alone while working on it.
+  const given = process.env.SIMREC_BENCH_BIG_RUN;
+  const dir = join(scratch, 'big-run');
+  mkdirSync(dir, { recursive: true });
+  const store = given ?? join(dir, 'big.simrec.db');
+  if (!given) await recordBigRun(store, size);
+  const server = await serve(store, join(dir, 'settings.json'));
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--no-first-run',
+    ],
+  });
+  const results: BigRunViewerResults = {};
+  try {
+    const detail = (await (await fetch(new URL('api/runs/1', server.url))).json()) as {
+      samples: number;
+      timeRange: { begin: number; end: number };
+    };
+    const { begin, end } = detail.timeRange;
+    const runSeconds = (end - begin) / 1e6;
+    results.size = { ...size, samples: detail.samples };
+    results.serverStartMiB = residentMiB(server.pid);
+    const { peakMiB } = await peakWhile(server.pid, async () => {
+      results.opened = [];
+      for (const fraction of [0.1, 0.3, 0.5, 0.7, 0.9]) {
+        const at = Math.round(runSeconds * fraction);
+        const opened = await openAt(browser, server.url, begin, at);
+        results.opened.push({ at, ms: opened.ms, actors: opened.actors });
+        await opened.close();
+      }
+      const times = results.opened.map((o) => o.ms);
+      results.openedMedianMs = quantile(times, 0.5);
+      results.openedWorstMs = Math.max(...times);
+
+      const { page, close } = await openAt(browser, server.url, begin, 0);
+      const seeks: number[] = [];
+      // Positions spread over the run in a fixed shuffled order, each a jump of a sixth of it or more.
+      for (let i = 0; i < (quick ? 6 : 20); i++) {
+        seeks.push(await sliderSeek(page, (i * 379 + 97) % 1000));
+        await page.waitForTimeout(300);
+      }
+      results.seeks = seeks.length;
+      results.seekP50Ms = Math.round(quantile(seeks, 0.5));
+      results.seekP95Ms = Math.round(quantile(seeks, 0.95));
+      await sliderSeek(page, 200);
+      let heapPeak = await pageHeapMiB(page);
+      const heapTimer = setInterval(() => {
+        pageHeapMiB(page).then(
+          (mib) => (heapPeak = Math.max(heapPeak, mib)),
+          () => {}, // the page closed between two samples: the peak stands
+        );
+      }, 500);
+      results.play = await playTenTimes(page, quick ? 3 : 10);
+      clearInterval(heapTimer);
+      results.pageHeapPeakMiB = heapPeak;
+      await close();
+    });
+    results.serverPeakMiB = peakMiB;
+
+    const three = await peakWhile(server.pid, async () => {
+      const pages = await Promise.all(
+        [0.2, 0.5, 0.8].map((f) => openAt(browser, server.url, begin, Math.round(runSeconds * f))),
+      );
+      await Promise.all(pages.map((p) => playTenTimes(p.page, quick ? 3 : 10)));
+      await Promise.all(pages.map((p) => p.close()));
+    });
+    results.threeViewersServerPeakMiB = three.peakMiB;
+    results.targets = bigRunTargets(results);
+  } finally {
+    await browser.close();
+    server.stop();
+  }
+  return results;
+}
+
+export function formatBigRunViewer(r: BigRunViewerResults): string {
+  if (r.skipped) return `viewer on a big run: skipped: ${r.skipped}`;
+  const s = r.size!;
+  return [
+    `viewer on a big run (${s.seconds / 60} min of ${s.vehicles} demo vehicles, ${s.samples} samples; headless Chromium):`,
+    `  a fresh page at a moment: ${r.opened!.map((o) => `${o.at} s ${o.ms} ms`).join(', ')} (median ${r.openedMedianMs} ms, worst ${r.openedWorstMs} ms; targets 500 and 1000)`,
+    `  seek by the slider: p50 ${r.seekP50Ms} ms, p95 ${r.seekP95Ms} ms of ${r.seeks} (target p95 300)`,
+    `  playing at 10x: ${r.play!.fps} fps, ${r.play!.stalls} stalls over 100 ms, longest gap ${r.play!.longestGapMs} ms (target 30 fps, no stall)`,
+    `  page heap peak ${r.pageHeapPeakMiB} MiB; server ${r.serverStartMiB} MiB after start, peak ${r.serverPeakMiB} MiB (target < 400), ${r.threeViewersServerPeakMiB} MiB with three pages playing`,
+    `  targets met: ${r.targets!.filter((t) => t.met).length} of ${r.targets!.length}${
+      r.targets!.some((t) => !t.met)
+        ? ` (missed: ${r
+            .targets!.filter((t) => !t.met)
+            .map((t) => `${t.id} ${t.measured}`)
+            .join(', ')})`
+        : ''
+    }`,
+  ].join('\n');
+}
+
+// `node dist/bench/viewer-big-run.js [--quick]`: this section alone, printed.
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const scratch = join(process.env.TMPDIR ?? '/tmp', `simrec-bench-big-run-${process.pid}`);
+  const results = await measureBigRunViewer(scratch, process.argv.includes('--quick'));
+  console.log(
+    process.argv.includes('--json') ? JSON.stringify(results, null, 2) : formatBigRunViewer(results),
+  );
+}
