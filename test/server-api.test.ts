@@ -6,7 +6,7 @@ import { stateStream } from '../src/model/standard-streams.js';
 import type { FieldDecl, Sample } from '../src/model/stream.js';
 import { RunRecorder } from '../src/record/run-recorder.js';
 import { recordSyntheticRun } from '../src/demo/synthetic-run.js';
-import { decodeStateWindow, STATE_WINDOW_MEDIA_TYPE } from '../src/server/state-window-wire.js';
+import { decodeStateWindow, STATE_WINDOW_MEDIA_TYPE, windowGrid } from '../src/server/state-window-wire.js';
 import { startServer, type RunningServer } from '../src/server/start-server.js';
 import { openStore } from '../src/store/open-store.js';
 import { recordLaneRun } from './helpers/lane-run.js';
@@ -308,6 +308,34 @@ describe('HTTP API', () => {
         `states of run ${rec.id} from ${begin} to ${begin + 400_000_000}: more than 500000 samples in the window; ask for a shorter one (to - from)`,
       );
 
+      // The window holding a moment, cut as the viewer cuts the run (state-window-wire.ts): 2,000
+      // samples a second over the two actors, so windows of 15 s (30,000 samples) from the first sample.
+      const grid = windowGrid(await local.listActors(rec.id), await local.listStreams(rec.id));
+      assert.deepEqual(grid, { begin, micros: 15_000_000 });
+      for (const [query, from] of [
+        ['moment=12.5', begin],
+        ['moment=100', begin + 90_000_000],
+        [`around=${begin + 299_999_999}`, begin + 285_000_000],
+      ] as const) {
+        const answer = await fetch(
+          new URL(`/api/runs/${rec.id}/states?${query}&format=columns`, localServer.url),
+        );
+        const window = decodeStateWindow(await answer.arrayBuffer());
+        assert.deepEqual([window.from, window.to], [from, from + 14_999_999], query);
+        const t = window.actors.get('a1')!.t;
+        assert.ok(t[0]! >= from && t[0]! < from + 3000 && t.at(-1)! <= window.to, query);
+      }
+      for (const [query, error] of [
+        [
+          'moment=-1',
+          'query parameter moment: expected seconds from the run\'s first sample (a number >= 0), got "-1"',
+        ],
+        [`moment=1&around=${begin}`, 'query parameters around and moment: give one'],
+      ] as const) {
+        const answer = await fetch(new URL(`/api/runs/${rec.id}/states?${query}`, localServer.url));
+        assert.equal(answer.status, 400, query);
+        assert.equal(((await answer.json()) as { error: string }).error, error);
+      }
       // /samples and /trajectory: pages of at most `limit`, each ending where a time ends; `next` goes on.
       for (const [route, limit, pages] of [
         [`/api/runs/${rec.id}/samples?stream=a1%2Fstate`, 100_000, 3],

@@ -17,6 +17,9 @@ import {
   STATE_WINDOW_MEDIA_TYPE,
   type BinaryStateWindow,
   type StateWindowColumns,
+  windowGrid,
+  windowIndex,
+  windowSpan,
 } from './state-window-wire.js';
 import type {
   HealthAnswer,
@@ -195,14 +198,44 @@ function runParam(c: Context): number {
 }
 
 /**
+ * The window a /states request asks for: `from` and `to`; or the window of the viewer's grid
+ * (state-window-wire.ts) holding `around` (microseconds since the epoch) or `moment` (seconds from the
+ * run's first sample, as a viewer link's `t`), which a page asks for before it knows the run.
+ */
+async function windowAsked(
+  c: Context,
+  store: StoreBackend,
+  run: number,
+): Promise<{ from?: number | undefined; to?: number | undefined }> {
+  const around = intParam(c, 'around');
+  const moment = c.req.query('moment');
+  if (around === undefined && (moment === undefined || moment === ''))
+    return { from: intParam(c, 'from'), to: intParam(c, 'to') };
+  if (around !== undefined && moment !== undefined)
+    throw new SimrecError('invalid', 'query parameters around and moment: give one');
+  const seconds = Number(moment);
+  if (around === undefined && !(Number.isFinite(seconds) && seconds >= 0))
+    throw new SimrecError(
+      'invalid',
+      `query parameter moment: expected seconds from the run's first sample (a number >= 0), got ${JSON.stringify(moment)}`,
+    );
+  await requireRun(store, run);
+  const [actors, streams] = await Promise.all([store.listActors(run), store.listStreams(run)]);
+  const grid = windowGrid(actors, streams);
+  return windowSpan(grid, windowIndex(grid, around ?? grid.begin + Math.round(seconds * 1e6)));
+}
+
+/**
  * Every actor's poses over [from, to] (a minute from the run's begin unless they say otherwise), at
- * most MAX_STATE_SAMPLES of them: a longer window is refused having read one chunk past the limit.
+ * most MAX_STATE_SAMPLES of them: a longer window is refused having read one chunk past the limit, and a
+ * request its client closed stops being read.
  */
 async function readStateWindow(
   store: StoreBackend,
   run: number,
   fromParam: number | undefined,
   toParam: number | undefined,
+  signal?: AbortSignal,
 ): Promise<BinaryStateWindow> {
   const info = await requireRun(store, run);
   const from = fromParam ?? info.begin;
@@ -211,6 +244,12 @@ async function readStateWindow(
   const actors = new Map<string, StateWindowColumns>();
   let rows = 0;
   for (const s of streams) {
+    // A viewer that sought elsewhere cancels the window it no longer wants: the reading stops here.
+    if (signal?.aborted)
+      throw new SimrecError(
+        'invalid',
+        `states of run ${run} from ${from} to ${to}: the client closed the request`,
+      );
     const batches: ColumnBatch[] = [];
     for await (const batch of store.readColumns({ run, stream: s.id, from, to, fields: PLAYBACK_FIELDS })) {
       rows += batch.t.length;
@@ -349,7 +388,8 @@ export function createApi(store: StoreBackend, settings: RecordingSettings = new
         'invalid',
         `query parameter format: expected json or columns, got ${JSON.stringify(format)}`,
       );
-    const window = await readStateWindow(store, run, intParam(c, 'from'), intParam(c, 'to'));
+    const { from, to } = await windowAsked(c, store, run);
+    const window = await readStateWindow(store, run, from, to, c.req.raw.signal);
     if (format === 'columns') {
       const bytes = encodeStateWindow(window);
       return c.body(bytes.buffer as ArrayBuffer, 200, { 'content-type': STATE_WINDOW_MEDIA_TYPE });

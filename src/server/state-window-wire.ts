@@ -12,8 +12,13 @@
  *
  * The header is `{ from, to, actors: [[id, rows], ...] }`: the actors' rows follow one another in
  * that order in every column, each actor's in time order. A value a sample lacks is NaN. Used by the
- * server (encode) and the viewer (decode), so the two cannot disagree; it runs in both.
+ * server (encode) and the viewer (decode), so the two cannot disagree; it runs in both, as do the
+ * rules below of how a run is cut into windows: the server can answer the window holding a moment
+ * before the page knows the run.
  */
+import { usualSampleInterval } from '../model/presence.js';
+import type { ActorInfo } from '../model/run.js';
+import type { StreamInfo } from '../model/stream.js';
 
 const MAGIC = 'SRSW';
 export const STATE_WINDOW_VERSION = 1;
@@ -121,4 +126,58 @@ export function decodeStateWindow(buffer: ArrayBuffer): BinaryStateWindow {
     row += n;
   }
   return { from: header.from, to: header.to, actors, rows };
+}
+
+/** The longest window: a run whose actors sample slowly is fetched a minute at a time. */
+const WINDOW_MICROS = 60_000_000;
+/**
+ * Samples a window holds at most, about 1 MB of binary columns: the window holding a moment is the
+ * first answer a page or a seek waits for, and its time grows with its samples (the server reads and
+ * the browser receives them). Ten seconds of 300 actors at 10 Hz, a second of 300 at 100 Hz; never
+ * shorter than a second nor than twice the slowest stream's usual interval (an actor's last sample
+ * must be in the window before).
+ */
+const WINDOW_SAMPLES = 30_000;
+const MIN_WINDOW_MICROS = 1_000_000;
+
+/**
+ * How a run is cut into windows: from its first sample (`begin`, the viewer's timeline's start), each
+ * `micros` long, shorter when its actors sample fast, from the usual intervals of their state streams.
+ */
+export interface WindowGrid {
+  begin: number;
+  micros: number;
+}
+
+export function windowGrid(actors: readonly ActorInfo[], streams: readonly StreamInfo[]): WindowGrid {
+  let begin = Number.POSITIVE_INFINITY;
+  for (const s of streams) if (s.begin !== null && s.begin < begin) begin = s.begin;
+  const presence = new Map(actors.map((a) => [a.id, a.presence]));
+  let samplesPerMicro = 0;
+  let slowest = 0;
+  for (const s of streams) {
+    if (s.name !== 'state' || s.actor === null || !presence.has(s.actor)) continue;
+    const interval = usualSampleInterval(s, presence.get(s.actor));
+    if (interval === null) continue;
+    samplesPerMicro += 1 / interval;
+    slowest = Math.max(slowest, interval);
+  }
+  const length =
+    samplesPerMicro === 0
+      ? WINDOW_MICROS
+      : Math.min(WINDOW_MICROS, Math.max(MIN_WINDOW_MICROS, WINDOW_SAMPLES / samplesPerMicro));
+  return {
+    begin: Number.isFinite(begin) ? begin : 0,
+    micros: Math.ceil(Math.max(length, Math.min(WINDOW_MICROS, 2 * slowest))),
+  };
+}
+
+/** The index of the window holding t (0 before the first sample). */
+export const windowIndex = (grid: WindowGrid, t: number): number =>
+  Math.max(0, Math.floor((t - grid.begin) / grid.micros));
+
+/** Window i's first and last microsecond. */
+export function windowSpan(grid: WindowGrid, i: number): { from: number; to: number } {
+  const from = grid.begin + i * grid.micros;
+  return { from, to: from + grid.micros - 1 };
 }

@@ -105,6 +105,19 @@ export const api = {
   health: () => get<HealthAnswer>('/health'),
   runs: () => get<RunListEntry[]>('/runs'),
   run: (id: number) => get<RunDetail>(`/runs/${id}`),
+  /**
+   * The window holding a moment, before the page knows the run: `seconds` from its first sample (a
+   * link's `t`) or `at`, microseconds since the epoch (a link's `at`).
+   */
+  stateWindowAt: async (id: number, moment: { seconds: number } | { at: number }, signal?: AbortSignal) =>
+    decodeStateWindow(
+      await (
+        await request(
+          `/runs/${id}/states?${'seconds' in moment ? `moment=${moment.seconds}` : `around=${moment.at}`}&format=columns`,
+          signal,
+        )
+      ).arrayBuffer(),
+    ),
   /** Every actor's poses over [from, to] as binary columns (src/server/state-window-wire.ts). */
   stateWindow: async (id: number, from: number, to: number, signal?: AbortSignal) =>
     decodeStateWindow(

@@ -49,8 +49,7 @@ export class ComparePanel {
     this.beginA = a.run.begin;
     this.beginB = b.run.begin;
     this.actorsB = new Map(b.actors.map((x) => [x.id, x]));
-    const rangeB = b.timeRange ?? { begin: b.run.begin, end: b.run.end ?? b.run.begin };
-    this.dataB = new PlaybackData(this.runB, rangeB.begin, b.actors, b.streams);
+    this.dataB = new PlaybackData(this.runB, b.actors, b.streams);
     this.dataB.onLoaded = onLoaded;
     const first = diff.firstDivergence;
     this.summary.textContent = diff.same

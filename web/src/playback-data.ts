@@ -1,20 +1,16 @@
 import { absenceAt, usualSampleInterval } from '../../src/model/presence.js';
 import type { PresenceInterval } from '../../src/model/run.js';
 import { lastAtOrBefore } from '../../src/model/sorted-search.js';
-import type { BinaryStateWindow, StateWindowColumns } from '../../src/server/state-window-wire.js';
+import {
+  windowGrid,
+  windowIndex,
+  windowSpan,
+  type BinaryStateWindow,
+  type StateWindowColumns,
+  type WindowGrid,
+} from '../../src/server/state-window-wire.js';
 import { api, type ActorInfo, type StreamInfo } from './api.js';
 
-/** The longest window: a run whose actors sample slowly is fetched a minute at a time. */
-const WINDOW_MICROS = 60_000_000;
-/**
- * Samples a window holds at most, about 1 MB of binary columns: the window holding a moment is the
- * first answer a page or a seek waits for, and its time grows with its samples (the server reads and
- * the browser receives them). Ten seconds of 300 actors at 10 Hz, a second of 300 at 100 Hz; never
- * shorter than a second nor than twice the slowest stream's usual interval (an actor's last sample
- * must be in the window before).
- */
-const WINDOW_SAMPLES = 30_000;
-const MIN_WINDOW_MICROS = 1_000_000;
 /**
  * Samples the page keeps at most over its windows (about 20 MB of columns): those far from the cursor
  * are dropped first, so the page's memory is bounded by the windows, not by the run.
@@ -24,23 +20,6 @@ const KEEP_SAMPLES = 600_000;
 const AHEAD_SECONDS = 3;
 /** Windows asked for at once: the one the cursor needs is never queued behind many prefetches. */
 const IN_FLIGHT = 2;
-
-/**
- * How long a window of this run is: a minute, shorter when its actors sample fast (WINDOW_SAMPLES), from
- * the usual intervals of the actors' state streams (null: fewer than two samples).
- */
-function windowLength(intervals: Iterable<number | null>): number {
-  let samplesPerMicro = 0;
-  let slowest = 0;
-  for (const interval of intervals) {
-    if (interval === null) continue;
-    samplesPerMicro += 1 / interval;
-    slowest = Math.max(slowest, interval);
-  }
-  if (samplesPerMicro === 0) return WINDOW_MICROS;
-  const length = Math.min(WINDOW_MICROS, Math.max(MIN_WINDOW_MICROS, WINDOW_SAMPLES / samplesPerMicro));
-  return Math.ceil(Math.max(length, Math.min(WINDOW_MICROS, 2 * slowest)));
-}
 
 export interface Pose {
   x: number;
@@ -68,27 +47,25 @@ interface PresenceRule {
  * stale, is not drawn where it last stood.
  *
  * Windows lie on a grid from the run's begin. The one holding the cursor is asked for first, then the
- * ones ahead of it (as far as AHEAD_SECONDS of playback at the speed playing) and the one behind it;
- * a fetch no longer wanted after a seek is cancelled, and windows beyond KEEP_SAMPLES are dropped, the
+ * ones ahead of it (as far as AHEAD_SECONDS of playback at the speed playing) and the one behind it,
+ * once it is in; a fetch no longer wanted after a seek is cancelled (and the server stops reading it), and windows beyond KEEP_SAMPLES are dropped, the
  * farthest from the cursor first.
  */
 export class PlaybackData {
   private readonly loaded = new Map<number, BinaryStateWindow>();
   private readonly fetching = new Map<number, AbortController>();
   private readonly runId: number;
-  private readonly begin: number;
   private readonly rules = new Map<string, PresenceRule>();
-  /** Microseconds a window covers: fixed for the view's life, since windows are kept by their index. */
-  private readonly windowMicros: number;
+  /** How the run is cut into windows: fixed for the view's life, since windows are kept by their index. */
+  private readonly grid: WindowGrid;
   /** The windows wanted now, most wanted first. */
   private wanted: number[] = [];
   onLoaded: () => void = () => {};
 
-  constructor(runId: number, begin: number, actors: ActorInfo[], streams: StreamInfo[]) {
+  constructor(runId: number, actors: ActorInfo[], streams: StreamInfo[]) {
     this.runId = runId;
-    this.begin = begin;
     this.setActors(actors, streams);
-    this.windowMicros = windowLength([...this.rules.values()].map((r) => r.usualInterval));
+    this.grid = windowGrid(actors, streams);
   }
 
   /** The actors' presence and their state streams' counts (again when a live run grew). */
@@ -107,7 +84,26 @@ export class PlaybackData {
   }
 
   private windowIndex(t: number): number {
-    return Math.max(0, Math.floor((t - this.begin) / this.windowMicros));
+    return windowIndex(this.grid, t);
+  }
+
+  /**
+   * The window holding t, asked for before this view knew the run (`GET /states?moment=`): kept as that
+   * window when the server cut the run as this view does (a live run may have grown meanwhile).
+   */
+  adopt(t: number, answer: Promise<BinaryStateWindow>, controller: AbortController): void {
+    const i = this.windowIndex(t);
+    if (this.loaded.has(i) || this.fetching.has(i)) return;
+    const { from, to } = windowSpan(this.grid, i);
+    this.fetching.set(i, controller);
+    this.arrive(
+      i,
+      controller,
+      answer.then((w) => {
+        if (w.from !== from || w.to !== to) throw new Error(`window ${w.from}..${w.to}, not ${from}..${to}`);
+        return w;
+      }),
+    );
   }
 
   /**
@@ -131,28 +127,37 @@ export class PlaybackData {
   }
 
   private fetchNext(): void {
+    const cursor = this.wanted[0];
     for (const i of this.wanted) {
       if (this.fetching.size >= IN_FLIGHT) return;
       if (this.loaded.has(i) || this.fetching.has(i)) continue;
+      // Until the cursor's window is in, nothing else is asked for: after a seek, a prefetch would share
+      // the server with the one window the page is waiting for.
+      if (i !== cursor && cursor !== undefined && !this.loaded.has(cursor)) return;
       const controller = new AbortController();
       this.fetching.set(i, controller);
-      const from = this.begin + i * this.windowMicros;
-      api.stateWindow(this.runId, from, from + this.windowMicros - 1, controller.signal).then(
-        (window) => {
-          if (this.fetching.get(i) !== controller) return; // cancelled, or the run grew meanwhile
-          this.fetching.delete(i);
-          this.loaded.set(i, window);
-          this.dropFarFrom(this.wanted[0] ?? i);
-          this.fetchNext();
-          this.onLoaded();
-        },
-        () => {
-          // Cancelled, or failed (the server went away): asked for again when next wanted.
-          if (this.fetching.get(i) === controller) this.fetching.delete(i);
-          this.fetchNext();
-        },
-      );
+      const { from, to } = windowSpan(this.grid, i);
+      this.arrive(i, controller, api.stateWindow(this.runId, from, to, controller.signal));
     }
+  }
+
+  /** A window on its way: kept when it arrives, unless cancelled meanwhile. */
+  private arrive(i: number, controller: AbortController, answer: Promise<BinaryStateWindow>): void {
+    answer.then(
+      (window) => {
+        if (this.fetching.get(i) !== controller) return; // cancelled, or the run grew meanwhile
+        this.fetching.delete(i);
+        this.loaded.set(i, window);
+        this.dropFarFrom(this.wanted[0] ?? i);
+        this.fetchNext();
+        this.onLoaded();
+      },
+      () => {
+        // Cancelled, or failed (the server went away): asked for again when next wanted.
+        if (this.fetching.get(i) === controller) this.fetching.delete(i);
+        this.fetchNext();
+      },
+    );
   }
 
   /** Drops the windows farthest from `index` until the kept ones hold at most KEEP_SAMPLES. */

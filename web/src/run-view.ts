@@ -123,6 +123,17 @@ export class RunView {
   }
 
   async load(): Promise<void> {
+    // The window of the moment the page opens on, asked for beside the run's detail: on a long run the
+    // detail takes as long as the window, and the moment's actors are what the page is opened for.
+    const early = new AbortController();
+    const moment =
+      this.link.at !== undefined && Number.isFinite(this.link.at)
+        ? { at: this.link.at }
+        : {
+            seconds: this.link.t !== undefined && Number.isFinite(this.link.t) ? Math.max(0, this.link.t) : 0,
+          };
+    const momentWindow = api.stateWindowAt(this.runId, moment, early.signal);
+    momentWindow.catch(() => {}); // a run that is not there: the detail's answer says so below
     try {
       this.detail = await api.run(this.runId);
     } catch (error) {
@@ -144,7 +155,7 @@ export class RunView {
     // The timeline spans the samples: a LimSim recording begins its run a minute before its first frame.
     const range = this.detail.timeRange ?? { begin: run.begin, end: run.end ?? run.begin };
     this.actors = new Map(this.detail.actors.map((a) => [a.id, a]));
-    this.data = new PlaybackData(this.runId, range.begin, this.detail.actors, this.detail.streams);
+    this.data = new PlaybackData(this.runId, this.detail.actors, this.detail.streams);
     this.timeline = new Timeline(range.begin, range.end);
     // The moment the page opens on: its window is asked for now, while the page is built and the road
     // network loads (the cursor is there before anything draws, so nothing asks for the run's begin).
@@ -155,6 +166,7 @@ export class RunView {
           ? range.begin + this.link.t * 1e6
           : range.begin;
     this.timeline.seek(start);
+    this.data.adopt(start, momentWindow, early);
     this.data.want(start);
     const stepGuess = this.detail.streams.find((s) => s.rateHz)?.rateHz;
     if (stepGuess) this.timeline.stepMicros = Math.round(1e6 / stepGuess);
