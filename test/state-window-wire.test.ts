@@ -22,6 +22,17 @@ function columns(t: number[], x: number[], y: number[], yaw: number[], speed: nu
   };
 }
 
+/** A window's bytes, its actors' columns copied in. */
+function encode(window: BinaryStateWindow): Uint8Array {
+  const columns = [...window.actors.values()];
+  return encodeStateWindow(
+    { from: window.from, to: window.to, actors: [...window.actors].map(([id, c]) => [id, c.t.length]) },
+    (k, out) => {
+      for (const name of ['t', 'x', 'y', 'yaw', 'speed'] as const) out[name].set(columns[k]![name]);
+    },
+  );
+}
+
 /** The bytes as a fetch gives them: an ArrayBuffer of their own. */
 const received = (bytes: Uint8Array): ArrayBuffer =>
   bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer;
@@ -46,7 +57,7 @@ describe('binary state windows', () => {
       );
       actors.set('empty', columns([], [], [], [], []));
       const window: BinaryStateWindow = { from: begin, to: begin + 999_999, actors, rows: ids.length * 3 };
-      const bytes = encodeStateWindow(window);
+      const bytes = encode(window);
       assert.equal(bytes.length % 8, 0);
       const decoded = decodeStateWindow(received(bytes));
       assert.equal(decoded.from, window.from);
@@ -66,7 +77,7 @@ describe('binary state windows', () => {
   });
 
   it('refuse bytes that are not a window of this version, saying what was found and expected', () => {
-    const bytes = encodeStateWindow({
+    const bytes = encode({
       from: 0,
       to: 1,
       actors: new Map([['a', columns([0, 1], [1, 2], [3, 4], [0, 0], [1, 1])]]),

@@ -5,7 +5,7 @@ import { SimrecError, type ErrorCode } from '../model/errors.js';
 import { STATE_STREAM } from '../model/standard-streams.js';
 import type { StoreBackend } from '../model/store-port.js';
 import { numbersOf, type ColumnBatch } from '../model/columns.js';
-import { fieldsOfStream, streamId, type Sample, type StreamInfo } from '../model/stream.js';
+import { fieldsOfStream, streamId, type FieldDecl, type Sample } from '../model/stream.js';
 import { describeRun, requireActor, requireRun, sceneAt, streamSamples } from '../replay/run-queries.js';
 import { toJson } from '../model/json.js';
 import { BirdviewCache } from './birdview-images.js';
@@ -15,7 +15,6 @@ import { runEvaluation, withScores } from './run-scores.js';
 import {
   encodeStateWindow,
   STATE_WINDOW_MEDIA_TYPE,
-  type BinaryStateWindow,
   type StateWindowColumns,
   windowGrid,
   windowIndex,
@@ -43,31 +42,42 @@ const STATUS: Record<ErrorCode, 400 | 404 | 409 | 422 | 500> = {
 /** Fields the viewer plays back for every actor; the inspector asks for the rest at the cursor. */
 const PLAYBACK_FIELDS = ['x', 'y', 'yaw', 'speed'] as const;
 
-/** An actor's playback columns from the batches of its state stream over a window, joined. */
-function playbackColumns(batches: ColumnBatch[], stream: StreamInfo): StateWindowColumns {
-  const fields = fieldsOfStream(stream);
-  const rows = batches.reduce((sum, b) => sum + b.t.length, 0);
-  const out: StateWindowColumns = {
-    t: new Float64Array(rows),
-    x: new Float64Array(rows),
-    y: new Float64Array(rows),
-    yaw: new Float64Array(rows),
-    speed: new Float64Array(rows),
-  };
-  let row = 0;
-  for (const batch of batches) {
-    out.t.set(batch.t, row);
-    for (const name of PLAYBACK_FIELDS) out[name].set(numbersOf(batch, fields, name), row);
-    row += batch.t.length;
-  }
-  return out;
+/** An actor's state over a window as the store read it: its stream's batches, not yet copied anywhere. */
+interface ActorWindow {
+  fields: FieldDecl[];
+  batches: ColumnBatch[];
+  rows: number;
 }
 
-/** A window's columns as JSON has them: null where a sample has no number in a field. */
-function jsonColumns(c: StateWindowColumns): StateColumns {
+/** Writes an actor's playback fields from its batches into `out` (a number where a sample has one, NaN elsewhere). */
+function fillPlayback(actor: ActorWindow, out: StateWindowColumns): void {
+  let row = 0;
+  for (const batch of actor.batches) {
+    out.t.set(batch.t, row);
+    for (const name of PLAYBACK_FIELDS) out[name].set(numbersOf(batch, actor.fields, name), row);
+    row += batch.t.length;
+  }
+}
+
+/** An actor's window as JSON has it: null where a sample has no number in a field. */
+function jsonColumns(actor: ActorWindow): StateColumns {
+  const columns: StateWindowColumns = {
+    t: new Float64Array(actor.rows),
+    x: new Float64Array(actor.rows),
+    y: new Float64Array(actor.rows),
+    yaw: new Float64Array(actor.rows),
+    speed: new Float64Array(actor.rows),
+  };
+  fillPlayback(actor, columns);
   const orNull = (values: Float64Array | Float32Array): (number | null)[] =>
     Array.from(values, (v) => (Number.isNaN(v) ? null : v));
-  return { t: Array.from(c.t), x: orNull(c.x), y: orNull(c.y), yaw: orNull(c.yaw), speed: orNull(c.speed) };
+  return {
+    t: Array.from(columns.t),
+    x: orNull(columns.x),
+    y: orNull(columns.y),
+    yaw: orNull(columns.yaw),
+    speed: orNull(columns.speed),
+  };
 }
 
 /**
@@ -236,13 +246,13 @@ async function readStateWindow(
   fromParam: number | undefined,
   toParam: number | undefined,
   signal?: AbortSignal,
-): Promise<BinaryStateWindow> {
+): Promise<{ from: number; to: number; actors: Map<string, ActorWindow> }> {
   const info = await requireRun(store, run);
   const from = fromParam ?? info.begin;
   const to = toParam ?? from + DEFAULT_STATE_WINDOW_MICROS - 1;
   const streams = (await store.listStreams(run)).filter((s) => s.name === STATE_STREAM && s.actor !== null);
-  const actors = new Map<string, StateWindowColumns>();
-  let rows = 0;
+  const actors = new Map<string, ActorWindow>();
+  let held = 0;
   for (const s of streams) {
     // A viewer that sought elsewhere cancels the window it no longer wants: the reading stops here.
     if (signal?.aborted)
@@ -250,19 +260,20 @@ async function readStateWindow(
         'invalid',
         `states of run ${run} from ${from} to ${to}: the client closed the request`,
       );
-    const batches: ColumnBatch[] = [];
+    const actor: ActorWindow = { fields: fieldsOfStream(s), batches: [], rows: 0 };
     for await (const batch of store.readColumns({ run, stream: s.id, from, to, fields: PLAYBACK_FIELDS })) {
-      rows += batch.t.length;
-      if (rows > MAX_STATE_SAMPLES)
+      held += batch.t.length;
+      if (held > MAX_STATE_SAMPLES)
         throw new SimrecError(
           'invalid',
           `states of run ${run} from ${from} to ${to}: more than ${MAX_STATE_SAMPLES} samples in the window; ask for a shorter one (to - from)`,
         );
-      batches.push(batch);
+      actor.batches.push(batch);
+      actor.rows += batch.t.length;
     }
-    actors.set(s.actor!, playbackColumns(batches, s));
+    actors.set(s.actor!, actor);
   }
-  return { from, to, actors, rows };
+  return { from, to, actors };
 }
 
 /** Answers are typed by the wire types the viewer reads (wire-types.ts): `json<RunDetail>(c, ...)`. */
@@ -391,11 +402,15 @@ export function createApi(store: StoreBackend, settings: RecordingSettings = new
     const { from, to } = await windowAsked(c, store, run);
     const window = await readStateWindow(store, run, from, to, c.req.raw.signal);
     if (format === 'columns') {
-      const bytes = encodeStateWindow(window);
+      const ordered = [...window.actors.values()];
+      const bytes = encodeStateWindow(
+        { from: window.from, to: window.to, actors: [...window.actors].map(([id, a]) => [id, a.rows]) },
+        (k, columns) => fillPlayback(ordered[k]!, columns),
+      );
       return c.body(bytes.buffer as ArrayBuffer, 200, { 'content-type': STATE_WINDOW_MEDIA_TYPE });
     }
     const actors: Record<string, StateColumns> = {};
-    for (const [id, columns] of window.actors) actors[id] = jsonColumns(columns);
+    for (const [id, actor] of window.actors) actors[id] = jsonColumns(actor);
     return json<StateWindow>(c, { from: window.from, to: window.to, actors });
   });
 

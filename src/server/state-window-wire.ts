@@ -44,23 +44,26 @@ export interface BinaryStateWindow {
   rows: number;
 }
 
-interface Header {
+const align8 = (n: number): number => Math.ceil(n / 8) * 8;
+
+/** What a window's header says: its bounds, and each actor's number of rows, in the order they follow. */
+export interface StateWindowHeader {
   from: number;
   to: number;
   actors: [string, number][];
 }
 
-const align8 = (n: number): number => Math.ceil(n / 8) * 8;
-
-/** The window's bytes: the actors' columns copied once into the columns of the layout above. */
-export function encodeStateWindow(window: BinaryStateWindow): Uint8Array {
-  const header: Header = {
-    from: window.from,
-    to: window.to,
-    actors: [...window.actors].map(([id, c]) => [id, c.t.length]),
-  };
+/**
+ * A window's bytes, its columns written in place: `fill(k, columns)` writes actor k's rows into
+ * `columns`, views of the bytes over that actor's rows. The server fills them straight from the
+ * store's batches, without columns of its own in between.
+ */
+export function encodeStateWindow(
+  header: StateWindowHeader,
+  fill: (actor: number, columns: StateWindowColumns) => void,
+): Uint8Array {
   const headerBytes = new TextEncoder().encode(JSON.stringify(header));
-  const rows = window.rows;
+  const rows = header.actors.reduce((sum, [, n]) => sum + n, 0);
   const start = align8(12 + headerBytes.length);
   const bytes = new Uint8Array(start + rows * 32);
   const view = new DataView(bytes.buffer);
@@ -68,17 +71,24 @@ export function encodeStateWindow(window: BinaryStateWindow): Uint8Array {
   view.setUint32(4, STATE_WINDOW_VERSION, true);
   view.setUint32(8, headerBytes.length, true);
   bytes.set(headerBytes, 12);
-  const columns = columnsOver(bytes.buffer, start, rows);
+  const all = columnsOver(bytes.buffer, start, rows);
   let row = 0;
-  for (const c of window.actors.values()) {
-    columns.t.set(c.t, row);
-    columns.x.set(c.x, row);
-    columns.y.set(c.y, row);
-    columns.yaw.set(c.yaw, row);
-    columns.speed.set(c.speed, row);
-    row += c.t.length;
-  }
+  header.actors.forEach(([, n], k) => {
+    fill(k, rowsOf(all, row, n));
+    row += n;
+  });
   return bytes;
+}
+
+/** Rows [row, row + n) of every column, as views. */
+function rowsOf(all: StateWindowColumns, row: number, n: number): StateWindowColumns {
+  return {
+    t: all.t.subarray(row, row + n),
+    x: all.x.subarray(row, row + n),
+    y: all.y.subarray(row, row + n),
+    yaw: all.yaw.subarray(row, row + n),
+    speed: all.speed.subarray(row, row + n),
+  };
 }
 
 /** The columns of `rows` samples laid out from `start` of `buffer`. */
@@ -107,7 +117,9 @@ export function decodeStateWindow(buffer: ArrayBuffer): BinaryStateWindow {
   if (version !== STATE_WINDOW_VERSION)
     throw new Error(`state window: version ${version}; this viewer reads version ${STATE_WINDOW_VERSION}`);
   const headerLength = view.getUint32(8, true);
-  const header = JSON.parse(new TextDecoder().decode(bytes.subarray(12, 12 + headerLength))) as Header;
+  const header = JSON.parse(
+    new TextDecoder().decode(bytes.subarray(12, 12 + headerLength)),
+  ) as StateWindowHeader;
   const rows = header.actors.reduce((sum, [, n]) => sum + n, 0);
   const start = align8(12 + headerLength);
   if (bytes.length !== start + rows * 32)
@@ -116,13 +128,7 @@ export function decodeStateWindow(buffer: ArrayBuffer): BinaryStateWindow {
   const actors = new Map<string, StateWindowColumns>();
   let row = 0;
   for (const [id, n] of header.actors) {
-    actors.set(id, {
-      t: all.t.subarray(row, row + n),
-      x: all.x.subarray(row, row + n),
-      y: all.y.subarray(row, row + n),
-      yaw: all.yaw.subarray(row, row + n),
-      speed: all.speed.subarray(row, row + n),
-    });
+    actors.set(id, rowsOf(all, row, n));
     row += n;
   }
   return { from: header.from, to: header.to, actors, rows };
