@@ -6,18 +6,13 @@
  * Its timings are the benchmark's (bench/viewer-big-run.ts), not this test's.
  */
 import assert from 'node:assert/strict';
-import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
-import type { Browser, Page } from 'playwright-core';
+import { describe, it } from 'node:test';
+import type { Page } from 'playwright-core';
 import { recordDemoRun } from '../src/demo/demo-run.js';
 import { evaluateRun } from '../src/evaluate/evaluate-run.js';
-import type { StoreBackend } from '../src/model/store-port.js';
 import { sceneAt } from '../src/replay/run-queries.js';
-import { startServer, type RunningServer } from '../src/server/start-server.js';
 import { windowGrid, windowIndex, windowSpan } from '../src/server/state-window-wire.js';
-import { openStore } from '../src/store/open-store.js';
-import { launchBrowser } from './helpers/browser.js';
-import { tempDir } from './helpers/paths.js';
+import { viewerSession } from './helpers/viewer-session.js';
 
 // These run inside the page (page.evaluate); the Node compilation has no DOM types, on purpose.
 declare const window: any;
@@ -26,16 +21,10 @@ declare const document: any;
 /** What the page keeps at most over its windows (web/src/playback-data.ts). */
 const KEEP_SAMPLES = 600_000;
 
-const dir = tempDir('simrec-viewer-big-');
-let store: StoreBackend;
-let server: RunningServer;
-let browser: Browser;
 let run: number;
 let begin: number;
 let samples: number;
-
-before(async () => {
-  store = await openStore(join(dir.path, 'big.db'));
+const viewer = viewerSession('viewer-big-run', async (store) => {
   // Half an hour of 60 vehicles and 16 pedestrians at 10 Hz: about 1.3 M samples, twice what a page keeps.
   run = (await recordDemoRun(store, { duration: 1800, vehicles: 60, seed: 53 })).run.id;
   await evaluateRun(store, run);
@@ -44,14 +33,6 @@ before(async () => {
   samples = (await store.listStreams(run))
     .filter((s) => s.name === 'state')
     .reduce((sum, s) => sum + s.samples, 0);
-  server = await startServer({ store, port: 0 });
-  browser = await launchBrowser();
-});
-after(async () => {
-  await browser?.close();
-  await server?.close();
-  await store?.close();
-  dir.cleanup();
 });
 
 /** The API requests a page makes, as URLs. */
@@ -77,14 +58,14 @@ const drawnIds = (page: Page): Promise<string[]> =>
 describe('the viewer on a long run', () => {
   it('opens at a moment: its window asked for first, by the moment, as binary columns, the run’s begin never, its actors drawn as the scene has them', async () => {
     assert.ok(samples > 2 * KEEP_SAMPLES, `the run has ${samples} samples`);
-    const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    const page = await viewer.browser.newPage({ viewport: { width: 1280, height: 800 } });
     const seen = requests(page);
     try {
       const at = 1234.5;
       const t = begin + at * 1e6;
-      await page.goto(new URL(`#/runs/${run}?t=${at.toFixed(2)}`, server.url).toString());
+      await page.goto(new URL(`#/runs/${run}?t=${at.toFixed(2)}`, viewer.server.url).toString());
       await drawnAt(page, t);
-      const scene = await sceneAt(store, run, { t });
+      const scene = await sceneAt(viewer.store, run, { t });
       assert.ok(scene.actors.length > 30, `${scene.actors.length} actors at ${at} s`);
       assert.deepEqual(await drawnIds(page), scene.actors.map((a) => a.id).sort());
       const windows = seen.filter((u) => u.pathname.endsWith(`/runs/${run}/states`));
@@ -93,7 +74,7 @@ describe('the viewer on a long run', () => {
       // The moment's window asked for first, by the moment (beside the run's detail, before the page
       // knows how the run is cut), and not asked for again by its bounds.
       assert.equal(windows[0]!.searchParams.get('moment'), String(at));
-      const grid = windowGrid(await store.listActors(run), await store.listStreams(run));
+      const grid = windowGrid(await viewer.store.listActors(run), await viewer.store.listStreams(run));
       const holding = windowSpan(grid, windowIndex(grid, t));
       for (const w of windows.slice(1)) {
         const from = Number(w.searchParams.get('from'));
@@ -118,9 +99,9 @@ describe('the viewer on a long run', () => {
   });
 
   it('keeps a bounded set of windows while sought across the whole run, drawing each moment’s actors', async () => {
-    const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    const page = await viewer.browser.newPage({ viewport: { width: 1280, height: 800 } });
     try {
-      await page.goto(new URL(`#/runs/${run}`, server.url).toString());
+      await page.goto(new URL(`#/runs/${run}`, viewer.server.url).toString());
       await page.locator('#app[data-ready="true"]').waitFor();
       let mostKept = 0;
       for (const fraction of [0.05, 0.9, 0.3, 0.7, 0.15, 0.55, 0.95, 0.4, 0.8, 0.2, 0.65, 0.02]) {
@@ -133,7 +114,7 @@ describe('the viewer on a long run', () => {
         // Past the windows after it too, which playing would have asked for.
         await page.waitForTimeout(150);
         mostKept = Math.max(mostKept, await page.evaluate(() => window.simrecView.data.keptSamples));
-        const scene = await sceneAt(store, run, { t: Math.round(t) });
+        const scene = await sceneAt(viewer.store, run, { t: Math.round(t) });
         assert.deepEqual(await drawnIds(page), scene.actors.map((a) => a.id).sort(), `at ${fraction}`);
       }
       assert.ok(mostKept > 0 && mostKept <= KEEP_SAMPLES, `kept at most ${mostKept} samples`);

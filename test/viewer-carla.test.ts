@@ -6,52 +6,42 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
-import type { Browser, Page } from 'playwright-core';
-import type { StoreBackend } from '../src/model/store-port.js';
+import { describe, it } from 'node:test';
+import type { Page } from 'playwright-core';
 import { importRecording } from '../src/record/import-run.js';
 import { sceneAt } from '../src/replay/run-queries.js';
-import { startServer, type RunningServer } from '../src/server/start-server.js';
-import { openStore } from '../src/store/open-store.js';
-import { launchBrowser } from './helpers/browser.js';
-import { REPO_ROOT, tempDir } from './helpers/paths.js';
+import { REPO_ROOT } from './helpers/paths.js';
+import { viewerSession } from './helpers/viewer-session.js';
 
 declare const window: any;
 
 const FIXTURES = join(REPO_ROOT, 'test', 'fixtures', 'scenario_runner');
 const CRITERIA = join(FIXTURES, 'CriteriaFilter_criteria.json');
 
-const dir = tempDir('simrec-viewer-carla-');
-let store: StoreBackend;
-let server: RunningServer;
-let browser: Browser;
 let run: number;
 let hero: string;
-
-before(async () => {
-  store = await openStore(join(dir.path, 'carla.db'));
-  const { runs } = await importRecording(store, 'carla', join(FIXTURES, 'DistanceToLaneCenter.log'), {
-    settings: { xodr: join(REPO_ROOT, 'test', 'fixtures', 'carla-maps', 'Town01.xodr'), criteria: CRITERIA },
-  });
-  run = runs[0]!.id;
-  hero = (await store.listActors(run)).find((a) => a.kind === 'ego')!.id;
-  server = await startServer({ store, port: 0, settingsFile: join(dir.path, 'settings.json') });
-  browser = await launchBrowser();
-});
-after(async () => {
-  await browser?.close();
-  await server?.close();
-  await store?.close();
-  dir.cleanup();
-});
+const viewer = viewerSession(
+  'viewer-carla',
+  async (store) => {
+    const { runs } = await importRecording(store, 'carla', join(FIXTURES, 'DistanceToLaneCenter.log'), {
+      settings: {
+        xodr: join(REPO_ROOT, 'test', 'fixtures', 'carla-maps', 'Town01.xodr'),
+        criteria: CRITERIA,
+      },
+    });
+    run = runs[0]!.id;
+    hero = (await store.listActors(run)).find((a) => a.kind === 'ego')!.id;
+  },
+  (dir) => ({ settingsFile: join(dir, 'settings.json') }),
+);
 
 async function openRun(): Promise<Page & { errors: string[] }> {
-  const page = (await browser.newPage({ viewport: { width: 1280, height: 800 } })) as Page & {
+  const page = (await viewer.browser.newPage({ viewport: { width: 1280, height: 800 } })) as Page & {
     errors: string[];
   };
   page.errors = [];
   page.on('pageerror', (e) => page.errors.push(e.message));
-  await page.goto(new URL(`#/runs/${run}`, server.url).toString());
+  await page.goto(new URL(`#/runs/${run}`, viewer.server.url).toString());
   await page.locator('#app[data-ready="true"]').waitFor();
   return page;
 }
@@ -97,7 +87,7 @@ describe('a CARLA recording in the viewer', () => {
     const centres: { x: number; y: number }[] = [];
     for (const fraction of [0.2, 0.8]) {
       const t = Math.round(detail.begin + fraction * (detail.end - detail.begin));
-      const pose = (await sceneAt(store, run, { t })).actors.find((a) => a.id === hero)!;
+      const pose = (await sceneAt(viewer.store, run, { t })).actors.find((a) => a.id === hero)!;
       await page.evaluate((at) => window.simrecView.timeline.seek(at), t);
       // The window of states around t may still be on its way: the map follows once it is drawn.
       await page.waitForFunction(

@@ -8,58 +8,44 @@
 import assert from 'node:assert/strict';
 import { copyFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import Database from 'better-sqlite3';
-import type { Browser } from 'playwright-core';
 import { diffRuns } from '../src/compare/run-diff.js';
 import type { RunDiff } from '../src/compare/diff-types.js';
-import type { StoreBackend } from '../src/model/store-port.js';
 import { importRecording } from '../src/record/import-run.js';
-import { startServer, type RunningServer } from '../src/server/start-server.js';
-import { openStore } from '../src/store/open-store.js';
-import { ARTIFACTS, launchBrowser } from './helpers/browser.js';
+import { ARTIFACTS } from './helpers/browser.js';
 import { LIMSIM_FIXTURE } from './helpers/limsim-files.js';
-import { tempDir } from './helpers/paths.js';
+import { viewerSession } from './helpers/viewer-session.js';
 
 declare const window: any;
 declare const document: any;
 
-const dir = tempDir('simrec-viewer-diff-');
-let store: StoreBackend;
-let server: RunningServer;
-let browser: Browser;
 let diff: RunDiff;
 let a: number;
 let b: number;
-
-before(async () => {
-  store = await openStore(join(dir.path, 'diff.db'));
-  a = (await importRecording(store, 'limsim', LIMSIM_FIXTURE)).runs[0]!.id;
-  const copy = join(dir.path, 'moved.db');
-  copyFileSync(LIMSIM_FIXTURE, copy);
-  const db = new Database(copy);
-  db.prepare("UPDATE frameINFO SET x = x + 3, speed = speed + 1 WHERE vid = '41' AND frame >= 710").run();
-  db.close();
-  b = (await importRecording(store, 'limsim', copy)).runs[0]!.id;
-  diff = await diffRuns(store, a, b);
-  server = await startServer({ store, port: 0, settingsFile: join(dir.path, 'settings.json') });
-  browser = await launchBrowser();
-});
-after(async () => {
-  await browser?.close();
-  await server?.close();
-  await store?.close();
-  dir.cleanup();
-});
+const viewer = viewerSession(
+  'viewer-diff',
+  async (store, dir) => {
+    a = (await importRecording(store, 'limsim', LIMSIM_FIXTURE)).runs[0]!.id;
+    const copy = join(dir, 'moved.db');
+    copyFileSync(LIMSIM_FIXTURE, copy);
+    const db = new Database(copy);
+    db.prepare("UPDATE frameINFO SET x = x + 3, speed = speed + 1 WHERE vid = '41' AND frame >= 710").run();
+    db.close();
+    b = (await importRecording(store, 'limsim', copy)).runs[0]!.id;
+    diff = await diffRuns(store, a, b);
+  },
+  (dir) => ({ settingsFile: join(dir, 'settings.json') }),
+);
 
 describe('the viewer compares two runs', () => {
   it('opens at the first divergence from viewerPath, names both runs, marks it, and lists the divergences', async () => {
     const first = diff.firstDivergence!;
     assert.equal(first.actor, '41');
-    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    const page = await viewer.browser.newPage({ viewport: { width: 1280, height: 900 } });
     const errors: string[] = [];
     page.on('pageerror', (e) => errors.push(e.message));
-    await page.goto(new URL(diff.viewerPath, server.url).toString());
+    await page.goto(new URL(diff.viewerPath, viewer.server.url).toString());
     await page.waitForFunction(() => document.getElementById('app')?.dataset.ready === 'true');
     await page.waitForSelector('[data-testid="divergence"]');
     assert.equal(await page.textContent('.run-title h1'), `Run ${a} compared with run ${b}`);

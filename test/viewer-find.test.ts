@@ -5,60 +5,42 @@
  */
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
-import type { Browser, Page } from 'playwright-core';
-import type { StoreBackend } from '../src/model/store-port.js';
+import { describe, it } from 'node:test';
+import type { Page } from 'playwright-core';
 import { recordDemoRun } from '../src/demo/demo-run.js';
 import { evaluateRun } from '../src/evaluate/evaluate-run.js';
-import { startServer, type RunningServer } from '../src/server/start-server.js';
-import { openStore } from '../src/store/open-store.js';
-import { ARTIFACTS, launchBrowser } from './helpers/browser.js';
-import { tempDir } from './helpers/paths.js';
+import { ARTIFACTS } from './helpers/browser.js';
+import { viewerSession } from './helpers/viewer-session.js';
 
 declare const window: any;
 declare const document: any;
 
-const dir = tempDir('simrec-viewer-find-');
-let store: StoreBackend;
-let server: RunningServer;
-let browser: Browser;
 const runs: number[] = [];
 /** Every near miss of the three runs, as the store's events streams hold them: run, time, first actor. */
 const nearMisses: { run: number; t: number; actor: string }[] = [];
-
-before(async () => {
-  store = await openStore(join(dir.path, 'find.db'));
-  for (const seed of [4, 5, 6]) {
-    const { run } = await recordDemoRun(store, { duration: 30, seed });
-    await evaluateRun(store, run.id);
-    runs.push(run.id);
-    for await (const batch of store.readSamples({ run: run.id, stream: 'events' }))
-      for (const s of batch)
-        if (s.kind === 'near_miss')
-          nearMisses.push({ run: run.id, t: s.t, actor: (s.actors as string[])[0]! });
-  }
-  server = await startServer({
-    store,
-    port: 0,
-    settingsFile: join(dir.path, 'settings.json'),
-    tablesFolder: join(dir.path, 'find.tables'),
-  });
-  browser = await launchBrowser();
-});
-after(async () => {
-  await browser?.close();
-  await server?.close();
-  await store?.close();
-  dir.cleanup();
-});
+const viewer = viewerSession(
+  'viewer-find',
+  async (store) => {
+    for (const seed of [4, 5, 6]) {
+      const { run } = await recordDemoRun(store, { duration: 30, seed });
+      await evaluateRun(store, run.id);
+      runs.push(run.id);
+      for await (const batch of store.readSamples({ run: run.id, stream: 'events' }))
+        for (const s of batch)
+          if (s.kind === 'near_miss')
+            nearMisses.push({ run: run.id, t: s.t, actor: (s.actors as string[])[0]! });
+    }
+  },
+  (dir) => ({ settingsFile: join(dir, 'settings.json'), tablesFolder: join(dir, 'find.tables') }),
+);
 
 async function openPage(hash: string): Promise<Page & { errors: string[] }> {
-  const page = (await browser.newPage({ viewport: { width: 1280, height: 800 } })) as Page & {
+  const page = (await viewer.browser.newPage({ viewport: { width: 1280, height: 800 } })) as Page & {
     errors: string[];
   };
   page.errors = [];
   page.on('pageerror', (e) => page.errors.push(e.message));
-  await page.goto(new URL(hash, server.url).toString());
+  await page.goto(new URL(hash, viewer.server.url).toString());
   return page;
 }
 

@@ -9,8 +9,8 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { after, before, describe, it } from 'node:test';
-import type { Browser, Page } from 'playwright-core';
+import { describe, it } from 'node:test';
+import type { Page } from 'playwright-core';
 import { recordDemoRun } from '../src/demo/demo-run.js';
 import { evaluateRun } from '../src/evaluate/evaluate-run.js';
 import { VISUAL_COLOURS } from '../src/formats/didrive/birdview.js';
@@ -18,38 +18,27 @@ import { stateStream } from '../src/model/standard-streams.js';
 import type { StoreBackend } from '../src/model/store-port.js';
 import { RunRecorder } from '../src/record/run-recorder.js';
 import { loadRoadNetwork } from '../src/roadnet/roadnet-attachment.js';
-import { startServer, type RunningServer } from '../src/server/start-server.js';
-import { openStore } from '../src/store/open-store.js';
-import { ARTIFACTS, launchBrowser } from './helpers/browser.js';
+import { ARTIFACTS } from './helpers/browser.js';
 import { along } from './helpers/lane-run.js';
-import { SIMREC_BIN, tempDir } from './helpers/paths.js';
+import { SIMREC_BIN } from './helpers/paths.js';
+import { viewerSession } from './helpers/viewer-session.js';
 
 // These run inside the page (page.evaluate); the Node compilation has no DOM types, on purpose.
 declare const window: any;
 
 const BEGIN = 1_760_000_000_000_000;
-const dir = tempDir('simrec-viewer-newcomer-');
-let store: StoreBackend;
-let server: RunningServer;
-let browser: Browser;
 let demo: number;
 let leaving: number;
-
-before(async () => {
-  store = await openStore(join(dir.path, 'newcomer.db'));
-  demo = (await recordDemoRun(store, { duration: 20, seed: 1 })).run.id;
-  await evaluateRun(store, demo);
-  leaving = await recordEgoThatLeaves(store);
-  await evaluateRun(store, leaving);
-  server = await startServer({ store, port: 0, liveIntervalMs: 200 });
-  browser = await launchBrowser();
-});
-after(async () => {
-  await browser?.close();
-  await server?.close();
-  await store?.close();
-  dir.cleanup();
-});
+const viewer = viewerSession(
+  'viewer-newcomer',
+  async (store) => {
+    demo = (await recordDemoRun(store, { duration: 20, seed: 1 })).run.id;
+    await evaluateRun(store, demo);
+    leaving = await recordEgoThatLeaves(store);
+    await evaluateRun(store, leaving);
+  },
+  () => ({ liveIntervalMs: 200 }),
+);
 
 /** An ego driving 2 s and leaving (as a SUMO vehicle that arrives), in a run of 5 s; a car stays. */
 async function recordEgoThatLeaves(s: StoreBackend): Promise<number> {
@@ -71,12 +60,12 @@ async function recordEgoThatLeaves(s: StoreBackend): Promise<number> {
 }
 
 async function openRun(hash: string): Promise<Page & { errors: string[] }> {
-  const page = (await browser.newPage({ viewport: { width: 1280, height: 800 } })) as Page & {
+  const page = (await viewer.browser.newPage({ viewport: { width: 1280, height: 800 } })) as Page & {
     errors: string[];
   };
   page.errors = [];
   page.on('pageerror', (e) => page.errors.push(e.message));
-  await page.goto(new URL(hash, server.url).toString());
+  await page.goto(new URL(hash, viewer.server.url).toString());
   await page.locator('#app[data-ready="true"]').waitFor();
   await page.waitForFunction(() => window.simrecView?.framesDrawn > 0);
   return page;
@@ -103,7 +92,7 @@ describe('the viewer as a newcomer meets it (#55)', () => {
     const child = spawn(process.execPath, [
       SIMREC_BIN,
       '--store',
-      join(dir.path, 'demo-cli.db'),
+      join(viewer.dir, 'demo-cli.db'),
       'demo',
       '--duration',
       '20',
@@ -117,7 +106,7 @@ describe('the viewer as a newcomer meets it (#55)', () => {
       if (link) break;
     }
     assert.match(link, /#\/runs\/1$/, 'the viewer opens on the new run');
-    const page = (await browser.newPage({ viewport: { width: 1280, height: 800 } })) as Page & {
+    const page = (await viewer.browser.newPage({ viewport: { width: 1280, height: 800 } })) as Page & {
       errors: string[];
     };
     page.errors = [];
@@ -231,7 +220,7 @@ describe('the viewer as a newcomer meets it (#55)', () => {
   });
 
   it('tells a green that must yield from a green with priority: dashed on the map and in the legend', async () => {
-    const net = (await loadRoadNetwork(store, demo))!;
+    const net = (await loadRoadNetwork(viewer.store, demo))!;
     const lanes = new Map(net.lanes.map((l) => [l.id, l]));
     const link = net.connections.find((c) => c.trafficLight !== undefined && c.via && lanes.has(c.via))!;
     const line = lanes.get(link.via!)!.centerLine;
@@ -296,9 +285,9 @@ describe('the viewer as a newcomer meets it (#55)', () => {
     assert.equal(await reason.textContent(), "ended by the scenario's stop trigger");
     assert.equal(await reason.getAttribute('title'), 'end reason: scenario_stop_trigger');
     await closeClean(page);
-    const list = (await browser.newPage()) as Page & { errors: string[] };
+    const list = (await viewer.browser.newPage()) as Page & { errors: string[] };
     list.errors = [];
-    await list.goto(new URL('#/', server.url).toString());
+    await list.goto(new URL('#/', viewer.server.url).toString());
     const row = list.locator(`tr[data-run="${demo}"]`);
     await row.waitFor();
     assert.ok(await row.getByText("ended by the scenario's stop trigger").isVisible());

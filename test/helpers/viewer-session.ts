@@ -1,0 +1,44 @@
+import { join } from 'node:path';
+import { after, before } from 'node:test';
+import type { Browser } from 'playwright-core';
+import type { StoreBackend } from '../../src/model/store-port.js';
+import { startServer, type RunningServer, type ServerOptions } from '../../src/server/start-server.js';
+import { openStore } from '../../src/store/open-store.js';
+import { launchBrowser } from './browser.js';
+import { tempDir } from './paths.js';
+
+/** What a file of Chromium tests of the viewer works with: a store, a server over it, the browser. */
+export interface ViewerSession {
+  /** A folder of the file's own, removed after its tests. */
+  readonly dir: string;
+  store: StoreBackend;
+  server: RunningServer;
+  browser: Browser;
+}
+
+/**
+ * A store in a folder of its own, filled by `prepare`, a server over it and Chromium: made before the
+ * file's tests, closed after them (what every viewer test file did by hand).
+ */
+export function viewerSession(
+  name: string,
+  prepare: (store: StoreBackend, dir: string) => Promise<void>,
+  serverOptions: (dir: string) => Omit<ServerOptions, 'store' | 'port'> = () => ({}),
+): ViewerSession {
+  const dir = tempDir(`simrec-${name}-`);
+  const session = { dir: dir.path } as ViewerSession;
+  before(async () => {
+    session.store = await openStore(join(dir.path, `${name}.db`));
+    await prepare(session.store, dir.path);
+    session.server = await startServer({ store: session.store, port: 0, ...serverOptions(dir.path) });
+    session.browser = await launchBrowser();
+  });
+  after(async () => {
+    // Each may be missing: a `before` that failed half-way still leaves the rest to close.
+    await session.browser?.close();
+    await session.server?.close();
+    await session.store?.close();
+    dir.cleanup();
+  });
+  return session;
+}
