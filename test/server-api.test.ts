@@ -328,9 +328,10 @@ describe('HTTP API', () => {
       for (const [query, error] of [
         [
           'moment=-1',
-          'query parameter moment: expected seconds from the run\'s first sample (a number >= 0), got "-1"',
+          "query parameter moment: expected seconds from the run's first sample (a number >= 0), got -1",
         ],
-        [`moment=1&around=${begin}`, 'query parameters around and moment: give one'],
+        [`moment=1&around=${begin}`, 'query parameter around and query parameter moment: give one'],
+        ['moment=soon', 'query parameter moment: expected a number, got "soon"'],
       ] as const) {
         const answer = await fetch(new URL(`/api/runs/${rec.id}/states?${query}`, localServer.url));
         assert.equal(answer.status, 400, query);

@@ -4,29 +4,21 @@ import { bodyLimit } from 'hono/body-limit';
 import { SimrecError, type ErrorCode } from '../model/errors.js';
 import { STATE_STREAM } from '../model/standard-streams.js';
 import type { StoreBackend } from '../model/store-port.js';
-import { numbersOf, type ColumnBatch } from '../model/columns.js';
-import { fieldsOfStream, streamId, type FieldDecl, type Sample } from '../model/stream.js';
+import { streamId, type Sample } from '../model/stream.js';
 import { describeRun, requireActor, requireRun, sceneAt, streamSamples } from '../replay/run-queries.js';
 import { toJson } from '../model/json.js';
 import { BirdviewCache } from './birdview-images.js';
 import { ROADNET_ATTACHMENT } from '../roadnet/roadnet-attachment.js';
 import { RecordingSettings } from './recording-settings.js';
 import { runEvaluation, withScores } from './run-scores.js';
-import {
-  encodeStateWindow,
-  STATE_WINDOW_MEDIA_TYPE,
-  type StateWindowColumns,
-  windowGrid,
-  windowIndex,
-  windowSpan,
-} from './state-window-wire.js';
+import { STATE_WINDOW_MEDIA_TYPE } from './state-window-wire.js';
+import { readStateWindow, stateWindowBytes, stateWindowJson, windowBounds } from './state-windows.js';
 import type {
   HealthAnswer,
   RunDetail,
   RunListEntry,
   SamplesAnswer,
   SceneAnswer,
-  StateColumns,
   StateWindow,
   TrajectoryAnswer,
 } from './wire-types.js';
@@ -39,57 +31,11 @@ const STATUS: Record<ErrorCode, 400 | 404 | 409 | 422 | 500> = {
   io: 500,
 };
 
-/** Fields the viewer plays back for every actor; the inspector asks for the rest at the cursor. */
-const PLAYBACK_FIELDS = ['x', 'y', 'yaw', 'speed'] as const;
-
-/** An actor's state over a window as the store read it: its stream's batches, not yet copied anywhere. */
-interface ActorWindow {
-  fields: FieldDecl[];
-  batches: ColumnBatch[];
-  rows: number;
-}
-
-/** Writes an actor's playback fields from its batches into `out` (a number where a sample has one, NaN elsewhere). */
-function fillPlayback(actor: ActorWindow, out: StateWindowColumns): void {
-  let row = 0;
-  for (const batch of actor.batches) {
-    out.t.set(batch.t, row);
-    for (const name of PLAYBACK_FIELDS) out[name].set(numbersOf(batch, actor.fields, name), row);
-    row += batch.t.length;
-  }
-}
-
-/** An actor's window as JSON has it: null where a sample has no number in a field. */
-function jsonColumns(actor: ActorWindow): StateColumns {
-  const columns: StateWindowColumns = {
-    t: new Float64Array(actor.rows),
-    x: new Float64Array(actor.rows),
-    y: new Float64Array(actor.rows),
-    yaw: new Float64Array(actor.rows),
-    speed: new Float64Array(actor.rows),
-  };
-  fillPlayback(actor, columns);
-  const orNull = (values: Float64Array | Float32Array): (number | null)[] =>
-    Array.from(values, (v) => (Number.isNaN(v) ? null : v));
-  return {
-    t: Array.from(columns.t),
-    x: orNull(columns.x),
-    y: orNull(columns.y),
-    yaw: orNull(columns.yaw),
-    speed: orNull(columns.speed),
-  };
-}
-
 /**
- * How much of a run one answer holds. /states answers a window (a minute from `from` unless `to` says
- * otherwise) of at most MAX_STATE_SAMPLES samples over its actors, and refuses a longer one: the viewer
- * asks for windows of about 100,000 (web/src/playback-data.ts). /samples and /trajectory answer at most
- * `limit` samples (MAX_PAGE_SAMPLES, the default and the most) and say where the rest begins (`next`).
- * Without them, a long run was one answer that took seconds and more of the server's memory than the
- * run itself.
+ * How much of a run one answer holds: /samples and /trajectory answer at most `limit` samples
+ * (MAX_PAGE_SAMPLES, the default and the most) and say where the rest begins (`next`); /states answers
+ * a window (state-windows.ts).
  */
-export const DEFAULT_STATE_WINDOW_MICROS = 60_000_000;
-export const MAX_STATE_SAMPLES = 500_000;
 export const MAX_PAGE_SAMPLES = 100_000;
 
 /**
@@ -200,80 +146,22 @@ async function timeParam(c: Context, store: StoreBackend, run: number): Promise<
   return t;
 }
 
+/** A query parameter that must be a number; the error gives what came. */
+function numberParam(name: string, raw: string): number {
+  const value = Number(raw);
+  if (!Number.isFinite(value))
+    throw new SimrecError(
+      'invalid',
+      `query parameter ${name}: expected a number, got ${JSON.stringify(raw)}`,
+    );
+  return value;
+}
+
 function runParam(c: Context): number {
   const raw = c.req.param('run') ?? '';
   if (!/^\d+$/.test(raw))
     throw new SimrecError('invalid', `run id: expected a positive integer, got ${JSON.stringify(raw)}`);
   return Number(raw);
-}
-
-/**
- * The window a /states request asks for: `from` and `to`; or the window of the viewer's grid
- * (state-window-wire.ts) holding `around` (microseconds since the epoch) or `moment` (seconds from the
- * run's first sample, as a viewer link's `t`), which a page asks for before it knows the run.
- */
-async function windowAsked(
-  c: Context,
-  store: StoreBackend,
-  run: number,
-): Promise<{ from?: number | undefined; to?: number | undefined }> {
-  const around = intParam(c, 'around');
-  const moment = c.req.query('moment');
-  if (around === undefined && (moment === undefined || moment === ''))
-    return { from: intParam(c, 'from'), to: intParam(c, 'to') };
-  if (around !== undefined && moment !== undefined)
-    throw new SimrecError('invalid', 'query parameters around and moment: give one');
-  const seconds = Number(moment);
-  if (around === undefined && !(Number.isFinite(seconds) && seconds >= 0))
-    throw new SimrecError(
-      'invalid',
-      `query parameter moment: expected seconds from the run's first sample (a number >= 0), got ${JSON.stringify(moment)}`,
-    );
-  await requireRun(store, run);
-  const [actors, streams] = await Promise.all([store.listActors(run), store.listStreams(run)]);
-  const grid = windowGrid(actors, streams);
-  return windowSpan(grid, windowIndex(grid, around ?? grid.begin + Math.round(seconds * 1e6)));
-}
-
-/**
- * Every actor's poses over [from, to] (a minute from the run's begin unless they say otherwise), at
- * most MAX_STATE_SAMPLES of them: a longer window is refused having read one chunk past the limit, and a
- * request its client closed stops being read.
- */
-async function readStateWindow(
-  store: StoreBackend,
-  run: number,
-  fromParam: number | undefined,
-  toParam: number | undefined,
-  signal?: AbortSignal,
-): Promise<{ from: number; to: number; actors: Map<string, ActorWindow> }> {
-  const info = await requireRun(store, run);
-  const from = fromParam ?? info.begin;
-  const to = toParam ?? from + DEFAULT_STATE_WINDOW_MICROS - 1;
-  const streams = (await store.listStreams(run)).filter((s) => s.name === STATE_STREAM && s.actor !== null);
-  const actors = new Map<string, ActorWindow>();
-  let held = 0;
-  for (const s of streams) {
-    // A viewer that sought elsewhere cancels the window it no longer wants: the reading stops here.
-    if (signal?.aborted)
-      throw new SimrecError(
-        'invalid',
-        `states of run ${run} from ${from} to ${to}: the client closed the request`,
-      );
-    const actor: ActorWindow = { fields: fieldsOfStream(s), batches: [], rows: 0 };
-    for await (const batch of store.readColumns({ run, stream: s.id, from, to, fields: PLAYBACK_FIELDS })) {
-      held += batch.t.length;
-      if (held > MAX_STATE_SAMPLES)
-        throw new SimrecError(
-          'invalid',
-          `states of run ${run} from ${from} to ${to}: more than ${MAX_STATE_SAMPLES} samples in the window; ask for a shorter one (to - from)`,
-        );
-      actor.batches.push(batch);
-      actor.rows += batch.t.length;
-    }
-    actors.set(s.actor!, actor);
-  }
-  return { from, to, actors };
 }
 
 /** Answers are typed by the wire types the viewer reads (wire-types.ts): `json<RunDetail>(c, ...)`. */
@@ -399,19 +287,23 @@ export function createApi(store: StoreBackend, settings: RecordingSettings = new
         'invalid',
         `query parameter format: expected json or columns, got ${JSON.stringify(format)}`,
       );
-    const { from, to } = await windowAsked(c, store, run);
-    const window = await readStateWindow(store, run, from, to, c.req.raw.signal);
-    if (format === 'columns') {
-      const ordered = [...window.actors.values()];
-      const bytes = encodeStateWindow(
-        { from: window.from, to: window.to, actors: [...window.actors].map(([id, a]) => [id, a.rows]) },
-        (k, columns) => fillPlayback(ordered[k]!, columns),
-      );
-      return c.body(bytes.buffer as ArrayBuffer, 200, { 'content-type': STATE_WINDOW_MEDIA_TYPE });
-    }
-    const actors: Record<string, StateColumns> = {};
-    for (const [id, actor] of window.actors) actors[id] = jsonColumns(actor);
-    return json<StateWindow>(c, { from: window.from, to: window.to, actors });
+    const moment = c.req.query('moment');
+    const bounds = await windowBounds(
+      store,
+      run,
+      {
+        from: intParam(c, 'from'),
+        to: intParam(c, 'to'),
+        around: intParam(c, 'around'),
+        moment: moment === undefined || moment === '' ? undefined : numberParam('moment', moment),
+      },
+      (field) => `query parameter ${field}`,
+    );
+    // The request's signal: a page that sought elsewhere closes it, and the reading stops.
+    const window = await readStateWindow(store, run, bounds, c.req.raw.signal);
+    if (format === 'json') return json<StateWindow>(c, stateWindowJson(window));
+    const bytes = stateWindowBytes(window);
+    return c.body(bytes.buffer as ArrayBuffer, 200, { 'content-type': STATE_WINDOW_MEDIA_TYPE });
   });
 
   api.get('/runs/:run/trajectory/:actor', async (c) => {
