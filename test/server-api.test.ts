@@ -337,6 +337,95 @@ describe('HTTP API', () => {
         assert.equal(answer.status, 400, query);
         assert.equal(((await answer.json()) as { error: string }).error, error);
       }
+      // The same windows on the live channel: a binary frame (the request's number, four zero bytes,
+      // the window's bytes as GET /states?format=columns answers them); errors as states-error.
+      const live = new WebSocket(new URL('/api/live', localServer.url.replace('http', 'ws')));
+      const frames: Buffer[] = [];
+      const texts: any[] = [];
+      live.on('message', (data: Buffer, isBinary: boolean) =>
+        isBinary ? frames.push(data) : texts.push(JSON.parse(data.toString())),
+      );
+      await new Promise((resolve) => live.once('open', resolve));
+      const until = async (check: () => boolean): Promise<void> => {
+        for (let i = 0; i < 500 && !check(); i++) await new Promise((r) => setTimeout(r, 10));
+        assert.ok(check(), 'answered');
+      };
+      const errors = () => texts.filter((m) => m.type === 'states-error');
+      live.send(JSON.stringify({ type: 'states', request: 7, run: rec.id, moment: 100 }));
+      live.send(JSON.stringify({ type: 'states', request: 8, run: rec.id, from: begin, to: begin + 999 }));
+      await until(() => frames.length === 2);
+      for (const [frame, query] of [
+        [frames.find((f) => f.readUInt32LE(0) === 7)!, 'moment=100'],
+        [frames.find((f) => f.readUInt32LE(0) === 8)!, `from=${begin}&to=${begin + 999}`],
+      ] as const) {
+        const http = await fetch(
+          new URL(`/api/runs/${rec.id}/states?${query}&format=columns`, localServer.url),
+        );
+        assert.deepEqual(frame.subarray(8), Buffer.from(await http.arrayBuffer()), query);
+        assert.equal(frame.readUInt32LE(4), 0);
+      }
+      for (const [message, error] of [
+        ['not json', 'live channel: a message that is not JSON'],
+        [{ type: 'play', request: 1 }, 'live channel: message type "play"; expected "states" or "cancel"'],
+        [
+          { type: 'states', request: -1, run: rec.id },
+          "states message's request: expected a whole number >= 0, got -1",
+        ],
+        [
+          { type: 'states', request: 9, run: rec.id, from: 'soon' },
+          `states message's from: expected an integer (microseconds), got "soon"`,
+        ],
+        [
+          { type: 'states', request: 10, run: rec.id, moment: 1, around: begin },
+          "states message's around and states message's moment: give one",
+        ],
+        [{ type: 'states', request: 11, run: 999 }, `run 999 does not exist in ${local.location}`],
+        [
+          { type: 'states', request: 12, run: rec.id, from: begin, to: begin + 400_000_000 },
+          `states of run ${rec.id} from ${begin} to ${begin + 400_000_000}: more than 500000 samples in the window; ask for a shorter one (to - from)`,
+        ],
+      ] as const) {
+        const before = errors().length;
+        live.send(typeof message === 'string' ? message : JSON.stringify(message));
+        await until(() => errors().length > before);
+        assert.equal(errors().at(-1).error, error);
+      }
+      // More than four at once: the fifth is refused; a cancelled one is never answered.
+      const asked = frames.length;
+      for (let request = 20; request < 25; request++)
+        live.send(JSON.stringify({ type: 'states', request, run: rec.id, moment: request }));
+      live.send(JSON.stringify({ type: 'cancel', request: 21 }));
+      await until(() => errors().some((e) => e.request === 24));
+      assert.equal(
+        errors().find((e) => e.request === 24).error,
+        'states message: more than 4 windows asked for at once; wait for one',
+      );
+      await until(() => frames.length >= asked + 3);
+      await new Promise((r) => setTimeout(r, 200));
+      assert.deepEqual(
+        frames
+          .slice(asked)
+          .map((f) => f.readUInt32LE(0))
+          .sort(),
+        [20, 22, 23],
+      );
+      live.close();
+
+      // A client that asks and never reads is cut once 4 MiB of its answers wait, not buffered for.
+      const greedy = new WebSocket(new URL('/api/live', localServer.url.replace('http', 'ws')));
+      await new Promise((resolve) => greedy.once('open', resolve));
+      (greedy as unknown as { _socket: { pause(): void } })._socket.pause();
+      let closed = false;
+      greedy.on('close', () => (closed = true));
+      // Windows of 15 s, about a megabyte each; the server never holds more than four asked at once.
+      for (let request = 0; request < 200 && !closed; request++) {
+        greedy.send(JSON.stringify({ type: 'states', request, run: rec.id, moment: (request % 20) * 15 }));
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      const health = await fetch(new URL('/api/health', localServer.url));
+      assert.equal(health.status, 200, 'the server answers others meanwhile');
+      await until(() => closed);
+
       // /samples and /trajectory: pages of at most `limit`, each ending where a time ends; `next` goes on.
       for (const [route, limit, pages] of [
         [`/api/runs/${rec.id}/samples?stream=a1%2Fstate`, 100_000, 3],

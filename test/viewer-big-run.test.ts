@@ -98,8 +98,15 @@ describe('the viewer on a long run', () => {
     }
   });
 
-  it('keeps a bounded set of windows while sought across the whole run, drawing each moment’s actors', async () => {
+  it('keeps a bounded set of windows while sought across the whole run, drawing each moment’s actors, its windows coming over the live channel', async () => {
     const page = await viewer.browser.newPage({ viewport: { width: 1280, height: 800 } });
+    const seen = requests(page);
+    let framesOverSocket = 0;
+    page.on('websocket', (socket) =>
+      socket.on('framereceived', (frame) => {
+        if (typeof frame.payload !== 'string') framesOverSocket++;
+      }),
+    );
     try {
       await page.goto(new URL(`#/runs/${run}`, viewer.server.url).toString());
       await page.locator('#app[data-ready="true"]').waitFor();
@@ -118,6 +125,10 @@ describe('the viewer on a long run', () => {
         assert.deepEqual(await drawnIds(page), scene.actors.map((a) => a.id).sort(), `at ${fraction}`);
       }
       assert.ok(mostKept > 0 && mostKept <= KEEP_SAMPLES, `kept at most ${mostKept} samples`);
+      // Once the live channel is open, windows are asked for on it, not over HTTP.
+      const overHttp = seen.filter((u) => u.pathname.endsWith(`/runs/${run}/states`)).length;
+      assert.ok(framesOverSocket >= 12, `${framesOverSocket} windows over the live channel`);
+      assert.ok(overHttp <= 3, `${overHttp} windows over HTTP`);
     } finally {
       await page.close();
     }

@@ -782,12 +782,20 @@ describe('viewer for engineers (#27) and actor lifetimes (#20), in Chromium', ()
     page.on('pageerror', (e) => errors.push(e.message));
     (page as Page & { errors: string[] }).errors = errors;
     const windows: number[] = [];
+    // Windows asked for by their bounds (the first, the page's moment, is asked for by the moment), over
+    // HTTP or, once it is open, the live channel.
     page.on('request', (r) => {
       const url = new URL(r.url());
-      // Windows asked for by their bounds (the first, the page's moment, is asked for by the moment).
       if (url.pathname.endsWith(`/runs/${fast}/states`) && url.searchParams.has('from'))
         windows.push(Number(url.searchParams.get('to')) - Number(url.searchParams.get('from')) + 1);
     });
+    page.on('websocket', (socket) =>
+      socket.on('framesent', ({ payload }) => {
+        const message = JSON.parse(String(payload)) as { type: string; from?: number; to?: number };
+        if (message.type === 'states' && message.from !== undefined)
+          windows.push(message.to! - message.from + 1);
+      }),
+    );
     await page.goto(new URL(`#/runs/${fast}`, server.url).toString());
     await page.locator('#app[data-ready="true"]').waitFor();
     await page.waitForFunction(() => window.simrecView?.framesDrawn > 0);

@@ -23,6 +23,11 @@ import type { StreamInfo } from '../model/stream.js';
 const MAGIC = 'SRSW';
 export const STATE_WINDOW_VERSION = 1;
 export const STATE_WINDOW_MEDIA_TYPE = 'application/vnd.simrec.state-window';
+/**
+ * Where the window begins in a live channel's frame: after the request's number (a u32) and four zero
+ * bytes, so that its columns stay 8-aligned in the frame's buffer.
+ */
+export const WINDOW_FRAME_OFFSET = 8;
 
 /**
  * One actor's poses in a window, row for row with `t`. The server reads yaw and speed as 64-bit numbers
@@ -103,16 +108,16 @@ function columnsOver(buffer: ArrayBufferLike, start: number, rows: number): Stat
 }
 
 /**
- * A window from its bytes: each actor's columns are views over `buffer` (which must start at offset 0
- * of its bytes, as a fetched ArrayBuffer does). Bytes that are not such a window are refused with what
- * was found and what was expected.
+ * A window from its bytes, from `offset` of `buffer` on (a multiple of 8: 0 for a fetched answer, 8 in
+ * a live channel's frame): each actor's columns are views over `buffer`. Bytes that are not such a
+ * window are refused with what was found and what was expected.
  */
-export function decodeStateWindow(buffer: ArrayBuffer): BinaryStateWindow {
-  const bytes = new Uint8Array(buffer);
+export function decodeStateWindow(buffer: ArrayBuffer, offset = 0): BinaryStateWindow {
+  const bytes = new Uint8Array(buffer, offset);
   const magic = String.fromCharCode(...bytes.subarray(0, 4));
   if (bytes.length < 12 || magic !== MAGIC)
     throw new Error(`state window: expected bytes starting "${MAGIC}", got ${JSON.stringify(magic)}`);
-  const view = new DataView(buffer);
+  const view = new DataView(buffer, offset);
   const version = view.getUint32(4, true);
   if (version !== STATE_WINDOW_VERSION)
     throw new Error(`state window: version ${version}; this viewer reads version ${STATE_WINDOW_VERSION}`);
@@ -124,7 +129,7 @@ export function decodeStateWindow(buffer: ArrayBuffer): BinaryStateWindow {
   const start = align8(12 + headerLength);
   if (bytes.length !== start + rows * 32)
     throw new Error(`state window: ${bytes.length} bytes for ${rows} samples; expected ${start + rows * 32}`);
-  const all = columnsOver(buffer, start, rows);
+  const all = columnsOver(buffer, offset + start, rows);
   const actors = new Map<string, StateWindowColumns>();
   let row = 0;
   for (const [id, n] of header.actors) {

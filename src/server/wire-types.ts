@@ -8,6 +8,7 @@ import type { RunSummary } from '../model/run.js';
 import type { Sample } from '../model/stream.js';
 import type { RunDescription, Scene } from '../replay/run-queries.js';
 import type { RecordingSettingsValues } from './recording-settings.js';
+import type { WindowRequest } from './state-windows.js';
 
 /** GET /api/health */
 export interface HealthAnswer {
@@ -97,4 +98,14 @@ export type LiveMessage =
   | { type: 'runs'; runs: RunListEntry[] }
   | { type: 'store-error'; error: string }
   | { type: 'settings'; settings: Settings }
-  | ({ type: 'mongodb' } & Record<string, unknown>);
+  | ({ type: 'mongodb' } & Record<string, unknown>)
+  /** A window asked for on the channel could not be answered (`request` null: the message was not one). */
+  | { type: 'states-error'; request: number | null; error: string; code: string };
+
+/**
+ * What a viewer may send on the live channel: a window of states to answer (bounds as GET /states
+ * takes them), answered by a binary frame (the request's number as a u32, four zero bytes, the window
+ * as state-window-wire.ts lays it out), or a request to forget.
+ */
+export type LiveRequest =
+  ({ type: 'states'; request: number; run: number } & WindowRequest) | { type: 'cancel'; request: number };

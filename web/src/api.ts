@@ -1,12 +1,17 @@
 import type { ActorInfo, RunInfo } from '../../src/model/run.js';
 import type { StreamInfo, Sample } from '../../src/model/stream.js';
 import type { AttachmentInfo } from '../../src/model/attachment.js';
-import { decodeStateWindow } from '../../src/server/state-window-wire.js';
+import {
+  decodeStateWindow,
+  WINDOW_FRAME_OFFSET,
+  type BinaryStateWindow,
+} from '../../src/server/state-window-wire.js';
 import type { RoadNetwork } from '../../src/model/roadnet.js';
 import type {
   ErrorAnswer,
   HealthAnswer,
   LiveMessage,
+  LiveRequest,
   RunDetail,
   RunDiff,
   RunEvaluation,
@@ -109,20 +114,16 @@ export const api = {
    * The window holding a moment, before the page knows the run: `seconds` from its first sample (a
    * link's `t`) or `at`, microseconds since the epoch (a link's `at`).
    */
-  stateWindowAt: async (id: number, moment: { seconds: number } | { at: number }, signal?: AbortSignal) =>
-    decodeStateWindow(
-      await (
-        await request(
-          `/runs/${id}/states?${'seconds' in moment ? `moment=${moment.seconds}` : `around=${moment.at}`}&format=columns`,
-          signal,
-        )
-      ).arrayBuffer(),
+  stateWindowAt: (id: number, moment: { seconds: number } | { at: number }, signal?: AbortSignal) =>
+    stateWindow(
+      id,
+      'seconds' in moment ? { moment: moment.seconds } : { around: moment.at },
+      'seconds' in moment ? `moment=${moment.seconds}` : `around=${moment.at}`,
+      signal,
     ),
   /** Every actor's poses over [from, to] as binary columns (src/server/state-window-wire.ts). */
-  stateWindow: async (id: number, from: number, to: number, signal?: AbortSignal) =>
-    decodeStateWindow(
-      await (await request(`/runs/${id}/states?from=${from}&to=${to}&format=columns`, signal)).arrayBuffer(),
-    ),
+  stateWindow: (id: number, from: number, to: number, signal?: AbortSignal) =>
+    stateWindow(id, { from, to }, `from=${from}&to=${to}`, signal),
   scene: (id: number, t: number) => get<SceneAnswer>(`/runs/${id}/scene?t=${t}&interpolate=1`),
   samples: (id: number, stream: string, from?: number, to?: number) => samplePages(id, stream, from, to),
   /** A stream's samples where its values change (a traffic light's switches): `changes=1`. */
@@ -136,6 +137,62 @@ export const api = {
   attachmentUrl: (id: number, name: string) =>
     withToken(`api/runs/${id}/attachment?name=${encodeURIComponent(name)}`),
 };
+
+/**
+ * A window of states over the live channel when it is open (one connection, no request's headers, a
+ * cancel is a message), over HTTP otherwise; `query` is the same bounds as GET /states takes them.
+ */
+async function stateWindow(
+  run: number,
+  bounds: Omit<Extract<LiveRequest, { type: 'states' }>, 'type' | 'request' | 'run'>,
+  query: string,
+  signal?: AbortSignal,
+): Promise<BinaryStateWindow> {
+  const socket = liveSocket;
+  if (socket?.readyState !== WebSocket.OPEN)
+    return decodeStateWindow(
+      await (await request(`/runs/${run}/states?${query}&format=columns`, signal)).arrayBuffer(),
+    );
+  signal?.throwIfAborted();
+  const id = nextWindowRequest++;
+  const asked: LiveRequest = { type: 'states', request: id, run, ...bounds };
+  socket.send(JSON.stringify(asked));
+  return new Promise<BinaryStateWindow>((resolve, reject) => {
+    windowsAsked.set(id, { resolve, reject });
+    signal?.addEventListener('abort', () => {
+      windowsAsked.delete(id);
+      if (socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify({ type: 'cancel', request: id }));
+      reject(signal.reason as Error);
+    });
+  });
+}
+
+/** The live channel while it is open, and the windows asked for on it and not yet answered. */
+let liveSocket: WebSocket | null = null;
+let nextWindowRequest = 1;
+const windowsAsked = new Map<
+  number,
+  { resolve: (window: BinaryStateWindow) => void; reject: (error: Error) => void }
+>();
+
+/** A window's frame on the live channel: its request's number, then the window from WINDOW_FRAME_OFFSET. */
+function windowArrived(frame: ArrayBuffer): void {
+  const id = new DataView(frame).getUint32(0, true);
+  const asked = windowsAsked.get(id);
+  if (!asked) return; // cancelled meanwhile
+  windowsAsked.delete(id);
+  try {
+    asked.resolve(decodeStateWindow(frame, WINDOW_FRAME_OFFSET));
+  } catch (error) {
+    asked.reject(error as Error);
+  }
+}
+
+/** The windows asked for on a channel that closed: their askers ask again (over HTTP until it is back). */
+function windowsLost(): void {
+  for (const asked of windowsAsked.values()) asked.reject(new Error('the live channel closed'));
+  windowsAsked.clear();
+}
 
 /** The live channel: run-list updates pushed by the server, reconnecting when it goes away. */
 export function connectLive(
@@ -153,9 +210,19 @@ export function connectLive(
     const url = new URL(withToken('api/live'), location.href);
     url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
     socket = new WebSocket(url);
-    socket.onopen = () => onState('connected');
+    socket.binaryType = 'arraybuffer';
+    const opened = socket;
+    socket.onopen = () => {
+      liveSocket = opened;
+      onState('connected');
+    };
     socket.onmessage = (event) => {
+      if (event.data instanceof ArrayBuffer) return windowArrived(event.data);
       const message = JSON.parse(String(event.data)) as LiveMessage;
+      if (message.type === 'states-error' && message.request !== null) {
+        windowsAsked.get(message.request)?.reject(new ApiError(400, message.error));
+        windowsAsked.delete(message.request);
+      }
       if (message.type === 'settings') onSettings(message.settings);
       if (message.type === 'runs') {
         onState('connected');
@@ -165,6 +232,8 @@ export function connectLive(
       onMessage?.(message);
     };
     socket.onclose = () => {
+      if (liveSocket === opened) liveSocket = null;
+      windowsLost();
       if (stopped) return;
       onState('disconnected');
       retry = setTimeout(open, 1000);
