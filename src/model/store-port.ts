@@ -28,16 +28,16 @@ export interface ReadSamplesArgs {
   from?: number;
   to?: number;
   signal?: AbortSignal;
+  /**
+   * Read once (a writer going through a run, a server's answer): what it reads is not kept in the
+   * store's caches, which keep serving what they held (SQLite's reads; a backend may ignore it).
+   */
+  transient?: boolean;
 }
 
 export interface ReadColumnsArgs extends ReadSamplesArgs {
   /** Only these fields (t and step always); all when absent. Blocks are decoded only for these. */
   fields?: readonly string[];
-  /**
-   * Read once (a writer going through a run): what it reads is not kept in the store's caches, which
-   * keep serving what they held (SQLite's readColumns and readColumnsJoined; a backend may ignore it).
-   */
-  transient?: boolean;
 }
 
 export interface BracketArgs {

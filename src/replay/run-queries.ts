@@ -191,6 +191,8 @@ export interface WindowArgs {
   from?: number;
   to?: number;
   signal?: AbortSignal;
+  /** Nothing read is kept in the store's caches (ReadSamplesArgs.transient). */
+  transient?: boolean;
 }
 
 /** Any stream's samples over a time window, as an async iterator of batches. */
@@ -204,5 +206,6 @@ export function streamSamples(
   if (args.from !== undefined) read.from = args.from;
   if (args.to !== undefined) read.to = args.to;
   if (args.signal !== undefined) read.signal = args.signal;
+  if (args.transient !== undefined) read.transient = args.transient;
   return store.readSamples(read);
 }

@@ -313,7 +313,7 @@ export function createApi(store: StoreBackend, settings: RecordingSettings = new
     const window = windowParams(c);
     await requireActor(store, run, actor);
     const page = await samplePage(
-      streamSamples(store, run, streamId(actor, STATE_STREAM), window),
+      streamSamples(store, run, streamId(actor, STATE_STREAM), { ...window, transient: true }),
       limit,
       `trajectory of ${actor}`,
     );
@@ -335,7 +335,9 @@ export function createApi(store: StoreBackend, settings: RecordingSettings = new
         'invalid',
         `query parameter changes: expected 0 or 1, got ${JSON.stringify(changes)}`,
       );
-    const samples = streamSamples(store, run, stream, windowParams(c));
+    // Not kept in the store's caches: each page is a copy into JSON, and a server that kept the decoded
+    // chunks of every stream its pages went through held the runs they were shown, not what they show.
+    const samples = streamSamples(store, run, stream, { ...windowParams(c), transient: true });
     const page = await samplePage(changes === '1' ? changesOnly(samples) : samples, limit, stream);
     return json<SamplesAnswer>(c, { stream, ...page });
   });

@@ -2,7 +2,15 @@ import { absenceAt, usualSampleInterval } from '../../src/model/presence.js';
 import { endReasonInWords } from '../../src/model/run.js';
 import { lastAtOrBefore } from '../../src/model/sorted-search.js';
 import { BIRDVIEW_LEGEND } from '../../src/server/birdview-legend.js';
-import { api, ApiError, type ActorInfo, type RunDetail, type RunListEntry, type Sample } from './api.js';
+import {
+  api,
+  ApiError,
+  type ActorInfo,
+  type RoadNetwork,
+  type RunDetail,
+  type RunListEntry,
+  type Sample,
+} from './api.js';
 import { CapturePanel } from './capture-panel.js';
 import { ComparePanel } from './compare-panel.js';
 import { CriteriaPanel } from './criteria-panel.js';
@@ -134,6 +142,10 @@ export class RunView {
           };
     const momentWindow = api.stateWindowAt(this.runId, moment, early.signal);
     momentWindow.catch(() => {}); // a run that is not there: the detail's answer says so below
+    // The road network too: the moment's actors are drawn on it, fitted to it. A run without one
+    // answers 404, which the detail says beforehand.
+    const road = api.roadnet(this.runId);
+    road.catch(() => {}); // awaited below only when the run has a road network
     try {
       this.detail = await api.run(this.runId);
     } catch (error) {
@@ -311,7 +323,7 @@ export class RunView {
     });
     this.options.trails.checked = true;
 
-    await this.loadRoad();
+    await this.loadRoad(road);
     if (this.detail.hasRoadNetwork) this.map.fitAll();
     let moved = false;
     const onMove = this.map.onMove;
@@ -368,20 +380,27 @@ export class RunView {
     this.notes.append(el('p', {}, text));
   }
 
-  private async loadRoad(): Promise<void> {
+  private async loadRoad(road: Promise<RoadNetwork>): Promise<void> {
     if (!this.detail.hasRoadNetwork) {
       if (this.hasMap) this.note('This run has no road network: actors are shown on a blank map.');
       this.map.fit([-100, -100], [100, 100]);
-      // Fit the actors once the first poses are in.
-      const first = this.data.onLoaded;
-      this.data.onLoaded = () => {
-        this.data.onLoaded = first;
-        first();
+      // Fit the actors once the first poses are drawn (now, when the moment's window came first).
+      let fitted = false;
+      const fitOnce = (): void => {
+        if (fitted || this.presentCount === 0) return;
+        fitted = true;
         this.map.fitAll();
       };
+      const first = this.data.onLoaded;
+      this.data.onLoaded = () => {
+        first();
+        fitOnce();
+      };
+      this.render();
+      fitOnce();
       return;
     }
-    this.map.setRoad(await api.roadnet(this.runId));
+    this.map.setRoad(await road);
   }
 
   private async loadLights(): Promise<void> {
