@@ -46,9 +46,10 @@ interface PresenceRule {
  * rules as the server's scenes (model/presence.ts): an actor that left, or whose latest state has gone
  * stale, is not drawn where it last stood.
  *
- * Windows lie on a grid from the run's begin. The one holding the cursor is asked for first, then the
- * ones ahead of it (as far as AHEAD_SECONDS of playback at the speed playing) and the one behind it,
- * once it is in; a fetch no longer wanted after a seek is cancelled (and the server stops reading it), and windows beyond KEEP_SAMPLES are dropped, the
+ * Windows lie on a grid from the run's first sample (windowGrid, which the server runs too). The one
+ * holding the cursor is asked for first, then, once it is in, the ones ahead of it (as far as
+ * AHEAD_SECONDS of playback at the speed playing) and the one behind it. A fetch no longer wanted after
+ * a seek is cancelled (and the server stops reading it); windows beyond KEEP_SAMPLES are dropped, the
  * farthest from the cursor first.
  */
 export class PlaybackData {
