@@ -15,16 +15,16 @@ import {
   copyRowsInto,
   firstAtOrAfter,
   lastAtOrBefore,
-  openChunk,
   ownSampleAt,
   sliceBatch,
   type ChunkRef,
   type ChunkView,
 } from '../common/chunk-reader.js';
 import { orderedColumns, rowsTarget } from '../common/chunk-rows.js';
+import { loadStoredChunk } from './sqlite-chunk-rows.js';
 import { readColumnsJoinedViaBatches } from '../common/sample-reads.js';
 import { encodeChunks } from '../common/stream-tail.js';
-import { wrapIoError } from './sqlite-chunk-writer.js';
+import { INSERT_SEALED_CHUNK, sealedChunkParts, wrapIoError } from './sqlite-chunk-writer.js';
 import type { SqliteRuns } from './sqlite-runs.js';
 import { SET_STREAM_COUNTS } from './sqlite-schema.js';
 import { json, type Row, type SqliteStoreFile } from './sqlite-store-file.js';
@@ -83,10 +83,8 @@ export class SqliteSamples {
           this.file.stmt('DELETE FROM chunks WHERE stream_key = ?').run(key);
           for (const c of chunks)
             this.file
-              .stmt(
-                'INSERT INTO chunks (stream_key, begin_us, end_us, count, sealed, data) VALUES (?, ?, ?, ?, 1, ?)',
-              )
-              .run(key, c.begin, c.end, c.count, c.data);
+              .stmt(INSERT_SEALED_CHUNK)
+              .run(key, c.begin, c.end, c.count, ...sealedChunkParts(c.data));
           this.file.stmt('UPDATE streams SET extra_fields = ? WHERE key = ?').run(json(extras), key);
           this.file
             .stmt(SET_STREAM_COUNTS)
@@ -207,7 +205,14 @@ export class SqliteSamples {
     for (const { ref, view, cut } of parts) {
       const cached = cut ? cut.batch : this.file.cache.cachedWhole(ref.id, fields);
       if (cached) copyRowsInto(cached, view.columns, cut?.lo ?? 0, cut?.hi ?? view.n, target);
-      else view.decodeInto(target, fields);
+      else
+        try {
+          view.decodeInto(target, fields);
+        } catch (error) {
+          // Its blocks are read now, and the chunk may have been replaced since its frame was.
+          if (error instanceof SimrecError && error.code === 'conflict') return undefined;
+          throw error;
+        }
     }
     return orderedColumns(
       target,
@@ -292,20 +297,13 @@ export class SqliteSamples {
   }
 
   /**
-   * The chunk, or undefined when another connection has just replaced it (tail chunks merged). Only its
-   * first bytes are read now (the frame is in them); a block is read when it is decoded.
+   * The chunk, or undefined when another connection has just replaced it (tail chunks merged). A chunk
+   * stored with its frame apart (schema 6) is read a block at a time (sqlite-chunk-rows.ts).
    */
   private openChunk(run: number, stream: string, id: number, keep = true): ChunkView | undefined {
     return this.file.cache.chunk(
       id,
-      () => {
-        // The whole chunk at once: SQLite loads a column's whole value before substr() cuts it (reading
-        // a chunk's first bytes costs nearly as much as the whole), so reading the frame first and each
-        // block later read every chunk twice or more.
-        const row = this.file.stmt('SELECT data FROM chunks WHERE id = ?').get(id) as Row | undefined;
-        if (!row) return undefined;
-        return openChunk(row.data as Buffer, `${this.file.location} run ${run} stream ${stream} chunk ${id}`);
-      },
+      () => loadStoredChunk(this.file, id, `${this.file.location} run ${run} stream ${stream} chunk ${id}`),
       keep,
     );
   }
