@@ -32,6 +32,9 @@ import { json, type Row, type SqliteStoreFile } from './sqlite-store-file.js';
 /** Every run's index at open, for stores of up to this many chunks (a few milliseconds to read). */
 export const PRELOAD_INDEX_CHUNKS = 50_000;
 
+/** At most this many blocks decoded when the store opens, to warm the read path (warmDecoders). */
+const WARM_BLOCKS = 32;
+
 /**
  * SqliteBackend's samples: appends handed to the writer, derived streams written whole, and reads
  * through each run's chunk index and the cache of opened chunks and decoded blocks.
@@ -294,6 +297,34 @@ export class SqliteSamples {
     if (((span.n as number | null) ?? 0) > PRELOAD_INDEX_CHUNKS) return;
     this.file.syncWithOtherConnections();
     this.loadIndexes();
+  }
+
+  /**
+   * Decodes the blocks of one stored chunk (the store's middle one: most likely of the streams most of
+   * the store holds) and makes a sample of each, when the store opens. A fresh process's first scene
+   * decodes a block of every actor's chunk, and most of its time went to code V8 had not compiled yet;
+   * run here once, the decoder's loops are compiled (on V8's other thread) and its type feedback
+   * gathered before a reader waits for it. It moves time more than it saves it: the open takes about
+   * as much longer as the first scene takes less, which a server (opened long before its first view)
+   * gains and a command that opens, asks once and exits does not (performance-history.md). Best
+   * effort: damage is reported by the read that needs the chunk, not by the open.
+   */
+  warmDecoders(): void {
+    try {
+      const row = this.file
+        .stmt(
+          'SELECT id FROM chunks WHERE id >= (SELECT (MIN(id) + MAX(id)) / 2 FROM chunks) ORDER BY id LIMIT 1',
+        )
+        .get() as Row | undefined;
+      if (!row) return;
+      const id = row.id as number;
+      const view = loadStoredChunk(this.file, id, `${this.file.location} chunk ${id}`);
+      if (!view) return;
+      for (let b = 0; b < Math.min(view.blocks.length, WARM_BLOCKS); b++)
+        ownSampleAt(view.decodeBlock(b), view.columns, 0);
+    } catch {
+      // Nothing warmed: reads run cold.
+    }
   }
 
   /**
