@@ -1577,7 +1577,7 @@ describe('reading scenes', () => {
     await store.close();
   });
 
-  it('a chunk read at a second block is decoded whole, with the chunks of its stream touched once, and later chunks whole at their first touch', async () => {
+  it('a chunk read at a second block is decoded whole, with the chunks of its stream touched once and their neighbours, and later chunks whole at their first touch', async () => {
     const path = await recordTwoActors();
     const store = await openStore(path);
     const sorted = (blocks: number[]): number[] => [...blocks].sort((x, y) => x - y);
@@ -1592,12 +1592,13 @@ describe('reading scenes', () => {
     const [chunkA] = [...first.keys()];
     assert.ok(chunkA!.blocks.length > 2, `chunks of several blocks (${chunkA!.blocks.length})`);
     // A second block of the first chunks: they are decoded whole, once, and so are the far ones, read
-    // once so far, in the same burst.
+    // once so far, and the chunks next to either (each actor's five chunks of 2 s: the first and the
+    // last touched, the second and the fourth beside them), in the same burst.
     const lastBlock = chunkA!.blocks.length - 1;
     const second = await decodesDuring(
       async () => void (await sceneAt(store, 1, { t: chunkA!.blocks[lastBlock]!.begin })),
     );
-    assert.equal(second.size, 4, 'both actors: the first chunks and the far ones');
+    assert.equal(second.size, 8, 'both actors: the first chunks, the far ones, and their neighbours');
     for (const [chunk, blocks] of second)
       assert.deepEqual(
         sorted(blocks),
@@ -1608,7 +1609,10 @@ describe('reading scenes', () => {
       await sceneAt(store, 1, { t: 8_000_000 + 300_000 });
     });
     assert.equal(again.size, 0, 'the chunks are cached whole');
-    // Both streams are being browsed: a chunk never touched is decoded whole at its first touch.
+    const beside = await decodesDuring(async () => void (await sceneAt(store, 1, { t: 2_500_000 })));
+    assert.equal(beside.size, 0, 'the chunks next to those touched were read ahead');
+    // Both streams are being browsed: a chunk never touched (the middle one) is decoded whole at its
+    // first touch.
     const later = await decodesDuring(async () => void (await sceneAt(store, 1, { t: 5_000_000 })));
     assert.equal(later.size, 2);
     for (const [chunk, blocks] of later)
