@@ -6,9 +6,10 @@ import type { Row, SqliteStoreFile } from './sqlite-store-file.js';
 /**
  * Reading a chunk's row. A sealed chunk of schema 6 keeps its frame (header and block table) in
  * `frame` and its blocks in `data`: a read fetches the frame, then only the blocks it decodes, each
- * with substr(). SQLite still loads the whole `data` value before substr() cuts it, but the block alone
- * is copied into JavaScript (a fresh process's first scene copied 200 whole chunks, 12 MB, for 200
- * blocks of 3 KB). A chunk whose frame is NULL (a tail chunk, a store before schema 6) is read whole.
+ * with substr(). SQLite still loads the whole `data` value before substr() cuts it, but only the block
+ * is copied into JavaScript: a fresh process's first scene copied every actor's whole chunk for one
+ * block of each (recording-engine.md). A chunk whose frame is NULL (a tail chunk, a store before
+ * schema 6) is read whole.
  */
 
 /**

@@ -257,7 +257,7 @@ export class SqliteSamples {
    * Streams that became browsed in this read (a chunk of each read on): the chunks next to those they
    * had decoded whole are decoded too, in the same burst. A reader seeking about a run touched a few
    * chunk windows before it came back to one; without this, each window it had not touched yet cost a
-   * burst of its own later (on the seek benchmark, three bursts instead of one, each a slow scene).
+   * burst of its own later, each a slow scene.
    */
   private readAroundBrowsed(): void {
     const cache = this.file.cache;
