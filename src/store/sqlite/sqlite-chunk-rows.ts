@@ -59,7 +59,7 @@ class StoredBlocks implements ChunkBytes {
   read(offset: number, length: number): Uint8Array {
     const framed = this.frame.length;
     if (offset + length <= framed) return this.frame.subarray(offset, offset + length);
-    if (offset >= framed && this.blocks === null) {
+    if (offset >= framed && this.blocks === null && (offset > framed || framed + length < this.size)) {
       const row = this.file
         .stmt('SELECT substr(data, ?, ?) AS bytes FROM chunks WHERE id = ?')
         .get(offset - framed + 1, length, this.id) as Row | undefined;
