@@ -317,6 +317,25 @@ describe('sealed chunks stored as a frame and blocks (schema 6)', () => {
     await reader.close();
   });
 
+  it('a window over several blocks of a chunk fetches the blocks once, not once a block', async () => {
+    const path = fresh();
+    const store = await openStore(path);
+    const run = await recordV4Samples(store, 1_000_000);
+    await store.close();
+    const reader = await openStore(path);
+    const samples = storeV4Samples();
+    let read: Sample[] = [];
+    const sql = await statementsDuring(reader, async () => {
+      read = await collect(
+        reader.readSamples({ run, stream: 'car/state', from: samples[150]!.t, to: samples[640]!.t }),
+      );
+    });
+    assert.deepEqual(read, samples.slice(150, 641));
+    const fetches = sql.filter((q) => /substr\(data|SELECT data FROM chunks/.test(q));
+    assert.ok(fetches.length <= 2, `one block alone, then the chunk's blocks at once: ${fetches.join('; ')}`);
+    await reader.close();
+  });
+
   it("a flipped bit in a chunk's frame is an error naming the chunk, and simrec check finds it", async () => {
     const path = fresh();
     const store = await openStore(path);

@@ -45,8 +45,10 @@ class StoredBlocks implements ChunkBytes {
   private readonly id: number;
   private readonly where: string;
   private readonly frame: Uint8Array;
-  /** Every block at once, once a read wanted more than one (a chunk decoded whole). */
+  /** Every block at once, once a read wanted more than one (a chunk decoded whole, or read again). */
   private blocks: Uint8Array | null = null;
+  /** Blocks fetched alone so far: the second fetches them all (each substr() loads the whole blob). */
+  private fetched = 0;
 
   constructor(file: SqliteStoreFile, id: number, frame: Buffer, blockBytes: number, where: string) {
     this.file = file;
@@ -59,7 +61,8 @@ class StoredBlocks implements ChunkBytes {
   read(offset: number, length: number): Uint8Array {
     const framed = this.frame.length;
     if (offset + length <= framed) return this.frame.subarray(offset, offset + length);
-    if (offset >= framed && this.blocks === null && (offset > framed || framed + length < this.size)) {
+    const rest = offset === framed && framed + length === this.size;
+    if (offset >= framed && this.blocks === null && !rest && this.fetched++ === 0) {
       const row = this.file
         .stmt('SELECT substr(data, ?, ?) AS bytes FROM chunks WHERE id = ?')
         .get(offset - framed + 1, length, this.id) as Row | undefined;
