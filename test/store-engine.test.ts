@@ -247,6 +247,15 @@ async function recordV4Samples(store: StoreBackend, begin: number): Promise<numb
   return rec.id;
 }
 
+/** A new store file holding the storeV4Samples as one run, closed. */
+async function storeOfV4Samples(): Promise<{ path: string; run: number }> {
+  const path = fresh();
+  const store = await openStore(path);
+  const run = await recordV4Samples(store, 1_000_000);
+  await store.close();
+  return { path, run };
+}
+
 /** Each chunk row of a run: whether its frame is apart, and its first bytes (frame, else data). */
 function chunkRows(path: string, run: number): { apart: boolean; magic: string; sealed: number }[] {
   const db = new Database(path, { readonly: true });
@@ -286,10 +295,7 @@ async function statementsDuring(store: StoreBackend, work: () => Promise<void>):
 
 describe('sealed chunks stored as a frame and blocks (schema 6)', () => {
   it('a sealed chunk keeps its frame apart; a scene fetches the blocks it decodes, not whole chunks', async () => {
-    const path = fresh();
-    const store = await openStore(path);
-    const run = await recordV4Samples(store, 1_000_000);
-    await store.close();
+    const { path, run } = await storeOfV4Samples();
     assert.deepEqual(chunkRows(path, run), [
       { apart: true, magic: 'SRC2', sealed: 1 },
       { apart: true, magic: 'SRC2', sealed: 1 },
@@ -318,10 +324,7 @@ describe('sealed chunks stored as a frame and blocks (schema 6)', () => {
   });
 
   it('a window over several blocks of a chunk fetches the blocks once, not once a block', async () => {
-    const path = fresh();
-    const store = await openStore(path);
-    const run = await recordV4Samples(store, 1_000_000);
-    await store.close();
+    const { path, run } = await storeOfV4Samples();
     const reader = await openStore(path);
     const samples = storeV4Samples();
     let read: Sample[] = [];
@@ -337,10 +340,7 @@ describe('sealed chunks stored as a frame and blocks (schema 6)', () => {
   });
 
   it("a flipped bit in a chunk's frame is an error naming the chunk, and simrec check finds it", async () => {
-    const path = fresh();
-    const store = await openStore(path);
-    const run = await recordV4Samples(store, 1_000_000);
-    await store.close();
+    const { path, run } = await storeOfV4Samples();
     const db = new Database(path);
     const row = db.prepare('SELECT id, frame FROM chunks WHERE frame IS NOT NULL LIMIT 1').get() as {
       id: number;
