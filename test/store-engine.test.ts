@@ -188,14 +188,15 @@ describe('a store written before schema 4 (counters in the streams rows)', () =>
 
 const V4 = join(REPO_ROOT, 'test', 'fixtures', 'store-v4', 'simrec-2026-11-26.sqlite3');
 
-/** The bytes of a run's chunks in a store file. */
+/** The bytes of a run's chunks in a store file (of schema 6 or later: frames and blocks). */
 function chunkBytes(path: string, run: number): number {
   const db = new Database(path, { readonly: true });
   try {
     return (
       db
         .prepare(
-          'SELECT SUM(LENGTH(c.data)) AS bytes FROM chunks c JOIN streams s ON s.key = c.stream_key WHERE s.run_id = ?',
+          `SELECT SUM(LENGTH(c.data) + COALESCE(LENGTH(c.frame), 0)) AS bytes FROM chunks c
+           JOIN streams s ON s.key = c.stream_key WHERE s.run_id = ?`,
         )
         .get(run) as { bytes: number }
     ).bytes;
@@ -232,6 +233,161 @@ describe('a store written before schema 5 (floats packed as XOR with their predi
     assert.ok(now < old * 0.98, `the same samples: ${now} bytes now, ${old} in the schema-4 file`);
     const check = runCli(['check', '--store', path]);
     assert.equal(check.status, 0, check.stderr);
+  });
+});
+
+const V5 = join(REPO_ROOT, 'test', 'fixtures', 'store-v5', 'simrec-2026-12-02.sqlite3');
+
+/** The storeV4Samples recorded as one car's run, in commits of 100. */
+async function recordV4Samples(store: StoreBackend, begin: number): Promise<number> {
+  const rec = await recordingOneCar(store, begin);
+  const samples = storeV4Samples();
+  for (let i = 0; i < samples.length; i += 100) await rec.appendBatch('car/state', samples.slice(i, i + 100));
+  await rec.end('completed');
+  return rec.id;
+}
+
+/** A new store file holding the storeV4Samples as one run, closed. */
+async function storeOfV4Samples(): Promise<{ path: string; run: number }> {
+  const path = fresh();
+  const store = await openStore(path);
+  const run = await recordV4Samples(store, 1_000_000);
+  await store.close();
+  return { path, run };
+}
+
+/** Each chunk row of a run: whether its frame is apart, and its first bytes (frame, else data). */
+function chunkRows(path: string, run: number): { apart: boolean; magic: string; sealed: number }[] {
+  const db = new Database(path, { readonly: true });
+  try {
+    const rows = db
+      .prepare(
+        `SELECT c.frame, c.data, c.sealed FROM chunks c JOIN streams s ON s.key = c.stream_key
+         WHERE s.run_id = ? ORDER BY c.begin_us`,
+      )
+      .all(run) as { frame: Buffer | null; data: Buffer; sealed: number }[];
+    return rows.map((r) => ({
+      apart: r.frame !== null,
+      magic: (r.frame ?? r.data).subarray(0, 4).toString('latin1'),
+      sealed: r.sealed,
+    }));
+  } finally {
+    db.close();
+  }
+}
+
+/** The SQL a store's connection runs during `work` (the statements it prepared, each time it ran one). */
+async function statementsDuring(store: StoreBackend, work: () => Promise<void>): Promise<string[]> {
+  const file = (store as unknown as { file: { stmt: (sql: string) => unknown } }).file;
+  const seen: string[] = [];
+  const stmt = file.stmt.bind(file);
+  file.stmt = (sql: string) => {
+    seen.push(sql);
+    return stmt(sql);
+  };
+  try {
+    await work();
+  } finally {
+    file.stmt = stmt;
+  }
+  return seen;
+}
+
+describe('sealed chunks stored as a frame and blocks (schema 6)', () => {
+  it('a sealed chunk keeps its frame apart; a scene fetches the blocks it decodes, not whole chunks', async () => {
+    const { path, run } = await storeOfV4Samples();
+    assert.deepEqual(chunkRows(path, run), [
+      { apart: true, magic: 'SRC2', sealed: 1 },
+      { apart: true, magic: 'SRC2', sealed: 1 },
+    ]);
+    const reader = await openStore(path);
+    const sql = await statementsDuring(reader, async () => {
+      const scene = await sceneAt(reader, run, { t: 1_000_000 + 1234 * 10_000 });
+      assert.deepEqual(scene.actors[0], {
+        id: 'car',
+        kind: 'vehicle',
+        ...Object.fromEntries(Object.entries(storeV4Samples()[1234]!).filter(([k]) => k !== 'step')),
+      });
+    });
+    assert.ok(
+      sql.some((q) => q.includes('substr(data')),
+      `a block fetched alone: ${sql.join('; ')}`,
+    );
+    assert.ok(!sql.some((q) => /SELECT data FROM chunks/.test(q)), `no whole chunk: ${sql.join('; ')}`);
+    assert.deepEqual(await collect(reader.readSamples({ run, stream: 'car/state' })), storeV4Samples());
+    assert.deepEqual(
+      (await trajectoryColumns(reader, run, { actor: 'car' })).columns.x,
+      Float64Array.from(storeV4Samples(), (s) => s.x as number),
+    );
+    assert.deepEqual((await reader.checkIntegrity()).problems, []);
+    await reader.close();
+  });
+
+  it('a window over several blocks of a chunk fetches the blocks once, not once a block', async () => {
+    const { path, run } = await storeOfV4Samples();
+    const reader = await openStore(path);
+    const samples = storeV4Samples();
+    let read: Sample[] = [];
+    const sql = await statementsDuring(reader, async () => {
+      read = await collect(
+        reader.readSamples({ run, stream: 'car/state', from: samples[150]!.t, to: samples[640]!.t }),
+      );
+    });
+    assert.deepEqual(read, samples.slice(150, 641));
+    const fetches = sql.filter((q) => /substr\(data|SELECT data FROM chunks/.test(q));
+    assert.ok(fetches.length <= 2, `one block alone, then the chunk's blocks at once: ${fetches.join('; ')}`);
+    await reader.close();
+  });
+
+  it("a flipped bit in a chunk's frame is an error naming the chunk, and simrec check finds it", async () => {
+    const { path, run } = await storeOfV4Samples();
+    const db = new Database(path);
+    const row = db.prepare('SELECT id, frame FROM chunks WHERE frame IS NOT NULL LIMIT 1').get() as {
+      id: number;
+      frame: Buffer;
+    };
+    row.frame[row.frame.length - 3]! ^= 0x10;
+    db.prepare('UPDATE chunks SET frame = ? WHERE id = ?').run(row.frame, row.id);
+    db.close();
+    const reopened = await openStore(path);
+    await assert.rejects(
+      collect(streamSamples(reopened, run, 'car/state')),
+      (e: unknown) =>
+        e instanceof SimrecError &&
+        e.code === 'io' &&
+        new RegExp(`chunk ${row.id}: corrupt chunk \\(checksum mismatch`).test(e.message),
+    );
+    await reopened.close();
+    const check = runCli(['check', '--store', path, '--json']);
+    assert.equal(check.status, 1);
+    assert.match(check.stdout, /checksum mismatch/);
+  });
+
+  it('a store of schema 5 (whole chunks) reads as it is, read-only and upgraded beside new chunks', async () => {
+    await readOnlyCopy(V5, async (store) =>
+      assert.deepEqual(await collect(store.readSamples({ run: 1, stream: 'car/state' })), storeV4Samples()),
+    );
+    const { path, store } = await upgradedCopy(V5);
+    const run = await recordV4Samples(store, 1_000_000);
+    await store.close();
+    assert.deepEqual(
+      chunkRows(path, 1).map((c) => c.apart),
+      [false, false],
+      'chunks stored before are left as they were',
+    );
+    assert.deepEqual(
+      chunkRows(path, run).map((c) => c.apart),
+      [true, true],
+    );
+    const reader = await openStore(path);
+    for (const r of [1, run]) {
+      assert.deepEqual(await collect(reader.readSamples({ run: r, stream: 'car/state' })), storeV4Samples());
+      const scene = await sceneAt(reader, r, { t: 1_000_000 + 2299 * 10_000 });
+      assert.equal(scene.actors[0]!.x, storeV4Samples()[2299]!.x);
+    }
+    assert.deepEqual((await reader.checkIntegrity()).problems, []);
+    await reader.close();
+    assert.equal(chunkBytes(path, run), chunkBytes(path, 1), 'the same chunks, their frames apart');
   });
 });
 
@@ -1440,7 +1596,7 @@ describe('reading scenes', () => {
     await store.close();
   });
 
-  it('a chunk read at a second block is decoded whole, with the chunks of its stream touched once, and later chunks whole at their first touch', async () => {
+  it('a chunk read at a second block is decoded whole, with the chunks of its stream touched once and their neighbours, and later chunks whole at their first touch', async () => {
     const path = await recordTwoActors();
     const store = await openStore(path);
     const sorted = (blocks: number[]): number[] => [...blocks].sort((x, y) => x - y);
@@ -1455,12 +1611,13 @@ describe('reading scenes', () => {
     const [chunkA] = [...first.keys()];
     assert.ok(chunkA!.blocks.length > 2, `chunks of several blocks (${chunkA!.blocks.length})`);
     // A second block of the first chunks: they are decoded whole, once, and so are the far ones, read
-    // once so far, in the same burst.
+    // once so far, and the chunks next to either (each actor's five chunks of 2 s: the first and the
+    // last touched, the second and the fourth beside them), in the same burst.
     const lastBlock = chunkA!.blocks.length - 1;
     const second = await decodesDuring(
       async () => void (await sceneAt(store, 1, { t: chunkA!.blocks[lastBlock]!.begin })),
     );
-    assert.equal(second.size, 4, 'both actors: the first chunks and the far ones');
+    assert.equal(second.size, 8, 'both actors: the first chunks, the far ones, and their neighbours');
     for (const [chunk, blocks] of second)
       assert.deepEqual(
         sorted(blocks),
@@ -1471,7 +1628,10 @@ describe('reading scenes', () => {
       await sceneAt(store, 1, { t: 8_000_000 + 300_000 });
     });
     assert.equal(again.size, 0, 'the chunks are cached whole');
-    // Both streams are being browsed: a chunk never touched is decoded whole at its first touch.
+    const beside = await decodesDuring(async () => void (await sceneAt(store, 1, { t: 2_500_000 })));
+    assert.equal(beside.size, 0, 'the chunks next to those touched were read ahead');
+    // Both streams are being browsed: a chunk never touched (the middle one) is decoded whole at its
+    // first touch.
     const later = await decodesDuring(async () => void (await sceneAt(store, 1, { t: 5_000_000 })));
     assert.equal(later.size, 2);
     for (const [chunk, blocks] of later)

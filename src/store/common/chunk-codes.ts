@@ -124,3 +124,13 @@ export const describeColumn = (c: ChunkColumn): string =>
 
 export const isChunkV2 = (data: Uint8Array): boolean =>
   data.length >= 4 && data[0] === 0x53 && data[1] === 0x52 && data[2] === 0x43 && data[3] === 0x32;
+
+/**
+ * How many of a chunk's first bytes are its frame (magic, lengths, checksum, header, block table): its
+ * blocks follow. 0 for a chunk of the first layout, which has no blocks to read apart.
+ */
+export function chunkFrameLength(data: Uint8Array): number {
+  if (!isChunkV2(data) || data.length < 16) return 0;
+  const view = new DataView(data.buffer, data.byteOffset, 16);
+  return Math.min(data.length, 16 + view.getUint32(4, true) + view.getUint32(8, true));
+}

@@ -84,10 +84,16 @@ export interface ChunkBytes {
 }
 
 export function bytesInMemory(data: Uint8Array): ChunkBytes {
-  // A plain Uint8Array over a Buffer's bytes: a Buffer's subarray (every block, every column record) is
-  // Node's own JavaScript, a tenth of a cold trajectory's time; a Uint8Array's is V8's.
-  const bytes = Buffer.isBuffer(data) ? new Uint8Array(data.buffer, data.byteOffset, data.byteLength) : data;
+  const bytes = plainBytes(data);
   return { size: bytes.length, read: (offset, length) => bytes.subarray(offset, offset + length) };
+}
+
+/**
+ * A plain Uint8Array over a Buffer's bytes: a Buffer's subarray (every block, every column record) is
+ * Node's own JavaScript, a tenth of a cold trajectory's time; a Uint8Array's is V8's.
+ */
+export function plainBytes(data: Uint8Array): Uint8Array {
+  return Buffer.isBuffer(data) ? new Uint8Array(data.buffer, data.byteOffset, data.byteLength) : data;
 }
 
 /** A chunk whose checksum and layout have been checked; blocks are decoded on demand. */
@@ -96,8 +102,10 @@ export class ParsedChunk {
   readonly columns: readonly ChunkColumn[];
   readonly blocks: readonly BlockRef[];
   private readonly source: ChunkBytes;
-  /** The whole chunk, once read at once (a chunk read on): blocks are cut from it. */
+  /** Every block, once read at once (a chunk read on): blocks are cut from it. */
   private whole: Uint8Array | null = null;
+  /** Where `whole` begins in the chunk: its first block's offset (the frame is read already). */
+  private wholeOffset = 0;
   private readonly where: string;
 
   private constructor(
@@ -210,7 +218,7 @@ export class ParsedChunk {
   private checkedBlock(i: number): Uint8Array {
     const ref = this.blocks[i]!;
     const bytes = this.whole
-      ? this.whole.subarray(ref.offset, ref.offset + ref.bytes)
+      ? this.whole.subarray(ref.offset - this.wholeOffset, ref.offset - this.wholeOffset + ref.bytes)
       : this.source.read(ref.offset, ref.bytes);
     if (bytes.length !== ref.bytes)
       throw new SimrecError(
@@ -228,7 +236,11 @@ export class ParsedChunk {
 
   /** Reads the rest of the chunk at once: its blocks are about to be decoded one after another. */
   loadAll(): void {
-    this.whole ??= this.source.read(0, this.source.size);
+    if (this.whole !== null) return;
+    // From the first block on: a source that keeps the frame apart (SQLite's rows since schema 6)
+    // gives its blocks as they are stored, without copying them behind the frame.
+    this.wholeOffset = this.blocks[0]!.offset;
+    this.whole = this.source.read(this.wholeOffset, this.source.size - this.wholeOffset);
   }
 
   /**

@@ -95,6 +95,8 @@ export interface ChunkRef<Id> {
 
 /** How many chunks touched once are remembered per stream for the read-ahead. */
 const TOUCHED_CHUNKS_KEPT = 16;
+/** Streams newly browsed kept for a backend that has not asked for them (takeBrowsed). */
+const MAX_BROWSED_LATELY = 4096;
 
 /**
  * Opened chunks and decoded blocks, the least recently used out first. A scene touches one block per
@@ -124,6 +126,8 @@ export class ChunkCache<Id> {
    * chunk cache, or are not read on): read on with the first one read on.
    */
   private readonly touchedOfStream = new LruCache<string, Id[]>(16_384);
+  /** Streams browsed since the backend last asked (takeBrowsed), for its read-ahead around them. */
+  private browsedLately: { run: number; stream: string }[] = [];
 
   /**
    * Bounds: opened chunks by number (each holds its stored bytes, about 64 KB sealed), decoded data by
@@ -257,6 +261,8 @@ export class ChunkCache<Id> {
     // The stream is being browsed: the other chunks of it read once so far are read on too, in the same
     // burst (a reader that came back to one place will come back to the others).
     this.browsed.set(stream, true);
+    if (this.browsedLately.length < MAX_BROWSED_LATELY)
+      this.browsedLately.push({ run: run!, stream: streamName! });
     for (const touched of this.touchedOfStream.get(stream) ?? []) {
       const other = this.chunks.get(touched);
       if (other === undefined || this.touchedOnce.get(touched) === undefined) continue;
@@ -265,6 +271,28 @@ export class ChunkCache<Id> {
     }
     this.touchedOfStream.delete(stream);
     return this.whole(id, view);
+  }
+
+  /**
+   * The streams that have become browsed since the last call (a chunk of each was read on): a backend
+   * reads ahead around them in the same burst (readAhead).
+   */
+  takeBrowsed(): { run: number; stream: string }[] {
+    const taken = this.browsedLately;
+    this.browsedLately = [];
+    return taken;
+  }
+
+  /**
+   * Decodes a chunk whole into the cache ahead of its first touch, while chunks decoded whole take less
+   * than three quarters of their bound (what is read ahead must not push out what is being read).
+   * Returns whether there was room.
+   */
+  readAhead(id: Id, view: ChunkView): boolean {
+    if (this.wholes.weight > this.wholes.bound * 0.75) return false;
+    this.readOn(id);
+    this.whole(id, view);
+    return true;
   }
 
   /** Forgets that a chunk was touched once, and its one block: it is about to be decoded whole. */
@@ -289,6 +317,7 @@ export class ChunkCache<Id> {
     this.touchedOnce.clear();
     this.browsed.clear();
     this.touchedOfStream.clear();
+    this.browsedLately = [];
   }
 }
 

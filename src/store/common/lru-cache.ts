@@ -24,6 +24,11 @@ export class LruCache<K, V> {
     return this.total;
   }
 
+  /** The weight it holds before it evicts anything. */
+  get bound(): number {
+    return this.capacity;
+  }
+
   get(key: K): V | undefined {
     const entry = this.map.get(key);
     if (entry === undefined) return undefined;

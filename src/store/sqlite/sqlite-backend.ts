@@ -55,6 +55,7 @@ export class SqliteBackend extends BackendOfParts implements StoreBackend {
     const { db, version } = openStoreDatabase(path, options);
     const backend = new SqliteBackend(db, path, options, version);
     backend.samples.preloadIndexes();
+    backend.samples.warmDecoders();
     return backend;
   }
 

@@ -3,6 +3,7 @@ import type { ColumnBatch } from '../../model/columns.js';
 import { notFound, SimrecError } from '../../model/errors.js';
 import type { ActorInfo, ActorPresence, EndReason } from '../../model/run.js';
 import type { InferredField, StreamSchema } from '../../model/stream.js';
+import { chunkFrameLength } from '../common/chunk-codes.js';
 import { ChunkBuffers } from '../common/chunk-encoder.js';
 import { StreamTail, type StoredTailChunk, type StreamTailOptions } from '../common/stream-tail.js';
 import { ADD_STREAM_COUNTS } from './sqlite-schema.js';
@@ -278,14 +279,15 @@ export class SqliteChunkWriter {
     try {
       const remove = this.stmt('DELETE FROM chunks WHERE id = ?');
       for (const id of seal.replaces) remove.run(id);
-      const insert = this.stmt(
-        'INSERT INTO chunks (stream_key, begin_us, end_us, count, sealed, data) VALUES (?, ?, ?, ?, ?, ?)',
-      );
-      for (const c of seal.chunks) insert.run(entry.key, c.begin, c.end, c.count, 1, c.data);
+      const insertSealed = this.stmt(INSERT_SEALED_CHUNK);
+      for (const c of seal.chunks)
+        insertSealed.run(entry.key, c.begin, c.end, c.count, ...sealedChunkParts(c.data));
       const rest = seal.rest;
       if (rest)
         restId = Number(
-          insert.run(entry.key, rest.begin, rest.end, rest.count, 0, rest.data).lastInsertRowid,
+          this.stmt(
+            'INSERT INTO chunks (stream_key, begin_us, end_us, count, sealed, data) VALUES (?, ?, ?, ?, ?, ?)',
+          ).run(entry.key, rest.begin, rest.end, rest.count, 0, rest.data).lastInsertRowid,
         );
     } finally {
       // SQLite copied each chunk as it was bound.
@@ -335,6 +337,20 @@ export class SqliteChunkWriter {
       ? new SimrecError('conflict', `run ${run} is closed; it cannot be changed`)
       : notFound(`run ${run} does not exist in ${this.location}`);
   }
+}
+
+/**
+ * A sealed chunk's row (schema 6): its frame in `frame`, its blocks in `data`, so that a reader fetches
+ * the frame and then the one block it decodes (sqlite-samples.ts). Parameters: stream key, begin, end,
+ * count, and the chunk's two parts (sealedChunkParts).
+ */
+export const INSERT_SEALED_CHUNK =
+  'INSERT INTO chunks (stream_key, begin_us, end_us, count, sealed, frame, data) VALUES (?, ?, ?, ?, 1, ?, ?)';
+
+/** A chunk cut into its frame and its blocks (views of its bytes), as INSERT_SEALED_CHUNK stores it. */
+export function sealedChunkParts(data: Uint8Array): [Uint8Array | null, Uint8Array] {
+  const frame = chunkFrameLength(data);
+  return frame === 0 ? [null, data] : [data.subarray(0, frame), data.subarray(frame)];
 }
 
 /** SQLite's own errors (disk full, I/O) become `io` errors naming the store; ours pass through. */

@@ -1,5 +1,7 @@
 import type { IntegrityProblem, IntegrityReport } from '../../model/store-port.js';
 import { checkStoreIntegrity } from '../common/integrity-check.js';
+import { sealedChunkParts } from './sqlite-chunk-writer.js';
+import { wholeChunkBytes } from './sqlite-chunk-rows.js';
 import { SET_STREAM_COUNTS } from './sqlite-schema.js';
 import type { Row, SqliteStoreFile } from './sqlite-store-file.js';
 
@@ -49,7 +51,7 @@ export async function checkSqliteIntegrity(
       chunks: async function* (this: void, stream) {
         const rows = db
           .prepare(
-            'SELECT id, begin_us, end_us, count, data FROM chunks WHERE stream_key = ? ORDER BY begin_us, id',
+            `SELECT id, begin_us, end_us, count, ${file.framesApart ? 'frame, ' : ''}data FROM chunks WHERE stream_key = ? ORDER BY begin_us, id`,
           )
           .all(stream.key) as Row[];
         for (const r of rows)
@@ -58,14 +60,19 @@ export async function checkSqliteIntegrity(
             begin: r.begin_us as number,
             end: r.end_us as number,
             count: r.count as number,
-            data: r.data as Buffer,
+            data: wholeChunkBytes(r),
           };
       },
       runCount: async () => (file.stmt('SELECT COUNT(*) AS n FROM runs').get() as Row).n as number,
       replaceChunk: async (id, chunk) => {
-        file
-          .stmt('UPDATE chunks SET data = ?, count = ?, begin_us = ?, end_us = ? WHERE id = ?')
-          .run(chunk.data, chunk.count, chunk.begin, chunk.end, id);
+        if (file.framesApart)
+          file
+            .stmt('UPDATE chunks SET frame = ?, data = ?, count = ?, begin_us = ?, end_us = ? WHERE id = ?')
+            .run(...sealedChunkParts(chunk.data), chunk.count, chunk.begin, chunk.end, id);
+        else
+          file
+            .stmt('UPDATE chunks SET data = ?, count = ?, begin_us = ?, end_us = ? WHERE id = ?')
+            .run(chunk.data, chunk.count, chunk.begin, chunk.end, id);
       },
       deleteChunk: async (id) => {
         file.stmt('DELETE FROM chunks WHERE id = ?').run(id);

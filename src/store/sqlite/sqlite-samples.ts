@@ -15,22 +15,25 @@ import {
   copyRowsInto,
   firstAtOrAfter,
   lastAtOrBefore,
-  openChunk,
   ownSampleAt,
   sliceBatch,
   type ChunkRef,
   type ChunkView,
 } from '../common/chunk-reader.js';
 import { orderedColumns, rowsTarget } from '../common/chunk-rows.js';
+import { loadStoredChunk } from './sqlite-chunk-rows.js';
 import { readColumnsJoinedViaBatches } from '../common/sample-reads.js';
 import { encodeChunks } from '../common/stream-tail.js';
-import { wrapIoError } from './sqlite-chunk-writer.js';
+import { INSERT_SEALED_CHUNK, sealedChunkParts, wrapIoError } from './sqlite-chunk-writer.js';
 import type { SqliteRuns } from './sqlite-runs.js';
 import { SET_STREAM_COUNTS } from './sqlite-schema.js';
 import { json, type Row, type SqliteStoreFile } from './sqlite-store-file.js';
 
 /** Every run's index at open, for stores of up to this many chunks (a few milliseconds to read). */
 export const PRELOAD_INDEX_CHUNKS = 50_000;
+
+/** At most this many blocks decoded when the store opens, to warm the read path (warmDecoders). */
+const WARM_BLOCKS = 32;
 
 /**
  * SqliteBackend's samples: appends handed to the writer, derived streams written whole, and reads
@@ -83,10 +86,8 @@ export class SqliteSamples {
           this.file.stmt('DELETE FROM chunks WHERE stream_key = ?').run(key);
           for (const c of chunks)
             this.file
-              .stmt(
-                'INSERT INTO chunks (stream_key, begin_us, end_us, count, sealed, data) VALUES (?, ?, ?, ?, 1, ?)',
-              )
-              .run(key, c.begin, c.end, c.count, c.data);
+              .stmt(INSERT_SEALED_CHUNK)
+              .run(key, c.begin, c.end, c.count, ...sealedChunkParts(c.data));
           this.file.stmt('UPDATE streams SET extra_fields = ? WHERE key = ?').run(json(extras), key);
           this.file
             .stmt(SET_STREAM_COUNTS)
@@ -207,7 +208,14 @@ export class SqliteSamples {
     for (const { ref, view, cut } of parts) {
       const cached = cut ? cut.batch : this.file.cache.cachedWhole(ref.id, fields);
       if (cached) copyRowsInto(cached, view.columns, cut?.lo ?? 0, cut?.hi ?? view.n, target);
-      else view.decodeInto(target, fields);
+      else
+        try {
+          view.decodeInto(target, fields);
+        } catch (error) {
+          // Its blocks are read now, and the chunk may have been replaced since its frame was.
+          if (error instanceof SimrecError && error.code === 'conflict') return undefined;
+          throw error;
+        }
     }
     return orderedColumns(
       target,
@@ -234,6 +242,7 @@ export class SqliteSamples {
         this.file.forgetRun(run);
       }
     });
+    this.readAroundBrowsed();
     return rows.map((found) => {
       const bracket: SampleBracket = {};
       const { before, after } = found ?? {};
@@ -242,6 +251,37 @@ export class SqliteSamples {
         bracket.after = ownSampleAt(after.batch, after.view.columns, after.row);
       return bracket;
     });
+  }
+
+  /**
+   * Streams that became browsed in this read (a chunk of each read on): the chunks next to those they
+   * had decoded whole are decoded too, in the same burst. A reader seeking about a run touched a few
+   * chunk windows before it came back to one; without this, each window it had not touched yet cost a
+   * burst of its own later, each a slow scene.
+   */
+  private readAroundBrowsed(): void {
+    const cache = this.file.cache;
+    for (const { run, stream } of cache.takeBrowsed()) {
+      const index = this.chunkIndex(run, stream);
+      const around = new Set<number>();
+      for (let k = 0; k < index.length; k++) {
+        if (!cache.cachedWhole(index[k]!.id)) continue;
+        if (k > 0) around.add(k - 1);
+        if (k + 1 < index.length) around.add(k + 1);
+      }
+      for (const k of around) {
+        const ref = index[k]!;
+        if (cache.cachedWhole(ref.id)) continue;
+        try {
+          const view = this.openChunk(run, stream, ref.id);
+          if (!view || !cache.readAhead(ref.id, view)) break;
+        } catch (error) {
+          // Replaced meanwhile, or damaged: the read that needs it will say so.
+          if (error instanceof SimrecError) break;
+          throw error;
+        }
+      }
+    }
   }
 
   /** A stream's chunks in (begin, id) order; every stream of the run indexed by one query. */
@@ -292,20 +332,41 @@ export class SqliteSamples {
   }
 
   /**
-   * The chunk, or undefined when another connection has just replaced it (tail chunks merged). Only its
-   * first bytes are read now (the frame is in them); a block is read when it is decoded.
+   * Decodes the blocks of one stored chunk (the store's middle one: most likely of the streams most of
+   * the store holds) and makes a sample of each, when the store opens. A fresh process's first scene
+   * decodes a block of every actor's chunk, and most of its time went to code V8 had not compiled yet;
+   * run here once, the decoder's loops are compiled (on V8's other thread) and its type feedback
+   * gathered before a reader waits for it. It moves time more than it saves it: the open takes about
+   * as much longer as the first scene takes less, which a server (opened long before its first view)
+   * gains and a command that opens, asks once and exits does not (performance-history.md). Best
+   * effort: damage is reported by the read that needs the chunk, not by the open.
+   */
+  warmDecoders(): void {
+    try {
+      const row = this.file
+        .stmt(
+          'SELECT id FROM chunks WHERE id >= (SELECT (MIN(id) + MAX(id)) / 2 FROM chunks) ORDER BY id LIMIT 1',
+        )
+        .get() as Row | undefined;
+      if (!row) return;
+      const id = row.id as number;
+      const view = loadStoredChunk(this.file, id, `${this.file.location} chunk ${id}`);
+      if (!view) return;
+      for (let b = 0; b < Math.min(view.blocks.length, WARM_BLOCKS); b++)
+        ownSampleAt(view.decodeBlock(b), view.columns, 0);
+    } catch {
+      // Nothing warmed: reads run cold.
+    }
+  }
+
+  /**
+   * The chunk, or undefined when another connection has just replaced it (tail chunks merged). A chunk
+   * stored with its frame apart (schema 6) is read a block at a time (sqlite-chunk-rows.ts).
    */
   private openChunk(run: number, stream: string, id: number, keep = true): ChunkView | undefined {
     return this.file.cache.chunk(
       id,
-      () => {
-        // The whole chunk at once: SQLite loads a column's whole value before substr() cuts it (reading
-        // a chunk's first bytes costs nearly as much as the whole), so reading the frame first and each
-        // block later read every chunk twice or more.
-        const row = this.file.stmt('SELECT data FROM chunks WHERE id = ?').get(id) as Row | undefined;
-        if (!row) return undefined;
-        return openChunk(row.data as Buffer, `${this.file.location} run ${run} stream ${stream} chunk ${id}`);
-      },
+      () => loadStoredChunk(this.file, id, `${this.file.location} run ${run} stream ${stream} chunk ${id}`),
       keep,
     );
   }

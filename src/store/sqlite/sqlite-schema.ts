@@ -5,7 +5,10 @@ import type Database from 'better-sqlite3';
  * (blocks, checksums) and the chunks.sealed column. 3: actors.presence (JSON intervals). 4: a stream's
  * counters (samples, first and last time) in stream_counts instead of the streams row. 5: float columns
  * may be packed as differences of bit patterns (chunk codecs 18 to 23), which a simrec of schema 4
- * cannot decode; nothing else changed, so an upgrade only marks the file. A store of any
+ * cannot decode; nothing else changed, so an upgrade only marks the file. 6: a sealed chunk's frame
+ * (its header and block table) in chunks.frame and only its blocks in chunks.data, so that a read
+ * fetches the one block it decodes instead of the whole chunk (SQLite loads a blob whole before
+ * substr() cuts it); a chunk whose frame is NULL is whole in data, as before. A store of any
  * earlier version opens read-only and reads as it is (both chunk layouts are read, counters are read
  * where its version keeps them); the first writable open upgrades it in place, so that an older simrec
  * refuses it instead of misreading it.
@@ -14,7 +17,7 @@ import type Database from 'better-sqlite3';
  * the layout's version, so an older simrec refuses a newer file instead of misreading it.
  */
 export const SIMREC_APPLICATION_ID = 0x53524543; // "SREC"
-export const SCHEMA_VERSION = 5;
+export const SCHEMA_VERSION = 6;
 
 export const SCHEMA_DDL = `
 CREATE TABLE runs (
@@ -77,6 +80,10 @@ CREATE TABLE chunks (
   count INTEGER NOT NULL,
   -- 0 for a tail chunk (one commit's samples, to be merged into a sealed chunk), 1 once sealed.
   sealed INTEGER NOT NULL DEFAULT 1,
+  -- A sealed chunk's frame (its first bytes: header and block table), data then holds only its blocks;
+  -- NULL: the chunk is whole in data (tail chunks, stores before schema 6). Before data, so that it is
+  -- read from the row's page without SQLite walking the blob's overflow pages.
+  frame BLOB,
   data BLOB NOT NULL
 );
 CREATE INDEX chunks_by_time ON chunks(stream_key, begin_us);
@@ -111,6 +118,8 @@ export function upgradeSchema(db: Database.Database, from: number): void {
     if (from < 2) db.exec('ALTER TABLE chunks ADD COLUMN sealed INTEGER NOT NULL DEFAULT 1');
     // Actors recorded before keep NULL: nothing said when they came and went.
     if (from < 3) db.exec('ALTER TABLE actors ADD COLUMN presence TEXT');
+    // Chunks stored before keep NULL: whole in data.
+    if (from < 6) db.exec('ALTER TABLE chunks ADD COLUMN frame BLOB');
     if (from < 4) {
       db.exec(`CREATE TABLE stream_counts (
         stream_key INTEGER PRIMARY KEY REFERENCES streams(key) ON DELETE CASCADE,

@@ -60,6 +60,9 @@ export class SqliteStoreFile {
   /** Per run: each stream's chunks by (begin, id), keyed by stream id; loaded on the first read. */
   readonly indexes = new Map<number, Map<string, ChunkRef<number>[]>>();
 
+  /** Whether this store's version may keep a chunk's frame apart from its blocks (chunks.frame, schema 6). */
+  readonly framesApart: boolean;
+
   /** Where this store's version keeps the streams' counters (sqlite-schema.ts). */
   readonly counters: { join: string; columns: string };
 
@@ -70,6 +73,7 @@ export class SqliteStoreFile {
       text === null ? 0 : crc32(String(text)),
     );
     this.counters = streamCounters(version);
+    this.framesApart = version >= 6;
     this.location = path;
     this.tailOptions = {
       ...DEFAULT_TAIL_OPTIONS,
