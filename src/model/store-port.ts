@@ -171,6 +171,11 @@ export interface StoreBackend {
    * chunks that cannot be decoded are removed (and reported); nothing readable is ever removed.
    */
   checkIntegrity(options?: { repair?: boolean }): Promise<IntegrityReport>;
+  /**
+   * Readies the read path for a reader that lives long (a server, before its first view): best effort,
+   * optional. A command that opens, asks once and exits does not call it.
+   */
+  warm?(): void;
 
   close(): Promise<void>;
 }

@@ -138,6 +138,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     app.get('*', (c) => c.text('The viewer is not built: run `npm run build`.', 503));
   }
 
+  // Its first view runs compiled decoders: the server has time before anyone looks.
+  options.store.warm?.();
   const live = new LiveUpdates(options.store, options.liveIntervalMs);
   live.onRuns((runs) => tables.runsChanged(runs));
   settings.onChange((values) => live.broadcast({ type: 'settings', settings: values }));

@@ -55,8 +55,11 @@ export class SqliteBackend extends BackendOfParts implements StoreBackend {
     const { db, version } = openStoreDatabase(path, options);
     const backend = new SqliteBackend(db, path, options, version);
     backend.samples.preloadIndexes();
-    backend.samples.warmDecoders();
     return backend;
+  }
+
+  warm(): void {
+    this.samples.warmDecoders();
   }
 
   readColumnsJoined(args: ReadColumnsArgs): Promise<ColumnBatch> {

@@ -333,13 +333,14 @@ export class SqliteSamples {
 
   /**
    * Decodes the blocks of one stored chunk (the store's middle one: most likely of the streams most of
-   * the store holds) and makes a sample of each, when the store opens. A fresh process's first scene
-   * decodes a block of every actor's chunk, and most of its time went to code V8 had not compiled yet;
-   * run here once, the decoder's loops are compiled (on V8's other thread) and its type feedback
-   * gathered before a reader waits for it. It moves time more than it saves it: the open takes about
-   * as much longer as the first scene takes less, which a server (opened long before its first view)
-   * gains and a command that opens, asks once and exits does not (performance-history.md). Best
-   * effort: damage is reported by the read that needs the chunk, not by the open.
+   * the store holds) and makes a sample of each: what a server does when it starts (StoreBackend.warm).
+   * A fresh process's first scene decodes a block of every actor's chunk, and most of its time went to
+   * code V8 had not compiled yet; run here once, the decoder's loops are compiled (on V8's other
+   * thread) and its type feedback gathered before a reader waits for it. It moves time more than it
+   * saves it: as much as the first scene gains, the caller spends here, which a server (started long
+   * before its first view) gains and a command that opens, asks once and exits does not, so the open
+   * does not do it (performance-history.md). Best effort: damage is reported by the read that needs the
+   * chunk.
    */
   warmDecoders(): void {
     try {
