@@ -1,7 +1,7 @@
 /**
  * Messages built to stall or bloat the server (issue #56), sent over a real WebSocket to `simrec serve`
  * in a child process: each is refused by name, the server's health check answers within 2.5 s all
- * along, and its memory grows by less than 200 MiB.
+ * along, and its memory grows by less than 200 MiB (320 MiB under four frames of 48 MiB, which arrive whole).
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -61,8 +61,16 @@ function emptyIdsFrame(name: string, actors: number): Buffer {
   return Buffer.concat([head, Buffer.alloc(actors * 2)]);
 }
 
+/**
+ * Four frames of 48 MiB arrive whole before they are refused (the framing allows 64 MiB, for captures),
+ * each held twice for a moment while the WebSocket joins its pieces: what the server holds until its
+ * next collection, about 200 MiB, not what it keeps. The defect this guards against kept 290 MiB per
+ * name, over a gigabyte for the four.
+ */
+const GROWTH_48_MIB_FRAMES_MIB = 320;
+
 /** Runs `flood` while watching the server's health and memory; checks both bounds. */
-async function bounded(what: string, flood: () => Promise<void>): Promise<void> {
+async function bounded(what: string, flood: () => Promise<void>, growthMib = GROWTH_MIB): Promise<void> {
   const baseline = server.rssMiB();
   let peak = baseline;
   const sampler = setInterval(() => (peak = Math.max(peak, server.rssMiB())), 25);
@@ -77,7 +85,7 @@ async function bounded(what: string, flood: () => Promise<void>): Promise<void> 
   assert.ok(asked > 3, `${what}: the health check was asked (${asked} times)`);
   assert.ok(slowestMs < HEALTH_MS, `${what}: the health check answered within ${slowestMs} ms`);
   assert.ok(
-    peak - baseline < GROWTH_MIB,
+    peak - baseline < growthMib,
     `${what}: the server grew from ${baseline.toFixed(0)} to ${peak.toFixed(0)} MiB`,
   );
 }
@@ -86,20 +94,24 @@ describe('one frame message', () => {
   it('of 48 MiB listing 25 M empty actor ids under a name never declared is refused unread; the server stays responsive', async () => {
     const s = await recordingSession();
     let seq = 5;
-    await bounded('48 MiB frames', async () => {
-      for (let i = 0; i < 4; i++) {
-        const body = emptyIdsFrame(`ghost${i}`, 25_000_000);
-        await s.binary({ type: 'frame', seq }, body);
-        const refusal = await s.refusal(seq++);
-        assert.equal(refusal.code, 'bad_message');
-        assert.equal(refusal.fatal, false);
-        assert.equal(refusal.field, 'body');
-        assert.equal(
-          refusal.message,
-          `frame: ${body.length} bytes of body, expected at most ${DEFAULT_MAX_BATCH_BYTES} (maxBatchBytes; send the rows in several messages)`,
-        );
-      }
-    });
+    await bounded(
+      '48 MiB frames',
+      async () => {
+        for (let i = 0; i < 4; i++) {
+          const body = emptyIdsFrame(`ghost${i}`, 25_000_000);
+          await s.binary({ type: 'frame', seq }, body);
+          const refusal = await s.refusal(seq++);
+          assert.equal(refusal.code, 'bad_message');
+          assert.equal(refusal.fatal, false);
+          assert.equal(refusal.field, 'body');
+          assert.equal(
+            refusal.message,
+            `frame: ${body.length} bytes of body, expected at most ${DEFAULT_MAX_BATCH_BYTES} (maxBatchBytes; send the rows in several messages)`,
+          );
+        }
+      },
+      GROWTH_48_MIB_FRAMES_MIB,
+    );
     s.close();
   });
 
