@@ -8,15 +8,15 @@
  * Times are taken inside the page (performance.now()), so the polling of the benchmark adds nothing.
  */
 import { spawn, execFile } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { quantile } from './stats.js';
 import type { TargetResult } from './targets.js';
+import { chromiumMissing, launchChromium } from './chromium.js';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 /** Compiled to dist/bench/: the command line is dist/src/cli/main.js. */
 const CLI = resolve(fileURLToPath(import.meta.url), '..', '..', 'src', 'cli', 'main.js');
 
@@ -255,7 +255,8 @@ async function pageHeapMiB(page: Page): Promise<number> {
 }
 
 export async function measureBigRunViewer(scratch: string, quick: boolean): Promise<BigRunViewerResults> {
-  if (!existsSync(CHROMIUM)) return { skipped: `no Chromium at ${CHROMIUM} (apt-get install chromium)` };
+  const missing = chromiumMissing();
+  if (missing) return { skipped: missing };
   const size = quick ? BIG_RUN_QUICK : BIG_RUN_FULL;
   // A store recorded before (the same size) may be given, to measure the viewer alone while working on it.
   const given = process.env.SIMREC_BENCH_BIG_RUN;
@@ -264,16 +265,7 @@ export async function measureBigRunViewer(scratch: string, quick: boolean): Prom
   const store = given ?? join(dir, 'big.simrec.db');
   if (!given) await recordBigRun(store, size);
   const server = await serve(store, join(dir, 'settings.json'));
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-background-networking',
-      '--no-first-run',
-    ],
-  });
+  const browser = await launchChromium();
   const results: BigRunViewerResults = {};
   try {
     const detail = (await (await fetch(new URL('api/runs/1', server.url))).json()) as {

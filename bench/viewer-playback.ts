@@ -4,15 +4,13 @@
  * from opening a one-hour run's page to its first drawn frame. Measured in the browser, on the same
  * machine as the server, so it is a ratio to the 30 fps target rather than a portable number.
  */
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { chromium } from 'playwright-core';
 import { openStore } from '../src/store/open-store.js';
 import { startServer } from '../src/server/start-server.js';
 import { TrafficGenerator, type BenchSize } from './generator.js';
 import { simrecPeer } from './peers/simrec.js';
-
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+import { chromiumMissing, launchChromium } from './chromium.js';
 
 // Read inside the page (page.evaluate); the Node compilation has no DOM types, on purpose.
 declare const window: { simrecView?: { framesDrawn: number } };
@@ -38,7 +36,8 @@ async function recordRun(dir: string, size: BenchSize): Promise<void> {
 }
 
 export async function measureViewer(scratch: string, quick: boolean): Promise<ViewerResults> {
-  if (!existsSync(CHROMIUM)) return { skipped: `no Chromium at ${CHROMIUM} (apt-get install chromium)` };
+  const missing = chromiumMissing();
+  if (missing) return { skipped: missing };
   const playbackSize: BenchSize = { actors: quick ? 50 : 500, steps: quick ? 100 : 600, hz: 10 };
   const largeSize: BenchSize = { ...playbackSize, actors: playbackSize.actors * 4 };
   const longSize: BenchSize = { actors: quick ? 20 : 100, steps: quick ? 600 : 36_000, hz: 10 };
@@ -48,17 +47,7 @@ export async function measureViewer(scratch: string, quick: boolean): Promise<Vi
   await recordRun(playbackDir, playbackSize);
   await recordRun(largeDir, largeSize);
   await recordRun(longDir, longSize);
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-background-networking',
-      '--disable-quic',
-      '--no-first-run',
-    ],
-  });
+  const browser = await launchChromium();
   const results: ViewerResults = {};
   try {
     for (const [dir, kind, size] of [

@@ -124,7 +124,9 @@ export class SqliteSamples {
           this.file.forgetRun(args.run);
           continue reading;
         }
-        const batches = this.coveringIfPresent(ref.id, view, from, to, fields, !args.transient);
+        const batches = unlessReplaced(() =>
+          this.file.cache.covering(ref.id, view, from, to, fields, !args.transient),
+        );
         if (!batches) {
           this.file.forgetRun(args.run);
           continue reading;
@@ -196,7 +198,7 @@ export class SqliteSamples {
         n += view.n;
         continue;
       }
-      const batch = this.wholeIfPresent(ref.id, view, fields, !transient);
+      const batch = unlessReplaced(() => this.file.cache.whole(ref.id, view, fields, !transient));
       if (!batch) return undefined;
       const lo = firstAtOrAfter(batch.t, from);
       const hi = lastAtOrBefore(batch.t, to) + 1;
@@ -228,8 +230,13 @@ export class SqliteSamples {
     for (const id of args.streams) this.runs.streamMeta(run, id);
     // Made once for the scene, not per actor: a scene of 200 actors is 200 brackets.
     const open = (ref: ChunkRef<number>): ChunkView | undefined => this.openChunk(run, ref.stream!, ref.id);
-    const decode = (ref: ChunkRef<number>, view: ChunkView, b: number): ColumnBatch | undefined =>
-      this.blockIfPresent(ref.id, view, b, fields, run, ref.stream!);
+    const decode = (ref: ChunkRef<number>, view: ChunkView, b: number): ColumnBatch | undefined => {
+      try {
+        return this.file.cache.block(ref.id, view, b, fields, run, ref.stream);
+      } catch (error) {
+        return undefinedIfReplaced(error);
+      }
+    };
     // Every row is found (and its block decoded) before any sample is made: samples made while later
     // blocks are decoded live through the collections decoding causes, which tells V8 to make later
     // ones in the old generation (see SceneEntry in replay/run-queries.ts), and young collections
@@ -371,56 +378,23 @@ export class SqliteSamples {
       keep,
     );
   }
+}
 
-  /**
-   * A decoded block, or undefined when its chunk was replaced since it was opened (the writer thread
-   * sealed a tail whose frame this connection had read): the caller reloads the index and reads again.
-   */
-  private blockIfPresent(
-    id: number,
-    view: ChunkView,
-    b: number,
-    fields: ReadonlySet<string> | undefined,
-    run: number,
-    stream: string,
-  ): ColumnBatch | undefined {
-    try {
-      return this.file.cache.block(id, view, b, fields, run, stream);
-    } catch (error) {
-      if (error instanceof SimrecError && error.code === 'conflict') return undefined;
-      throw error;
-    }
-  }
+/**
+ * A read of a chunk's blocks that failed because the chunk was replaced since it was opened (the writer
+ * thread sealed a tail whose frame this connection had read) gives undefined: the caller reloads the
+ * index and reads again. Any other error is thrown on.
+ */
+function undefinedIfReplaced(error: unknown): undefined {
+  if (error instanceof SimrecError && error.code === 'conflict') return undefined;
+  throw error;
+}
 
-  /** The chunk decoded whole, or undefined when it was replaced since it was opened (as blockIfPresent). */
-  /** The batches a read of [from, to] needs of a chunk (ChunkCache.covering); undefined as wholeIfPresent. */
-  private coveringIfPresent(
-    id: number,
-    view: ChunkView,
-    from: number,
-    to: number,
-    fields: ReadonlySet<string> | undefined,
-    keep: boolean,
-  ): ColumnBatch[] | undefined {
-    try {
-      return this.file.cache.covering(id, view, from, to, fields, keep);
-    } catch (error) {
-      if (error instanceof SimrecError && error.code === 'conflict') return undefined;
-      throw error;
-    }
-  }
-
-  private wholeIfPresent(
-    id: number,
-    view: ChunkView,
-    fields: ReadonlySet<string> | undefined,
-    keep = true,
-  ): ColumnBatch | undefined {
-    try {
-      return this.file.cache.whole(id, view, fields, keep);
-    } catch (error) {
-      if (error instanceof SimrecError && error.code === 'conflict') return undefined;
-      throw error;
-    }
+/** `read()`, or undefined when its chunk was replaced (undefinedIfReplaced). */
+function unlessReplaced<T>(read: () => T): T | undefined {
+  try {
+    return read();
+  } catch (error) {
+    return undefinedIfReplaced(error);
   }
 }
