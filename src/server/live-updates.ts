@@ -166,21 +166,19 @@ function liveRequest(data: RawData, isBinary: boolean): LiveRequest {
       'invalid',
       `live channel: message type ${JSON.stringify(type)}; expected "states" or "cancel"`,
     );
-  const integer = (name: string, optional: boolean): number | undefined => {
+  // Numbers a message names: a count (request, run) is a whole number >= 0 and required; a time
+  // (from, to, around) is an integer of microseconds, or absent.
+  const number = (name: string, kind: 'count' | 'time'): number | undefined => {
     const value = fields[name];
-    if (value === undefined && optional) return undefined;
-    if (
-      typeof value !== 'number' ||
-      !Number.isSafeInteger(value) ||
-      (name !== 'from' && name !== 'to' && name !== 'around' && value < 0)
-    )
+    if (value === undefined && kind === 'time') return undefined;
+    if (typeof value !== 'number' || !Number.isSafeInteger(value) || (kind === 'count' && value < 0))
       throw new SimrecError(
         'invalid',
-        `${type} message's ${name}: expected ${optional ? 'an integer (microseconds)' : 'a whole number >= 0'}, got ${JSON.stringify(value) ?? 'nothing'}`,
+        `${type} message's ${name}: expected ${kind === 'time' ? 'an integer (microseconds)' : 'a whole number >= 0'}, got ${JSON.stringify(value) ?? 'nothing'}`,
       );
     return value;
   };
-  const request = integer('request', false)!;
+  const request = number('request', 'count')!;
   if (request > 0xffff_ffff)
     throw new SimrecError(
       'invalid',
@@ -196,10 +194,10 @@ function liveRequest(data: RawData, isBinary: boolean): LiveRequest {
   return {
     type,
     request,
-    run: integer('run', false)!,
-    from: integer('from', true),
-    to: integer('to', true),
-    around: integer('around', true),
+    run: number('run', 'count')!,
+    from: number('from', 'time'),
+    to: number('to', 'time'),
+    around: number('around', 'time'),
     moment,
   };
 }
