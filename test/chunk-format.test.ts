@@ -16,7 +16,7 @@ import {
 import type { ChunkColumn } from '../src/store/common/chunk-codes.js';
 import { ParsedChunk } from '../src/store/common/chunk-decoder.js';
 import { assembleChunk, ChunkBuffers, encodeBlock } from '../src/store/common/chunk-encoder.js';
-import { openChunk } from '../src/store/common/chunk-reader.js';
+import { openChunk, ownSampleAt } from '../src/store/common/chunk-reader.js';
 import {
   DEFAULT_TAIL_OPTIONS,
   encodeChunks,
@@ -240,6 +240,40 @@ describe('chunk format: every bit back', () => {
     const positiveZeros = zeros(() => 0);
     for (const rows of [constant, constant.slice(0, 1), repeated, mixedZeros, negativeZeros, positiveZeros])
       assertSameBatch(roundTrip(rows, 'packed'), samplesToColumns(rows, FIELDS), `${rows.length} rows`);
+  });
+
+  it("one row decoded alone (a scene's first look at a chunk) is the sample its decoded block gives, key for key in order, for every codec", () => {
+    const shaped = (i: number): Record<string, unknown> => ({
+      wheels: [{ w: i * 0.5, hot: i % 2 === 0 }],
+      tag: 'x',
+    });
+    const rows = hardRows(300);
+    // Rows 100..179 have none of these fields: the block holding them has no record of them.
+    for (let i = 100; i < 180; i++)
+      for (const name of ['label', 'pos', 'doc', 'flag', 'f32']) delete rows[i]![name];
+    // A block of constant numbers, and JSON values of one shape (packed as the shape and its numbers).
+    for (let i = 180; i < 240; i++) Object.assign(rows[i]!, { f64: 7.25, i32: 3, doc: shaped(i) });
+    const batch = samplesToColumns(rows, FIELDS);
+    const cuts = [0, 1, 100, 180, 240, 300];
+    for (const packing of ['packed', 'raw'] as const) {
+      const blocks = cuts.slice(1).map((to, k) => encodeBlock(batch, COLUMNS, INDEX, cuts[k]!, to, packing));
+      const view = openChunk(assembleChunk(COLUMNS, blocks), 'test chunk') as ParsedChunk;
+      for (let b = 0; b < blocks.length; b++) {
+        const decoded = view.decodeBlock(b);
+        const first = view.blocks[b]!.begin;
+        assert.equal(view.sampleAtOrBefore(b, first - 1), undefined, `${packing} block ${b}: before it`);
+        for (let row = 0; row < decoded.t.length; row++) {
+          const expected = ownSampleAt(decoded, view.columns, row);
+          const what = `${packing} block ${b} row ${row}`;
+          // At the row's time, and between it and the next (the row at or before t).
+          for (const t of [decoded.t[row]!, decoded.t[row]! + 1]) {
+            const alone = view.sampleAtOrBefore(b, t);
+            assert.deepStrictEqual(alone, expected, what);
+            assert.deepEqual(Object.keys(alone), Object.keys(expected), `${what}: keys in order`);
+          }
+        }
+      }
+    }
   });
 
   it('blocks cut from anywhere in a batch (a commit cut at chunk boundaries) read back as the rows they were cut from', () => {

@@ -1541,26 +1541,39 @@ describe('reading scenes', () => {
     return path;
   }
 
-  /** Every block the real decoder decodes while `work` runs, by chunk. */
-  async function decodesDuring(work: () => Promise<void>): Promise<Map<ParsedChunk, number[]>> {
-    const seen = new Map<ParsedChunk, number[]>();
+  /**
+   * Every block the real decoder decodes while `work` runs, by chunk, and as `row of B` each row of
+   * block B decoded alone (a chunk's first look).
+   */
+  async function decodesDuring(work: () => Promise<void>): Promise<Map<ParsedChunk, (number | string)[]>> {
+    const seen = new Map<ParsedChunk, (number | string)[]>();
+    const note = (chunk: ParsedChunk, what: number | string): void => {
+      let blocks = seen.get(chunk);
+      if (!blocks) seen.set(chunk, (blocks = []));
+      blocks.push(what);
+    };
     // eslint-disable-next-line @typescript-eslint/unbound-method -- the real decoder, called below with its chunk as this
     const decode = ParsedChunk.prototype.decodeBlock;
+    // eslint-disable-next-line @typescript-eslint/unbound-method -- as decode
+    const look = ParsedChunk.prototype.sampleAtOrBefore;
     ParsedChunk.prototype.decodeBlock = function (this: ParsedChunk, ...args) {
-      let blocks = seen.get(this);
-      if (!blocks) seen.set(this, (blocks = []));
-      blocks.push(args[0]);
+      note(this, args[0]);
       return decode.apply(this, args);
+    };
+    ParsedChunk.prototype.sampleAtOrBefore = function (this: ParsedChunk, ...args) {
+      note(this, `row of ${args[0]}`);
+      return look.apply(this, args);
     };
     try {
       await work();
     } finally {
       ParsedChunk.prototype.decodeBlock = decode;
+      ParsedChunk.prototype.sampleAtOrBefore = look;
     }
     return seen;
   }
 
-  it('a scene without interpolation decodes only the block holding t, even at its last row', async () => {
+  it('a scene without interpolation in a fresh store decodes one row of the block holding t, even its last row, and no block', async () => {
     const path = await recordTwoActors();
     const probe = await openStore(path);
     // The last row of a block: the row after t is in the next block.
@@ -1574,7 +1587,11 @@ describe('reading scenes', () => {
     const plain = await decodesDuring(async () => {
       scene = await sceneAt(store, 1, { t: lastRowOfFirstBlock });
     });
-    assert.deepEqual([...plain.values()], [[0], [0]], 'one block of each actor, not the next one too');
+    assert.deepEqual(
+      [...plain.values()],
+      [['row of 0'], ['row of 0']],
+      'one row of each actor, no block decoded, nor the next one',
+    );
     const step = lastRowOfFirstBlock / 10_000;
     assert.deepEqual(scene!.actors, [
       { id: 'a', kind: 'vehicle', t: lastRowOfFirstBlock, x: step * step, y: 0.5, yaw: 0 },
@@ -1599,14 +1616,20 @@ describe('reading scenes', () => {
   it('a chunk read at a second block is decoded whole, with the chunks of its stream touched once and their neighbours, and later chunks whole at their first touch', async () => {
     const path = await recordTwoActors();
     const store = await openStore(path);
-    const sorted = (blocks: number[]): number[] => [...blocks].sort((x, y) => x - y);
-    // First touches of two chunk windows: one block of each actor each time.
+    const sorted = (blocks: (number | string)[]): number[] => blocks.map(Number).sort((x, y) => x - y);
+    // First touches of two chunk windows: one row of each actor each time (a first look), no block.
     const first = await decodesDuring(async () => void (await sceneAt(store, 1, { t: 15_000 })));
-    assert.deepEqual([...first.values()], [[0], [0]]);
+    assert.deepEqual([...first.values()], [['row of 0'], ['row of 0']]);
     const far = await decodesDuring(async () => void (await sceneAt(store, 1, { t: 8_000_000 })));
     assert.deepEqual(
-      [...far.values()].map((blocks) => blocks.length),
-      [1, 1],
+      [...far.values()].map((blocks) => blocks.map((b) => typeof b)),
+      [['string'], ['string']],
+    );
+    // The same place again: the block holding it is decoded now (and kept), as a first touch was before.
+    const again1 = await decodesDuring(async () => void (await sceneAt(store, 1, { t: 8_000_000 + 10_000 })));
+    assert.deepEqual(
+      [...again1.values()].map((blocks) => blocks.map((b) => typeof b)),
+      [['number'], ['number']],
     );
     const [chunkA] = [...first.keys()];
     assert.ok(chunkA!.blocks.length > 2, `chunks of several blocks (${chunkA!.blocks.length})`);
@@ -1641,12 +1664,13 @@ describe('reading scenes', () => {
       );
     await store.close();
 
-    // A store that has only read one block of a stream reads one block at a first touch elsewhere.
+    // A store that has only looked at one row of a stream looks at one row at a first touch elsewhere.
     const other = await openStore(path);
+    await sceneAt(other, 1, { t: 15_000 });
     const alone = await decodesDuring(async () => void (await sceneAt(other, 1, { t: 8_000_000 })));
     assert.deepEqual(
-      [...alone.values()].map((blocks) => blocks.length),
-      [1, 1],
+      [...alone.values()].map((blocks) => blocks.map((b) => typeof b)),
+      [['string'], ['string']],
     );
     await other.close();
   });

@@ -1,7 +1,7 @@
 import { crc32, inflateRawSync } from 'node:zlib';
 import type { ColumnBatch, ColumnValues } from '../../model/columns.js';
 import { SimrecError } from '../../model/errors.js';
-import { FIELD_TYPES, type FieldType } from '../../model/stream.js';
+import { FIELD_TYPES, type FieldType, type Sample } from '../../model/stream.js';
 import { unpackFloat32, unpackFloat64, unpackIntegers } from './bit-codec.js';
 import { ByteReader, decodeUtf8 } from '../../model/bytes.js';
 import {
@@ -133,20 +133,20 @@ export class ParsedChunk {
     if (source.size < 16) throw corrupt('shorter than its frame');
     const start = source.read(0, 16);
     if (!isChunkV2(start)) throw corrupt('bad magic');
-    const lengths = Buffer.from(start.buffer, start.byteOffset, 16);
-    const frameEnd = 16 + lengths.readUInt32LE(4) + lengths.readUInt32LE(8);
+    // Read as a Uint8Array: Buffer's readers and subarray are Node's own JavaScript, cold in a fresh
+    // process whose first scene opens a chunk of every actor.
+    const frameEnd = 16 + u32(start, 4) + u32(start, 8);
     if (frameEnd > source.size) throw corrupt(`frame of ${frameEnd} bytes in a chunk of ${source.size}`);
     const frame = source.read(0, frameEnd);
-    const buf = Buffer.from(frame.buffer, frame.byteOffset, frame.byteLength);
-    const headerLength = buf.readUInt32LE(4);
-    const stored = buf.readUInt32LE(12);
-    const actual = crc32(buf.subarray(16, frameEnd), crc32(buf.subarray(0, 12)));
+    const headerLength = u32(frame, 4);
+    const stored = u32(frame, 12);
+    const actual = crc32(frame.subarray(16, frameEnd), crc32(frame.subarray(0, 12)));
     if (stored !== actual)
       throw corrupt(
         `checksum mismatch: stored ${hex(stored)}, computed ${hex(actual)}; the stored bytes are damaged`,
       );
     try {
-      const headerText = buf.toString('utf8', 16, 16 + headerLength);
+      const headerText = decodeUtf8(frame.subarray(16, 16 + headerLength));
       const header = JSON.parse(headerText) as {
         n: unknown;
         begin: unknown;
@@ -159,7 +159,7 @@ export class ParsedChunk {
         throw corrupt(`header claims ${String(n)} samples, expected 1..${MAX_CHUNK_SAMPLES}`);
       if (!Array.isArray(header.columns)) throw corrupt('header has no column list');
       const columns = parsedColumns(header.columns, headerText, corrupt);
-      const table = new ByteReader(buf.subarray(16 + headerLength, frameEnd));
+      const table = new ByteReader(frame.subarray(16 + headerLength, frameEnd));
       const count = table.varint();
       const blocks: BlockRef[] = [];
       let rows = 0;
@@ -202,6 +202,23 @@ export class ParsedChunk {
     const bytes = this.checkedBlock(i);
     try {
       return decodeBlockBytes(bytes, ref.rows, ref.begin, this.columns, fields, into);
+    } catch (error) {
+      if (error instanceof SimrecError) throw error;
+      throw new SimrecError('io', `${this.where}: corrupt chunk (block ${i}: ${(error as Error).message})`);
+    }
+  }
+
+  /**
+   * The last row of block i at or before t as a sample (what sampleAt makes of it once the block is
+   * decoded), each column decoded only as far as that row and into no array of its own; undefined when
+   * the block begins after t. For a chunk's first look (a scene in a fresh process), which decodes one
+   * row of 200 blocks and keeps none of them: decoding the blocks whole was most of its time.
+   */
+  sampleAtOrBefore(i: number, t: number): Sample | undefined {
+    const ref = this.blocks[i]!;
+    const bytes = this.checkedBlock(i);
+    try {
+      return blockSampleAtOrBefore(bytes, ref.rows, ref.begin, this.columns, t);
     } catch (error) {
       if (error instanceof SimrecError) throw error;
       throw new SimrecError('io', `${this.where}: corrupt chunk (block ${i}: ${(error as Error).message})`);
@@ -280,6 +297,11 @@ export function decodeEncodedBlock(block: EncodedBlock, columns: readonly ChunkC
   }
 }
 
+/** The little-endian unsigned 32-bit integer at `offset`. */
+const u32 = (bytes: Uint8Array, offset: number): number =>
+  (bytes[offset]! | (bytes[offset + 1]! << 8) | (bytes[offset + 2]! << 16) | (bytes[offset + 3]! << 24)) >>>
+  0;
+
 const hex = (v: number): string => `0x${v.toString(16).padStart(8, '0')}`;
 /**
  * A block's columns. With `into`, they are written into the chunk-wide columns instead, and the batch
@@ -340,6 +362,155 @@ function decodeBlockBytes(
   }
   if (!t || !step) throw new Error('block has no time or step column');
   return { t, step, columns: out };
+}
+
+/**
+ * One row of a block: the last at or before `time` (its time column decoded whole, the one column
+ * decoded whole), then each other column only up to that row. Values as sampleAt gives them: absent
+ * fields left out, a bool column's 0 and 1 as booleans, a vector as an array of its own.
+ */
+function blockSampleAtOrBefore(
+  bytes: Uint8Array,
+  rows: number,
+  begin: number,
+  columns: readonly ChunkColumn[],
+  time: number,
+): Sample | undefined {
+  let row = -1;
+  for (const input = new ByteReader(bytes); !input.done;) {
+    const index = input.varint();
+    const codec = input.u8() & ~FLAG_PRESENCE;
+    const payload = input.take(input.varint());
+    if (index !== T_INDEX) continue;
+    const t = decodeNumbers(codec, payload, rows, begin, pointScratch(rows, 0));
+    let lo = 0;
+    let hi = rows;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (t[mid]! <= time) lo = mid + 1;
+      else hi = mid;
+    }
+    row = lo - 1;
+    if (row < 0) return undefined;
+    break;
+  }
+  if (row < 0) throw new Error('block has no time column');
+  const sample: Sample = { t: NaN, step: NaN };
+  for (const input = new ByteReader(bytes); !input.done;) {
+    const index = input.varint();
+    const codecByte = input.u8();
+    const codec = codecByte & ~FLAG_PRESENCE;
+    const payload = input.take(input.varint());
+    if (index === T_INDEX || index === STEP_INDEX) {
+      const value = numberAt(codec, payload, row, index === T_INDEX ? begin : 0);
+      if (index === T_INDEX) sample.t = value;
+      else sample.step = value;
+      continue;
+    }
+    const column = columns[index - FIRST_FIELD_INDEX];
+    if (!column)
+      throw new Error(`record for column ${index - FIRST_FIELD_INDEX}, the chunk has ${columns.length}`);
+    let body = payload;
+    // The row's place among the present values: rows before it without a value take no place.
+    let dense = row;
+    let present = rows;
+    if (codecByte & FLAG_PRESENCE) {
+      const size = (rows + 7) >> 3;
+      if (payload.length < size) throw new Error(`column ${column.name}: presence bitmap cut short`);
+      body = payload.subarray(size);
+      present = 0;
+      for (let i = 0; i < rows; i++) if (payload[i >> 3]! & (1 << (i & 7))) present++;
+      if ((payload[row >> 3]! & (1 << (row & 7))) === 0) continue;
+      dense = 0;
+      for (let i = 0; i < row; i++) if (payload[i >> 3]! & (1 << (i & 7))) dense++;
+    }
+    const value = columnValueAt(column, codec, body, present, dense);
+    if (value !== undefined) sample[column.name] = value;
+  }
+  if (Number.isNaN(sample.step)) throw new Error('block has no step column');
+  return sample;
+}
+
+/** A column's value at its `dense`-th present value, as a sample has it (undefined: absent). */
+function columnValueAt(
+  column: ChunkColumn,
+  codec: number,
+  body: Uint8Array,
+  present: number,
+  dense: number,
+): unknown {
+  if (
+    column.type === 'vec' ||
+    codec === CODEC.jsonShape ||
+    codec === CODEC.jsonText ||
+    codec === CODEC.jsonDeflated
+  ) {
+    // Rare in a scene: decoded whole (as present values only), the one value taken.
+    const values = decodeColumn(column, codec, body, present, present, null);
+    if (column.type !== 'vec') return values[dense];
+    const len = column.length!;
+    const vector = (values as Float64Array).subarray(dense * len, dense * len + len);
+    return Number.isNaN(vector[0]) ? undefined : Array.from(vector);
+  }
+  if (codec === CODEC.dictionary) return dictionaryValueAt(body, present, dense);
+  const number =
+    codec === CODEC.bits
+      ? body.length < (present + 7) >> 3
+        ? bitsCutShort()
+        : (body[dense >> 3]! >> (dense & 7)) & 1
+      : numberAt(codec, body, dense, 0);
+  // As decodeColumn and sampleAt have them: a string or JSON column's numbers and bits kept as they are
+  // (bits as booleans), a numeric column's NaN absent.
+  if (column.type === 'string' || column.type === 'json') return codec === CODEC.bits ? number === 1 : number;
+  if (Number.isNaN(number)) return undefined;
+  return column.type === 'bool' ? number === 1 : number;
+}
+
+const bitsCutShort = (): never => {
+  throw new Error('bool column cut short');
+};
+
+/** Value `i` of a numeric record, decoding it no further than that value. */
+function numberAt(codec: number, payload: Uint8Array, i: number, origin: number): number {
+  switch (codec) {
+    case CODEC.constantInteger:
+      return new ByteReader(payload).zigzag();
+    case CODEC.constant:
+      if (payload.length !== 8) throw new Error(`constant of ${payload.length} bytes`);
+      return readFloat64(payload);
+    case CODEC.raw:
+      if (payload.length < (i + 1) * 8) throw new Error(`raw column of ${payload.length} bytes cut short`);
+      return readFloat64(payload.subarray(i * 8, i * 8 + 8));
+    case CODEC.arithmetic: {
+      const input = new ByteReader(payload);
+      const start = origin + input.zigzag();
+      return start + input.zigzag() * i;
+    }
+    default:
+      return decodeNumbers(codec, payload, i + 1, origin, pointScratch(i + 1, 1))[i]!;
+  }
+}
+
+/** String `i` of a dictionary record, the runs before it skipped. */
+function dictionaryValueAt(body: Uint8Array, n: number, i: number): string {
+  const input = new ByteReader(body);
+  const dict = readDictionary(input, n);
+  const runs = input.varint();
+  for (let r = 0, filled = 0; r < runs; r++) {
+    const v = dict[input.varint()];
+    filled += input.varint();
+    if (v === undefined) throw new Error('string column names a value it does not have');
+    if (filled > i) return v;
+  }
+  throw new Error(`string column has no value ${i}, expected ${n}`);
+}
+
+/** Scratch columns for one row's decoding (0: the time column, 1: the column being read). */
+const pointScratches = [new Float64Array(256), new Float64Array(256)];
+function pointScratch(n: number, which: 0 | 1): Float64Array {
+  if (pointScratches[which]!.length < n)
+    pointScratches[which] = new Float64Array(Math.max(n, 2 * pointScratches[which]!.length));
+  return pointScratches[which]!.subarray(0, n);
 }
 
 /** A numeric record's n values, into `target` when given (n values long), else into an array of their own. */
@@ -514,10 +685,7 @@ function decodeDictionary(
   offset = 0,
 ): unknown[] {
   const input = new ByteReader(body);
-  const size = input.varint();
-  if (size > n) throw new Error(`string dictionary of ${size} values for ${n} rows`);
-  const dict: string[] = [];
-  for (let i = 0; i < size; i++) dict.push(input.string());
+  const dict = readDictionary(input, n);
   const runs = input.varint();
   let filled = 0;
   for (let r = 0; r < runs; r++) {
@@ -530,6 +698,15 @@ function decodeDictionary(
   }
   if (filled !== n) throw new Error(`string column has ${filled} values, expected ${n}`);
   return out;
+}
+
+/** A dictionary record's distinct strings (its first part), for n rows. */
+function readDictionary(input: ByteReader, n: number): string[] {
+  const size = input.varint();
+  if (size > n) throw new Error(`string dictionary of ${size} values for ${n} rows`);
+  const dict: string[] = [];
+  for (let i = 0; i < size; i++) dict.push(input.string());
+  return dict;
 }
 
 function decodeJsonShape(body: Uint8Array, n: number): unknown[] {

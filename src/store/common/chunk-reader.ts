@@ -19,6 +19,11 @@ export interface ChunkView {
   decodeInto(target: RowsTarget, fields?: ReadonlySet<string>): void;
   /** Reads the whole chunk at once (its blocks are about to be decoded one after another). */
   loadAll(): void;
+  /**
+   * Block i's last row at or before t as a sample, decoding no block whole (undefined: the block begins
+   * after t); a layout without it has its block decoded.
+   */
+  sampleAtOrBefore?(i: number, t: number): Sample | undefined;
 }
 
 /** Opens a chunk of either layout; damage is an `io` error naming `where`. */
@@ -243,13 +248,7 @@ export class ChunkCache<Id> {
     }
     const first = this.touchedOnce.get(id);
     if (first === undefined || first === i) {
-      if (first === undefined && stream !== undefined) {
-        let touched = this.touchedOfStream.get(stream);
-        if (!touched) this.touchedOfStream.set(stream, (touched = []));
-        touched.push(id);
-        if (touched.length > TOUCHED_CHUNKS_KEPT) touched.shift();
-      }
-      this.touchedOnce.set(id, i);
+      if (first === undefined) this.touchFirst(id, i, stream);
       const batch = view.decodeBlock(i);
       this.blocks.set(key, batch);
       return batch;
@@ -271,6 +270,44 @@ export class ChunkCache<Id> {
     }
     this.touchedOfStream.delete(stream);
     return this.whole(id, view);
+  }
+
+  /**
+   * A chunk's first look, for a scene: block i's last row at or before t, decoded alone as a sample
+   * (undefined: none) and kept nowhere, the chunk then counted as touched once at block i (its next
+   * read decodes the block, as a first touch otherwise does). `false` when this is not the chunk's
+   * first look, or its layout cannot: the caller reads the block (`block`).
+   */
+  firstLook(
+    id: Id,
+    view: ChunkView,
+    i: number,
+    t: number,
+    run: number,
+    streamName: string,
+  ): Sample | undefined | false {
+    if (view.sampleAtOrBefore === undefined || view.blocks.length === 1) return false;
+    if (
+      this.touchedOnce.get(id) !== undefined ||
+      this.wholes.get(this.keyOf(id, 0)) !== undefined ||
+      this.blocks.get(this.keyOf(id, i)) !== undefined
+    )
+      return false;
+    const stream = `${run}/${streamName}`;
+    if (this.browsed.get(stream)) return false;
+    this.touchFirst(id, i, stream);
+    return view.sampleAtOrBefore(i, t);
+  }
+
+  /** Notes a chunk's first touch (at block i), and the chunk among its stream's touched once. */
+  private touchFirst(id: Id, i: number, stream: string | undefined): void {
+    if (stream !== undefined) {
+      let touched = this.touchedOfStream.get(stream);
+      if (!touched) this.touchedOfStream.set(stream, (touched = []));
+      touched.push(id);
+      if (touched.length > TOUCHED_CHUNKS_KEPT) touched.shift();
+    }
+    this.touchedOnce.set(id, i);
   }
 
   /**
@@ -482,9 +519,21 @@ export interface RowAt<Id> {
 }
 
 /**
+ * A chunk's first look at block b for a scene (ChunkCache.firstLook): the row at or before t as a
+ * sample (undefined: none), `false` when the block is to be read instead, null when the chunk vanished
+ * under a stale index.
+ */
+export type FirstLook<Id> = (
+  ref: ChunkRef<Id>,
+  view: ChunkView,
+  b: number,
+) => Sample | undefined | false | null;
+
+/**
  * The latest row at or before t and the first after it (unless `wantAfter` is false), over a stream's
  * chunk index. `open` gives a chunk's view, or undefined when it vanished under a stale index (the
- * caller reloads and retries).
+ * caller reloads and retries). Without `wantAfter`, `look` may give the row as a sample decoded alone
+ * (`looked`) where the chunk has not been read before.
  */
 export function bracketRows<Id>(
   index: readonly ChunkRef<Id>[],
@@ -492,7 +541,8 @@ export function bracketRows<Id>(
   open: (ref: ChunkRef<Id>) => ChunkView | undefined,
   decode: (ref: ChunkRef<Id>, view: ChunkView, block: number) => ColumnBatch | undefined,
   wantAfter = true,
-): { before?: RowAt<Id>; after?: RowAt<Id> } | undefined {
+  look?: FirstLook<Id>,
+): { before?: RowAt<Id>; after?: RowAt<Id>; looked?: Sample } | undefined {
   const out: { before?: RowAt<Id>; after?: RowAt<Id> } = {};
   const k = lastBeginAtOrBefore(index, t);
   if (k >= 0) {
@@ -500,6 +550,11 @@ export function bracketRows<Id>(
     const view = open(ref);
     if (!view) return undefined;
     const b = view.blockAtOrBefore(t);
+    if (look !== undefined && !wantAfter) {
+      const looked = look(ref, view, b);
+      if (looked === null) return undefined;
+      if (looked !== false) return looked === undefined ? {} : { looked };
+    }
     const batch = decode(ref, view, b);
     if (!batch) return undefined;
     const row = lastAtOrBefore(batch.t, t);

@@ -186,6 +186,14 @@ export class MongoSamples {
     if (before) {
       const view = this.store.view(before);
       const b = view.blockAtOrBefore(t);
+      // A scene's first look at the chunk: the one row decoded alone (ChunkCache.firstLook).
+      if (!wantAfter && fields === undefined) {
+        const looked = this.store.cache.firstLook(String(before._id), view, b, t, run, stream);
+        if (looked !== false) {
+          if (looked) bracket.before = looked;
+          return bracket;
+        }
+      }
       const batch = decode(before, view, b);
       const row = lastAtOrBefore(batch.t, t);
       bracket.before = ownSampleAt(batch, view.columns, row);

@@ -19,6 +19,7 @@ import {
   sliceBatch,
   type ChunkRef,
   type ChunkView,
+  type FirstLook,
 } from '../common/chunk-reader.js';
 import { orderedColumns, rowsTarget } from '../common/chunk-rows.js';
 import { loadStoredChunk } from './sqlite-chunk-rows.js';
@@ -237,6 +238,18 @@ export class SqliteSamples {
         return undefinedIfReplaced(error);
       }
     };
+    // A scene of samples at or before t (no interpolation): a chunk not read before gives its one row
+    // decoded alone, not its block decoded (ChunkCache.firstLook).
+    const look: FirstLook<number> | undefined =
+      args.after === false && fields === undefined
+        ? (ref, view, b) => {
+            try {
+              return this.file.cache.firstLook(ref.id, view, b, args.t, run, ref.stream!);
+            } catch (error) {
+              return undefinedIfReplaced(error) ?? null;
+            }
+          }
+        : undefined;
     // Every row is found (and its block decoded) before any sample is made: samples made while later
     // blocks are decoded live through the collections decoding causes, which tells V8 to make later
     // ones in the old generation (see SceneEntry in replay/run-queries.ts), and young collections
@@ -244,7 +257,7 @@ export class SqliteSamples {
     const rows = args.streams.map((id) => {
       // A chunk can vanish under a stale index when another connection merges a tail: look again.
       for (let attempt = 0; ; attempt++) {
-        const found = bracketRows(this.chunkIndex(run, id), args.t, open, decode, args.after !== false);
+        const found = bracketRows(this.chunkIndex(run, id), args.t, open, decode, args.after !== false, look);
         if (found || attempt === 3) return found;
         this.file.forgetRun(run);
       }
@@ -252,6 +265,10 @@ export class SqliteSamples {
     this.readAroundBrowsed();
     return rows.map((found) => {
       const bracket: SampleBracket = {};
+      if (found?.looked) {
+        bracket.before = found.looked;
+        return bracket;
+      }
       const { before, after } = found ?? {};
       if (before) bracket.before = ownSampleAt(before.batch, before.view.columns, before.row);
       if (after && args.after !== false)
