@@ -1234,6 +1234,46 @@ describe('declarations', () => {
   });
 });
 
+describe('lists of actors and streams', () => {
+  it("shared: the store's own, frozen, the same at every call; otherwise copies whose changes reach no later answer", async () => {
+    const store = SqliteBackend.open(fresh());
+    const rec = await recordingOneCar(store, 0);
+    await rec.append('car/state', crashSample(0));
+    await store.putPresence(rec.id, [{ actor: 'car', intervals: [{ from: 0, to: null }] }]);
+    const actors = await store.listActors(rec.id, { shared: true });
+    const streams = await store.listStreams(rec.id, { shared: true });
+    assert.equal(await store.listActors(rec.id, { shared: true }), actors);
+    assert.equal(await store.listStreams(rec.id, { shared: true }), streams);
+    assert.throws(() => actors.push({ id: 'x', kind: 'vehicle' } as never), TypeError);
+    assert.throws(() => (actors[0]!.kind = 'ghost'), TypeError);
+    assert.throws(() => (actors[0]!.presence![0]!.to = 5), TypeError);
+    assert.throws(() => (streams[0]!.samples = 99), TypeError);
+    // A copy is the caller's to change.
+    const [copy] = await store.listActors(rec.id);
+    copy!.kind = 'ghost';
+    copy!.presence![0]!.to = 5;
+    const [stream] = await store.listStreams(rec.id);
+    stream!.samples = 99;
+    assert.deepEqual(await store.listActors(rec.id, { shared: true }), [
+      {
+        id: 'car',
+        kind: 'vehicle',
+        record: true,
+        attributes: {},
+        options: {},
+        presence: [{ from: 0, to: null }],
+      },
+    ]);
+    assert.equal((await store.listStreams(rec.id))[0]!.samples, 1);
+    // What a later write changes is in the next shared list, not in the one handed out before.
+    await rec.append('car/state', crashSample(1));
+    assert.equal((await store.listStreams(rec.id, { shared: true }))[0]!.samples, 2);
+    assert.equal(streams[0]!.samples, 1);
+    await rec.end('completed');
+    await store.close();
+  });
+});
+
 describe('presence with samples', () => {
   it('is written in the same transaction as the samples it came with: both kept, or neither', async () => {
     const store = SqliteBackend.open(fresh());

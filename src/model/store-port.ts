@@ -50,6 +50,15 @@ export interface BracketArgs {
   after?: boolean;
 }
 
+/** How listActors and listStreams answer. */
+export interface ListOptions {
+  /**
+   * The store's own list, frozen (its objects too), where it keeps one: for a caller that only reads it,
+   * as often as a scene is asked for. Without it each call gives copies the caller may change.
+   */
+  shared?: boolean;
+}
+
 export interface SampleBracket {
   /** The latest sample at or before t. */
   before?: Sample;
@@ -109,11 +118,11 @@ export interface StoreBackend {
    * Allowed on a closed run: an importer may know who was where only once it has read everything.
    */
   putPresence(run: number, presence: ActorPresence[]): Promise<void>;
-  listActors(run: number): Promise<ActorInfo[]>;
+  listActors(run: number, options?: ListOptions): Promise<ActorInfo[]>;
 
   /** Inserts or replaces stream schemas by id; counts and time ranges are kept. */
   putStreams(run: number, streams: StreamSchema[]): Promise<void>;
-  listStreams(run: number): Promise<StreamInfo[]>;
+  listStreams(run: number, options?: ListOptions): Promise<StreamInfo[]>;
 
   /**
    * Appends columns to several streams in one atomic, durable write. Samples are in time order and

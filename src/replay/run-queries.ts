@@ -77,7 +77,11 @@ export interface SceneArgs {
  */
 export async function sceneAt(store: StoreBackend, run: number, args: SceneArgs): Promise<Scene> {
   await requireRun(store, run);
-  const [actors, streams] = await Promise.all([store.listActors(run), store.listStreams(run)]);
+  // Only read here: the store's own lists, not copies (a scene is asked for again and again).
+  const [actors, streams] = await Promise.all([
+    store.listActors(run, { shared: true }),
+    store.listStreams(run, { shared: true }),
+  ]);
   const stateStreams = new Map<string, StreamInfo>();
   for (const s of streams) if (s.name === STATE_STREAM && s.actor !== null) stateStreams.set(s.actor, s);
   const scene: Scene = { t: args.t, actors: [] };

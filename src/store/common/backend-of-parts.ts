@@ -7,6 +7,7 @@ import type {
   CatalogPort,
   ColumnAppend,
   IntegrityReport,
+  ListOptions,
   ListRunsArgs,
   ReadColumnsArgs,
   ReadSamplesArgs,
@@ -102,16 +103,16 @@ export abstract class BackendOfParts implements StoreBackend {
     return this.runs.putPresence(run, presence);
   }
 
-  listActors(run: number): Promise<ActorInfo[]> {
-    return this.runs.listActors(run);
+  listActors(run: number, options?: ListOptions): Promise<ActorInfo[]> {
+    return this.runs.listActors(run, options);
   }
 
   putStreams(run: number, streams: StreamSchema[]): Promise<void> {
     return this.runs.putStreams(run, streams);
   }
 
-  listStreams(run: number): Promise<StreamInfo[]> {
-    return this.runs.listStreams(run);
+  listStreams(run: number, options?: ListOptions): Promise<StreamInfo[]> {
+    return this.runs.listStreams(run, options);
   }
 
   // ---- samples -------------------------------------------------------------------------------------

@@ -206,6 +206,7 @@ export class MongoRuns {
     }
   }
 
+  /** Fresh from the database at every call: a shared list (ListOptions) is a copy too. */
   async listActors(run: number): Promise<ActorInfo[]> {
     const docs = await this.store.actors().find({ '_id.run': run }).sort({ ord: 1 }).toArray();
     return docs.map(({ _id, ord: _ord, ...rest }) => ({ id: _id.id, ...rest }));

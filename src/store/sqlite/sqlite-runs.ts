@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { notFound, SimrecError } from '../../model/errors.js';
 import { deepFreeze } from '../../model/json.js';
 import type { ActorInfo, ActorPresence, EndReason, RunInfo, RunSummary } from '../../model/run.js';
-import type { ListRunsArgs, WriterIdentity } from '../../model/store-port.js';
+import type { ListOptions, ListRunsArgs, WriterIdentity } from '../../model/store-port.js';
 import type { InferredField, StreamInfo, StreamSchema } from '../../model/stream.js';
 import { SqliteChunkWriter, wrapIoError } from './sqlite-chunk-writer.js';
 import { json, parse, type Row, type SqliteStoreFile } from './sqlite-store-file.js';
@@ -204,9 +204,10 @@ export class SqliteRuns {
       .immediate();
   }
 
-  async listActors(run: number): Promise<ActorInfo[]> {
+  async listActors(run: number, options?: ListOptions): Promise<ActorInfo[]> {
     const lists = this.file.listsOf(run);
     lists.actors ??= this.queryActors(run);
+    if (options?.shared) return lists.actors;
     return lists.actors.map((a) =>
       a.presence ? { ...a, presence: a.presence.map((iv) => ({ ...iv })) } : { ...a },
     );
@@ -214,7 +215,7 @@ export class SqliteRuns {
 
   private queryActors(run: number): ActorInfo[] {
     const rows = this.file.stmt('SELECT * FROM actors WHERE run_id = ? ORDER BY ord').all(run) as Row[];
-    return rows.map((row) => {
+    const actors = rows.map((row) => {
       const actor: ActorInfo = {
         id: row.id as string,
         kind: row.kind as string,
@@ -226,13 +227,16 @@ export class SqliteRuns {
       if (row.extents !== null) actor.extents = parse(row.extents);
       // undefined in a schema 1 or 2 file opened read-only (no column), null for actors it held before.
       if (row.presence !== null && row.presence !== undefined) actor.presence = parse(row.presence);
-      // Cached and handed out (shallow copies, presence copied) to every caller: what is shared is
-      // frozen, so that a caller changing it fails instead of changing every later answer.
+      // Cached and handed out to every caller, as shallow copies (presence copied) or as they are
+      // (ListOptions.shared): frozen, so that a caller changing it fails instead of changing every
+      // later answer.
       deepFreeze(actor.attributes);
       deepFreeze(actor.options);
       deepFreeze(actor.extents);
-      return actor;
+      deepFreeze(actor.presence);
+      return Object.freeze(actor);
     });
+    return Object.freeze(actors) as ActorInfo[];
   }
 
   async putStreams(run: number, streams: StreamSchema[]): Promise<void> {
@@ -240,9 +244,10 @@ export class SqliteRuns {
     this.file.lists.delete(run);
   }
 
-  async listStreams(run: number): Promise<StreamInfo[]> {
+  async listStreams(run: number, options?: ListOptions): Promise<StreamInfo[]> {
     const lists = this.file.listsOf(run);
     lists.streams ??= this.queryStreams(run);
+    if (options?.shared) return lists.streams;
     return lists.streams.map((s) => ({ ...s }));
   }
 
@@ -253,9 +258,9 @@ export class SqliteRuns {
        WHERE s.run_id = ? ORDER BY s.key`,
       )
       .all(run) as Row[];
-    // Cached and handed out as shallow copies: what they share is frozen (see queryActors), the fields
-    // and metadata of streams of the same schema one frozen object (StreamSchemaTexts).
-    return rows.map((row) => {
+    // Cached and handed out as shallow copies or as they are, frozen (see queryActors), the fields and
+    // metadata of streams of the same schema one frozen object (StreamSchemaTexts).
+    const streams = rows.map((row) => {
       const stream: StreamInfo = {
         ...this.file.schemaTexts.parse(row.schema as string),
         samples: row.samples as number,
@@ -264,8 +269,9 @@ export class SqliteRuns {
         extraFields: parse<InferredField[]>(row.extra_fields),
       };
       deepFreeze(stream.extraFields);
-      return stream;
+      return Object.freeze(stream);
     });
+    return Object.freeze(streams) as StreamInfo[];
   }
 
   streamMeta(run: number, stream: string): StreamMeta {
