@@ -1738,6 +1738,34 @@ describe('caches of decoded data', () => {
     assert.equal(cache.weight, 40);
   });
 
+  it('a chunk kept decoded whole keeps no copy of its stored bytes; its blocks are fetched again when read', async () => {
+    const path = fresh();
+    const writer = SqliteBackend.open(path, { chunkSamples: 200, blockSamples: 64 });
+    await completedCarRun(writer, 1000);
+    await writer.close();
+    const store = SqliteBackend.open(path, { readonly: true });
+    // White-box: the cache's opened chunks and what each holds of its stored bytes.
+    const cache = (store as unknown as { file: { cache: { chunks: LruCache<number, ParsedChunk> } } }).file
+      .cache;
+    const held = (view: ParsedChunk): unknown[] => {
+      const inside = view as unknown as { whole: unknown; source: { blocks: unknown } };
+      return [inside.whole, inside.source.blocks];
+    };
+    // Scenes that come back to a chunk: it is decoded whole, with its neighbours (ChunkCache.block).
+    for (const t of [15_000, 25_000, 1_500_000, 2_500_000]) await sceneAt(store, 1, { t });
+    const cached = cache as unknown as {
+      chunks: { map: Map<number, { value: ParsedChunk }> };
+      cachedWhole(id: number): unknown;
+    };
+    const views = [...cached.chunks.map.entries()].filter(([id]) => cached.cachedWhole(id) !== undefined);
+    assert.ok(views.length >= 2, `${views.length} chunks decoded whole`);
+    for (const [, { value }] of views) assert.deepEqual(held(value), [null, null]);
+    // A block read from one of them (as a fields-only read does) fetches its bytes again.
+    const view = views[0]![1].value;
+    assert.equal(view.decodeBlock(1).t.length, view.blocks[1]!.rows);
+    await store.close();
+  });
+
   it('a store whose cache holds less than a chunk reads every scene and trajectory right', async () => {
     const path = fresh();
     const writing = SqliteBackend.open(path, { chunkSamples: 200, blockSamples: 64 });

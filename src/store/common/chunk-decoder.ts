@@ -81,6 +81,8 @@ export interface ChunkBytes {
   readonly size: number;
   /** Bytes [offset, offset + length). */
   read(offset: number, length: number): Uint8Array;
+  /** Drops what it holds of the blocks (read again when asked); a source in memory holds on. */
+  release?(): void;
 }
 
 export function bytesInMemory(data: Uint8Array): ChunkBytes {
@@ -258,6 +260,16 @@ export class ParsedChunk {
     // gives its blocks as they are stored, without copying them behind the frame.
     this.wholeOffset = this.blocks[0]!.offset;
     this.whole = this.source.read(this.wholeOffset, this.source.size - this.wholeOffset);
+  }
+
+  /**
+   * Forgets the blocks' bytes read so far (the frame stays): the chunk has been decoded whole and its
+   * batch is kept elsewhere, so its stored bytes would only double what it holds. A later block read
+   * fetches them again.
+   */
+  releaseBytes(): void {
+    this.whole = null;
+    this.source.release?.();
   }
 
   /**

@@ -19,6 +19,8 @@ export interface ChunkView {
   decodeInto(target: RowsTarget, fields?: ReadonlySet<string>): void;
   /** Reads the whole chunk at once (its blocks are about to be decoded one after another). */
   loadAll(): void;
+  /** Forgets the bytes of its blocks read so far (it is cached decoded whole); read again when asked. */
+  releaseBytes?(): void;
   /**
    * Block i's last row at or before t as a sample, decoding no block whole (undefined: the block begins
    * after t); a layout without it has its block decoded.
@@ -170,6 +172,8 @@ export class ChunkCache<Id> {
     if (batch === undefined) {
       batch = view.decodeAll(fields);
       if (keep) this.wholes.set(key, batch);
+      // Kept decoded, every field: its stored bytes are not needed until the batch is evicted.
+      if (keep && fields === undefined) view.releaseBytes?.();
     }
     return batch;
   }

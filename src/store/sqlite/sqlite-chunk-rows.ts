@@ -80,6 +80,10 @@ class StoredBlocks implements ChunkBytes {
     return out;
   }
 
+  release(): void {
+    this.blocks = null;
+  }
+
   /** The row, or a conflict: another connection replaced the chunk since its frame was read. */
   private present(row: Row | undefined): Row {
     if (!row) throw new SimrecError('conflict', `${this.where}: replaced while it was being read`);
