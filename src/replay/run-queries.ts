@@ -82,21 +82,12 @@ export async function sceneAt(store: StoreBackend, run: number, args: SceneArgs)
     store.listActors(run, { shared: true }),
     store.listStreams(run, { shared: true }),
   ]);
-  const stateStreams = new Map<string, StreamInfo>();
-  for (const s of streams) if (s.name === STATE_STREAM && s.actor !== null) stateStreams.set(s.actor, s);
+  const { present, presentStreams, ids, intervals } = scenePlan(actors, streams);
   const scene: Scene = { t: args.t, actors: [] };
   // One call for every actor's bracket: the backend answers from its index and block cache without a
   // promise per actor.
-  const present: ActorInfo[] = [];
-  const presentStreams: StreamInfo[] = [];
-  for (const a of actors) {
-    const stream = stateStreams.get(a.id);
-    if (stream === undefined || stream.samples === 0) continue;
-    present.push(a);
-    presentStreams.push(stream);
-  }
   const brackets = await store.bracketMany(run, {
-    streams: presentStreams.map((s) => s.id),
+    streams: ids,
     t: args.t,
     after: args.interpolate === true,
   });
@@ -105,7 +96,7 @@ export async function sceneAt(store: StoreBackend, run: number, args: SceneArgs)
     if (!before) continue;
     const actor = present[i]!;
     const stream = presentStreams[i]!;
-    const absence = absenceAt(actor.presence, usualSampleInterval(stream, actor.presence), before.t, args.t);
+    const absence = absenceAt(actor.presence, intervals[i]!, before.t, args.t);
     if (absence === 'not yet' || (absence !== null && !args.includeDeparted)) continue;
     const sample =
       args.interpolate && after && absence === null
@@ -118,6 +109,49 @@ export async function sceneAt(store: StoreBackend, run: number, args: SceneArgs)
     scene.actors.push(entry);
   }
   return scene;
+}
+
+/** Which actors a scene reads, and from which streams: what sceneAt works out from the run's lists. */
+interface ScenePlan {
+  /** Actors with a state stream that has samples, in the run's order, and their state streams. */
+  present: readonly ActorInfo[];
+  presentStreams: readonly StreamInfo[];
+  /** The streams' ids, as bracketMany takes them. */
+  ids: readonly string[];
+  /** Each one's usual interval between samples (the staleness rule's, see absenceAt). */
+  intervals: readonly (number | null)[];
+}
+
+/**
+ * Plans by the store's shared list of streams (a new list when the run's streams or their counts
+ * change), with the list of actors they were made with: a scene asked for again and again makes it
+ * once, not a map of 200 streams and four arrays each time.
+ */
+const plans = new WeakMap<readonly StreamInfo[], { actors: readonly ActorInfo[]; plan: ScenePlan }>();
+
+function scenePlan(actors: readonly ActorInfo[], streams: readonly StreamInfo[]): ScenePlan {
+  const known = plans.get(streams);
+  if (known?.actors === actors) return known.plan;
+  const stateStreams = new Map<string, StreamInfo>();
+  for (const s of streams) if (s.name === STATE_STREAM && s.actor !== null) stateStreams.set(s.actor, s);
+  const present: ActorInfo[] = [];
+  const presentStreams: StreamInfo[] = [];
+  for (const a of actors) {
+    const stream = stateStreams.get(a.id);
+    if (stream === undefined || stream.samples === 0) continue;
+    present.push(a);
+    presentStreams.push(stream);
+  }
+  const plan: ScenePlan = {
+    present,
+    presentStreams,
+    ids: presentStreams.map((s) => s.id),
+    intervals: present.map((a, i) => usualSampleInterval(presentStreams[i]!, a.presence)),
+  };
+  // Only lists the store keeps (frozen): a list made for this call (a store that keeps none) is
+  // never asked with again.
+  if (Object.isFrozen(streams)) plans.set(streams, { actors, plan });
+  return plan;
 }
 
 /**

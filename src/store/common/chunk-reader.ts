@@ -148,6 +148,11 @@ export class ChunkCache<Id> {
     this.wholes = new LruCache(options.wholeBytes ?? 256 * 2 ** 20, batchBytes);
   }
 
+  /** The chunk opened earlier, if the cache still holds it. */
+  opened(id: Id): ChunkView | undefined {
+    return this.chunks.get(id);
+  }
+
   /**
    * The chunk opened earlier, or loaded now. `keep` false: a transient read (ReadColumnsArgs.transient),
    * which uses what the cache holds and adds nothing to it.

@@ -275,6 +275,22 @@ export class SqliteRuns {
   }
 
   streamMeta(run: number, stream: string): StreamMeta {
+    this.requireStream(run, stream);
+    return { id: stream };
+  }
+
+  /**
+   * Not found for the first of `streams` the run does not have. A list of ids checked once is not
+   * looked at again while the run's lists stand (a scene asks with the same list every time).
+   */
+  requireStreams(run: number, streams: readonly string[]): void {
+    const lists = this.file.listsOf(run);
+    if (lists.checked?.has(streams)) return;
+    for (const id of streams) this.requireStream(run, id);
+    (lists.checked ??= new WeakSet()).add(streams);
+  }
+
+  private requireStream(run: number, stream: string): void {
     const lists = this.file.listsOf(run);
     lists.streams ??= this.queryStreams(run);
     lists.byId ??= new Map(lists.streams.map((s) => [s.id, s] as const));
@@ -282,7 +298,6 @@ export class SqliteRuns {
       this.file.requireRun(run);
       throw notFound(`run ${run} has no stream ${JSON.stringify(stream)}`);
     }
-    return { id: stream };
   }
 }
 

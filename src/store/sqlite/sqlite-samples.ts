@@ -228,7 +228,7 @@ export class SqliteSamples {
 
   async bracketMany(run: number, args: BracketArgs): Promise<SampleBracket[]> {
     const fields = args.fields ? new Set(args.fields) : undefined;
-    for (const id of args.streams) this.runs.streamMeta(run, id);
+    this.runs.requireStreams(run, args.streams);
     // Made once for the scene, not per actor: a scene of 200 actors is 200 brackets.
     const open = (ref: ChunkRef<number>): ChunkView | undefined => this.openChunk(run, ref.stream!, ref.id);
     const decode = (ref: ChunkRef<number>, view: ChunkView, b: number): ColumnBatch | undefined => {
@@ -389,6 +389,12 @@ export class SqliteSamples {
    * stored with its frame apart (schema 6) is read a block at a time (sqlite-chunk-rows.ts).
    */
   private openChunk(run: number, stream: string, id: number, keep = true): ChunkView | undefined {
+    // Opened already, as most are: without the loader and the chunk's name made for nothing (200 of
+    // each a scene).
+    return this.file.cache.opened(id) ?? this.loadChunk(run, stream, id, keep);
+  }
+
+  private loadChunk(run: number, stream: string, id: number, keep: boolean): ChunkView | undefined {
     return this.file.cache.chunk(
       id,
       () => loadStoredChunk(this.file, id, `${this.file.location} run ${run} stream ${stream} chunk ${id}`),

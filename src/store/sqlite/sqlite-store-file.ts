@@ -41,6 +41,8 @@ export interface RunLists {
   actors?: ActorInfo[];
   streams?: StreamInfo[];
   byId?: Map<string, StreamInfo>;
+  /** Lists of stream ids found in the run (SqliteRuns.requireStreams). */
+  checked?: WeakSet<readonly string[]>;
 }
 
 /**
