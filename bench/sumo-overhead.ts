@@ -13,7 +13,8 @@ import { promisify } from 'node:util';
 
 import { TraciClient } from '../src/ingest/traci/traci-client.js';
 import { VAR } from '../src/ingest/traci/traci-protocol.js';
-import { recordSumo, SUMO_RECORDER_NICE } from '../src/ingest/traci/sumo-recorder.js';
+import { recordSumo } from '../src/ingest/traci/sumo-recorder.js';
+import { SUMO_RECORDER_NICE } from '../src/record/process-priority.js';
 import { VEHICLE_VARS } from '../src/ingest/traci/sumo-variables.js';
 import { openStore } from '../src/store/open-store.js';
 

@@ -145,6 +145,49 @@ describe('simrec command line', () => {
     assert.equal(interpolated.actors[0]!.t, run.begin + 12_340_000);
   });
 
+  it('a query loads what it needs: not the server, the recorders, the tables writer nor the evaluator', () => {
+    // Every module the command resolves, written down by a resolve hook (node:module register).
+    const log = join(dir.path, 'modules.log');
+    const hooks = `import { appendFileSync } from 'node:fs';
+      export async function resolve(specifier, context, next) {
+        const resolved = await next(specifier, context);
+        appendFileSync(${JSON.stringify(log)}, resolved.url + '\\n');
+        return resolved;
+      }`;
+    const register = `import { register } from 'node:module'; register(${JSON.stringify(
+      `data:text/javascript,${encodeURIComponent(hooks)}`,
+    )});`;
+    for (const query of [
+      ['scene', '1', '--at', '3', '--json'],
+      ['info', '1', '--json'],
+      ['ls', '--json'],
+    ]) {
+      writeFileSync(log, '');
+      const r = spawnSync(
+        process.execPath,
+        ['--import', `data:text/javascript,${encodeURIComponent(register)}`, SIMREC_BIN, ...query],
+        { encoding: 'utf8', env: { ...process.env, ...env } },
+      );
+      assert.equal(r.status, 0, r.stderr);
+      const loaded = readFileSync(log, 'utf8').split('\n');
+      const has = (part: string): boolean => loaded.some((url) => url.includes(part));
+      assert.ok(has('/store/sqlite/sqlite-backend.js'), `${query[0]}: the store was loaded (the log works)`);
+      for (const heavy of [
+        '/server/start-server.js',
+        '/node_modules/hono/',
+        '/node_modules/ws/',
+        '/ingest/traci/sumo-recorder.js',
+        '/tables/keep-tables.js',
+        '/tables/fleet-sql.js',
+        '/evaluate/evaluate-run.js',
+        '/demo/demo-run.js',
+        '/roadnet/read-roadnet.js',
+        '/node_modules/fast-png/',
+      ])
+        assert.ok(!has(heavy), `simrec ${query[0]} loaded ${heavy}`);
+    }
+  });
+
   it('info shows when each actor was present; scene leaves out those that left, --departed marks them', () => {
     const info = cliJson<{ actors: { id: string; presence?: { from: number; to: number | null }[] }[] }>(
       ['info', '1', '--json'],

@@ -1,6 +1,12 @@
 import { readdirSync } from 'node:fs';
 import { getPriority, setPriority } from 'node:os';
 
+/**
+ * What `simrec record sumo` lowers its priority by: SUMO first, the recording in its idle time, ran
+ * faster and was preempted far less than at equal priority (performance-history.md).
+ */
+export const SUMO_RECORDER_NICE = 5;
+
 /** The highest niceness (the lowest priority) a thread can have. */
 const LOWEST = 19;
 

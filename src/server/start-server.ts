@@ -20,6 +20,7 @@ import { RecordingSettings } from './recording-settings.js';
 import { requireToken, upgradeHasToken } from './api-token.js';
 import { RequestGuard, SECURITY_HEADERS, type Refusal } from './request-guard.js';
 import { loadSettingsFile } from './settings-file.js';
+import { DEFAULT_PORT } from './default-port.js';
 import { SodaConnection, type SodaConnectionOptions } from '../record/soda-connection.js';
 import { connectionView, createSodaConnectionApi } from './soda-connection-api.js';
 import { SodaConnectionSettings } from '../record/soda-connection-settings.js';
@@ -65,7 +66,7 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
-export const DEFAULT_PORT = 8470;
+export { DEFAULT_PORT };
 
 /** A refused request or upgrade, as JSON, with the headers every answer carries. */
 function refusalText(refusal: Refusal): string {

@@ -1,14 +1,5 @@
 import type { Command } from 'commander';
 import { renameSync, rmSync, writeFileSync } from 'node:fs';
-import { encode as encodePng } from 'fast-png';
-import {
-  BIRDVIEW_PIXELS_PER_METER,
-  BIRDVIEW_SIZE,
-  birdviewAt,
-  CHANNELS,
-  HERO_COLUMN,
-  HERO_ROW,
-} from '../../formats/didrive/codec.js';
 import { invalid } from '../../model/errors.js';
 import { secondsToMicros } from '../../model/units.js';
 import { storeRunSource } from '../../replay/run-source.js';
@@ -47,7 +38,12 @@ export function registerBirdviewCommand(program: Command): void {
           requireParentFolder(opts.out);
           requireFreeOutput(opts.out, Boolean(opts.force));
           const t = info.begin + secondsToMicros(opts.at);
-          const { birdview, network } = await birdviewAt(source, t);
+          const [{ encode: encodePng }, codec] = await Promise.all([
+            import('fast-png'),
+            import('../../formats/didrive/codec.js'),
+          ]);
+          const { BIRDVIEW_PIXELS_PER_METER, BIRDVIEW_SIZE, CHANNELS, HERO_COLUMN, HERO_ROW } = codec;
+          const { birdview, network } = await codec.birdviewAt(source, t);
           const png = encodePng({
             width: BIRDVIEW_SIZE,
             height: BIRDVIEW_SIZE,

@@ -1,6 +1,5 @@
 import type { Command } from 'commander';
 import { printJson, printTable } from '../output.js';
-import { checkTables } from '../../tables/tables-status.js';
 import { tablesFolderOf, withExistingStore } from '../with-store.js';
 
 export function registerCheckCommand(program: Command): void {
@@ -13,6 +12,7 @@ export function registerCheckCommand(program: Command): void {
     .option('--json', 'print JSON')
     .action(async (opts: { repair?: boolean; json?: boolean }, command: Command) =>
       withExistingStore(command, async (store) => {
+        const { checkTables } = await import('../../tables/tables-status.js');
         const report = await store.checkIntegrity({ repair: Boolean(opts.repair) });
         // The tables after the store: a repair that removed chunks changed runs they were written from.
         const tableProblems = await checkTables(store, tablesFolderOf(command, store), {

@@ -1,11 +1,7 @@
 import type { Command } from 'commander';
 import { invalid } from '../../model/errors.js';
-import { evaluationFrames } from '../../evaluate/evaluate-run.js';
 import { FORMATS, formatNames, loadCodec, type FormatEntry } from '../../formats/registry.js';
 import type { FormatOption } from '../../model/codec-port.js';
-import { importRecording } from '../../record/import-run.js';
-import { exportRecording } from '../../replay/export-run.js';
-import { requireRun } from '../../replay/run-queries.js';
 import { parseRunId } from '../args.js';
 import { printJson, printTable, Progress } from '../output.js';
 import { naming } from '../failure.js';
@@ -74,6 +70,7 @@ export function registerConvertCommands(program: Command): void {
     .option('--json', 'print JSON')
     .action(async (format: string, location: string, opts: Record<string, unknown>, command: Command) => {
       const codec = await loadCodec(format, 'import');
+      const { importRecording } = await import('../../record/import-run.js');
       const settings = settingsFor(format, opts, readOptions, FORMATS[format]!.readOptions);
       const warnings = warningsCollector();
       const progress = new Progress(`import ${format}`);
@@ -137,6 +134,11 @@ export function registerConvertCommands(program: Command): void {
         command: Command,
       ) => {
         const codec = await loadCodec(format, 'export');
+        const [{ exportRecording }, { requireRun }, { evaluationFrames }] = await Promise.all([
+          import('../../replay/export-run.js'),
+          import('../../replay/run-queries.js'),
+          import('../../evaluate/evaluate-run.js'),
+        ]);
         const settings = settingsFor(format, opts, writeOptions, FORMATS[format]!.writeOptions);
         const location = opts.episodeOf ?? positional;
         if (location === undefined)

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
-import { recordDemoRun, type DemoRunResult } from '../../demo/demo-run.js';
-import { evaluateRun, type EvaluationSummary } from '../../evaluate/evaluate-run.js';
+import type { DemoRunResult } from '../../demo/demo-run.js';
+import type { EvaluationSummary } from '../../evaluate/evaluate-run.js';
 import { describeValue, invalid } from '../../model/errors.js';
 import { parsePositive } from '../args.js';
 import { printJson, Progress } from '../output.js';
@@ -40,6 +40,10 @@ async function recordAndScore(
   opts: DemoOptions,
   signal: AbortSignal,
 ): Promise<{ result: DemoRunResult; evaluation: EvaluationSummary | null }> {
+  const [{ recordDemoRun }, { evaluateRun }] = await Promise.all([
+    import('../../demo/demo-run.js'),
+    import('../../evaluate/evaluate-run.js'),
+  ]);
   const progress = new Progress('recording demo');
   const result = await recordDemoRun(store, {
     ...(opts.net ? { net: opts.net } : {}),

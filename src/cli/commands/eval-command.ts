@@ -1,5 +1,6 @@
 import { Option, type Command } from 'commander';
-import { EVALUATION_FIELDS, evaluateRun, type EvaluationSummary } from '../../evaluate/evaluate-run.js';
+import type { EvaluationSummary } from '../../evaluate/evaluate-run.js';
+import { EVALUATION_FIELDS } from '../../evaluate/evaluation-storage.js';
 import { invalid } from '../../model/errors.js';
 import type { RunInfo } from '../../model/run.js';
 import { parsePositive, parseRunId } from '../args.js';
@@ -105,6 +106,7 @@ export function registerEvalCommand(program: Command): void {
     .action(async (runArgs: string[], opts: EvalOptions, command: Command) =>
       withExistingStore(command, async (store) => {
         const runs = runArgs.map(parseRunId);
+        const { evaluateRun } = await import('../../evaluate/evaluate-run.js');
         if (runs.length > 1 && !opts.compare)
           throw invalid(`eval: ${runs.length} runs given; evaluate one, or several with --compare`);
         const results: EvaluationSummary[] = [];

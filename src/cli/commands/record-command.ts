@@ -1,13 +1,9 @@
 import { Option, type Command } from 'commander';
-import { recordDeepDrive, type DeepDriveRecordOptions } from '../../ingest/deepdrive-recorder.js';
-import {
-  recordSumo,
-  SUMO_RECORDER_NICE,
-  type SumoArea,
-  type SumoRecordOptions,
-} from '../../ingest/traci/sumo-recorder.js';
+import type { DeepDriveRecordOptions } from '../../ingest/deepdrive-recorder.js';
+import type { SumoArea, SumoRecordOptions } from '../../ingest/traci/sumo-recorder.js';
 import { describeValue, invalid } from '../../model/errors.js';
 import { DEEPDRIVE_SHM_PATH } from '../../record/capture/deepdrive-region.js';
+import { SUMO_RECORDER_NICE } from '../../record/process-priority.js';
 import { parseNiceness, parsePositive, parseSeconds } from '../args.js';
 import { printJson, Progress } from '../output.js';
 import { withStore } from '../with-store.js';
@@ -83,6 +79,7 @@ export function registerRecordCommand(program: Command): void {
     .action(async (config: string | undefined, opts: SumoCommandOptions, command: Command) =>
       withStore(command, async (store) => {
         if (opts.area.kind === 'ego' && !opts.ego) throw invalid('--area ego:RADIUS needs --ego ID');
+        const { recordSumo } = await import('../../ingest/traci/sumo-recorder.js');
         const progress = new Progress('recording SUMO');
         // Ctrl-C ends the recording cleanly (the run ends user_request with every step it has).
         const { result, interrupted } = await untilInterrupted((signal) => {
@@ -145,6 +142,7 @@ export function registerRecordCommand(program: Command): void {
     .option('--json', 'print the result as JSON')
     .action(async (opts: DeepDriveCommandOptions, command: Command) =>
       withStore(command, async (store) => {
+        const { recordDeepDrive } = await import('../../ingest/deepdrive-recorder.js');
         const progress = new Progress('recording deepdrive');
         const { result, interrupted } = await untilInterrupted((signal) => {
           const args: DeepDriveRecordOptions = {

@@ -1,7 +1,5 @@
 import type { Command } from 'commander';
 import { summarizeRoadNetwork } from '../../model/roadnet.js';
-import { readRoadNetworkFile } from '../../roadnet/read-roadnet.js';
-import { attachRoadNetwork } from '../../roadnet/roadnet-attachment.js';
 import { parsePositive, parseRunId } from '../args.js';
 import { formatNumber, printJson, printTable } from '../output.js';
 import { withStore } from '../with-store.js';
@@ -32,6 +30,10 @@ export function registerRoadnetCommand(program: Command): void {
       const readOptions: { resolution?: number; strict?: boolean } = {};
       if (opts.resolution !== undefined) readOptions.resolution = opts.resolution;
       if (opts.strict) readOptions.strict = true;
+      const [{ readRoadNetworkFile }, { attachRoadNetwork }] = await Promise.all([
+        import('../../roadnet/read-roadnet.js'),
+        import('../../roadnet/roadnet-attachment.js'),
+      ]);
       const { network, warnings } = await readRoadNetworkFile(file, readOptions);
       printWarnings(warnings);
       const summary = summarizeRoadNetwork(network);

@@ -1,10 +1,8 @@
 import type { Command } from 'commander';
 import { tablesFolderOf } from '../with-store.js';
 import type { StoreBackend } from '../../model/store-port.js';
-import { defaultSettingsPath } from '../../server/settings-file.js';
-import { reportMongoConnection } from '../../record/soda-connection.js';
-import { DEFAULT_PORT, startServer } from '../../server/start-server.js';
-import { limitYoungGeneration, SERVER_YOUNG_GENERATION_MIB } from '../../server/young-generation.js';
+import { DEFAULT_PORT } from '../../server/default-port.js';
+import type { ServerOptions } from '../../server/start-server.js';
 import { openStore, resolveStoreLocation } from '../../store/open-store.js';
 import { parsePositive } from '../args.js';
 import { exitInterrupted, takeInterrupts } from '../interrupt.js';
@@ -50,8 +48,14 @@ export interface Serving {
  * someone else holds refused) before the caller does anything long, such as recording the demo.
  */
 export async function startServing(store: StoreBackend, options: ServeOptions): Promise<Serving> {
+  const [{ startServer }, { defaultSettingsPath }, { reportMongoConnection }, young] = await Promise.all([
+    import('../../server/start-server.js'),
+    import('../../server/settings-file.js'),
+    import('../../record/soda-connection.js'),
+    import('../../server/young-generation.js'),
+  ]);
   const token = options.token ?? process.env.SIMREC_TOKEN ?? process.env.SIMREC_INGEST_TOKEN;
-  const ingest: NonNullable<Parameters<typeof startServer>[0]['ingest']> = {};
+  const ingest: NonNullable<ServerOptions['ingest']> = {};
   if (options.ingestPort !== undefined) ingest.tcpPort = options.ingestPort;
   if (token) ingest.token = token;
   const server = await startServer({
@@ -71,7 +75,7 @@ export async function startServing(store: StoreBackend, options: ServeOptions): 
     announce(path = '') {
       // From here on the process is the server's own: its memory stays bounded under clients that
       // send all at once.
-      limitYoungGeneration(SERVER_YOUNG_GENERATION_MIB);
+      young.limitYoungGeneration(young.SERVER_YOUNG_GENERATION_MIB);
       reportMongoConnection(server.mongodb.connection);
       // With a token, the address printed carries it: that is the link to open the viewer with.
       const query = token ? `?token=${encodeURIComponent(token)}` : '';

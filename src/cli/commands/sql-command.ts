@@ -1,7 +1,6 @@
 import type { Command } from 'commander';
 import { invalid } from '../../model/errors.js';
 import type { SqlResult } from '../../formats/parquet/duckdb-sql.js';
-import { queryFleet } from '../../tables/fleet-sql.js';
 import { parseRunId } from '../args.js';
 import { abortOnInterrupt } from '../output-target.js';
 import { formatNumber, formatTable, Progress } from '../output.js';
@@ -43,6 +42,7 @@ export function registerSqlCommand(program: Command): void {
     .action(async (query: string, opts: SqlOptions, command: Command) => {
       if (opts.json && opts.csv) throw invalid('--json and --csv: expected one output format, got both');
       if (query.trim() === '') throw invalid('QUERY: expected SQL, got an empty string');
+      const { queryFleet } = await import('../../tables/fleet-sql.js');
       await withExistingStore(command, (store) =>
         abortOnInterrupt('the query was stopped', async (signal) => {
           const warnings: string[] = [];

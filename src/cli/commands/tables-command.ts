@@ -1,8 +1,7 @@
 import type { Command } from 'commander';
 import type { StoreBackend } from '../../model/store-port.js';
-import { keepTablesInStep, type KeepTablesResult } from '../../tables/keep-tables.js';
+import type { KeepTablesResult } from '../../tables/keep-tables.js';
 import type { TablesFolder } from '../../tables/tables-folder.js';
-import { tablesStatus } from '../../tables/tables-status.js';
 import { parseRunId } from '../args.js';
 import { abortOnInterrupt } from '../output-target.js';
 import { printJson, printTable, Progress } from '../output.js';
@@ -32,6 +31,7 @@ export function registerTablesCommand(program: Command): void {
     .option('--json', 'print JSON')
     .action(async (opts: { json?: boolean }, command: Command) =>
       withExistingStore(command, async (store) => {
+        const { tablesStatus } = await import('../../tables/tables-status.js');
         const status = await tablesStatus(store, tablesFolderOf(command, store));
         if (opts.json) return printJson(status);
         const ratio = status.storeBytes
@@ -85,6 +85,7 @@ export async function buildTables(
   folder: TablesFolder,
   runs?: readonly number[],
 ): Promise<KeepTablesResult> {
+  const { keepTablesInStep } = await import('../../tables/keep-tables.js');
   return abortOnInterrupt('writing the tables was stopped', async (signal) => {
     const warnings: string[] = [];
     const progress = new Progress('writing tables');

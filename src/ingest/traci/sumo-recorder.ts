@@ -46,12 +46,6 @@ export interface SumoRecordOptions extends SumoSimulationOptions {
   recorderNice?: number;
 }
 
-/**
- * What `simrec record sumo` lowers its priority by: SUMO first, the recording in its idle time, ran
- * faster and was preempted far less than at equal priority (performance-history.md).
- */
-export const SUMO_RECORDER_NICE = 5;
-
 export interface SumoRecordResult {
   run: RunInfo;
   steps: number;
