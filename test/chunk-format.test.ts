@@ -16,7 +16,7 @@ import {
 import type { ChunkColumn } from '../src/store/common/chunk-codes.js';
 import { ParsedChunk } from '../src/store/common/chunk-decoder.js';
 import { assembleChunk, ChunkBuffers, encodeBlock } from '../src/store/common/chunk-encoder.js';
-import { openChunk, ownSampleAt } from '../src/store/common/chunk-reader.js';
+import { openChunk, ownEntryAt, ownSampleAt } from '../src/store/common/chunk-reader.js';
 import {
   DEFAULT_TAIL_OPTIONS,
   encodeChunks,
@@ -242,7 +242,7 @@ describe('chunk format: every bit back', () => {
       assertSameBatch(roundTrip(rows, 'packed'), samplesToColumns(rows, FIELDS), `${rows.length} rows`);
   });
 
-  it("one row decoded alone (a scene's first look at a chunk) is the sample its decoded block gives, key for key in order, for every codec", () => {
+  it("one row decoded alone (a scene's first look at a chunk) is the sample, or the entry, its decoded block gives, key for key in order, for every codec", () => {
     const shaped = (i: number): Record<string, unknown> => ({
       wheels: [{ w: i * 0.5, hot: i % 2 === 0 }],
       tag: 'x',
@@ -266,10 +266,24 @@ describe('chunk format: every bit back', () => {
           const expected = ownSampleAt(decoded, view.columns, row);
           const what = `${packing} block ${b} row ${row}`;
           // At the row's time, and between it and the next (the row at or before t).
+          // As a scene's entry: id and kind first, then the sample's time and fields, no step.
+          const head = { id: 'car', kind: 'vehicle' };
+          const { t: time, step: _step, ...fields } = expected;
+          const entry = { id: 'car', kind: 'vehicle', t: time, ...fields };
+          const fromBlock = ownEntryAt(decoded, view.columns, row, head);
+          assert.deepStrictEqual(fromBlock, entry, `${what} entry`);
+          assert.deepEqual(Object.keys(fromBlock), Object.keys(entry), `${what} entry: keys in order`);
           for (const t of [decoded.t[row]!, decoded.t[row]! + 1]) {
             const alone = view.sampleAtOrBefore(b, t);
             assert.deepStrictEqual(alone, expected, what);
             assert.deepEqual(Object.keys(alone), Object.keys(expected), `${what}: keys in order`);
+            const aloneEntry = view.sampleAtOrBefore(b, t, head);
+            assert.deepStrictEqual(aloneEntry, entry, `${what} entry alone`);
+            assert.deepEqual(
+              Object.keys(aloneEntry),
+              Object.keys(entry),
+              `${what} entry alone: keys in order`,
+            );
           }
         }
       }

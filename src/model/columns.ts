@@ -421,18 +421,46 @@ const typesOf = new WeakMap<readonly FieldDecl[], Map<string, FieldDecl>>();
 
 /** Builds a whole row of plain columns as one object literal (see rowBuilder). */
 type RowBuilder = (t: number, step: number, columns: readonly ColumnValues[], i: number) => Sample;
+type EntryBuilder = (
+  id: string,
+  kind: string,
+  t: number,
+  columns: readonly ColumnValues[],
+  i: number,
+) => SampleEntry;
+
+/** What an entry carries before its sample: the actor's id and kind. */
+export interface EntryHead {
+  id: string;
+  kind: string;
+}
+
+/**
+ * A row made for a scene: the actor's id and kind first, then the sample's time and fields, without
+ * its step (replay/run-queries.ts's SceneActor; StoreBackend.latestEntries).
+ */
+export interface SampleEntry {
+  id: string;
+  kind: string;
+  t: number;
+  [field: string]: unknown;
+}
 
 /**
  * Each batch's row builder and its columns in the builder's order, looked up once per batch (a scene
  * builds a sample of each cached block; the columns array is not made again for every row).
  */
-const builderOf = new WeakMap<
-  ColumnBatch,
-  { names: string[]; build: RowBuilder | null; columns: ColumnValues[] }
->();
+const builderOf = new WeakMap<ColumnBatch, Builders & { columns: ColumnValues[] }>();
+
+/** What makes a row of a batch with a given list of columns: as a sample, and as an entry. */
+interface Builders {
+  names: string[];
+  build: RowBuilder | null;
+  buildEntry: EntryBuilder | null;
+}
 
 /** Row builders by column list ("name:kind" joined), shared by every batch with the same columns. */
-const rowBuilders = new Map<string, { names: string[]; build: RowBuilder | null }>();
+const rowBuilders = new Map<string, Builders>();
 
 /**
  * A function that builds a row whose columns are all present as one object literal with the columns'
@@ -442,10 +470,7 @@ const rowBuilders = new Map<string, { names: string[]; build: RowBuilder | null 
  * the same strings; `__proto__` (which a literal would take as the prototype) and anything but plain
  * numbers, booleans and values kept as they are get no builder.
  */
-function rowBuilder(
-  batch: ColumnBatch,
-  byName: Map<string, FieldDecl>,
-): { names: string[]; build: RowBuilder | null } {
+function rowBuilder(batch: ColumnBatch, byName: Map<string, FieldDecl>): Builders {
   const names = Object.keys(batch.columns);
   const kinds = names.map((name) => {
     const values = batch.columns[name]!;
@@ -457,20 +482,17 @@ function rowBuilder(
   let known = rowBuilders.get(key);
   if (known) return known;
   let build: RowBuilder | null = null;
+  let buildEntry: EntryBuilder | null = null;
   if (!names.includes('__proto__') && !kinds.includes('x') && names.length <= 64) {
     const body = names
-      .map((n, k) => `${JSON.stringify(n)}: c[${k}][i]${kinds[k] === 'b' ? ' === 1' : ''}`)
-      .join(', ');
+      .map((n, k) => `, ${JSON.stringify(n)}: c[${k}][i]${kinds[k] === 'b' ? ' === 1' : ''}`)
+      .join('');
     // eslint-disable-next-line @typescript-eslint/no-implied-eval -- a row builder compiled per set of field names (quoted by JSON.stringify) is faster than a loop over them
-    build = new Function(
-      't',
-      'step',
-      'c',
-      'i',
-      `return { t, step${names.length ? ', ' : ''}${body} };`,
-    ) as RowBuilder;
+    build = new Function('t', 'step', 'c', 'i', `return { t, step${body} };`) as RowBuilder;
+    // eslint-disable-next-line @typescript-eslint/no-implied-eval -- as build
+    buildEntry = new Function('id', 'kind', 't', 'c', 'i', `return { id, kind, t${body} };`) as EntryBuilder;
   }
-  known = { names, build };
+  known = { names, build, buildEntry };
   if (rowBuilders.size < 1024) rowBuilders.set(key, known);
   return known;
 }
@@ -500,27 +522,65 @@ export function numbersOf(batch: ColumnBatch, fields: readonly FieldDecl[], name
 
 /** Row `i` of a batch as a sample object (absent fields left out, as they were sent). */
 export function sampleAt(batch: ColumnBatch, fields: readonly FieldDecl[], i: number): Sample {
+  const builders = buildersOf(batch, fields);
+  if (builders.build && complete(builders.columns, i))
+    return builders.build(batch.t[i]!, batch.step[i]!, builders.columns, i);
+  return withFields({ t: batch.t[i]!, step: batch.step[i]! }, batch, typesOf.get(fields)!, i);
+}
+
+/**
+ * Row `i` of a batch as a scene's entry: `{ id, kind, t, ...fields }`, the fields as sampleAt gives
+ * them. Made in one object, not a sample copied into an entry (a third of a scene's garbage).
+ */
+export function entryAt(
+  batch: ColumnBatch,
+  fields: readonly FieldDecl[],
+  i: number,
+  id: string,
+  kind: string,
+): SampleEntry {
+  const builders = buildersOf(batch, fields);
+  if (builders.buildEntry && complete(builders.columns, i))
+    return builders.buildEntry(id, kind, batch.t[i]!, builders.columns, i);
+  return withFields({ id, kind, t: batch.t[i]! }, batch, typesOf.get(fields)!, i);
+}
+
+/** A batch's builders, and its columns in their order, made at its first row. */
+function buildersOf(
+  batch: ColumnBatch,
+  fields: readonly FieldDecl[],
+): Builders & { columns: ColumnValues[] } {
   // The batch's own columns, looked up in the fields by name: a batch holds the few fields a stream
   // sends, its schema may declare many more (the standard state stream declares 19).
   let byName = typesOf.get(fields);
   if (!byName) typesOf.set(fields, (byName = new Map(fields.map((f) => [f.name, f] as const))));
-  let builder = builderOf.get(batch);
-  if (!builder) {
+  let builders = builderOf.get(batch);
+  if (!builders) {
     const shared = rowBuilder(batch, byName);
-    builder = { ...shared, columns: shared.names.map((name) => batch.columns[name]!) };
-    builderOf.set(batch, builder);
+    builders = { ...shared, columns: shared.names.map((name) => batch.columns[name]!) };
+    builderOf.set(batch, builders);
   }
-  const { build, columns } = builder;
-  if (build) {
-    let complete = true;
-    for (let k = 0; k < columns.length && complete; k++) {
-      const values = columns[k]!;
-      const v = values[i];
-      complete = values instanceof Float64Array ? !Number.isNaN(v) : v !== undefined;
-    }
-    if (complete) return build(batch.t[i]!, batch.step[i]!, columns, i);
+  return builders;
+}
+
+/** Whether row `i` has a value in every column (a builder makes it then). */
+function complete(columns: readonly ColumnValues[], i: number): boolean {
+  for (let k = 0; k < columns.length; k++) {
+    const values = columns[k]!;
+    const v = values[i];
+    if (values instanceof Float64Array ? Number.isNaN(v) : v === undefined) return false;
   }
-  const s: Sample = { t: batch.t[i]!, step: batch.step[i]! };
+  return true;
+}
+
+/** Row `i`'s present fields added to `row` one by one (a row some column has no value in). */
+function withFields<R extends Record<string, unknown>>(
+  row: R,
+  batch: ColumnBatch,
+  byName: Map<string, FieldDecl>,
+  i: number,
+): R {
+  const s = row as Record<string, unknown>;
   for (const name in batch.columns) {
     const values = batch.columns[name]!;
     const f = byName.get(name);
@@ -539,5 +599,5 @@ export function sampleAt(batch: ColumnBatch, fields: readonly FieldDecl[], i: nu
       if (v !== undefined) s[name] = v;
     }
   }
-  return s;
+  return row;
 }

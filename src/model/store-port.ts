@@ -1,7 +1,7 @@
 import type { Attachment, AttachmentInfo } from './attachment.js';
 import type { Scenario, ScenarioSummary, VehicleConfig } from './catalog.js';
 import type { ActorInfo, ActorPresence, EndReason, RunInfo, RunSummary } from './run.js';
-import type { ColumnBatch } from './columns.js';
+import type { ColumnBatch, EntryHead, SampleEntry } from './columns.js';
 import type { Sample, StreamInfo, StreamSchema } from './stream.js';
 
 /**
@@ -57,6 +57,15 @@ export interface ListOptions {
    * as often as a scene is asked for. Without it each call gives copies the caller may change.
    */
   shared?: boolean;
+}
+
+/** What latestEntries reads: each stream's latest sample at t, made as an entry with its head. */
+export interface LatestEntriesArgs {
+  /** Stream ids; the answer has one entry (or undefined: no sample at or before t) per stream. */
+  streams: readonly string[];
+  /** The id and kind each stream's entry begins with, one per stream. */
+  heads: readonly EntryHead[];
+  t: number;
 }
 
 export interface SampleBracket {
@@ -151,6 +160,11 @@ export interface StoreBackend {
   readSamples(args: ReadSamplesArgs): AsyncIterable<Sample[]>;
   /** The samples either side of t, for each of several streams: the scene at t in one call. */
   bracketMany(run: number, args: BracketArgs): Promise<SampleBracket[]>;
+  /**
+   * Each stream's latest sample at or before t as a scene's entry, `{ id, kind, t, ...fields }` (no
+   * step), made in one object: what a scene asks for, without a sample made and copied per actor.
+   */
+  latestEntries(run: number, args: LatestEntriesArgs): Promise<(SampleEntry | undefined)[]>;
   /** The samples either side of t, for one stream. */
   sampleBracket(run: number, stream: string, t: number): Promise<SampleBracket>;
 

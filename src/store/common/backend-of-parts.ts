@@ -1,12 +1,13 @@
 import type { Attachment, AttachmentInfo } from '../../model/attachment.js';
 import type { Scenario, ScenarioSummary, VehicleConfig } from '../../model/catalog.js';
-import type { ColumnBatch } from '../../model/columns.js';
+import type { ColumnBatch, SampleEntry } from '../../model/columns.js';
 import type { ActorInfo, ActorPresence, EndReason, RunInfo, RunSummary } from '../../model/run.js';
 import type {
   BracketArgs,
   CatalogPort,
   ColumnAppend,
   IntegrityReport,
+  LatestEntriesArgs,
   ListOptions,
   ListRunsArgs,
   ReadColumnsArgs,
@@ -16,7 +17,7 @@ import type {
   WriterIdentity,
 } from '../../model/store-port.js';
 import type { Sample, StreamInfo, StreamSchema } from '../../model/stream.js';
-import { readSamplesViaColumns, sampleBracketViaMany } from './sample-reads.js';
+import { latestEntriesViaBrackets, readSamplesViaColumns, sampleBracketViaMany } from './sample-reads.js';
 
 /** A backend's runs, actors and streams. */
 export type RunsPart = Pick<
@@ -39,7 +40,8 @@ export type RunsPart = Pick<
 export type SamplesPart = Pick<
   StoreBackend,
   'appendColumns' | 'putDerivedStream' | 'readColumns' | 'bracketMany'
->;
+> &
+  Partial<Pick<StoreBackend, 'latestEntries'>>;
 
 /** A backend's attachments. */
 export type AttachmentsPart = Pick<StoreBackend, 'putAttachment' | 'getAttachment' | 'listAttachments'>;
@@ -135,6 +137,12 @@ export abstract class BackendOfParts implements StoreBackend {
 
   bracketMany(run: number, args: BracketArgs): Promise<SampleBracket[]> {
     return this.samples.bracketMany(run, args);
+  }
+
+  latestEntries(run: number, args: LatestEntriesArgs): Promise<(SampleEntry | undefined)[]> {
+    return this.samples.latestEntries
+      ? this.samples.latestEntries(run, args)
+      : latestEntriesViaBrackets(this, run, args);
   }
 
   sampleBracket(run: number, stream: string, t: number): Promise<SampleBracket> {

@@ -1,5 +1,5 @@
 import { crc32, inflateRawSync } from 'node:zlib';
-import type { ColumnBatch, ColumnValues } from '../../model/columns.js';
+import type { ColumnBatch, ColumnValues, EntryHead, SampleEntry } from '../../model/columns.js';
 import { SimrecError } from '../../model/errors.js';
 import { FIELD_TYPES, type FieldType, type Sample } from '../../model/stream.js';
 import { unpackFloat32, unpackFloat64, unpackIntegers } from './bit-codec.js';
@@ -214,13 +214,14 @@ export class ParsedChunk {
    * The last row of block i at or before t as a sample (what sampleAt makes of it once the block is
    * decoded), each column decoded only as far as that row and into no array of its own; undefined when
    * the block begins after t. For a chunk's first look (a scene in a fresh process), which decodes one
-   * row of 200 blocks and keeps none of them: decoding the blocks whole was most of its time.
+   * row of 200 blocks and keeps none of them: decoding the blocks whole was most of its time. With
+   * `head`, the row is made as a scene's entry instead (entryAt: id and kind first, no step).
    */
-  sampleAtOrBefore(i: number, t: number): Sample | undefined {
+  sampleAtOrBefore(i: number, t: number, head?: EntryHead): Sample | SampleEntry | undefined {
     const ref = this.blocks[i]!;
     const bytes = this.checkedBlock(i);
     try {
-      return blockSampleAtOrBefore(bytes, ref.rows, ref.begin, this.columns, t);
+      return blockSampleAtOrBefore(bytes, ref.rows, ref.begin, this.columns, t, head);
     } catch (error) {
       if (error instanceof SimrecError) throw error;
       throw new SimrecError('io', `${this.where}: corrupt chunk (block ${i}: ${(error as Error).message})`);
@@ -387,7 +388,8 @@ function blockSampleAtOrBefore(
   begin: number,
   columns: readonly ChunkColumn[],
   time: number,
-): Sample | undefined {
+  head: EntryHead | undefined,
+): Sample | SampleEntry | undefined {
   let row = -1;
   for (const input = new ByteReader(bytes); !input.done;) {
     const index = input.varint();
@@ -407,18 +409,18 @@ function blockSampleAtOrBefore(
     break;
   }
   if (row < 0) throw new Error('block has no time column');
-  const sample: Sample = { t: NaN, step: NaN };
+  // A sample, or an entry (its head first, no step): made as one of two shapes from the start.
+  const sample: Record<string, unknown> & { t: number } = head
+    ? { id: head.id, kind: head.kind, t: NaN }
+    : { t: NaN, step: NaN };
   for (const input = new ByteReader(bytes); !input.done;) {
     const index = input.varint();
     const codecByte = input.u8();
     const codec = codecByte & ~FLAG_PRESENCE;
     const payload = input.take(input.varint());
-    if (index === T_INDEX || index === STEP_INDEX) {
-      const value = numberAt(codec, payload, row, index === T_INDEX ? begin : 0);
-      if (index === T_INDEX) sample.t = value;
-      else sample.step = value;
-      continue;
-    }
+    if (index === T_INDEX) sample.t = numberAt(codec, payload, row, begin);
+    else if (index === STEP_INDEX && !head) sample.step = numberAt(codec, payload, row, 0);
+    if (index === T_INDEX || index === STEP_INDEX) continue;
     const column = columns[index - FIRST_FIELD_INDEX];
     if (!column)
       throw new Error(`record for column ${index - FIRST_FIELD_INDEX}, the chunk has ${columns.length}`);
@@ -439,8 +441,8 @@ function blockSampleAtOrBefore(
     const value = columnValueAt(column, codec, body, present, dense);
     if (value !== undefined) sample[column.name] = value;
   }
-  if (Number.isNaN(sample.step)) throw new Error('block has no step column');
-  return sample;
+  if (!head && Number.isNaN(sample.step)) throw new Error('block has no step column');
+  return sample as Sample | SampleEntry;
 }
 
 /** A column's value at its `dense`-th present value, as a sample has it (undefined: absent). */

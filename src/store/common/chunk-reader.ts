@@ -1,4 +1,11 @@
-import { sampleAt, type ColumnBatch, type ColumnValues } from '../../model/columns.js';
+import {
+  entryAt,
+  sampleAt,
+  type ColumnBatch,
+  type ColumnValues,
+  type EntryHead,
+  type SampleEntry,
+} from '../../model/columns.js';
 import type { Sample } from '../../model/stream.js';
 import { isChunkV2, type ChunkColumn } from './chunk-codes.js';
 import { ParsedChunk } from './chunk-decoder.js';
@@ -25,7 +32,7 @@ export interface ChunkView {
    * Block i's last row at or before t as a sample, decoding no block whole (undefined: the block begins
    * after t); a layout without it has its block decoded.
    */
-  sampleAtOrBefore?(i: number, t: number): Sample | undefined;
+  sampleAtOrBefore?(i: number, t: number, head?: EntryHead): Sample | SampleEntry | undefined;
 }
 
 /** Opens a chunk of either layout; damage is an `io` error naming `where`. */
@@ -294,7 +301,8 @@ export class ChunkCache<Id> {
     t: number,
     run: number,
     streamName: string,
-  ): Sample | undefined | false {
+    head?: EntryHead,
+  ): Sample | SampleEntry | undefined | false {
     if (view.sampleAtOrBefore === undefined || view.blocks.length === 1) return false;
     if (
       this.touchedOnce.get(id) !== undefined ||
@@ -305,7 +313,7 @@ export class ChunkCache<Id> {
     const stream = `${run}/${streamName}`;
     if (this.browsed.get(stream)) return false;
     this.touchFirst(id, i, stream);
-    return view.sampleAtOrBefore(i, t);
+    return view.sampleAtOrBefore(i, t, head);
   }
 
   /** Notes a chunk's first touch (at block i), and the chunk among its stream's touched once. */
@@ -430,10 +438,25 @@ export function firstAtOrAfter(t: Float64Array, time: number): number {
  * its JSON values copied (numbers and strings are values, a vec field an array of its own already).
  */
 export function ownSampleAt(batch: ColumnBatch, columns: readonly ChunkColumn[], row: number): Sample {
-  const sample = sampleAt(batch, columns, row);
+  return ownJsonValues(sampleAt(batch, columns, row), columns);
+}
+
+/** Row `row` of a cached batch as a scene's entry its caller may keep and change (entryAt). */
+export function ownEntryAt(
+  batch: ColumnBatch,
+  columns: readonly ChunkColumn[],
+  row: number,
+  head: EntryHead,
+): SampleEntry {
+  return ownJsonValues(entryAt(batch, columns, row, head.id, head.kind), columns);
+}
+
+/** A row's JSON values copied: the batch they came from may be the cache's. */
+function ownJsonValues<R extends Record<string, unknown>>(row: R, columns: readonly ChunkColumn[]): R {
+  const values = row as Record<string, unknown>;
   for (const name of jsonColumnsOf(columns))
-    if (sample[name] !== undefined) sample[name] = copyJsonValue(sample[name] as JsonValue);
-  return sample;
+    if (values[name] !== undefined) values[name] = copyJsonValue(values[name] as JsonValue);
+  return row;
 }
 
 /**
@@ -536,7 +559,7 @@ export type FirstLook<Id> = (
   ref: ChunkRef<Id>,
   view: ChunkView,
   b: number,
-) => Sample | undefined | false | null;
+) => Sample | SampleEntry | undefined | false | null;
 
 /**
  * The latest row at or before t and the first after it (unless `wantAfter` is false), over a stream's
@@ -551,7 +574,7 @@ export function bracketRows<Id>(
   decode: (ref: ChunkRef<Id>, view: ChunkView, block: number) => ColumnBatch | undefined,
   wantAfter = true,
   look?: FirstLook<Id>,
-): { before?: RowAt<Id>; after?: RowAt<Id>; looked?: Sample } | undefined {
+): { before?: RowAt<Id>; after?: RowAt<Id>; looked?: Sample | SampleEntry } | undefined {
   const out: { before?: RowAt<Id>; after?: RowAt<Id> } = {};
   const k = lastBeginAtOrBefore(index, t);
   if (k >= 0) {

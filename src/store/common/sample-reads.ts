@@ -1,6 +1,7 @@
-import { sampleAt, type ColumnBatch, type ColumnValues } from '../../model/columns.js';
+import { sampleAt, type ColumnBatch, type ColumnValues, type SampleEntry } from '../../model/columns.js';
 import { notFound } from '../../model/errors.js';
 import type {
+  LatestEntriesArgs,
   ReadColumnsArgs,
   ReadSamplesArgs,
   SampleBracket,
@@ -22,6 +23,25 @@ export async function* readSamplesViaColumns(
     for (let i = 0; i < batch.t.length; i++) out[i] = sampleAt(batch, fields, i);
     yield out;
   }
+}
+
+/**
+ * latestEntries for a backend whose samples part has none (MongoDB): each stream's latest sample made
+ * into an entry, head first, without its step.
+ */
+export async function latestEntriesViaBrackets(
+  store: StoreBackend,
+  run: number,
+  args: LatestEntriesArgs,
+): Promise<(SampleEntry | undefined)[]> {
+  const brackets = await store.bracketMany(run, { streams: args.streams, t: args.t, after: false });
+  return brackets.map(({ before }, i) => {
+    if (!before) return undefined;
+    const { id, kind } = args.heads[i]!;
+    const entry: SampleEntry = { id, kind, t: before.t };
+    for (const key in before) if (key !== 't' && key !== 'step') entry[key] = before[key];
+    return entry;
+  });
 }
 
 export async function sampleBracketViaMany(

@@ -190,7 +190,8 @@ export class MongoSamples {
       if (!wantAfter && fields === undefined) {
         const looked = this.store.cache.firstLook(String(before._id), view, b, t, run, stream);
         if (looked !== false) {
-          if (looked) bracket.before = looked;
+          // Without a head the row is made as a sample.
+          if (looked) bracket.before = looked as Sample;
           return bracket;
         }
       }

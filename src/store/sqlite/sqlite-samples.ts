@@ -1,9 +1,10 @@
-import { samplesToColumns, type ColumnBatch } from '../../model/columns.js';
+import { samplesToColumns, type ColumnBatch, type EntryHead, type SampleEntry } from '../../model/columns.js';
 import { SimrecError } from '../../model/errors.js';
 import type { ActorPresence } from '../../model/run.js';
 import type {
   BracketArgs,
   ColumnAppend,
+  LatestEntriesArgs,
   ReadColumnsArgs,
   SampleBracket,
   StoreBackend,
@@ -15,6 +16,7 @@ import {
   copyRowsInto,
   firstAtOrAfter,
   lastAtOrBefore,
+  ownEntryAt,
   ownSampleAt,
   sliceBatch,
   type ChunkRef,
@@ -227,8 +229,46 @@ export class SqliteSamples {
   }
 
   async bracketMany(run: number, args: BracketArgs): Promise<SampleBracket[]> {
-    const fields = args.fields ? new Set(args.fields) : undefined;
-    this.runs.requireStreams(run, args.streams);
+    const rows = this.rowsAt(run, args.streams, args.t, args.after !== false, args.fields);
+    return rows.map((found) => {
+      const bracket: SampleBracket = {};
+      // Without heads a row decoded alone is a sample.
+      if (found?.looked) {
+        bracket.before = found.looked as Sample;
+        return bracket;
+      }
+      const { before, after } = found ?? {};
+      if (before) bracket.before = ownSampleAt(before.batch, before.view.columns, before.row);
+      if (after && args.after !== false)
+        bracket.after = ownSampleAt(after.batch, after.view.columns, after.row);
+      return bracket;
+    });
+  }
+
+  async latestEntries(run: number, args: LatestEntriesArgs): Promise<(SampleEntry | undefined)[]> {
+    const rows = this.rowsAt(run, args.streams, args.t, false, undefined, args.heads);
+    return rows.map((found, i) => {
+      if (found?.looked) return found.looked as SampleEntry;
+      const before = found?.before;
+      return before && ownEntryAt(before.batch, before.view.columns, before.row, args.heads[i]!);
+    });
+  }
+
+  /**
+   * Each stream's rows either side of t (the one at or before only, without `after`), from the blocks
+   * the cache holds or decodes. Without `after` or `fields`, a chunk not read before gives its one row
+   * decoded alone (ChunkCache.firstLook), as an entry with `heads[i]` when given.
+   */
+  private rowsAt(
+    run: number,
+    streams: readonly string[],
+    t: number,
+    after: boolean,
+    fieldNames: readonly string[] | undefined,
+    heads?: readonly EntryHead[],
+  ): ReturnType<typeof bracketRows<number>>[] {
+    const fields = fieldNames ? new Set(fieldNames) : undefined;
+    this.runs.requireStreams(run, streams);
     // Made once for the scene, not per actor: a scene of 200 actors is 200 brackets.
     const open = (ref: ChunkRef<number>): ChunkView | undefined => this.openChunk(run, ref.stream!, ref.id);
     const decode = (ref: ChunkRef<number>, view: ChunkView, b: number): ColumnBatch | undefined => {
@@ -238,13 +278,13 @@ export class SqliteSamples {
         return undefinedIfReplaced(error);
       }
     };
-    // A scene of samples at or before t (no interpolation): a chunk not read before gives its one row
-    // decoded alone, not its block decoded (ChunkCache.firstLook).
+    // The head of the stream being read (set before each), for the look without a closure per stream.
+    let head: EntryHead | undefined;
     const look: FirstLook<number> | undefined =
-      args.after === false && fields === undefined
+      !after && fields === undefined
         ? (ref, view, b) => {
             try {
-              return this.file.cache.firstLook(ref.id, view, b, args.t, run, ref.stream!);
+              return this.file.cache.firstLook(ref.id, view, b, t, run, ref.stream!, head);
             } catch (error) {
               return undefinedIfReplaced(error) ?? null;
             }
@@ -254,27 +294,17 @@ export class SqliteSamples {
     // blocks are decoded live through the collections decoding causes, which tells V8 to make later
     // ones in the old generation (see SceneEntry in replay/run-queries.ts), and young collections
     // and scenes take longer (performance-history.md).
-    const rows = args.streams.map((id) => {
+    const rows = streams.map((id, i) => {
+      head = heads?.[i];
       // A chunk can vanish under a stale index when another connection merges a tail: look again.
       for (let attempt = 0; ; attempt++) {
-        const found = bracketRows(this.chunkIndex(run, id), args.t, open, decode, args.after !== false, look);
+        const found = bracketRows(this.chunkIndex(run, id), t, open, decode, after, look);
         if (found || attempt === 3) return found;
         this.file.forgetRun(run);
       }
     });
     this.readAroundBrowsed();
-    return rows.map((found) => {
-      const bracket: SampleBracket = {};
-      if (found?.looked) {
-        bracket.before = found.looked;
-        return bracket;
-      }
-      const { before, after } = found ?? {};
-      if (before) bracket.before = ownSampleAt(before.batch, before.view.columns, before.row);
-      if (after && args.after !== false)
-        bracket.after = ownSampleAt(after.batch, after.view.columns, after.row);
-      return bracket;
-    });
+    return rows;
   }
 
   /**
