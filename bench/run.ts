@@ -4,7 +4,7 @@
  * a seconds-long smoke run at a small size, `--out DIR` puts the results file elsewhere than bench/results.
  */
 import { execFile } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, hostname, loadavg, platform, release, arch, tmpdir, totalmem } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -31,6 +31,16 @@ const HERE = dirname(fileURLToPath(import.meta.url));
 /** Compiled to dist/bench/run.js: the repository is two levels up. */
 const REPO_ROOT = resolve(HERE, '..', '..');
 const CHILD = join(HERE, 'child.js');
+
+/**
+ * `base`.json in `dir`, or `base`-2.json, -3... when taken: a second run of the same sections on the
+ * same day must not replace a results file the docs cite by name.
+ */
+function freshFile(dir: string, base: string): string {
+  let name = `${base}.json`;
+  for (let k = 2; existsSync(join(dir, name)); k++) name = `${base}-${k}.json`;
+  return join(dir, name);
+}
 
 const { values: options } = parseArgs({
   options: {
@@ -244,9 +254,9 @@ mkdirSync(outDir, { recursive: true });
 // A run of some sections is named after them, so that it does not replace the day's full run (or a run
 // of other sections) that docs/performance.md may cite.
 const sectionsPart = options.only ? `-${[...only].join('-')}` : '';
-const outFile = join(
+const outFile = freshFile(
   outDir,
-  `${now.toISOString().slice(0, 10)}-${host}${sectionsPart}${quick ? '-quick' : ''}.json`,
+  `${now.toISOString().slice(0, 10)}-${host}${sectionsPart}${quick ? '-quick' : ''}`,
 );
 results.targets = evaluateTargets(results.workloads, results.ratios, { sumo, ingest, demo });
 const withViewer = {

@@ -110,17 +110,34 @@ it('npm run bench -- --quick runs every workload and writes a results file', () 
 it('a run of some sections lists the targets it measured, not the others as missed', () => {
   const out = tempDir('simrec-bench-only-');
   try {
-    const run = spawnSync(
-      process.execPath,
-      [join(REPO_ROOT, 'dist', 'bench', 'run.js'), '--quick', '--only', 'demo', '--json', '--out', out.path],
-      { encoding: 'utf8', timeout: HANGING_MS },
-    );
-    assert.equal(run.status, 0, run.stderr);
-    const results = JSON.parse(run.stdout) as BenchResults;
+    const demoRun = (): ReturnType<typeof spawnSync> =>
+      spawnSync(
+        process.execPath,
+        [
+          join(REPO_ROOT, 'dist', 'bench', 'run.js'),
+          '--quick',
+          '--only',
+          'demo',
+          '--json',
+          '--out',
+          out.path,
+        ],
+        { encoding: 'utf8', timeout: HANGING_MS },
+      );
+    const run = demoRun();
+    assert.equal(run.status, 0, String(run.stderr));
+    const results = JSON.parse(String(run.stdout)) as BenchResults;
     assert.deepEqual(
       results.targets.map((t) => t.id),
       ['demo'],
     );
+    // The same sections again the same day: a file of its own, the first one kept as it was.
+    const [first] = readdirSync(out.path);
+    const kept = readFileSync(join(out.path, first!), 'utf8');
+    assert.equal(demoRun().status, 0);
+    const files = readdirSync(out.path).sort();
+    assert.deepEqual(files, [first!, first!.replace(/\.json$/, '-2.json')].sort());
+    assert.equal(readFileSync(join(out.path, first!), 'utf8'), kept);
   } finally {
     out.cleanup();
   }
