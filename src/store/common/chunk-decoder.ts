@@ -200,14 +200,9 @@ export class ParsedChunk {
 
   /** Decodes block i; only the fields named in `fields` when given (t and step always). */
   decodeBlock(i: number, fields?: ReadonlySet<string>, into?: RowsTarget): ColumnBatch {
-    const ref = this.blocks[i]!;
-    const bytes = this.checkedBlock(i);
-    try {
-      return decodeBlockBytes(bytes, ref.rows, ref.begin, this.columns, fields, into);
-    } catch (error) {
-      if (error instanceof SimrecError) throw error;
-      throw new SimrecError('io', `${this.where}: corrupt chunk (block ${i}: ${(error as Error).message})`);
-    }
+    return this.readBlock(i, (bytes, ref) =>
+      decodeBlockBytes(bytes, ref.rows, ref.begin, this.columns, fields, into),
+    );
   }
 
   /**
@@ -218,10 +213,17 @@ export class ParsedChunk {
    * `head`, the row is made as a scene's entry instead (entryAt: id and kind first, no step).
    */
   sampleAtOrBefore(i: number, t: number, head?: EntryHead): Sample | SampleEntry | undefined {
+    return this.readBlock(i, (bytes, ref) =>
+      blockSampleAtOrBefore(bytes, ref.rows, ref.begin, this.columns, t, head),
+    );
+  }
+
+  /** `read` of block i's checked bytes; what it finds wrong is damage to the chunk, named so. */
+  private readBlock<T>(i: number, read: (bytes: Uint8Array, ref: BlockRef) => T): T {
     const ref = this.blocks[i]!;
     const bytes = this.checkedBlock(i);
     try {
-      return blockSampleAtOrBefore(bytes, ref.rows, ref.begin, this.columns, t, head);
+      return read(bytes, ref);
     } catch (error) {
       if (error instanceof SimrecError) throw error;
       throw new SimrecError('io', `${this.where}: corrupt chunk (block ${i}: ${(error as Error).message})`);

@@ -246,6 +246,35 @@ export class ChunkCache<Id> {
     run?: number,
     streamName?: string,
   ): ColumnBatch {
+    // Without a look, never a LookedRow.
+    return this.read(id, view, i, fields, run, streamName) as ColumnBatch;
+  }
+
+  /**
+   * block() for a scene's row at or before `look.t`: at a chunk's first touch, that one row decoded
+   * alone (`LookedRow`), nothing kept; its next read decodes the block, as a first touch otherwise does.
+   */
+  blockOrRow(
+    id: Id,
+    view: ChunkView,
+    i: number,
+    run: number,
+    streamName: string,
+    look: RowLook,
+  ): ColumnBatch | LookedRow {
+    return this.read(id, view, i, undefined, run, streamName, look);
+  }
+
+  /** What block() and blockOrRow() give: a look is tried at the chunk's first touch only. */
+  private read(
+    id: Id,
+    view: ChunkView,
+    i: number,
+    fields?: ReadonlySet<string>,
+    run?: number,
+    streamName?: string,
+    look?: RowLook,
+  ): ColumnBatch | LookedRow {
     const whole = this.wholes.get(this.keyOf(id, 0, fields));
     if (whole) return whole;
     const key = this.keyOf(id, i, fields);
@@ -264,7 +293,10 @@ export class ChunkCache<Id> {
     }
     const first = this.touchedOnce.get(id);
     if (first === undefined || first === i) {
-      if (first === undefined) this.touchFirst(id, i, stream);
+      if (first === undefined) {
+        this.touchFirst(id, i, stream);
+        if (look && view.sampleAtOrBefore) return new LookedRow(view.sampleAtOrBefore(i, look.t, look.head));
+      }
       const batch = view.decodeBlock(i);
       this.blocks.set(key, batch);
       return batch;
@@ -286,34 +318,6 @@ export class ChunkCache<Id> {
     }
     this.touchedOfStream.delete(stream);
     return this.whole(id, view);
-  }
-
-  /**
-   * A chunk's first look, for a scene: block i's last row at or before t, decoded alone as a sample
-   * (undefined: none) and kept nowhere, the chunk then counted as touched once at block i (its next
-   * read decodes the block, as a first touch otherwise does). `false` when this is not the chunk's
-   * first look, or its layout cannot: the caller reads the block (`block`).
-   */
-  firstLook(
-    id: Id,
-    view: ChunkView,
-    i: number,
-    t: number,
-    run: number,
-    streamName: string,
-    head?: EntryHead,
-  ): Sample | SampleEntry | undefined | false {
-    if (view.sampleAtOrBefore === undefined || view.blocks.length === 1) return false;
-    if (
-      this.touchedOnce.get(id) !== undefined ||
-      this.wholes.get(this.keyOf(id, 0)) !== undefined ||
-      this.blocks.get(this.keyOf(id, i)) !== undefined
-    )
-      return false;
-    const stream = `${run}/${streamName}`;
-    if (this.browsed.get(stream)) return false;
-    this.touchFirst(id, i, stream);
-    return view.sampleAtOrBefore(i, t, head);
   }
 
   /** Notes a chunk's first touch (at block i), and the chunk among its stream's touched once. */
@@ -550,22 +554,25 @@ export interface RowAt<Id> {
   row: number;
 }
 
-/**
- * A chunk's first look at block b for a scene (ChunkCache.firstLook): the row at or before t as a
- * sample (undefined: none), `false` when the block is to be read instead, null when the chunk vanished
- * under a stale index.
- */
-export type FirstLook<Id> = (
-  ref: ChunkRef<Id>,
-  view: ChunkView,
-  b: number,
-) => Sample | SampleEntry | undefined | false | null;
+/** A scene's read of a block (ChunkCache.block): its row at or before t, as an entry with `head`. */
+export interface RowLook {
+  t: number;
+  head?: EntryHead;
+}
+
+/** What ChunkCache.block gives at a chunk's first look: the row decoded alone (undefined: none). */
+export class LookedRow {
+  readonly row: Sample | SampleEntry | undefined;
+  constructor(row: Sample | SampleEntry | undefined) {
+    this.row = row;
+  }
+}
 
 /**
  * The latest row at or before t and the first after it (unless `wantAfter` is false), over a stream's
  * chunk index. `open` gives a chunk's view, or undefined when it vanished under a stale index (the
- * caller reloads and retries). Without `wantAfter`, `look` may give the row as a sample decoded alone
- * (`looked`) where the chunk has not been read before.
+ * caller reloads and retries). Without `wantAfter`, `decodeBefore` (decode's when absent) reads the
+ * block holding t and may give its row decoded alone (`looked`), where the chunk has not been read.
  */
 export function bracketRows<Id>(
   index: readonly ChunkRef<Id>[],
@@ -573,7 +580,7 @@ export function bracketRows<Id>(
   open: (ref: ChunkRef<Id>) => ChunkView | undefined,
   decode: (ref: ChunkRef<Id>, view: ChunkView, block: number) => ColumnBatch | undefined,
   wantAfter = true,
-  look?: FirstLook<Id>,
+  decodeBefore?: (ref: ChunkRef<Id>, view: ChunkView, block: number) => ColumnBatch | LookedRow | undefined,
 ): { before?: RowAt<Id>; after?: RowAt<Id>; looked?: Sample | SampleEntry } | undefined {
   const out: { before?: RowAt<Id>; after?: RowAt<Id> } = {};
   const k = lastBeginAtOrBefore(index, t);
@@ -582,13 +589,9 @@ export function bracketRows<Id>(
     const view = open(ref);
     if (!view) return undefined;
     const b = view.blockAtOrBefore(t);
-    if (look !== undefined && !wantAfter) {
-      const looked = look(ref, view, b);
-      if (looked === null) return undefined;
-      if (looked !== false) return looked === undefined ? {} : { looked };
-    }
-    const batch = decode(ref, view, b);
+    const batch = !wantAfter && decodeBefore ? decodeBefore(ref, view, b) : decode(ref, view, b);
     if (!batch) return undefined;
+    if (batch instanceof LookedRow) return batch.row === undefined ? {} : { looked: batch.row };
     const row = lastAtOrBefore(batch.t, t);
     out.before = { ref, view, batch, row };
     // A scene without interpolation stops here: the row after may be in a block (or chunk) of its own.

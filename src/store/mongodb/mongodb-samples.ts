@@ -8,6 +8,7 @@ import {
   firstRowOfBlock,
   firstAtOrAfter,
   lastAtOrBefore,
+  LookedRow,
   ownSampleAt,
   sliceBatch,
   type ChunkView,
@@ -186,16 +187,17 @@ export class MongoSamples {
     if (before) {
       const view = this.store.view(before);
       const b = view.blockAtOrBefore(t);
-      // A scene's first look at the chunk: the one row decoded alone (ChunkCache.firstLook).
-      if (!wantAfter && fields === undefined) {
-        const looked = this.store.cache.firstLook(String(before._id), view, b, t, run, stream);
-        if (looked !== false) {
-          // Without a head the row is made as a sample.
-          if (looked) bracket.before = looked as Sample;
-          return bracket;
-        }
+      // A scene's first look at the chunk gives the one row decoded alone (ChunkCache.block).
+      const got =
+        !wantAfter && fields === undefined
+          ? this.store.cache.blockOrRow(String(before._id), view, b, run, stream, { t })
+          : decode(before, view, b);
+      if (got instanceof LookedRow) {
+        // Without a head the row is made as a sample.
+        if (got.row) bracket.before = got.row as Sample;
+        return bracket;
       }
-      const batch = decode(before, view, b);
+      const batch = got;
       const row = lastAtOrBefore(batch.t, t);
       bracket.before = ownSampleAt(batch, view.columns, row);
       if (!wantAfter) return bracket;

@@ -21,7 +21,8 @@ import {
   sliceBatch,
   type ChunkRef,
   type ChunkView,
-  type FirstLook,
+  type LookedRow,
+  type RowLook,
 } from '../common/chunk-reader.js';
 import { orderedColumns, rowsTarget } from '../common/chunk-rows.js';
 import { loadStoredChunk } from './sqlite-chunk-rows.js';
@@ -257,7 +258,7 @@ export class SqliteSamples {
   /**
    * Each stream's rows either side of t (the one at or before only, without `after`), from the blocks
    * the cache holds or decodes. Without `after` or `fields`, a chunk not read before gives its one row
-   * decoded alone (ChunkCache.firstLook), as an entry with `heads[i]` when given.
+   * decoded alone (ChunkCache.block), as an entry with `heads[i]` when given.
    */
   private rowsAt(
     run: number,
@@ -278,15 +279,16 @@ export class SqliteSamples {
         return undefinedIfReplaced(error);
       }
     };
-    // The head of the stream being read (set before each), for the look without a closure per stream.
-    let head: EntryHead | undefined;
-    const look: FirstLook<number> | undefined =
+    // A scene's first look at a chunk gives its row decoded alone; the look's head is set to each
+    // stream's before its read (one look, not an object per stream).
+    const look: RowLook = { t };
+    const decodeBefore =
       !after && fields === undefined
-        ? (ref, view, b) => {
+        ? (ref: ChunkRef<number>, view: ChunkView, b: number): ColumnBatch | LookedRow | undefined => {
             try {
-              return this.file.cache.firstLook(ref.id, view, b, t, run, ref.stream!, head);
+              return this.file.cache.blockOrRow(ref.id, view, b, run, ref.stream!, look);
             } catch (error) {
-              return undefinedIfReplaced(error) ?? null;
+              return undefinedIfReplaced(error);
             }
           }
         : undefined;
@@ -295,10 +297,10 @@ export class SqliteSamples {
     // ones in the old generation (see SceneEntry in replay/run-queries.ts), and young collections
     // and scenes take longer (performance-history.md).
     const rows = streams.map((id, i) => {
-      head = heads?.[i];
+      look.head = heads?.[i];
       // A chunk can vanish under a stale index when another connection merges a tail: look again.
       for (let attempt = 0; ; attempt++) {
-        const found = bracketRows(this.chunkIndex(run, id), t, open, decode, after, look);
+        const found = bracketRows(this.chunkIndex(run, id), t, open, decode, after, decodeBefore);
         if (found || attempt === 3) return found;
         this.file.forgetRun(run);
       }
