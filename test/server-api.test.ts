@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { request, type IncomingHttpHeaders } from 'node:http';
+import { gunzipSync } from 'node:zlib';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { StoreBackend } from '../src/model/store-port.js';
@@ -25,6 +27,22 @@ async function get(path: string): Promise<{ status: number; body: any; type: str
   const type = response.headers.get('content-type');
   const body = type?.includes('json') ? await response.json() : await response.text();
   return { status: response.status, body, type };
+}
+
+/** A GET with exactly these headers, its body as the bytes that came (node:http decompresses nothing). */
+function rawGet(
+  path: string,
+  headers: Record<string, string>,
+): Promise<{ headers: IncomingHttpHeaders; body: Buffer }> {
+  return new Promise((resolve, reject) => {
+    request(new URL(path, server.url), { headers }, (res) => {
+      const parts: Buffer[] = [];
+      res.on('data', (part: Buffer) => parts.push(part));
+      res.on('end', () => resolve({ headers: res.headers, body: Buffer.concat(parts) }));
+    })
+      .on('error', reject)
+      .end();
+  });
 }
 
 before(async () => {
@@ -339,7 +357,11 @@ describe('HTTP API', () => {
       }
       // The same windows on the live channel: a binary frame (the request's number, four zero bytes,
       // the window's bytes as GET /states?format=columns answers them); errors as states-error.
-      const live = new WebSocket(new URL('/api/live', localServer.url.replace('http', 'ws')));
+      // Without compression: a compressing client's messages are inflated one at a time, and the refusal
+      // of a fifth window asked at once needs four being read (compression has its own test below).
+      const live = new WebSocket(new URL('/api/live', localServer.url.replace('http', 'ws')), {
+        perMessageDeflate: false,
+      });
       const frames: Buffer[] = [];
       const texts: any[] = [];
       live.on('message', (data: Buffer, isBinary: boolean) =>
@@ -412,7 +434,9 @@ describe('HTTP API', () => {
       live.close();
 
       // A client that asks and never reads is cut once 4 MiB of its answers wait, not buffered for.
-      const greedy = new WebSocket(new URL('/api/live', localServer.url.replace('http', 'ws')));
+      const greedy = new WebSocket(new URL('/api/live', localServer.url.replace('http', 'ws')), {
+        perMessageDeflate: false,
+      });
       await new Promise((resolve) => greedy.once('open', resolve));
       (greedy as unknown as { _socket: { pause(): void } })._socket.pause();
       let closed = false;
@@ -507,6 +531,53 @@ describe('HTTP API', () => {
       `/api/runs/${synthetic}/trajectory/veh1?from=${run.begin}&to=${run.begin + 500_000}`,
     );
     assert.equal(traj.body.samples.length, 6);
+  });
+
+  it('compresses its answers for a client that accepts it: gzip over HTTP, permessage-deflate on the live channel', async () => {
+    const run = (await get(`/api/runs/${synthetic}`)).body.run;
+    const window = `/api/runs/${synthetic}/states?from=${run.begin}&to=${run.begin + 5_000_000}&format=columns`;
+    for (const path of [`/api/runs/${synthetic}`, window, '/']) {
+      const plain = await rawGet(path, {});
+      assert.equal(plain.headers['content-encoding'], undefined, path);
+      const zipped = await rawGet(path, { 'accept-encoding': 'gzip, deflate, br' });
+      assert.equal(zipped.headers['content-encoding'], 'gzip', path);
+      assert.match(String(zipped.headers.vary), /accept-encoding/i, path);
+      assert.equal(zipped.headers['x-content-type-options'], 'nosniff', `${path}: the security headers too`);
+      assert.deepEqual(gunzipSync(zipped.body), plain.body, path);
+      assert.ok(
+        zipped.body.length < plain.body.length * 0.8,
+        `${path}: ${zipped.body.length} bytes gzipped of ${plain.body.length}`,
+      );
+    }
+    const small = await rawGet('/api/health', { 'accept-encoding': 'gzip' });
+    assert.equal(small.headers['content-encoding'], undefined, 'an answer under 1 KB goes as it is');
+
+    // The live channel: a window asked by a client that offers compression (as every browser does) is
+    // the same bytes as over HTTP, fewer of them on the wire.
+    const live = new WebSocket(new URL('/api/live', server.url.replace('http', 'ws')));
+    await new Promise((resolve) => live.once('open', resolve));
+    assert.match(live.extensions, /^permessage-deflate/);
+    const socket = (live as unknown as { _socket: { bytesRead: number } })._socket;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const before = socket.bytesRead;
+    const frame = new Promise<Buffer>((resolve) =>
+      live.on('message', (data: Buffer, isBinary: boolean) => isBinary && resolve(data)),
+    );
+    live.send(
+      JSON.stringify({
+        type: 'states',
+        request: 1,
+        run: synthetic,
+        from: run.begin,
+        to: run.begin + 5_000_000,
+      }),
+    );
+    const answer = await frame;
+    const http = (await rawGet(window, {})).body;
+    assert.deepEqual(answer.subarray(8), http);
+    const wire = socket.bytesRead - before;
+    assert.ok(wire < http.length * 0.8, `${wire} bytes on the wire for a window of ${http.length}`);
+    live.close();
   });
 
   it('serves the road network kept with a run, and says when there is none', async () => {

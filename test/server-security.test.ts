@@ -238,6 +238,22 @@ describe('the server refuses other sites', () => {
   });
 });
 
+describe('the live channel under a crafted message', () => {
+  it('cuts a client whose compressed message inflates past the limit, and serves the others', async () => {
+    const ws = new WebSocket(`ws://127.0.0.1:${port}/api/live`);
+    await new Promise((resolve) => ws.once('open', resolve));
+    assert.match(ws.extensions, /^permessage-deflate/);
+    const closed = new Promise<number>((resolve) => ws.on('close', (code: number) => resolve(code)));
+    // 16 MiB of one byte: a few kilobytes on the wire, 256 times the 64 KiB a message may hold.
+    ws.send(' '.repeat(16 * 1024 * 1024));
+    assert.equal(await closed, 1009, 'closed as too big');
+    const wire = (ws as unknown as { _socket: { bytesWritten: number } })._socket.bytesWritten;
+    assert.ok(wire < 64 * 1024, `${wire} bytes sent: the message went compressed`);
+    const health = await send('GET', '/api/health');
+    assert.equal(health.status, 200, 'the server answers others');
+  });
+});
+
 describe('simrec demo serves as simrec serve does', () => {
   it('honours --token, --ingest-port and --settings', async () => {
     const settings = join(dir.path, 'demo-settings.json');

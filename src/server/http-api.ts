@@ -164,9 +164,17 @@ function runParam(c: Context): number {
   return Number(raw);
 }
 
-/** Answers are typed by the wire types the viewer reads (wire-types.ts): `json<RunDetail>(c, ...)`. */
-export const json = <T = unknown>(c: Context, value: T): Response =>
-  c.body(toJson(value, 0), 200, { 'content-type': 'application/json' });
+/**
+ * Answers are typed by the wire types the viewer reads (wire-types.ts): `json<RunDetail>(c, ...)`. Their
+ * length is told, so that an answer too small to gain from compression goes as it is.
+ */
+export function json<T = unknown>(c: Context, value: T): Response {
+  const text = toJson(value, 0);
+  return c.body(text, 200, {
+    'content-type': 'application/json',
+    'content-length': String(Buffer.byteLength(text)),
+  });
+}
 
 /** Errors become answers here, with the status their code implies; the server never crashes on a bad request. */
 export function answerError(error: Error, c: Context): Response {

@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { serve } from '@hono/node-server';
 import { serveStatic } from '@hono/node-server/serve-static';
 import { Hono } from 'hono';
+import { compress, COMPRESSIBLE_CONTENT_TYPE_REGEX } from 'hono/compress';
 import { IngestServer, type IngestServerOptions } from '../ingest/ingest-server.js';
 import { listenTcp, type TcpListener } from '../ingest/tcp-listener.js';
 import { INGEST_PATH, IngestWebSocketEndpoint } from '../ingest/websocket-endpoint.js';
@@ -21,6 +22,7 @@ import { requireToken, upgradeHasToken } from './api-token.js';
 import { RequestGuard, SECURITY_HEADERS, type Refusal } from './request-guard.js';
 import { loadSettingsFile } from './settings-file.js';
 import { DEFAULT_PORT } from './default-port.js';
+import { STATE_WINDOW_MEDIA_TYPE } from './state-window-wire.js';
 import { SodaConnection, type SodaConnectionOptions } from '../record/soda-connection.js';
 import { connectionView, createSodaConnectionApi } from './soda-connection-api.js';
 import { SodaConnectionSettings } from '../record/soda-connection-settings.js';
@@ -106,6 +108,17 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       if (!answer.headers.has(name)) answer.headers.set(name, value);
     return answer;
   });
+  // Answers compressed for a client that accepts it (browsers, curl --compressed): a big run's detail
+  // and its windows of states are mostly repeated names and nearby numbers, tens of times smaller
+  // gzipped, which is what lets a viewer across a network keep up with playback. Images are not.
+  app.use(
+    '*',
+    compress({
+      encoding: 'gzip',
+      contentTypeFilter: (type) =>
+        COMPRESSIBLE_CONTENT_TYPE_REGEX.test(type) || type.startsWith(STATE_WINDOW_MEDIA_TYPE),
+    }),
+  );
   const saved = options.settingsFile ? loadSettingsFile(options.settingsFile, options.settings) : undefined;
   const settings = saved?.recording ?? options.settings ?? new RecordingSettings();
   const mongoSettings = saved?.mongodb ?? new SodaConnectionSettings();
