@@ -580,6 +580,36 @@ describe('HTTP API', () => {
     live.close();
   });
 
+  it("writes a run's detail once for the requests that arrive while it is written, and afresh after", async () => {
+    // The real store, its attachment lists counted (describing a run lists them once) and answered
+    // 100 ms late, as a big run's detail takes time to write: the eight requests overlap.
+    let described = 0;
+    const counted = new Proxy(store, {
+      get(target, name, receiver) {
+        const value = Reflect.get(target, name, receiver) as unknown;
+        if (name === 'listAttachments')
+          return async (run: number) => {
+            described++;
+            await new Promise((resolve) => setTimeout(resolve, 100));
+            return target.listAttachments(run);
+          };
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    const viewed = await startServer({ store: counted, port: 0 });
+    try {
+      const detail = () => fetch(new URL(`/api/runs/${synthetic}`, viewed.url)).then((r) => r.text());
+      const atOnce = await Promise.all(Array.from({ length: 8 }, detail));
+      assert.equal(described, 1, 'eight viewers asking at once: one detail written');
+      assert.equal(new Set(atOnce).size, 1);
+      assert.equal(await detail(), atOnce[0]);
+      await detail();
+      assert.equal(described, 3, 'asked one after another: written each time');
+    } finally {
+      await viewed.close();
+    }
+  });
+
   it('serves the road network kept with a run, and says when there is none', async () => {
     const net = await get(`/api/runs/${laneRun}/roadnet`);
     assert.equal(net.status, 200);

@@ -169,7 +169,11 @@ function runParam(c: Context): number {
  * length is told, so that an answer too small to gain from compression goes as it is.
  */
 export function json<T = unknown>(c: Context, value: T): Response {
-  const text = toJson(value, 0);
+  return jsonText(c, toJson(value, 0));
+}
+
+/** An answer already written as JSON text. */
+function jsonText(c: Context, text: string): Response {
   return c.body(text, 200, {
     'content-type': 'application/json',
     'content-length': String(Buffer.byteLength(text)),
@@ -250,13 +254,30 @@ export function createApi(store: StoreBackend, settings: RecordingSettings = new
 
   api.get('/runs', async (c) => json<RunListEntry[]>(c, await withScores(store, await store.listRuns())));
 
-  api.get('/runs/:run', async (c) => {
-    const d = await describeRun(store, runParam(c));
-    return json<RunDetail>(c, {
+  /**
+   * Run details being written, by run: a request that arrives while one is written shares it. Every
+   * viewer of a live run asks at once, at each update the live channel sends (twice a second while the
+   * run grows), and a big run's detail (746 KB of JSON for an hour of 300 vehicles) was written once
+   * per viewer. Nothing is kept once written: the next request reads the run as it is then.
+   */
+  const detailsBeingWritten = new Map<number, Promise<string>>();
+  const writeDetail = async (run: number): Promise<string> => {
+    const d = await describeRun(store, run);
+    const detail: RunDetail = {
       ...d,
       hasRoadNetwork: d.attachments.some((a) => a.name === ROADNET_ATTACHMENT),
       evaluation: await runEvaluation(store, d.run.id, d.samples),
-    });
+    };
+    return toJson(detail, 0);
+  };
+  api.get('/runs/:run', async (c) => {
+    const run = runParam(c);
+    let detail = detailsBeingWritten.get(run);
+    if (!detail) {
+      detail = writeDetail(run).finally(() => detailsBeingWritten.delete(run));
+      detailsBeingWritten.set(run, detail);
+    }
+    return jsonText(c, await detail);
   });
 
   api.get('/runs/:run/scene', async (c) => {
