@@ -555,10 +555,11 @@ describe('HTTP API', () => {
     // The live channel: a window asked by a client that offers compression (as every browser does) is
     // the same bytes as over HTTP, fewer of them on the wire.
     const live = new WebSocket(new URL('/api/live', server.url.replace('http', 'ws')));
+    const runList = new Promise((resolve) => live.once('message', resolve));
     await new Promise((resolve) => live.once('open', resolve));
     assert.match(live.extensions, /^permessage-deflate/);
     const socket = (live as unknown as { _socket: { bytesRead: number } })._socket;
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await runList;
     const before = socket.bytesRead;
     const frame = new Promise<Buffer>((resolve) =>
       live.on('message', (data: Buffer, isBinary: boolean) => isBinary && resolve(data)),
@@ -582,7 +583,7 @@ describe('HTTP API', () => {
 
   it("writes a run's detail once for the requests that arrive while it is written, and afresh after", async () => {
     // The real store, its attachment lists counted (describing a run lists them once) and answered
-    // 100 ms late, as a big run's detail takes time to write: the eight requests overlap.
+    // half a second late, as a big run's detail takes time to write: the eight requests overlap.
     let described = 0;
     const counted = new Proxy(store, {
       get(target, name, receiver) {
@@ -590,7 +591,7 @@ describe('HTTP API', () => {
         if (name === 'listAttachments')
           return async (run: number) => {
             described++;
-            await new Promise((resolve) => setTimeout(resolve, 100));
+            await new Promise((resolve) => setTimeout(resolve, 500));
             return target.listAttachments(run);
           };
         return typeof value === 'function' ? value.bind(target) : value;
