@@ -79,16 +79,16 @@ const ANALYSIS: Record<string, string> = {
     'not kept: glibc arena and trim settings (10-15 MiB lower only), a writer page cache of 1 MiB ' +
     'instead of 4 (3 MiB lower, at the cost of reading index pages back at a few hundred actors).',
   'seek-first':
-    "A fresh process's first scene reads one chunk per actor (200 here): since store schema 6 a sealed " +
-    "chunk's frame (header and block table) is a column of its own, so the scene fetches 200 frames and " +
-    'the one 3 KB block of each it decodes (SQLite still loads each 60 KB blob before substr() cuts the ' +
-    'block, about 4 ms for 200, but no longer copies 12 MB into Node: 5-7 ms against 11-19 in fresh ' +
-    'processes); the store decodes the blocks of one chunk when it opens, so that the decoder runs ' +
-    'compiled with its type feedback (about 10 ms moved from the first scene to the open). What ' +
-    'remains, on code V8 is still compiling: listing the run (actors, 200 stream schemas) 5-8 ms, ' +
-    'opening the 200 frames 3-5, decoding 200 blocks 8-15, building the samples 2-4. The MCAP peer reads ' +
-    'one 1 MiB chunk and one message of 200 records. Decoding only the rows up to t (half a block on ' +
-    'average) measured no faster: the cost is per call of code not yet optimised, not per value.',
+    "A fresh process's first scene reads one chunk per actor (200 here): 200 frames (header and block " +
+    'table, a column of their own since store schema 6) and one 3 KB block of each, which SQLite cuts ' +
+    "from the chunk's 60 KB blob with substr() after loading it whole (a fifth of the scene); of each " +
+    "block only the scene's row is decoded (a chunk's first look: each column up to that row), on code " +
+    'V8 has not compiled yet. Listing the run (actors, 200 stream schemas) is about a tenth. The MCAP ' +
+    'peer reads one 1 MiB chunk and one message of 200 records. Weighed (performance-history.md, "The ' +
+    'levers left"): SQLite pages of 16 KB halve the block reads for 6 % more bytes a state, 64 KB quarter ' +
+    "them for 12 %; incremental blob reads still walk the blob's overflow pages up to the block; code " +
+    "compiled beforehand (the server's warm()) saves nothing measurable, a second scene at a new moment " +
+    'taking 14-28 ms. None kept: bytes per state are a target too, and the rest is a layout choice.',
   'seek-median':
     'A scene of 200 actors finds 200 rows in chunks cached whole, builds 200 samples and 200 entries, ' +
     'and lists actors and streams (copies of 200 each): about 0.4 ms on this VM.',
