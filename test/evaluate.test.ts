@@ -225,6 +225,37 @@ describe('evaluation', () => {
     );
   });
 
+  it('finds the same collision far from the origin (projected coordinates: UTM northings, either sign)', async () => {
+    for (const [dx, dy] of [
+      [500_000, 5_400_000],
+      [-700_000, -3_000_000],
+      [-5, 5],
+    ] as const) {
+      const run = await recordScene(
+        {
+          ego: { kind: 'ego', track: (_k, s) => ({ x: dx + 10 * s, y: dy + 20, yaw: 0, speed: 10 }) },
+          a: {
+            kind: 'vehicle',
+            track: (_k, s) => ({ x: dx + 100, y: dy - 30 + 10 * s, yaw: Math.PI / 2, speed: 10 }),
+          },
+          b: {
+            kind: 'vehicle',
+            track: (_k, s) => ({ x: dx + 130 - 10 * s, y: dy, yaw: Math.PI, speed: 10 }),
+          },
+        },
+        5,
+      );
+      const collisions = (await evaluateRun(store, run, { store: false })).events.filter(
+        (e) => e.kind === 'collision',
+      );
+      assert.deepEqual(
+        collisions.map((e) => [e.actors, e.t]),
+        [[['a', 'b'], BEGIN + 2_800_000]],
+        `offset ${dx}, ${dy}`,
+      );
+    }
+  });
+
   it('a queue stopped on one lane is one blocked event at its head; pedestrians passing are no collision', async () => {
     const stopped =
       (x: number): Track =>

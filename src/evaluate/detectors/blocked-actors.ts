@@ -63,7 +63,9 @@ function queuedBehindStoppedLeader(present: Present[]): Set<ActorTrack> {
     const pos = track.lanePos[k];
     if (track.actor.kind === 'pedestrian' || track.speed[k]! >= STOPPED || lane == null || pos == null)
       continue;
-    stoppedByLane.set(lane, [...(stoppedByLane.get(lane) ?? []), { track, pos }]);
+    const stopped = stoppedByLane.get(lane);
+    if (stopped) stopped.push({ track, pos });
+    else stoppedByLane.set(lane, [{ track, pos }]);
   }
   const queued = new Set<ActorTrack>();
   for (const stopped of stoppedByLane.values()) {
