@@ -7,7 +7,7 @@
  * limit. The same tests run on MongoDB when SIMREC_MONGO_URL names a server.
  */
 import assert from 'node:assert/strict';
-import { existsSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
@@ -199,6 +199,47 @@ function fleetSuite(name: string, freshLocation: () => string, local: boolean): 
         (strictAfter[0]!.n as number) > (strictBefore[0]!.n as number),
         `a lower threshold finds more hard braking: ${JSON.stringify([strictBefore, strictAfter])}`,
       );
+    });
+
+    it('an evaluation writes its own tables again and keeps the files of the others', async () => {
+      const run = (await recordDemoRun(store, { duration: 10, seed: 5, vehicles: 5 })).run.id;
+      await keepTablesInStep(store, folder, [run]);
+      // A file written again is a new one renamed into place: another inode.
+      const file = (table: string): string => folder.partFile(table, run);
+      const identity = (table: string): string => {
+        const s = statSync(file(table), { bigint: true });
+        return `${s.ino}:${s.mtimeNs}`;
+      };
+      const state = identity('state');
+      const control = identity('control');
+      await evaluateRun(store, run, { hardBraking: 100 });
+      assert.deepEqual((await keepTablesInStep(store, folder, [run])).written, [run]);
+      assert.equal(identity('state'), state, 'the states did not change: their file stays');
+      const evaluation = identity('evaluation');
+      const events = identity('events');
+      const manifest = folder.manifest(run)!;
+      for (const table of ['state', 'control', 'evaluation', 'events'])
+        assert.equal(typeof manifest.sources![table], 'string', `the sources of ${table} kept`);
+      assert.equal(identity('control'), control);
+
+      // Evaluated again with other settings: the same streams, as many samples, other chunks.
+      await evaluateRun(store, run, { hardBraking: 0.05 });
+      await keepTablesInStep(store, folder, [run]);
+      assert.equal(identity('state'), state);
+      assert.notEqual(identity('evaluation'), evaluation, 'the evaluation is written again');
+      assert.notEqual(identity('events'), events);
+      const stream = (await store.listStreams(run)).find((s) => s.name === 'events')!;
+      const rows = await ask(store, folder, `SELECT count(*) AS n FROM events WHERE run = ${run}`);
+      assert.equal(rows[0]!.n, stream.samples);
+      const actors = await ask(store, folder, `SELECT count(*) AS n FROM actors WHERE run = ${run}`);
+      assert.equal(actors[0]!.n, (await store.listActors(run)).length, "the run's own tables are there");
+
+      // A manifest from before sources were kept: the run is written whole.
+      const { sources: _sources, ...older } = folder.manifest(run)!;
+      writeFileSync(join(folder.path, '_simrec', 'runs', `${run}.json`), JSON.stringify(older));
+      await evaluateRun(store, run, { hardBraking: 100 });
+      await keepTablesInStep(store, folder, [run]);
+      assert.notEqual(identity('state'), state, 'no sources to compare: every table written');
     });
 
     it('a session kept between questions (as the server keeps one) sees a run rewritten under it at once', async () => {

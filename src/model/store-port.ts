@@ -174,6 +174,12 @@ export interface StoreBackend {
    * chunk written, replaced or removed. Equal tokens: the same tables (what keeps them in step).
    */
   runVersions(runs: readonly number[]): Promise<Map<number, string>>;
+  /**
+   * A token per stream of a run (by stream id) that changes whenever its chunks do: one written,
+   * merged, replaced or removed (a stream deleted and declared again has new chunks). With its schema
+   * and counters it tells which of a run's tables changed, so that only those are written again.
+   */
+  streamVersions(run: number): Promise<Map<string, string>>;
 
   putAttachment(run: number, attachment: Attachment): Promise<void>;
   getAttachment(run: number, name: string): Promise<Attachment | undefined>;

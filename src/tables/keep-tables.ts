@@ -1,16 +1,21 @@
+import { createHash } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { RunSummary } from '../model/run.js';
 import type { StoreBackend } from '../model/store-port.js';
-import { writeParquetTables } from '../formats/parquet/write-parquet.js';
+import { streamTableName, writeParquetTables } from '../formats/parquet/write-parquet.js';
 import { storeRunSource } from '../replay/run-source.js';
-import { TablesFolder } from './tables-folder.js';
+import { TablesFolder, type RunTablesManifest } from './tables-folder.js';
 
 /**
  * Keeps a store's tables folder in step with the store. A closed run's files are written once, and
- * written again, whole, when the store's version of the run (StoreBackend.runVersions) is no longer
- * the one they were written from: new streams (`simrec eval`), presence put after an import, chunks a
- * repair removed. A run gone from the store has its files removed. Runs still recording are never
- * written here: a query reads them from the store (writeLiveTables).
+ * written again when the store's version of the run (StoreBackend.runVersions) is no longer the one
+ * they were written from: new streams (`simrec eval`), presence put after an import, chunks a repair
+ * removed. Then only the stream tables whose streams changed are written (their schemas, counters and
+ * chunks, hashed in the manifest's `sources`), with the run's `actors` and `runs`: an evaluation of an
+ * hour of traffic wrote its 10 M states again for two new streams. A run gone from the store has its
+ * files removed. Runs still recording are never written here: a query reads them from the store
+ * (writeLiveTables).
  */
 
 export interface KeepTablesOptions {
@@ -76,9 +81,13 @@ export async function keepTablesInStep(
     if (manifests.get(id)?.version === version) result.current.push(id);
     else stale.push(byId.get(id)!);
   }
-  const total = stale.reduce((sum, r) => sum + r.samples, 0);
+  const plans = [];
+  for (const summary of stale)
+    plans.push(await planRun(store, folder, summary.id, manifests.get(summary.id)));
+  const total = plans.reduce((sum, p) => sum + p.samples, 0);
   let before = 0;
-  for (const summary of stale) {
+  for (const [n, summary] of stale.entries()) {
+    const plan = plans[n]!;
     const staged = folder.staging();
     try {
       const source = await storeRunSource(store, summary.id, signal);
@@ -87,16 +96,66 @@ export async function keepTablesInStep(
         onProgress: (done) => options.onProgress?.(before + done, total),
         signal,
         runColumn: false,
+        tables: plan.write,
       });
-      folder.replaceRun(summary.id, versions.get(summary.id)!, staged, written.tables);
+      folder.replaceRun(summary.id, versions.get(summary.id)!, staged, written.tables, {
+        kept: plan.kept,
+        sources: plan.sources,
+      });
     } catch (error) {
       folder.discard(staged);
       throw error;
     }
-    before += summary.samples;
+    before += plan.samples;
     result.written.push(summary.id);
   }
   return result;
+}
+
+/** What a stale run's writing does: the stream tables it writes, those whose files it keeps. */
+interface RunPlan {
+  /** Each stream table's sources now (RunTablesManifest.sources). */
+  sources: Record<string, string>;
+  /** Stream tables written (the run's actors and runs always are). */
+  write: Set<string>;
+  /** Stream tables whose files stay, as the manifest lists them. */
+  kept: RunTablesManifest['tables'];
+  /** Samples of the streams written. */
+  samples: number;
+}
+
+async function planRun(
+  store: StoreBackend,
+  folder: TablesFolder,
+  run: number,
+  previous: RunTablesManifest | undefined,
+): Promise<RunPlan> {
+  const [streams, versions] = await Promise.all([store.listStreams(run), store.streamVersions(run)]);
+  const parts = new Map<string, unknown[]>();
+  const samples = new Map<string, number>();
+  for (const stream of [...streams].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))) {
+    const table = streamTableName(stream.name);
+    const of = parts.get(table);
+    if (of) of.push(stream, versions.get(stream.id) ?? null);
+    else parts.set(table, [stream, versions.get(stream.id) ?? null]);
+    samples.set(table, (samples.get(table) ?? 0) + stream.samples);
+  }
+  const sources: Record<string, string> = {};
+  for (const [table, of] of parts)
+    sources[table] = createHash('sha256').update(JSON.stringify(of)).digest('base64url').slice(0, 22);
+  const plan: RunPlan = { sources, write: new Set(), kept: {}, samples: 0 };
+  for (const table of Object.keys(sources)) {
+    const file = previous?.tables[table];
+    // Kept only when written from the same sources and still there; a manifest from before sources
+    // were kept has none, and its run is written whole.
+    if (file && previous?.sources?.[table] === sources[table] && existsSync(folder.partFile(table, run)))
+      plan.kept[table] = file;
+    else {
+      plan.write.add(table);
+      plan.samples += samples.get(table)!;
+    }
+  }
+  return plan;
 }
 
 /** Files of runs still recording, written for one query from what the store holds now. */

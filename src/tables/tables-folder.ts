@@ -38,6 +38,12 @@ export interface RunTablesManifest {
   version: string;
   /** Each table the run has a file in, with its rows, bytes and columns (`name:kind`, in order). */
   tables: Record<string, { rows: number; bytes: number; columns?: string[] }>;
+  /**
+   * Each stream table's sources when its file was written: its streams' schemas, counters and chunks
+   * (StoreBackend.streamVersions), hashed. A table whose sources are unchanged keeps its file when the
+   * run's other tables are written again. Absent in manifests written before it: the run is written whole.
+   */
+  sources?: Record<string, string>;
   /** When the files were written (ISO 8601). */
   written: string;
 }
@@ -169,8 +175,10 @@ export class TablesFolder {
     version: string,
     staged: string,
     written: Record<string, { rows: number; columns: string[] }>,
+    /** Tables whose files stay as they are, as the manifest lists them; the sources of every table. */
+    unchanged: { kept?: RunTablesManifest['tables']; sources?: Record<string, string> } = {},
   ): RunTablesManifest {
-    const tables: RunTablesManifest['tables'] = {};
+    const tables: RunTablesManifest['tables'] = { ...unchanged.kept };
     for (const [table, { rows, columns }] of Object.entries(written)) {
       const target = this.partFile(table, run);
       mkdirSync(dirname(target), { recursive: true });
@@ -182,6 +190,7 @@ export class TablesFolder {
       if (!(table in tables)) rmSync(join(this.path, table, `run=${run}`), { recursive: true, force: true });
     rmSync(staged, { recursive: true, force: true });
     const manifest: RunTablesManifest = { run, version, tables, written: new Date().toISOString() };
+    if (unchanged.sources) manifest.sources = unchanged.sources;
     mkdirSync(this.manifestFolder, { recursive: true });
     const temporary = join(this.manifestFolder, `.${run}.json.${process.pid}`);
     writeFileSync(temporary, `${JSON.stringify(manifest)}\n`);

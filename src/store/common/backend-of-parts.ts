@@ -28,6 +28,7 @@ export type RunsPart = Pick<
   | 'endRun'
   | 'deleteRun'
   | 'runVersions'
+  | 'streamVersions'
   | 'closeAbandonedRuns'
   | 'putActors'
   | 'putPresence'
@@ -89,6 +90,10 @@ export abstract class BackendOfParts implements StoreBackend {
 
   runVersions(runs: readonly number[]): Promise<Map<number, string>> {
     return this.runs.runVersions(runs);
+  }
+
+  streamVersions(run: number): Promise<Map<string, string>> {
+    return this.runs.streamVersions(run);
   }
 
   closeAbandonedRuns(isAlive: (writer: WriterIdentity) => boolean): Promise<number[]> {

@@ -131,6 +131,23 @@ export class MongoRuns {
     return versions;
   }
 
+  async streamVersions(run: number): Promise<Map<string, string>> {
+    // As runVersions: ObjectIds grow with their creation time, so a chunk written later raises the
+    // largest; one removed lowers the count.
+    const groups = await this.store
+      .chunks()
+      .aggregate<{ _id: string; n: number; last: ObjectId }>([
+        { $match: { run } },
+        { $group: { _id: '$stream', n: { $sum: 1 }, last: { $max: '$_id' } } },
+      ])
+      .toArray();
+    const versions = new Map<string, string>();
+    for (const stream of await this.store.streams().find({ '_id.run': run }).toArray())
+      versions.set(stream._id.id, '0:');
+    for (const g of groups) versions.set(g._id, `${g.n}:${g.last.toHexString()}`);
+    return versions;
+  }
+
   async closeAbandonedRuns(isAlive: (writer: WriterIdentity) => boolean): Promise<number[]> {
     const closed: number[] = [];
     for (const run of await this.store.runs().find({ state: 'recording' }).toArray()) {

@@ -148,6 +148,19 @@ export class SqliteRuns {
     return versions;
   }
 
+  async streamVersions(run: number): Promise<Map<string, string>> {
+    // Chunk ids are never reused: a chunk written, merged or replaced raises the largest, one removed
+    // lowers the count.
+    const rows = this.file
+      .stmt(
+        `SELECT s.id, COUNT(c.id), MAX(c.id) FROM streams s LEFT JOIN chunks c ON c.stream_key = s.key
+         WHERE s.run_id = ? GROUP BY s.key`,
+      )
+      .raw(true)
+      .all(run) as [string, number, number | null][];
+    return new Map(rows.map(([id, count, last]) => [id, `${count}:${last ?? ''}`]));
+  }
+
   async closeAbandonedRuns(isAlive: (writer: WriterIdentity) => boolean): Promise<number[]> {
     const rows = this.file
       .stmt(`SELECT id, begin_us, writer FROM runs WHERE state = 'recording'`)
