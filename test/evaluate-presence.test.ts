@@ -132,6 +132,35 @@ describe('evaluation: an actor that has left is in no event', () => {
   });
 });
 
+describe('evaluation: the same whatever stretch of the other actors it holds at once', () => {
+  it('the scenes above and a demo run, read a frame, a few frames or the whole run at a time', async () => {
+    const runs: number[] = [];
+    for (const going of ['stays', 'leaves', 'has a gap', 'comes back', 'stops sending'] as const)
+      runs.push(await egoThroughWhereTheCarStood(going));
+    runs.push((await recordDemoRun(store, { duration: 30, seed: 7, vehicles: 20 })).run.id);
+    for (const run of runs) {
+      const evaluated = async (readWindow?: number) => {
+        const frames: Sample[] = [];
+        const summary = await evaluateRun(store, run, {
+          blockedSeconds: 1,
+          store: false,
+          onFrame: (f) => frames.push(f),
+          ...(readWindow === undefined ? {} : { readWindow }),
+        });
+        return { summary, frames };
+      };
+      const whole = await evaluated(10 ** 12);
+      assert.ok(whole.summary.events.length > 0, `run ${run}: events to compare`);
+      for (const readWindow of [undefined, 1, 99_999, 100_000, 350_000])
+        assert.deepEqual(
+          await evaluated(readWindow),
+          whole,
+          `run ${run}, ${readWindow ?? 'the default'} µs at once`,
+        );
+    }
+  });
+});
+
 describe('evaluation of the demo: no collision, it never overlaps two vehicles', () => {
   // The documented densities (docs/recording.md, "The demo"): the default (30 vehicles, 10 Hz) and
   // `--rate 20 --vehicles 60`, 20 s runs (the false collisions of #55 were all within the first 3 s:

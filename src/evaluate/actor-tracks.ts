@@ -1,5 +1,5 @@
-import { numbersOf } from '../model/columns.js';
-import { fieldsOfStream } from '../model/stream.js';
+import { numbersOf, type ColumnBatch } from '../model/columns.js';
+import { fieldsOfStream, type StreamInfo } from '../model/stream.js';
 import { presenceAt, type ActorInfo } from '../model/run.js';
 import { STATE_STREAM } from '../model/standard-streams.js';
 import type { StoreBackend } from '../model/store-port.js';
@@ -13,9 +13,14 @@ const DEFAULT_EXTENTS: Record<string, { length: number; width: number }> = {
 };
 const VEHICLE_EXTENTS = { length: 4.5, width: 1.8 };
 
-/** One actor's states, column by column, with a cursor that moves forward in time. */
+/**
+ * One actor's states, column by column, with a cursor that moves forward in time: the whole run (the
+ * scored actor), or a stretch of it that RunTracks moves along the run (every other actor).
+ */
 export class ActorTrack {
   readonly actor: ActorInfo;
+  /** Its state stream. */
+  readonly stream: StreamInfo;
   readonly length: number;
   readonly width: number;
   readonly t: number[] = [];
@@ -29,8 +34,9 @@ export class ActorTrack {
   readonly lanePos: (number | null)[] = [];
   private cursor = -1;
 
-  constructor(actor: ActorInfo) {
+  constructor(actor: ActorInfo, stream: StreamInfo) {
     this.actor = actor;
+    this.stream = stream;
     const fallback = DEFAULT_EXTENTS[actor.kind] ?? VEHICLE_EXTENTS;
     this.length = actor.extents?.length || fallback.length;
     this.width = actor.extents?.width || fallback.width;
@@ -61,40 +67,24 @@ export class ActorTrack {
   rewind(): void {
     this.cursor = -1;
   }
-}
 
-/** The fields a track keeps, read as columns (the store decodes no other). */
-const TRACK_FIELDS = ['x', 'y', 'yaw', 'speed', 'vx', 'vy', 'accel', 'ax', 'lane', 'lanePos'];
+  /**
+   * Forgets the states before the cursor's: indexAt, asked for later times, can answer no earlier one.
+   * Indexes it gave before change.
+   */
+  dropBeforeCursor(): void {
+    const n = this.cursor;
+    if (n <= 0) return;
+    for (const column of [this.t, this.step, this.x, this.y, this.yaw, this.speed]) column.splice(0, n);
+    this.accel.splice(0, n);
+    this.lane.splice(0, n);
+    this.lanePos.splice(0, n);
+    this.cursor = 0;
+  }
 
-/**
- * Every actor on the road with its `state` stream, loaded whole (the evaluator walks them in step),
- * each with the states taken while it was present (all of them when its presence was never kept):
- * each stream read once as columns of the fields a track keeps, not as sample objects of every field
- * through the store's cache, which held a long run whole.
- */
-export async function loadTracks(
-  store: StoreBackend,
-  run: number,
-  signal?: AbortSignal,
-): Promise<ActorTrack[]> {
-  const [actors, streams] = await Promise.all([store.listActors(run), store.listStreams(run)]);
-  const stateOf = new Map(
-    streams.filter((s) => s.name === STATE_STREAM && s.samples > 0).map((s) => [s.actor, s] as const),
-  );
-  const tracks: ActorTrack[] = [];
-  for (const actor of actors) {
-    const stream = stateOf.get(actor.id);
-    if (NOT_ON_ROAD.has(actor.kind) || !stream) continue;
-    // Transient: each stream is read once; kept, its chunks filled the store's cache for nothing.
-    const read: Parameters<StoreBackend['readColumnsJoined']>[0] = {
-      run,
-      stream: stream.id,
-      fields: TRACK_FIELDS,
-      transient: true,
-    };
-    if (signal) read.signal = signal;
-    const batch = await store.readColumnsJoined(read);
-    const fields = fieldsOfStream(stream);
+  /** Appends the rows of a batch read from its stream (TRACK_FIELDS), in time order after its own. */
+  append(batch: ColumnBatch): void {
+    const fields = fieldsOfStream(this.stream);
     const column = (name: string): Float64Array => numbersOf(batch, fields, name);
     const [x, y, yaw, speed, vx, vy] = [
       column('x'),
@@ -106,27 +96,132 @@ export async function loadTracks(
     ];
     const [accel, ax, lanePos] = [column('accel'), column('ax'), column('lanePos')];
     const lanes = batch.columns.lane;
-    const track = new ActorTrack(actor);
     // As a sample gives them: a row without a number for x or y is left out; a missing yaw is 0, a
     // missing speed the length of (vx, vy), a missing accel ax.
     const value = (values: Float64Array, i: number): number | null =>
       Number.isNaN(values[i]!) ? null : values[i]!;
-    const presence = actor.presence?.length ? actor.presence : undefined;
+    const presence = this.actor.presence?.length ? this.actor.presence : undefined;
     for (let i = 0; i < batch.t.length; i++) {
       if (Number.isNaN(x[i]!) || Number.isNaN(y[i]!)) continue;
       if (presence && presenceAt(presence, batch.t[i]!) === undefined) continue;
-      track.t.push(batch.t[i]!);
-      track.step.push(batch.step[i]!);
-      track.x.push(x[i]!);
-      track.y.push(y[i]!);
-      track.yaw.push(value(yaw, i) ?? 0);
-      track.speed.push(value(speed, i) ?? Math.hypot(value(vx, i) ?? 0, value(vy, i) ?? 0));
-      track.accel.push(value(accel, i) ?? value(ax, i));
+      this.t.push(batch.t[i]!);
+      this.step.push(batch.step[i]!);
+      this.x.push(x[i]!);
+      this.y.push(y[i]!);
+      this.yaw.push(value(yaw, i) ?? 0);
+      this.speed.push(value(speed, i) ?? Math.hypot(value(vx, i) ?? 0, value(vy, i) ?? 0));
+      this.accel.push(value(accel, i) ?? value(ax, i));
       const lane = Array.isArray(lanes) ? lanes[i] : undefined;
-      track.lane.push(typeof lane === 'string' ? lane : null);
-      track.lanePos.push(value(lanePos, i));
+      this.lane.push(typeof lane === 'string' ? lane : null);
+      this.lanePos.push(value(lanePos, i));
     }
-    tracks.push(track);
   }
-  return tracks;
+}
+
+/** The fields a track keeps, read as columns (the store decodes no other). */
+const TRACK_FIELDS = ['x', 'y', 'yaw', 'speed', 'vx', 'vy', 'accel', 'ax', 'lane', 'lanePos'];
+
+/** About this many states of the other actors are held at once (RunTracks.reach). */
+export const STATES_HELD = 1_000_000;
+
+/**
+ * Every actor on the road with its `state` stream, each with the states taken while it was present
+ * (all of them when its presence was never kept), read as columns of the fields a track keeps, not as
+ * sample objects through the store's cache. The scored actor's track is read whole (its kinematics
+ * look along it); the others a window at a time as the evaluation moves along the run (`reach`), each
+ * keeping the one state before the window that still stands for it: an hour of 300 vehicles held
+ * 10.8 M states of every actor at once.
+ */
+export class RunTracks {
+  readonly tracks: ActorTrack[];
+  private readonly store: StoreBackend;
+  private readonly run: number;
+  private readonly signal: AbortSignal | undefined;
+  /** Read whole: not moved along the run by reach. */
+  private readonly whole = new Set<ActorTrack>();
+  /** Microseconds of the run read at once. */
+  private readonly window: number;
+  /** The others' states are read up to here (inclusive). */
+  private readTo = -Infinity;
+
+  private constructor(
+    store: StoreBackend,
+    run: number,
+    tracks: ActorTrack[],
+    window: number,
+    signal?: AbortSignal,
+  ) {
+    this.store = store;
+    this.run = run;
+    this.tracks = tracks;
+    this.window = window;
+    this.signal = signal;
+  }
+
+  /**
+   * The run's tracks, none read yet. `window`: microseconds of the run read at once; by default as
+   * much as holds about STATES_HELD states of all the actors at the run's rate.
+   */
+  static async open(
+    store: StoreBackend,
+    run: number,
+    options: { signal?: AbortSignal; window?: number } = {},
+  ): Promise<RunTracks> {
+    const [actors, streams] = await Promise.all([store.listActors(run), store.listStreams(run)]);
+    const stateOf = new Map(
+      streams.filter((s) => s.name === STATE_STREAM && s.samples > 0).map((s) => [s.actor, s] as const),
+    );
+    const tracks: ActorTrack[] = [];
+    let samples = 0;
+    let begin = Infinity;
+    let end = -Infinity;
+    for (const actor of actors) {
+      const stream = stateOf.get(actor.id);
+      if (NOT_ON_ROAD.has(actor.kind) || !stream) continue;
+      tracks.push(new ActorTrack(actor, stream));
+      samples += stream.samples;
+      begin = Math.min(begin, stream.begin ?? Infinity);
+      end = Math.max(end, stream.end ?? -Infinity);
+    }
+    const span = Math.max(1, end - begin);
+    const window =
+      options.window ?? Math.max(1_000_000, Math.ceil((span * STATES_HELD) / Math.max(1, samples)));
+    return new RunTracks(store, run, tracks, window, options.signal);
+  }
+
+  /** Reads a track whole: it is not moved along the run by reach. */
+  async readWhole(track: ActorTrack): Promise<void> {
+    this.whole.add(track);
+    track.append(await this.read(track));
+  }
+
+  /**
+   * Every other track holds its states up to t at least: the states before each one's cursor are
+   * dropped (indexAt answers later times only), and the next window of the run is read.
+   */
+  async reach(t: number): Promise<void> {
+    if (t <= this.readTo) return;
+    const from = this.readTo === -Infinity ? undefined : this.readTo + 1;
+    const to = Math.max(t, this.readTo === -Infinity ? t : this.readTo) + this.window;
+    for (const track of this.tracks) {
+      if (this.whole.has(track)) continue;
+      track.dropBeforeCursor();
+      track.append(await this.read(track, from, to));
+    }
+    this.readTo = to;
+  }
+
+  private read(track: ActorTrack, from?: number, to?: number): Promise<ColumnBatch> {
+    // Transient: each stretch is read once; kept, its chunks filled the store's cache for nothing.
+    const read: Parameters<StoreBackend['readColumnsJoined']>[0] = {
+      run: this.run,
+      stream: track.stream.id,
+      fields: TRACK_FIELDS,
+      transient: true,
+    };
+    if (from !== undefined) read.from = from;
+    if (to !== undefined) read.to = to;
+    if (this.signal) read.signal = this.signal;
+    return this.store.readColumnsJoined(read);
+  }
 }

@@ -5,7 +5,7 @@ import type { Sample } from '../model/stream.js';
 import { requireRun } from '../replay/run-queries.js';
 import { LimSimLanes } from '../roadnet/limsim/limsim-geometry.js';
 import { loadRoadNetwork } from '../roadnet/roadnet-attachment.js';
-import { loadTracks } from './actor-tracks.js';
+import { RunTracks } from './actor-tracks.js';
 import { BlockedActors } from './detectors/blocked-actors.js';
 import { Collisions } from './detectors/collisions.js';
 import type { Detector, Present } from './detectors/detector.js';
@@ -49,7 +49,11 @@ export async function evaluateRun(
   const run = await requireRun(store, runId);
   const mode = options.mode ?? 'simrec';
   const limsim = mode === 'limsim';
-  const tracks = await loadTracks(store, runId, options.signal);
+  const runTracks = await RunTracks.open(store, runId, {
+    ...(options.signal ? { signal: options.signal } : {}),
+    ...(options.readWindow ? { window: options.readWindow } : {}),
+  });
+  const tracks = runTracks.tracks;
   const actors = await store.listActors(runId);
   const actorId = options.actor ?? actors.find((a) => a.kind === 'ego')?.id;
   if (!actorId)
@@ -58,6 +62,7 @@ export async function evaluateRun(
     );
   const ego = tracks.find((t) => t.actor.id === actorId);
   if (!ego) throw invalid(`run ${runId}: actor ${JSON.stringify(actorId)} has no state samples to evaluate`);
+  await runTracks.readWhole(ego);
 
   const skipped: string[] = [];
   const net = await loadRoadNetwork(store, runId);
@@ -89,6 +94,7 @@ export async function evaluateRun(
   for (let i = 0; i < ego.t.length; i++) {
     options.signal?.throwIfAborted();
     const t = ego.t[i]!;
+    await runTracks.reach(t);
     // The scored actor's own step (a LimSim frame, a SUMO step), so metrics line up with its data.
     const sample: Sample = { t, step: ego.step[i]! };
     const accel = kinematics.frame(i, sample);

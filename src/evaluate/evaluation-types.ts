@@ -27,6 +27,12 @@ export interface EvaluationOptions {
    * the demo record it).
    */
   speedingTolerance?: number;
+  /**
+   * Microseconds of the run whose states of the actors besides the scored one are held at once; by
+   * default as much as holds about a million states at the run's rate. The evaluation is the same
+   * whatever it is: it bounds the memory a long run takes.
+   */
+  readWindow?: number;
   /** Write the metrics and events into the run (default true). */
   store?: boolean;
   /** Each frame's metrics as they are computed (what the `evaluation` stream stores). */
