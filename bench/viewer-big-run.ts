@@ -66,6 +66,8 @@ export interface BigRunViewerResults {
   serverPeakMiB?: number;
   /** Three pages playing the run at once, at three moments: the server's peak meanwhile. */
   threeViewersServerPeakMiB?: number;
+  /** `simrec eval 1` on the run, in a process of its own: its time and peak resident memory. */
+  evaluation?: { seconds: number; peakMiB: number; frames: number; events: number };
   /** #53's targets for the viewer on an hour of 300 vehicles (the quick run's are reported, not held). */
   targets?: TargetResult[];
 }
@@ -131,6 +133,39 @@ async function recordBigRun(store: string, size: BigRunSize): Promise<void> {
     ],
     { maxBuffer: 64 * 2 ** 20 },
   );
+}
+
+/**
+ * `simrec eval 1` on the big run, as a user runs it (the evaluation stored, its tables written), in a
+ * process of its own: wall time and peak resident memory.
+ */
+async function evaluateBigRun(store: string): Promise<NonNullable<BigRunViewerResults['evaluation']>> {
+  const start = performance.now();
+  const child = spawn(process.execPath, [CLI, 'eval', '1', '--store', store, '--json'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let printed = '';
+  let errors = '';
+  child.stdout.on('data', (chunk: Buffer) => (printed += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (errors += chunk.toString()));
+  // Its high-water mark, read while it runs (gone with it once it exits).
+  let peakMiB = 0;
+  const watch = setInterval(() => {
+    try {
+      const kib = Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))?.[1] ?? 0);
+      peakMiB = Math.max(peakMiB, Math.round((kib / 1024) * 10) / 10);
+    } catch {
+      // exited between two readings
+    }
+  }, 50);
+  const code = await new Promise<number | null>((done) => child.on('exit', done)).finally(() =>
+    clearInterval(watch),
+  );
+  if (code !== 0) throw new Error(`simrec eval exited (${code}): ${errors}`);
+  const seconds = Math.round((performance.now() - start) / 100) / 10;
+  // One run's summary, as `simrec eval RUN --json` prints it.
+  const summary = JSON.parse(printed) as { frames: number; events: unknown[] };
+  return { seconds, peakMiB, frames: summary.frames, events: summary.events.length };
 }
 
 /** `simrec serve` on the store, in its own process; resolves once it printed its address. */
@@ -264,9 +299,10 @@ export async function measureBigRunViewer(scratch: string, quick: boolean): Prom
   mkdirSync(dir, { recursive: true });
   const store = given ?? join(dir, 'big.simrec.db');
   if (!given) await recordBigRun(store, size);
+  const evaluation = await evaluateBigRun(store);
   const server = await serve(store, join(dir, 'settings.json'));
   const browser = await launchChromium();
-  const results: BigRunViewerResults = {};
+  const results: BigRunViewerResults = { evaluation };
   try {
     const detail = (await (await fetch(new URL('api/runs/1', server.url))).json()) as {
       samples: number;
@@ -338,6 +374,11 @@ export function formatBigRunViewer(r: BigRunViewerResults): string {
     `  seek by the slider: p50 ${r.seekP50Ms} ms, p95 ${r.seekP95Ms} ms of ${r.seeks} (target p95 300)`,
     `  playing at 10x: ${r.play!.fps} fps, ${r.play!.stalls} stalls over 100 ms, longest gap ${r.play!.longestGapMs} ms (target 30 fps, no stall)`,
     `  page heap peak ${r.pageHeapPeakMiB} MiB; server ${r.serverStartMiB} MiB after start, peak ${r.serverPeakMiB} MiB (target < 400), ${r.threeViewersServerPeakMiB} MiB with three pages playing`,
+    ...(r.evaluation
+      ? [
+          `  simrec eval 1 on it: ${r.evaluation.seconds} s, peak ${r.evaluation.peakMiB} MiB (${r.evaluation.frames} frames, ${r.evaluation.events} events)`,
+        ]
+      : []),
     `  targets met: ${r.targets!.filter((t) => t.met).length} of ${r.targets!.length}${
       r.targets!.some((t) => !t.met)
         ? ` (missed: ${r
