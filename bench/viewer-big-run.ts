@@ -8,7 +8,7 @@
  * Times are taken inside the page (performance.now()), so the polling of the benchmark adds nothing.
  */
 import { spawn, execFile } from 'node:child_process';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
@@ -16,6 +16,10 @@ import type { Browser, Page } from 'playwright-core';
 import { quantile } from './stats.js';
 import type { TargetResult } from './targets.js';
 import { chromiumMissing, launchChromium } from './chromium.js';
+import { keepTablesOnWorker } from '../src/server/tables-writer-thread.js';
+import { openStore } from '../src/store/open-store.js';
+import { keepTablesInStep, type KeepTables } from '../src/tables/keep-tables.js';
+import { TablesFolder } from '../src/tables/tables-folder.js';
 
 /** Compiled to dist/bench/: the command line is dist/src/cli/main.js. */
 const CLI = resolve(fileURLToPath(import.meta.url), '..', '..', 'src', 'cli', 'main.js');
@@ -68,6 +72,14 @@ export interface BigRunViewerResults {
   threeViewersServerPeakMiB?: number;
   /** `simrec eval 1` on the run, in a process of its own: its time and peak resident memory. */
   evaluation?: { seconds: number; peakMiB: number; frames: number; events: number };
+  /**
+   * The run's tables written as a server writes them when a run ends, on its own thread and on a worker
+   * thread: seconds, and the longest its thread was held meanwhile (ms).
+   */
+  tablesWrite?: {
+    onThread: { seconds: number; longestPauseMs: number };
+    onWorker: { seconds: number; longestPauseMs: number };
+  };
   /** #53's targets for the viewer on an hour of 300 vehicles (the quick run's are reported, not held). */
   targets?: TargetResult[];
 }
@@ -166,6 +178,48 @@ async function evaluateBigRun(store: string): Promise<NonNullable<BigRunViewerRe
   // One run's summary, as `simrec eval RUN --json` prints it.
   const summary = JSON.parse(printed) as { frames: number; events: unknown[] };
   return { seconds, peakMiB, frames: summary.frames, events: summary.events.length };
+}
+
+/**
+ * The run's tables written into a folder of their own, once on this thread (as a server did) and once
+ * through keepTablesOnWorker (as it does), while a timer every 10 ms measures how long this thread is
+ * held: what a viewer of the server waits for its windows, seeks and live updates meanwhile.
+ */
+async function tablesWritePauses(
+  storePath: string,
+  dir: string,
+): Promise<NonNullable<BigRunViewerResults['tablesWrite']>> {
+  const store = await openStore(storePath);
+  try {
+    const measure = async (keep: KeepTables, name: string) => {
+      const path = join(dir, `tables-${name}`);
+      rmSync(path, { recursive: true, force: true });
+      let last = performance.now();
+      let longest = 0;
+      const timer = setInterval(() => {
+        const now = performance.now();
+        longest = Math.max(longest, now - last - 10);
+        last = now;
+      }, 10);
+      const start = performance.now();
+      try {
+        await keep(store, new TablesFolder(path), [1]);
+      } finally {
+        clearInterval(timer);
+      }
+      rmSync(path, { recursive: true, force: true });
+      return {
+        seconds: Math.round((performance.now() - start) / 100) / 10,
+        longestPauseMs: Math.round(longest),
+      };
+    };
+    return {
+      onThread: await measure(keepTablesInStep, 'on-thread'),
+      onWorker: await measure(keepTablesOnWorker, 'on-worker'),
+    };
+  } finally {
+    await store.close();
+  }
 }
 
 /** `simrec serve` on the store, in its own process; resolves once it printed its address. */
@@ -300,9 +354,10 @@ export async function measureBigRunViewer(scratch: string, quick: boolean): Prom
   const store = given ?? join(dir, 'big.simrec.db');
   if (!given) await recordBigRun(store, size);
   const evaluation = await evaluateBigRun(store);
+  const tablesWrite = await tablesWritePauses(store, dir);
   const server = await serve(store, join(dir, 'settings.json'));
   const browser = await launchChromium();
-  const results: BigRunViewerResults = { evaluation };
+  const results: BigRunViewerResults = { evaluation, tablesWrite };
   try {
     const detail = (await (await fetch(new URL('api/runs/1', server.url))).json()) as {
       samples: number;
@@ -374,6 +429,11 @@ export function formatBigRunViewer(r: BigRunViewerResults): string {
     `  seek by the slider: p50 ${r.seekP50Ms} ms, p95 ${r.seekP95Ms} ms of ${r.seeks} (target p95 300)`,
     `  playing at 10x: ${r.play!.fps} fps, ${r.play!.stalls} stalls over 100 ms, longest gap ${r.play!.longestGapMs} ms (target 30 fps, no stall)`,
     `  page heap peak ${r.pageHeapPeakMiB} MiB; server ${r.serverStartMiB} MiB after start, peak ${r.serverPeakMiB} MiB (target < 400), ${r.threeViewersServerPeakMiB} MiB with three pages playing`,
+    ...(r.tablesWrite
+      ? [
+          `  its tables written as a server does when a run ends: on the server's thread ${r.tablesWrite.onThread.seconds} s, the thread held up to ${r.tablesWrite.onThread.longestPauseMs} ms at a time; on a worker thread ${r.tablesWrite.onWorker.seconds} s, held up to ${r.tablesWrite.onWorker.longestPauseMs} ms`,
+        ]
+      : []),
     ...(r.evaluation
       ? [
           `  simrec eval 1 on it: ${r.evaluation.seconds} s, peak ${r.evaluation.peakMiB} MiB (${r.evaluation.frames} frames, ${r.evaluation.events} events)`,

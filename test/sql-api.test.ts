@@ -14,6 +14,11 @@ import { RunRecorder } from '../src/record/run-recorder.js';
 import { startServer, type RunningServer } from '../src/server/start-server.js';
 import type { SqlAnswer } from '../src/server/wire-types.js';
 import { openStore } from '../src/store/open-store.js';
+import { recordDemoRun } from '../src/demo/demo-run.js';
+import { SimrecError } from '../src/model/errors.js';
+import { keepTablesOnWorker } from '../src/server/tables-writer-thread.js';
+import { keepTablesInStep } from '../src/tables/keep-tables.js';
+import { TablesFolder } from '../src/tables/tables-folder.js';
 import { tempDir } from './helpers/paths.js';
 
 const TOKEN = 'sql-token-123';
@@ -195,5 +200,66 @@ describe("the server writes a run's tables when it ends, never while a run recor
     while (!(existsSync(manifest(a)) && existsSync(manifest(b))) && Date.now() < deadline) await wait(50);
     assert.ok(existsSync(manifest(a)) && existsSync(manifest(b)), 'both written once nothing records');
     assert.ok(existsSync(join(tables, 'state', `run=${b}`, 'part-0.parquet')));
+  });
+});
+
+describe("the server's tables written on a thread of their own", () => {
+  const dir = tempDir('simrec-tables-thread-');
+  let store: StoreBackend;
+  let runs: number[];
+  before(async () => {
+    store = await openStore(join(dir.path, 'runs.db'));
+    runs = [];
+    for (const seed of [1, 2])
+      runs.push((await recordDemoRun(store, { duration: 10, seed, vehicles: 5 })).run.id);
+  });
+  after(async () => {
+    await store.close();
+    dir.cleanup();
+  });
+
+  it('write what keepTablesInStep writes, with its warnings and progress told back', async () => {
+    const here = new TablesFolder(join(dir.path, 'here'));
+    const there = new TablesFolder(join(dir.path, 'there'));
+    const mine = await keepTablesInStep(store, here, runs);
+    const progress: number[] = [];
+    const theirs = await keepTablesOnWorker(store, there, runs, {
+      onProgress: (done) => progress.push(done),
+    });
+    assert.deepEqual(theirs, mine);
+    assert.ok(progress.length > 0 && progress.at(-1)! > 0, 'progress told back');
+    for (const run of runs) {
+      const { written: _a, ...a } = here.manifest(run)!;
+      const { written: _b, ...b } = there.manifest(run)!;
+      assert.deepEqual(b, a, `run ${run}: the same files`);
+      assert.ok(existsSync(there.partFile('state', run)));
+    }
+    // Done already: nothing written again.
+    assert.deepEqual((await keepTablesOnWorker(store, there, runs)).current, runs);
+  });
+
+  it('stop when their signal aborts, and the next writing finds what they left', async () => {
+    const folder = new TablesFolder(join(dir.path, 'aborted'));
+    const controller = new AbortController();
+    const writing = keepTablesOnWorker(store, folder, runs, { signal: controller.signal });
+    controller.abort(new Error('the question was cancelled'));
+    await assert.rejects(writing, /the question was cancelled/);
+    assert.deepEqual((await keepTablesOnWorker(store, folder, runs)).written, runs);
+  });
+
+  it('fail by name when the store cannot be opened there', async () => {
+    // The same store, its location elsewhere: what the thread opens.
+    const nowhere = join(dir.path, 'nowhere', 'runs.db');
+    const gone = new Proxy(store, {
+      get: (target, name) => {
+        if (name === 'location') return nowhere;
+        const value = Reflect.get(target, name) as unknown;
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    await assert.rejects(
+      keepTablesOnWorker(gone, new TablesFolder(join(dir.path, 'none')), runs),
+      (error: SimrecError) => error.code === 'io' && error.message.includes('nowhere'),
+    );
   });
 });

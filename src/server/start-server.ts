@@ -16,6 +16,7 @@ import { createDiffApi } from './diff-api.js';
 import { createSqlApi, SQL_LIMITS, type SqlApiLimits } from './sql-api.js';
 import { TablesKeeper } from '../tables/tables-keeper.js';
 import { TablesFolder, tablesFolderFor } from '../tables/tables-folder.js';
+import { keepTablesOnWorker } from './tables-writer-thread.js';
 import { LIVE_PATH, LiveUpdates } from './live-updates.js';
 import { RecordingSettings } from './recording-settings.js';
 import { requireToken, upgradeHasToken } from './api-token.js';
@@ -135,6 +136,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     new TablesFolder(options.tablesFolder ?? tablesFolderFor(options.store.location)),
     // A run's tables not written now are written by the first question that needs them.
     (error) => console.error(`simrec: warning: the tables of a run that ended: ${(error as Error).message}`),
+    // On a thread of their own, which opens the SQLite file again; a MongoDB store's on this one (not
+    // tried on a worker: there is no MongoDB server where this was written).
+    options.store.kind === 'sqlite' ? keepTablesOnWorker : undefined,
   );
   app.route('/api/sql', createSqlApi(tables, { ...SQL_LIMITS, ...options.sqlLimits }));
   app.route('/api/diff', createDiffApi(options.store));

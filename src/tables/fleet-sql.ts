@@ -1,7 +1,7 @@
 import { notFound } from '../model/errors.js';
 import type { StoreBackend } from '../model/store-port.js';
 import { loadDuckDB, SqlSession, type SqlQuery, type SqlResult } from '../formats/parquet/duckdb-sql.js';
-import { keepTablesInStep, writeLiveTables, type KeepTablesOptions } from './keep-tables.js';
+import { keepTablesInStep, writeLiveTables, type KeepTables, type KeepTablesOptions } from './keep-tables.js';
 import type { TablesFolder } from './tables-folder.js';
 
 /**
@@ -30,17 +30,20 @@ const OWN_TABLES = ['actors', 'runs'];
 export class FleetSql {
   private readonly store: StoreBackend;
   private readonly folder: TablesFolder;
+  private readonly keep: KeepTables;
   private session: Promise<SqlSession> | null = null;
 
-  constructor(store: StoreBackend, folder: TablesFolder) {
+  /** `keep`: how the folder is brought up to date before a question (keepTablesInStep by default). */
+  constructor(store: StoreBackend, folder: TablesFolder, keep: KeepTables = keepTablesInStep) {
     this.store = store;
     this.folder = folder;
+    this.keep = keep;
   }
 
   async query<T>(query: FleetQuery, read: (result: SqlResult) => Promise<T>): Promise<T> {
     // Before any work: a missing DuckDB is said at once, not after the tables are written.
     await loadDuckDB();
-    const kept = await keepTablesInStep(this.store, this.folder, query.runs, query);
+    const kept = await this.keep(this.store, this.folder, query.runs, query);
     if (kept.absent.length) throw notFound(`run ${kept.absent[0]} not found`);
     const live = await writeLiveTables(this.store, this.folder, kept.recording, query);
     try {

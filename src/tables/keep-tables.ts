@@ -40,6 +40,14 @@ export interface KeepTablesResult {
   versions: Map<number, string>;
 }
 
+/** keepTablesInStep, or a function that does the same elsewhere (the server's: on a worker thread). */
+export type KeepTables = (
+  store: StoreBackend,
+  folder: TablesFolder,
+  runs?: readonly number[],
+  options?: KeepTablesOptions,
+) => Promise<KeepTablesResult>;
+
 /**
  * Brings the tables of `runs` (every run of the store when absent) up to date, and removes the files
  * of runs the store no longer has.
@@ -51,6 +59,50 @@ export async function keepTablesInStep(
   options: KeepTablesOptions = {},
 ): Promise<KeepTablesResult> {
   const signal = options.signal ?? new AbortController().signal;
+  const { result, stale } = await staleRuns(store, folder, runs);
+  const manifests = folder.manifests();
+  const plans = [];
+  for (const summary of stale)
+    plans.push(await planRun(store, folder, summary.id, manifests.get(summary.id)));
+  const total = plans.reduce((sum, p) => sum + p.samples, 0);
+  let before = 0;
+  for (const [n, summary] of stale.entries()) {
+    const plan = plans[n]!;
+    const staged = folder.staging();
+    try {
+      const source = await storeRunSource(store, summary.id, signal);
+      const written = await writeParquetTables([source], staged, {
+        warn: options.warn ?? (() => {}),
+        onProgress: (done) => options.onProgress?.(before + done, total),
+        signal,
+        runColumn: false,
+        tables: plan.write,
+      });
+      folder.replaceRun(summary.id, result.versions.get(summary.id)!, staged, written.tables, {
+        kept: plan.kept,
+        sources: plan.sources,
+      });
+    } catch (error) {
+      folder.discard(staged);
+      throw error;
+    }
+    before += plan.samples;
+    result.written.push(summary.id);
+  }
+  return result;
+}
+
+/**
+ * The first half of keepTablesInStep, which writes nothing but what a deleted run leaves: the files of
+ * runs the store no longer has removed, and the closed runs in scope whose files are not from the
+ * store's version of them. A caller that writes elsewhere (keepTablesOnWorker) asks this first: a
+ * question over tables already in step starts no writer.
+ */
+export async function staleRuns(
+  store: StoreBackend,
+  folder: TablesFolder,
+  runs?: readonly number[],
+): Promise<{ result: KeepTablesResult; stale: RunSummary[] }> {
   const all = await store.listRuns({ newestFirst: false });
   const byId = new Map(all.map((r) => [r.id, r]));
   const scope = (runs ?? all.map((r) => r.id)).filter((id) => byId.has(id));
@@ -81,35 +133,7 @@ export async function keepTablesInStep(
     if (manifests.get(id)?.version === version) result.current.push(id);
     else stale.push(byId.get(id)!);
   }
-  const plans = [];
-  for (const summary of stale)
-    plans.push(await planRun(store, folder, summary.id, manifests.get(summary.id)));
-  const total = plans.reduce((sum, p) => sum + p.samples, 0);
-  let before = 0;
-  for (const [n, summary] of stale.entries()) {
-    const plan = plans[n]!;
-    const staged = folder.staging();
-    try {
-      const source = await storeRunSource(store, summary.id, signal);
-      const written = await writeParquetTables([source], staged, {
-        warn: options.warn ?? (() => {}),
-        onProgress: (done) => options.onProgress?.(before + done, total),
-        signal,
-        runColumn: false,
-        tables: plan.write,
-      });
-      folder.replaceRun(summary.id, versions.get(summary.id)!, staged, written.tables, {
-        kept: plan.kept,
-        sources: plan.sources,
-      });
-    } catch (error) {
-      folder.discard(staged);
-      throw error;
-    }
-    before += plan.samples;
-    result.written.push(summary.id);
-  }
-  return result;
+  return { result, stale };
 }
 
 /** What a stale run's writing does: the stream tables it writes, those whose files it keeps. */

@@ -2,21 +2,23 @@ import type { RunSummary } from '../model/run.js';
 import type { StoreBackend } from '../model/store-port.js';
 import type { SqlResult } from '../formats/parquet/duckdb-sql.js';
 import { FleetSql, type FleetQuery } from './fleet-sql.js';
-import { keepTablesInStep } from './keep-tables.js';
+import { keepTablesInStep, type KeepTables } from './keep-tables.js';
 import type { TablesFolder } from './tables-folder.js';
 
 /**
  * A long-running process's tables (the server's): questions answered one at a time over one DuckDB,
  * and the runs that end while it watches written in the background, so that the first question after
- * a recording does not pay for it. Writing waits until nothing in the store is recording: Parquet is
- * written on this thread, and a recording must never be slowed by it. A question asked meanwhile
- * writes what it needs itself, as any question does.
+ * a recording does not pay for it. Writing waits until nothing in the store is recording: a recording
+ * must never be slowed by it. A question asked meanwhile writes what it needs itself, as any question
+ * does. Both write through `keep`: the server gives one that writes on a worker thread, since Parquet
+ * written on its own thread stopped it for half a second at a time (a big run's tables take a minute).
  */
 export class TablesKeeper {
   private readonly store: StoreBackend;
   private readonly folder: TablesFolder;
   private readonly fleet: FleetSql;
   private readonly onError: (error: unknown) => void;
+  private readonly keep: KeepTables;
   /** One piece of work at a time: questions and writes share the folder and the DuckDB. */
   private queue: Promise<unknown> = Promise.resolve();
   /** Runs seen recording, whose end is waited for. */
@@ -25,10 +27,16 @@ export class TablesKeeper {
   private readonly ended = new Set<number>();
   private closed = false;
 
-  constructor(store: StoreBackend, folder: TablesFolder, onError: (error: unknown) => void) {
+  constructor(
+    store: StoreBackend,
+    folder: TablesFolder,
+    onError: (error: unknown) => void,
+    keep: KeepTables = keepTablesInStep,
+  ) {
     this.store = store;
     this.folder = folder;
-    this.fleet = new FleetSql(store, folder);
+    this.keep = keep;
+    this.fleet = new FleetSql(store, folder, keep);
     this.onError = onError;
   }
 
@@ -55,7 +63,7 @@ export class TablesKeeper {
     const runsToWrite = [...this.ended];
     this.ended.clear();
     // Nothing waits for the write: the next question finds the files, or writes them itself.
-    void this.enqueue(() => keepTablesInStep(this.store, this.folder, runsToWrite)).catch(this.onError);
+    void this.enqueue(() => this.keep(this.store, this.folder, runsToWrite)).catch(this.onError);
   }
 
   /** Waits for the work queued so far (a background write included). */
