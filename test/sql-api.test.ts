@@ -5,7 +5,7 @@
  * server goes on answering.
  */
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { stateStream } from '../src/model/standard-streams.js';
@@ -238,12 +238,21 @@ describe("the server's tables written on a thread of their own", () => {
     assert.deepEqual((await keepTablesOnWorker(store, there, runs)).current, runs);
   });
 
-  it('stop when their signal aborts, and the next writing finds what they left', async () => {
+  it('stop when their signal aborts, leaving nothing staged, and the next writing writes it all', async () => {
     const folder = new TablesFolder(join(dir.path, 'aborted'));
-    const controller = new AbortController();
-    const writing = keepTablesOnWorker(store, folder, runs, { signal: controller.signal });
-    controller.abort(new Error('the question was cancelled'));
-    await assert.rejects(writing, /the question was cancelled/);
+    for (const when of ['at once', 'while writing']) {
+      const controller = new AbortController();
+      const cancel = (): void => controller.abort(new Error(`the question was cancelled ${when}`));
+      const writing = keepTablesOnWorker(store, folder, runs, {
+        signal: controller.signal,
+        // Its first progress: a run's files are being written in staging.
+        onProgress: when === 'at once' ? () => {} : cancel,
+      });
+      if (when === 'at once') cancel();
+      await assert.rejects(writing, new RegExp(`cancelled ${when}`));
+      const staging = join(folder.path, '_simrec', 'staging');
+      assert.deepEqual(existsSync(staging) ? readdirSync(staging) : [], [], `${when}: nothing left staged`);
+    }
     assert.deepEqual((await keepTablesOnWorker(store, folder, runs)).written, runs);
   });
 

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { Worker } from 'node:worker_threads';
 import { SimrecError, type ErrorCode } from '../model/errors.js';
 import { staleRuns, type KeepTables, type KeepTablesResult } from '../tables/keep-tables.js';
@@ -8,6 +9,8 @@ export interface TablesWriterJob {
   location: string;
   /** The tables folder's path. */
   folder: string;
+  /** Put in the names of its staging folders, which are removed if it is stopped. */
+  stagingTag: string;
   runs?: readonly number[];
 }
 
@@ -22,9 +25,8 @@ export type TablesWriterMessage =
  * keepTablesInStep on a worker thread of its own, the store opened there again: writing a big run's
  * Parquet keeps JavaScript busy for a minute, in slices of up to half a second, which on the server's
  * thread held up every viewer's windows, seeks and live updates meanwhile. For a store a second
- * connection can read while the first is open (SQLite's). A signal that aborts stops the thread; a run
- * it left half written stays in the folder's staging until a later writing sweeps it, an hour on or
- * once this process is gone (TablesFolder.sweepStaging), and is never read.
+ * connection can read while the first is open (SQLite's). A signal that aborts stops the thread and
+ * removes what it had staged.
  */
 export const keepTablesOnWorker: KeepTables = async (store, folder, runs, options = {}) => {
   // Nothing to write (most questions): no thread started.
@@ -35,7 +37,11 @@ export const keepTablesOnWorker: KeepTables = async (store, folder, runs, option
 
 const writeOnWorker: KeepTables = (store, folder, runs, options = {}) =>
   new Promise<KeepTablesResult>((resolve, reject) => {
-    const job: TablesWriterJob = { location: store.location, folder: folder.path };
+    const job: TablesWriterJob = {
+      location: store.location,
+      folder: folder.path,
+      stagingTag: `w${randomBytes(4).toString('hex')}-`,
+    };
     if (runs) job.runs = runs;
     const worker = new Worker(new URL('./tables-writer-worker.js', import.meta.url), { workerData: job });
     let settled = false;
@@ -46,12 +52,18 @@ const writeOnWorker: KeepTables = (store, folder, runs, options = {}) =>
       finish();
     };
     const abort = (): void => {
-      void worker.terminate();
       // The signal's reason, as an aborted read gives it (an Error when the caller gave one).
       const reason: unknown = options.signal?.reason;
-      settle(() =>
-        reject(reason instanceof Error ? reason : new SimrecError('invalid', 'writing the tables: given up')),
-      );
+      const error =
+        reason instanceof Error ? reason : new SimrecError('invalid', 'writing the tables: given up');
+      // Settled now (what the thread tells from here on is not heard), rejected once the thread is
+      // stopped and what it had staged removed.
+      settle(() => {
+        void worker
+          .terminate()
+          .then(() => folder.discardStaging(job.stagingTag))
+          .finally(() => reject(error));
+      });
     };
     if (options.signal?.aborted) return abort();
     options.signal?.addEventListener('abort', abort, { once: true });

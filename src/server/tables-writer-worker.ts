@@ -11,10 +11,15 @@ const tell = (message: TablesWriterMessage): void => parentPort!.postMessage(mes
 // Only reading: runs another process left open are that process's to close, or the server's.
 const store = await openStore(job.location, { recoverAbandoned: false });
 try {
-  const result = await keepTablesInStep(store, new TablesFolder(job.folder), job.runs, {
-    warn: (where, message) => tell({ type: 'warn', where, message }),
-    onProgress: (done, total) => tell({ type: 'progress', done, total }),
-  });
+  const result = await keepTablesInStep(
+    store,
+    new TablesFolder(job.folder, { stagingTag: job.stagingTag }),
+    job.runs,
+    {
+      warn: (where, message) => tell({ type: 'warn', where, message }),
+      onProgress: (done, total) => tell({ type: 'progress', done, total }),
+    },
+  );
   tell({ type: 'done', result });
 } catch (error) {
   tell({

@@ -83,10 +83,13 @@ const RACY_NS = 2_000_000_000n;
 
 export class TablesFolder {
   readonly path: string;
+  /** Put in the names of the staging folders this object makes, for discardStaging. */
+  private readonly stagingTag: string;
   private cache: ManifestCache | null = null;
 
-  constructor(path: string) {
+  constructor(path: string, options: { stagingTag?: string } = {}) {
     this.path = resolve(path);
+    this.stagingTag = options.stagingTag ?? '';
   }
 
   private get manifestFolder(): string {
@@ -159,7 +162,12 @@ export class TablesFolder {
 
   /** A fresh folder to write files in before they are renamed into place (same file system). */
   staging(kind: 'staging' | 'live' = 'staging'): string {
-    const dir = join(this.path, OWN_FOLDER, kind, `${process.pid}-${randomBytes(6).toString('hex')}`);
+    const dir = join(
+      this.path,
+      OWN_FOLDER,
+      kind,
+      `${process.pid}-${this.stagingTag}${randomBytes(6).toString('hex')}`,
+    );
     mkdirSync(dir, { recursive: true });
     return dir;
   }
@@ -236,6 +244,20 @@ export class TablesFolder {
   }
 
   /** Removes staging folders left by a process that died while writing (theirs, by pid, or any old). */
+  /**
+   * Removes the staging folders of this process that a TablesFolder made with `stagingTag` (a writer
+   * stopped half way, on a thread of this process: sweepStaging keeps a living process's for an hour).
+   */
+  discardStaging(stagingTag: string): void {
+    const prefix = `${process.pid}-${stagingTag}`;
+    for (const kind of ['staging', 'live']) {
+      const dir = join(this.path, OWN_FOLDER, kind);
+      if (!existsSync(dir)) continue;
+      for (const name of readdirSync(dir))
+        if (name.startsWith(prefix)) rmSync(join(dir, name), { recursive: true, force: true });
+    }
+  }
+
   sweepStaging(olderThanMs = 60 * 60 * 1000): void {
     for (const kind of ['staging', 'live']) {
       const dir = join(this.path, OWN_FOLDER, kind);
