@@ -70,7 +70,7 @@ export class ActorTrack {
 
   /**
    * Forgets the states before the cursor's: indexAt, asked for later times, can answer no earlier one.
-   * Indexes it gave before change.
+   * Indexes it gave before no longer hold.
    */
   dropBeforeCursor(): void {
     const n = this.cursor;
@@ -129,8 +129,8 @@ export const STATES_HELD = 1_000_000;
  * (all of them when its presence was never kept), read as columns of the fields a track keeps, not as
  * sample objects through the store's cache. The scored actor's track is read whole (its kinematics
  * look along it); the others a window at a time as the evaluation moves along the run (`reach`), each
- * keeping the one state before the window that still stands for it: an hour of 300 vehicles held
- * 10.8 M states of every actor at once.
+ * keeping the one state before the window that still stands for it: every actor's whole track, held
+ * at once, made a long run's evaluation take memory in proportion to the run.
  */
 export class RunTracks {
   readonly tracks: ActorTrack[];

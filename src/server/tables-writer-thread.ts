@@ -23,8 +23,8 @@ export type TablesWriterMessage =
 
 /**
  * keepTablesInStep on a worker thread of its own, the store opened there again: writing a big run's
- * Parquet keeps JavaScript busy for a minute, in slices of up to half a second, which on the server's
- * thread held up every viewer's windows, seeks and live updates meanwhile. For a store a second
+ * Parquet keeps JavaScript busy in long slices, which on the server's thread held up every viewer's
+ * windows, seeks and live updates meanwhile. For a store a second
  * connection can read while the first is open (SQLite's). A signal that aborts stops the thread and
  * removes what it had staged.
  */

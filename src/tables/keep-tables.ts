@@ -12,8 +12,8 @@ import { TablesFolder, type RunTablesManifest } from './tables-folder.js';
  * written again when the store's version of the run (StoreBackend.runVersions) is no longer the one
  * they were written from: new streams (`simrec eval`), presence put after an import, chunks a repair
  * removed. Then only the stream tables whose streams changed are written (their schemas, counters and
- * chunks, hashed in the manifest's `sources`), with the run's `actors` and `runs`: an evaluation of an
- * hour of traffic wrote its 10 M states again for two new streams. A run gone from the store has its
+ * chunks, hashed in the manifest's `sources`), with the run's `actors` and `runs`: an evaluation wrote
+ * a long run's states again for its two new streams. A run gone from the store has its
  * files removed. Runs still recording are never written here: a query reads them from the store
  * (writeLiveTables).
  */

@@ -11,7 +11,7 @@ import type { TablesFolder } from './tables-folder.js';
  * a recording does not pay for it. Writing waits until nothing in the store is recording: a recording
  * must never be slowed by it. A question asked meanwhile writes what it needs itself, as any question
  * does. Both write through `keep`: the server gives one that writes on a worker thread, since Parquet
- * written on its own thread stopped it for half a second at a time (a big run's tables take a minute).
+ * written on its own thread held up its viewers for as long as each row group took.
  */
 export class TablesKeeper {
   private readonly store: StoreBackend;
