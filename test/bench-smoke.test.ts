@@ -86,6 +86,8 @@ it('npm run bench -- --quick runs every workload and writes a results file', () 
         serverPeakMiB: number;
         pageHeapPeakMiB: number;
         targets: { id: string }[];
+        evaluation: { seconds: number; peakMiB: number; frames: number };
+        tablesWrite: { onThread: { seconds: number }; onWorker: { seconds: number } };
       };
     };
     assert.equal(bigRun.opened.length, 5, 'a fresh page at five moments');
@@ -93,6 +95,14 @@ it('npm run bench -- --quick runs every workload and writes a results file', () 
     assert.ok(bigRun.seekP95Ms > 0 && bigRun.play.fps > 0 && bigRun.pageHeapPeakMiB > 0);
     assert.ok(bigRun.serverPeakMiB > 0, "the server's memory, measured in its own process");
     assert.equal(bigRun.targets.length, 5);
+    assert.ok(
+      bigRun.evaluation.frames > 0 && bigRun.evaluation.peakMiB > 0,
+      'simrec eval on the big run, its time and peak memory',
+    );
+    assert.ok(
+      bigRun.tablesWrite.onThread.seconds > 0 && bigRun.tablesWrite.onWorker.seconds > 0,
+      "the big run's tables written on the thread and on a worker",
+    );
     const didrive = (results as unknown as { didrive: { exportFramesPerSecond: number } }).didrive;
     assert.ok(didrive.exportFramesPerSecond > 0, 'DI-drive export and import rates are measured');
     const { ingest } = results as unknown as {
