@@ -209,7 +209,7 @@ async function tablesWritePauses(
       }
       rmSync(path, { recursive: true, force: true });
       return {
-        seconds: Math.round((performance.now() - start) / 100) / 10,
+        seconds: Math.round((performance.now() - start) / 10) / 100,
         longestPauseMs: Math.round(longest),
       };
     };
