@@ -583,15 +583,14 @@ describe('HTTP API', () => {
 
   it("writes a run's detail once for the requests that arrive while it is written, and afresh after", async () => {
     // The real store, its attachment lists counted (describing a run lists them once) and answered
-    // half a second late, as a big run's detail takes time to write: the eight requests overlap.
+    // the first time 2 s late, as a big run's detail takes time to write: the eight requests overlap.
     let described = 0;
     const counted = new Proxy(store, {
       get(target, name, receiver) {
         const value = Reflect.get(target, name, receiver) as unknown;
         if (name === 'listAttachments')
           return async (run: number) => {
-            described++;
-            await new Promise((resolve) => setTimeout(resolve, 500));
+            if (described++ === 0) await new Promise((resolve) => setTimeout(resolve, 2000));
             return target.listAttachments(run);
           };
         return typeof value === 'function' ? value.bind(target) : value;
