@@ -202,7 +202,7 @@ export class RunTracks {
   async reach(t: number): Promise<void> {
     if (t <= this.readTo) return;
     const from = this.readTo === -Infinity ? undefined : this.readTo + 1;
-    const to = Math.max(t, this.readTo === -Infinity ? t : this.readTo) + this.window;
+    const to = t + this.window;
     for (const track of this.tracks) {
       if (this.whole.has(track)) continue;
       track.dropBeforeCursor();

@@ -24,9 +24,8 @@ export type TablesWriterMessage =
 /**
  * keepTablesInStep on a worker thread of its own, the store opened there again: writing a big run's
  * Parquet keeps JavaScript busy in long slices, which on the server's thread held up every viewer's
- * windows, seeks and live updates meanwhile. For a store a second
- * connection can read while the first is open (SQLite's). A signal that aborts stops the thread and
- * removes what it had staged.
+ * windows, seeks and live updates meanwhile. For a store a second connection can read while the first
+ * is open (SQLite's). A signal that aborts stops the thread and removes what it had staged.
  */
 export const keepTablesOnWorker: KeepTables = async (store, folder, runs, options = {}) => {
   // Nothing to write (most questions): no thread started.

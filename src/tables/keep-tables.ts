@@ -1,6 +1,6 @@
-import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { jsonDigest } from '../model/json-digest.js';
 import type { RunSummary } from '../model/run.js';
 import type { StoreBackend } from '../model/store-port.js';
 import { streamTableName, writeParquetTables } from '../formats/parquet/write-parquet.js';
@@ -13,8 +13,8 @@ import { TablesFolder, type RunTablesManifest } from './tables-folder.js';
  * they were written from: new streams (`simrec eval`), presence put after an import, chunks a repair
  * removed. Then only the stream tables whose streams changed are written (their schemas, counters and
  * chunks, hashed in the manifest's `sources`), with the run's `actors` and `runs`: an evaluation wrote
- * a long run's states again for its two new streams. A run gone from the store has its
- * files removed. Runs still recording are never written here: a query reads them from the store
+ * a long run's states again for its two new streams. A run gone from the store has its files
+ * removed. Runs still recording are never written here: a query reads them from the store
  * (writeLiveTables).
  */
 
@@ -165,8 +165,7 @@ async function planRun(
     samples.set(table, (samples.get(table) ?? 0) + stream.samples);
   }
   const sources: Record<string, string> = {};
-  for (const [table, of] of parts)
-    sources[table] = createHash('sha256').update(JSON.stringify(of)).digest('base64url').slice(0, 22);
+  for (const [table, of] of parts) sources[table] = jsonDigest(of);
   const plan: RunPlan = { sources, write: new Set(), kept: {}, samples: 0 };
   for (const table of Object.keys(sources)) {
     const file = previous?.tables[table];

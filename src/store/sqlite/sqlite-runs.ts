@@ -1,6 +1,6 @@
-import { createHash } from 'node:crypto';
 import { notFound, SimrecError } from '../../model/errors.js';
 import { deepFreeze } from '../../model/json.js';
+import { jsonDigest } from '../../model/json-digest.js';
 import type { ActorInfo, ActorPresence, EndReason, RunInfo, RunSummary } from '../../model/run.js';
 import type { ListOptions, ListRunsArgs, WriterIdentity } from '../../model/store-port.js';
 import type { InferredField, StreamInfo, StreamSchema } from '../../model/stream.js';
@@ -142,8 +142,7 @@ export class SqliteRuns {
             FROM streams s ${this.file.counters.join} WHERE s.run_id IN (${list})) GROUP BY run_id`,
       ])
         for (const row of rowsOf(sql)) parts.get(row[0] as number)?.push(row);
-      for (const [run, rows] of parts)
-        versions.set(run, createHash('sha256').update(JSON.stringify(rows)).digest('base64url').slice(0, 22));
+      for (const [run, rows] of parts) versions.set(run, jsonDigest(rows));
     }
     return versions;
   }
