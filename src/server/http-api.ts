@@ -257,7 +257,8 @@ export function createApi(store: StoreBackend, settings: RecordingSettings = new
   /**
    * Run details being written, by run: a request that arrives while one is written shares it. Every
    * viewer of a live run asks at once, at each update the live channel sends (twice a second while the
-   * run grows), and a big run's detail (its actors and streams) was written once per viewer. Nothing is kept once written: the next request reads the run as it is then.
+   * run grows), and a big run's detail (its actors and streams) was written once per viewer. Nothing
+   * is kept once written: the next request reads the run as it is then.
    */
   const detailsBeingWritten = new Map<number, Promise<string>>();
   const writeDetail = async (run: number): Promise<string> => {
