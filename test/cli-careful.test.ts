@@ -232,6 +232,25 @@ describe('simrec as a careful user meets it', () => {
     );
   });
 
+  it('samples --fields prints only those fields, and refuses a field the stream does not have', () => {
+    const r = runCli(['samples', '1', 'J0_0/signal', '--fields', 'state,phase', '--json'], env);
+    assert.equal(r.status, 0, r.stderr);
+    const lines = r.stdout.trim().split('\n');
+    assert.equal(lines.length, 601, 'a minute at 10 Hz');
+    for (const line of lines)
+      assert.deepEqual(Object.keys(JSON.parse(line)), ['t', 'step', 'state', 'phase']);
+    assertRefused(
+      ['samples', '1', 'J0_0/signal', '--fields', 'state,colour'],
+      2,
+      /^simrec: fields: stream J0_0\/signal of run 1 has no field "colour" \(it has state, phase, program, timeToSwitch\)/,
+    );
+    assertRefused(
+      ['samples', '1', 'J0_0/signal', '--fields', 'state,'],
+      2,
+      /--fields: expected field names separated by commas, got "state,"/,
+    );
+  });
+
   it('every output refuses to replace without --force, and replaces whole with it', () => {
     const limsim = join(dir.path, 'out.db');
     assert.equal(runCli(['export', '1', 'limsim', limsim], env).status, 0);

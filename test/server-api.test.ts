@@ -11,6 +11,8 @@ import { recordSyntheticRun } from '../src/demo/synthetic-run.js';
 import { decodeStateWindow, STATE_WINDOW_MEDIA_TYPE, windowGrid } from '../src/server/state-window-wire.js';
 import { startServer, type RunningServer } from '../src/server/start-server.js';
 import { openStore } from '../src/store/open-store.js';
+import { SqliteBackend } from '../src/store/sqlite/sqlite-backend.js';
+import { sceneAt } from '../src/replay/run-queries.js';
 import { recordLaneRun } from './helpers/lane-run.js';
 import { fixture, tempDir } from './helpers/paths.js';
 import { cliJsonAsync } from './helpers/run-cli.js';
@@ -43,6 +45,41 @@ function rawGet(
       .on('error', reject)
       .end();
   });
+}
+
+/** The light J1 of a store of its own, its `signal` samples made from the run's begin, served to `ask`. */
+async function withServedLight(
+  fields: FieldDecl[],
+  samplesFrom: (begin: number) => Sample[],
+  ask: (
+    json: (path: string) => Promise<{ status: number; body: any }>,
+    run: number,
+    begin: number,
+  ) => Promise<void>,
+): Promise<void> {
+  const own = tempDir('simrec-light-');
+  const local = await openStore(join(own.path, 'light.db'));
+  const begin = 1_750_000_000_000_000;
+  const rec = await RunRecorder.begin(local, { begin });
+  await rec.declareActor({ id: 'J1', kind: 'traffic_light' });
+  await rec.declareStream({ name: 'signal', actor: 'J1', fields });
+  await rec.appendBatch('J1/signal', samplesFrom(begin));
+  await rec.end('completed');
+  const localServer = await startServer({ store: local, port: 0 });
+  try {
+    await ask(
+      async (path) => {
+        const response = await fetch(new URL(path.replace('RUN', String(rec.id)), localServer.url));
+        return { status: response.status, body: (await response.json()) as any };
+      },
+      rec.id,
+      begin,
+    );
+  } finally {
+    await localServer.close();
+    await local.close();
+    own.cleanup();
+  }
 }
 
 before(async () => {
@@ -222,62 +259,157 @@ describe('HTTP API', () => {
   });
 
   it('answers a stream where its values change (changes=1): a traffic light as its switches', async () => {
-    const own = tempDir('simrec-changes-');
-    const local = await openStore(join(own.path, 'changes.db'));
-    const begin = 1_750_000_000_000_000;
-    const rec = await RunRecorder.begin(local, { begin });
-    await rec.declareActor({ id: 'J1', kind: 'traffic_light' });
-    await rec.declareStream({
-      name: 'signal',
-      actor: 'J1',
-      fields: [
-        { name: 'state', type: 'string' },
-        { name: 'phase', type: 'json', optional: true },
-      ],
-    });
     // 10 Hz for 100 s: green 30 s, yellow 4 s, red 26 s, and a phase object that changes with them.
     const colour = (i: number): string =>
       ['GGrr', 'yyrr', 'rrGG'][i % 600 < 300 ? 0 : i % 600 < 340 ? 1 : 2]!;
-    const samples: Sample[] = Array.from({ length: 1000 }, (_, i) => ({
-      t: begin + i * 100_000,
-      step: i,
-      state: colour(i),
-      phase: { index: ['GGrr', 'yyrr', 'rrGG'].indexOf(colour(i)), program: [0] },
-    }));
-    await rec.appendBatch('J1/signal', samples);
-    await rec.end('completed');
-    const switches = samples.filter((s, i) => i === 0 || s.state !== samples[i - 1]!.state);
-    assert.deepEqual(
-      switches.map((s) => s.step),
-      [0, 300, 340, 600, 900, 940],
-    );
-    const localServer = await startServer({ store: local, port: 0 });
-    const fetchJson = async (path: string) => {
-      const response = await fetch(new URL(path, localServer.url));
-      return { status: response.status, body: (await response.json()) as any };
-    };
-    try {
-      const changes = await fetchJson(`/api/runs/${rec.id}/samples?stream=J1%2Fsignal&changes=1`);
+    let samples: Sample[] = [];
+    const fields: FieldDecl[] = [
+      { name: 'state', type: 'string' },
+      { name: 'phase', type: 'json', optional: true },
+    ];
+    const samplesFrom = (begin: number): Sample[] =>
+      (samples = Array.from({ length: 1000 }, (_, i) => ({
+        t: begin + i * 100_000,
+        step: i,
+        state: colour(i),
+        phase: { index: ['GGrr', 'yyrr', 'rrGG'].indexOf(colour(i)), program: [0] },
+      })));
+    await withServedLight(fields, samplesFrom, async (json, _run, begin) => {
+      const switches = samples.filter((s, i) => i === 0 || s.state !== samples[i - 1]!.state);
+      assert.deepEqual(
+        switches.map((s) => s.step),
+        [0, 300, 340, 600, 900, 940],
+      );
+      const changes = await json(`/api/runs/RUN/samples?stream=J1%2Fsignal&changes=1`);
       assert.deepEqual(changes.body, { stream: 'J1/signal', samples: switches, next: null });
       // Paged: a page after the first begins with its own first sample, whatever the one before held.
-      const first = await fetchJson(`/api/runs/${rec.id}/samples?stream=J1%2Fsignal&changes=1&limit=2`);
+      const first = await json(`/api/runs/RUN/samples?stream=J1%2Fsignal&changes=1&limit=2`);
       assert.deepEqual(
         first.body.samples.map((s: Sample) => s.step),
         [0, 300],
       );
       assert.equal(first.body.next, begin + 340 * 100_000);
-      const windowed = await fetchJson(
-        `/api/runs/${rec.id}/samples?stream=J1%2Fsignal&changes=1&from=${begin + 50 * 100_000}&to=${begin + 650 * 100_000}`,
+      const windowed = await json(
+        `/api/runs/RUN/samples?stream=J1%2Fsignal&changes=1&from=${begin + 50 * 100_000}&to=${begin + 650 * 100_000}`,
       );
       assert.deepEqual(
         windowed.body.samples.map((s: Sample) => s.step),
         [50, 300, 340, 600],
       );
-      const plain = await fetchJson(`/api/runs/${rec.id}/samples?stream=J1%2Fsignal&changes=0`);
+      const plain = await json(`/api/runs/RUN/samples?stream=J1%2Fsignal&changes=0`);
       assert.equal(plain.body.samples.length, 1000);
-      const refused = await fetchJson(`/api/runs/${rec.id}/samples?stream=J1%2Fsignal&changes=yes`);
+      const refused = await json(`/api/runs/RUN/samples?stream=J1%2Fsignal&changes=yes`);
       assert.equal(refused.status, 400);
       assert.equal(refused.body.error, 'query parameter changes: expected 0 or 1, got "yes"');
+    });
+  });
+
+  it('answers a stream with only the fields asked for (fields=), its changes judged on them: a light that counts down as its switches', async () => {
+    const fields: FieldDecl[] = [
+      { name: 'state', type: 'string' },
+      { name: 'phase', type: 'i32' },
+      { name: 'timeToSwitch', type: 'f64', unit: 's' },
+    ];
+    // As SUMO's and the demo's lights: the countdown to the next switch changes at every sample.
+    const cycle = [300, 40, 260];
+    const samplesFrom = (begin: number): Sample[] =>
+      Array.from({ length: 1000 }, (_, i) => {
+        const inCycle = i % 600;
+        const phase = inCycle < 300 ? 0 : inCycle < 340 ? 1 : 2;
+        const phaseEnd = cycle.slice(0, phase + 1).reduce((a, b) => a + b, 0);
+        return {
+          t: begin + i * 100_000,
+          step: i,
+          state: ['GGrr', 'yyrr', 'rrGG'][phase]!,
+          phase,
+          timeToSwitch: (phaseEnd - inCycle) / 10,
+        };
+      });
+    await withServedLight(fields, samplesFrom, async (json, run, begin) => {
+      const path = `/api/runs/RUN/samples?stream=J1%2Fsignal`;
+      const everyOne = await json(`${path}&changes=1`);
+      assert.equal(everyOne.body.samples.length, 1000, 'every sample differs from the one before it');
+      const switches = await json(`${path}&changes=1&fields=state`);
+      const states = samplesFrom(begin);
+      assert.deepEqual(switches.body, {
+        stream: 'J1/signal',
+        samples: [0, 300, 340, 600, 900, 940].map((i) => ({
+          t: begin + i * 100_000,
+          step: i,
+          state: states[i]!.state,
+        })),
+        next: null,
+      });
+      const two = await json(
+        `${path}&fields=phase,state&from=${begin + 299 * 100_000}&to=${begin + 300 * 100_000}`,
+      );
+      assert.deepEqual(two.body.samples, [
+        { t: begin + 299 * 100_000, step: 299, state: 'GGrr', phase: 0 },
+        { t: begin + 300 * 100_000, step: 300, state: 'yyrr', phase: 1 },
+      ]);
+      const unknown = await json(`${path}&fields=state,colour`);
+      assert.equal(unknown.status, 400);
+      assert.equal(
+        unknown.body.error,
+        `fields: stream J1/signal of run ${run} has no field "colour" (it has state, phase, timeToSwitch)`,
+      );
+      const empty = await json(`${path}&fields=state,`);
+      assert.equal(empty.status, 400);
+      assert.equal(
+        empty.body.error,
+        'query parameter fields: expected field names separated by commas, got "state,"',
+      );
+      const noStream = await json(`/api/runs/RUN/samples?stream=J9%2Fsignal&fields=state`);
+      assert.equal(noStream.status, 404);
+    });
+  });
+
+  it('answers a scene from the blocks holding its moment, never a whole chunk: an inspector asking as a page plays holds no other page up', async () => {
+    const own = tempDir('simrec-scene-blocks-');
+    const path = join(own.path, 'scene.db');
+    const writing = SqliteBackend.open(path, { chunkSamples: 200, blockSamples: 64 });
+    const rec = await RunRecorder.begin(writing, { begin: 0 });
+    await rec.declareActors(['a', 'b'].map((id) => ({ id, kind: 'vehicle' })));
+    await rec.declareStreams(['a', 'b'].map((id) => stateStream(id)));
+    for (let step = 0; step < 1000; step++)
+      await rec.appendFrame('state', {
+        t: step * 10_000,
+        step,
+        actors: ['a', 'b'],
+        columns: { x: [step, -step], y: [0, 0], yaw: [0, 0] },
+      });
+    await rec.end('completed');
+    await writing.close();
+    const local = SqliteBackend.open(path);
+    const localServer = await startServer({ store: local, port: 0 });
+    // White-box: which chunks the store's cache holds decoded whole.
+    const file = (local as unknown as { file: { db: { prepare(sql: string): { all(): { id: number }[] } } } })
+      .file;
+    const cache = (local as unknown as { file: { cache: { cachedWhole(id: number): unknown } } }).file.cache;
+    const chunks = file.db.prepare('SELECT id FROM chunks').all();
+    assert.ok(chunks.length >= 10, `${chunks.length} chunks`);
+    const wholes = (): number => chunks.filter(({ id }) => cache.cachedWhole(id) !== undefined).length;
+    try {
+      // Blocks 0, 2 and 3 of the first chunks, and of the far ones, back and forth, as a playing page's
+      // inspector asks: a reader with read-ahead would have read them on whole at the second.
+      for (const step of [5, 130, 195, 3, 700, 790, 705, 131]) {
+        const response = await fetch(
+          new URL(`/api/runs/${rec.id}/scene?t=${step * 10_000 + 5_000}&interpolate=1`, localServer.url),
+        );
+        const scene = (await response.json()) as { actors: { id: string; x: number }[] };
+        assert.deepEqual(
+          scene.actors.map((a) => [a.id, a.x]),
+          [
+            ['a', step + 0.5],
+            ['b', -step - 0.5],
+          ],
+        );
+      }
+      assert.equal(wholes(), 0, 'no chunk decoded whole');
+      // Read in the library's default way, two blocks of the next chunks are enough to read them on.
+      for (const step of [205, 340])
+        await sceneAt(local, rec.id, { t: step * 10_000 + 5_000, interpolate: true });
+      assert.ok(wholes() > 0, 'a reader moving about the run reads on');
     } finally {
       await localServer.close();
       await local.close();

@@ -1714,6 +1714,44 @@ describe('reading scenes', () => {
     );
     await other.close();
   });
+
+  it('a scene read without read-ahead (as the server answers one) decodes only the blocks holding its moment, whatever came before', async () => {
+    const path = await recordTwoActors();
+    const store = await openStore(path);
+    const blocksOf = (decoded: Map<ParsedChunk, (number | string)[]>): (number | string)[][] => [
+      ...decoded.values(),
+    ];
+    const point = (t: number, interpolate = false) =>
+      decodesDuring(async () => void (await sceneAt(store, 1, { t, interpolate, readAhead: false })));
+    // Its first touch decodes the block (kept for the next question), not a row alone.
+    const first = await point(15_000);
+    assert.deepEqual(blocksOf(first), [[0], [0]]);
+    const [chunkA] = [...first.keys()];
+    const lastBlock = chunkA!.blocks.length - 1;
+    // A second and a third block of the same chunks, interpolated too: each block alone, no chunk whole.
+    const second = await point(chunkA!.blocks[lastBlock]!.begin);
+    assert.deepEqual(blocksOf(second), [[lastBlock], [lastBlock]]);
+    const third = await point(chunkA!.blocks[1]!.begin + 5_000, true);
+    assert.deepEqual(
+      blocksOf(third).map((blocks) => [...new Set(blocks)].sort()),
+      [[1], [1]],
+    );
+    // Asked again: nothing decoded, the blocks were kept.
+    assert.equal((await point(15_000 + 10_000)).size, 0);
+    // They were no touch for a reader with read-ahead (the default): its first look at another block
+    // is a row alone, as at any chunk it had not touched.
+    const look = await decodesDuring(
+      async () => void (await sceneAt(store, 1, { t: chunkA!.blocks[2]!.begin + 5_000 })),
+    );
+    assert.deepEqual(blocksOf(look), [['row of 2'], ['row of 2']]);
+    // The scenes are the same either way.
+    for (const t of [15_000, chunkA!.blocks[lastBlock]!.begin, 8_000_000])
+      assert.deepEqual(
+        await sceneAt(store, 1, { t, interpolate: true, readAhead: false }),
+        await sceneAt(store, 1, { t, interpolate: true }),
+      );
+    await store.close();
+  });
 });
 
 describe('caches of decoded data', () => {

@@ -40,7 +40,18 @@ export interface ReadColumnsArgs extends ReadSamplesArgs {
   fields?: readonly string[];
 }
 
-export interface BracketArgs {
+/** How a read of one moment of many streams uses the store's caches (bracketMany, latestEntries). */
+export interface MomentReadOptions {
+  /**
+   * false: only the blocks holding the moment are decoded and kept, never a whole chunk nor the chunks
+   * around it; for a reader that asks about a moment now and then while others read the run (a server's
+   * scene answers, which a page's inspector asks for as it plays). True when absent: a reader moving
+   * about a run has whole chunks decoded at its second look at one (ChunkCache's read-ahead).
+   */
+  readAhead?: boolean;
+}
+
+export interface BracketArgs extends MomentReadOptions {
   /** Stream ids; the answer has one bracket per stream, in this order. */
   streams: readonly string[];
   t: number;
@@ -60,7 +71,7 @@ export interface ListOptions {
 }
 
 /** What latestEntries reads: each stream's latest sample at t, made as an entry with its head. */
-export interface LatestEntriesArgs {
+export interface LatestEntriesArgs extends MomentReadOptions {
   /** Stream ids; the answer has one entry (or undefined: no sample at or before t) per stream. */
   streams: readonly string[];
   /** The id and kind each stream's entry begins with, one per stream. */

@@ -1,11 +1,11 @@
-import type { ColumnBatch, SampleEntry } from '../model/columns.js';
-import { describeValue, notFound } from '../model/errors.js';
+import { sampleAt, type ColumnBatch, type SampleEntry } from '../model/columns.js';
+import { describeValue, notFound, SimrecError } from '../model/errors.js';
 import type { AttachmentInfo } from '../model/attachment.js';
 import { absenceAt, usualSampleInterval } from '../model/presence.js';
 import type { ActorInfo, RunInfo } from '../model/run.js';
 import { STATE_STREAM } from '../model/standard-streams.js';
-import type { StoreBackend } from '../model/store-port.js';
-import { streamId, type Sample, type StreamInfo } from '../model/stream.js';
+import type { MomentReadOptions, StoreBackend } from '../model/store-port.js';
+import { fieldsOfStream, streamId, type Sample, type StreamInfo } from '../model/stream.js';
 import { interpolateSample } from '../model/interpolate.js';
 
 export interface RunDescription {
@@ -61,7 +61,7 @@ export interface Scene {
   actors: SceneActor[];
 }
 
-export interface SceneArgs {
+export interface SceneArgs extends MomentReadOptions {
   /** Absolute time in microseconds. */
   t: number;
   /** Interpolate numeric fields between the samples either side of t (angles along the shorter arc). */
@@ -87,7 +87,12 @@ export async function sceneAt(store: StoreBackend, run: number, args: SceneArgs)
   // One call for every actor: the backend answers from its index and block cache without a promise
   // per actor, each entry made in one object (no sample made and copied).
   if (!args.interpolate) {
-    const entries = await store.latestEntries(run, { streams: ids, heads: present, t: args.t });
+    const entries = await store.latestEntries(run, {
+      streams: ids,
+      heads: present,
+      t: args.t,
+      ...(args.readAhead !== undefined ? { readAhead: args.readAhead } : {}),
+    });
     for (let i = 0; i < present.length; i++) {
       const entry = entries[i];
       if (!entry) continue;
@@ -97,7 +102,12 @@ export async function sceneAt(store: StoreBackend, run: number, args: SceneArgs)
     }
     return scene;
   }
-  const brackets = await store.bracketMany(run, { streams: ids, t: args.t, after: true });
+  const brackets = await store.bracketMany(run, {
+    streams: ids,
+    t: args.t,
+    after: true,
+    ...(args.readAhead !== undefined ? { readAhead: args.readAhead } : {}),
+  });
   for (let i = 0; i < present.length; i++) {
     const { before, after } = brackets[i]!;
     if (!before) continue;
@@ -251,12 +261,38 @@ export function streamSamples(
   store: StoreBackend,
   run: number,
   stream: string,
-  args: WindowArgs = {},
+  args: WindowArgs & { fields?: readonly string[] } = {},
 ): AsyncIterable<Sample[]> {
-  const read: Parameters<StoreBackend['readSamples']>[0] = { run, stream };
+  const read: Parameters<StoreBackend['readColumns']>[0] = { run, stream };
   if (args.from !== undefined) read.from = args.from;
   if (args.to !== undefined) read.to = args.to;
   if (args.signal !== undefined) read.signal = args.signal;
   if (args.transient !== undefined) read.transient = args.transient;
-  return store.readSamples(read);
+  if (args.fields === undefined) return store.readSamples(read);
+  return someFieldsOf(store, { ...read, fields: args.fields });
+}
+
+/**
+ * Samples with only the fields asked for (t and step always): only those columns are decoded. A field
+ * the stream does not declare is refused, naming the fields it has.
+ */
+async function* someFieldsOf(
+  store: StoreBackend,
+  read: Parameters<StoreBackend['readColumns']>[0] & { fields: readonly string[] },
+): AsyncIterable<Sample[]> {
+  await requireRun(store, read.run);
+  const info = (await store.listStreams(read.run, { shared: true })).find((s) => s.id === read.stream);
+  if (!info) throw notFound(`run ${read.run} has no stream ${JSON.stringify(read.stream)}`);
+  const declared = fieldsOfStream(info);
+  for (const name of read.fields)
+    if (!declared.some((f) => f.name === name))
+      throw new SimrecError(
+        'invalid',
+        `fields: stream ${read.stream} of run ${read.run} has no field ${JSON.stringify(name)} (it has ${declared.map((f) => f.name).join(', ')})`,
+      );
+  for await (const batch of store.readColumns(read)) {
+    const out = new Array<Sample>(batch.t.length);
+    for (let i = 0; i < batch.t.length; i++) out[i] = sampleAt(batch, declared, i);
+    yield out;
+  }
 }

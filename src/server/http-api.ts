@@ -68,8 +68,9 @@ async function samplePage(
 
 /**
  * Only the samples whose values (every field but t and step) differ from the sample before them, the
- * first always: a traffic light's hour at 10 Hz is its few hundred switches, not 36,000 samples. A page
- * after the first begins with its first sample whatever the one before it held.
+ * first always. A page after the first begins with its first sample whatever the one before it held.
+ * With `fields`, only those are compared: a traffic light's hour at 10 Hz whose countdown changes at
+ * every sample is its few hundred switches of `state`, not 36,000 samples.
  */
 async function* changesOnly(batches: AsyncIterable<Sample[]>): AsyncIterable<Sample[]> {
   let previous: Sample | undefined;
@@ -119,6 +120,19 @@ function windowParams(c: Context): { from?: number; to?: number } {
   if (from !== undefined) window.from = from;
   if (to !== undefined) window.to = to;
   return window;
+}
+
+/** `fields=a,b`: only these fields of each sample (t and step always); undefined when not given. */
+function fieldsParam(c: Context): string[] | undefined {
+  const text = c.req.query('fields');
+  if (text === undefined) return undefined;
+  const names = text.split(',');
+  if (names.some((n) => n === ''))
+    throw new SimrecError(
+      'invalid',
+      `query parameter fields: expected field names separated by commas, got ${JSON.stringify(text)}`,
+    );
+  return names;
 }
 
 /**
@@ -285,10 +299,14 @@ export function createApi(store: StoreBackend, settings: RecordingSettings = new
     const t = await timeParam(c, store, run);
     return json<SceneAnswer>(
       c,
+      // Only the blocks holding t: a page's inspector asks at every pause of its playback, and whole
+      // chunks of every actor decoded (a seeking reader's read-ahead) held the server's thread from
+      // every other page for up to a second on an hour of traffic.
       await sceneAt(store, run, {
         t,
         interpolate: c.req.query('interpolate') === '1',
         includeDeparted: c.req.query('departed') === '1',
+        readAhead: false,
       }),
     );
   });
@@ -366,7 +384,12 @@ export function createApi(store: StoreBackend, settings: RecordingSettings = new
       );
     // Not kept in the store's caches: each page is a copy into JSON, and a server that kept the decoded
     // chunks of every stream its pages went through held the runs they were shown, not what they show.
-    const samples = streamSamples(store, run, stream, { ...windowParams(c), transient: true });
+    const fields = fieldsParam(c);
+    const samples = streamSamples(store, run, stream, {
+      ...windowParams(c),
+      ...(fields ? { fields } : {}),
+      transient: true,
+    });
     const page = await samplePage(changes === '1' ? changesOnly(samples) : samples, limit, stream);
     return json<SamplesAnswer>(c, { stream, ...page });
   });

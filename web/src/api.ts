@@ -93,12 +93,13 @@ async function samplePages(
   from?: number,
   to?: number,
   changesOnly = false,
+  fields?: readonly string[],
 ): Promise<SamplesAnswer> {
   const samples: SamplesAnswer['samples'] = [];
   let at = from;
   for (;;) {
     const page = await get<SamplesAnswer>(
-      `/runs/${id}/samples?stream=${encodeURIComponent(stream)}${at === undefined ? '' : `&from=${at}`}${to === undefined ? '' : `&to=${to}`}${changesOnly ? '&changes=1' : ''}`,
+      `/runs/${id}/samples?stream=${encodeURIComponent(stream)}${at === undefined ? '' : `&from=${at}`}${to === undefined ? '' : `&to=${to}`}${changesOnly ? '&changes=1' : ''}${fields ? `&fields=${fields.map(encodeURIComponent).join(',')}` : ''}`,
     );
     for (const sample of page.samples) samples.push(sample);
     if (page.next === null || page.next === undefined) return { stream, samples, next: null };
@@ -126,8 +127,12 @@ export const api = {
     stateWindow(id, { from, to }, `from=${from}&to=${to}`, signal),
   scene: (id: number, t: number) => get<SceneAnswer>(`/runs/${id}/scene?t=${t}&interpolate=1`),
   samples: (id: number, stream: string, from?: number, to?: number) => samplePages(id, stream, from, to),
-  /** A stream's samples where its values change (a traffic light's switches): `changes=1`. */
-  changes: (id: number, stream: string) => samplePages(id, stream, undefined, undefined, true),
+  /**
+   * A stream's samples where the given fields change, with only those fields (a traffic light's
+   * switches of `state`, whatever its countdown does): `changes=1&fields=`.
+   */
+  changes: (id: number, stream: string, fields: readonly string[]) =>
+    samplePages(id, stream, undefined, undefined, true, fields),
   roadnet: (id: number) => get<RoadNetwork>(`/runs/${id}/roadnet`),
   diff: (a: number, b: number) => get<RunDiff>(`/diff?a=${a}&b=${b}`),
   sql: (query: string) => get<SqlAnswer>(`/sql?q=${encodeURIComponent(query)}`),

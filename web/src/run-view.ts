@@ -414,8 +414,11 @@ export class RunView {
         s.fields.some((f) => f.name === 'state' && f.type === 'string'),
     );
     await Promise.all(
-      // Their switches only: the state at t is the latest switch at or before it.
-      streams.map(async (s) => this.lights.set(s.actor!, (await api.changes(this.runId, s.id)).samples)),
+      // Their switches only: the state at t is the latest switch at or before it. Only `state` is
+      // compared: a light that also counts down to its next switch changes at every sample.
+      streams.map(async (s) =>
+        this.lights.set(s.actor!, (await api.changes(this.runId, s.id, ['state'])).samples),
+      ),
     );
   }
 

@@ -1,7 +1,7 @@
 import { Option, type Command } from 'commander';
 import { describeRun, requireRun, sceneAt, streamSamples, trajectory } from '../../replay/run-queries.js';
 import { secondsToMicros } from '../../model/units.js';
-import { parseRunId, parseSeconds } from '../args.js';
+import { parseFieldNames, parseRunId, parseSeconds } from '../args.js';
 import { formatNumber, formatSeconds, formatTime, printJson, printTable } from '../output.js';
 import { withExistingStore } from '../with-store.js';
 import type { Sample } from '../../model/stream.js';
@@ -211,19 +211,26 @@ export function registerQueryCommands(program: Command): void {
     .argument('<stream>', 'stream id, e.g. ego/control (see simrec info)')
     .addOption(windowOption('from'))
     .addOption(windowOption('to'))
+    .option('--fields <names>', 'only these fields, comma-separated (t and step always)', (v) =>
+      parseFieldNames('--fields', v),
+    )
     .option('--json', 'print JSON lines')
     .action(
       async (
         run: number,
         stream: string,
-        opts: JsonOption & { from?: number; to?: number },
+        opts: JsonOption & { from?: number; to?: number; fields?: string[] },
         command: Command,
       ) =>
         withExistingStore(command, async (store) => {
           const info = await requireRun(store, run);
           requireWindowWithinRun(opts, info);
           const all: Sample[] = [];
-          for await (const batch of streamSamples(store, run, stream, absoluteWindow(info.begin, opts))) {
+          const window = {
+            ...absoluteWindow(info.begin, opts),
+            ...(opts.fields ? { fields: opts.fields } : {}),
+          };
+          for await (const batch of streamSamples(store, run, stream, window)) {
             if (opts.json) process.stdout.write(batch.map((s) => JSON.stringify(s)).join('\n') + '\n');
             else all.push(...batch);
           }

@@ -251,6 +251,22 @@ export class ChunkCache<Id> {
   }
 
   /**
+   * Block i of a chunk decoded alone and kept, or the chunk when it is cached whole: never read on nor
+   * ahead, whatever was read of the chunk before (MomentReadOptions.readAhead false).
+   */
+  blockAlone(id: Id, view: ChunkView, i: number, fields?: ReadonlySet<string>): ColumnBatch {
+    const whole = this.wholes.get(this.keyOf(id, 0, fields));
+    if (whole) return whole;
+    const key = this.keyOf(id, i, fields);
+    let batch = this.blocks.get(key);
+    if (!batch) {
+      batch = view.decodeBlock(i, fields);
+      this.blocks.set(key, batch);
+    }
+    return batch;
+  }
+
+  /**
    * block() for a scene's row at or before `look.t`: at a chunk's first touch, that one row decoded
    * alone (`LookedRow`), nothing kept; its next read decodes the block, as a first touch otherwise does.
    */

@@ -34,7 +34,12 @@ export async function latestEntriesViaBrackets(
   run: number,
   args: LatestEntriesArgs,
 ): Promise<(SampleEntry | undefined)[]> {
-  const brackets = await store.bracketMany(run, { streams: args.streams, t: args.t, after: false });
+  const brackets = await store.bracketMany(run, {
+    streams: args.streams,
+    t: args.t,
+    after: false,
+    ...(args.readAhead !== undefined ? { readAhead: args.readAhead } : {}),
+  });
   return brackets.map(({ before }, i) => {
     if (!before) return undefined;
     const { id, kind } = args.heads[i]!;

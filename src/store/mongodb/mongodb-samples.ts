@@ -162,7 +162,9 @@ export class MongoSamples {
   async bracketMany(run: number, args: BracketArgs): Promise<SampleBracket[]> {
     const fields = args.fields ? new Set<string>(args.fields) : undefined;
     const brackets = await Promise.all(
-      args.streams.map((stream: string) => this.bracket(run, stream, args.t, fields, args.after !== false)),
+      args.streams.map((stream: string) =>
+        this.bracket(run, stream, args.t, fields, args.after !== false, args.readAhead !== false),
+      ),
     );
     return brackets;
   }
@@ -173,11 +175,14 @@ export class MongoSamples {
     t: number,
     fields: ReadonlySet<string> | undefined,
     wantAfter: boolean,
+    readAhead: boolean,
   ): Promise<SampleBracket> {
     await this.store.stream(run, stream);
     const bracket: SampleBracket = {};
     const decode = (doc: ChunkDoc, view: ChunkView, block: number): ColumnBatch =>
-      this.store.cache.block(String(doc._id), view, block, fields, run, stream);
+      readAhead
+        ? this.store.cache.block(String(doc._id), view, block, fields, run, stream)
+        : this.store.cache.blockAlone(String(doc._id), view, block, fields);
     const before = await this.store
       .chunks()
       .find({ run, stream, begin: { $lte: t } })
@@ -189,7 +194,7 @@ export class MongoSamples {
       const b = view.blockAtOrBefore(t);
       // A scene's first look at the chunk gives the one row decoded alone (ChunkCache.block).
       const got =
-        !wantAfter && fields === undefined
+        !wantAfter && fields === undefined && readAhead
           ? this.store.cache.blockOrRow(String(before._id), view, b, run, stream, { t })
           : decode(before, view, b);
       if (got instanceof LookedRow) {

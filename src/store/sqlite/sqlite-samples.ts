@@ -230,7 +230,11 @@ export class SqliteSamples {
   }
 
   async bracketMany(run: number, args: BracketArgs): Promise<SampleBracket[]> {
-    const rows = this.rowsAt(run, args.streams, args.t, args.after !== false, args.fields);
+    const rows = this.rowsAt(run, args.streams, args.t, {
+      after: args.after !== false,
+      fieldNames: args.fields,
+      readAhead: args.readAhead !== false,
+    });
     return rows.map((found) => {
       const bracket: SampleBracket = {};
       // Without heads a row decoded alone is a sample.
@@ -247,7 +251,11 @@ export class SqliteSamples {
   }
 
   async latestEntries(run: number, args: LatestEntriesArgs): Promise<(SampleEntry | undefined)[]> {
-    const rows = this.rowsAt(run, args.streams, args.t, false, undefined, args.heads);
+    const rows = this.rowsAt(run, args.streams, args.t, {
+      after: false,
+      heads: args.heads,
+      readAhead: args.readAhead !== false,
+    });
     return rows.map((found, i) => {
       if (found?.looked) return found.looked as SampleEntry;
       const before = found?.before;
@@ -258,23 +266,30 @@ export class SqliteSamples {
   /**
    * Each stream's rows either side of t (the one at or before only, without `after`), from the blocks
    * the cache holds or decodes. Without `after` or `fields`, a chunk not read before gives its one row
-   * decoded alone (ChunkCache.block), as an entry with `heads[i]` when given.
+   * decoded alone (ChunkCache.block), as an entry with `heads[i]` when given. Without `readAhead`, only
+   * the blocks holding t are decoded (ChunkCache.blockAlone).
    */
   private rowsAt(
     run: number,
     streams: readonly string[],
     t: number,
-    after: boolean,
-    fieldNames: readonly string[] | undefined,
-    heads?: readonly EntryHead[],
+    how: {
+      after: boolean;
+      fieldNames?: readonly string[] | undefined;
+      heads?: readonly EntryHead[];
+      readAhead: boolean;
+    },
   ): ReturnType<typeof bracketRows<number>>[] {
+    const { after, fieldNames, heads, readAhead } = how;
     const fields = fieldNames ? new Set(fieldNames) : undefined;
     this.runs.requireStreams(run, streams);
     // Made once for the scene, not per actor: a scene of 200 actors is 200 brackets.
     const open = (ref: ChunkRef<number>): ChunkView | undefined => this.openChunk(run, ref.stream!, ref.id);
     const decode = (ref: ChunkRef<number>, view: ChunkView, b: number): ColumnBatch | undefined => {
       try {
-        return this.file.cache.block(ref.id, view, b, fields, run, ref.stream);
+        return readAhead
+          ? this.file.cache.block(ref.id, view, b, fields, run, ref.stream)
+          : this.file.cache.blockAlone(ref.id, view, b, fields);
       } catch (error) {
         return undefinedIfReplaced(error);
       }
@@ -283,7 +298,7 @@ export class SqliteSamples {
     // stream's before its read (one look, not an object per stream).
     const look: RowLook = { t };
     const decodeBefore =
-      !after && fields === undefined
+      !after && fields === undefined && readAhead
         ? (ref: ChunkRef<number>, view: ChunkView, b: number): ColumnBatch | LookedRow | undefined => {
             try {
               return this.file.cache.blockOrRow(ref.id, view, b, run, ref.stream!, look);
