@@ -103,14 +103,19 @@ export function deepFreeze<T>(value: T): T {
 
 /** JSON text in which bigints (int64 scenario ids) are numbers when exact, else decimal strings. */
 export function toJson(value: unknown, indent = 2): string {
-  return JSON.stringify(
-    value,
-    (_key, v: unknown) =>
-      typeof v === 'bigint'
-        ? v >= BigInt(Number.MIN_SAFE_INTEGER) && v <= BigInt(Number.MAX_SAFE_INTEGER)
-          ? Number(v)
-          : v.toString()
-        : v,
-    indent,
-  );
+  // Written without a replacer first: one is called for every value of a server's pages of samples, and
+  // only a value holding a bigint needs it (JSON.stringify refuses those).
+  try {
+    return JSON.stringify(value, null, indent);
+  } catch (error) {
+    if (!(error instanceof TypeError && /bigint/i.test(error.message))) throw error;
+    return JSON.stringify(value, bigintAsJson, indent);
+  }
+}
+
+function bigintAsJson(_key: string, v: unknown): unknown {
+  if (typeof v !== 'bigint') return v;
+  return v >= BigInt(Number.MIN_SAFE_INTEGER) && v <= BigInt(Number.MAX_SAFE_INTEGER)
+    ? Number(v)
+    : v.toString();
 }
