@@ -26,6 +26,7 @@ import type { StoreBackend, StreamAppend } from '../src/model/store-port.js';
 import { RunRecorder } from '../src/record/run-recorder.js';
 import { sceneAt } from '../src/replay/run-queries.js';
 import { openStore } from '../src/store/open-store.js';
+import { birdviewAt, loadBirdviewSource } from './helpers/formats.js';
 import { tempDir } from './helpers/paths.js';
 import { cliJson, runCli } from './helpers/run-cli.js';
 
@@ -256,6 +257,21 @@ describe('a demo run exported with birdviews', () => {
       assert.equal(bev[(HERO.row * 320 + HERO.column) * 7 + 0], 1, `frame ${frame}: the ego is on the road`);
     }
     assert.ok(checked >= 5, `${checked} vehicles checked in view`);
+  });
+
+  it("a moment's scene read alone (the server's and simrec birdview's) is the scene of the run read whole, at every frame and between", async () => {
+    const whole = await loadBirdviewSource(store, run);
+    const begin = (await store.getRun(run))!.begin;
+    let actors = 0;
+    let lights = 0;
+    for (let tenth = -2; tenth <= 82; tenth++)
+      for (const t of [begin + tenth * 100_000, begin + tenth * 100_000 + 37_000]) {
+        const { scene } = await birdviewAt(store, run, t);
+        assert.deepEqual(scene, whole.sceneAt(t), `at ${t - begin} us`);
+        actors += scene.vehicles.length + scene.pedestrians.length;
+        lights += scene.lights.length;
+      }
+    assert.ok(actors > 1000 && lights > 100, `${actors} actors and ${lights} lights compared`);
   });
 
   it('simrec birdview writes the picture of a moment, in visualize_birdview colours', () => {

@@ -11,6 +11,7 @@ import {
   exportSoda,
   importLimSim,
   importSoda,
+  birdviewAt,
   loadBirdviewSource,
   SodaFolder,
 } from './helpers/formats.js';
@@ -250,5 +251,9 @@ describe('presence: every export writes an actor only where present', () => {
       [1, 0, 1],
       'the car drawn only where present',
     );
+    // And in a moment's view read alone (the server's, simrec birdview's).
+    const aloneAt = async (seconds: number) =>
+      (await birdviewAt(store, run.id, run.begin + seconds * 1e6)).scene.vehicles.length;
+    assert.deepEqual([await aloneAt(0.5), await aloneAt(1.5), await aloneAt(2.5)], [1, 0, 1]);
   });
 });

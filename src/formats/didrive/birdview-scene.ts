@@ -37,12 +37,33 @@ const DEFAULT_EXTENTS: Record<string, { length: number; width: number }> = {
 const PEDESTRIAN_KINDS = new Set(['pedestrian']);
 const NOT_ON_THE_ROAD = new Set(['traffic_light', 'sensor', 'ego']);
 
-interface Track {
+/** An actor drawn in the scenes besides the ego: where its states are and how to tell it has gone. */
+interface Drawn {
   actor: ActorInfo;
-  /** Kept as columns: a server drawing a long run's bird's-eye views holds no object per sample. */
-  samples: SampleSeries;
+  stream: string;
   /** The state stream's usual sample interval, for the staleness rule (model/presence.ts). */
   usual: number | null;
+}
+
+/**
+ * What a run's bird's-eye scenes share whatever the moment: its map, the ego's states (whole: the route
+ * is the path it drives next), which actors and lights are drawn and from which streams.
+ */
+export interface BirdviewBasis {
+  network: RoadNetwork | undefined;
+  /** Time range of the ego's states, microseconds. */
+  begin: number;
+  end: number;
+  ego: ActorInfo;
+  /** Kept as columns: a server drawing a long run's bird's-eye views holds no object per sample. */
+  egoSamples: SampleSeries;
+  others: Drawn[];
+  /** Each light's `signal` stream, by the light's actor id. */
+  lights: Map<string, string>;
+  lanes: BirdviewScene['lanes'];
+  areas: RoadPoint[][];
+  laneById: Map<string, RoadLane>;
+  controlled: NonNullable<RoadNetwork['connections']>;
 }
 
 export interface BirdviewSource {
@@ -53,7 +74,8 @@ export interface BirdviewSource {
   sceneAt(t: number): BirdviewScene;
 }
 
-export async function loadBirdviewSource(source: RunSource): Promise<BirdviewSource> {
+/** A run's basis: its map and the ego's states read, every other actor's only named. */
+export async function loadBirdviewBasis(source: RunSource): Promise<BirdviewBasis> {
   const runId = source.run.id;
   const [actors, streams, network] = await Promise.all([
     source.actors(),
@@ -69,85 +91,141 @@ export async function loadBirdviewSource(source: RunSource): Promise<BirdviewSou
   );
   const egoStream = stateOf.get(ego.id);
   if (!egoStream) throw invalid(`run ${runId}: the ego ${ego.id} has no ${STATE_STREAM} samples`);
-  const tracks: Track[] = [];
+  const others: Drawn[] = [];
   for (const actor of actors) {
     const stream = stateOf.get(actor.id);
-    if (!stream || (actor.kind !== 'ego' && NOT_ON_THE_ROAD.has(actor.kind))) continue;
-    tracks.push({
-      actor,
-      samples: await readWholeStream(source, stream),
-      usual: usualSampleInterval(stream, actor.presence),
-    });
+    if (!stream || NOT_ON_THE_ROAD.has(actor.kind)) continue;
+    others.push({ actor, stream: stream.id, usual: usualSampleInterval(stream, actor.presence) });
   }
-  const signals = new Map<string, Sample[]>();
+  const lights = new Map<string, string>();
   const lightIds = new Set(actors.filter((a) => a.kind === 'traffic_light').map((a) => a.id));
   for (const s of streams)
-    if (s.actor !== null && lightIds.has(s.actor) && s.name === 'signal')
-      signals.set(s.actor, await readStreamSamples(source, s.id));
-  const egoTrack = tracks.find((t) => t.actor.id === ego.id)!;
-  return makeSource(network, egoTrack, tracks, signals);
-}
-
-function makeSource(
-  network: RoadNetwork | undefined,
-  egoTrack: Track,
-  tracks: Track[],
-  signals: Map<string, Sample[]>,
-): BirdviewSource {
-  const lanes = network ? roadLanes(network) : [];
-  const areas = network ? network.junctions.filter((j) => j.outline.length >= 3).map((j) => j.outline) : [];
+    if (s.actor !== null && lightIds.has(s.actor) && s.name === 'signal' && s.samples > 0)
+      lights.set(s.actor, s.id);
+  const egoSamples = await readWholeStream(source, egoStream);
   const laneById = new Map(network?.lanes.map((l) => [l.id, l]));
-  const controlled = (network?.connections ?? []).filter(
-    (c) => c.trafficLight !== undefined && c.linkIndex !== undefined && laneById.has(c.fromLane),
-  );
-  const egoSamples = egoTrack.samples;
-
   return {
     network,
     begin: egoSamples.times[0]!,
     end: egoSamples.times[egoSamples.length - 1]!,
-    sceneAt(t: number): BirdviewScene {
-      const egoState = egoSamples.latestAt(t) ?? egoSamples.at(0);
-      const hero = box(egoTrack.actor, egoState);
-      const vehicles: BoxActor[] = [];
-      const pedestrians: BoxActor[] = [];
-      for (const track of tracks) {
-        if (track === egoTrack) continue;
-        const s = track.samples.latestAt(t);
-        // Drawn only where present, by the rules every scene keeps (the run's presence, then staleness).
-        if (!s || absenceAt(track.actor.presence, track.usual, s.t, t) !== null) continue;
-        (PEDESTRIAN_KINDS.has(track.actor.kind) ? pedestrians : vehicles).push(box(track.actor, s));
-      }
-      const lights: BirdviewScene['lights'] = [];
-      const drawn = new Set<string>();
-      for (const c of controlled) {
-        const state = sampleAt(signals.get(c.trafficLight!) ?? [], t)?.state;
-        const colour = typeof state === 'string' ? signalToTlState(state[c.linkIndex!]) : TL_STATE.OFF;
-        const channel =
-          colour === TL_STATE.RED
-            ? 'red_light'
-            : colour === TL_STATE.YELLOW
-              ? 'yellow_light'
-              : colour === TL_STATE.GREEN
-                ? 'green_light'
-                : undefined;
-        if (!channel || drawn.has(`${c.fromLane} ${channel}`)) continue;
-        drawn.add(`${c.fromLane} ${channel}`);
-        const end = laneById.get(c.fromLane)!.centerLine.at(-1)!;
-        lights.push({ x: end[0], y: end[1], channel });
-      }
-      const egoLane = typeof egoState.lane === 'string' ? laneById.get(egoState.lane) : undefined;
-      return {
-        hero,
-        lanes,
-        areas,
-        vehicles,
-        pedestrians,
-        lights,
-        // map_utils draws the route `world_to_pixel_width(lane_width * 0.5)` wide.
-        route: { points: routeAhead(egoSamples, t), width: (egoLane?.width ?? DEFAULT_LANE_WIDTH) * 0.5 },
-      };
-    },
+    ego,
+    egoSamples,
+    others,
+    lights,
+    lanes: network ? roadLanes(network) : [],
+    areas: network ? network.junctions.filter((j) => j.outline.length >= 3).map((j) => j.outline) : [],
+    laneById,
+    controlled: (network?.connections ?? []).filter(
+      (c) => c.trafficLight !== undefined && c.linkIndex !== undefined && laneById.has(c.fromLane),
+    ),
+  };
+}
+
+/**
+ * Every moment's scene of a run, every actor's and light's states read whole: for a writer that draws
+ * every frame of a run (write-didrive.ts). One moment is read with birdviewSceneAt.
+ */
+export async function loadBirdviewSource(source: RunSource): Promise<BirdviewSource> {
+  const basis = await loadBirdviewBasis(source);
+  const states: SampleSeries[] = [];
+  for (const other of basis.others) states.push(await readWholeStream(source, other.stream));
+  const signals = new Map<string, Sample[]>();
+  for (const [light, stream] of basis.lights) signals.set(light, await readStreamSamples(source, stream));
+  return {
+    network: basis.network,
+    begin: basis.begin,
+    end: basis.end,
+    sceneAt: (t) =>
+      sceneOf(
+        basis,
+        t,
+        states.map((series) => series.latestAt(t)),
+        (light) => sampleAt(signals.get(light) ?? [], t)?.state,
+      ),
+  };
+}
+
+/**
+ * The scene at t read from the store for that moment only: each actor's latest state and each light's
+ * latest `state`, from the blocks that hold them (a server drawing a view of an hour of traffic reads
+ * a block per actor, not the run). The same scene as loadBirdviewSource's.
+ */
+export async function birdviewSceneAt(
+  basis: BirdviewBasis,
+  source: RunSource,
+  t: number,
+): Promise<BirdviewScene> {
+  const states = await source.bracket({
+    streams: basis.others.map((o) => o.stream),
+    t,
+    after: false,
+    readAhead: false,
+  });
+  const lightIds = [...basis.lights.keys()];
+  const signals = lightIds.length
+    ? await source.bracket({
+        streams: lightIds.map((id) => basis.lights.get(id)!),
+        t,
+        fields: ['state'],
+        after: false,
+        readAhead: false,
+      })
+    : [];
+  const lightState = new Map(lightIds.map((id, i) => [id, signals[i]!.before?.state]));
+  return sceneOf(
+    basis,
+    t,
+    states.map((b) => b.before),
+    (light) => lightState.get(light),
+  );
+}
+
+/** The scene at t from each other actor's latest state (in `basis.others`' order) and the lights'. */
+function sceneOf(
+  basis: BirdviewBasis,
+  t: number,
+  latest: readonly (Sample | undefined)[],
+  lightStateOf: (light: string) => unknown,
+): BirdviewScene {
+  const { egoSamples, laneById } = basis;
+  const egoState = egoSamples.latestAt(t) ?? egoSamples.at(0);
+  const hero = box(basis.ego, egoState);
+  const vehicles: BoxActor[] = [];
+  const pedestrians: BoxActor[] = [];
+  basis.others.forEach((other, i) => {
+    const s = latest[i];
+    // Drawn only where present, by the rules every scene keeps (the run's presence, then staleness).
+    if (!s || absenceAt(other.actor.presence, other.usual, s.t, t) !== null) return;
+    (PEDESTRIAN_KINDS.has(other.actor.kind) ? pedestrians : vehicles).push(box(other.actor, s));
+  });
+  const lights: BirdviewScene['lights'] = [];
+  const drawn = new Set<string>();
+  for (const c of basis.controlled) {
+    const state = lightStateOf(c.trafficLight!);
+    const colour = typeof state === 'string' ? signalToTlState(state[c.linkIndex!]) : TL_STATE.OFF;
+    const channel =
+      colour === TL_STATE.RED
+        ? 'red_light'
+        : colour === TL_STATE.YELLOW
+          ? 'yellow_light'
+          : colour === TL_STATE.GREEN
+            ? 'green_light'
+            : undefined;
+    if (!channel || drawn.has(`${c.fromLane} ${channel}`)) continue;
+    drawn.add(`${c.fromLane} ${channel}`);
+    const end = laneById.get(c.fromLane)!.centerLine.at(-1)!;
+    lights.push({ x: end[0], y: end[1], channel });
+  }
+  const egoLane = typeof egoState.lane === 'string' ? laneById.get(egoState.lane) : undefined;
+  return {
+    hero,
+    lanes: basis.lanes,
+    areas: basis.areas,
+    vehicles,
+    pedestrians,
+    lights,
+    // map_utils draws the route `world_to_pixel_width(lane_width * 0.5)` wide.
+    route: { points: routeAhead(egoSamples, t), width: (egoLane?.width ?? DEFAULT_LANE_WIDTH) * 0.5 },
   };
 }
 
@@ -202,7 +280,7 @@ export async function birdviewAt(
   run: RunSource,
   t: number,
 ): Promise<{ birdview: Birdview; scene: BirdviewScene; network: boolean }> {
-  const source = await loadBirdviewSource(run);
-  const scene = source.sceneAt(t);
-  return { birdview: renderBirdview(scene), scene, network: source.network !== undefined };
+  const basis = await loadBirdviewBasis(run);
+  const scene = await birdviewSceneAt(basis, run, t);
+  return { birdview: renderBirdview(scene), scene, network: basis.network !== undefined };
 }
