@@ -626,6 +626,16 @@ describe('viewer for engineers (#27) and actor lifetimes (#20), in Chromium', ()
     await page.getByTestId('plot-option').first().click();
     await page.waitForFunction(() => window.simrecView.plots.series.length === 2);
     assert.equal(await page.getByTestId('plot-chip').count(), 2);
+    // Each line has its values (asked for as that field alone).
+    const valued = await page.evaluate(() =>
+      window.simrecView.plots.series.map(
+        (s: any) => s.v.filter((v: unknown) => typeof v === 'number').length,
+      ),
+    );
+    assert.ok(
+      valued.every((n: number) => n > 10),
+      `values on each line: ${valued.join(', ')}`,
+    );
     assert.equal(
       await page.evaluate(() => window.simrecView.plots.plot.series.length),
       3,

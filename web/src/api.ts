@@ -126,7 +126,9 @@ export const api = {
   stateWindow: (id: number, from: number, to: number, signal?: AbortSignal) =>
     stateWindow(id, { from, to }, `from=${from}&to=${to}`, signal),
   scene: (id: number, t: number) => get<SceneAnswer>(`/runs/${id}/scene?t=${t}&interpolate=1`),
-  samples: (id: number, stream: string, from?: number, to?: number) => samplePages(id, stream, from, to),
+  /** A stream's samples over [from, to] (all of it without them), only `fields` when given. */
+  samples: (id: number, stream: string, from?: number, to?: number, fields?: readonly string[]) =>
+    samplePages(id, stream, from, to, false, fields),
   /**
    * A stream's samples where the given fields change, with only those fields (a traffic light's
    * switches of `state`, whatever its countdown does): `changes=1&fields=`.

@@ -137,8 +137,8 @@ export class ComparePanel {
     if (!actor || !field) return;
     const stream = `${actor}/state`;
     const [a, b] = await Promise.all([
-      api.samples(this.runA, stream).catch(() => ({ samples: [] })),
-      api.samples(this.runB, stream).catch(() => ({ samples: [] })),
+      api.samples(this.runA, stream, undefined, undefined, [field]).catch(() => ({ samples: [] })),
+      api.samples(this.runB, stream, undefined, undefined, [field]).catch(() => ({ samples: [] })),
     ]);
     if (actor !== this.actor || field !== this.fieldPicker.value) return;
     // One time axis, from each run's start; each line null where its run has no sample.

@@ -111,7 +111,8 @@ export class PlotPanel {
   async add(key: string): Promise<void> {
     const choice = this.choices.find((c) => c.key === key);
     if (!choice || this.series.some((s) => s.key === key) || this.series.length >= MAX_SERIES) return;
-    const { samples } = await api.samples(this.runId, choice.stream);
+    // The field alone: an hour of an ego's state is 36,000 samples of some twenty fields.
+    const { samples } = await api.samples(this.runId, choice.stream, undefined, undefined, [choice.field]);
     this.series.push({
       ...choice,
       t: samples.map((s) => s.t),
