@@ -242,7 +242,7 @@ describe('simrec as a careful user meets it', () => {
     assertRefused(
       ['samples', '1', 'J0_0/signal', '--fields', 'state,colour'],
       2,
-      /^simrec: fields: stream J0_0\/signal of run 1 has no field "colour" \(it has state, phase, program, timeToSwitch\)/,
+      /^simrec: fields: stream J0_0\/signal of run 1 has no field "colour" \(it has t, step, state, phase, program, timeToSwitch\)/,
     );
     assertRefused(
       ['samples', '1', 'J0_0/signal', '--fields', 'state,'],

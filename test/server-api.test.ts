@@ -351,8 +351,14 @@ describe('HTTP API', () => {
       assert.equal(unknown.status, 400);
       assert.equal(
         unknown.body.error,
-        `fields: stream J1/signal of run ${run} has no field "colour" (it has state, phase, timeToSwitch)`,
+        `fields: stream J1/signal of run ${run} has no field "colour" (it has t, step, state, phase, timeToSwitch)`,
       );
+      // t and step may be named (every sample has them), a field named twice is given once.
+      const named = await json(`${path}&fields=t,state,step,state&to=${begin + 100_000}`);
+      assert.deepEqual(named.body.samples, [
+        { t: begin, step: 0, state: 'GGrr' },
+        { t: begin + 100_000, step: 1, state: 'GGrr' },
+      ]);
       const empty = await json(`${path}&fields=state,`);
       assert.equal(empty.status, 400);
       assert.equal(

@@ -284,13 +284,15 @@ async function* someFieldsOf(
   const info = (await store.listStreams(read.run, { shared: true })).find((s) => s.id === read.stream);
   if (!info) throw notFound(`run ${read.run} has no stream ${JSON.stringify(read.stream)}`);
   const declared = fieldsOfStream(info);
-  for (const name of read.fields)
+  // t and step, which every sample has, may be named too; a name given twice is read once.
+  const fields = [...new Set(read.fields)].filter((name) => name !== 't' && name !== 'step');
+  for (const name of fields)
     if (!declared.some((f) => f.name === name))
       throw new SimrecError(
         'invalid',
-        `fields: stream ${read.stream} of run ${read.run} has no field ${JSON.stringify(name)} (it has ${declared.map((f) => f.name).join(', ')})`,
+        `fields: stream ${read.stream} of run ${read.run} has no field ${JSON.stringify(name)} (it has t, step, ${declared.map((f) => f.name).join(', ')})`,
       );
-  for await (const batch of store.readColumns(read)) {
+  for await (const batch of store.readColumns({ ...read, fields })) {
     const out = new Array<Sample>(batch.t.length);
     for (let i = 0; i < batch.t.length; i++) out[i] = sampleAt(batch, declared, i);
     yield out;
