@@ -455,6 +455,20 @@ export function runStoreConformance(target: ConformanceTarget): void {
         ['late'],
         'long after its last state the car counts as gone (staleness); one sample gives no interval to judge by',
       );
+      // Read without read-ahead (as the server answers a scene), every scene is the same.
+      for (const t of [
+        BEGIN - 1,
+        BEGIN + 1_234_567,
+        BEGIN + 1_250_000,
+        BEGIN + 60_000_000,
+        BEGIN + 150_000_000,
+      ])
+        for (const interpolate of [false, true])
+          assert.deepEqual(
+            await sceneAt(store, rec.id, { t, interpolate, readAhead: false }),
+            await at(t, interpolate),
+            `at ${t - BEGIN} us, interpolated ${interpolate}`,
+          );
       const withGone = await sceneAt(store, rec.id, { t: BEGIN + 10_000_000_000, includeDeparted: true });
       assert.deepEqual(
         withGone.actors.map((a) => [a.id, a.x, a.departed]),
