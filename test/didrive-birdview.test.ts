@@ -259,19 +259,21 @@ describe('a demo run exported with birdviews', () => {
     assert.ok(checked >= 5, `${checked} vehicles checked in view`);
   });
 
-  it("a moment's scene read alone (the server's and simrec birdview's) is the scene of the run read whole, at every frame and between", async () => {
-    const whole = await loadBirdviewSource(store, run);
+  it("a moment's scene read alone (the server's and simrec birdview's) is the scene of the run walked through (the export's), at every frame and between", async () => {
+    const whole = await (await loadBirdviewSource(store, run)).walk();
     const begin = (await store.getRun(run))!.begin;
     let actors = 0;
     let lights = 0;
     for (let tenth = -2; tenth <= 82; tenth++)
       for (const t of [begin + tenth * 100_000, begin + tenth * 100_000 + 37_000]) {
         const { scene } = await birdviewAt(store, run, t);
-        assert.deepEqual(scene, whole.sceneAt(t), `at ${t - begin} us`);
+        assert.deepEqual(scene, await whole(t), `at ${t - begin} us`);
         actors += scene.vehicles.length + scene.pedestrians.length;
         lights += scene.lights.length;
       }
     assert.ok(actors > 1000 && lights > 100, `${actors} actors and ${lights} lights compared`);
+    // A walk reads on: it refuses to go back rather than draw from a window it has left.
+    await assert.rejects(whole(begin), /a walk through a run's scenes goes forward/);
   });
 
   it('simrec birdview writes the picture of a moment, in visualize_birdview colours', () => {

@@ -244,10 +244,10 @@ describe('presence: every export writes an actor only where present', () => {
       for (const s of batch) carStates.push(Math.round((s.t - soda.begin) / 100_000));
     assert.ok(!carStates.some((f) => f >= 10 && f < 20), `no car rows in the gap: ${carStates.join(',')}`);
 
-    const birdview = await loadBirdviewSource(store, run.id);
-    const vehiclesAt = (seconds: number) => birdview.sceneAt(run.begin + seconds * 1e6).vehicles.length;
+    const birdview = await (await loadBirdviewSource(store, run.id)).walk();
+    const vehiclesAt = async (seconds: number) => (await birdview(run.begin + seconds * 1e6)).vehicles.length;
     assert.deepEqual(
-      [vehiclesAt(0.5), vehiclesAt(1.5), vehiclesAt(2.5)],
+      [await vehiclesAt(0.5), await vehiclesAt(1.5), await vehiclesAt(2.5)],
       [1, 0, 1],
       'the car drawn only where present',
     );

@@ -18,13 +18,13 @@ import type { ActorInfo } from '../../model/run.js';
 import { absenceAt, usualSampleInterval } from '../../model/presence.js';
 import { STATE_STREAM } from '../../model/standard-streams.js';
 import type { RunSource } from '../../model/run-ports.js';
-import { readStreamSamples, readWholeStream, type SampleSeries } from '../../model/sample-series.js';
+import { readWholeStream, StreamWalk, type SampleSeries } from '../../model/sample-series.js';
 import { lastAtOrBefore } from '../../model/sorted-search.js';
 import type { Sample } from '../../model/stream.js';
 import { readRoadNetwork } from '../../roadnet/roadnet-attachment.js';
 import { TL_STATE } from './didrive-layout.js';
 import { renderBirdview, type Birdview, type BirdviewScene, type BoxActor } from './birdview.js';
-import { sampleAt, signalToTlState } from './route-context.js';
+import { signalToTlState } from './route-context.js';
 
 const ROUTE_AHEAD = 50;
 const DEFAULT_LANE_WIDTH = 3.5;
@@ -71,7 +71,12 @@ export interface BirdviewSource {
   /** Time range of the ego's states, microseconds. */
   begin: number;
   end: number;
-  sceneAt(t: number): BirdviewScene;
+  /**
+   * A walk through the run's scenes: the function it gives draws the scene at t, for times that never
+   * go back (each call reads on). A walk holds every sample's time and a window of each stream, not the
+   * run; each pass over the frames takes a walk of its own.
+   */
+  walk(): Promise<(t: number) => Promise<BirdviewScene>>;
 }
 
 /** A run's basis: its map and the ego's states read, every other actor's only named. */
@@ -122,26 +127,36 @@ export async function loadBirdviewBasis(source: RunSource): Promise<BirdviewBasi
 }
 
 /**
- * Every moment's scene of a run, every actor's and light's states read whole: for a writer that draws
- * every frame of a run (write-didrive.ts). One moment is read with birdviewSceneAt.
+ * Every moment's scene of a run in time order: for a writer that draws every frame of a run
+ * (write-didrive.ts), the other actors' and the lights' streams walked a window at a time (an hour of
+ * 300 vehicles read whole held a gigabyte). One moment alone is read with birdviewSceneAt.
  */
 export async function loadBirdviewSource(source: RunSource): Promise<BirdviewSource> {
   const basis = await loadBirdviewBasis(source);
-  const states: SampleSeries[] = [];
-  for (const other of basis.others) states.push(await readWholeStream(source, other.stream));
-  const signals = new Map<string, Sample[]>();
-  for (const [light, stream] of basis.lights) signals.set(light, await readStreamSamples(source, stream));
+  const infos = new Map((await source.streams()).map((s) => [s.id, s]));
+  const walked = [...basis.others.map((o) => o.stream), ...basis.lights.values()].map((id) => infos.get(id)!);
   return {
     network: basis.network,
     begin: basis.begin,
     end: basis.end,
-    sceneAt: (t) =>
-      sceneOf(
-        basis,
-        t,
-        states.map((series) => series.latestAt(t)),
-        (light) => sampleAt(signals.get(light) ?? [], t)?.state,
-      ),
+    async walk() {
+      const { walk, series } = await StreamWalk.over(source, walked);
+      let last = -Infinity;
+      return async (t) => {
+        if (t < last) throw new RangeError(`a walk through a run's scenes goes forward: ${t} after ${last}`);
+        last = t;
+        await walk.advanceTo(t);
+        return sceneOf(
+          basis,
+          t,
+          basis.others.map((o) => series.get(o.stream)!.latestAt(t)),
+          (light) => {
+            const stream = basis.lights.get(light);
+            return stream === undefined ? undefined : series.get(stream)!.latestAt(t)?.state;
+          },
+        );
+      };
+    },
   };
 }
 

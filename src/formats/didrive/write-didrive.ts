@@ -229,10 +229,10 @@ async function writeEpisode(
       async () => new Uint8Array(v.buffer, v.byteOffset, v.byteLength),
     ),
   );
+  // The values are asked for in key order: the birdviews' in time order, as one walk draws them.
+  const birdviewAt = await source.birdview?.source.walk();
   source.birdview?.frameTimes.forEach((t, i) =>
-    values.set(frameName(BIRDVIEW_KEY, i), async () =>
-      renderBirdview(source.birdview!.source.sceneAt(t)).lmdbValue(),
-    ),
+    values.set(frameName(BIRDVIEW_KEY, i), async () => renderBirdview(await birdviewAt!(t)).lmdbValue()),
   );
   for (const [key, attachment] of source.lmdbValues)
     if (!values.has(key)) values.set(key, async () => (await requireAttachment(from, attachment)).data);
@@ -247,9 +247,10 @@ async function writeEpisode(
   }
   for (const { file, attachment } of [...source.images, ...source.extraFiles])
     writeFileSync(join(dir, file), (await requireAttachment(from, attachment)).data);
-  if (source.rgbFromBirdview)
-    source.birdview!.frameTimes.forEach((t, i) => {
-      const rgb = renderBirdview(source.birdview!.source.sceneAt(t)).rgb();
+  if (source.rgbFromBirdview) {
+    const colourAt = await source.birdview!.source.walk();
+    for (const [i, t] of source.birdview!.frameTimes.entries()) {
+      const rgb = renderBirdview(await colourAt(t)).rgb();
       const png = encodePng({
         width: BIRDVIEW_SIZE,
         height: BIRDVIEW_SIZE,
@@ -258,7 +259,8 @@ async function writeEpisode(
         depth: 8,
       });
       writeFileSync(join(dir, `${frameName('rgb', i)}.png`), png);
-    });
+    }
+  }
   progress(source.vectors.length);
 }
 
