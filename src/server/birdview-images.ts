@@ -13,7 +13,7 @@ const KEPT_RUNS = 2;
  * birdview` writes), for the viewer. What a run's views share (its map, the ego's path) is read once
  * and kept while it is one of the last runs asked about, or read afresh each time while it records;
  * each view reads the other actors' and the lights' states of its moment only, so that the server's
- * memory does not grow with the run (an hour of traffic read whole held a gigabyte).
+ * memory does not grow with the run.
  */
 export class BirdviewCache {
   private readonly bases = new Map<number, Promise<BirdviewBasis>>();

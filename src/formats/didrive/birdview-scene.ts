@@ -128,8 +128,8 @@ export async function loadBirdviewBasis(source: RunSource): Promise<BirdviewBasi
 
 /**
  * Every moment's scene of a run in time order: for a writer that draws every frame of a run
- * (write-didrive.ts), the other actors' and the lights' streams walked a window at a time (an hour of
- * 300 vehicles read whole held a gigabyte). One moment alone is read with birdviewSceneAt.
+ * (write-didrive.ts), the other actors' and the lights' streams walked a window at a time: read whole,
+ * a long run's states were all in memory at once. One moment alone is read with birdviewSceneAt.
  */
 export async function loadBirdviewSource(source: RunSource): Promise<BirdviewSource> {
   const basis = await loadBirdviewBasis(source);
