@@ -300,8 +300,8 @@ export function createApi(store: StoreBackend, settings: RecordingSettings = new
     return json<SceneAnswer>(
       c,
       // Only the blocks holding t: a page's inspector asks at every pause of its playback, and whole
-      // chunks of every actor decoded (a seeking reader's read-ahead) held the server's thread from
-      // every other page for up to a second on an hour of traffic.
+      // chunks of every actor decoded at once (a seeking reader's read-ahead) held the server's thread
+      // from every other page (viewer.md, long runs).
       await sceneAt(store, run, {
         t,
         interpolate: c.req.query('interpolate') === '1',

@@ -111,7 +111,7 @@ export class PlotPanel {
   async add(key: string): Promise<void> {
     const choice = this.choices.find((c) => c.key === key);
     if (!choice || this.series.some((s) => s.key === key) || this.series.length >= MAX_SERIES) return;
-    // The field alone: an hour of an ego's state is 36,000 samples of some twenty fields.
+    // The field alone: a long run's state stream is many samples of many fields.
     const { samples } = await api.samples(this.runId, choice.stream, undefined, undefined, [choice.field]);
     this.series.push({
       ...choice,
