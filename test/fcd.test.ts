@@ -29,13 +29,18 @@ try {
 } catch {
   sumoMissing = 'sumo is not installed here (.ci/run installs it: apt-get install sumo sumo-tools)';
 }
-let matplotlibMissing: string | false = false;
-try {
-  execFileSync('python3', ['-c', 'import matplotlib'], { stdio: 'pipe' });
-} catch {
-  matplotlibMissing =
-    "python3-matplotlib is not installed (.ci/run installs it): SUMO's plotting tools need it";
-}
+/** A Python with matplotlib: Debian's python3-matplotlib is /usr/bin/python3's, which a pyenv on PATH hides. */
+const plottingPython = ['python3', '/usr/bin/python3'].find((python) => {
+  try {
+    execFileSync(python, ['-c', 'import matplotlib'], { stdio: 'pipe' });
+    return true;
+  } catch {
+    return false;
+  }
+});
+const matplotlibMissing = plottingPython
+  ? false
+  : "python3-matplotlib is not installed (.ci/run installs it): SUMO's plotting tools need it";
 
 const dir = tempDir('simrec-fcd-');
 let store: StoreBackend;
@@ -422,7 +427,7 @@ describe("the FCD export, read by SUMO's own tools", { skip: sumoMissing }, () =
     if (matplotlibMissing) return t.skip(matplotlibMissing);
     const png = join(dir.path, 'tools.png');
     execFileSync(
-      'python3',
+      plottingPython!,
       [`${SUMO_HOME}/tools/visualization/plotXMLAttributes.py`, '-x', 'x', '-y', 'y', '-s', '-o', png, out],
       { env: { ...env, MPLBACKEND: 'Agg' }, stdio: 'pipe' },
     );
