@@ -14,14 +14,6 @@ export function parseSeconds(name: string, value: string): number {
   return seconds;
 }
 
-/** Field names separated by commas, none empty. */
-export function parseFieldNames(name: string, value: string): string[] {
-  const names = value.split(',');
-  if (names.some((n) => n.trim() === ''))
-    throw invalid(`${name}: expected field names separated by commas, got ${describeValue(value)}`);
-  return names;
-}
-
 export function parsePositive(name: string, value: string): number {
   const n = Number(value);
   if (!Number.isFinite(n) || n <= 0)

@@ -59,6 +59,17 @@ export interface StreamInfo extends StreamSchema {
 }
 
 /** A stream's declared fields, then its undeclared ones with the type seen: what its samples may hold. */
+/**
+ * Field names separated by commas, none empty (`simrec samples --fields`, `/samples?fields=`); `name`
+ * says where they came from in the refusal.
+ */
+export function parseFieldNames(name: string, value: string): string[] {
+  const names = value.split(',');
+  if (names.some((n) => n.trim() === ''))
+    throw invalid(`${name}: expected field names separated by commas, got ${describeValue(value)}`);
+  return names;
+}
+
 export const fieldsOfStream = (stream: Pick<StreamInfo, 'fields' | 'extraFields'>): FieldDecl[] => [
   ...stream.fields,
   ...stream.extraFields,

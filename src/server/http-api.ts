@@ -4,7 +4,7 @@ import { bodyLimit } from 'hono/body-limit';
 import { SimrecError, type ErrorCode } from '../model/errors.js';
 import { STATE_STREAM } from '../model/standard-streams.js';
 import type { StoreBackend } from '../model/store-port.js';
-import { streamId, type Sample } from '../model/stream.js';
+import { parseFieldNames, streamId, type Sample } from '../model/stream.js';
 import { describeRun, requireActor, requireRun, sceneAt, streamSamples } from '../replay/run-queries.js';
 import { toJson } from '../model/json.js';
 import { BirdviewCache } from './birdview-images.js';
@@ -125,14 +125,7 @@ function windowParams(c: Context): { from?: number; to?: number } {
 /** `fields=a,b`: only these fields of each sample (t and step always); undefined when not given. */
 function fieldsParam(c: Context): string[] | undefined {
   const text = c.req.query('fields');
-  if (text === undefined) return undefined;
-  const names = text.split(',');
-  if (names.some((n) => n === ''))
-    throw new SimrecError(
-      'invalid',
-      `query parameter fields: expected field names separated by commas, got ${JSON.stringify(text)}`,
-    );
-  return names;
+  return text === undefined ? undefined : parseFieldNames('query parameter fields', text);
 }
 
 /**

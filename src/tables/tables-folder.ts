@@ -243,7 +243,6 @@ export class TablesFolder {
     return total;
   }
 
-  /** Removes staging folders left by a process that died while writing (theirs, by pid, or any old). */
   /**
    * Removes the staging folders of this process that a TablesFolder made with `stagingTag` (a writer
    * stopped half way, on a thread of this process: sweepStaging keeps a living process's for an hour).
@@ -258,6 +257,7 @@ export class TablesFolder {
     }
   }
 
+  /** Removes staging folders left by a process that died while writing (theirs, by pid, or any old). */
   sweepStaging(olderThanMs = 60 * 60 * 1000): void {
     for (const kind of ['staging', 'live']) {
       const dir = join(this.path, OWN_FOLDER, kind);

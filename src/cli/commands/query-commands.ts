@@ -1,10 +1,10 @@
 import { Option, type Command } from 'commander';
 import { describeRun, requireRun, sceneAt, streamSamples, trajectory } from '../../replay/run-queries.js';
 import { secondsToMicros } from '../../model/units.js';
-import { parseFieldNames, parseRunId, parseSeconds } from '../args.js';
+import { parseRunId, parseSeconds } from '../args.js';
 import { formatNumber, formatSeconds, formatTime, printJson, printTable } from '../output.js';
 import { withExistingStore } from '../with-store.js';
-import type { Sample } from '../../model/stream.js';
+import { parseFieldNames, type Sample } from '../../model/stream.js';
 import type { PresenceInterval } from '../../model/run.js';
 import type { RunInfo } from '../../model/run.js';
 import { invalid } from '../../model/errors.js';
