@@ -1,12 +1,11 @@
-import type { ColumnBatch, SampleEntry } from '../model/columns.js';
+import { sampleAt, type ColumnBatch, type SampleEntry } from '../model/columns.js';
 import { describeValue, notFound, SimrecError } from '../model/errors.js';
 import type { AttachmentInfo } from '../model/attachment.js';
 import { absenceAt, usualSampleInterval } from '../model/presence.js';
 import type { ActorInfo, RunInfo } from '../model/run.js';
 import { STATE_STREAM } from '../model/standard-streams.js';
 import type { MomentReadOptions, StoreBackend } from '../model/store-port.js';
-import { streamId, type Sample, type StreamInfo } from '../model/stream.js';
-import { fieldsOf, readSamplesViaColumns } from '../store/common/sample-reads.js';
+import { fieldsOfStream, streamId, type Sample, type StreamInfo } from '../model/stream.js';
 import { interpolateSample } from '../model/interpolate.js';
 
 export interface RunDescription {
@@ -281,7 +280,10 @@ async function* someFieldsOf(
   store: StoreBackend,
   read: Parameters<StoreBackend['readColumns']>[0] & { fields: readonly string[] },
 ): AsyncIterable<Sample[]> {
-  const declared = await fieldsOf(store, read.run, read.stream);
+  await requireRun(store, read.run);
+  const info = (await store.listStreams(read.run, { shared: true })).find((s) => s.id === read.stream);
+  if (!info) throw notFound(`run ${read.run} has no stream ${JSON.stringify(read.stream)}`);
+  const declared = fieldsOfStream(info);
   // t and step, which every sample has, may be named too; a name given twice is read once.
   const fields = [...new Set(read.fields)].filter((name) => name !== 't' && name !== 'step');
   for (const name of fields)
@@ -290,5 +292,9 @@ async function* someFieldsOf(
         'invalid',
         `fields: stream ${read.stream} of run ${read.run} has no field ${JSON.stringify(name)} (it has t, step, ${declared.map((f) => f.name).join(', ')})`,
       );
-  yield* readSamplesViaColumns(store, { ...read, fields });
+  for await (const batch of store.readColumns({ ...read, fields })) {
+    const out = new Array<Sample>(batch.t.length);
+    for (let i = 0; i < batch.t.length; i++) out[i] = sampleAt(batch, declared, i);
+    yield out;
+  }
 }

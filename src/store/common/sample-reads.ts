@@ -3,6 +3,7 @@ import { notFound } from '../../model/errors.js';
 import type {
   LatestEntriesArgs,
   ReadColumnsArgs,
+  ReadSamplesArgs,
   SampleBracket,
   StoreBackend,
 } from '../../model/store-port.js';
@@ -11,11 +12,10 @@ import { fieldsOfStream, type FieldDecl, type Sample } from '../../model/stream.
 /**
  * The sample-object reads every backend offers, on top of its columnar ones: one implementation, so
  * that a backend implements reading once (readColumns, bracketMany) and objects are built the same way.
- * With `fields`, the samples have only those (and t and step).
  */
 export async function* readSamplesViaColumns(
   store: StoreBackend,
-  args: ReadColumnsArgs,
+  args: ReadSamplesArgs,
 ): AsyncIterable<Sample[]> {
   const fields = await fieldsOf(store, args.run, args.stream);
   for await (const batch of store.readColumns(args)) {
