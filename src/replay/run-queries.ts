@@ -256,45 +256,68 @@ export interface WindowArgs {
   transient?: boolean;
 }
 
+/** Picks the rows of a stream's batches, in order, that a read makes into samples. */
+export interface RowFilter {
+  /** The indexes of the rows of `batch` to keep, ascending. Called with each batch in time order. */
+  of(batch: ColumnBatch): number[];
+}
+
 /** Any stream's samples over a time window, as an async iterator of batches. */
 export function streamSamples(
   store: StoreBackend,
   run: number,
   stream: string,
-  args: WindowArgs & { fields?: readonly string[] } = {},
+  args: WindowArgs & {
+    /** Only these fields (t and step always): only their columns are decoded. */
+    fields?: readonly string[];
+    /**
+     * Which rows of each batch become samples (the others are never built): `new ChangedRows()`
+     * (sample-changes.ts) for only the samples that differ from the one before them.
+     */
+    rows?: RowFilter;
+  } = {},
 ): AsyncIterable<Sample[]> {
   const read: Parameters<StoreBackend['readColumns']>[0] = { run, stream };
   if (args.from !== undefined) read.from = args.from;
   if (args.to !== undefined) read.to = args.to;
   if (args.signal !== undefined) read.signal = args.signal;
   if (args.transient !== undefined) read.transient = args.transient;
-  if (args.fields === undefined) return store.readSamples(read);
-  return someFieldsOf(store, { ...read, fields: args.fields });
+  if (args.fields === undefined && args.rows === undefined) return store.readSamples(read);
+  return samplesOfColumns(store, read, args.fields, args.rows);
 }
 
 /**
- * Samples with only the fields asked for (t and step always): only those columns are decoded. A field
- * the stream does not declare is refused, naming the fields it has.
+ * Samples built from the stream's columns: with `fields`, only those (t and step always), and only
+ * those columns decoded, a field the stream does not declare refused naming the fields it has; with a
+ * filter, only the rows it picks.
  */
-async function* someFieldsOf(
+async function* samplesOfColumns(
   store: StoreBackend,
-  read: Parameters<StoreBackend['readColumns']>[0] & { fields: readonly string[] },
+  read: Parameters<StoreBackend['readColumns']>[0],
+  asked: readonly string[] | undefined,
+  filter: RowFilter | undefined,
 ): AsyncIterable<Sample[]> {
   await requireRun(store, read.run);
   const info = (await store.listStreams(read.run, { shared: true })).find((s) => s.id === read.stream);
   if (!info) throw notFound(`run ${read.run} has no stream ${JSON.stringify(read.stream)}`);
   const declared = fieldsOfStream(info);
-  // t and step, which every sample has, may be named too; a name given twice is read once.
-  const fields = [...new Set(read.fields)].filter((name) => name !== 't' && name !== 'step');
-  for (const name of fields)
-    if (!declared.some((f) => f.name === name))
-      throw new SimrecError(
-        'invalid',
-        `fields: stream ${read.stream} of run ${read.run} has no field ${JSON.stringify(name)} (it has t, step, ${declared.map((f) => f.name).join(', ')})`,
-      );
-  for await (const batch of store.readColumns({ ...read, fields })) {
-    const out = new Array<Sample>(batch.t.length);
-    for (let i = 0; i < batch.t.length; i++) out[i] = sampleAt(batch, declared, i);
-    yield out;
+  if (asked !== undefined) {
+    // t and step, which every sample has, may be named too; a name given twice is read once.
+    const fields = [...new Set(asked)].filter((name) => name !== 't' && name !== 'step');
+    for (const name of fields)
+      if (!declared.some((f) => f.name === name))
+        throw new SimrecError(
+          'invalid',
+          `fields: stream ${read.stream} of run ${read.run} has no field ${JSON.stringify(name)} (it has t, step, ${declared.map((f) => f.name).join(', ')})`,
+        );
+    read = { ...read, fields };
+  }
+  for await (const batch of store.readColumns(read)) {
+    const rows = filter?.of(batch);
+    if (rows === undefined) {
+      const out = new Array<Sample>(batch.t.length);
+      for (let i = 0; i < batch.t.length; i++) out[i] = sampleAt(batch, declared, i);
+      yield out;
+    } else if (rows.length) yield rows.map((i) => sampleAt(batch, declared, i));
   }
 }

@@ -1,4 +1,3 @@
-import { isDeepStrictEqual } from 'node:util';
 import { Hono, type Context } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { SimrecError, type ErrorCode } from '../model/errors.js';
@@ -6,6 +5,7 @@ import { STATE_STREAM } from '../model/standard-streams.js';
 import type { StoreBackend } from '../model/store-port.js';
 import { parseFieldNames, streamId, type Sample } from '../model/stream.js';
 import { describeRun, requireActor, requireRun, sceneAt, streamSamples } from '../replay/run-queries.js';
+import { ChangedRows } from '../replay/sample-changes.js';
 import { toJson } from '../model/json.js';
 import { BirdviewCache } from './birdview-images.js';
 import { ROADNET_ATTACHMENT } from '../roadnet/roadnet-attachment.js';
@@ -64,30 +64,6 @@ async function samplePage(
     );
   samples.length = end;
   return { samples, next };
-}
-
-/**
- * Only the samples whose values (every field but t and step) differ from the sample before them, the
- * first always. A page after the first begins with its first sample whatever the one before it held.
- * With `fields`, only those are compared: a traffic light's hour at 10 Hz whose countdown changes at
- * every sample is its few hundred switches of `state`, not 36,000 samples.
- */
-async function* changesOnly(batches: AsyncIterable<Sample[]>): AsyncIterable<Sample[]> {
-  let previous: Sample | undefined;
-  for await (const batch of batches) {
-    const changed: Sample[] = [];
-    for (const sample of batch) {
-      if (previous === undefined || !sameValues(previous, sample)) changed.push(sample);
-      previous = sample;
-    }
-    if (changed.length) yield changed;
-  }
-}
-
-function sameValues(a: Sample, b: Sample): boolean {
-  const keys = Object.keys(a).filter((k) => k !== 't' && k !== 'step');
-  if (keys.length !== Object.keys(b).filter((k) => k !== 't' && k !== 'step').length) return false;
-  return keys.every((k) => k in b && isDeepStrictEqual(a[k], b[k]));
 }
 
 function limitParam(c: Context): number {
@@ -362,7 +338,8 @@ export function createApi(store: StoreBackend, settings: RecordingSettings = new
 
   /**
    * Any stream over a window. The stream id may contain `/` (actor/name), so it is a query parameter.
-   * `changes=1`: only the samples whose values differ from the sample before them.
+   * `changes=1`: only the samples whose values differ from the sample before them (a page after the
+   * first begins with its first sample, whatever the one before it held).
    */
   api.get('/runs/:run/samples', async (c) => {
     const run = runParam(c);
@@ -378,12 +355,15 @@ export function createApi(store: StoreBackend, settings: RecordingSettings = new
     // Not kept in the store's caches: each page is a copy into JSON, and a server that kept the decoded
     // chunks of every stream its pages went through held the runs they were shown, not what they show.
     const fields = fieldsParam(c);
+    // With changes=1 and fields=state, a traffic light's hour is its few hundred switches of state, not
+    // the 36,000 samples its countdown changes at.
     const samples = streamSamples(store, run, stream, {
       ...windowParams(c),
       ...(fields ? { fields } : {}),
+      ...(changes === '1' ? { rows: new ChangedRows() } : {}),
       transient: true,
     });
-    const page = await samplePage(changes === '1' ? changesOnly(samples) : samples, limit, stream);
+    const page = await samplePage(samples, limit, stream);
     return json<SamplesAnswer>(c, { stream, ...page });
   });
 
