@@ -7,7 +7,7 @@ import { ChunkCache, type ChunkRef } from '../common/chunk-reader.js';
 import { DEFAULT_TAIL_OPTIONS, type StreamTailOptions } from '../common/stream-tail.js';
 import { SqliteChunkWriter, wrapIoError } from './sqlite-chunk-writer.js';
 import { streamCounters } from './sqlite-schema.js';
-import { InlineWriter, WriterThread, type ChunkWriterPort } from './sqlite-writer-thread.js';
+import { InlineWriter, localWrites, WriterThread, type ChunkWriterPort } from './sqlite-writer-thread.js';
 import { StreamSchemaTexts } from './stream-schema-texts.js';
 
 export interface SqliteStoreOptions {
@@ -134,18 +134,24 @@ export class SqliteStoreFile {
   /**
    * Another connection may be writing the store (this store's writer thread, a recorder in another
    * process while a viewer reads): SQLite's data_version changes when another connection commits, and
-   * then the in-memory indexes and lists are dropped. Checked once per turn of the event loop, so a
-   * scene of 200 actors asks once, not 200 times. Chunk ids are never reused (AUTOINCREMENT), so the
-   * cache of opened chunks stays valid.
+   * then the in-memory indexes and lists are dropped. Asked once per turn of the event loop, so a
+   * scene of 200 actors asks once, not 200 times, nor once per stream of a window read (a turn of the
+   * microtask queue each), and again within the turn once a writer of this process has committed
+   * (localWrites), so that a write the caller awaited is read. Another process's commit is seen from the
+   * next turn. Chunk ids are never reused (AUTOINCREMENT), so the cache of opened chunks stays valid.
    */
   private dataVersion: number | null = null;
   private checkedThisTurn = false;
+  private writesWhenChecked = -1;
   syncWithOtherConnections(): void {
-    if (this.checkedThisTurn) return;
-    this.checkedThisTurn = true;
-    queueMicrotask(() => {
-      this.checkedThisTurn = false;
-    });
+    if (this.checkedThisTurn && this.writesWhenChecked === localWrites.count) return;
+    if (!this.checkedThisTurn) {
+      this.checkedThisTurn = true;
+      setImmediate(() => {
+        this.checkedThisTurn = false;
+      });
+    }
+    this.writesWhenChecked = localWrites.count;
     const version = (this.stmt('PRAGMA data_version').get() as Row).data_version as number;
     if (this.dataVersion !== null && version !== this.dataVersion) {
       this.lists.clear();

@@ -38,6 +38,14 @@ export function configureConnection(db: Database.Database, durability: 'full' | 
   db.pragma('foreign_keys = ON');
 }
 
+/**
+ * How many writes this process's store writers have committed (a writer thread's answers, an inline
+ * writer's and a thread's stand-in's writes on the caller's thread): a reader that asked SQLite for its
+ * data_version earlier in the same turn of the event loop asks again once this has moved
+ * (SqliteStoreFile.syncWithOtherConnections), so that what a caller awaited is read.
+ */
+export const localWrites = { count: 0 };
+
 /** What the backend asks of whoever writes its chunks: the writer thread, or the same thread. */
 export interface ChunkWriterPort {
   /** A run is about to record: get ready to write (start the thread) while the caller declares. */
@@ -119,6 +127,7 @@ export class WriterThread implements ChunkWriterPort {
       if (pending.arena) this.arenas.give(pending.arena);
       this.waiting.delete(response.id);
       if (this.waiting.size === 0) worker.unref();
+      localWrites.count++;
       if (response.ok) pending.resolve();
       else pending.reject(new SimrecError(response.code, response.message));
     });
@@ -176,6 +185,7 @@ export class WriterThread implements ChunkWriterPort {
     // What it knew of the run's actors may be stale: the thread declares once it is ready.
     this.meanwhile.forgetRun(run);
     write(this.meanwhile);
+    localWrites.count++;
   }
 
   append(
@@ -218,9 +228,11 @@ export class InlineWriter implements ChunkWriterPort {
   prepare(): void {}
   async putActors(run: number, actors: readonly ActorInfo[]): Promise<void> {
     this.writer.putActors(run, actors);
+    localWrites.count++;
   }
   async putStreams(run: number, streams: readonly StreamSchema[]): Promise<void> {
     this.writer.putStreams(run, streams);
+    localWrites.count++;
   }
   async append(
     run: number,
@@ -230,9 +242,11 @@ export class InlineWriter implements ChunkWriterPort {
     this.writer.append(run, appends, presence);
     // No thread to seal in the background: seal now, after the commit.
     while (this.writer.sealDue());
+    localWrites.count++;
   }
   async endRun(run: number, end: number, reason: EndReason): Promise<void> {
     this.writer.endRun(run, end, reason);
+    localWrites.count++;
   }
   forgetRun(run: number): void {
     this.writer.forgetRun(run);
