@@ -60,6 +60,20 @@ describe('the viewer on a long run', () => {
     assert.ok(samples > 2 * KEEP_SAMPLES, `the run has ${samples} samples`);
     const page = await viewer.browser.newPage({ viewport: { width: 1280, height: 800 } });
     const seen = requests(page);
+    // The evaluation's windows, in the order they were asked for and answered.
+    const evaluationOrder: string[] = [];
+    const evaluationWindow = (r: { url(): string }): string | null => {
+      const url = new URL(r.url());
+      return url.searchParams.get('stream') === 'ego/evaluation' ? `${url.searchParams.get('from')}` : null;
+    };
+    page.on('request', (r) => {
+      const from = evaluationWindow(r);
+      if (from !== null) evaluationOrder.push(`asked ${from}`);
+    });
+    page.on('requestfinished', (r) => {
+      const from = evaluationWindow(r);
+      if (from !== null) evaluationOrder.push(`answered ${from}`);
+    });
     try {
       const at = 1234.5;
       const t = begin + at * 1e6;
@@ -98,6 +112,15 @@ describe('the viewer on a long run', () => {
         const span = Number(u.searchParams.get('to')) - Number(u.searchParams.get('from'));
         assert.ok(span > 0 && span < 1800e6 / 2, `a window of the evaluation, not the run: ${u.search}`);
       }
+      // The window holding the moment first and alone: its neighbours only once it is in (each is a
+      // page of JSON the server builds on the thread that answers the first frames of every page).
+      const first = evaluation[0]!;
+      assert.ok(
+        Number(first.searchParams.get('from')) <= t && t <= Number(first.searchParams.get('to')),
+        `the first evaluation window holds the moment: ${first.search}`,
+      );
+      const from = first.searchParams.get('from');
+      assert.deepEqual(evaluationOrder.slice(0, 2), [`asked ${from}`, `answered ${from}`]);
     } finally {
       await page.close();
     }

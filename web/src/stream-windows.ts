@@ -3,8 +3,12 @@ import type { PresenceInterval } from '../../src/model/run.js';
 import { lastAtOrBefore } from '../../src/model/sorted-search.js';
 import { api, type Sample, type StreamInfo } from './api.js';
 
-/** Samples a window of a stream holds, about: an hour of a 10 Hz stream is eight windows. */
-const WINDOW_SAMPLES = 5_000;
+/**
+ * Samples a window of a stream holds, about: an hour of a 10 Hz stream is 36 windows. A page opened at
+ * a moment wants one sample of it; each window is a page of JSON the server builds on the thread that
+ * answers every page (an evaluation's sample is about 260 bytes of it).
+ */
+const WINDOW_SAMPLES = 1_000;
 const MIN_WINDOW_MICROS = 10_000_000;
 const MAX_WINDOW_MICROS = 600_000_000;
 /** Windows kept: the cursor's, the ones beside it and a few the cursor left. */
@@ -45,17 +49,22 @@ export class StreamWindows {
 
   /**
    * The latest sample at or before t; `loaded` false while the windows that could hold it are on their
-   * way (asked for here: the window holding t, the one before and the one after).
+   * way. The window holding t is asked for first, alone; once it is in, the ones beside it (the one
+   * before it also when t is before its first sample).
    */
   sampleAt(t: number): { sample: Sample | undefined; loaded: boolean } {
     const index = this.windowIndex(t);
     this.cursor = index;
-    for (const i of [index, index + 1, index - 1]) if (i >= 0) this.fetch(i);
+    this.fetch(index);
     const current = this.loaded.get(index);
-    const previous = index > 0 ? this.loaded.get(index - 1) : [];
-    if (!current || !previous) return { sample: undefined, loaded: false };
+    if (!current) return { sample: undefined, loaded: false };
+    this.fetch(index + 1);
+    if (index > 0) this.fetch(index - 1);
     const k = lastAtOrBefore(current, t, (s) => s.t);
-    return { sample: k >= 0 ? current[k] : previous.at(-1), loaded: true };
+    if (k >= 0) return { sample: current[k], loaded: true };
+    const previous = index > 0 ? this.loaded.get(index - 1) : [];
+    if (!previous) return { sample: undefined, loaded: false };
+    return { sample: previous.at(-1), loaded: true };
   }
 
   private fetch(i: number): void {
