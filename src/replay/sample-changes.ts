@@ -3,12 +3,12 @@ import type { ColumnBatch, ColumnValues } from '../model/columns.js';
 import type { RowFilter } from './run-queries.js';
 
 /**
- * Which rows of a stream's batches differ from the row before them, judged on the columns (a filter
- * for streamSamples, which builds samples of these rows only; kept out of run-queries.ts, whose types
- * the viewer's code reads without Node's modules): a traffic
+ * Which rows of a stream's batches differ from the row before them, judged on the columns: a traffic
  * light's hour whose countdown is read but not compared is a few hundred switches among 36,000 rows,
  * and building a sample object for every row only to compare it was most of what asking for the
- * switches cost (and its garbage the server's collections).
+ * switches cost (and its garbage the server's collections). A filter for streamSamples, which builds
+ * samples of the rows kept only; kept out of run-queries.ts, whose types the viewer's code reads
+ * without Node's modules.
  *
  * Two rows are the same when every field but t and step holds the same value in both, a field absent
  * in both counting as the same (sameValue below is what `isDeepStrictEqual` of the two samples said
@@ -66,9 +66,7 @@ function sameValue(a: unknown, b: unknown): boolean {
 /** Row i of batch a against row j of batch b, over the columns of both (a missing column is absent). */
 function sameRows(a: ColumnBatch, i: number, b: ColumnBatch, j: number): boolean {
   const names = new Set([...Object.keys(a.columns), ...Object.keys(b.columns)]);
-  for (const name of names) {
-    if (!sameValue(rowValue(a, name, i), rowValue(b, name, j))) return false;
-  }
+  for (const name of names) if (!sameValue(rowValue(a, name, i), rowValue(b, name, j))) return false;
   return true;
 }
 

@@ -49,8 +49,8 @@ export class StreamWindows {
 
   /**
    * The latest sample at or before t; `loaded` false while the windows that could hold it are on their
-   * way. The window holding t is asked for first, alone; once it is in, the ones beside it (the one
-   * before it also when t is before its first sample).
+   * way. The window holding t is asked for first, alone; once it is in, the ones beside it. The one
+   * before it is read only when t is before the window's first sample.
    */
   sampleAt(t: number): { sample: Sample | undefined; loaded: boolean } {
     const index = this.windowIndex(t);
