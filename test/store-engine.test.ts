@@ -339,6 +339,53 @@ describe('sealed chunks stored as a frame and blocks (schema 6)', () => {
     await reader.close();
   });
 
+  it('a small sealed chunk comes whole with its frame, in one query, for a scene and for a window', async () => {
+    // Smooth motion packs 2,300 samples in a few KB: a block fetched alone would cost a query more.
+    const samples = storeV4Samples().map((s, i) => ({
+      ...s,
+      x: 100 + 0.125 * i,
+      y: -50,
+      yaw: 0.25,
+      speed: 12.5,
+      accel: 0,
+    }));
+    const path = fresh();
+    const writer = await openStore(path);
+    const rec = await recordingOneCar(writer, 1_000_000);
+    for (let i = 0; i < samples.length; i += 100)
+      await rec.appendBatch('car/state', samples.slice(i, i + 100));
+    await rec.end('completed');
+    await writer.close();
+    const db = new Database(path, { readonly: true });
+    const sizes = db.prepare('SELECT length(data) AS bytes FROM chunks WHERE frame IS NOT NULL').all() as {
+      bytes: number;
+    }[];
+    db.close();
+    assert.ok(sizes.length > 0, 'sealed chunks with their frames apart');
+    assert.ok(
+      sizes.every((s) => s.bytes <= 16 * 1024),
+      `small chunks: ${sizes.map((s) => s.bytes).join(', ')}`,
+    );
+    const reader = await openStore(path);
+    const chunkFetches = (sql: string[]): string[] => sql.filter((q) => /FROM chunks WHERE id/.test(q));
+    const sceneSql = await statementsDuring(reader, async () => {
+      const scene = await sceneAt(reader, rec.id, { t: samples[1234]!.t });
+      assert.equal(scene.actors[0]!.x, samples[1234]!.x);
+    });
+    assert.equal(chunkFetches(sceneSql).length, 1, `one query for the chunk: ${sceneSql.join('; ')}`);
+    const windowSql = await statementsDuring(reader, async () => {
+      const read = await collect(
+        reader.readSamples({ run: rec.id, stream: 'car/state', from: samples[150]!.t, to: samples[2200]!.t }),
+      );
+      assert.deepEqual(read, samples.slice(150, 2201));
+    });
+    assert.ok(
+      !windowSql.some((q) => /substr\(data|SELECT data FROM chunks/.test(q)),
+      `no block fetched apart: ${windowSql.join('; ')}`,
+    );
+    await reader.close();
+  });
+
   it("a flipped bit in a chunk's frame is an error naming the chunk, and simrec check finds it", async () => {
     const { path, run } = await storeOfV4Samples();
     const db = new Database(path);
