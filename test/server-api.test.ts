@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { request, type IncomingHttpHeaders } from 'node:http';
 import { gunzipSync } from 'node:zlib';
+import Database from 'better-sqlite3';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { StoreBackend } from '../src/model/store-port.js';
@@ -721,20 +722,28 @@ describe('HTTP API', () => {
 
   it("writes a run's detail once for the requests that arrive while it is written, and afresh after", async () => {
     // The real store, its attachment lists counted (describing a run lists them once) and answered
-    // the first time 2 s late, as a big run's detail takes time to write: the eight requests overlap.
+    // the first time after the server started 2 s late, as a big run's detail takes time to write:
+    // the eight requests overlap. (The server's own warm-up before it listens describes a run too.)
     let described = 0;
+    let slowNext = false;
     const counted = new Proxy(store, {
       get(target, name, receiver) {
         const value = Reflect.get(target, name, receiver) as unknown;
         if (name === 'listAttachments')
           return async (run: number) => {
-            if (described++ === 0) await new Promise((resolve) => setTimeout(resolve, 2000));
+            described++;
+            if (slowNext) {
+              slowNext = false;
+              await new Promise((resolve) => setTimeout(resolve, 2000));
+            }
             return target.listAttachments(run);
           };
         return typeof value === 'function' ? value.bind(target) : value;
       },
     });
     const viewed = await startServer({ store: counted, port: 0 });
+    described = 0;
+    slowNext = true;
     try {
       const detail = () => fetch(new URL(`/api/runs/${synthetic}`, viewed.url)).then((r) => r.text());
       const atOnce = await Promise.all(Array.from({ length: 8 }, detail));
@@ -843,5 +852,88 @@ describe('HTTP API', () => {
     const page = await get('/');
     assert.equal(page.status, 200);
     assert.match(page.body, /<title>simrec viewer<\/title>/);
+  });
+});
+
+describe('a server asks itself for a page of the newest run before it listens (viewer-warm-up.ts)', () => {
+  /** A store of its own holding two demo runs, served with a token; `damage` runs on the file first. */
+  async function servedDemoRuns(damage?: (path: string, newest: number) => void) {
+    const own = tempDir('simrec-warm-');
+    const path = join(own.path, 'warm.db');
+    const local = await openStore(path);
+    await recordSyntheticRun(local, { duration: 4 });
+    const newest = (await recordSyntheticRun(local, { duration: 4 })).id;
+    await local.close();
+    damage?.(path, newest);
+    const reopened = await openStore(path);
+    const served = await startServer({ store: reopened, port: 0, apiToken: 's3cret' });
+    const ask = (p: string) => fetch(new URL(p, served.url), { headers: { authorization: 'Bearer s3cret' } });
+    return {
+      served,
+      newest,
+      ask,
+      close: async () => {
+        await served.close();
+        await reopened.close();
+        own.cleanup();
+      },
+    };
+  }
+
+  it("the newest run's detail, the window of its middle and its road network, with the server's token", async () => {
+    const { served, newest, ask, close } = await servedDemoRuns();
+    try {
+      const moment = served.warmedUp.find((p) => p.startsWith(`/api/runs/${newest}/states?`));
+      assert.match(moment ?? '', /moment=[1-9][\d.]*&format=columns$/, "a window past the run's begin");
+      const expected = [`/api/runs/${newest}`, moment!];
+      if ((await ask(`/api/runs/${newest}/roadnet`)).status === 200)
+        expected.push(`/api/runs/${newest}/roadnet`);
+      assert.deepEqual([...served.warmedUp].sort(), expected.sort());
+      // Asked through the server's own routes: the token still guards every other request.
+      assert.equal((await fetch(new URL(`/api/runs/${newest}`, served.url))).status, 401);
+    } finally {
+      await close();
+    }
+  });
+
+  it('a run it cannot read leaves the server starting and the page told which chunk is damaged', async () => {
+    const { served, newest, ask, close } = await servedDemoRuns((path, run) => {
+      const db = new Database(path);
+      // Every chunk of the run's streams with a byte flipped past its header.
+      const rows = db
+        .prepare(
+          `SELECT c.id, c.data FROM chunks c JOIN streams s ON s.key = c.stream_key WHERE s.run_id = ?`,
+        )
+        .all(run) as { id: number; data: Buffer }[];
+      for (const row of rows) {
+        row.data.writeUInt8(row.data.readUInt8(row.data.length - 3) ^ 0xff, row.data.length - 3);
+        db.prepare('UPDATE chunks SET data = ? WHERE id = ?').run(row.data, row.id);
+      }
+      db.close();
+    });
+    try {
+      assert.ok(served.warmedUp.includes(`/api/runs/${newest}`), 'the detail reads no chunk');
+      assert.ok(!served.warmedUp.some((p) => p.includes('/states?')), served.warmedUp.join(', '));
+      assert.equal((await ask('/api/health')).status, 200);
+      const window = await ask(`/api/runs/${newest}/states?moment=1&format=columns`);
+      assert.ok(window.status >= 400, `status ${window.status}`);
+      assert.match(((await window.json()) as { error: string }).error, /chunk \d+/);
+    } finally {
+      await close();
+    }
+  });
+
+  it('an empty store: nothing asked, the server up', async () => {
+    const own = tempDir('simrec-warm-empty-');
+    const local = await openStore(join(own.path, 'empty.db'));
+    const served = await startServer({ store: local, port: 0 });
+    try {
+      assert.deepEqual(served.warmedUp, []);
+      assert.equal((await fetch(new URL('/api/health', served.url))).status, 200);
+    } finally {
+      await served.close();
+      await local.close();
+      own.cleanup();
+    }
   });
 });

@@ -13,6 +13,7 @@ import { INGEST_PATH, IngestWebSocketEndpoint } from '../ingest/websocket-endpoi
 import type { StoreBackend } from '../model/store-port.js';
 import { answerError, createApi } from './http-api.js';
 import { createDiffApi } from './diff-api.js';
+import { warmViewerRoutes } from './viewer-warm-up.js';
 import { createSqlApi, SQL_LIMITS, type SqlApiLimits } from './sql-api.js';
 import { TablesKeeper } from '../tables/tables-keeper.js';
 import { TablesFolder, tablesFolderFor } from '../tables/tables-folder.js';
@@ -66,6 +67,8 @@ export interface RunningServer {
   ingest: IngestServer;
   /** The TCP ingest port, when one was asked for. */
   ingestTcpPort: number | null;
+  /** The viewer's routes the server asked itself before listening, that answered (viewer-warm-up.ts). */
+  warmedUp: readonly string[];
   close(): Promise<void>;
 }
 
@@ -156,8 +159,19 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     app.get('*', (c) => c.text('The viewer is not built: run `npm run build`.', 503));
   }
 
-  // Its first view runs compiled decoders: the server has time before anyone looks.
+  // Its first view runs compiled decoders and reads: the server has time before anyone looks.
   options.store.warm?.();
+  const warmedUp = await warmViewerRoutes(options.store, (path) =>
+    app.fetch(
+      new Request(`http://localhost${path}`, {
+        headers: {
+          host: 'localhost',
+          'accept-encoding': 'gzip',
+          ...(options.apiToken ? { authorization: `Bearer ${options.apiToken}` } : {}),
+        },
+      }),
+    ),
+  );
   const live = new LiveUpdates(options.store, options.liveIntervalMs);
   live.onRuns((runs) => tables.runsChanged(runs));
   settings.onChange((values) => live.broadcast({ type: 'settings', settings: values }));
@@ -211,6 +225,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     mongodb: { settings: mongoSettings, connection: mongo },
     ingest,
     ingestTcpPort: tcp?.port ?? null,
+    warmedUp,
     url: `http://${host.includes(':') ? `[${host}]` : host}:${port}/`,
     async close() {
       await mongo.close();
