@@ -4,7 +4,9 @@
  * (its memory is the server's alone), opened in headless Chromium. Measured: a fresh page opened at
  * five moments (time from navigation to that moment's actors drawn), seeks by the slider (time from
  * the slider's input to the frame at its moment), playing at 10x (frames drawn a second and stalls,
- * gaps of over 100 ms between frames), the page's JavaScript heap and the server's resident memory.
+ * gaps of over 100 ms between frames), the page's JavaScript heap and the server's resident memory,
+ * with one page, three on the run, and two on each of two such runs (a second recorded with another
+ * seed: into a store given by SIMREC_BENCH_BIG_RUN too, when it holds one run).
  * Times are taken inside the page (performance.now()), so the polling of the benchmark adds nothing.
  */
 import { spawn, execFile } from 'node:child_process';
@@ -70,6 +72,11 @@ export interface BigRunViewerResults {
   serverPeakMiB?: number;
   /** Three pages playing the run at once, at three moments: the server's peak meanwhile. */
   threeViewersServerPeakMiB?: number;
+  /**
+   * Two pages on each of two big runs of the store (the second recorded as the first, another seed),
+   * all four playing at 10x at once: the server's peak meanwhile, and the slowest page's frames.
+   */
+  severalRuns?: { runs: number; pages: number; serverPeakMiB: number; slowestFps: number; stalls: number };
   /** `simrec eval 1` on the run, in a process of its own: its time and peak resident memory. */
   evaluation?: { seconds: number; peakMiB: number; frames: number; events: number };
   /**
@@ -128,8 +135,8 @@ function bigRunTargets(r: BigRunViewerResults): TargetResult[] {
 
 const run = promisify(execFile);
 
-/** Records the demo's big run into `store`, as `simrec demo --no-serve` does. */
-async function recordBigRun(store: string, size: BigRunSize): Promise<void> {
+/** Records the demo's big run into `store`, as `simrec demo --no-serve` does; `seed` picks its traffic. */
+async function recordBigRun(store: string, size: BigRunSize, seed = 1): Promise<void> {
   await run(
     process.execPath,
     [
@@ -140,6 +147,8 @@ async function recordBigRun(store: string, size: BigRunSize): Promise<void> {
       String(size.seconds),
       '--vehicles',
       String(size.vehicles),
+      '--seed',
+      String(seed),
       '--store',
       store,
     ],
@@ -270,10 +279,10 @@ async function drawnAt(page: Page, t: number, timeoutMs = 30_000): Promise<{ at:
   return page.evaluate(() => ({ at: window.simrecView!.drawn.at, actors: window.simrecView!.presentCount }));
 }
 
-async function openAt(browser: Browser, url: string, begin: number, atSeconds: number) {
+async function openAt(browser: Browser, url: string, begin: number, atSeconds: number, run = 1) {
   const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
   const page = await context.newPage();
-  await page.goto(new URL(`#/runs/1?t=${atSeconds.toFixed(2)}`, url).toString());
+  await page.goto(new URL(`#/runs/${run}?t=${atSeconds.toFixed(2)}`, url).toString());
   const { at, actors } = await drawnAt(page, begin + Math.round(atSeconds * 100) * 10_000);
   return { page, close: () => context.close(), ms: Math.round(at), actors };
 }
@@ -343,6 +352,22 @@ async function pageHeapMiB(page: Page): Promise<number> {
   return Math.round((used / 2 ** 20) * 10) / 10;
 }
 
+/** What the benchmark reads of a run's detail (`GET /api/runs/:id`). */
+interface RunTimes {
+  samples: number;
+  timeRange: { begin: number; end: number };
+}
+
+/** Runs in a store file, read by a connection opened and closed for it. */
+async function runCount(path: string): Promise<number> {
+  const store = await openStore(path);
+  try {
+    return (await store.listRuns()).length;
+  } finally {
+    await store.close();
+  }
+}
+
 export async function measureBigRunViewer(scratch: string, quick: boolean): Promise<BigRunViewerResults> {
   const missing = chromiumMissing();
   if (missing) return { skipped: missing };
@@ -353,16 +378,15 @@ export async function measureBigRunViewer(scratch: string, quick: boolean): Prom
   mkdirSync(dir, { recursive: true });
   const store = given ?? join(dir, 'big.simrec.db');
   if (!given) await recordBigRun(store, size);
+  // A second big run, for several viewers on several runs (recorded into a given store that holds one).
+  if ((await runCount(store)) < 2) await recordBigRun(store, size, 2);
   const evaluation = await evaluateBigRun(store);
   const tablesWrite = await tablesWritePauses(store, dir);
   const server = await serve(store, join(dir, 'settings.json'));
   const browser = await launchChromium();
   const results: BigRunViewerResults = { evaluation, tablesWrite };
   try {
-    const detail = (await (await fetch(new URL('api/runs/1', server.url))).json()) as {
-      samples: number;
-      timeRange: { begin: number; end: number };
-    };
+    const detail = (await (await fetch(new URL('api/runs/1', server.url))).json()) as RunTimes;
     const { begin, end } = detail.timeRange;
     const runSeconds = (end - begin) / 1e6;
     results.size = { ...size, samples: detail.samples };
@@ -412,6 +436,29 @@ export async function measureBigRunViewer(scratch: string, quick: boolean): Prom
       await Promise.all(pages.map((p) => p.close()));
     });
     results.threeViewersServerPeakMiB = three.peakMiB;
+
+    const runBegin = async (run: number): Promise<number> =>
+      ((await (await fetch(new URL(`api/runs/${run}`, server.url))).json()) as RunTimes).timeRange.begin;
+    const begins = [begin, await runBegin(2)];
+    const several = await peakWhile(server.pid, async () => {
+      const pages = await Promise.all(
+        [1, 2].flatMap((run) =>
+          [0.25, 0.75].map((f) =>
+            openAt(browser, server.url, begins[run - 1]!, Math.round(runSeconds * f), run),
+          ),
+        ),
+      );
+      const plays = await Promise.all(pages.map((p) => playTenTimes(p.page, quick ? 3 : 10)));
+      await Promise.all(pages.map((p) => p.close()));
+      return plays;
+    });
+    results.severalRuns = {
+      runs: 2,
+      pages: several.value.length,
+      serverPeakMiB: several.peakMiB,
+      slowestFps: Math.min(...several.value.map((p) => p.fps)),
+      stalls: several.value.reduce((n, p) => n + p.stalls, 0),
+    };
     results.targets = bigRunTargets(results);
   } finally {
     await browser.close();
@@ -429,6 +476,11 @@ export function formatBigRunViewer(r: BigRunViewerResults): string {
     `  seek by the slider: p50 ${r.seekP50Ms} ms, p95 ${r.seekP95Ms} ms of ${r.seeks} (target p95 300)`,
     `  playing at 10x: ${r.play!.fps} fps, ${r.play!.stalls} stalls over 100 ms, longest gap ${r.play!.longestGapMs} ms (target 30 fps, no stall)`,
     `  page heap peak ${r.pageHeapPeakMiB} MiB; server ${r.serverStartMiB} MiB after start, peak ${r.serverPeakMiB} MiB (target < 400), ${r.threeViewersServerPeakMiB} MiB with three pages playing`,
+    ...(r.severalRuns
+      ? [
+          `  ${r.severalRuns.pages} pages on ${r.severalRuns.runs} big runs playing at once: server peak ${r.severalRuns.serverPeakMiB} MiB; the slowest page ${r.severalRuns.slowestFps} fps, ${r.severalRuns.stalls} stalls in all`,
+        ]
+      : []),
     ...(r.tablesWrite
       ? [
           `  its tables written as a server does when a run ends: on the server's thread ${r.tablesWrite.onThread.seconds} s, the thread held up to ${r.tablesWrite.onThread.longestPauseMs} ms at a time; on a worker thread ${r.tablesWrite.onWorker.seconds} s, held up to ${r.tablesWrite.onWorker.longestPauseMs} ms`,
