@@ -74,9 +74,10 @@ export interface BigRunViewerResults {
   threeViewersServerPeakMiB?: number;
   /**
    * Two pages on each of two big runs of the store (the second recorded as the first, another seed),
-   * all four playing at 10x at once: the server's peak meanwhile, and the slowest page's frames.
+   * all four playing at 10x at once: the server's peak meanwhile, and each page's frames a second (four
+   * pages drawing on two cores measure the machine as much as the server).
    */
-  severalRuns?: { runs: number; pages: number; serverPeakMiB: number; slowestFps: number; stalls: number };
+  severalRuns?: { runs: number; pages: number; serverPeakMiB: number; fps: number[]; stalls: number };
   /** `simrec eval 1` on the run, in a process of its own: its time and peak resident memory. */
   evaluation?: { seconds: number; peakMiB: number; frames: number; events: number };
   /**
@@ -456,7 +457,7 @@ export async function measureBigRunViewer(scratch: string, quick: boolean): Prom
       runs: 2,
       pages: several.value.length,
       serverPeakMiB: several.peakMiB,
-      slowestFps: Math.min(...several.value.map((p) => p.fps)),
+      fps: several.value.map((p) => p.fps),
       stalls: several.value.reduce((n, p) => n + p.stalls, 0),
     };
     results.targets = bigRunTargets(results);
@@ -478,7 +479,7 @@ export function formatBigRunViewer(r: BigRunViewerResults): string {
     `  page heap peak ${r.pageHeapPeakMiB} MiB; server ${r.serverStartMiB} MiB after start, peak ${r.serverPeakMiB} MiB (target < 400), ${r.threeViewersServerPeakMiB} MiB with three pages playing`,
     ...(r.severalRuns
       ? [
-          `  ${r.severalRuns.pages} pages on ${r.severalRuns.runs} big runs playing at once: server peak ${r.severalRuns.serverPeakMiB} MiB; the slowest page ${r.severalRuns.slowestFps} fps, ${r.severalRuns.stalls} stalls in all`,
+          `  ${r.severalRuns.pages} pages on ${r.severalRuns.runs} big runs playing at 10x at once: server peak ${r.severalRuns.serverPeakMiB} MiB; ${r.severalRuns.fps.join(', ')} fps, ${r.severalRuns.stalls} stalls in all`,
         ]
       : []),
     ...(r.tablesWrite
