@@ -145,13 +145,15 @@ export class ChunkCache<Id> {
 
   /**
    * Bounds: opened chunks by number (each holds its stored bytes, about 64 KB sealed), decoded data by
-   * its bytes: blocks decoded alone, 64 MiB by default, chunks decoded whole, 256 MiB (a 200-actor run
+   * its bytes: blocks decoded alone, 32 MiB by default, chunks decoded whole, 256 MiB (a 200-actor run
    * of 100 s at 100 Hz is about 160 MiB decoded). A count of decoded chunks bounded a server's memory
-   * by the width of the runs it served rather than by what it can spare.
+   * by the width of the runs it served rather than by what it can spare. The blocks are sized for what
+   * a server's pages play, the window playing and the next for a few pages: twice that, the blocks of
+   * windows sought and left behind were most of a server's memory on a long run (performance-history.md).
    */
   constructor(options: { chunks?: number; blockBytes?: number; wholeBytes?: number } = {}) {
     this.chunks = new LruCache(options.chunks ?? 2048);
-    this.blocks = new LruCache(options.blockBytes ?? 64 * 2 ** 20, batchBytes);
+    this.blocks = new LruCache(options.blockBytes ?? 32 * 2 ** 20, batchBytes);
     this.wholes = new LruCache(options.wholeBytes ?? 256 * 2 ** 20, batchBytes);
   }
 
