@@ -2188,3 +2188,50 @@ describe('joined reads while a run is recorded', () => {
     }
   });
 });
+
+describe("the chunk index a reader loads, from chunks_by_time alone (the table's pages hold chunk data)", () => {
+  const indexColumns = (path: string): string[] => {
+    const db = new Database(path, { readonly: true });
+    try {
+      return (db.pragma('index_info(chunks_by_time)') as { name: string }[]).map((c) => c.name);
+    } finally {
+      db.close();
+    }
+  };
+
+  it("each stream's chunk ranges are read through a covering index", async () => {
+    const { path, run } = await storeOfV4Samples();
+    assert.deepEqual(indexColumns(path), ['stream_key', 'begin_us', 'end_us']);
+    const reader = await openStore(path);
+    const sql = await statementsDuring(reader, async () => {
+      // The index was loaded at open: forgotten, it is loaded again for the scene.
+      (reader as unknown as { file: { forgetRun(run: number): void } }).file.forgetRun(run);
+      await sceneAt(reader, run, { t: 1_000_000 });
+    });
+    await reader.close();
+    const load = sql.find((q) => /FROM chunks c JOIN streams s/.test(q));
+    assert.ok(load, `the chunk index loaded: ${sql.join('; ')}`);
+    const db = new Database(path, { readonly: true });
+    const plan = (db.prepare(`EXPLAIN QUERY PLAN ${load}`).all(run, run) as { detail: string }[]).map(
+      (p) => p.detail,
+    );
+    db.close();
+    assert.ok(
+      plan.some((d) => /COVERING INDEX chunks_by_time/.test(d)),
+      plan.join('; '),
+    );
+  });
+
+  it("an older store's narrower index is widened when opened to write, and left as it is read-only", async () => {
+    await readOnlyCopy(V5, async (store) =>
+      assert.deepEqual(await collect(store.readSamples({ run: 1, stream: 'car/state' })), storeV4Samples()),
+    );
+    const path = fresh();
+    copyFileSync(V5, path);
+    assert.deepEqual(indexColumns(path), ['stream_key', 'begin_us']);
+    const store = await openStore(path);
+    assert.deepEqual(await collect(store.readSamples({ run: 1, stream: 'car/state' })), storeV4Samples());
+    await store.close();
+    assert.deepEqual(indexColumns(path), ['stream_key', 'begin_us', 'end_us']);
+  });
+});

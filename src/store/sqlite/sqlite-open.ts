@@ -1,7 +1,13 @@
 import { existsSync, statSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { SimrecError } from '../../model/errors.js';
-import { SCHEMA_DDL, SCHEMA_VERSION, SIMREC_APPLICATION_ID, upgradeSchema } from './sqlite-schema.js';
+import {
+  SCHEMA_DDL,
+  SCHEMA_VERSION,
+  SIMREC_APPLICATION_ID,
+  upgradeSchema,
+  widenChunkTimeIndex,
+} from './sqlite-schema.js';
 import type { SqliteStoreOptions } from './sqlite-store-file.js';
 import { configureConnection } from './sqlite-writer-thread.js';
 
@@ -63,6 +69,7 @@ export function openStoreDatabase(
         upgradeSchema(db, version);
         version = SCHEMA_VERSION;
       }
+      if (!options.readonly) retryWhileBusy(() => widenChunkTimeIndex(db));
     }
   } catch (error) {
     db.close();

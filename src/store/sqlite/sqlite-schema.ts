@@ -86,7 +86,9 @@ CREATE TABLE chunks (
   frame BLOB,
   data BLOB NOT NULL
 );
-CREATE INDEX chunks_by_time ON chunks(stream_key, begin_us);
+-- end_us too: the chunk index a reader loads (each stream's chunk time ranges) is read from the index
+-- alone, without the table's pages, which hold the first kilobytes of each chunk's data.
+CREATE INDEX chunks_by_time ON chunks(stream_key, begin_us, end_us);
 
 CREATE TABLE attachments (
   run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
@@ -111,6 +113,22 @@ CREATE TABLE vehicles (
   doc TEXT NOT NULL
 );
 `;
+
+/**
+ * A writable store whose chunk index lacks end_us (made by an earlier simrec) has it rebuilt with it:
+ * the same schema version, since an older simrec reads the wider index as it read the narrower.
+ * Loading the chunk index from the table read its pages, which hold the first kilobytes of every
+ * chunk's data, through the memory map: resident in every reader's process and growing with the store
+ * (performance-history.md); from the index alone it reads a few pages.
+ */
+export function widenChunkTimeIndex(db: Database.Database): void {
+  const columns = (db.pragma('index_info(chunks_by_time)') as { name: string }[]).map((c) => c.name);
+  if (columns.includes('end_us')) return;
+  db.transaction(() => {
+    db.exec('DROP INDEX IF EXISTS chunks_by_time');
+    db.exec('CREATE INDEX chunks_by_time ON chunks(stream_key, begin_us, end_us)');
+  }).immediate();
+}
 
 /** Brings a store of an older version to this one, in one transaction. */
 export function upgradeSchema(db: Database.Database, from: number): void {
