@@ -3,9 +3,9 @@ import type { StoreBackend } from '../model/store-port.js';
 /**
  * What a server asks itself before it listens, on a store on this machine: a page's first requests on
  * the newest run (its detail, the window of its middle, its road network), answered by the server's own
- * routes as a page's are, so that the first page opened runs code V8 has compiled. A fresh server's first
- * answers took twice a later one's (performance-history.md); the server starts that much later instead,
- * before anyone waits for it. A MongoDB store is not read: its reads cross the network, and the start
+ * routes as a page's are, so that the first page opened runs code V8 has compiled: a fresh server's first
+ * answers took much longer than later ones (performance-history.md). The server starts that much later
+ * instead, before anyone waits for it. A MongoDB store is not read: its reads cross the network, and the start
  * would wait on them. Best effort: what goes wrong is what the page's own request will report. Answers
  * the paths that were answered (200).
  */

@@ -15,8 +15,8 @@ import type { Row, SqliteStoreFile } from './sqlite-store-file.js';
 /**
  * A chunk whose blocks take at most this many bytes (a few pages) comes whole with its frame, in the
  * one query: SQLite loads its few pages either way, and a block fetched alone costs a query of its own,
- * which for a window over many small chunks (an hour of smooth demo traffic packs 2,000 samples of a
- * stream in about 4 KB) was most of the read.
+ * which for a window over many small chunks (smooth traffic packs a stream's chunk in a page or two) was
+ * most of the read (recording-engine.md).
  */
 const SMALL_CHUNK_BYTES = 16 * 1024;
 

@@ -1,3 +1,4 @@
+import { isCannotWrite } from './sqlite-errors.js';
 import { notFound, SimrecError } from '../../model/errors.js';
 import { deepFreeze } from '../../model/json.js';
 import { jsonDigest } from '../../model/json-digest.js';
@@ -311,17 +312,6 @@ export class SqliteRuns {
       throw notFound(`run ${run} has no stream ${JSON.stringify(stream)}`);
     }
   }
-}
-
-/** SQLite could not write (a read-only file, a full disk): not a reason to refuse reading. */
-function isCannotWrite(error: unknown): boolean {
-  const code = (error as { cause?: { code?: string } }).cause?.code ?? (error as { code?: string }).code;
-  return (
-    code === 'SQLITE_READONLY' ||
-    code === 'SQLITE_FULL' ||
-    code === 'SQLITE_CANTOPEN' ||
-    code === 'SQLITE_IOERR'
-  );
 }
 
 function runFromRow(row: Row): RunInfo {

@@ -1,3 +1,4 @@
+import { isCannotWrite } from './sqlite-errors.js';
 import type Database from 'better-sqlite3';
 
 /**
@@ -122,12 +123,21 @@ CREATE TABLE vehicles (
  * (performance-history.md); from the index alone it reads a few pages.
  */
 export function widenChunkTimeIndex(db: Database.Database): void {
-  const columns = (db.pragma('index_info(chunks_by_time)') as { name: string }[]).map((c) => c.name);
-  if (columns.includes('end_us')) return;
-  db.transaction(() => {
-    db.exec('DROP INDEX IF EXISTS chunks_by_time');
-    db.exec('CREATE INDEX chunks_by_time ON chunks(stream_key, begin_us, end_us)');
-  }).immediate();
+  const narrow = (): boolean =>
+    !(db.pragma('index_info(chunks_by_time)') as { name: string }[]).some((c) => c.name === 'end_us');
+  // Asked before the write lock is taken (most opens need nothing), and again once it is held: another
+  // process may be widening it too.
+  if (!narrow()) return;
+  try {
+    db.transaction(() => {
+      if (!narrow()) return;
+      db.exec('DROP INDEX IF EXISTS chunks_by_time');
+      db.exec('CREATE INDEX chunks_by_time ON chunks(stream_key, begin_us, end_us)');
+    }).immediate();
+  } catch (error) {
+    // A file this process cannot write is read through the index it has.
+    if (!isCannotWrite(error)) throw error;
+  }
 }
 
 /** Brings a store of an older version to this one, in one transaction. */
