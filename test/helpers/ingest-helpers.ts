@@ -27,7 +27,9 @@ export async function startIngestFixture(ingest: ServerOptions['ingest'] = {}): 
   const server = await startServer({
     store,
     port: 0,
-    ingest: { tcpPort: 0, resumeGraceMs: 300, keepaliveMs: 2000, ...ingest },
+    // A client cut off resumes within 2 s: on a loaded machine (append-paths' twelve runs at once beside
+    // another test file) a reconnect took longer than the 300 ms this was, and the session was gone.
+    ingest: { tcpPort: 0, resumeGraceMs: 2000, keepaliveMs: 2000, ...ingest },
   });
   const tcpPort = server.ingestTcpPort!;
   return {
