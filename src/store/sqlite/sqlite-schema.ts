@@ -20,6 +20,9 @@ import type Database from 'better-sqlite3';
 export const SIMREC_APPLICATION_ID = 0x53524543; // "SREC"
 export const SCHEMA_VERSION = 6;
 
+/** The chunks' time index, as a new store makes it and widenChunkTimeIndex remakes an older one's. */
+const CHUNK_TIME_INDEX = 'CREATE INDEX chunks_by_time ON chunks(stream_key, begin_us, end_us)';
+
 export const SCHEMA_DDL = `
 CREATE TABLE runs (
   -- AUTOINCREMENT: the id of a deleted run is never given to a new one.
@@ -89,7 +92,7 @@ CREATE TABLE chunks (
 );
 -- end_us too: the chunk index a reader loads (each stream's chunk time ranges) is read from the index
 -- alone, without the table's pages, which hold the first kilobytes of each chunk's data.
-CREATE INDEX chunks_by_time ON chunks(stream_key, begin_us, end_us);
+${CHUNK_TIME_INDEX};
 
 CREATE TABLE attachments (
   run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
@@ -132,7 +135,7 @@ export function widenChunkTimeIndex(db: Database.Database): void {
     db.transaction(() => {
       if (!narrow()) return;
       db.exec('DROP INDEX IF EXISTS chunks_by_time');
-      db.exec('CREATE INDEX chunks_by_time ON chunks(stream_key, begin_us, end_us)');
+      db.exec(CHUNK_TIME_INDEX);
     }).immediate();
   } catch (error) {
     // A file this process cannot write is read through the index it has.
