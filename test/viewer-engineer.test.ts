@@ -615,6 +615,15 @@ describe('viewer for engineers (#27) and actor lifetimes (#20), in Chromium', ()
 
   it("plots with a searchable picker (the selected actor's fields first), several lines, and tiny values told apart", async () => {
     const page = await openRun(`#/runs/${limsim}?actor=69`);
+    const plotting = (): Promise<string[]> =>
+      page.evaluate(() =>
+        performance
+          .getEntriesByType('resource')
+          .map((e) => e.name)
+          .filter((name) => /\/assets\/uPlot[^/]*\.(js|css)$/.test(name)),
+      );
+    // uPlot is half of the viewer's script: a page loads it when it first plots, not to open a run.
+    assert.deepEqual(await plotting(), [], 'uPlot not loaded to open a run');
     await page.getByTestId('plot-search').fill('speed');
     const options = await page
       .getByTestId('plot-option')
@@ -626,6 +635,16 @@ describe('viewer for engineers (#27) and actor lifetimes (#20), in Chromium', ()
     await page.getByTestId('plot-option').first().click();
     await page.waitForFunction(() => window.simrecView.plots.series.length === 2);
     assert.equal(await page.getByTestId('plot-chip').count(), 2);
+    const loaded = await plotting();
+    assert.ok(
+      loaded.some((name) => name.endsWith('.js')) && loaded.some((name) => name.endsWith('.css')),
+      `uPlot's script and stylesheet loaded once plotting: ${loaded.join(', ')}`,
+    );
+    // Its stylesheet applies: the layer taking the plot's clicks lies over the canvas, as it says.
+    assert.equal(
+      await page.evaluate(() => window.getComputedStyle(document.querySelector('.uplot .u-over')).position),
+      'absolute',
+    );
     // Each line has its values (asked for as that field alone).
     const valued = await page.evaluate(() =>
       window.simrecView.plots.series.map(

@@ -1,8 +1,9 @@
-import uPlot from 'uplot';
+import type uPlot from 'uplot';
 import { api, type ActorInfo, type RunDetail, type RunDiff } from './api.js';
 import { el, formatNumber, formatValue, seconds } from './format.js';
 import { GHOST_COLOR } from './map-view.js';
 import { PlaybackData, type Pose } from './playback-data.js';
+import { loadPlotting } from './plotting.js';
 
 /**
  * The comparison of run A (on screen) with run B (`#/diff/A/B`): GET /api/diff's divergences listed
@@ -136,7 +137,8 @@ export class ComparePanel {
     this.plotted = null;
     if (!actor || !field) return;
     const stream = `${actor}/state`;
-    const [a, b] = await Promise.all([
+    const [plotClass, a, b] = await Promise.all([
+      loadPlotting(),
       api.samples(this.runA, stream, undefined, undefined, [field]).catch(() => ({ samples: [] })),
       api.samples(this.runB, stream, undefined, undefined, [field]).catch(() => ({ samples: [] })),
     ]);
@@ -153,7 +155,7 @@ export class ComparePanel {
     const times = [...rows.keys()].sort((x, y) => x - y);
     this.plotted = { actor, field, a: a.samples.length, b: b.samples.length };
     const values = (v: number | null): string => (v === null ? '' : formatNumber(v));
-    this.plot = new uPlot(
+    this.plot = new plotClass(
       {
         width: Math.max(200, this.plotHolder.clientWidth || 360),
         height: 160,

@@ -1,7 +1,7 @@
-import uPlot from 'uplot';
-import 'uplot/dist/uPlot.min.css';
+import type uPlot from 'uplot';
 import { api, type StreamInfo } from './api.js';
 import { el, formatNumber, formatUnit } from './format.js';
+import { loadPlotting, type PlotClass } from './plotting.js';
 
 const NUMERIC = new Set(['f64', 'f32', 'i32', 'i64']);
 const COLORS = ['#3498db', '#e67e22', '#2ecc71', '#e74c3c', '#9b59b6', '#f1c40f'];
@@ -45,6 +45,8 @@ export class PlotPanel {
   private readonly choices: FieldChoice[];
   private readonly series: Series[] = [];
   private plot: uPlot | null = null;
+  /** uPlot, loaded by the first line added: there is nothing to draw before. */
+  private plotClass: PlotClass | null = null;
   private cursor = 0;
   /** The actor whose fields come first in the picker. */
   preferred: string | null = null;
@@ -112,7 +114,11 @@ export class PlotPanel {
     const choice = this.choices.find((c) => c.key === key);
     if (!choice || this.series.some((s) => s.key === key) || this.series.length >= MAX_SERIES) return;
     // The field alone: a long run's state stream is many samples of many fields.
-    const { samples } = await api.samples(this.runId, choice.stream, undefined, undefined, [choice.field]);
+    const [plotClass, { samples }] = await Promise.all([
+      loadPlotting(),
+      api.samples(this.runId, choice.stream, undefined, undefined, [choice.field]),
+    ]);
+    this.plotClass = plotClass;
     this.series.push({
       ...choice,
       t: samples.map((s) => s.t),
@@ -144,7 +150,7 @@ export class PlotPanel {
         return chip;
       }),
     );
-    if (!this.series.length) return;
+    if (!this.series.length || !this.plotClass) return;
     // One time axis for all lines: the union of their times, each line null where it has no sample.
     const times = [...new Set(this.series.flatMap((s) => s.t))].sort((a, b) => a - b);
     const index = new Map(times.map((t, i) => [t, i]));
@@ -176,7 +182,7 @@ export class PlotPanel {
       })),
     ];
     const width = Math.max(200, this.holder.clientWidth || 360);
-    this.plot = new uPlot(
+    this.plot = new this.plotClass(
       {
         width,
         height: 200,
