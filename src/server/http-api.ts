@@ -372,7 +372,11 @@ export function createApi(store: StoreBackend, settings: RecordingSettings = new
     await requireRun(store, run);
     const attachment = await store.getAttachment(run, ROADNET_ATTACHMENT);
     if (!attachment) throw new SimrecError('not_found', `run ${run} has no road network`);
-    return c.body(Buffer.from(attachment.data), 200, { 'content-type': 'application/json' });
+    // Its length told, so that it is compressed whole (answer-compression.ts).
+    return c.body(Buffer.from(attachment.data), 200, {
+      'content-type': 'application/json',
+      'content-length': String(attachment.data.length),
+    });
   });
 
   api.get('/runs/:run/attachments', async (c) => {

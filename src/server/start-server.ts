@@ -6,7 +6,8 @@ import { fileURLToPath } from 'node:url';
 import { serve } from '@hono/node-server';
 import { serveStatic } from '@hono/node-server/serve-static';
 import { Hono } from 'hono';
-import { compress, COMPRESSIBLE_CONTENT_TYPE_REGEX } from 'hono/compress';
+import { COMPRESSIBLE_CONTENT_TYPE_REGEX } from 'hono/compress';
+import { compressAnswers } from './answer-compression.js';
 import { IngestServer, type IngestServerOptions } from '../ingest/ingest-server.js';
 import { listenTcp, type TcpListener } from '../ingest/tcp-listener.js';
 import { INGEST_PATH, IngestWebSocketEndpoint } from '../ingest/websocket-endpoint.js';
@@ -117,11 +118,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   // gzipped, which is what lets a viewer across a network keep up with playback. Images are not.
   app.use(
     '*',
-    compress({
-      encoding: 'gzip',
-      contentTypeFilter: (type) =>
-        COMPRESSIBLE_CONTENT_TYPE_REGEX.test(type) || type.startsWith(STATE_WINDOW_MEDIA_TYPE),
-    }),
+    compressAnswers(
+      (type) => COMPRESSIBLE_CONTENT_TYPE_REGEX.test(type) || type.startsWith(STATE_WINDOW_MEDIA_TYPE),
+    ),
   );
   const saved = options.settingsFile ? loadSettingsFile(options.settingsFile, options.settings) : undefined;
   const settings = saved?.recording ?? options.settings ?? new RecordingSettings();
