@@ -164,4 +164,48 @@ describe('the viewer on a long run', () => {
       await page.close();
     }
   });
+
+  it('plays without laying the page out from its frames: the map never reads its canvas’s size while drawing', async () => {
+    // A frame changes the page's text (the time, the inspector) before the map draws; a read of the
+    // canvas's size then laid the whole page out again, three times a frame, which starved pages
+    // playing side by side (performance-history.md).
+    const page = await viewer.browser.newPage({ viewport: { width: 1280, height: 800 } });
+    try {
+      const t = begin + 600_000_000;
+      await page.goto(new URL(`#/runs/${run}?t=600`, viewer.server.url).toString());
+      await drawnAt(page, t);
+      // Every read of the canvas's size counted from here on.
+      await page.evaluate(() => {
+        const canvas = window.simrecView.map.canvas;
+        window.sizeReads = 0;
+        for (const name of ['clientWidth', 'clientHeight']) {
+          const original: any = Object.getOwnPropertyDescriptor(window.Element.prototype, name);
+          Object.defineProperty(canvas, name, {
+            configurable: true,
+            get() {
+              window.sizeReads++;
+              return original.get.call(this);
+            },
+          });
+        }
+      });
+      const before = await page.evaluate(() => window.simrecView.framesDrawn);
+      await page.getByTestId('speed').selectOption('10');
+      await page.getByTestId('play').click();
+      await page.waitForTimeout(1500);
+      await page.getByTestId('play').click();
+      const played = await page.evaluate(
+        (first) => ({ frames: window.simrecView.framesDrawn - first, reads: window.sizeReads }),
+        before,
+      );
+      assert.ok(played.frames >= 10, `${played.frames} frames drawn while playing`);
+      assert.equal(
+        played.reads,
+        0,
+        `the canvas's size read ${played.reads} times over ${played.frames} frames`,
+      );
+    } finally {
+      await page.close();
+    }
+  });
 });

@@ -117,6 +117,13 @@ export class MapView {
   private bounds: { min: [number, number]; max: [number, number] } | null = null;
   /** What the last frame drew, for the tests that read the map back: labels and the scale bar. */
   drawn = { labels: [] as string[], scaleBar: { metres: 0, pixels: 0 } };
+  /**
+   * The canvas's size in CSS pixels as the ResizeObserver last saw it (null before it first has). Read
+   * from the canvas at every frame, it forced the page's layout: a frame changes the page's text (the
+   * time, the inspector) before the map draws, so each read laid the page out again, three times a
+   * frame while playing (performance-history.md).
+   */
+  private laidOut: { width: number; height: number } | null = null;
 
   constructor(canvas: HTMLCanvasElement) {
     this.canvas = canvas;
@@ -160,15 +167,26 @@ export class MapView {
     new ResizeObserver(() => this.resize()).observe(canvas);
   }
 
+  /** Called by the ResizeObserver, after a layout: reading the size here costs nothing. */
   private resize(): void {
+    this.laidOut = { width: this.canvas.clientWidth, height: this.canvas.clientHeight };
     const ratio = window.devicePixelRatio || 1;
-    this.canvas.width = Math.max(1, Math.round(this.canvas.clientWidth * ratio));
-    this.canvas.height = Math.max(1, Math.round(this.canvas.clientHeight * ratio));
+    this.canvas.width = Math.max(1, Math.round(this.laidOut.width * ratio));
+    this.canvas.height = Math.max(1, Math.round(this.laidOut.height * ratio));
     this.draw();
   }
 
+  /** The canvas's width in CSS pixels (read from it only before the first layout was observed). */
+  private get width(): number {
+    return this.laidOut?.width ?? this.canvas.clientWidth;
+  }
+
+  private get height(): number {
+    return this.laidOut?.height ?? this.canvas.clientHeight;
+  }
+
   /** Zooms by `factor` about a screen point (the centre by default), keeping that point still. */
-  zoom(factor: number, sx = this.canvas.clientWidth / 2, sy = this.canvas.clientHeight / 2): void {
+  zoom(factor: number, sx = this.width / 2, sy = this.height / 2): void {
     const before = this.toWorld(sx, sy);
     this.scale = Math.min(200, Math.max(0.05, this.scale * factor));
     const after = this.toWorld(sx, sy);
@@ -193,15 +211,15 @@ export class MapView {
 
   toWorld(sx: number, sy: number): { x: number; y: number } {
     return {
-      x: this.center.x + (sx - this.canvas.clientWidth / 2) / this.scale,
-      y: this.center.y - (sy - this.canvas.clientHeight / 2) / this.scale,
+      x: this.center.x + (sx - this.width / 2) / this.scale,
+      y: this.center.y - (sy - this.height / 2) / this.scale,
     };
   }
 
   toScreen(x: number, y: number): { x: number; y: number } {
     return {
-      x: (x - this.center.x) * this.scale + this.canvas.clientWidth / 2,
-      y: -(y - this.center.y) * this.scale + this.canvas.clientHeight / 2,
+      x: (x - this.center.x) * this.scale + this.width / 2,
+      y: -(y - this.center.y) * this.scale + this.height / 2,
     };
   }
 
@@ -265,6 +283,8 @@ export class MapView {
 
   fit(min: [number, number], max: [number, number]): void {
     this.center = { x: (min[0] + max[0]) / 2, y: (min[1] + max[1]) / 2 };
+    // The size it has now, laid out if need be: a fit follows changes of the page (its panels
+    // arriving) that the ResizeObserver reports only at the next frame, and fits are rare.
     const w = this.canvas.clientWidth || 800;
     const h = this.canvas.clientHeight || 600;
     this.scale = Math.max(
@@ -309,8 +329,8 @@ export class MapView {
       0,
       0,
       -this.scale * ratio,
-      (canvas.clientWidth / 2 - this.center.x * this.scale) * ratio,
-      (canvas.clientHeight / 2 + this.center.y * this.scale) * ratio,
+      (this.width / 2 - this.center.x * this.scale) * ratio,
+      (this.height / 2 + this.center.y * this.scale) * ratio,
     );
     const px = 1 / this.scale;
     if (this.road) {
@@ -442,7 +462,7 @@ export class MapView {
     const metres = niceLength(120 / this.scale);
     const pixels = metres * this.scale;
     const x0 = 12;
-    const y0 = this.canvas.clientHeight - 16;
+    const y0 = this.height - 16;
     ctx.strokeStyle = '#e6e6e6';
     ctx.lineWidth = 2;
     ctx.beginPath();
