@@ -683,6 +683,10 @@ describe('HTTP API', () => {
       assert.match(String(zipped.headers.vary), /accept-encoding/i, path);
       assert.equal(zipped.headers['x-content-type-options'], 'nosniff', `${path}: the security headers too`);
       assert.deepEqual(gunzipSync(zipped.body), plain.body, path);
+      // Compressed whole, not as a stream whose last bytes wait for the server's thread to come free
+      // (answer-compression.ts): a page's window was held behind another page's reads.
+      assert.equal(zipped.headers['transfer-encoding'], undefined, `${path}: sent whole`);
+      assert.equal(Number(zipped.headers['content-length']), zipped.body.length, `${path}: its length told`);
       assert.ok(
         zipped.body.length < plain.body.length * 0.8,
         `${path}: ${zipped.body.length} bytes gzipped of ${plain.body.length}`,

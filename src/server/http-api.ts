@@ -163,6 +163,19 @@ function jsonText(c: Context, text: string): Response {
   });
 }
 
+/**
+ * An answer of bytes, its length told. A Response made of bytes does not say its length, and the
+ * compression would take it for a stream: its last bytes would wait for the event loop to come free,
+ * behind every other page's read (answer-compression.ts).
+ */
+function bytesAnswer(c: Context, bytes: Uint8Array, headers: Record<string, string>): Response {
+  const whole =
+    bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength
+      ? bytes.buffer
+      : bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength);
+  return c.body(whole as ArrayBuffer, 200, { ...headers, 'content-length': String(bytes.byteLength) });
+}
+
 /** Errors become answers here, with the status their code implies; the server never crashes on a bad request. */
 export function answerError(error: Error, c: Context): Response {
   if (error instanceof SimrecError)
@@ -286,8 +299,7 @@ export function createApi(store: StoreBackend, settings: RecordingSettings = new
     const run = runParam(c);
     const t = await timeParam(c, store, run);
     const png = await birdviews.png(run, t);
-    const bytes = png.buffer.slice(png.byteOffset, png.byteOffset + png.byteLength) as ArrayBuffer;
-    return c.body(bytes, 200, { 'content-type': 'image/png', 'cache-control': 'no-store' });
+    return bytesAnswer(c, png, { 'content-type': 'image/png', 'cache-control': 'no-store' });
   });
 
   /**
@@ -318,8 +330,7 @@ export function createApi(store: StoreBackend, settings: RecordingSettings = new
     // The request's signal: a page that sought elsewhere closes it, and the reading stops.
     const window = await readStateWindow(store, run, bounds, c.req.raw.signal);
     if (format === 'json') return json<StateWindow>(c, stateWindowJson(window));
-    const bytes = stateWindowBytes(window);
-    return c.body(bytes.buffer as ArrayBuffer, 200, { 'content-type': STATE_WINDOW_MEDIA_TYPE });
+    return bytesAnswer(c, stateWindowBytes(window), { 'content-type': STATE_WINDOW_MEDIA_TYPE });
   });
 
   api.get('/runs/:run/trajectory/:actor', async (c) => {
@@ -372,11 +383,7 @@ export function createApi(store: StoreBackend, settings: RecordingSettings = new
     await requireRun(store, run);
     const attachment = await store.getAttachment(run, ROADNET_ATTACHMENT);
     if (!attachment) throw new SimrecError('not_found', `run ${run} has no road network`);
-    // Its length told, so that it is compressed whole (answer-compression.ts).
-    return c.body(Buffer.from(attachment.data), 200, {
-      'content-type': 'application/json',
-      'content-length': String(attachment.data.length),
-    });
+    return bytesAnswer(c, attachment.data, { 'content-type': 'application/json' });
   });
 
   api.get('/runs/:run/attachments', async (c) => {
@@ -391,11 +398,7 @@ export function createApi(store: StoreBackend, settings: RecordingSettings = new
     const attachment = await store.getAttachment(run, name);
     if (!attachment)
       throw new SimrecError('not_found', `run ${run} has no attachment ${JSON.stringify(name)}`);
-    return c.body(
-      Buffer.from(attachment.data),
-      200,
-      attachmentHeaders(attachment.name, attachment.mediaType),
-    );
+    return bytesAnswer(c, attachment.data, attachmentHeaders(attachment.name, attachment.mediaType));
   });
 
   api.get('/scenarios', async (c) => json(c, await store.scenarios.list()));
