@@ -208,4 +208,41 @@ describe('the viewer on a long run', () => {
       await page.close();
     }
   });
+  it('keeps the run’s events out of each frame’s layout and paint: the track of marks and the list laid out apart, the marks still there to click', async () => {
+    // A long run has a thousand events or more, a mark on the track and a row in the list each; the
+    // slider and the text a frame changes sit beside them, and each frame repainted them all: 10x
+    // playback on an hour of traffic spent two thirds of its thread painting (performance-history.md).
+    const page = await viewer.browser.newPage({ viewport: { width: 1280, height: 800 } });
+    try {
+      await page.goto(new URL(`#/runs/${run}?t=300`, viewer.server.url).toString());
+      await drawnAt(page, begin + 300_000_000);
+      await page.waitForFunction(() => document.querySelectorAll('[data-testid=event-row]').length > 0);
+      const seen = await page.evaluate(() => {
+        const track = document.querySelector('.timeline .track');
+        const list = document.querySelector('ol.events');
+        const marks = [...document.querySelectorAll('[data-testid=event-mark]')];
+        const box = marks[0].getBoundingClientRect();
+        const hit = document.elementFromPoint(box.left + box.width / 2, box.top + 2);
+        return {
+          marks: marks.length,
+          rows: list.children.length,
+          track: window.getComputedStyle(track).contain,
+          list: window.getComputedStyle(list).contain,
+          // Above the track's box (marks stand out of it): not clipped by a containment of paint.
+          markAboveTrack: box.top < track.getBoundingClientRect().top,
+          markHit: hit?.dataset.testid === 'event-mark',
+        };
+      });
+      assert.ok(seen.marks >= 20 && seen.rows === seen.marks, `${seen.marks} marks, ${seen.rows} rows`);
+      assert.match(seen.track, /layout/, 'the track is laid out apart from the page');
+      assert.doesNotMatch(seen.track, /paint|strict|content/, 'the track does not clip its marks');
+      assert.match(seen.list, /content|strict/, 'the list is laid out and painted apart');
+      assert.ok(
+        seen.markAboveTrack && seen.markHit,
+        `a mark above the track can be clicked: ${JSON.stringify(seen)}`,
+      );
+    } finally {
+      await page.close();
+    }
+  });
 });
