@@ -174,6 +174,8 @@ describe('the viewer on a long run', () => {
       const t = begin + 600_000_000;
       await page.goto(new URL(`#/runs/${run}?t=600`, viewer.server.url).toString());
       await drawnAt(page, t);
+      // Once the run's panels are in: the page fits the map to them, once, by reading its size.
+      await page.locator('#app[data-ready="true"]').waitFor();
       // Every read of the canvas's size counted from here on.
       await page.evaluate(() => {
         const canvas = window.simrecView.map.canvas;

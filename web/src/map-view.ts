@@ -164,12 +164,15 @@ export class MapView {
       },
       { passive: false },
     );
-    new ResizeObserver(() => this.resize()).observe(canvas);
+    new ResizeObserver((entries) => {
+      const box = entries[entries.length - 1]!.contentRect;
+      this.resize(box.width, box.height);
+    }).observe(canvas);
   }
 
-  /** Called by the ResizeObserver, after a layout: reading the size here costs nothing. */
-  private resize(): void {
-    this.laidOut = { width: this.canvas.clientWidth, height: this.canvas.clientHeight };
+  /** Called by the ResizeObserver with the size it observed: nothing is read from the page. */
+  private resize(width: number, height: number): void {
+    this.laidOut = { width, height };
     const ratio = window.devicePixelRatio || 1;
     this.canvas.width = Math.max(1, Math.round(this.laidOut.width * ratio));
     this.canvas.height = Math.max(1, Math.round(this.laidOut.height * ratio));
