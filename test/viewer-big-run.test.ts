@@ -52,6 +52,16 @@ async function drawnAt(page: Page, t: number): Promise<void> {
   });
 }
 
+/**
+ * Opens the run at `seconds` from its begin and waits for that moment drawn and the run's panels in
+ * (the page fits its map to them once more), so that what follows counts only what playing does.
+ */
+async function openSettledAt(page: Page, seconds: number): Promise<void> {
+  await page.goto(new URL(`#/runs/${run}?t=${seconds}`, viewer.server.url).toString());
+  await drawnAt(page, begin + seconds * 1e6);
+  await page.locator('#app[data-ready="true"]').waitFor();
+}
+
 const drawnIds = (page: Page): Promise<string[]> =>
   page.evaluate(() => [...window.simrecView.map.state.poses.keys()].sort());
 
@@ -171,11 +181,8 @@ describe('the viewer on a long run', () => {
     // playing side by side (performance-history.md).
     const page = await viewer.browser.newPage({ viewport: { width: 1280, height: 800 } });
     try {
-      const t = begin + 600_000_000;
-      await page.goto(new URL(`#/runs/${run}?t=600`, viewer.server.url).toString());
-      await drawnAt(page, t);
       // Once the run's panels are in: the page fits the map to them, once, by reading its size.
-      await page.locator('#app[data-ready="true"]').waitFor();
+      await openSettledAt(page, 600);
       // Every read of the canvas's size counted from here on.
       await page.evaluate(() => {
         const canvas = window.simrecView.map.canvas;
@@ -210,6 +217,57 @@ describe('the viewer on a long run', () => {
       await page.close();
     }
   });
+
+  it('shows each sample of the evaluation once while playing at 1x, not at every frame drawn', async () => {
+    const page = await viewer.browser.newPage({ viewport: { width: 1280, height: 800 } });
+    try {
+      await openSettledAt(page, 900);
+      await page.waitForFunction(() => document.querySelector('[data-testid="radar"]') !== null);
+      // Every drawing of the radar and every change of the panel's text counted from here on.
+      await page.evaluate(() => {
+        window.radarDraws = 0;
+        window.textChanges = 0;
+        const radar = document.querySelector('[data-testid="radar"]');
+        const context = radar.getContext('2d');
+        const clear = context.clearRect.bind(context);
+        context.clearRect = (...args: number[]) => {
+          window.radarDraws++;
+          clear(...args);
+        };
+        new window.MutationObserver((records: unknown[]) => (window.textChanges += records.length)).observe(
+          document.querySelector('[data-testid="evaluation"]'),
+          { subtree: true, childList: true, characterData: true },
+        );
+      });
+      const before = await page.evaluate(() => ({
+        frames: window.simrecView.framesDrawn,
+        t: window.simrecView.drawn.t,
+      }));
+      await page.getByTestId('play').click();
+      await page.waitForTimeout(1500);
+      await page.getByTestId('play').click();
+      const played = await page.evaluate(
+        (first) => ({
+          frames: window.simrecView.framesDrawn - first.frames,
+          seconds: (window.simrecView.drawn.t - first.t) / 1e6,
+          radarDraws: window.radarDraws,
+          textChanges: window.textChanges,
+        }),
+        before,
+      );
+      // The demo's evaluation has a sample every 0.1 s: one drawing each, and a frame of slack at each end.
+      const samplesCrossed = Math.ceil(played.seconds * 10) + 2;
+      assert.ok(played.frames > samplesCrossed, `${played.frames} frames over ${played.seconds} s`);
+      assert.ok(
+        played.radarDraws > 0 && played.radarDraws <= samplesCrossed,
+        `the radar drawn ${played.radarDraws} times over ${played.frames} frames and ${played.seconds} s`,
+      );
+      assert.ok(played.textChanges > 0, 'the panel shows the samples it crosses');
+    } finally {
+      await page.close();
+    }
+  });
+
   it('keeps the run’s events out of each frame’s layout and paint: the track of marks and the list laid out apart, the marks still there to click', async () => {
     // A long run has a thousand events or more, a mark on the track and a row in the list each; the
     // slider and the text a frame changes sit beside them, and each frame repainted them all: 10x

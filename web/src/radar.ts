@@ -83,6 +83,8 @@ export class EvaluationPanel {
   private readonly rows = new Map<LimsimMetric, { raw: HTMLElement; now: HTMLElement }>();
   /** Why there is no value now: the scored actor is not in the scene at the cursor. */
   private readonly absent = el('p', { class: 'hint', 'data-testid': 'evaluation-absent', hidden: '' });
+  /** What `show` last showed (null before it first has). */
+  private shown: { sample: Sample | undefined; absent: string | undefined } | null = null;
 
   constructor(evaluation: RunEvaluation | null) {
     if (!evaluation) {
@@ -158,9 +160,13 @@ export class EvaluationPanel {
    */
   show(sample: Sample | undefined, absent?: string): void {
     if (!this.rows.size) return;
+    if (absent !== undefined) sample = undefined;
+    // Playing at 1x draws several frames per sample of the evaluation: each rewrite of the same text
+    // would lay the panel out again and redraw its radar for nothing.
+    if (this.shown && this.shown.sample === sample && this.shown.absent === absent) return;
+    this.shown = { sample, absent };
     this.absent.hidden = absent === undefined;
     this.absent.textContent = absent ?? '';
-    if (absent !== undefined) sample = undefined;
     const scores = sample ? frameScores(sample) : {};
     this.radar.draw(scores);
     for (const [m, row] of this.rows) {
