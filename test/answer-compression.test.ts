@@ -8,7 +8,7 @@ import { describe, it } from 'node:test';
 import { gunzipSync } from 'node:zlib';
 import { Hono, type MiddlewareHandler } from 'hono';
 import { compress } from 'hono/compress';
-import { compressAnswers } from '../src/server/answer-compression.js';
+import { compressAnswers, wholeAnswer } from '../src/server/answer-compression.js';
 
 const compressible = (type: string): boolean => type.startsWith('application/json');
 const DETAIL = JSON.stringify({
@@ -29,6 +29,13 @@ function appWith(middleware: MiddlewareHandler): Hono {
   app.get('/no-transform', (c) =>
     c.body(DETAIL, 200, jsonHeaders(DETAIL, { 'cache-control': 'no-transform' })),
   );
+  // Marked whole with the bytes it was made of: its body, a stream that fails when read, is never read.
+  app.get('/marked', () => {
+    const unread = new ReadableStream<Uint8Array>({
+      pull: (controller) => controller.error(new Error('the body was read back')),
+    });
+    return wholeAnswer(new Response(unread, { headers: jsonHeaders(DETAIL) }), Buffer.from(DETAIL));
+  });
   app.get('/tagged', (c) => c.body(DETAIL, 200, jsonHeaders(DETAIL, { etag: '"v1"', vary: 'Origin' })));
   // An answer of unknown length, as a stream of NDJSON lines.
   app.get('/stream', (c) => {
@@ -65,6 +72,13 @@ describe('answer compression', () => {
     assert.equal(Number(answer.headers.get('content-length')), body.length);
     assert.equal(gunzipSync(body).toString(), DETAIL);
     assert.ok(body.length < Buffer.byteLength(DETAIL) / 5, `${body.length} bytes of ${DETAIL.length}`);
+  });
+
+  it('compresses an answer marked whole from the bytes it was made of, not reading its body back', async () => {
+    const answer = await ask(app, '/marked', { 'accept-encoding': 'gzip' });
+    assert.equal(answer.status, 200);
+    assert.equal(answer.headers.get('content-encoding'), 'gzip');
+    assert.equal(gunzipSync(Buffer.from(await answer.arrayBuffer())).toString(), DETAIL);
   });
 
   it('finishes a whole answer without waiting for the event loop, which a streamed one does', async () => {

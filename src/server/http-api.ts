@@ -7,6 +7,7 @@ import { parseFieldNames, streamId, type Sample } from '../model/stream.js';
 import { describeRun, requireActor, requireRun, sceneAt, streamSamples } from '../replay/run-queries.js';
 import { ChangedRows } from '../replay/sample-changes.js';
 import { toJson } from '../model/json.js';
+import { wholeAnswer } from './answer-compression.js';
 import { BirdviewCache } from './birdview-images.js';
 import { ROADNET_ATTACHMENT } from '../roadnet/roadnet-attachment.js';
 import { RecordingSettings } from './recording-settings.js';
@@ -155,12 +156,9 @@ export function json<T = unknown>(c: Context, value: T): Response {
   return jsonText(c, toJson(value, 0));
 }
 
-/** An answer already written as JSON text. */
+/** An answer already written as JSON text, encoded once (its length and its compression from the bytes). */
 function jsonText(c: Context, text: string): Response {
-  return c.body(text, 200, {
-    'content-type': 'application/json',
-    'content-length': String(Buffer.byteLength(text)),
-  });
+  return bytesAnswer(c, Buffer.from(text, 'utf8'), { 'content-type': 'application/json' });
 }
 
 /**
@@ -173,7 +171,10 @@ function bytesAnswer(c: Context, bytes: Uint8Array, headers: Record<string, stri
     bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength
       ? bytes.buffer
       : bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength);
-  return c.body(whole as ArrayBuffer, 200, { ...headers, 'content-length': String(bytes.byteLength) });
+  return wholeAnswer(
+    c.body(whole as ArrayBuffer, 200, { ...headers, 'content-length': String(bytes.byteLength) }),
+    bytes,
+  );
 }
 
 /** Errors become answers here, with the status their code implies; the server never crashes on a bad request. */
