@@ -218,6 +218,55 @@ describe('the viewer on a long run', () => {
     }
   });
 
+  it('opens with its first frame drawn at the map’s laid-out size, nothing laid out or drawn before for it', async () => {
+    // Before, the map fitted itself and drew three frames while the page was still being built: its
+    // size read laid the page out, and each frame went into the canvas's default 300 x 150, drawn again
+    // at its size at the first layout before anything was shown.
+    const page = await viewer.browser.newPage({ viewport: { width: 1280, height: 800 } });
+    try {
+      // From the page's first script on: every read of a canvas's size, and every frame the map draws.
+      await page.addInitScript(() => {
+        window.sizeReads = 0;
+        for (const name of ['clientWidth', 'clientHeight']) {
+          const original: any = Object.getOwnPropertyDescriptor(window.Element.prototype, name);
+          Object.defineProperty(window.HTMLCanvasElement.prototype, name, {
+            configurable: true,
+            get() {
+              if (this.classList.contains('map')) window.sizeReads++;
+              return original.get.call(this);
+            },
+          });
+        }
+      });
+      await page.goto(new URL(`#/runs/${run}?t=900`, viewer.server.url).toString());
+      const first = await page.evaluate(
+        () =>
+          new Promise<{ width: number; reads: number }>((done) => {
+            const watch = (): void => {
+              const view = window.simrecView;
+              if (view?.framesDrawn > 0) done({ width: view.map.canvas.width, reads: window.sizeReads });
+              else window.requestAnimationFrame(watch);
+            };
+            watch();
+          }),
+      );
+      assert.equal(first.reads, 0, `the map's size read ${first.reads} times before its first frame`);
+      const laidOut = await page.evaluate(() => {
+        const canvas = window.simrecView.map.canvas;
+        return Math.round(canvas.getBoundingClientRect().width * window.devicePixelRatio);
+      });
+      assert.ok(laidOut > 300, `the map is ${laidOut} px wide`);
+      // Within a few pixels: the panels that arrive after the first frame may narrow the map a little.
+      assert.ok(
+        Math.abs(first.width - laidOut) <= laidOut * 0.05,
+        `the first frame drawn ${first.width} px wide on a map of ${laidOut}`,
+      );
+      await drawnAt(page, begin + 900 * 1e6);
+    } finally {
+      await page.close();
+    }
+  });
+
   it('shows each sample of the evaluation once while playing at 1x, not at every frame drawn', async () => {
     const page = await viewer.browser.newPage({ viewport: { width: 1280, height: 800 } });
     try {

@@ -53,3 +53,11 @@ export const formatValue = (v: unknown): string =>
       : typeof v === 'object' && v !== null
         ? JSON.stringify(v, (_, x: unknown) => (typeof x === 'number' ? Number(formatNumber(x)) : x))
         : String(v);
+
+/**
+ * Resolves once the browser has painted its next frame (a task after that frame's rendering): work
+ * the first frame need not wait for goes after it.
+ */
+export function afterNextPaint(): Promise<void> {
+  return new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)));
+}

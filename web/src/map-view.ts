@@ -83,6 +83,8 @@ function polyline(points: readonly (readonly number[])[], close = false): Path2D
 }
 
 export interface MapState {
+  /** The moment drawn (microseconds since the epoch). */
+  t: number;
   poses: Map<string, Pose>;
   actors: Map<string, ActorInfo>;
   selected: string | null;
@@ -94,6 +96,14 @@ export interface MapState {
   /** Another run's actors at the same time from its start (a comparison), drawn as outlines. */
   ghosts?: Map<string, Pose>;
   ghostActors?: Map<string, ActorInfo>;
+}
+
+/** The zoom (px per metre) that shows [min, max] in `width` x `height` pixels, with a margin. */
+function fittedScale(min: [number, number], max: [number, number], width: number, height: number): number {
+  return Math.max(
+    0.05,
+    Math.min(width / Math.max(1, max[0] - min[0]), height / Math.max(1, max[1] - min[1])) * 0.9,
+  );
 }
 
 /** Outlines of the other run's actors in a comparison (compare-panel.ts uses it for its line too). */
@@ -124,6 +134,16 @@ export class MapView {
    * frame while playing (performance-history.md).
    */
   private laidOut: { width: number; height: number } | null = null;
+  /**
+   * A fit asked for before the canvas was first laid out: its scale is taken at the first layout. A
+   * page opening on a run fitted its map while it was still building its panels, and the size read
+   * then laid the page out once more than its first frame needed.
+   */
+  private pendingFit: { min: [number, number]; max: [number, number] } | null = null;
+  /** Whether the last state given (render) is yet to be drawn. */
+  private stateToDraw = false;
+  /** A state given with `render` was drawn (at once, or at the canvas's first layout). */
+  onDrawn: (state: MapState) => void = () => {};
 
   constructor(canvas: HTMLCanvasElement) {
     this.canvas = canvas;
@@ -173,6 +193,11 @@ export class MapView {
   /** Called by the ResizeObserver with the size it observed: nothing is read from the page. */
   private resize(width: number, height: number): void {
     this.laidOut = { width, height };
+    if (this.pendingFit) {
+      const { min, max } = this.pendingFit;
+      this.pendingFit = null;
+      this.scale = fittedScale(min, max, width || 800, height || 600);
+    }
     const ratio = window.devicePixelRatio || 1;
     this.canvas.width = Math.max(1, Math.round(this.laidOut.width * ratio));
     this.canvas.height = Math.max(1, Math.round(this.laidOut.height * ratio));
@@ -286,18 +311,27 @@ export class MapView {
 
   fit(min: [number, number], max: [number, number]): void {
     this.center = { x: (min[0] + max[0]) / 2, y: (min[1] + max[1]) / 2 };
+    if (this.awaitingLayout()) {
+      this.pendingFit = { min, max };
+      return;
+    }
     // The size it has now, laid out if need be: a fit follows changes of the page (its panels
     // arriving) that the ResizeObserver reports only at the next frame, and fits are rare.
-    const w = this.canvas.clientWidth || 800;
-    const h = this.canvas.clientHeight || 600;
-    this.scale = Math.max(
-      0.05,
-      Math.min(w / Math.max(1, max[0] - min[0]), h / Math.max(1, max[1] - min[1])) * 0.9,
-    );
+    this.scale = fittedScale(min, max, this.canvas.clientWidth || 800, this.canvas.clientHeight || 600);
+  }
+
+  /**
+   * Whether the canvas is in the page and not laid out yet: what it would draw now has no size to be
+   * drawn at (its backing store is still the default), and the ResizeObserver draws it at the first
+   * layout. A canvas out of the page draws as it is asked (nothing observes it).
+   */
+  private awaitingLayout(): boolean {
+    return this.laidOut === null && this.canvas.isConnected;
   }
 
   render(state: MapState): void {
     this.state = state;
+    this.stateToDraw = true;
     if (this.follow) {
       const pose = state.poses.get(this.follow);
       if (pose) this.center = { x: pose.x, y: pose.y };
@@ -320,7 +354,17 @@ export class MapView {
     return best;
   }
 
+  /** Draws now, unless the canvas awaits its first layout (which draws it). */
   draw(): void {
+    if (this.awaitingLayout()) return;
+    this.drawNow();
+    if (this.stateToDraw && this.state) {
+      this.stateToDraw = false;
+      this.onDrawn(this.state);
+    }
+  }
+
+  private drawNow(): void {
     const { ctx, canvas } = this;
     const ratio = window.devicePixelRatio || 1;
     ctx.setTransform(1, 0, 0, 1, 0, 0);

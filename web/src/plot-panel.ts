@@ -42,7 +42,12 @@ export class PlotPanel {
   private readonly matches = el('ul', { class: 'plot-matches', 'data-testid': 'plot-matches' });
   private readonly chips = el('div', { class: 'plot-chips' });
   private readonly holder = el('div', { class: 'plot-holder' });
-  private readonly choices: FieldChoice[];
+  private readonly streams: StreamInfo[];
+  /**
+   * Every numeric field of every stream, made when first searched or added: a run of hundreds of
+   * actors has thousands, and a page opening on it draws its map first.
+   */
+  private madeChoices: FieldChoice[] | null = null;
   private readonly series: Series[] = [];
   private plot: uPlot | null = null;
   /** uPlot, loaded by the first line added: there is nothing to draw before. */
@@ -57,7 +62,18 @@ export class PlotPanel {
   constructor(runId: number, begin: number, streams: StreamInfo[]) {
     this.runId = runId;
     this.begin = begin;
-    this.choices = streams.flatMap((s) =>
+    this.streams = streams;
+    this.root.append(el('h3', {}, 'Plot'), this.search, this.matches, this.chips, this.holder);
+    this.search.addEventListener('input', () => this.listMatches());
+    this.search.addEventListener('focus', () => this.listMatches());
+    this.search.addEventListener('keydown', (e) => {
+      if (e.key === 'Enter') this.matches.querySelector('button')?.click();
+      if (e.key === 'Escape') this.matches.replaceChildren();
+    });
+  }
+
+  private get choices(): FieldChoice[] {
+    this.madeChoices ??= this.streams.flatMap((s) =>
       [...s.fields, ...s.extraFields]
         .filter((f) => NUMERIC.has(f.type))
         .map((f) => ({
@@ -68,13 +84,7 @@ export class PlotPanel {
           unit: 'unit' in f ? f.unit : undefined,
         })),
     );
-    this.root.append(el('h3', {}, 'Plot'), this.search, this.matches, this.chips, this.holder);
-    this.search.addEventListener('input', () => this.listMatches());
-    this.search.addEventListener('focus', () => this.listMatches());
-    this.search.addEventListener('keydown', (e) => {
-      if (e.key === 'Enter') this.matches.querySelector('button')?.click();
-      if (e.key === 'Escape') this.matches.replaceChildren();
-    });
+    return this.madeChoices;
   }
 
   /** Choices matching the search, the preferred actor's first, then the ego's-like order of streams. */

@@ -5,7 +5,7 @@ import {
   type LimsimMetric,
 } from '../../src/model/evaluation-scores.js';
 import type { RunEvaluation, Sample } from './api.js';
-import { el, formatNumber, formatQuantity, formatUnit } from './format.js';
+import { afterNextPaint, el, formatNumber, formatQuantity, formatUnit } from './format.js';
 
 /** LimSim's five evaluation axes, in its order. */
 export const RADAR_AXES = LIMSIM_METRICS;
@@ -151,7 +151,11 @@ export class EvaluationPanel {
       ),
       this.absent,
     );
-    this.radar.draw(evaluation.scores);
+    // The run's means until a frame's scores come, drawn after the page's first frame: the radar is
+    // not what a page opening on a moment waits for.
+    void afterNextPaint().then(() => {
+      if (!this.shown) this.radar.draw(evaluation.scores);
+    });
   }
 
   /**

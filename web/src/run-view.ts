@@ -15,7 +15,7 @@ import { CapturePanel } from './capture-panel.js';
 import { ComparePanel } from './compare-panel.js';
 import { CriteriaPanel } from './criteria-panel.js';
 import { EventList, type RunEvent } from './event-list.js';
-import { el, formatNumber, seconds } from './format.js';
+import { afterNextPaint, el, formatNumber, seconds } from './format.js';
 import { Inspector } from './inspector.js';
 import {
   KIND_COLORS,
@@ -256,6 +256,10 @@ export class RunView {
       this.scheduleBirdview();
     });
     this.map = new MapView(canvas);
+    this.map.onDrawn = (state) => {
+      this.framesDrawn++;
+      this.drawn = { t: state.t, at: performance.now() };
+    };
     const mapHolder = el(
       'div',
       { class: 'map-holder' },
@@ -338,9 +342,11 @@ export class RunView {
     this.timeline.seek(start);
     void this.inspect(); // fills the inspector when the scene arrives; nothing else waits for it
     this.render();
-    // The panels of the whole run (lights, events, comparison, criteria) arrive after the moment's actors
-    // are drawn: on an hour of traffic they are what the first frame need not wait for. The evaluation
-    // is fetched a window at a time as the cursor needs it.
+    // The panels of the whole run (lights, events, comparison, criteria) are asked for once the moment's
+    // actors are on screen: on an hour of traffic they are what the first frame need not wait for, and
+    // asking for them took time from it. The evaluation is fetched a window at a time as the cursor
+    // needs it.
+    await afterNextPaint();
     this.startEvaluation();
     await Promise.all([
       this.loadLights(),
@@ -584,6 +590,7 @@ export class RunView {
     }
     const watched = [this.egoId(), this.selected].filter((x): x is string => x !== null);
     const state: MapState = {
+      t,
       poses,
       actors: this.actors,
       selected: this.selected,
@@ -603,9 +610,7 @@ export class RunView {
       state.ghostActors = this.compare.actorsB;
       this.compare.setCursor(t);
     }
-    this.map.render(state);
-    this.framesDrawn++;
-    this.drawn = { t, at: performance.now() };
+    this.map.render(state); // drawn now, or at the map's first layout (frameDrawn)
     this.presentCount = poses.size;
     this.present.textContent = `${poses.size} actor${poses.size === 1 ? '' : 's'} present`;
     this.plots.setCursor(t);
