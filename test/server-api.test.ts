@@ -116,6 +116,29 @@ describe('HTTP API', () => {
     assert.equal((await get(`/api/runs/${synthetic}`)).body.hasRoadNetwork, false);
   });
 
+  it('describes a run with each list of fields once (fields=shared), the same detail once each stream has its list back', async () => {
+    for (const run of [laneRun, synthetic]) {
+      const full = (await get(`/api/runs/${run}`)).body;
+      const shared = await get(`/api/runs/${run}?fields=shared`);
+      assert.equal(shared.status, 200);
+      const { fieldLists, ...rest } = shared.body as {
+        fieldLists: FieldDecl[][];
+        streams: { fields: number }[];
+      };
+      const distinct = new Set(full.streams.map((s: { fields: FieldDecl[] }) => JSON.stringify(s.fields)));
+      assert.equal(fieldLists.length, distinct.size, `run ${run}: each list once`);
+      assert.ok(fieldLists.length < full.streams.length, `run ${run}: ${fieldLists.length} lists`);
+      const givenBack = {
+        ...rest,
+        streams: rest.streams.map((s) => ({ ...s, fields: fieldLists[s.fields] })),
+      };
+      assert.deepEqual(givenBack, full);
+    }
+    const refused = await get(`/api/runs/${synthetic}?fields=every`);
+    assert.equal(refused.status, 400);
+    assert.match(refused.body.error, /query parameter fields: expected shared .* got "every"/);
+  });
+
   it("speaks the command line's JSON: a run is the run itself, info is GET /runs/:id, --at is ?at=", async () => {
     const env = { SIMREC_STORE: join(dir.path, 'api.db') };
     const info = await cliJsonAsync<Record<string, unknown>>(['info', String(laneRun), '--json'], env);
@@ -889,7 +912,7 @@ describe('a server asks itself for a page of the newest run before it listens (v
     try {
       const moment = served.warmedUp.find((p) => p.startsWith(`/api/runs/${newest}/states?`));
       assert.match(moment ?? '', /moment=[1-9][\d.]*&format=columns$/, "a window past the run's begin");
-      const expected = [`/api/runs/${newest}`, moment!];
+      const expected = [`/api/runs/${newest}?fields=shared`, moment!];
       if ((await ask(`/api/runs/${newest}/roadnet`)).status === 200)
         expected.push(`/api/runs/${newest}/roadnet`);
       assert.deepEqual([...served.warmedUp].sort(), expected.sort());
@@ -916,7 +939,7 @@ describe('a server asks itself for a page of the newest run before it listens (v
       db.close();
     });
     try {
-      assert.ok(served.warmedUp.includes(`/api/runs/${newest}`), 'the detail reads no chunk');
+      assert.ok(served.warmedUp.includes(`/api/runs/${newest}?fields=shared`), 'the detail reads no chunk');
       assert.ok(!served.warmedUp.some((p) => p.includes('/states?')), served.warmedUp.join(', '));
       assert.equal((await ask('/api/health')).status, 200);
       const window = await ask(`/api/runs/${newest}/states?moment=1&format=columns`);

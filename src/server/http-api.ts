@@ -3,7 +3,7 @@ import { bodyLimit } from 'hono/body-limit';
 import { SimrecError, type ErrorCode } from '../model/errors.js';
 import { STATE_STREAM } from '../model/standard-streams.js';
 import type { StoreBackend } from '../model/store-port.js';
-import { parseFieldNames, streamId, type Sample } from '../model/stream.js';
+import { parseFieldNames, streamId, type FieldDecl, type Sample } from '../model/stream.js';
 import { describeRun, requireActor, requireRun, sceneAt, streamSamples } from '../replay/run-queries.js';
 import { ChangedRows } from '../replay/sample-changes.js';
 import { toJson } from '../model/json.js';
@@ -17,6 +17,7 @@ import { readStateWindow, stateWindowBytes, stateWindowJson, windowBounds } from
 import type {
   HealthAnswer,
   RunDetail,
+  SharedFieldsRunDetail,
   RunListEntry,
   SamplesAnswer,
   SceneAnswer,
@@ -156,6 +157,31 @@ export function json<T = unknown>(c: Context, value: T): Response {
   return jsonText(c, toJson(value, 0));
 }
 
+/**
+ * The detail with each distinct list of fields once (SharedFieldsRunDetail). Streams of one schema
+ * share their list as one object in the store's lists, which is looked up first; lists that are equal
+ * without being one object (another backend's) are found by their text.
+ */
+function withSharedFields(detail: RunDetail): SharedFieldsRunDetail {
+  const fieldLists: FieldDecl[][] = [];
+  const byList = new Map<FieldDecl[], number>();
+  const byText = new Map<string, number>();
+  const indexOf = (fields: FieldDecl[]): number => {
+    let index = byList.get(fields);
+    if (index === undefined) {
+      const text = JSON.stringify(fields);
+      index = byText.get(text);
+      if (index === undefined) {
+        index = fieldLists.push(fields) - 1;
+        byText.set(text, index);
+      }
+      byList.set(fields, index);
+    }
+    return index;
+  };
+  return { ...detail, fieldLists, streams: detail.streams.map((s) => ({ ...s, fields: indexOf(s.fields) })) };
+}
+
 /** An answer already written as JSON text, encoded once (its length and its compression from the bytes). */
 function jsonText(c: Context, text: string): Response {
   return bytesAnswer(c, Buffer.from(text, 'utf8'), { 'content-type': 'application/json' });
@@ -257,22 +283,29 @@ export function createApi(store: StoreBackend, settings: RecordingSettings = new
    * run grows), and a big run's detail (its actors and streams) was written once per viewer. Nothing
    * is kept once written: the next request reads the run as it is then.
    */
-  const detailsBeingWritten = new Map<number, Promise<string>>();
-  const writeDetail = async (run: number): Promise<string> => {
+  const detailsBeingWritten = new Map<string, Promise<string>>();
+  const writeDetail = async (run: number, sharedFields: boolean): Promise<string> => {
     const d = await describeRun(store, run);
     const detail: RunDetail = {
       ...d,
       hasRoadNetwork: d.attachments.some((a) => a.name === ROADNET_ATTACHMENT),
       evaluation: await runEvaluation(store, d.run.id, d.samples),
     };
-    return toJson(detail, 0);
+    return toJson(sharedFields ? withSharedFields(detail) : detail, 0);
   };
   api.get('/runs/:run', async (c) => {
     const run = runParam(c);
-    let detail = detailsBeingWritten.get(run);
+    const fields = c.req.query('fields');
+    if (fields !== undefined && fields !== 'shared')
+      throw new SimrecError(
+        'invalid',
+        `query parameter fields: expected shared (each list of fields once) or nothing, got ${JSON.stringify(fields)}`,
+      );
+    const key = `${run}${fields === 'shared' ? ':shared' : ''}`;
+    let detail = detailsBeingWritten.get(key);
     if (!detail) {
-      detail = writeDetail(run).finally(() => detailsBeingWritten.delete(run));
-      detailsBeingWritten.set(run, detail);
+      detail = writeDetail(run, fields === 'shared').finally(() => detailsBeingWritten.delete(key));
+      detailsBeingWritten.set(key, detail);
     }
     return jsonText(c, await detail);
   });

@@ -5,7 +5,7 @@
  */
 import type { RunEvaluation } from '../model/evaluation-scores.js';
 import type { RunSummary } from '../model/run.js';
-import type { Sample } from '../model/stream.js';
+import type { FieldDecl, Sample, StreamInfo } from '../model/stream.js';
 import type { RunDescription, Scene } from '../replay/run-queries.js';
 import type { RecordingSettingsValues } from './recording-settings.js';
 import type { WindowRequest } from './state-windows.js';
@@ -41,6 +41,16 @@ export interface RunListEntry extends RunSummary {
 export interface RunDetail extends RunDescription {
   hasRoadNetwork: boolean;
   evaluation: RunEvaluation | null;
+}
+
+/**
+ * GET /api/runs/:id?fields=shared: the detail with each distinct list of declared fields written once
+ * (`fieldLists`) and each stream's `fields` its index there. The state streams of hundreds of actors
+ * declare the same fields: written for each, they were three quarters of an hour of traffic's detail.
+ */
+export interface SharedFieldsRunDetail extends Omit<RunDetail, 'streams'> {
+  fieldLists: FieldDecl[][];
+  streams: (Omit<StreamInfo, 'fields'> & { fields: number })[];
 }
 
 /**

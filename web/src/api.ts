@@ -19,6 +19,7 @@ import type {
   SamplesAnswer,
   SceneAnswer,
   Settings,
+  SharedFieldsRunDetail,
   SqlAnswer,
 } from '../../src/server/wire-types.js';
 
@@ -110,7 +111,11 @@ async function samplePages(
 export const api = {
   health: () => get<HealthAnswer>('/health'),
   runs: () => get<RunListEntry[]>('/runs'),
-  run: (id: number) => get<RunDetail>(`/runs/${id}`),
+  /** A run's detail, its lists of fields sent once each (SharedFieldsRunDetail) and given back to each stream. */
+  run: async (id: number): Promise<RunDetail> => {
+    const { fieldLists, ...detail } = await get<SharedFieldsRunDetail>(`/runs/${id}?fields=shared`);
+    return { ...detail, streams: detail.streams.map((s) => ({ ...s, fields: fieldLists[s.fields]! })) };
+  },
   /**
    * The window holding a moment, before the page knows the run: `seconds` from its first sample (a
    * link's `t`) or `at`, microseconds since the epoch (a link's `at`).
