@@ -55,10 +55,15 @@ export const BIG_RUN_QUICK: BigRunSize = { vehicles: 30, seconds: 120 };
 export interface BigRunViewerResults {
   skipped?: string;
   size?: BigRunSize & { samples: number };
-  /** Milliseconds from a fresh page's navigation to its moment's actors drawn, at 10, 30, 50, 70, 90 %. */
-  opened?: { at: number; ms: number; actors: number }[];
+  /**
+   * Milliseconds from a fresh page's navigation to its moment's actors drawn, at 10, 30, 50, 70, 90 %,
+   * and the work each open took, which moves less with the machine's load than its time does.
+   */
+  opened?: ({ at: number; ms: number; actors: number } & OpenWork)[];
   openedMedianMs?: number;
   openedWorstMs?: number;
+  /** The work of the opens at the median, field by field. */
+  openedWorkMedian?: OpenWork;
   /** Milliseconds from the slider's input to the frame at its moment. */
   seekP50Ms?: number;
   seekP95Ms?: number;
@@ -90,6 +95,18 @@ export interface BigRunViewerResults {
   };
   /** #53's targets for the viewer on an hour of 300 vehicles (the quick run's are reported, not held). */
   targets?: TargetResult[];
+}
+
+/**
+ * What an open cost, from the page's navigation to its moment's actors drawn: the page's main thread
+ * busy (Chromium's TaskDuration), of which running script and laying out (ScriptDuration, LayoutDuration
+ * with RecalcStyleDuration), and the server's CPU time (user and system, to the clock's tick).
+ */
+export interface OpenWork {
+  pageBusyMs: number;
+  pageScriptMs: number;
+  pageLayoutMs: number;
+  serverCpuMs: number;
 }
 
 /** #53's targets, from what this section measured. */
@@ -252,6 +269,15 @@ async function serve(store: string, settings: string): Promise<{ url: string; pi
   return { url, pid: child.pid!, stop: () => child.kill('SIGTERM') };
 }
 
+/** A process's CPU time so far, user and system, in milliseconds (Linux; to the clock's tick). */
+function cpuMs(pid: number): number {
+  // Fields 14 and 15 of /proc/PID/stat, counted after the command's closing parenthesis.
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS_PER_SECOND;
+}
+/** Linux's USER_HZ, what /proc counts CPU time in. */
+const CLOCK_TICKS_PER_SECOND = 100;
+
 /** Resident memory of a process, MiB (Linux). */
 function residentMiB(pid: number): number {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
@@ -280,12 +306,38 @@ async function drawnAt(page: Page, t: number, timeoutMs = 30_000): Promise<{ at:
   return page.evaluate(() => ({ at: window.simrecView!.drawn.at, actors: window.simrecView!.presentCount }));
 }
 
-async function openAt(browser: Browser, url: string, begin: number, atSeconds: number, run = 1) {
+/**
+ * A fresh page at `atSeconds` of run `run`: when it drew that moment's actors (ms from its navigation),
+ * how many, and, given the server's process, what the open cost (OpenWork).
+ */
+async function openAt(
+  browser: Browser,
+  url: string,
+  begin: number,
+  atSeconds: number,
+  run = 1,
+  serverPid?: number,
+) {
   const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
   const page = await context.newPage();
+  const devtools = serverPid === undefined ? null : await context.newCDPSession(page);
+  await devtools?.send('Performance.enable');
+  const serverBefore = serverPid === undefined ? 0 : cpuMs(serverPid);
   await page.goto(new URL(`#/runs/${run}?t=${atSeconds.toFixed(2)}`, url).toString());
   const { at, actors } = await drawnAt(page, begin + Math.round(atSeconds * 100) * 10_000);
-  return { page, close: () => context.close(), ms: Math.round(at), actors };
+  let work: OpenWork | null = null;
+  if (devtools && serverPid !== undefined) {
+    const serverCpuMs = Math.round(cpuMs(serverPid) - serverBefore);
+    const { metrics } = await devtools.send('Performance.getMetrics');
+    const seconds = (name: string): number => metrics.find((m) => m.name === name)?.value ?? 0;
+    work = {
+      pageBusyMs: Math.round(seconds('TaskDuration') * 1000),
+      pageScriptMs: Math.round(seconds('ScriptDuration') * 1000),
+      pageLayoutMs: Math.round((seconds('LayoutDuration') + seconds('RecalcStyleDuration')) * 1000),
+      serverCpuMs,
+    };
+  }
+  return { page, close: () => context.close(), ms: Math.round(at), actors, work };
 }
 
 /** Seeks by the slider, from the page's input to the frame at the new moment. */
@@ -396,13 +448,26 @@ export async function measureBigRunViewer(scratch: string, quick: boolean): Prom
       results.opened = [];
       for (const fraction of [0.1, 0.3, 0.5, 0.7, 0.9]) {
         const at = Math.round(runSeconds * fraction);
-        const opened = await openAt(browser, server.url, begin, at);
-        results.opened.push({ at, ms: opened.ms, actors: opened.actors });
+        const opened = await openAt(browser, server.url, begin, at, 1, server.pid);
+        results.opened.push({ at, ms: opened.ms, actors: opened.actors, ...opened.work! });
         await opened.close();
       }
       const times = results.opened.map((o) => o.ms);
       results.openedMedianMs = quantile(times, 0.5);
       results.openedWorstMs = Math.max(...times);
+      const median = (key: keyof OpenWork): number =>
+        Math.round(
+          quantile(
+            results.opened!.map((o) => o[key]),
+            0.5,
+          ),
+        );
+      results.openedWorkMedian = {
+        pageBusyMs: median('pageBusyMs'),
+        pageScriptMs: median('pageScriptMs'),
+        pageLayoutMs: median('pageLayoutMs'),
+        serverCpuMs: median('serverCpuMs'),
+      };
 
       const { page, close } = await openAt(browser, server.url, begin, 0);
       const seeks: number[] = [];
@@ -474,6 +539,11 @@ export function formatBigRunViewer(r: BigRunViewerResults): string {
   return [
     `viewer on a big run (${s.seconds / 60} min of ${s.vehicles} demo vehicles, ${s.samples} samples; headless Chromium):`,
     `  a fresh page at a moment: ${r.opened!.map((o) => `${o.at} s ${o.ms} ms`).join(', ')} (median ${r.openedMedianMs} ms, worst ${r.openedWorstMs} ms; targets 500 and 1000)`,
+    ...(r.openedWorkMedian
+      ? [
+          `  an open's work at the median: the page's main thread busy ${r.openedWorkMedian.pageBusyMs} ms (script ${r.openedWorkMedian.pageScriptMs}, style and layout ${r.openedWorkMedian.pageLayoutMs}), the server's CPU ${r.openedWorkMedian.serverCpuMs} ms`,
+        ]
+      : []),
     `  seek by the slider: p50 ${r.seekP50Ms} ms, p95 ${r.seekP95Ms} ms of ${r.seeks} (target p95 300)`,
     `  playing at 10x: ${r.play!.fps} fps, ${r.play!.stalls} stalls over 100 ms, longest gap ${r.play!.longestGapMs} ms (target 30 fps, no stall)`,
     `  page heap peak ${r.pageHeapPeakMiB} MiB; server ${r.serverStartMiB} MiB after start, peak ${r.serverPeakMiB} MiB (target < 400), ${r.threeViewersServerPeakMiB} MiB with three pages playing`,
