@@ -62,6 +62,24 @@ async function openSettledAt(page: Page, seconds: number): Promise<void> {
   await page.locator('#app[data-ready="true"]').waitFor();
 }
 
+/**
+ * Run in the page: from now on, every read of the map canvas's size (`clientWidth`, `clientHeight`,
+ * each of which may lay the page out) counts in `window.sizeReads`.
+ */
+function countMapSizeReads(): void {
+  window.sizeReads = 0;
+  for (const name of ['clientWidth', 'clientHeight']) {
+    const original: any = Object.getOwnPropertyDescriptor(window.Element.prototype, name);
+    Object.defineProperty(window.HTMLCanvasElement.prototype, name, {
+      configurable: true,
+      get() {
+        if (this.classList.contains('map')) window.sizeReads++;
+        return original.get.call(this);
+      },
+    });
+  }
+}
+
 const drawnIds = (page: Page): Promise<string[]> =>
   page.evaluate(() => [...window.simrecView.map.state.poses.keys()].sort());
 
@@ -184,20 +202,7 @@ describe('the viewer on a long run', () => {
       // Once the run's panels are in: the page fits the map to them, once, by reading its size.
       await openSettledAt(page, 600);
       // Every read of the canvas's size counted from here on.
-      await page.evaluate(() => {
-        const canvas = window.simrecView.map.canvas;
-        window.sizeReads = 0;
-        for (const name of ['clientWidth', 'clientHeight']) {
-          const original: any = Object.getOwnPropertyDescriptor(window.Element.prototype, name);
-          Object.defineProperty(canvas, name, {
-            configurable: true,
-            get() {
-              window.sizeReads++;
-              return original.get.call(this);
-            },
-          });
-        }
-      });
+      await page.evaluate(countMapSizeReads);
       const before = await page.evaluate(() => window.simrecView.framesDrawn);
       await page.getByTestId('speed').selectOption('10');
       await page.getByTestId('play').click();
@@ -224,20 +229,8 @@ describe('the viewer on a long run', () => {
     // at its size at the first layout before anything was shown.
     const page = await viewer.browser.newPage({ viewport: { width: 1280, height: 800 } });
     try {
-      // From the page's first script on: every read of a canvas's size, and every frame the map draws.
-      await page.addInitScript(() => {
-        window.sizeReads = 0;
-        for (const name of ['clientWidth', 'clientHeight']) {
-          const original: any = Object.getOwnPropertyDescriptor(window.Element.prototype, name);
-          Object.defineProperty(window.HTMLCanvasElement.prototype, name, {
-            configurable: true,
-            get() {
-              if (this.classList.contains('map')) window.sizeReads++;
-              return original.get.call(this);
-            },
-          });
-        }
-      });
+      // From the page's first script on.
+      await page.addInitScript(countMapSizeReads);
       await page.goto(new URL(`#/runs/${run}?t=900`, viewer.server.url).toString());
       const first = await page.evaluate(
         () =>
