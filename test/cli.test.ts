@@ -145,7 +145,7 @@ describe('simrec command line', () => {
     assert.equal(interpolated.actors[0]!.t, run.begin + 12_340_000);
   });
 
-  it('a query loads what it needs: not the server, the recorders, the tables writer nor the evaluator', () => {
+  it("a query loads what it needs: not the server, the recorders, the tables writer, the evaluator nor other commands' modules", () => {
     // Every module the command resolves, written down by a resolve hook (node:module register).
     const log = join(dir.path, 'modules.log');
     const hooks = `import { appendFileSync } from 'node:fs';
@@ -185,6 +185,15 @@ describe('simrec command line', () => {
         '/node_modules/fast-png/',
       ])
         assert.ok(!has(heavy), `simrec ${query[0]} loaded ${heavy}`);
+      // Nor the other commands' modules: the program loads the one that defines the command named.
+      const commands = new Set(
+        loaded.filter((url) => url.includes('/cli/commands/')).map((url) => url.split('/').pop()),
+      );
+      assert.deepEqual(
+        [...commands],
+        ['query-commands.js'],
+        `simrec ${query[0]}: the command modules loaded`,
+      );
     }
   });
 

@@ -1,22 +1,8 @@
 /** The simrec command's program: its commands, and how a failure is told (main.ts checks Node.js first). */
 import { Command } from 'commander';
-import { registerBirdviewCommand } from './commands/birdview-command.js';
 import { describeFailure, stopQuietlyWhenTheReaderLeaves } from './failure.js';
 import { handleInterrupts, setKeptOnInterrupt } from './interrupt.js';
-import { registerCatalogCommands } from './commands/catalog-commands.js';
-import { registerCheckCommand } from './commands/check-command.js';
-import { registerConvertCommands } from './commands/convert-commands.js';
-import { registerDemoCommand } from './commands/demo-command.js';
-import { registerEvalCommand } from './commands/eval-command.js';
-import { registerQueryCommands } from './commands/query-commands.js';
-import { registerRecordCommand } from './commands/record-command.js';
-import { registerRoadnetCommand } from './commands/roadnet-command.js';
-import { registerServeCommand } from './commands/serve-command.js';
-import { registerSqlCommand } from './commands/sql-command.js';
-import { registerTablesCommand } from './commands/tables-command.js';
-import { registerRmCommand } from './commands/rm-command.js';
-import { registerDiffCommand } from './commands/diff-command.js';
-import { registerMovedCommands, registerStatsCommand } from './commands/stats-command.js';
+import { registerCommands } from './command-groups.js';
 
 /** Commands that change nothing unless given an output (`--out`, `--attach`, `--repair`). */
 const READERS = new Set([
@@ -61,22 +47,7 @@ const program = new Command('simrec')
   .configureOutput({ outputError: (text, write) => write(`simrec: ${text.replace(/^error: /, '')}`) })
   .exitOverride();
 
-registerQueryCommands(program);
-registerCatalogCommands(program);
-registerCheckCommand(program);
-registerDemoCommand(program);
-registerEvalCommand(program);
-registerRoadnetCommand(program);
-registerStatsCommand(program);
-registerServeCommand(program);
-registerRecordCommand(program);
-registerConvertCommands(program);
-registerBirdviewCommand(program);
-registerSqlCommand(program);
-registerTablesCommand(program);
-registerRmCommand(program);
-registerDiffCommand(program);
-registerMovedCommands(program);
+await registerCommands(program, process.argv);
 
 // An interrupted command says what it kept: by default that of its kind, or its own (interrupt.ts).
 program.hook('preAction', (_program, command) => setKeptOnInterrupt(keptWhenInterrupted(command)));
