@@ -239,6 +239,50 @@ describe('constructed differences', () => {
     assert.equal(diff.same, true, JSON.stringify(diff.firstDivergence));
   });
 
+  it('a number column is compared as sameNumber says: -0 against 0, absent against absent, within a tolerance', async () => {
+    const begin = 10_000_000;
+    const record = async (values: (number | undefined)[]): Promise<number> => {
+      const rec = await RunRecorder.begin(store, { begin });
+      await rec.declareActors([{ id: 'a', kind: 'vehicle' }]);
+      await rec.declareStreams([
+        {
+          name: 'probe',
+          actor: 'a',
+          fields: [
+            { name: 'v', type: 'f64', optional: true },
+            { name: 'never', type: 'f64', optional: true },
+          ],
+        },
+      ]);
+      for (const [i, v] of values.entries())
+        await rec.appendMany([
+          {
+            stream: 'a/probe',
+            samples: [{ t: begin + i * 100_000, step: i, ...(v === undefined ? {} : { v }) }],
+          },
+        ]);
+      return (await rec.end('completed', { end: begin + values.length * 100_000 })).id;
+    };
+    const x = await record([1, 0, undefined, 5, 7]);
+    const y = await record([1, -0, undefined, 5.25, 7]);
+    const exact = await diffRuns(store, x, y);
+    assert.deepEqual(
+      exact.divergences.map((d) => [d.field, d.offset, d.a, d.b, d.count]),
+      [['v', 0.1, 0, -0, 2]],
+      'bit for bit: -0 is not 0; absent on both sides is no difference',
+    );
+    assert.deepEqual(exact.streams.fields, [
+      { name: 'probe.never', differing: 0 },
+      { name: 'probe.v', differing: 2 },
+    ]);
+    assert.deepEqual(
+      exact.largest.map((l) => [l.field, l.difference, l.offset]),
+      [['v', 0.25, 0.3]],
+    );
+    const within = await diffRuns(store, x, y, { tolerances: { v: 0.25 } });
+    assert.equal(within.same, true, JSON.stringify(within.firstDivergence));
+  });
+
   it('an actor that leaves earlier in one run: its presence and the samples it no longer has', async () => {
     const x = await twoCars(10_000_000, 3);
     const y = await twoCars(10_000_000, 2);

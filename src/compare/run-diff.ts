@@ -1,5 +1,5 @@
 import { notFound } from '../model/errors.js';
-import type { ColumnBatch } from '../model/columns.js';
+import type { ColumnBatch, ColumnValues } from '../model/columns.js';
 import type { ActorInfo, PresenceInterval, RunInfo } from '../model/run.js';
 import type { StoreBackend } from '../model/store-port.js';
 import { fieldsOfStream, type StreamInfo } from '../model/stream.js';
@@ -13,7 +13,7 @@ import type {
   RunDiff,
   StreamSamplesDiff,
 } from './diff-types.js';
-import { distance, sameValue } from './value-compare.js';
+import { distance, sameNumber, sameValue } from './value-compare.js';
 
 /**
  * Two runs compared, stream by stream, sample by sample. Actors are matched by id, streams by id
@@ -125,13 +125,90 @@ class StreamCursor {
     return true;
   }
 
-  get t(): number {
-    return this.batch!.t[this.row]!;
+  /** The batch's columns of `fields`, in their order (undefined: a field without a column). */
+  columnsOf(fields: readonly string[]): (ColumnValues | undefined)[] {
+    return fields.map((f) => this.batch!.columns[f]);
+  }
+}
+
+/** What a field adds up to over the streams of one name (`state.x` over every actor's `state`). */
+interface FieldTotals {
+  /** Samples that differ. */
+  differing: number;
+  largest: FieldLargest | null;
+}
+
+/**
+ * A field of one stream being compared: where its divergences go. Made once a stream, so that a
+ * divergence (every sample's, when two runs part early) builds no key and looks nothing up.
+ */
+interface FieldTrack {
+  stream: StreamInfo;
+  field: string;
+  /** Its key among the first divergences: actor, stream and field. */
+  key: string;
+  first: Divergence | null;
+  /** Undefined for `t` (a sample one run's stream lacks): not a field's difference. */
+  totals: FieldTotals | undefined;
+}
+
+/** Rows of two batches at the same time from each run's start, as pairs of indices. */
+class MatchedRows {
+  a = new Int32Array(1024);
+  b = new Int32Array(1024);
+  length = 0;
+
+  clear(): void {
+    this.length = 0;
   }
 
-  value(field: string): unknown {
-    const column = this.batch!.columns[field];
-    return column === undefined ? undefined : column[this.row];
+  add(i: number, j: number): void {
+    if (this.length === this.a.length) {
+      const a = new Int32Array(this.length * 2);
+      const b = new Int32Array(this.length * 2);
+      a.set(this.a);
+      b.set(this.b);
+      this.a = a;
+      this.b = b;
+    }
+    this.a[this.length] = i;
+    this.b[this.length++] = j;
+  }
+}
+
+/**
+ * A field's values at matched rows compared (sameValue's rules), `differ` called for each pair that is
+ * not the same, in row order. Two number columns are compared as numbers without a value made for
+ * either side unless they differ.
+ */
+function compareColumns(
+  columnA: ColumnValues | undefined,
+  columnB: ColumnValues | undefined,
+  rows: MatchedRows,
+  tolerance: number | undefined,
+  differ: (i: number, j: number, a: unknown, b: unknown) => void,
+): void {
+  // A declared field neither batch has: absent in every row of both, the same.
+  if (columnA === undefined && columnB === undefined) return;
+  const { a: rowsA, b: rowsB, length } = rows;
+  if (columnA instanceof Float64Array && columnB instanceof Float64Array) {
+    for (let k = 0; k < length; k++) {
+      const i = rowsA[k]!;
+      const j = rowsB[k]!;
+      const x = columnA[i]!;
+      const y = columnB[j]!;
+      // The usual case (equal, not zero) decided here; the rest by sameNumber.
+      if ((x !== y || x === 0) && !sameNumber(x, y, tolerance)) differ(i, j, x, y);
+    }
+    return;
+  }
+  for (let k = 0; k < length; k++) {
+    const i = rowsA[k]!;
+    const j = rowsB[k]!;
+    // An absent number is NaN in its column, an absent other value undefined: equal on both sides.
+    const va = columnA?.[i];
+    const vb = columnB?.[j];
+    if (!sameValue(va, vb, tolerance)) differ(i, j, va, vb);
   }
 }
 
@@ -142,10 +219,8 @@ class DiffBuilder {
   private readonly options: DiffOptions;
   /** By `actor\0stream\0field`: the first divergence of each. */
   private readonly firsts = new Map<string, Divergence>();
-  /** By `stream name.field`: the largest difference. */
-  private readonly largest = new Map<string, FieldLargest>();
-  /** By `stream name.field`: how many samples differ (0 for a field compared and the same). */
-  private readonly differing = new Map<string, number>();
+  /** By `stream name.field`: how many samples differ (0 for a field compared and the same), the largest. */
+  private readonly totals = new Map<string, FieldTotals>();
 
   constructor(a: RunInfo, b: RunInfo, options: DiffOptions) {
     this.a = a;
@@ -204,8 +279,9 @@ class DiffBuilder {
     const onlyB = [...fieldsB].filter((f) => !fieldsA.includes(f) && wanted(f));
     if (onlyA.length || onlyB.length) this.result.streams.fieldsOnly.push({ stream: sa.id, onlyA, onlyB });
     this.result.streams.compared++;
-    for (const f of fields) this.differing.set(`${sa.name}.${f}`, this.differing.get(`${sa.name}.${f}`) ?? 0);
     const tolerances = fields.map((f) => this.tolerance(sa.name, f));
+    const tracks = fields.map((f) => this.track(sa, f, this.totalsOf(`${sa.name}.${f}`)));
+    const time = this.track(sa, 't', undefined);
     const window = (begin: number): { from?: number; to?: number } => ({
       ...(this.options.from !== undefined ? { from: begin + Math.round(this.options.from * 1e6) } : {}),
       ...(this.options.to !== undefined ? { to: begin + Math.round(this.options.to * 1e6) } : {}),
@@ -226,90 +302,95 @@ class DiffBuilder {
     const counts: StreamSamplesDiff = { stream: sa.id, matched: 0, onlyA: 0, onlyB: 0 };
     const offA = this.a.begin;
     const offB = this.b.begin;
-    let readyA = await ca.ready();
-    let readyB = await cb.ready();
-    while (readyA && readyB) {
-      const ta = ca.t - offA;
-      const tb = cb.t - offB;
-      if (ta === tb) {
-        counts.matched++;
-        for (let f = 0; f < fields.length; f++) {
-          const field = fields[f]!;
-          // An absent number is NaN in its column, an absent other value undefined: equal on both sides.
-          const va = ca.value(field);
-          const vb = cb.value(field);
-          if (!sameValue(va, vb, tolerances[f])) this.diverged(sa, field, ca.t, cb.t, va, vb);
-        }
-        ca.row++;
-        cb.row++;
-        readyA = await ca.ready();
-        readyB = await cb.ready();
-      } else if (ta < tb) {
-        this.sampleOnly('a', sa, counts, ca.t, offA);
-        ca.row++;
-        readyA = await ca.ready();
-      } else {
-        this.sampleOnly('b', sa, counts, cb.t, offB);
-        cb.row++;
-        readyB = await cb.ready();
+    // The two batches at hand are matched on time first, then compared a column at a time (a loop
+    // over one typed array per field, not every field's value looked up in each row); only the next
+    // batch of either is awaited. Each field's divergences still come in time order.
+    const rows = new MatchedRows();
+    while ((await ca.ready()) && (await cb.ready())) {
+      const timesA = ca.batch!.t;
+      const timesB = cb.batch!.t;
+      let i = ca.row;
+      let j = cb.row;
+      rows.clear();
+      while (i < timesA.length && j < timesB.length) {
+        const ta = timesA[i]! - offA;
+        const tb = timesB[j]! - offB;
+        if (ta === tb) rows.add(i++, j++);
+        else if (ta < tb) this.sampleOnly('a', time, counts, timesA[i++]!);
+        else this.sampleOnly('b', time, counts, timesB[j++]!);
+      }
+      ca.row = i;
+      cb.row = j;
+      counts.matched += rows.length;
+      const columnsA = ca.columnsOf(fields);
+      const columnsB = cb.columnsOf(fields);
+      for (let f = 0; f < fields.length; f++) {
+        const track = tracks[f]!;
+        compareColumns(columnsA[f], columnsB[f], rows, tolerances[f], (i, j, va, vb) =>
+          this.diverged(track, timesA[i]!, timesB[j]!, va, vb),
+        );
       }
     }
-    while (readyA) {
-      this.sampleOnly('a', sa, counts, ca.t, offA);
-      ca.row++;
-      readyA = await ca.ready();
-    }
-    while (readyB) {
-      this.sampleOnly('b', sa, counts, cb.t, offB);
-      cb.row++;
-      readyB = await cb.ready();
-    }
+    for (const [side, cursor] of [
+      ['a', ca],
+      ['b', cb],
+    ] as const)
+      while (await cursor.ready()) {
+        const times = cursor.batch!.t;
+        for (let i = cursor.row; i < times.length; i++) this.sampleOnly(side, time, counts, times[i]!);
+        cursor.row = times.length;
+      }
     if (counts.onlyA || counts.onlyB) this.result.streams.samples.push(counts);
   }
 
+  /** A field's totals over the streams of one name (`state.x`), made at its first stream. */
+  private totalsOf(name: string): FieldTotals {
+    let totals = this.totals.get(name);
+    if (!totals) this.totals.set(name, (totals = { differing: 0, largest: null }));
+    return totals;
+  }
+
+  private track(stream: StreamInfo, field: string, totals: FieldTotals | undefined): FieldTrack {
+    return { stream, field, key: `${stream.actor ?? ''}\0${stream.id}\0${field}`, first: null, totals };
+  }
+
   /** A sample at a time the other run's stream has none: a divergence of the field `t`. */
-  private sampleOnly(
-    side: 'a' | 'b',
-    stream: StreamInfo,
-    counts: StreamSamplesDiff,
-    t: number,
-    begin: number,
-  ): void {
-    const offset = t - begin;
+  private sampleOnly(side: 'a' | 'b', time: FieldTrack, counts: StreamSamplesDiff, t: number): void {
     if (side === 'a') {
+      const offset = t - this.a.begin;
       counts.onlyA++;
-      this.diverged(stream, 't', t, this.b.begin + offset, offset / 1e6, null);
+      this.diverged(time, t, this.b.begin + offset, offset / 1e6, null);
     } else {
+      const offset = t - this.b.begin;
       counts.onlyB++;
-      this.diverged(stream, 't', this.a.begin + offset, t, null, offset / 1e6);
+      this.diverged(time, this.a.begin + offset, t, null, offset / 1e6);
     }
   }
 
-  private diverged(stream: StreamInfo, field: string, tA: number, tB: number, a: unknown, b: unknown): void {
+  private diverged(track: FieldTrack, tA: number, tB: number, a: unknown, b: unknown): void {
     this.result.same = false;
+    const { stream, field, totals } = track;
     const actor = stream.actor;
-    const key = `${actor ?? ''}\0${stream.id}\0${field}`;
     const d = distance(a, b);
-    const largestKey = `${stream.name}.${field}`;
-    if (field !== 't') this.differing.set(largestKey, (this.differing.get(largestKey) ?? 0) + 1);
-    const known = this.largest.get(largestKey);
-    if (d !== null && (!known || d > known.difference))
-      this.largest.set(largestKey, {
-        stream: stream.name,
-        field,
-        difference: d,
-        t: tA,
-        offset: (tA - this.a.begin) / 1e6,
-        actor,
-        a: jsonable(a),
-        b: jsonable(b),
-      });
-    const first = this.firsts.get(key);
-    if (first) {
-      first.count++;
+    if (totals) {
+      totals.differing++;
+      if (d !== null && (totals.largest === null || d > totals.largest.difference))
+        totals.largest = {
+          stream: stream.name,
+          field,
+          difference: d,
+          t: tA,
+          offset: (tA - this.a.begin) / 1e6,
+          actor,
+          a: jsonable(a),
+          b: jsonable(b),
+        };
+    }
+    if (track.first) {
+      track.first.count++;
       return;
     }
-    this.firsts.set(key, {
+    track.first = {
       t: tA,
       offset: (tA - this.a.begin) / 1e6,
       tB,
@@ -320,7 +401,8 @@ class DiffBuilder {
       b: jsonable(b),
       difference: d,
       count: 1,
-    });
+    };
+    this.firsts.set(track.key, track.first);
   }
 
   /** Events as people read them: the same kind with the same actors at about the same time. */
@@ -368,12 +450,11 @@ class DiffBuilder {
     r.firstDivergence = all[0] ?? null;
     for (const d of all) if (d.actor !== null && !(d.actor in r.firstByActor)) r.firstByActor[d.actor] = d;
     r.divergences = all.slice(0, this.options.maxDivergences ?? 1000);
-    r.streams.fields = [...this.differing]
-      .sort(([x], [y]) => x.localeCompare(y))
-      .map(([name, differing]) => ({ name, differing }));
-    r.largest = [...this.largest.values()].sort(
-      (x, y) => x.stream.localeCompare(y.stream) || x.field.localeCompare(y.field),
-    );
+    const totals = [...this.totals].sort(([x], [y]) => x.localeCompare(y));
+    r.streams.fields = totals.map(([name, { differing }]) => ({ name, differing }));
+    r.largest = totals
+      .flatMap(([, { largest }]) => (largest ? [largest] : []))
+      .sort((x, y) => x.stream.localeCompare(y.stream) || x.field.localeCompare(y.field));
     const first = r.firstDivergence;
     if (first) {
       const params = new URLSearchParams({ at: String(first.t) });
