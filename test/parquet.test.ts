@@ -387,6 +387,28 @@ describe('parquet export, read by DuckDB', () => {
     const groups = await rows(db, `SELECT DISTINCT row_group_id FROM parquet_metadata(${file('state')})`);
     assert.equal(groups.length, 1);
   });
+
+  it("keeps each sample's time and step as differences from the row before: under a byte a row", async () => {
+    const columns = await rows(
+      db,
+      `SELECT path_in_schema AS name, encodings, sum(total_compressed_size) AS bytes, sum(num_values) AS n
+       FROM parquet_metadata(${file('state')}) WHERE path_in_schema IN ('t', 'step', 'x')
+       GROUP BY ALL ORDER BY name`,
+    );
+    assert.deepEqual(
+      columns.map((c) => [c.name, String(c.encodings).includes('DELTA_BINARY_PACKED')]),
+      [
+        ['step', true],
+        ['t', true],
+        ['x', false],
+      ],
+    );
+    for (const c of columns.filter((c) => c.name !== 'x'))
+      assert.ok(
+        Number(c.bytes) < Number(c.n),
+        `${String(c.name)}: ${Number(c.bytes)} bytes for ${Number(c.n)} rows`,
+      );
+  });
 });
 
 describe('simrec sql', () => {

@@ -27,19 +27,26 @@ export interface TableColumn {
   description?: string;
   /** The stream field the column holds, when its name had to change (a field named like a key column). */
   field?: string;
+  /**
+   * Stored as differences from row to row (Parquet's DELTA_BINARY_PACKED): integers that rise steadily
+   * along a stream's rows, a sample's time and step, take a few bits a row where plain encoding takes
+   * eight bytes (most of a state table's bytes, performance-history.md).
+   */
+  delta?: boolean;
 }
 
 /** The leading columns of every stream table. */
 export const KEY_COLUMNS: readonly TableColumn[] = [
-  { name: 'run', kind: 'i64', required: true, description: 'run id' },
+  { name: 'run', kind: 'i64', required: true, delta: true, description: 'run id' },
   { name: 'actor', kind: 'string', description: "the stream's actor; null for a run-level stream" },
   {
     name: 't',
     kind: 'timestamp',
     required: true,
+    delta: true,
     description: 'sample time, microseconds since the Unix epoch',
   },
-  { name: 'step', kind: 'i64', required: true, description: "the simulator's step" },
+  { name: 'step', kind: 'i64', required: true, delta: true, description: "the simulator's step" },
 ];
 
 const KEY_NAMES = new Set(KEY_COLUMNS.map((c) => c.name));

@@ -125,6 +125,7 @@ export class ParquetTableWriter {
       name: column.name,
       data: parquetValues(column.kind, this.buffers[c]!, n),
       nullable: !column.required,
+      ...(column.delta ? { encoding: 'DELTA_BINARY_PACKED' as const } : {}),
     }));
     // The file writer is synchronous: the buffers are free again when write returns (its promise type is
     // for other writers).
@@ -201,21 +202,20 @@ function parquetValues(kind: ColumnKind, buffer: Float64Array | unknown[], n: nu
     return out as ColumnData;
   }
   const values = buffer.subarray(0, n);
-  let absent = false;
-  for (let i = 0; i < n; i++)
-    if (Number.isNaN(values[i]!)) {
-      absent = true;
-      break;
-    }
+  let present = 0;
+  for (let i = 0; i < n; i++) if (!Number.isNaN(values[i]!)) present++;
+  // A field no row of the group has (a declared field the source never sends): nulls, made at once.
+  if (present === 0) return new Array<null>(n).fill(null);
+  const absent = present < n;
   switch (kind) {
     case 'f64':
-      return absent ? Array.from(values, (v) => (Number.isNaN(v) ? null : v)) : values.slice();
+      return absent ? withNulls(values, (v) => v) : values.slice();
     case 'f32':
-      return absent ? Array.from(values, (v) => (Number.isNaN(v) ? null : v)) : Float32Array.from(values);
+      return absent ? withNulls(values, (v) => v) : Float32Array.from(values);
     case 'i32':
-      return absent ? Array.from(values, (v) => (Number.isNaN(v) ? null : v)) : Int32Array.from(values);
+      return absent ? withNulls(values, (v) => v) : Int32Array.from(values);
     case 'bool':
-      return Array.from(values, (v) => (Number.isNaN(v) ? null : v === 1));
+      return withNulls(values, (v) => v === 1);
     default: {
       // i64 and timestamp: 64-bit integers, which hyparquet-writer takes as bigints.
       if (!absent) {
@@ -223,9 +223,19 @@ function parquetValues(kind: ColumnKind, buffer: Float64Array | unknown[], n: nu
         for (let i = 0; i < n; i++) out[i] = BigInt(values[i]!);
         return out;
       }
-      return Array.from(values, (v) => (Number.isNaN(v) ? null : BigInt(v)));
+      return withNulls(values, (v) => BigInt(v));
     }
   }
+}
+
+/** Numbers as an array with null where a row has none (NaN), each other converted. */
+function withNulls<T>(values: Float64Array, convert: (v: number) => T): (T | null)[] {
+  const out = new Array<T | null>(values.length);
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i]!;
+    out[i] = Number.isNaN(v) ? null : convert(v);
+  }
+  return out;
 }
 
 const TIMESTAMP: Pick<SchemaElement, 'type' | 'converted_type' | 'logical_type'> = {
