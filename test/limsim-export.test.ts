@@ -53,6 +53,13 @@ describe('the demo run as a LimSim database', () => {
     assert.deepEqual(vehicles.map((v) => v.vid).sort(), ['ego', 'veh1', 'veh2', 'veh3']);
     assert.ok(tableRows(file, 'frameINFO').every((r) => r.vid !== 'ped1'));
     assert.ok(warnings.some((w) => /1 pedestrians left out/.test(w)));
+    // In the file's own order, frame after frame as LimSim writes them (the export gathers each
+    // vehicle's rows apart and appends them in the key's order), with LimSim's tables only.
+    const stored = tableRows(file, 'frameINFO').map(
+      (r) => `${String(r.frame).padStart(6, '0')} ${String(r.vid)}`,
+    );
+    assert.deepEqual(stored, [...stored].sort());
+    assert.deepEqual([...sql.keys()].sort(), LIMSIM_TABLES.map((t) => t.name).sort());
     // The ring's lane comes from the samples; the route is the edges the vehicle drove.
     assert.equal(vehicles.find((v) => v.vid === 'veh1')!.routes, 'ring');
     const lights = tableRows(file, 'trafficLightStates');

@@ -28,6 +28,8 @@ import {
   SIGNAL_STREAM,
 } from './limsim-streams.js';
 
+/** The temporary table frameINFO's rows gather in, a vehicle at a time (exportLimSim). */
+const FRAMES_BY_VEHICLE = 'frameINFO_by_vehicle';
 export interface LimSimExportOptions {
   warn?: (message: string) => void;
   /** Samples written so far of all samples to write. */
@@ -138,11 +140,17 @@ export async function exportLimSim(
   let evaluation: LimSimExportResult['evaluation'] = 'none';
   try {
     for (const table of LIMSIM_TABLES) db.exec(createTableSql(table));
-    for (const index of LIMSIM_EXTRA_INDEXES) db.exec(index);
+    // frameINFO's rows come a vehicle at a time, but its primary key is (frame, vid): inserted so, each
+    // row lands somewhere else in the key's B-tree, which outgrows SQLite's cache on a long run (an
+    // hour of 300 vehicles took minutes). They gather in a temporary table, which has no key, and are
+    // copied over in the key's order at the end: appended frame after frame, as LimSim writes them.
+    db.pragma('temp_store = FILE');
+    db.exec(`CREATE TEMP TABLE ${FRAMES_BY_VEHICLE} AS SELECT * FROM main.frameINFO WHERE 0`);
     const insert = (table: LimSimTableName, values: Row[]): void => {
       const columns = LIMSIM_TABLES.find((t) => t.name === table)!.columns.map((c) => c.name);
+      const into = table === 'frameINFO' ? `temp.${FRAMES_BY_VEHICLE}` : table;
       const statement = db.prepare(
-        `INSERT INTO ${table} (${columns.map((c) => `"${c}"`).join(', ')}) VALUES (${columns.map(() => '?').join(', ')})`,
+        `INSERT INTO ${into} (${columns.map((c) => `"${c}"`).join(', ')}) VALUES (${columns.map(() => '?').join(', ')})`,
       );
       db.transaction(() => {
         for (const row of values) statement.run(columns.map((c) => row[c] ?? null));
@@ -162,6 +170,11 @@ export async function exportLimSim(
       insert('frameINFO', frameRows);
       insert('vehicleINFO', [vehicleRow(actor, route, warn, defaulted)]);
     }
+    db.transaction(() => {
+      db.exec(`INSERT INTO main.frameINFO SELECT * FROM temp.${FRAMES_BY_VEHICLE} ORDER BY frame, vid`);
+      db.exec(`DROP TABLE temp.${FRAMES_BY_VEHICLE}`);
+      for (const index of LIMSIM_EXTRA_INDEXES) db.exec(index);
+    })();
     if (defaulted.length)
       warn(
         `${defaulted.length} vehicles (${defaulted.slice(0, 3).join(', ')}${defaulted.length > 3 ? ', ...' : ''}) have no accel, decel or max speed: vehicleINFO gets SUMO's default vType's (${SUMO_DEFAULT_LIMITS.maxAccel}, ${SUMO_DEFAULT_LIMITS.maxDecel}, ${SUMO_DEFAULT_LIMITS.maxSpeed.toFixed(2)})`,
