@@ -123,16 +123,24 @@ describe('MCAP export for Foxglove and Lichtblick', () => {
         if (s.name === 'state')
           for await (const batch of store.readSamples({ run, stream: s.id }))
             for (const x of batch) times.add(x.t);
-      const updates: { t: number; ids: string[] }[] = [];
+      const updates: { t: number; ids: string[]; cubes: Map<string, { x: number; y: number }> }[] = [];
       for await (const m of reader.readMessages({ topics: ['/scene'] })) {
         const update = JSON.parse(decoder.decode(m.data)) as {
           deletions: { type: number }[];
-          entities: { id: string; metadata: { key: string; value: string }[] }[];
+          entities: {
+            id: string;
+            metadata: { key: string; value: string }[];
+            cubes: { pose: { position: { x: number; y: number } } }[];
+          }[];
         };
         assert.equal(update.deletions[0]?.type, 1, 'each update replaces the scene');
         // Traffic lights' heads are drawn too (test/mcap-osi.test.ts checks their colours).
         const actors = update.entities.filter((e) => !e.metadata.some((d) => d.value === 'traffic_light'));
-        updates.push({ t: Number(m.logTime / 1000n), ids: actors.map((e) => e.id).sort() });
+        updates.push({
+          t: Number(m.logTime / 1000n),
+          ids: actors.map((e) => e.id).sort(),
+          cubes: new Map(actors.map((e) => [e.id, e.cubes[0]!.pose.position])),
+        });
       }
       assert.equal(updates.length, times.size);
       assert.equal(updates.length, details.frames);
@@ -144,6 +152,12 @@ describe('MCAP export for Foxglove and Lichtblick', () => {
       for (const u of updates.filter((_u, i) => i % 37 === 0)) {
         const scene = await sceneAt(store, run, { t: u.t });
         assert.deepEqual(u.ids, scene.actors.map((a) => a.id).sort(), `frame at ${u.t}`);
+        for (const a of scene.actors)
+          assert.deepEqual(
+            [u.cubes.get(a.id)!.x, u.cubes.get(a.id)!.y],
+            [a.x, a.y],
+            `${a.id}'s cube at ${u.t}`,
+          );
       }
     } finally {
       await close();
