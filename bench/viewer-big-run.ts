@@ -6,7 +6,9 @@
  * the slider's input to the frame at its moment), playing at 10x (frames drawn a second and stalls,
  * gaps of over 100 ms between frames), the page's JavaScript heap and the server's resident memory,
  * with one page, three on the run, and two on each of two such runs (a second recorded with another
- * seed: into a store given by SIMREC_BENCH_BIG_RUN too, when it holds one run).
+ * seed: into a store given by SIMREC_BENCH_BIG_RUN too, when it holds one run). Beside the viewer, what a
+ * user does next with such runs, each command in a process of its own: `simrec eval 1`, `simrec diff 1 2`
+ * and the run's tables written as a server writes them.
  * Times are taken inside the page (performance.now()), so the polling of the benchmark adds nothing.
  */
 import { spawn, execFile } from 'node:child_process';
@@ -85,6 +87,8 @@ export interface BigRunViewerResults {
   severalRuns?: { runs: number; pages: number; serverPeakMiB: number; fps: number[]; stalls: number };
   /** `simrec eval 1` on the run, in a process of its own: its time and peak resident memory. */
   evaluation?: { seconds: number; peakMiB: number; frames: number; events: number };
+  /** `simrec diff 1 2` of the two big runs. */
+  diff?: { seconds: number; peakMiB: number; streams: number };
   /**
    * The run's tables written as a server writes them when a run ends, on its own thread and on a worker
    * thread: seconds, and the longest its thread was held meanwhile (ms).
@@ -175,14 +179,15 @@ async function recordBigRun(store: string, size: BigRunSize, seed = 1): Promise<
 }
 
 /**
- * `simrec eval 1` on the big run, as a user runs it (the evaluation stored, its tables written), in a
- * process of its own: wall time and peak resident memory.
+ * A simrec command on the big run as a user runs it, in a process of its own: its wall time, peak
+ * resident memory and what it printed. `exitCodes`: the codes that mean it worked.
  */
-async function evaluateBigRun(store: string): Promise<NonNullable<BigRunViewerResults['evaluation']>> {
+async function timedCommand(
+  args: string[],
+  exitCodes: readonly number[] = [0],
+): Promise<{ seconds: number; peakMiB: number; printed: string }> {
   const start = performance.now();
-  const child = spawn(process.execPath, [CLI, 'eval', '1', '--store', store, '--json'], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   let printed = '';
   let errors = '';
   child.stdout.on('data', (chunk: Buffer) => (printed += chunk.toString()));
@@ -200,11 +205,28 @@ async function evaluateBigRun(store: string): Promise<NonNullable<BigRunViewerRe
   const code = await new Promise<number | null>((done) => child.on('exit', done)).finally(() =>
     clearInterval(watch),
   );
-  if (code !== 0) throw new Error(`simrec eval exited (${code}): ${errors}`);
-  const seconds = Math.round((performance.now() - start) / 100) / 10;
+  if (code === null || !exitCodes.includes(code))
+    throw new Error(`simrec ${args[0]} exited (${code}): ${errors}`);
+  return { seconds: Math.round((performance.now() - start) / 100) / 10, peakMiB, printed };
+}
+
+/** `simrec eval 1` on the big run (the evaluation stored, its tables written). */
+async function evaluateBigRun(store: string): Promise<NonNullable<BigRunViewerResults['evaluation']>> {
+  const { seconds, peakMiB, printed } = await timedCommand(['eval', '1', '--store', store, '--json']);
   // One run's summary, as `simrec eval RUN --json` prints it.
   const summary = JSON.parse(printed) as { frames: number; events: unknown[] };
   return { seconds, peakMiB, frames: summary.frames, events: summary.events.length };
+}
+
+/** `simrec diff 1 2`: the two big runs (other seeds) compared, every sample of both read. */
+async function diffBigRuns(store: string): Promise<NonNullable<BigRunViewerResults['diff']>> {
+  // Exit 1: the runs differ, as runs of two seeds do.
+  const { seconds, peakMiB, printed } = await timedCommand(
+    ['diff', '1', '2', '--store', store, '--json'],
+    [0, 1],
+  );
+  const diff = JSON.parse(printed) as { streams: { compared: number } };
+  return { seconds, peakMiB, streams: diff.streams.compared };
 }
 
 /**
@@ -434,10 +456,11 @@ export async function measureBigRunViewer(scratch: string, quick: boolean): Prom
   // A second big run, for several viewers on several runs (recorded into a given store that holds one).
   if ((await runCount(store)) < 2) await recordBigRun(store, size, 2);
   const evaluation = await evaluateBigRun(store);
+  const diff = await diffBigRuns(store);
   const tablesWrite = await tablesWritePauses(store, dir);
   const server = await serve(store, join(dir, 'settings.json'));
   const browser = await launchChromium();
-  const results: BigRunViewerResults = { evaluation, tablesWrite };
+  const results: BigRunViewerResults = { evaluation, diff, tablesWrite };
   try {
     const detail = (await (await fetch(new URL('api/runs/1', server.url))).json()) as RunTimes;
     const { begin, end } = detail.timeRange;
@@ -560,6 +583,11 @@ export function formatBigRunViewer(r: BigRunViewerResults): string {
     ...(r.evaluation
       ? [
           `  simrec eval 1 on it: ${r.evaluation.seconds} s, peak ${r.evaluation.peakMiB} MiB (${r.evaluation.frames} frames, ${r.evaluation.events} events)`,
+        ]
+      : []),
+    ...(r.diff
+      ? [
+          `  simrec diff 1 2 (the two big runs, ${r.diff.streams} streams compared): ${r.diff.seconds} s, peak ${r.diff.peakMiB} MiB`,
         ]
       : []),
     `  targets met: ${r.targets!.filter((t) => t.met).length} of ${r.targets!.length}${

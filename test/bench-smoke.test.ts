@@ -87,6 +87,7 @@ it('npm run bench -- --quick runs every workload and writes a results file', () 
         pageHeapPeakMiB: number;
         targets: { id: string }[];
         evaluation: { seconds: number; peakMiB: number; frames: number };
+        diff: { seconds: number; peakMiB: number; streams: number };
         tablesWrite: { onThread: { seconds: number }; onWorker: { seconds: number } };
       };
     };
@@ -98,6 +99,10 @@ it('npm run bench -- --quick runs every workload and writes a results file', () 
     assert.ok(
       bigRun.evaluation.frames > 0 && bigRun.evaluation.peakMiB > 0,
       'simrec eval on the big run, its time and peak memory',
+    );
+    assert.ok(
+      bigRun.diff.streams > 0 && bigRun.diff.seconds > 0 && bigRun.diff.peakMiB > 0,
+      'simrec diff of the two big runs, its time and peak memory',
     );
     assert.ok(
       bigRun.tablesWrite.onThread.seconds > 0 && bigRun.tablesWrite.onWorker.seconds > 0,
