@@ -30,6 +30,7 @@ import {
 
 /** The temporary table frameINFO's rows gather in, a vehicle at a time (exportLimSim). */
 const FRAMES_BY_VEHICLE = 'frameINFO_by_vehicle';
+
 export interface LimSimExportOptions {
   warn?: (message: string) => void;
   /** Samples written so far of all samples to write. */
@@ -141,9 +142,10 @@ export async function exportLimSim(
   try {
     for (const table of LIMSIM_TABLES) db.exec(createTableSql(table));
     // frameINFO's rows come a vehicle at a time, but its primary key is (frame, vid): inserted so, each
-    // row lands somewhere else in the key's B-tree, which outgrows SQLite's cache on a long run (an
-    // hour of 300 vehicles took minutes). They gather in a temporary table, which has no key, and are
-    // copied over in the key's order at the end: appended frame after frame, as LimSim writes them.
+    // row lands somewhere else in the key's B-tree, which outgrows SQLite's cache on a long run
+    // (performance-history.md, "A big run's exports"). They gather in a temporary table, which has no
+    // key, and are copied over in the key's order at the end: appended frame after frame, as LimSim
+    // writes them.
     db.pragma('temp_store = FILE');
     db.exec(`CREATE TEMP TABLE ${FRAMES_BY_VEHICLE} AS SELECT * FROM main.frameINFO WHERE 0`);
     const insert = (table: LimSimTableName, values: Row[]): void => {
