@@ -23,6 +23,8 @@ export class ActorTrack {
   readonly stream: StreamInfo;
   readonly length: number;
   readonly width: number;
+  /** Half the footprint's diagonal (m): how far from its centre the footprint reaches. */
+  readonly reach: number;
   readonly t: number[] = [];
   readonly step: number[] = [];
   readonly x: number[] = [];
@@ -33,6 +35,8 @@ export class ActorTrack {
   readonly lane: (string | null)[] = [];
   readonly lanePos: (number | null)[] = [];
   private cursor = -1;
+  /** The last presence interval begun by the time indexAt was last asked, -1 before the first. */
+  private presenceCursor = -1;
 
   constructor(actor: ActorInfo, stream: StreamInfo) {
     this.actor = actor;
@@ -40,6 +44,7 @@ export class ActorTrack {
     const fallback = DEFAULT_EXTENTS[actor.kind] ?? VEHICLE_EXTENTS;
     this.length = actor.extents?.length || fallback.length;
     this.width = actor.extents?.width || fallback.width;
+    this.reach = Math.hypot(this.length, this.width) / 2;
   }
 
   /**
@@ -57,8 +62,12 @@ export class ActorTrack {
     if (this.cursor < 0) return -1;
     const presence = this.actor.presence;
     if (presence?.length) {
-      const stretch = presenceAt(presence, t);
-      if (!stretch || this.t[this.cursor]! < stretch.from) return -1;
+      // presenceAt's answer, found by a cursor: the times asked only grow.
+      while (this.presenceCursor + 1 < presence.length && presence[this.presenceCursor + 1]!.from <= t)
+        this.presenceCursor++;
+      const stretch = this.presenceCursor >= 0 ? presence[this.presenceCursor]! : undefined;
+      if (!stretch || (stretch.to !== null && t >= stretch.to) || this.t[this.cursor]! < stretch.from)
+        return -1;
       if (stretch.to !== null) return this.cursor;
     }
     return t - this.t[this.cursor]! > maxAge ? -1 : this.cursor;
@@ -66,6 +75,7 @@ export class ActorTrack {
 
   rewind(): void {
     this.cursor = -1;
+    this.presenceCursor = -1;
   }
 
   /**

@@ -98,11 +98,15 @@ export async function evaluateRun(
     // The scored actor's own step (a LimSim frame, a SUMO step), so metrics line up with its data.
     const sample: Sample = { t, step: ego.step[i]! };
     const accel = kinematics.frame(i, sample);
+    const present: Present[] = [{ track: ego, k: i }];
     const others: Present[] = [];
     for (const track of tracks) {
       if (track === ego) continue;
       const k = track.indexAt(t, MAX_AGE);
-      if (k >= 0) others.push({ track, k });
+      if (k < 0) continue;
+      const other = { track, k };
+      present.push(other);
+      others.push(other);
     }
     const frame = {
       ego,
@@ -114,7 +118,7 @@ export async function evaluateRun(
       speed: ego.speed[i]!,
       accel,
       others,
-      present: [{ track: ego, k: i }, ...others],
+      present,
       position: road ? positionOnRoad(road, ego, i) : undefined,
       sample,
     };

@@ -22,11 +22,15 @@ export class BlockedActors implements Detector {
 
   frame({ t, present }: Frame): void {
     const { road, signals } = this;
-    const queued = queuedBehindStoppedLeader(present);
-    for (const { track, k } of present) {
+    // The only ones that can be blocked, or queued: looked at once, they are few of a dense run's actors.
+    const stopped: Present[] = [];
+    for (const actor of present)
+      if (actor.track.speed[actor.k]! < STOPPED && actor.track.actor.kind !== 'pedestrian')
+        stopped.push(actor);
+    const queued = queuedBehindStoppedLeader(stopped);
+    for (const { track, k } of stopped) {
       // A prop standing still is where it belongs, not blocked.
-      if (track.actor.kind === 'pedestrian' || track.actor.kind === 'static' || track.speed[k]! >= STOPPED)
-        continue;
+      if (track.actor.kind === 'static') continue;
       // A queue is one event, at its head: the vehicles behind wait for it, not for the road.
       if (queued.has(track)) continue;
       const lane = track.lane[k] ?? (road ? road.index.locate(track.x[k]!, track.y[k]!)?.lane.id : undefined);
@@ -55,23 +59,22 @@ export class BlockedActors implements Detector {
 /** How far behind a stopped vehicle (front to front, m) another stopped one on its lane is in its queue. */
 const QUEUE_SPACING = 15;
 
-/** The stopped vehicles that wait behind another stopped vehicle on the same lane. */
-function queuedBehindStoppedLeader(present: Present[]): Set<ActorTrack> {
+/** Of the stopped actors (no pedestrian), those that wait behind another stopped one on the same lane. */
+function queuedBehindStoppedLeader(stopped: Present[]): Set<ActorTrack> {
   const stoppedByLane = new Map<string, { track: ActorTrack; pos: number }[]>();
-  for (const { track, k } of present) {
+  for (const { track, k } of stopped) {
     const lane = track.lane[k];
     const pos = track.lanePos[k];
-    if (track.actor.kind === 'pedestrian' || track.speed[k]! >= STOPPED || lane == null || pos == null)
-      continue;
-    const stopped = stoppedByLane.get(lane);
-    if (stopped) stopped.push({ track, pos });
+    if (lane == null || pos == null) continue;
+    const onLane = stoppedByLane.get(lane);
+    if (onLane) onLane.push({ track, pos });
     else stoppedByLane.set(lane, [{ track, pos }]);
   }
   const queued = new Set<ActorTrack>();
-  for (const stopped of stoppedByLane.values()) {
-    stopped.sort((a, b) => b.pos - a.pos);
-    for (let n = 1; n < stopped.length; n++)
-      if (stopped[n - 1]!.pos - stopped[n]!.pos <= QUEUE_SPACING) queued.add(stopped[n]!.track);
+  for (const onLane of stoppedByLane.values()) {
+    onLane.sort((a, b) => b.pos - a.pos);
+    for (let n = 1; n < onLane.length; n++)
+      if (onLane[n - 1]!.pos - onLane[n]!.pos <= QUEUE_SPACING) queued.add(onLane[n]!.track);
   }
   return queued;
 }
