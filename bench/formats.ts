@@ -106,7 +106,7 @@ async function measureMcap(scratch: string, quick: boolean): Promise<McapRates> 
 
 export interface FormatResults {
   mcap?: McapRates;
-  /** Peak memory of MCAP and LimSim exports of the benchmark's traffic at two run lengths. */
+  /** Peak memory of MCAP, LimSim and CARLA exports of the benchmark's traffic at two run lengths. */
   exportMemory?: ExportMemory[];
   limsim?: LimSimRates;
   roadnet: { bytes: number; lanes: number; medianMs: number; mbPerSecond: number };
@@ -233,8 +233,17 @@ export function writeDataset(root: string, captures: number): void {
   }
 }
 
+/** The exports whose memory is measured, and the file each writes. */
+const EXPORT_FILES = { mcap: 'out.mcap', limsim: 'out.db', carla: 'out.log' } as const;
+type ExportFormat = keyof typeof EXPORT_FILES;
+const EXPORT_NAMES: Record<ExportFormat, string> = {
+  mcap: 'MCAP',
+  limsim: 'LimSim',
+  carla: 'CARLA recorder',
+};
+
 export interface ExportMemory {
-  format: 'mcap' | 'limsim';
+  format: ExportFormat;
   actorStates: number;
   seconds: number;
   peakRssMiB: number;
@@ -253,7 +262,7 @@ function measureExportMemory(scratch: string, quick: boolean): Promise<ExportMem
       mkdirSync(dir, { recursive: true });
       const size: BenchSize = { actors: 100, steps, hz: 100 };
       await simrecPeer.record({ dir, frames: new TrafficGenerator(size), commitEverySteps: 100 });
-      for (const format of ['mcap', 'limsim'] as const) {
+      for (const format of Object.keys(EXPORT_FILES) as ExportFormat[]) {
         const result = execFileSync(
           process.execPath,
           [fileURLToPath(import.meta.url), 'export', dir, format, String(size.actors * steps)],
@@ -267,11 +276,11 @@ function measureExportMemory(scratch: string, quick: boolean): Promise<ExportMem
   })();
 }
 
-async function exportChild(dir: string, format: 'mcap' | 'limsim', actorStates: number): Promise<void> {
+async function exportChild(dir: string, format: ExportFormat, actorStates: number): Promise<void> {
   const store = await openStore(join(dir, 'bench.simrec.db'));
   const [run] = await store.listRuns();
   const start = performance.now();
-  await exportRecording(store, format, [run!.id], join(dir, format === 'mcap' ? 'out.mcap' : 'out.db'));
+  await exportRecording(store, format, [run!.id], join(dir, EXPORT_FILES[format]));
   const seconds = (performance.now() - start) / 1000;
   await store.close();
   const result: ExportMemory = {
@@ -350,7 +359,7 @@ export function formatFormats(f: FormatResults): string {
       : '',
     ...(f.exportMemory ?? []).map(
       (e) =>
-        `  ${e.format === 'mcap' ? 'MCAP' : 'LimSim'} export of ${e.actorStates} actor-states (100 actors at 100 Hz): ${e.seconds} s, peak ${e.peakRssMiB} MiB`,
+        `  ${EXPORT_NAMES[e.format]} export of ${e.actorStates} actor-states (100 actors at 100 Hz): ${e.seconds} s, peak ${e.peakRssMiB} MiB`,
     ),
     f.mcap
       ? `  MCAP export of a ${f.mcap.frames}-frame demo run: ${f.mcap.framesPerSecond} frames/s (${f.mcap.messages} messages); file ${(f.mcap.mcapBytes / 1e6).toFixed(2)} MB = ${f.mcap.sizeRatio}x the run in simrec's store (${(f.mcap.storeBytes / 1e6).toFixed(2)} MB; as LimSim's database ${(f.mcap.limsimBytes / 1e6).toFixed(2)} MB); with --osi ${f.mcap.osiFramesPerSecond} frames/s, ${(f.mcap.osiBytes / 1e6).toFixed(2)} MB`
@@ -363,4 +372,4 @@ export function formatFormats(f: FormatResults): string {
 
 if (process.argv[2] === 'perception') await perceptionChild(process.argv[3]!, Number(process.argv[4]));
 if (process.argv[2] === 'export')
-  await exportChild(process.argv[3]!, process.argv[4] as 'mcap' | 'limsim', Number(process.argv[5]));
+  await exportChild(process.argv[3]!, process.argv[4] as ExportFormat, Number(process.argv[5]));

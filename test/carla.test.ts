@@ -13,11 +13,13 @@ import { after, before, describe, it } from 'node:test';
 import { Bytes, ByteWriter } from '../src/formats/carla/carla-bytes.js';
 import { RECORD_CODECS } from '../src/formats/carla/carla-records.js';
 import { PACKET } from '../src/formats/carla/carla-layout.js';
+import { exportCarla } from '../src/formats/carla/write-carla.js';
 import type { ActorInfo } from '../src/model/run.js';
 import type { StoreBackend } from '../src/model/store-port.js';
 import type { Sample } from '../src/model/stream.js';
 import { importRecording } from '../src/record/import-run.js';
 import { exportRecording } from '../src/replay/export-run.js';
+import { storeRunSource } from '../src/replay/run-source.js';
 import { openStore } from '../src/store/open-store.js';
 import { REPO_ROOT, tempDir } from './helpers/paths.js';
 import { cliJson, runCli } from './helpers/run-cli.js';
@@ -857,6 +859,22 @@ describe('writing CARLA recordings', () => {
     for (const kind of ['ego', 'vehicle', 'pedestrian'])
       assert.equal(count(back, kind), count(actors, kind), kind);
     assert.equal(count(back, 'traffic_light'), lights.length);
+  });
+
+  it('a run from elsewhere is written a window of each stream at a time: the same bytes whatever the window', async () => {
+    const { recordDemoRun } = await import('../src/demo/demo-run.js');
+    const demo = await recordDemoRun(store, { duration: 8, vehicles: 6, pedestrians: 2, seed: 5 });
+    const source = await storeRunSource(store, demo.run.id);
+    const write = async (name: string, windowSamples: number): Promise<Buffer> => {
+      const path = join(tmp.path, name);
+      await exportCarla(source, path, { windowSamples });
+      return readFileSync(path);
+    };
+    // 16 samples a stream (the least): each actor's state read in several windows; against each whole.
+    const windowed = await write('windowed.log', 1);
+    const whole = await write('whole.log', Number.MAX_SAFE_INTEGER);
+    assert.ok(windowed.length > 50_000, `${windowed.length} bytes`);
+    assert.ok(windowed.equals(whole), 'the same file');
   });
 
   it("--blueprints-from: the blueprints' numbers from a recording of the CARLA that will replay the file", async () => {

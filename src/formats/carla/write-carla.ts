@@ -4,6 +4,7 @@ import type { JsonObject } from '../../model/json.js';
 import type { RoadNetwork } from '../../model/roadnet.js';
 import { presenceAt, type ActorInfo, type PresenceInterval } from '../../model/run.js';
 import type { RunSource } from '../../model/run-ports.js';
+import { StreamWalk } from '../../model/sample-series.js';
 import type { Sample, StreamInfo } from '../../model/stream.js';
 import { readRoadNetwork } from '../../roadnet/roadnet-attachment.js';
 import { signalHeads } from '../../roadnet/signal-heads.js';
@@ -24,6 +25,11 @@ export interface CarlaExportOptions {
   blueprintsFrom?: string;
   /** Keeps a file beside the output (ScenarioRunner's criteria: `_criteria.json`). */
   beside?: (name: string, data: Uint8Array) => void;
+  /**
+   * Samples held at once of all the streams a run from elsewhere is written from (their times apart):
+   * memory does not grow with the run's length or width. Tests make it small.
+   */
+  windowSamples?: number;
 }
 
 export interface CarlaExportResult {
@@ -297,22 +303,6 @@ interface OutActor {
   head?: { light: string; linkIndex: number; x: number; y: number; z: number; yaw: number };
 }
 
-/** The latest sample at or before t of a stream read forward. */
-class Holder {
-  private readonly cursor: Cursor;
-  current: Sample | undefined;
-  constructor(source: RunSource, stream: string) {
-    this.cursor = new Cursor(source, stream);
-  }
-  async at(t: number): Promise<Sample | undefined> {
-    for (let s = await this.cursor.peek(); s && s.t <= t; s = await this.cursor.peek()) {
-      this.current = s;
-      await this.cursor.next();
-    }
-    return this.current;
-  }
-}
-
 const num = (v: unknown, fallback = 0): number =>
   typeof v === 'number' && Number.isFinite(v) ? v : fallback;
 
@@ -390,13 +380,24 @@ async function writeConverted(
     );
   out.sort((a, b) => a.carlaId - b.carlaId);
 
+  // Every stream a frame holds the latest sample of, walked forward in time a window at a time (a
+  // batch of sample objects held for each at once took memory in proportion to the run's width).
+  const held = [
+    ...new Set(
+      out.flatMap((o) =>
+        o.head
+          ? [byId.get(`${o.head.light}/signal`)]
+          : [o.state, o.type === ACTOR_TYPE.Vehicle ? o.control : undefined, o.lights],
+      ),
+    ),
+  ].filter((stream): stream is StreamInfo => stream !== undefined && stream.samples > 0);
+  const { walk, series } = await StreamWalk.over(source, held, options.windowSamples);
+  const hold = (stream: StreamInfo | undefined, t: number): Sample | undefined =>
+    stream ? series.get(stream.id)?.latestAt(t) : undefined;
+
   // Frames: every time an actor has a pose.
   const times = new Set<number>();
-  for (const o of out) {
-    if (!o.state) continue;
-    const batch = await source.columnsJoined(o.state.id, { fields: [], transient: true });
-    for (const t of batch.t) times.add(t);
-  }
+  for (const o of out) if (o.state) for (const t of series.get(o.state.id)!.times) times.add(t);
   const frames = [...times].sort((a, b) => a - b);
   const t0 = frames[0] ?? run.begin;
   const header: CarlaHeader = {
@@ -408,13 +409,6 @@ async function writeConverted(
   const bytes = file.out;
   writeHeader(bytes, header);
 
-  const holders = new Map<string, Holder>();
-  const hold = (stream: StreamInfo | undefined, t: number): Promise<Sample | undefined> => {
-    if (!stream) return Promise.resolve(undefined);
-    let h = holders.get(stream.id);
-    if (!h) holders.set(stream.id, (h = new Holder(source, stream.id)));
-    return h.at(t);
-  };
   const collisions = byId.get('events') ? await collisionsOf(source, out) : [];
   let collisionId = 0;
   const lastState = new Map<string, { char: string; since: number }>();
@@ -425,6 +419,7 @@ async function writeConverted(
     const elapsed = (t - t0) / 1e6;
     const duration = k + 1 < frames.length ? (frames[k + 1]! - t0) / 1e6 - elapsed : -1;
     const where = `run ${run.id} at ${elapsed} s`;
+    await walk.advanceTo(t);
     const added: OutActor[] = [];
     const removed: OutActor[] = [];
     const poses = new Map<OutActor, Sample>();
@@ -436,7 +431,7 @@ async function writeConverted(
         o.present = alive;
         continue;
       }
-      const s = await hold(o.state, t);
+      const s = hold(o.state, t);
       const alive = s !== undefined && aliveAt(o, s, t);
       if (alive) poses.set(o, s);
       if (alive && !o.present) added.push(o);
@@ -500,7 +495,7 @@ async function writeConverted(
     const heads = out.filter((o) => o.head && o.present);
     const lightRecords: Fields[] = [];
     for (const o of heads) {
-      const signal = await hold(byId.get(`${o.head!.light}/signal`), t);
+      const signal = hold(byId.get(`${o.head!.light}/signal`), t);
       const char = String(signal?.state ?? 'O')[o.head!.linkIndex] ?? 'O';
       const key = `${o.head!.light}:${o.head!.linkIndex}`;
       const last = lastState.get(key);
@@ -515,7 +510,7 @@ async function writeConverted(
       heads.forEach((o, i) => rec[PACKET.State]!.encode(bytes, o.carlaId, lightRecords[i]!, where));
     });
     const vehicles = moving.filter((o) => o.type === ACTOR_TYPE.Vehicle);
-    const controls = await Promise.all(vehicles.map((o) => hold(o.control, t)));
+    const controls = vehicles.map((o) => hold(o.control, t));
     packet(bytes, PACKET.AnimVehicle, vehicles.length, () => {
       vehicles.forEach((o, i) =>
         rec[PACKET.AnimVehicle]!.encode(bytes, o.carlaId, controls[i] ? payload(controls[i]) : {}, where),
@@ -526,7 +521,7 @@ async function writeConverted(
       for (const o of walkers)
         rec[PACKET.AnimWalker]!.encode(bytes, o.carlaId, { speed: Math.abs(speedOf(poses.get(o)!)) }, where);
     });
-    const lights = await Promise.all(vehicles.map((o) => hold(o.lights, t)));
+    const lights = vehicles.map((o) => hold(o.lights, t));
     packet(bytes, PACKET.VehicleLight, vehicles.length, () => {
       vehicles.forEach((o, i) => {
         const state = lights[i]
