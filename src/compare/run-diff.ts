@@ -1,3 +1,4 @@
+import { EventLoopTurns } from '../model/event-loop-turns.js';
 import { notFound } from '../model/errors.js';
 import type { ColumnBatch, ColumnValues } from '../model/columns.js';
 import type { ActorInfo, PresenceInterval, RunInfo } from '../model/run.js';
@@ -57,6 +58,7 @@ export async function diffRuns(
   runB: number,
   options: DiffOptions = {},
 ): Promise<RunDiff> {
+  options.signal?.throwIfAborted();
   const [a, b] = await Promise.all([runOf(store, runA), runOf(store, runB)]);
   const [actorsA, actorsB, streamsA, streamsB] = await Promise.all([
     store.listActors(runA),
@@ -88,6 +90,7 @@ export async function diffRuns(
   }
   diff.result.streams.onlyB.push(...byIdB.keys());
   for (const [sa, sb] of compared) {
+    await diff.turns.take();
     options.signal?.throwIfAborted();
     if (sa.name === EVENTS && sa.actor === null) await diff.compareEvents(store, sa, sb);
     else await diff.compareStream(store, sa, sb);
@@ -221,6 +224,8 @@ class DiffBuilder {
   private readonly firsts = new Map<string, Divergence>();
   /** By `stream name.field`: how many samples differ (0 for a field compared and the same), the largest. */
   private readonly totals = new Map<string, FieldTotals>();
+  /** A server's other requests are answered while two long runs are compared. */
+  readonly turns = new EventLoopTurns();
 
   constructor(a: RunInfo, b: RunInfo, options: DiffOptions) {
     this.a = a;
@@ -307,6 +312,8 @@ class DiffBuilder {
     // batch of either is awaited. Each field's divergences still come in time order.
     const rows = new MatchedRows();
     while ((await ca.ready()) && (await cb.ready())) {
+      await this.turns.take();
+      this.options.signal?.throwIfAborted();
       const timesA = ca.batch!.t;
       const timesB = cb.batch!.t;
       let i = ca.row;

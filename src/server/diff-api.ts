@@ -1,5 +1,5 @@
 import { Hono, type Context } from 'hono';
-import { invalid } from '../model/errors.js';
+import { invalid, SimrecError } from '../model/errors.js';
 import type { StoreBackend } from '../model/store-port.js';
 import { diffRuns, type DiffOptions } from '../compare/run-diff.js';
 import { answerError, json } from './http-api.js';
@@ -7,13 +7,27 @@ import { answerError, json } from './http-api.js';
 /**
  * `GET /api/diff?a=1&b=2[&actors=][&streams=][&fields=][&from=][&to=][&tolerance=x=0.01,*=1e-9]`: two
  * runs compared as `simrec diff` compares them (compare/run-diff.ts), for the viewer's comparison.
- * Comparisons run one at a time: each reads both runs through.
+ * Comparisons run one at a time: each reads both runs through, seconds for runs of an hour. Meanwhile
+ * the server answers its other requests (the comparison gives its thread up between slices of work);
+ * a comparison whose asker has gone is stopped, or never started; past `maxWaiting` comparisons
+ * waiting their turn, another is refused (503, Retry-After).
  */
-export function createDiffApi(store: StoreBackend): Hono {
+export function createDiffApi(store: StoreBackend, maxWaiting = MAX_WAITING): Hono {
   const api = new Hono();
   api.onError(answerError);
   let queue: Promise<unknown> = Promise.resolve();
+  /** Comparisons asked and not answered, the one running included. */
+  let asked = 0;
   api.get('/', async (c) => {
+    if (asked > maxWaiting)
+      return c.json(
+        {
+          error: `${asked} comparisons are running or waiting (each reads two runs through); ask again later`,
+          code: 'busy',
+        },
+        503,
+        { 'Retry-After': '10' },
+      );
     const options: DiffOptions = { maxDivergences: 1000 };
     const names = (key: string): string[] | undefined =>
       c.req
@@ -44,14 +58,28 @@ export function createDiffApi(store: StoreBackend): Hono {
       }
       options.tolerances = tolerances;
     }
-    const ask = () => diffRuns(store, run(c, 'a'), run(c, 'b'), options);
-    const answer = queue.then(ask, ask);
+    // The asker gone (the connection closed), the comparison stops at its next slice of work.
+    options.signal = c.req.raw.signal;
+    const a = run(c, 'a');
+    const b = run(c, 'b');
+    const ask = () => diffRuns(store, a, b, options);
+    asked++;
+    const answer = queue.then(ask, ask).finally(() => asked--);
     // The queue only keeps the questions in turn: a failure reaches its asker through `answer`.
     queue = answer.catch(() => undefined);
-    return json(c, await answer);
+    try {
+      return json(c, await answer);
+    } catch (error) {
+      if (options.signal.aborted)
+        throw new SimrecError('invalid', `runs ${a} and ${b} compared: the client gave it up`);
+      throw error;
+    }
   });
   return api;
 }
+
+/** Comparisons waiting behind the one running before another is refused. */
+const MAX_WAITING = 4;
 
 function run(c: Context, key: string): number {
   const raw = c.req.query(key) ?? '';
