@@ -6,6 +6,7 @@ import type { StoreBackend } from '../model/store-port.js';
 import { parseFieldNames, streamId, type FieldDecl, type Sample } from '../model/stream.js';
 import { describeRun, requireActor, requireRun, sceneAt, streamSamples } from '../replay/run-queries.js';
 import { ChangedRows } from '../replay/sample-changes.js';
+import { EventLoopTurns } from '../model/event-loop-turns.js';
 import { toJson } from '../model/json.js';
 import { wholeAnswer } from './answer-compression.js';
 import { BirdviewCache } from './birdview-images.js';
@@ -51,7 +52,10 @@ async function samplePage(
   what: string,
 ): Promise<{ samples: Sample[]; next: number | null }> {
   const samples: Sample[] = [];
+  // A page of a long run takes a while to read: other requests are answered between its batches.
+  const turns = new EventLoopTurns();
   for await (const batch of batches) {
+    await turns.take();
     for (const sample of batch) samples.push(sample);
     if (samples.length > limit) break;
   }
@@ -66,6 +70,54 @@ async function samplePage(
     );
   samples.length = end;
   return { samples, next };
+}
+
+/** Samples made into JSON at once; a longer page is written a slice of this many at a time. */
+const SAMPLES_SLICE = 2_000;
+
+/**
+ * A page of samples as JSON: the same text as `json` gives, but a long page is written a slice of
+ * samples at a time, the event loop given a turn between slices. Made into one JSON text, a page of
+ * 100,000 samples held the server's thread for most of a second, every other viewer's request waiting.
+ * Such a page goes as a stream (compressed as one, on libuv's threads).
+ */
+function samplesAnswer<T extends { samples: Sample[] }>(c: Context, answer: T): Response {
+  const { samples } = answer;
+  if (samples.length <= SAMPLES_SLICE) return json(c, answer);
+  const encoder = new TextEncoder();
+  async function* pieces(): AsyncGenerator<string> {
+    const turns = new EventLoopTurns();
+    let opened = false;
+    for (const [key, value] of Object.entries(answer)) {
+      if (value === undefined) continue;
+      const head = `${opened ? ',' : '{'}${JSON.stringify(key)}:`;
+      opened = true;
+      if (value !== samples) {
+        yield head + toJson(value, 0);
+        continue;
+      }
+      yield `${head}[`;
+      for (let i = 0; i < samples.length; i += SAMPLES_SLICE) {
+        await turns.take();
+        const slice = toJson(samples.slice(i, i + SAMPLES_SLICE), 0);
+        yield (i === 0 ? '' : ',') + slice.slice(1, -1);
+      }
+      yield ']';
+    }
+    yield '}';
+  }
+  const text = pieces();
+  const body = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      const next = await text.next();
+      if (next.done) controller.close();
+      else controller.enqueue(encoder.encode(next.value));
+    },
+    async cancel() {
+      await text.return(undefined);
+    },
+  });
+  return c.body(body, 200, { 'content-type': 'application/json' });
 }
 
 function limitParam(c: Context): number {
@@ -378,7 +430,7 @@ export function createApi(store: StoreBackend, settings: RecordingSettings = new
       limit,
       `trajectory of ${actor}`,
     );
-    return json<TrajectoryAnswer>(c, { actor, ...page });
+    return samplesAnswer<TrajectoryAnswer>(c, { actor, ...page });
   });
 
   /**
@@ -409,7 +461,7 @@ export function createApi(store: StoreBackend, settings: RecordingSettings = new
       transient: true,
     });
     const page = await samplePage(samples, limit, stream);
-    return json<SamplesAnswer>(c, { stream, ...page });
+    return samplesAnswer<SamplesAnswer>(c, { stream, ...page });
   });
 
   api.get('/runs/:run/roadnet', async (c) => {
