@@ -50,14 +50,21 @@ async function samplePage(
   batches: AsyncIterable<Sample[]>,
   limit: number,
   what: string,
+  signal: AbortSignal,
 ): Promise<{ samples: Sample[]; next: number | null }> {
   const samples: Sample[] = [];
-  // A page of a long run takes a while to read: other requests are answered between its batches.
+  // A page of a long run takes a while to read: other requests are answered between its batches, and
+  // a client that has gone (a page closed or moved on) stops the reading.
   const turns = new EventLoopTurns();
-  for await (const batch of batches) {
-    await turns.take();
-    for (const sample of batch) samples.push(sample);
-    if (samples.length > limit) break;
+  try {
+    for await (const batch of batches) {
+      await turns.take();
+      for (const sample of batch) samples.push(sample);
+      if (samples.length > limit) break;
+    }
+  } catch (error) {
+    if (signal.aborted) throw new SimrecError('invalid', `${what}: the client gave it up`);
+    throw error;
   }
   if (samples.length <= limit) return { samples, next: null };
   const next = samples[limit]!.t;
@@ -426,9 +433,14 @@ export function createApi(store: StoreBackend, settings: RecordingSettings = new
     const window = windowParams(c);
     await requireActor(store, run, actor);
     const page = await samplePage(
-      streamSamples(store, run, streamId(actor, STATE_STREAM), { ...window, transient: true }),
+      streamSamples(store, run, streamId(actor, STATE_STREAM), {
+        ...window,
+        transient: true,
+        signal: c.req.raw.signal,
+      }),
       limit,
       `trajectory of ${actor}`,
+      c.req.raw.signal,
     );
     return samplesAnswer<TrajectoryAnswer>(c, { actor, ...page });
   });
@@ -459,8 +471,9 @@ export function createApi(store: StoreBackend, settings: RecordingSettings = new
       ...(fields ? { fields } : {}),
       ...(changes === '1' ? { rows: new ChangedRows() } : {}),
       transient: true,
+      signal: c.req.raw.signal,
     });
-    const page = await samplePage(samples, limit, stream);
+    const page = await samplePage(samples, limit, stream, c.req.raw.signal);
     return samplesAnswer<SamplesAnswer>(c, { stream, ...page });
   });
 

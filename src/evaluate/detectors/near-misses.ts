@@ -24,13 +24,11 @@ export class NearMisses implements Detector {
   frame({ ego, i, t, x, y, yaw, speed, others, sample }: Frame): void {
     const agentRadius = this.limsim ? 50 : 100;
     const egoBox = movingBox(ego, i);
-    const agents = others
-      .filter(
-        ({ track, k }) =>
-          (!this.limsim || track.actor.kind === 'vehicle' || track.actor.kind === 'ego') &&
-          Math.hypot(track.x[k]! - x, track.y[k]! - y) <= agentRadius,
-      )
-      .map(({ track, k }) => movingBox(track, k));
+    const agents: ReturnType<typeof movingBox>[] = [];
+    for (const { track, k } of others) {
+      if (this.limsim && track.actor.kind !== 'vehicle' && track.actor.kind !== 'ego') continue;
+      if (withinRadius(track.x[k]! - x, track.y[k]! - y, agentRadius)) agents.push(movingBox(track, k));
+    }
     const ttc = timeToCollision(egoBox, agents, this.limsim ? LIMSIM_TTC : SIMREC_TTC);
     sample.collision = ttc.ttc;
     if (ttc.agent) sample.ttcActor = ttc.agent;
@@ -60,4 +58,17 @@ export class NearMisses implements Detector {
   finish(end: number): EvaluationEvent[] {
     return this.episodes.finish(end);
   }
+}
+
+/**
+ * Whether (dx, dy) is within `radius`, as `Math.hypot(dx, dy) <= radius` answers: by the squares where
+ * they are clear of the radius by more than rounding, by hypot itself near it (asked for every other
+ * actor of every frame, hypot's care against overflow is paid for nothing).
+ */
+function withinRadius(dx: number, dy: number, radius: number): boolean {
+  const squared = dx * dx + dy * dy;
+  const radiusSquared = radius * radius;
+  if (squared < radiusSquared * (1 - 1e-9)) return true;
+  if (squared > radiusSquared * (1 + 1e-9)) return false;
+  return Math.hypot(dx, dy) <= radius;
 }
