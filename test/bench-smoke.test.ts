@@ -74,8 +74,8 @@ it('npm run bench -- --quick runs every workload and writes a results file', () 
     };
     assert.deepEqual(
       formats.exportMemory.map((e) => e.format),
-      ['mcap', 'limsim', 'mcap', 'limsim'],
-      'MCAP and LimSim exports at two run lengths, each with its peak memory',
+      ['mcap', 'limsim', 'carla', 'mcap', 'limsim', 'carla'],
+      'MCAP, LimSim and CARLA exports at two run lengths, each with its peak memory',
     );
     assert.ok(formats.exportMemory.every((e) => e.actorStates > 0 && e.peakRssMiB > 0));
     const { bigRun } = results as unknown as {
