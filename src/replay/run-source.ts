@@ -1,8 +1,7 @@
 import type { RunSource } from '../model/run-ports.js';
 import type { StoreBackend } from '../model/store-port.js';
+import { nextTurn } from '../model/event-loop-turns.js';
 import { requireRun } from './run-queries.js';
-
-const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 /**
  * A stored run as a format's writer reads it. Every answer first gives the event loop a turn and

@@ -1,5 +1,6 @@
 import { Hono, type Context } from 'hono';
-import { invalid, SimrecError } from '../model/errors.js';
+import { invalid } from '../model/errors.js';
+import { whileAsked } from '../model/event-loop-turns.js';
 import type { StoreBackend } from '../model/store-port.js';
 import { diffRuns, type DiffOptions } from '../compare/run-diff.js';
 import { answerError, json } from './http-api.js';
@@ -67,13 +68,7 @@ export function createDiffApi(store: StoreBackend, maxWaiting = MAX_WAITING): Ho
     const answer = queue.then(ask, ask).finally(() => asked--);
     // The queue only keeps the questions in turn: a failure reaches its asker through `answer`.
     queue = answer.catch(() => undefined);
-    try {
-      return json(c, await answer);
-    } catch (error) {
-      if (options.signal.aborted)
-        throw new SimrecError('invalid', `runs ${a} and ${b} compared: the client gave it up`);
-      throw error;
-    }
+    return json(c, await whileAsked(options.signal, `runs ${a} and ${b} compared`, () => answer));
   });
   return api;
 }

@@ -6,7 +6,7 @@ import type { StoreBackend } from '../model/store-port.js';
 import { parseFieldNames, streamId, type FieldDecl, type Sample } from '../model/stream.js';
 import { describeRun, requireActor, requireRun, sceneAt, streamSamples } from '../replay/run-queries.js';
 import { ChangedRows } from '../replay/sample-changes.js';
-import { EventLoopTurns } from '../model/event-loop-turns.js';
+import { EventLoopTurns, whileAsked } from '../model/event-loop-turns.js';
 import { toJson } from '../model/json.js';
 import { wholeAnswer } from './answer-compression.js';
 import { BirdviewCache } from './birdview-images.js';
@@ -56,16 +56,13 @@ async function samplePage(
   // A page of a long run takes a while to read: other requests are answered between its batches, and
   // a client that has gone (a page closed or moved on) stops the reading.
   const turns = new EventLoopTurns();
-  try {
+  await whileAsked(signal, what, async () => {
     for await (const batch of batches) {
       await turns.take();
       for (const sample of batch) samples.push(sample);
       if (samples.length > limit) break;
     }
-  } catch (error) {
-    if (signal.aborted) throw new SimrecError('invalid', `${what}: the client gave it up`);
-    throw error;
-  }
+  });
   if (samples.length <= limit) return { samples, next: null };
   const next = samples[limit]!.t;
   let end = limit;
