@@ -327,7 +327,13 @@ describe('the viewer on a long run', () => {
         const hit = document.elementFromPoint(box.left + box.width / 2, box.top + 2);
         return {
           marks: marks.length,
-          rows: list.children.length,
+          marked: marks.reduce((sum: number, m: any) => sum + Number(m.dataset.count), 0),
+          rows: list.querySelectorAll('[data-testid=event-row]').length,
+          listed: [...document.querySelectorAll('[data-testid=event-filter]')].reduce(
+            (sum: number, box: any) =>
+              sum + Number(/\((\d+)\)/.exec(box.parentElement.textContent)?.[1] ?? NaN),
+            0,
+          ),
           track: window.getComputedStyle(track).contain,
           list: window.getComputedStyle(list).contain,
           // Above the track's box (marks stand out of it): not clipped by a containment of paint.
@@ -335,7 +341,12 @@ describe('the viewer on a long run', () => {
           markHit: hit?.dataset.testid === 'event-mark',
         };
       });
-      assert.ok(seen.marks >= 20 && seen.rows === seen.marks, `${seen.marks} marks, ${seen.rows} rows`);
+      // Every event is marked, the list keeps the rows in view and 40 above and below (event-list.ts).
+      assert.ok(
+        seen.marks >= 20 && seen.marked === seen.listed,
+        `${seen.marks} marks for ${seen.marked} events`,
+      );
+      assert.ok(seen.rows > 0 && seen.rows <= 87, `${seen.rows} rows of ${seen.listed} events`);
       assert.match(seen.track, /layout/, 'the track is laid out apart from the page');
       assert.doesNotMatch(seen.track, /paint|strict|content/, 'the track does not clip its marks');
       assert.match(seen.list, /content|strict/, 'the list is laid out and painted apart');

@@ -7,11 +7,10 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import type { Page } from 'playwright-core';
 import { importRecording } from '../src/record/import-run.js';
 import { sceneAt } from '../src/replay/run-queries.js';
 import { REPO_ROOT } from './helpers/paths.js';
-import { viewerSession } from './helpers/viewer-session.js';
+import { closeClean, openWatchedPage, viewerSession, type WatchedPage } from './helpers/viewer-session.js';
 
 declare const window: any;
 
@@ -35,16 +34,8 @@ const viewer = viewerSession(
   (dir) => ({ settingsFile: join(dir, 'settings.json') }),
 );
 
-async function openRun(): Promise<Page & { errors: string[] }> {
-  const page = (await viewer.browser.newPage({ viewport: { width: 1280, height: 800 } })) as Page & {
-    errors: string[];
-  };
-  page.errors = [];
-  page.on('pageerror', (e) => page.errors.push(e.message));
-  await page.goto(new URL(`#/runs/${run}`, viewer.server.url).toString());
-  await page.locator('#app[data-ready="true"]').waitFor();
-  return page;
-}
+const openRun = (): Promise<WatchedPage> =>
+  openWatchedPage(viewer.browser, new URL(`#/runs/${run}`, viewer.server.url).toString(), { ready: true });
 
 describe('a CARLA recording in the viewer', () => {
   it("shows ScenarioRunner's criteria as its results file has them, and the verdict", async () => {
@@ -73,8 +64,7 @@ describe('a CARLA recording in the viewer', () => {
       await page.getByTestId('criteria-verdict').textContent(),
       `ScenarioRunner: FAILURE (${failed.join(', ')} failed)`,
     );
-    assert.deepEqual(page.errors, []);
-    await page.close();
+    await closeClean(page);
   });
 
   it('follows the hero: the map keeps it at its centre while it drives', async () => {
@@ -102,7 +92,6 @@ describe('a CARLA recording in the viewer', () => {
     }
     const moved = Math.hypot(centres[1]!.x - centres[0]!.x, centres[1]!.y - centres[0]!.y);
     assert.ok(moved > 10, `the hero drove and the map went with it (${moved.toFixed(1)} m)`);
-    assert.deepEqual(page.errors, []);
-    await page.close();
+    await closeClean(page);
   });
 });

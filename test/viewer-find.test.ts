@@ -6,11 +6,10 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import type { Page } from 'playwright-core';
 import { recordDemoRun } from '../src/demo/demo-run.js';
 import { evaluateRun } from '../src/evaluate/evaluate-run.js';
 import { ARTIFACTS } from './helpers/browser.js';
-import { viewerSession } from './helpers/viewer-session.js';
+import { closeClean, openWatchedPage, viewerSession, type WatchedPage } from './helpers/viewer-session.js';
 
 declare const window: any;
 declare const document: any;
@@ -34,15 +33,8 @@ const viewer = viewerSession(
   (dir) => ({ settingsFile: join(dir, 'settings.json'), tablesFolder: join(dir, 'find.tables') }),
 );
 
-async function openPage(hash: string): Promise<Page & { errors: string[] }> {
-  const page = (await viewer.browser.newPage({ viewport: { width: 1280, height: 800 } })) as Page & {
-    errors: string[];
-  };
-  page.errors = [];
-  page.on('pageerror', (e) => page.errors.push(e.message));
-  await page.goto(new URL(hash, viewer.server.url).toString());
-  return page;
-}
+const openPage = (hash: string): Promise<WatchedPage> =>
+  openWatchedPage(viewer.browser, new URL(hash, viewer.server.url).toString());
 
 describe('the Find panel', () => {
   it('lists the near misses of three runs and opens one at its moment with its actor selected', async () => {
@@ -80,8 +72,7 @@ describe('the Find panel', () => {
     assert.equal(await page.evaluate(() => window.simrecView.selected), pick.actor);
     assert.match(page.url(), new RegExp(`#/runs/${pick.run}\\?`));
     await page.screenshot({ path: join(ARTIFACTS, 'find-opened.png') });
-    assert.deepEqual(page.errors, []);
-    await page.close();
+    await closeClean(page);
   });
 
   it('runs free SQL, and a refused query says why', async () => {

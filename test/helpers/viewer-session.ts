@@ -1,6 +1,7 @@
+import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before } from 'node:test';
-import type { Browser } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import type { StoreBackend } from '../../src/model/store-port.js';
 import { startServer, type RunningServer, type ServerOptions } from '../../src/server/start-server.js';
 import { openStore } from '../../src/store/open-store.js';
@@ -41,4 +42,30 @@ export function viewerSession(
     dir.cleanup();
   });
   return session;
+}
+
+/** A page that keeps the errors thrown in it, for `closeClean` to check. */
+export type WatchedPage = Page & { errors: string[] };
+
+/**
+ * A new page of `browser` at `url`, its errors kept; for a run's page (`ready`), once the run's view
+ * says it is ready (its panels in).
+ */
+export async function openWatchedPage(
+  browser: Browser,
+  url: string,
+  { ready = false, viewport = { width: 1280, height: 800 } } = {},
+): Promise<WatchedPage> {
+  const page = (await browser.newPage({ viewport })) as WatchedPage;
+  page.errors = [];
+  page.on('pageerror', (e) => page.errors.push(e.message));
+  await page.goto(url);
+  if (ready) await page.locator('#app[data-ready="true"]').waitFor();
+  return page;
+}
+
+/** Closes a page, failing the test if anything was thrown in it. */
+export async function closeClean(page: WatchedPage): Promise<void> {
+  assert.deepEqual(page.errors, [], 'no errors in the page');
+  await page.close();
 }

@@ -2,6 +2,8 @@ import { eventColor, type RunEvent } from './event-list.js';
 import { el, seconds } from './format.js';
 
 export const SPEEDS = [0.1, 0.25, 0.5, 1, 2, 5, 10];
+/** The slider's steps over the run; events of a kind in one step share a mark on the track. */
+const SLIDER_STEPS = 1000;
 
 /** Play, pause, step, speed and scrub over [begin, end]; events marked along the track. */
 export class Timeline {
@@ -25,7 +27,7 @@ export class Timeline {
   readonly slider = el('input', {
     type: 'range',
     min: '0',
-    max: '1000',
+    max: String(SLIDER_STEPS),
     step: '1',
     value: '0',
     'data-testid': 'scrub',
@@ -61,7 +63,7 @@ export class Timeline {
     this.back.addEventListener('click', () => this.seek(this.t - this.stepMicros));
     this.forward.addEventListener('click', () => this.seek(this.t + this.stepMicros));
     this.slider.addEventListener('input', () =>
-      this.seek(this.begin + (Number(this.slider.value) / 1000) * (this.end - this.begin)),
+      this.seek(this.begin + (Number(this.slider.value) / SLIDER_STEPS) * (this.end - this.begin)),
     );
     this.update();
   }
@@ -85,18 +87,33 @@ export class Timeline {
 
   mark(events: RunEvent[]): void {
     this.events = events;
+    // Events of a kind within one slider step of each other share a mark: a mark is wider than a step,
+    // and a long run's tens of thousands of events would otherwise be as many buttons.
+    const slots = new Map<string, RunEvent[]>();
+    const span = this.end - this.begin;
+    for (const e of events) {
+      const key = `${e.kind} ${Math.round(((e.t - this.begin) / span) * SLIDER_STEPS)}`;
+      const slot = slots.get(key);
+      if (slot) slot.push(e);
+      else slots.set(key, [e]);
+    }
     this.marks.replaceChildren(
-      ...events.map((e) => {
+      ...[...slots.values()].map((group) => {
+        const first = group[0]!;
         const mark = el('button', {
           class: 'mark',
           'data-testid': 'event-mark',
-          'data-kind': e.kind,
-          title: `${seconds(e.t - this.begin)} s: ${e.kind} ${e.actors.join(', ')}: ${e.detail}`,
+          'data-kind': first.kind,
+          'data-count': String(group.length),
+          title:
+            group.length === 1
+              ? `${seconds(first.t - this.begin)} s: ${first.kind} ${first.actors.join(', ')}: ${first.detail}`
+              : `${seconds(first.t - this.begin)} to ${seconds(group.at(-1)!.t - this.begin)} s: ${group.length} ${first.kind} events, the first ${first.actors.join(', ')}: ${first.detail}`,
         });
         // Through the style object: the server's CSP refuses style attributes.
-        mark.style.left = this.at(e.t);
-        mark.style.background = eventColor(e.kind);
-        mark.addEventListener('click', () => this.onPick(e));
+        mark.style.left = this.at(first.t);
+        mark.style.background = eventColor(first.kind);
+        mark.addEventListener('click', () => this.onPick(first));
         return mark;
       }),
       ...(this.divergenceMark ? [this.divergenceMark] : []),
@@ -160,7 +177,7 @@ export class Timeline {
   }
 
   private update(): void {
-    this.slider.value = String(Math.round(((this.t - this.begin) / (this.end - this.begin)) * 1000));
+    this.slider.value = String(Math.round(((this.t - this.begin) / (this.end - this.begin)) * SLIDER_STEPS));
     this.label.textContent = `${seconds(this.t - this.begin)} / ${seconds(this.end - this.begin)} s`;
   }
 }
