@@ -152,12 +152,22 @@ export function formatReport(r: BenchResults): string {
     '',
     `seek: scene of ${actors} actors at ${r.config.seeks} random times; speedup = peer time / simrec time`,
     table(
-      ['peer', 'median ms', 'p99 ms', 'first ms', 'peak RSS', 'speedup median', 'speedup p99'],
+      [
+        'peer',
+        'median ms',
+        'p99 ms',
+        'first ms',
+        'first faults',
+        'peak RSS',
+        'speedup median',
+        'speedup p99',
+      ],
       Object.entries(r.workloads.seek).map(([peer, s]) => [
         peer,
         fixed(s.median.medianMs, 3),
         fixed(s.median.p99Ms, 3),
         fixed(s.median.firstMs, 2),
+        fixed(s.median.firstPageFaults, 0),
         mb(s.maxRssBytes),
         times(r.ratios.seek[peer]?.speedupMedian),
         times(r.ratios.seek[peer]?.speedupP99),
