@@ -15,7 +15,9 @@ import { recordDemoRun } from '../src/demo/demo-run.js';
 import { FileWritable } from '../src/formats/mcap/mcap-files.js';
 import { exportMcap } from '../src/formats/mcap/write-mcap.js';
 import type { StoreBackend } from '../src/model/store-port.js';
+import { stateStream } from '../src/model/standard-streams.js';
 import { importRecording } from '../src/record/import-run.js';
+import { RunRecorder } from '../src/record/run-recorder.js';
 import { exportRecording } from '../src/replay/export-run.js';
 import { sceneAt } from '../src/replay/run-queries.js';
 import { storeRunSource } from '../src/replay/run-source.js';
@@ -275,6 +277,47 @@ describe('MCAP export for Foxglove and Lichtblick', () => {
       warnings.some((w) => /\/lidar: foxglove\.PointCloud \(protobuf\) is not mapped/.test(w)),
       warnings.join('\n'),
     );
+  });
+
+  it('writes every message whole, however long its text and whatever its characters', async () => {
+    // The writer encodes JSON messages into one buffer that each message writes over (write-mcap.ts,
+    // MessageBytes): texts far longer than it, and characters of two, three and four bytes in UTF-8,
+    // between short ones, must come back as they were.
+    const begin = 1_700_000_000_000_000;
+    const rec = await RunRecorder.begin(store, { simulator: { name: 'long-texts' }, begin });
+    const actor = 'Fahrzeug-ü-车-🚗';
+    await rec.declareActor({ id: actor, kind: 'vehicle' });
+    await rec.declareStream(stateStream(actor));
+    const notes = await rec.declareStream({
+      name: 'notes',
+      actor,
+      fields: [{ name: 'text', type: 'string' }],
+    });
+    const texts = ['short', 'ü'.repeat(70_000), '🚗'.repeat(50_000), 'x', '车'.repeat(100_000), 'end'];
+    for (const [i, text] of texts.entries()) {
+      const t = begin + i * 100_000;
+      await rec.append(`${actor}/state`, { t, step: i, x: i, y: 0, yaw: 0, speed: 1 });
+      await rec.append(notes, { t, step: i, text });
+    }
+    const long = (await rec.end('completed')).id;
+    const path = join(tmp.path, 'long-texts.mcap');
+    await exportMcap(await storeRunSource(store, long), path);
+    const { reader, close } = await openMcap(path);
+    try {
+      const topic = (id: number): string => reader.channelsById.get(id)!.topic;
+      const read: string[] = [];
+      const scenes: string[] = [];
+      for await (const m of reader.readMessages()) {
+        const message = JSON.parse(decoder.decode(m.data)) as Record<string, unknown>;
+        if (topic(m.channelId).endsWith('/notes')) read.push(message.text as string);
+        if (topic(m.channelId) === '/scene')
+          scenes.push(...(message.entities as { id: string }[]).map((e) => e.id));
+      }
+      assert.deepEqual(read, texts);
+      assert.deepEqual([...new Set(scenes)], [actor]);
+    } finally {
+      await close();
+    }
   });
 
   it('refuses a file that is not MCAP, naming it, and keeps nothing', async () => {

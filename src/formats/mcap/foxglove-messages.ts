@@ -1,7 +1,7 @@
 /*
- * The messages of the export's Foxglove channels, one builder each, as JSON bytes in Foxglove's
+ * The messages of the export's Foxglove channels, one builder each, as JSON text in Foxglove's
  * schemas (@foxglove/schemas): the scene (actors and traffic-light heads), the map, the ego's
- * transforms, path and location on the earth, the log.
+ * transforms, path and location on the earth, the log. The writer encodes the text.
  */
 
 import { LocationFix } from '@foxglove/schemas/jsonschema.js';
@@ -21,6 +21,7 @@ import {
 } from '../common/scene-tracks.js';
 
 const encoder = new TextEncoder();
+/** A value's JSON as bytes of its own (a schema, a file). */
 export const json = (value: unknown): Uint8Array => encoder.encode(JSON.stringify(value));
 
 const ZERO = { sec: 0, nsec: 0 };
@@ -100,7 +101,7 @@ export function lightEntities(lights: readonly LightTrack[], t: number) {
  * The actors present at t, each a cube at its pose (its centre at half its height) and its id, and
  * the traffic lights' heads in their colours.
  */
-export function sceneUpdate(tracks: readonly Track[], lights: readonly LightTrack[], t: number): Uint8Array {
+export function sceneUpdate(tracks: readonly Track[], lights: readonly LightTrack[], t: number): string {
   const entities: object[] = lightEntities(lights, t);
   for (const track of tracks) {
     const s = presentSample(track, t);
@@ -139,11 +140,11 @@ export function sceneUpdate(tracks: readonly Track[], lights: readonly LightTrac
     );
   }
   // Each update replaces the whole scene: an actor that has left is not drawn on.
-  return json({ deletions: [{ timestamp: foxgloveTime(t), type: 1, id: '' }], entities });
+  return JSON.stringify({ deletions: [{ timestamp: foxgloveTime(t), type: 1, id: '' }], entities });
 }
 
-export function trajectory(samples: readonly Sample[], t: number): Uint8Array {
-  return json({
+export function trajectory(samples: readonly Sample[], t: number): string {
+  return JSON.stringify({
     timestamp: foxgloveTime(t),
     frame_id: WORLD_FRAME,
     poses: samples.map((s) => ({
@@ -164,13 +165,9 @@ export function locatorOf(network: RoadNetwork | undefined, warn: (message: stri
 }
 
 /** Where the ego is on the earth (WGS84), for Foxglove's map panel. */
-export function locationFix(
-  ego: string,
-  s: Sample,
-  locate: (x: number, y: number) => GeoPosition,
-): Uint8Array {
+export function locationFix(ego: string, s: Sample, locate: (x: number, y: number) => GeoPosition): string {
   const { latitude, longitude } = locate(num(s.x), num(s.y));
-  return json({
+  return JSON.stringify({
     timestamp: foxgloveTime(s.t),
     frame_id: ego,
     latitude,
@@ -181,7 +178,7 @@ export function locationFix(
   });
 }
 
-export function egoTransforms(egos: readonly Track[], t: number): Uint8Array {
+export function egoTransforms(egos: readonly Track[], t: number): string {
   const transforms = [];
   for (const ego of egos) {
     const s = latest(ego, t);
@@ -194,11 +191,11 @@ export function egoTransforms(egos: readonly Track[], t: number): Uint8Array {
       rotation: quaternion(num(s.yaw), num(s.pitch), num(s.roll)),
     });
   }
-  return json({ transforms });
+  return JSON.stringify({ transforms });
 }
 
 /** The road network as line lists (lanes grey, marks white) and junction outlines, kept forever. */
-export function mapUpdate(network: RoadNetwork, t: number): Uint8Array {
+export function mapUpdate(network: RoadNetwork, t: number): string {
   const identity = { position: { x: 0, y: 0, z: 0 }, orientation: { x: 0, y: 0, z: 0, w: 1 } };
   const point = (p: RoadPoint) => ({ x: p[0], y: p[1], z: p[2] ?? 0 });
   const segments = (shapes: Iterable<readonly RoadPoint[]>) => {
@@ -233,13 +230,16 @@ export function mapUpdate(network: RoadNetwork, t: number): Uint8Array {
       { r: 0.35, g: 0.35, b: 0.45, a: 1 },
     ),
   ];
-  return json({ deletions: [], entities: [entity('roadnet', t, { lines }, [['format', network.format]])] });
+  return JSON.stringify({
+    deletions: [],
+    entities: [entity('roadnet', t, { lines }, [['format', network.format]])],
+  });
 }
 
-export function logLine(event: Sample): Uint8Array {
+export function logLine(event: Sample): string {
   const actors = Array.isArray(event.actors) ? event.actors.join(', ') : '';
   const detail = typeof event.detail === 'string' ? event.detail : '';
-  return json({
+  return JSON.stringify({
     timestamp: foxgloveTime(event.t),
     level: 3,
     message: [String(event.kind ?? 'event'), actors, detail].filter(Boolean).join(': '),

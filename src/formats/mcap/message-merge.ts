@@ -4,6 +4,13 @@
  * are never all in memory at once.
  */
 
+/**
+ * A message as a channel gives it: its bytes, or the JSON text of a JSON channel's message, which the
+ * writer encodes into a buffer of its own (a buffer of its own for every message of a long run is
+ * memory the process touches for the first time, again and again: performance-history.md).
+ */
+export type MessageData = Uint8Array | string;
+
 /** One channel's messages in time order, produced as the merge asks for them. */
 export interface MessageSource {
   channel: number;
@@ -11,13 +18,13 @@ export interface MessageSource {
   readonly count: number;
   /** The time of the message `take` would give, or undefined when done. */
   peek(): number | undefined;
-  take(): Uint8Array;
+  take(): MessageData;
 }
 
 export function listSource(
   channel: number,
   times: ArrayLike<number>,
-  encode: (t: number, i: number) => Uint8Array,
+  encode: (t: number, i: number) => MessageData,
 ): MessageSource {
   let i = 0;
   return {
@@ -39,7 +46,7 @@ export function listSource(
  */
 export async function mergeInTimeOrder(
   sources: readonly MessageSource[],
-  write: (channel: number, t: number, data: Uint8Array) => Promise<void>,
+  write: (channel: number, t: number, data: MessageData) => Promise<void>,
   advance?: (t: number) => Promise<void>,
 ): Promise<void> {
   const heap = sources.filter((s) => s.peek() !== undefined);

@@ -49,7 +49,7 @@ import {
   TF_TOPIC,
   trajectoryTopic,
 } from './mcap-layout.js';
-import { listSource, mergeInTimeOrder, type MessageSource } from './message-merge.js';
+import { listSource, mergeInTimeOrder, type MessageData, type MessageSource } from './message-merge.js';
 import { OSI_TRACE_METADATA, osiGroundTruth } from '../common/osi3/osi-ground-truth.js';
 import { frameTimes, lightTracks, rewound, stateTracks } from '../common/scene-tracks.js';
 
@@ -222,7 +222,7 @@ export async function exportMcap(
         listSource(
           await foxglove(annotationsTopic(sensor), ImageAnnotations),
           list.map((c) => c.t),
-          (_t, i) => json(list[i]!.message),
+          (_t, i) => JSON.stringify(list[i]!.message),
         ),
       );
     for (const [sensor, list] of captures)
@@ -248,11 +248,12 @@ export async function exportMcap(
         metadata: new Map([['simrec.stream', s.id]]),
       });
       const list = samplesOf.get(s.id)!;
-      sources.push(listSource(channel, list.times, (_t, i) => json(list.at(i))));
+      sources.push(listSource(channel, list.times, (_t, i) => JSON.stringify(list.at(i))));
     }
 
     let messages = 0;
     const total = sources.reduce((n, s) => n + s.count, 0);
+    const bytes = new MessageBytes();
     await mergeInTimeOrder(
       sources,
       async (channel, t, data) => {
@@ -261,7 +262,7 @@ export async function exportMcap(
           sequence: messages++,
           logTime: nanos(t),
           publishTime: nanos(t),
-          data,
+          data: bytes.of(data),
         });
         if (messages % PROGRESS_EVERY === 0) options.onProgress?.(messages, total);
       },
@@ -331,7 +332,7 @@ function labelledCaptures(
 
 interface CaptureImage {
   t: number;
-  message: () => Uint8Array;
+  message: () => string;
 }
 
 /** Camera captures whose files are PNG or JPEG attachments, as Foxglove's CompressedImage. */
@@ -362,7 +363,8 @@ async function captureImages(
       const data = Buffer.from(attachment.data).toString('base64');
       list.push({
         t: capture.t,
-        message: () => json({ timestamp: foxgloveTime(capture.t), frame_id: s.actor!, data, format }),
+        message: () =>
+          JSON.stringify({ timestamp: foxgloveTime(capture.t), frame_id: s.actor!, data, format }),
       });
     }
     if (list.length) out.set(s.actor, list);
@@ -372,4 +374,24 @@ async function captureImages(
       `${missing} captures have no PNG or JPEG file kept with the run; they have no image channel message`,
     );
   return out;
+}
+
+/**
+ * Messages given as JSON text, encoded into one buffer that the next message writes over: McapWriter
+ * copies a message into its chunk before it awaits anything (`addMessage`), so the bytes are needed only
+ * until then, and a buffer of their own for each of a long run's messages was memory touched for the
+ * first time at every message (performance-history.md, "Fresh memory").
+ */
+class MessageBytes {
+  private buffer = new Uint8Array(1 << 16);
+  private readonly encoder = new TextEncoder();
+
+  of(data: MessageData): Uint8Array {
+    if (typeof data !== 'string') return data;
+    // UTF-8 takes at most three bytes for each of the text's UTF-16 units.
+    if (data.length * 3 > this.buffer.length)
+      this.buffer = new Uint8Array(Math.max(data.length * 3, this.buffer.length * 2));
+    const { written } = this.encoder.encodeInto(data, this.buffer);
+    return this.buffer.subarray(0, written);
+  }
 }
