@@ -37,9 +37,9 @@ const OVERSCAN_ROWS = 40;
 /**
  * The run's events beside the timeline: a row per event (time, kind, actors, detail), filtered by
  * kind; a click (or Enter) picks the event (the view jumps to it and rings its actors), the arrow keys
- * move between rows. A long run has tens of thousands of events: only the rows in view, and a margin
- * of OVERSCAN_ROWS above and below, are in the page; two spacers stand for the rest, so the page's
- * elements are bounded by the list's height, not by the run.
+ * move between rows. A long run can have tens of thousands of events: only the rows in view, and a
+ * margin of OVERSCAN_ROWS above and below, are in the page; two spacers stand for the rest, so the
+ * page's elements are bounded by the list's height, not by the run.
  */
 export class EventList {
   readonly root = el('div', { class: 'event-list', 'data-testid': 'event-list' });
