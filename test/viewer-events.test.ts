@@ -2,16 +2,18 @@
  * The viewer on a run of many events (#53), in Chromium: a long run's evaluation finds tens of
  * thousands of them (every actor blocked at every queue), and the page keeps only the rows of the list
  * in view and one mark per kind and slider step, while every event stays reachable by scrolling, by
- * the keyboard and by the filters.
+ * the keyboard and by the filters. A long run of camera images gets one tick per slider step too.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Page } from 'playwright-core';
 import { recordDemoRun } from '../src/demo/demo-run.js';
+import { encodePng } from '../src/formats/common/labelled-images/image-files.js';
 import { EVENT_FIELDS } from '../src/evaluate/evaluation-storage.js';
 import { EVENTS_STREAM } from '../src/model/evaluation-scores.js';
 import type { Sample } from '../src/model/stream.js';
 import { writeDerivedStream } from '../src/record/derived-streams.js';
+import { RunRecorder } from '../src/record/run-recorder.js';
 import { closeClean, openWatchedPage, viewerSession, type WatchedPage } from './helpers/viewer-session.js';
 
 // These run inside the page (page.evaluate); the Node compilation has no DOM types, on purpose.
@@ -23,9 +25,12 @@ const KINDS = ['blocked', 'near_miss', 'speeding'];
 /** The rows a list may keep in the page: what 130 px show, and 40 above and below (event-list.ts). */
 const MOST_ROWS = 7 + 2 * 40;
 
+const CAPTURES = 3_000;
+
 let run: number;
 let begin: number;
 let events: Sample[];
+let camera: number;
 const viewer = viewerSession('viewer-events', async (store) => {
   run = (await recordDemoRun(store, { duration: 120, vehicles: 8, seed: 11 })).run.id;
   const info = (await store.getRun(run))!;
@@ -42,6 +47,19 @@ const viewer = viewerSession('viewer-events', async (store) => {
     detail: `event ${i}`,
   }));
   await writeDerivedStream(store, run, { name: EVENTS_STREAM, fields: EVENT_FIELDS }, events);
+  // A camera's images at 30 Hz for 100 s: three a slider step.
+  const rec = await RunRecorder.begin(store, { simulator: { name: 'camera' }, begin });
+  await rec.declareActor({ id: 'cam', kind: 'sensor' });
+  const png = encodePng(4, 4, 3, new Uint8Array(4 * 4 * 3).fill(120));
+  for (let i = 0; i < CAPTURES; i++)
+    await rec.attach({
+      name: `frames/${i}.png`,
+      mediaType: 'image/png',
+      t: begin + Math.round((i * 1e6) / 30),
+      data: png,
+      metadata: { capture: String(i), sensor: 'cam' },
+    });
+  camera = (await rec.end('completed', { end: begin + 100_000_000 })).id;
 });
 
 async function openEvents(): Promise<WatchedPage> {
@@ -181,6 +199,23 @@ describe('viewer: a run of many events (#53)', () => {
       0,
       'its marks go too',
     );
+    await closeClean(page);
+  });
+
+  it('puts a tick under the track for each slider step that holds captures, not one per image', async () => {
+    const page = await openWatchedPage(
+      viewer.browser,
+      new URL(`#/runs/${camera}`, viewer.server.url).toString(),
+      { ready: true },
+    );
+    await page.locator('.capture-strip .capture-tick').first().waitFor();
+    const ticks = await page
+      .locator('.capture-strip .capture-tick')
+      .evaluateAll((all: any[]) => all.map((tick) => parseFloat(tick.style.left)));
+    // 3,000 images over 1,000 steps, the first at 0 % and the last at 99.97 %: a tick a step.
+    assert.ok(ticks.length >= 990 && ticks.length <= 1001, `${ticks.length} ticks`);
+    assert.equal(Math.min(...ticks), 0);
+    assert.ok(Math.max(...ticks) > 99.9, 'the last image has its tick');
     await closeClean(page);
   });
 });

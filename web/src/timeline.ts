@@ -90,9 +90,8 @@ export class Timeline {
     // Events of a kind within one slider step of each other share a mark: a mark is wider than a step,
     // and a long run's tens of thousands of events would otherwise be as many buttons.
     const slots = new Map<string, RunEvent[]>();
-    const span = this.end - this.begin;
     for (const e of events) {
-      const key = `${e.kind} ${Math.round(((e.t - this.begin) / span) * SLIDER_STEPS)}`;
+      const key = `${e.kind} ${this.stepOf(e.t)}`;
       const slot = slots.get(key);
       if (slot) slot.push(e);
       else slots.set(key, [e]);
@@ -131,16 +130,29 @@ export class Timeline {
   }
   private divergenceMark: HTMLElement | null = null;
 
-  /** The times of the run's captures, as ticks under the track. */
+  /**
+   * The times of the run's captures, as ticks under the track: one per slider step that holds any (at
+   * its first), since a long run of images has tens of thousands.
+   */
   markCaptures(times: number[]): void {
     this.captureTimes = times;
+    const firsts = new Map<number, number>();
+    for (const t of times) {
+      const step = this.stepOf(t);
+      if (!firsts.has(step) || t < firsts.get(step)!) firsts.set(step, t);
+    }
     this.strip.replaceChildren(
-      ...times.map((t) => {
+      ...[...firsts.values()].map((t) => {
         const tick = el('span', { class: 'capture-tick' });
         tick.style.left = this.at(t);
         return tick;
       }),
     );
+  }
+
+  /** The slider step a time falls in. */
+  private stepOf(t: number): number {
+    return Math.round(((t - this.begin) / (this.end - this.begin)) * SLIDER_STEPS);
   }
 
   /** Times real time the cursor moves at: the speed chosen while playing, 0 while paused. */
