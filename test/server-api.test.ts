@@ -912,7 +912,7 @@ describe('a server asks itself for a page of the newest run before it listens (v
     try {
       const moment = served.warmedUp.find((p) => p.startsWith(`/api/runs/${newest}/states?`));
       assert.match(moment ?? '', /moment=[1-9][\d.]*&format=columns$/, "a window past the run's begin");
-      const expected = [`/api/runs/${newest}?fields=shared`, moment!];
+      const expected = [`/api/runs/${newest}?fields=shared&captures=apart`, moment!];
       if ((await ask(`/api/runs/${newest}/roadnet`)).status === 200)
         expected.push(`/api/runs/${newest}/roadnet`);
       assert.deepEqual([...served.warmedUp].sort(), expected.sort());
@@ -939,7 +939,10 @@ describe('a server asks itself for a page of the newest run before it listens (v
       db.close();
     });
     try {
-      assert.ok(served.warmedUp.includes(`/api/runs/${newest}?fields=shared`), 'the detail reads no chunk');
+      assert.ok(
+        served.warmedUp.includes(`/api/runs/${newest}?fields=shared&captures=apart`),
+        'the detail reads no chunk',
+      );
       assert.ok(!served.warmedUp.some((p) => p.includes('/states?')), served.warmedUp.join(', '));
       assert.equal((await ask('/api/health')).status, 200);
       const window = await ask(`/api/runs/${newest}/states?moment=1&format=columns`);

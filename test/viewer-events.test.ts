@@ -212,10 +212,57 @@ describe('viewer: a run of many events (#53)', () => {
     const ticks = await page
       .locator('.capture-strip .capture-tick')
       .evaluateAll((all: any[]) => all.map((tick) => parseFloat(tick.style.left)));
-    // 3,000 images over 1,000 steps, the first at 0 % and the last at 99.97 %: a tick a step.
+    // 3,000 images over 1,000 steps, the first at 0 % and the last at 99.97 %: a tick a step, at its
+    // first image.
     assert.ok(ticks.length >= 990 && ticks.length <= 1001, `${ticks.length} ticks`);
     assert.equal(Math.min(...ticks), 0);
-    assert.ok(Math.max(...ticks) > 99.9, 'the last image has its tick');
+    assert.ok(Math.max(...ticks) >= 99.89, `the last part of the run has its tick: ${Math.max(...ticks)} %`);
     await closeClean(page);
+  });
+
+  it("shows the image at the cursor from windows of the run's images, which the detail does not list", async () => {
+    const page = await viewer.browser.newPage({ viewport: { width: 1280, height: 800 } });
+    const asked: string[] = [];
+    const details: string[] = [];
+    page.on('request', (r) => asked.push(new URL(r.url()).pathname + new URL(r.url()).search));
+    page.on('response', async (r) => {
+      if (/\/api\/runs\/\d+\?/.test(r.url())) details.push(await r.text());
+    });
+    try {
+      await page.goto(new URL(`#/runs/${camera}?t=50`, viewer.server.url).toString());
+      const caption = page.locator('.capture-caption');
+      await page.waitForFunction(() =>
+        /frames\/1500\.png$/.test(document.querySelector('.capture-caption')?.textContent ?? ''),
+      );
+      assert.match((await caption.textContent())!, /· 50\.00 s · frames\/1500\.png$/);
+      assert.ok(
+        details.length > 0 && details.every((d) => !d.includes('frames/')),
+        'the detail lists no image',
+      );
+      assert.ok(
+        asked.some((p) => p.startsWith(`/api/runs/${camera}/captures?`)),
+        'a window of images asked',
+      );
+      // Within the window: no new request; before it: the next window.
+      const windows = (): number => asked.filter((p) => p.includes('/captures?')).length;
+      const before = windows();
+      const seek = (s: number) =>
+        page.evaluate(
+          (sec) => window.simrecView.timeline.seek(window.simrecView.timeline.begin + sec * 1e6),
+          s,
+        );
+      await seek(90);
+      await page.waitForFunction(() =>
+        /frames\/2700\.png$/.test(document.querySelector('.capture-caption')?.textContent ?? ''),
+      );
+      assert.equal(windows(), before, 'the image at 90 s was in the window kept');
+      await seek(10.02);
+      await page.waitForFunction(() =>
+        /frames\/300\.png$/.test(document.querySelector('.capture-caption')?.textContent ?? ''),
+      );
+      assert.equal(windows(), before + 1);
+    } finally {
+      await page.close();
+    }
   });
 });

@@ -25,12 +25,16 @@ export async function requireRun(store: StoreBackend, id: number): Promise<RunIn
   return run;
 }
 
-export async function describeRun(store: StoreBackend, id: number): Promise<RunDescription> {
+export async function describeRun(
+  store: StoreBackend,
+  id: number,
+  listAttachments: (run: number) => Promise<AttachmentInfo[]> = (run) => store.listAttachments(run),
+): Promise<RunDescription> {
   const run = await requireRun(store, id);
   const [actors, streams, attachments] = await Promise.all([
     store.listActors(id),
     store.listStreams(id),
-    store.listAttachments(id),
+    listAttachments(id),
   ]);
   let begin = Infinity;
   let end = -Infinity;

@@ -12,10 +12,14 @@ import { wholeAnswer } from './answer-compression.js';
 import { BirdviewCache } from './birdview-images.js';
 import { ROADNET_ATTACHMENT } from '../roadnet/roadnet-attachment.js';
 import { RecordingSettings } from './recording-settings.js';
+import { CaptureIndexes } from './run-captures.js';
 import { runEvaluation, withScores } from './run-scores.js';
 import { STATE_WINDOW_MEDIA_TYPE } from './state-window-wire.js';
 import { readStateWindow, stateWindowBytes, stateWindowJson, windowBounds } from './state-windows.js';
 import type {
+  CapturesAnswer,
+  CapturesApart,
+  CaptureTimesAnswer,
   HealthAnswer,
   RunDetail,
   SharedFieldsRunDetail,
@@ -78,6 +82,9 @@ async function samplePage(
 
 /** Samples made into JSON at once; a longer page is written a slice of this many at a time. */
 const SAMPLES_SLICE = 2_000;
+
+/** The camera images one /captures answer holds at most: a minute of a camera at 30 Hz. */
+const CAPTURES_PAGE = 2_000;
 
 /**
  * A page of samples as JSON: the same text as `json` gives, but a long page is written a slice of
@@ -196,6 +203,17 @@ function numberParam(name: string, raw: string): number {
       `query parameter ${name}: expected a number, got ${JSON.stringify(raw)}`,
     );
   return value;
+}
+
+/** A query parameter that is either absent or `value` (what it means, for the error). */
+function choiceParam(c: Context, name: string, value: string, meaning: string): string | undefined {
+  const raw = c.req.query(name);
+  if (raw !== undefined && raw !== value)
+    throw new SimrecError(
+      'invalid',
+      `query parameter ${name}: expected ${value} (${meaning}) or nothing, got ${JSON.stringify(raw)}`,
+    );
+  return raw;
 }
 
 function runParam(c: Context): number {
@@ -340,30 +358,62 @@ export function createApi(store: StoreBackend, settings: RecordingSettings = new
    * is kept once written: the next request reads the run as it is then.
    */
   const detailsBeingWritten = new Map<string, Promise<string>>();
-  const writeDetail = async (run: number, sharedFields: boolean): Promise<string> => {
-    const d = await describeRun(store, run);
-    const detail: RunDetail = {
+  const captureIndexes = new CaptureIndexes(store);
+  const writeDetail = async (run: number, sharedFields: boolean, capturesApart: boolean): Promise<string> => {
+    const captures = capturesApart ? await captureIndexes.of(run) : undefined;
+    const d = await describeRun(
+      store,
+      run,
+      captures ? async () => captures.others : (id) => store.listAttachments(id),
+    );
+    const detail: RunDetail | (RunDetail & CapturesApart) = {
       ...d,
       hasRoadNetwork: d.attachments.some((a) => a.name === ROADNET_ATTACHMENT),
       evaluation: await runEvaluation(store, d.run.id, d.samples),
+      ...(captures ? { captures: captures.summary() } : {}),
     };
     return toJson(sharedFields ? withSharedFields(detail) : detail, 0);
   };
   api.get('/runs/:run', async (c) => {
     const run = runParam(c);
-    const fields = c.req.query('fields');
-    if (fields !== undefined && fields !== 'shared')
-      throw new SimrecError(
-        'invalid',
-        `query parameter fields: expected shared (each list of fields once) or nothing, got ${JSON.stringify(fields)}`,
-      );
-    const key = `${run}${fields === 'shared' ? ':shared' : ''}`;
+    const fields = choiceParam(c, 'fields', 'shared', 'each list of fields once');
+    const captures = choiceParam(c, 'captures', 'apart', 'the camera images counted, not listed');
+    const key = `${run}:${fields ?? ''}:${captures ?? ''}`;
     let detail = detailsBeingWritten.get(key);
     if (!detail) {
-      detail = writeDetail(run, fields === 'shared').finally(() => detailsBeingWritten.delete(key));
+      detail = writeDetail(run, fields !== undefined, captures !== undefined).finally(() =>
+        detailsBeingWritten.delete(key),
+      );
       detailsBeingWritten.set(key, detail);
     }
     return jsonText(c, await detail);
+  });
+
+  api.get('/runs/:run/captures', async (c) => {
+    const run = runParam(c);
+    await requireRun(store, run);
+    const from = intParam(c, 'from');
+    const to = intParam(c, 'to');
+    if (from === undefined || to === undefined || to < from)
+      throw new SimrecError(
+        'invalid',
+        `query parameters from and to: expected both, from <= to (microseconds), got ${JSON.stringify(c.req.query('from') ?? null)} and ${JSON.stringify(c.req.query('to') ?? null)}`,
+      );
+    const window = (await captureIndexes.of(run)).window(c.req.query('sensor'), from, to, CAPTURES_PAGE);
+    return json<CapturesAnswer>(c, window);
+  });
+
+  api.get('/runs/:run/capture-times', async (c) => {
+    const run = runParam(c);
+    const info = await requireRun(store, run);
+    const buckets = intParam(c, 'buckets', 1000)!;
+    if (buckets < 1 || buckets > 100_000)
+      throw new SimrecError(
+        'invalid',
+        `query parameter buckets: expected an integer from 1 to 100000, got ${JSON.stringify(c.req.query('buckets'))}`,
+      );
+    const captures = await captureIndexes.of(run);
+    return json<CaptureTimesAnswer>(c, { times: captures.firstTimes(info.begin, info.end, buckets) });
   });
 
   api.get('/runs/:run/scene', async (c) => {

@@ -22,7 +22,8 @@ export async function warmViewerRoutes(
     const middle = newest.end === null ? 0 : Math.max(0, (newest.end - newest.begin) / 2e6);
     await Promise.all(
       [
-        `/api/runs/${newest.id}?fields=shared`,
+        // As the viewer asks for the detail (web/src/api.ts, `run`).
+        `/api/runs/${newest.id}?fields=shared&captures=apart`,
         `/api/runs/${newest.id}/states?moment=${middle}&format=columns`,
         `/api/runs/${newest.id}/roadnet`,
       ].map(async (path) => {

@@ -4,6 +4,7 @@
  * only: nothing here runs, and the viewer's bundle takes no server code from it.
  */
 import type { RunEvaluation } from '../model/evaluation-scores.js';
+import type { AttachmentInfo } from '../model/attachment.js';
 import type { RunSummary } from '../model/run.js';
 import type { FieldDecl, Sample, StreamInfo } from '../model/stream.js';
 import type { RunDescription, Scene } from '../replay/run-queries.js';
@@ -41,6 +42,40 @@ export interface RunListEntry extends RunSummary {
 export interface RunDetail extends RunDescription {
   hasRoadNetwork: boolean;
   evaluation: RunEvaluation | null;
+}
+
+/** A sensor's camera images in a run. */
+export interface CaptureSummary {
+  /** The sensor named in the images' metadata (`sensor`), or '' for images that name none. */
+  sensor: string;
+  count: number;
+}
+
+/**
+ * GET /api/runs/:id?captures=apart: the detail without the run's camera images in `attachments` (a
+ * camera's hour is a hundred thousand), each sensor's count of them in `captures` instead; the viewer
+ * asks for them a window at a time (CapturesAnswer).
+ */
+export interface CapturesApart {
+  captures: CaptureSummary[];
+}
+
+/**
+ * GET /api/runs/:id/captures?from=&to=[&sensor=]: the camera images (of one sensor, or all) from `from`
+ * to `to` (microseconds), and the last one before `from`, in time order; at most 2,000, `more` saying
+ * whether the window held more.
+ */
+export interface CapturesAnswer {
+  captures: AttachmentInfo[];
+  more: boolean;
+}
+
+/**
+ * GET /api/runs/:id/capture-times?buckets=N: the first camera image's time in each of N equal parts of
+ * the run that hold any, for the timeline's strip.
+ */
+export interface CaptureTimesAnswer {
+  times: number[];
 }
 
 /**

@@ -8,6 +8,9 @@ import {
 } from '../../src/server/state-window-wire.js';
 import type { RoadNetwork } from '../../src/model/roadnet.js';
 import type {
+  CapturesAnswer,
+  CapturesApart,
+  CaptureTimesAnswer,
   ErrorAnswer,
   HealthAnswer,
   LiveMessage,
@@ -22,6 +25,9 @@ import type {
   SharedFieldsRunDetail,
   SqlAnswer,
 } from '../../src/server/wire-types.js';
+
+/** A run's detail as the viewer asks for it: camera images counted, not listed (`captures=apart`). */
+export type ViewerRunDetail = RunDetail & CapturesApart;
 
 export type {
   ActorInfo,
@@ -111,11 +117,24 @@ async function samplePages(
 export const api = {
   health: () => get<HealthAnswer>('/health'),
   runs: () => get<RunListEntry[]>('/runs'),
-  /** A run's detail, its lists of fields sent once each (SharedFieldsRunDetail) and given back to each stream. */
-  run: async (id: number): Promise<RunDetail> => {
-    const { fieldLists, ...detail } = await get<SharedFieldsRunDetail>(`/runs/${id}?fields=shared`);
+  /**
+   * A run's detail, its lists of fields sent once each (SharedFieldsRunDetail) and given back to each
+   * stream, its camera images counted (they come a window at a time: `captures`).
+   */
+  run: async (id: number): Promise<ViewerRunDetail> => {
+    const { fieldLists, ...detail } = await get<SharedFieldsRunDetail & CapturesApart>(
+      `/runs/${id}?fields=shared&captures=apart`,
+    );
     return { ...detail, streams: detail.streams.map((s) => ({ ...s, fields: fieldLists[s.fields]! })) };
   },
+  /** The camera images of `sensor` (every sensor's when '') over [from, to], and the one before. */
+  captures: (id: number, sensor: string, from: number, to: number) =>
+    get<CapturesAnswer>(
+      `/runs/${id}/captures?from=${from}&to=${to}${sensor ? `&sensor=${encodeURIComponent(sensor)}` : ''}`,
+    ),
+  /** The first camera image's time in each of `buckets` parts of the run that hold any. */
+  captureTimes: (id: number, buckets: number) =>
+    get<CaptureTimesAnswer>(`/runs/${id}/capture-times?buckets=${buckets}`),
   /**
    * The window holding a moment, before the page knows the run: `seconds` from its first sample (a
    * link's `t`) or `at`, microseconds since the epoch (a link's `at`).

@@ -1,5 +1,5 @@
 import { lastAtOrBefore } from '../../src/model/sorted-search.js';
-import { api, type ActorInfo, type AttachmentInfo, type RunDetail } from './api.js';
+import { api, type ActorInfo, type AttachmentInfo, type ViewerRunDetail } from './api.js';
 import { el, seconds } from './format.js';
 
 interface Box {
@@ -12,58 +12,61 @@ interface Box {
 
 type Capture = AttachmentInfo & { t: number };
 
+/** A window of a sensor's images asked at the cursor: the one on screen there and a minute's after it. */
+const WINDOW_US = 60_000_000;
+
 /**
  * Camera frames at the cursor, with their 2D boxes clipped to the image, and the sensor named. A run
  * whose capture records name image files the import did not find says how many are missing, rather
- * than that it has no captures.
+ * than that it has no captures. The images come a window at a time (a camera's hour is a hundred
+ * thousand of them): the one at the cursor is in the window kept, or the next window is asked for.
  */
 export class CapturePanel {
   readonly root = el('div', { class: 'captures', 'data-testid': 'captures' });
   private readonly status = el('p', { class: 'capture-status', 'data-testid': 'capture-status' });
   private readonly frame = el('div', { class: 'capture-frame' });
   private readonly sensorPicker = el('select', { 'data-testid': 'capture-sensor' });
-  private readonly captures: Capture[];
+  private readonly count: number;
   private readonly sensors = new Map<string, ActorInfo>();
   private shown: string | null = null;
   private readonly runId: number;
   private readonly begin: number;
+  /** The window kept: a sensor's images over [from, to], and the one before `from`. */
+  private window: { sensor: string; from: number; to: number; captures: Capture[] } | null = null;
+  private asking: Promise<void> | null = null;
   /** Capture records in the run's `captures` streams (one per frame a sensor took). */
   readonly records: number;
 
-  constructor(detail: RunDetail, begin: number) {
+  constructor(detail: ViewerRunDetail, begin: number) {
     this.runId = detail.run.id;
     this.begin = begin;
-    this.captures = detail.attachments
-      .filter(
-        (a): a is Capture => a.mediaType.startsWith('image/') && a.t !== undefined && !a.metadata?.annotation,
-      )
-      .sort((a, b) => a.t - b.t);
+    this.count = detail.captures.reduce((n, c) => n + c.count, 0);
     this.records = detail.streams.filter((s) => s.name === 'captures').reduce((n, s) => n + s.samples, 0);
     for (const a of detail.actors) if (a.kind === 'sensor') this.sensors.set(a.id, a);
-    const sensorIds = [...new Set(this.captures.map((c) => String(c.metadata?.sensor ?? '')))];
+    const sensorIds = detail.captures.map((c) => c.sensor);
     this.sensorPicker.append(...sensorIds.map((id) => el('option', { value: id }, this.sensorName(id))));
     this.sensorPicker.hidden = sensorIds.length < 2;
     this.sensorPicker.addEventListener('change', () => {
       this.shown = null;
       this.render(this.lastT);
     });
-    const missing = Math.max(0, this.records - this.captures.length);
+    const missing = Math.max(0, this.records - this.count);
     this.status.textContent =
-      this.records === 0 && this.captures.length === 0
+      this.records === 0 && this.count === 0
         ? 'No captures in this run.'
         : missing > 0
-          ? `${this.records} capture records; ${missing} of their image files are missing (not found at import), ${this.captures.length} shown.`
-          : `${this.captures.length} captures.`;
+          ? `${this.records} capture records; ${missing} of their image files are missing (not found at import), ${this.count} shown.`
+          : `${this.count} captures.`;
     this.root.append(this.sensorPicker, this.frame, this.status);
   }
 
-  /** Capture times, for the timeline's strip. */
-  get times(): number[] {
-    return this.captures.map((c) => c.t);
+  /** Capture times for the timeline's strip: the first in each of `buckets` parts of the run. */
+  async times(buckets: number): Promise<number[]> {
+    return this.count ? (await api.captureTimes(this.runId, buckets)).times : [];
   }
 
   get hasImages(): boolean {
-    return this.captures.length > 0;
+    return this.count > 0;
   }
 
   private sensorName(id: string): string {
@@ -82,10 +85,18 @@ export class CapturePanel {
   private lastT = 0;
   render(t: number): void {
     this.lastT = t;
+    if (!this.count) return;
     const sensor = this.sensorPicker.value;
-    const own = sensor
-      ? this.captures.filter((c) => String(c.metadata?.sensor ?? '') === sensor)
-      : this.captures;
+    const window = this.window;
+    if (!window || window.sensor !== sensor || t < window.from || t > window.to) {
+      // The image on screen stays until the window holding t is in.
+      this.asking ??= this.ask(sensor, t).finally(() => {
+        this.asking = null;
+        this.render(this.lastT);
+      });
+      return;
+    }
+    const own = window.captures;
     const capture = own[lastAtOrBefore(own, t, (c) => c.t)];
     if (!capture) {
       if (this.shown !== null) this.frame.replaceChildren();
@@ -126,5 +137,20 @@ export class CapturePanel {
         `${this.sensorName(String(capture.metadata?.sensor ?? '?'))} · ${seconds(capture.t - this.begin)} s · ${capture.name}`,
       ),
     );
+  }
+
+  private async ask(sensor: string, t: number): Promise<void> {
+    const to = t + WINDOW_US;
+    let captures: Capture[] = [];
+    let end = to;
+    try {
+      const answer = await api.captures(this.runId, sensor, t, to);
+      captures = answer.captures as Capture[];
+      // A window cut short (a camera faster than 2,000 images a minute) ends before its last image.
+      if (answer.more) end = Math.max(t, captures.at(-1)!.t - 1);
+    } catch {
+      // Nothing shown over this window; it is asked again once the cursor leaves it.
+    }
+    this.window = { sensor, from: t, to: end, captures };
   }
 }

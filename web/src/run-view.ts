@@ -7,7 +7,7 @@ import {
   ApiError,
   type ActorInfo,
   type RoadNetwork,
-  type RunDetail,
+  type ViewerRunDetail,
   type RunListEntry,
   type Sample,
 } from './api.js';
@@ -30,7 +30,7 @@ import { PlaybackData } from './playback-data.js';
 import { PlotPanel } from './plot-panel.js';
 import { EvaluationPanel } from './radar.js';
 import { StreamWindows } from './stream-windows.js';
-import { Timeline } from './timeline.js';
+import { SLIDER_STEPS, Timeline } from './timeline.js';
 
 const TRAIL_MICROS = 5_000_000;
 const FUTURE_MICROS = 5_000_000;
@@ -56,7 +56,7 @@ export interface RunLink {
 /** One run: map, timeline with its events, inspector, plots, evaluation and captures. */
 export class RunView {
   readonly root = el('section', { class: 'run-view' });
-  private detail!: RunDetail;
+  private detail!: ViewerRunDetail;
   private data!: PlaybackData;
   /** Public for the browser tests, which read pixels at world positions. */
   map!: MapView;
@@ -187,7 +187,6 @@ export class RunView {
     this.evaluationPanel = new EvaluationPanel(this.detail.evaluation);
     this.criteria = CriteriaPanel.has(this.detail) ? new CriteriaPanel() : null;
     this.captures = new CapturePanel(this.detail, range.begin);
-    this.timeline.markCaptures(this.captures.times);
 
     const canvas = el('canvas', {
       class: 'map',
@@ -342,10 +341,10 @@ export class RunView {
     this.timeline.seek(start);
     void this.inspect(); // fills the inspector when the scene arrives; nothing else waits for it
     this.render();
-    // The panels of the whole run (lights, events, comparison, criteria) are asked for once the moment's
-    // actors are on screen: on an hour of traffic they are what the first frame need not wait for, and
-    // asking for them took time from it. The evaluation is fetched a window at a time as the cursor
-    // needs it.
+    // The panels of the whole run (lights, events, comparison, criteria, the captures' strip) are asked
+    // for once the moment's actors are on screen: on an hour of traffic they are what the first frame
+    // need not wait for, and asking for them took time from it. The evaluation is fetched a window at a
+    // time as the cursor needs it.
     await afterNextPaint();
     this.startEvaluation();
     await Promise.all([
@@ -353,6 +352,7 @@ export class RunView {
       this.loadEvents(),
       this.loadComparison(),
       this.criteria?.load(this.runId),
+      this.captures.times(SLIDER_STEPS).then((times) => this.timeline.markCaptures(times)),
     ]);
     this.fillLegend();
     // Fit again once the panels are in (the events list takes its height from the map's), unless the

@@ -3,7 +3,7 @@ import { el, seconds } from './format.js';
 
 export const SPEEDS = [0.1, 0.25, 0.5, 1, 2, 5, 10];
 /** The slider's steps over the run; events of a kind in one step share a mark on the track. */
-const SLIDER_STEPS = 1000;
+export const SLIDER_STEPS = 1000;
 
 /** Play, pause, step, speed and scrub over [begin, end]; events marked along the track. */
 export class Timeline {
