@@ -1,13 +1,13 @@
 import { SimrecError } from './errors.js';
 
+/** A turn of the event loop: timers and I/O run before the promise settles. */
+export const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
 /**
  * Long work on a thread that also serves others (a server's, answering every viewer) gives the event
  * loop a turn now and then: an `await` of a promise already settled runs the next microtask, never a
  * timer or an incoming request, so work that only awaits its own reads holds the thread to its end.
  */
-/** A turn of the event loop: timers and I/O run before the promise settles. */
-export const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
-
 export class EventLoopTurns {
   private readonly sliceMs: number;
   private last = performance.now();

@@ -361,11 +361,7 @@ export function createApi(store: StoreBackend, settings: RecordingSettings = new
   const captureIndexes = new CaptureIndexes(store);
   const writeDetail = async (run: number, sharedFields: boolean, capturesApart: boolean): Promise<string> => {
     const captures = capturesApart ? await captureIndexes.of(run) : undefined;
-    const d = await describeRun(
-      store,
-      run,
-      captures ? async () => captures.others : (id) => store.listAttachments(id),
-    );
+    const d = await describeRun(store, run, captures && (async () => captures.others));
     const detail: RunDetail | (RunDetail & CapturesApart) = {
       ...d,
       hasRoadNetwork: d.attachments.some((a) => a.name === ROADNET_ATTACHMENT),

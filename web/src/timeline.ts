@@ -131,18 +131,14 @@ export class Timeline {
   private divergenceMark: HTMLElement | null = null;
 
   /**
-   * The times of the run's captures, as ticks under the track: one per slider step that holds any (at
-   * its first), since a long run of images has tens of thousands.
+   * The run's captures as ticks under the track, at the times given: the viewer gives the first of each
+   * slider step that holds any (the server's /capture-times), since a camera's hour is a hundred
+   * thousand images.
    */
   markCaptures(times: number[]): void {
     this.captureTimes = times;
-    const firsts = new Map<number, number>();
-    for (const t of times) {
-      const step = this.stepOf(t);
-      if (!firsts.has(step) || t < firsts.get(step)!) firsts.set(step, t);
-    }
     this.strip.replaceChildren(
-      ...[...firsts.values()].map((t) => {
+      ...times.map((t) => {
         const tick = el('span', { class: 'capture-tick' });
         tick.style.left = this.at(t);
         return tick;
