@@ -148,6 +148,7 @@ describe('camera images a window at a time (#53)', () => {
       [`captures?from=${BEGIN + 10}&to=${BEGIN}`, /from <= to/],
       [`captures?from=x&to=${BEGIN}`, /query parameter from: expected an integer/],
       ['capture-times?buckets=0', /query parameter buckets: expected an integer from 1 to 100000, got "0"/],
+      ['capture-times?buckets=x', /query parameter buckets: expected an integer from 1 to 100000, got "x"/],
     ] as const) {
       const answer = await get<{ error: string }>(`/api/runs/${run}/${path}`);
       assert.equal(answer.status, 400, path);

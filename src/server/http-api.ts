@@ -402,8 +402,9 @@ export function createApi(store: StoreBackend, settings: RecordingSettings = new
   api.get('/runs/:run/capture-times', async (c) => {
     const run = runParam(c);
     const info = await requireRun(store, run);
-    const buckets = intParam(c, 'buckets', 1000)!;
-    if (buckets < 1 || buckets > 100_000)
+    const raw = c.req.query('buckets');
+    const buckets = raw === undefined || raw === '' ? 1000 : Number(raw);
+    if (!Number.isInteger(buckets) || buckets < 1 || buckets > 100_000)
       throw new SimrecError(
         'invalid',
         `query parameter buckets: expected an integer from 1 to 100000, got ${JSON.stringify(c.req.query('buckets'))}`,
