@@ -142,9 +142,41 @@ async function openRun(hash: string, viewport = { width: 1280, height: 800 }): P
     await page.locator('#app[data-ready="true"]').waitFor();
     // The first window of states is in once something was drawn.
     await page.waitForFunction(() => window.simrecView?.framesDrawn > 0);
+    await settled(page);
   }
   return page;
 }
+
+/**
+ * Two frames on: the layout the last panels gave the page has been reported to the map (its
+ * ResizeObserver runs before a frame is painted) and drawn.
+ */
+async function settled(page: Page): Promise<void> {
+  await page.evaluate(
+    () =>
+      new Promise((done) =>
+        window.requestAnimationFrame(() => window.requestAnimationFrame(() => done(null))),
+      ),
+  );
+}
+
+/** The road network's corners on screen and the canvas's size, as the page has laid it out now. */
+function networkOnScreen(page: Page) {
+  return page.evaluate(() => {
+    const map = window.simrecView.map;
+    const net = map.bounds;
+    return {
+      scale: map.scale,
+      center: { ...map.center },
+      corners: [map.toScreen(net.min[0], net.min[1]), map.toScreen(net.max[0], net.max[1])],
+      w: map.canvas.clientWidth,
+      h: map.canvas.clientHeight,
+    };
+  });
+}
+
+const wholeNetworkInView = (at: Awaited<ReturnType<typeof networkOnScreen>>): boolean =>
+  at.corners.every((c) => c.x >= 0 && c.x <= at.w && c.y >= 0 && c.y <= at.h);
 
 async function closeClean(page: Page): Promise<void> {
   assert.deepEqual((page as Page & { errors: string[] }).errors, [], 'no errors in the page');
@@ -329,23 +361,8 @@ describe('viewer for engineers (#27) and actor lifetimes (#20), in Chromium', ()
 
   it('makes the map readable at first sight: fit, a minimum size, labels, legend, scale bar, hover', async () => {
     const page = await openRun(`#/runs/${demo}`);
-    const opened = await page.evaluate(() => {
-      const map = window.simrecView.map;
-      const net = map.bounds;
-      const corners = [map.toScreen(net.min[0], net.min[1]), map.toScreen(net.max[0], net.max[1])];
-      return {
-        scale: map.scale,
-        center: { ...map.center },
-        corners,
-        w: map.canvas.clientWidth,
-        h: map.canvas.clientHeight,
-      };
-    });
-    for (const c of opened.corners)
-      assert.ok(
-        c.x >= 0 && c.x <= opened.w && c.y >= 0 && c.y <= opened.h,
-        'the whole network is in view on open',
-      );
+    const opened = await networkOnScreen(page);
+    assert.ok(wholeNetworkInView(opened), `the whole network is in view on open: ${JSON.stringify(opened)}`);
     // Every vehicle at least 14x7 px on screen: count its blue around it (its nose is white).
     const vehicle = await page.evaluate(() => {
       const view = window.simrecView;
@@ -402,6 +419,33 @@ describe('viewer for engineers (#27) and actor lifetimes (#20), in Chromium', ()
     }));
     assert.deepEqual(fitted, { scale: opened.scale, center: opened.center });
     await page.screenshot({ path: join(ARTIFACTS, 'demo-run-view.png') });
+    await closeClean(page);
+  });
+
+  it('keeps the fitted network in view as the page changes size, until the user moves the map', async () => {
+    const page = await openRun(`#/runs/${demo}`);
+    const wide = await networkOnScreen(page);
+    assert.ok(wholeNetworkInView(wide), `in view at 1280x800: ${JSON.stringify(wide)}`);
+    await page.setViewportSize({ width: 640, height: 480 });
+    await settled(page);
+    const narrow = await networkOnScreen(page);
+    assert.ok(narrow.w < wide.w && narrow.h < wide.h, 'the map is smaller in the smaller window');
+    assert.ok(wholeNetworkInView(narrow), `in view at 640x480: ${JSON.stringify(narrow)}`);
+    assert.ok(narrow.scale < wide.scale, 'zoomed out to fit');
+    assert.deepEqual(narrow.center, wide.center);
+    // Zoomed by the user, the view is theirs: a larger window keeps its scale and centre.
+    await page.keyboard.press('+');
+    const zoomed = await networkOnScreen(page);
+    await page.setViewportSize({ width: 1280, height: 800 });
+    await settled(page);
+    const kept = await networkOnScreen(page);
+    assert.ok(kept.w > zoomed.w, 'the map grew with the window');
+    assert.deepEqual([kept.scale, kept.center], [zoomed.scale, zoomed.center]);
+    // Fit takes the window's size again, and follows it from then on.
+    await page.keyboard.press('f');
+    await settled(page);
+    const refitted = await networkOnScreen(page);
+    assert.deepEqual([refitted.scale, refitted.center], [wide.scale, wide.center]);
     await closeClean(page);
   });
 

@@ -135,11 +135,12 @@ export class MapView {
    */
   private laidOut: { width: number; height: number } | null = null;
   /**
-   * A fit asked for before the canvas was first laid out: its scale is taken at the first layout. A
-   * page opening on a run fitted its map while it was still building its panels, and the size read
-   * then laid the page out once more than its first frame needed.
+   * What the map was last fitted to, until the user moves or zooms it: every size the canvas is laid
+   * out at fits it again, so the panels that arrive after a page opens, or a window made smaller,
+   * leave everything still in view. A fit asked for before the first layout takes its scale there
+   * (reading the size sooner would lay the page out once more than its first frame needs).
    */
-  private pendingFit: { min: [number, number]; max: [number, number] } | null = null;
+  private fitted: { min: [number, number]; max: [number, number] } | null = null;
   /** Whether the last state given (render) is yet to be drawn. */
   private stateToDraw = false;
   /** A state given with `render` was drawn (at once, or at the canvas's first layout). */
@@ -167,6 +168,7 @@ export class MapView {
       drag.x = e.clientX;
       drag.y = e.clientY;
       this.follow = null;
+      this.fitted = null;
       this.tooltip.hidden = true;
       this.draw();
       this.onMove();
@@ -193,11 +195,7 @@ export class MapView {
   /** Called by the ResizeObserver with the size it observed: nothing is read from the page. */
   private resize(width: number, height: number): void {
     this.laidOut = { width, height };
-    if (this.pendingFit) {
-      const { min, max } = this.pendingFit;
-      this.pendingFit = null;
-      this.scale = fittedScale(min, max, width || 800, height || 600);
-    }
+    this.applyFit();
     const ratio = window.devicePixelRatio || 1;
     this.canvas.width = Math.max(1, Math.round(this.laidOut.width * ratio));
     this.canvas.height = Math.max(1, Math.round(this.laidOut.height * ratio));
@@ -216,6 +214,7 @@ export class MapView {
   /** Zooms by `factor` about a screen point (the centre by default), keeping that point still. */
   zoom(factor: number, sx = this.width / 2, sy = this.height / 2): void {
     const before = this.toWorld(sx, sy);
+    this.fitted = null;
     this.scale = Math.min(200, Math.max(0.05, this.scale * factor));
     const after = this.toWorld(sx, sy);
     this.center.x += before.x - after.x;
@@ -311,13 +310,26 @@ export class MapView {
 
   fit(min: [number, number], max: [number, number]): void {
     this.center = { x: (min[0] + max[0]) / 2, y: (min[1] + max[1]) / 2 };
-    if (this.awaitingLayout()) {
-      this.pendingFit = { min, max };
-      return;
-    }
-    // The size it has now, laid out if need be: a fit follows changes of the page (its panels
-    // arriving) that the ResizeObserver reports only at the next frame, and fits are rare.
-    this.scale = fittedScale(min, max, this.canvas.clientWidth || 800, this.canvas.clientHeight || 600);
+    this.fitted = { min, max };
+    if (!this.awaitingLayout()) this.applyFit();
+  }
+
+  /**
+   * The fit's scale at the size the map draws at (the one `toScreen` uses): a size the page has
+   * taken since is fitted again when the ResizeObserver reports it, before that frame is painted.
+   */
+  private applyFit(): void {
+    if (!this.fitted) return;
+    const { min, max } = this.fitted;
+    this.scale = fittedScale(min, max, this.width || 800, this.height || 600);
+  }
+
+  /** Centres the map on a point, zoomed in to at least `minScale`: the user's view from then on. */
+  lookAt(x: number, y: number, minScale: number): void {
+    this.follow = null;
+    this.fitted = null;
+    this.center = { x, y };
+    this.scale = Math.max(this.scale, minScale);
   }
 
   /**
@@ -334,7 +346,10 @@ export class MapView {
     this.stateToDraw = true;
     if (this.follow) {
       const pose = state.poses.get(this.follow);
-      if (pose) this.center = { x: pose.x, y: pose.y };
+      if (pose) {
+        this.center = { x: pose.x, y: pose.y };
+        this.fitted = null;
+      }
     }
     this.draw();
   }

@@ -328,12 +328,6 @@ export class RunView {
 
     await this.loadRoad(road);
     if (this.detail.hasRoadNetwork) this.map.fitAll();
-    let moved = false;
-    const onMove = this.map.onMove;
-    this.map.onMove = () => {
-      moved = true;
-      onMove();
-    };
     // Selected now; the comparison, which loads after the first frame, plots it once loaded.
     if (this.link.actor && this.actors.has(this.link.actor)) this.selected = this.link.actor;
     // The picker lists the selected actor's fields first (the ego's while none is selected).
@@ -354,10 +348,8 @@ export class RunView {
       this.criteria?.load(this.runId),
       this.captures.times(SLIDER_STEPS).then((times) => this.timeline.markCaptures(times)),
     ]);
+    // The panels' arrival changes the map's size: its fit follows (MapView.fitted) until it is moved.
     this.fillLegend();
-    // Fit again once the panels are in (the events list takes its height from the map's), unless the
-    // map was moved meanwhile.
-    if (this.detail.hasRoadNetwork && !moved && this.map.follow === null) this.map.fitAll();
     this.render();
   }
 
@@ -485,9 +477,7 @@ export class RunView {
     this.highlighted = new Set(e.actors);
     if (e.x !== undefined && e.y !== undefined) {
       this.options.follow.checked = false;
-      this.map.follow = null;
-      this.map.center = { x: e.x, y: e.y };
-      this.map.scale = Math.max(this.map.scale, 6);
+      this.map.lookAt(e.x, e.y, 6);
     }
     this.timeline.seek(e.t);
   }
