@@ -11,14 +11,15 @@
  */
 import { execFile } from 'node:child_process';
 import { mkdirSync, readdirSync, statSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { loadDuckDB } from '../src/formats/parquet/duckdb-sql.js';
 import { exportRecording } from '../src/replay/export-run.js';
 import { openStore } from '../src/store/open-store.js';
 import { FleetSql } from '../src/tables/fleet-sql.js';
-import { keepTablesInStep } from '../src/tables/keep-tables.js';
 import { TablesFolder } from '../src/tables/tables-folder.js';
+import { keepTablesOnThreads } from '../src/tables/tables-writer-threads.js';
 import { TrafficGenerator, type BenchSize } from './generator.js';
 import { simrecPeer } from './peers/simrec.js';
 import { median } from './stats.js';
@@ -55,6 +56,8 @@ export interface FleetResults {
   exportSeconds: number;
   /** buildSeconds / exportSeconds (target <= 1.2). */
   buildRatio: number;
+  /** Threads the build may use (the machine's cores): the export is written on one. */
+  buildThreads: number;
   tablesBytes: number;
   storeBytes: number;
   exportBytes: number;
@@ -129,7 +132,9 @@ export async function measureFleet(
     const ids = (await store.listRuns({ newestFirst: false })).map((r) => r.id);
     // The peer of the build: the same runs exported to Parquet by `simrec export`, in one folder.
     const exported = await timed(() => exportRecording(store, 'parquet', ids, exportDir));
-    const built = await timed(() => keepTablesInStep(store, folder));
+    // Written as `simrec sql` and `simrec tables build` write them: side by side, a thread a core.
+    const keep = keepTablesOnThreads({ oneHere: true });
+    const built = await timed(() => keep(store, folder));
     if (built.value.written.length !== size.runs) throw new Error('bench fleet: not every run was written');
 
     const duckdb = await loadDuckDB();
@@ -141,7 +146,7 @@ export async function measureFleet(
       );
     const queries: FleetQueryTimes[] = [];
     // One FleetSql for every question, as the server keeps one: DuckDB and its views stay between them.
-    const fleet = new FleetSql(store, folder);
+    const fleet = new FleetSql(store, folder, keep);
     for (const q of QUERIES) {
       const first = await timed(() => rows(fleet, q.sql));
       const later: number[] = [];
@@ -172,7 +177,7 @@ export async function measureFleet(
     const newRun = Math.max(...ids) + 1;
     const next = await timed(() => rows(fleet, aggregate));
     if (folder.manifest(newRun) === undefined) throw new Error('bench fleet: the new run was not written');
-    const written = (await keepTablesInStep(store, folder)).written;
+    const written = (await keep(store, folder)).written;
     if (written.length) throw new Error(`bench fleet: runs ${written.join(', ')} were still stale`);
     const laterAfter = median(await repeat(3, () => timed(() => rows(fleet, aggregate)).then((t) => t.ms)));
     await fleet.close();
@@ -229,6 +234,7 @@ export async function measureFleet(
       buildSeconds: round(built.ms / 1000, 2),
       exportSeconds: round(exported.ms / 1000, 2),
       buildRatio: round(built.ms / exported.ms, 2),
+      buildThreads: availableParallelism(),
       tablesBytes: folder.bytes(),
       storeBytes: statSync(storeFile).size,
       exportBytes: folderBytes(exportDir),
@@ -265,7 +271,7 @@ const round = (v: number, digits = 1): number => Math.round(v * 10 ** digits) / 
 export function formatFleet(f: FleetResults): string {
   const lines = [
     `fleet: ${f.size.runs} runs x ${f.size.actors} actors x ${f.size.steps} steps (${(f.actorStates / 1e6).toFixed(1)} M actor-states)`,
-    `  tables built in ${f.buildSeconds} s = ${f.buildRatio}x simrec export to Parquet (${f.exportSeconds} s); ` +
+    `  tables built in ${f.buildSeconds} s on ${f.buildThreads} threads = ${f.buildRatio}x simrec export to Parquet (${f.exportSeconds} s, one thread); ` +
       `tables ${(f.tablesBytes / 2 ** 20).toFixed(0)} MiB = ${(f.tablesBytes / f.storeBytes).toFixed(2)}x the store (${(f.storeBytes / 2 ** 20).toFixed(0)} MiB)`,
     ...f.queries.map(
       (q) =>

@@ -20,10 +20,10 @@ import type { Browser, Page } from 'playwright-core';
 import { quantile } from './stats.js';
 import type { TargetResult } from './targets.js';
 import { chromiumMissing, launchChromium } from './chromium.js';
-import { keepTablesOnWorker } from '../src/server/tables-writer-thread.js';
 import { openStore } from '../src/store/open-store.js';
 import { keepTablesInStep, type KeepTables } from '../src/tables/keep-tables.js';
 import { TablesFolder } from '../src/tables/tables-folder.js';
+import { keepTablesOnThreads } from '../src/tables/tables-writer-threads.js';
 
 /** Compiled to dist/bench/: the command line is dist/src/cli/main.js. */
 const CLI = resolve(fileURLToPath(import.meta.url), '..', '..', 'src', 'cli', 'main.js');
@@ -231,7 +231,7 @@ async function diffBigRuns(store: string): Promise<NonNullable<BigRunViewerResul
 
 /**
  * The run's tables written into a folder of their own, once on this thread (as a server did) and once
- * through keepTablesOnWorker (as it does), while a timer every 10 ms measures how long this thread is
+ * on a thread of its own (as it does), while a timer every 10 ms measures how long this thread is
  * held: what a viewer of the server waits for its windows, seeks and live updates meanwhile.
  */
 async function tablesWritePauses(
@@ -264,7 +264,7 @@ async function tablesWritePauses(
     };
     return {
       onThread: await measure(keepTablesInStep, 'on-thread'),
-      onWorker: await measure(keepTablesOnWorker, 'on-worker'),
+      onWorker: await measure(keepTablesOnThreads({ threads: 1 }), 'on-worker'),
     };
   } finally {
     await store.close();

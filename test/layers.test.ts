@@ -40,8 +40,9 @@ const MAY_IMPORT: Record<string, readonly string[]> = {
   replay: ['model', 'roadnet', 'formats', 'store'],
   evaluate: ['model', 'roadnet', 'record', 'replay'],
   demo: ['model', 'roadnet', 'store', 'record', 'replay'],
-  // The tables folder: runs as Parquet kept in step with the store, and SQL over it.
-  tables: ['model', 'formats', 'replay'],
+  // The tables folder: runs as Parquet kept in step with the store, and SQL over it; its writer
+  // threads open the store again (store/open-store.ts), as the demo does.
+  tables: ['model', 'formats', 'store', 'replay'],
   // Two runs compared: where they part, by how much, and whether a team's thresholds pass.
   compare: ['model', 'replay'],
   // The faces.

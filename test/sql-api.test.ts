@@ -16,9 +16,9 @@ import type { SqlAnswer } from '../src/server/wire-types.js';
 import { openStore } from '../src/store/open-store.js';
 import { recordDemoRun } from '../src/demo/demo-run.js';
 import { SimrecError } from '../src/model/errors.js';
-import { keepTablesOnWorker } from '../src/server/tables-writer-thread.js';
 import { keepTablesInStep } from '../src/tables/keep-tables.js';
 import { TablesFolder } from '../src/tables/tables-folder.js';
+import { keepTablesOnThreads, shareRuns } from '../src/tables/tables-writer-threads.js';
 import { tempDir } from './helpers/paths.js';
 
 const TOKEN = 'sql-token-123';
@@ -203,15 +203,16 @@ describe("the server writes a run's tables when it ends, never while a run recor
   });
 });
 
-describe("the server's tables written on a thread of their own", () => {
+describe('the tables written on threads of their own', () => {
   const dir = tempDir('simrec-tables-thread-');
   let store: StoreBackend;
   let runs: number[];
   before(async () => {
     store = await openStore(join(dir.path, 'runs.db'));
     runs = [];
-    for (const seed of [1, 2])
-      runs.push((await recordDemoRun(store, { duration: 10, seed, vehicles: 5 })).run.id);
+    // Long enough that each run's writing is told of while its files are staged.
+    for (const seed of [1, 2, 3])
+      runs.push((await recordDemoRun(store, { duration: 60, seed, vehicles: 10 })).run.id);
   });
   after(async () => {
     await store.close();
@@ -223,11 +224,25 @@ describe("the server's tables written on a thread of their own", () => {
     const there = new TablesFolder(join(dir.path, 'there'));
     const mine = await keepTablesInStep(store, here, runs);
     const progress: number[] = [];
-    const theirs = await keepTablesOnWorker(store, there, runs, {
-      onProgress: (done) => progress.push(done),
+    // Each thread stages its runs' files in folders named with its own tag (`<pid>-w<tag>-...`).
+    const staging = join(there.path, '_simrec', 'staging');
+    const threadsSeen = new Set<string>();
+    const theirs = await keepTablesOnThreads({ threads: 2 })(store, there, runs, {
+      onProgress: (done) => {
+        progress.push(done);
+        for (const name of existsSync(staging) ? readdirSync(staging) : [])
+          threadsSeen.add(name.split('-')[1]!);
+      },
     });
     assert.deepEqual(theirs, mine);
-    assert.ok(progress.length > 0 && progress.at(-1)! > 0, 'progress told back');
+    assert.equal(threadsSeen.size, 2, `two threads wrote: ${[...threadsSeen].join(', ')}`);
+    assert.ok(progress.length > 0, 'progress told back');
+    const samples = (await store.listRuns()).reduce((sum, r) => sum + r.samples, 0);
+    assert.ok(
+      progress.every((done, i) => i === 0 || done >= progress[i - 1]!),
+      'progress only goes on',
+    );
+    assert.ok(progress.at(-1)! > 0 && progress.at(-1)! <= samples, `${progress.at(-1)} of ${samples}`);
     for (const run of runs) {
       const { written: _a, ...a } = here.manifest(run)!;
       const { written: _b, ...b } = there.manifest(run)!;
@@ -235,7 +250,7 @@ describe("the server's tables written on a thread of their own", () => {
       assert.ok(existsSync(there.partFile('state', run)));
     }
     // Done already: nothing written again.
-    assert.deepEqual((await keepTablesOnWorker(store, there, runs)).current, runs);
+    assert.deepEqual((await keepTablesOnThreads()(store, there, runs)).current, runs);
   });
 
   it('stop when their signal aborts, leaving nothing staged, and the next writing writes it all', async () => {
@@ -243,7 +258,7 @@ describe("the server's tables written on a thread of their own", () => {
     for (const when of ['at once', 'while writing']) {
       const controller = new AbortController();
       const cancel = (): void => controller.abort(new Error(`the question was cancelled ${when}`));
-      const writing = keepTablesOnWorker(store, folder, runs, {
+      const writing = keepTablesOnThreads()(store, folder, runs, {
         signal: controller.signal,
         // Its first progress: a run's files are being written in staging.
         onProgress: when === 'at once' ? () => {} : cancel,
@@ -255,9 +270,24 @@ describe("the server's tables written on a thread of their own", () => {
     }
     // What the stopped writings did not finish is written now (a run may have been renamed into place
     // before the thread stopped).
-    const next = await keepTablesOnWorker(store, folder, runs);
+    const next = await keepTablesOnThreads()(store, folder, runs);
     assert.deepEqual([...next.written, ...next.current].sort(), [...runs].sort());
     for (const run of runs) assert.ok(existsSync(folder.partFile('state', run)));
+  });
+
+  it('share the runs out by their samples, each share in the order given', () => {
+    const runs = [10, 100, 40, 90, 50].map((samples, id) => ({ id, samples }));
+    const ids = (shares: { id: number }[][]): number[][] => shares.map((share) => share.map((r) => r.id));
+    // 100 + 40 + 10 against 90 + 50.
+    assert.deepEqual(ids(shareRuns(runs, 2)), [
+      [0, 1, 2],
+      [3, 4],
+    ]);
+    // More threads than runs: a run a thread, the largest first.
+    assert.deepEqual(ids(shareRuns(runs, 8)), [[1], [3], [4], [2], [0]]);
+    assert.deepEqual(ids(shareRuns(runs, 1)), [[0, 1, 2, 3, 4]]);
+    assert.deepEqual(ids(shareRuns(runs, 0)), [[0, 1, 2, 3, 4]]);
+    assert.deepEqual(shareRuns([], 4), []);
   });
 
   it('fail by name when the store cannot be opened there', async () => {
@@ -271,7 +301,7 @@ describe("the server's tables written on a thread of their own", () => {
       },
     });
     await assert.rejects(
-      keepTablesOnWorker(gone, new TablesFolder(join(dir.path, 'none')), runs),
+      keepTablesOnThreads()(gone, new TablesFolder(join(dir.path, 'none')), runs),
       (error: SimrecError) => error.code === 'io' && error.message.includes('nowhere'),
     );
   });

@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { availableParallelism } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { serve } from '@hono/node-server';
@@ -18,7 +19,7 @@ import { warmViewerRoutes } from './viewer-warm-up.js';
 import { createSqlApi, SQL_LIMITS, type SqlApiLimits } from './sql-api.js';
 import { TablesKeeper } from '../tables/tables-keeper.js';
 import { TablesFolder, tablesFolderFor } from '../tables/tables-folder.js';
-import { keepTablesOnWorker } from './tables-writer-thread.js';
+import { keepTablesOnThreads } from '../tables/tables-writer-threads.js';
 import { LIVE_PATH, LiveUpdates } from './live-updates.js';
 import { RecordingSettings } from './recording-settings.js';
 import { requireToken, upgradeHasToken } from './api-token.js';
@@ -138,9 +139,12 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     new TablesFolder(options.tablesFolder ?? tablesFolderFor(options.store.location)),
     // A run's tables not written now are written by the first question that needs them.
     (error) => console.error(`simrec: warning: the tables of a run that ended: ${(error as Error).message}`),
-    // On a thread of their own, which opens the SQLite file again; a MongoDB store's on this one (not
-    // tried on a worker: there is no MongoDB server where this was written).
-    options.store.kind === 'sqlite' ? keepTablesOnWorker : undefined,
+    // On threads of their own, which open the SQLite file again, one core left to this thread's pages;
+    // a MongoDB store's on this one (not tried on a worker: there is no MongoDB server where this was
+    // written).
+    options.store.kind === 'sqlite'
+      ? keepTablesOnThreads({ threads: Math.max(1, availableParallelism() - 1) })
+      : undefined,
   );
   app.route('/api/sql', createSqlApi(tables, { ...SQL_LIMITS, ...options.sqlLimits }));
   app.route('/api/diff', createDiffApi(options.store));

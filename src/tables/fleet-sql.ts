@@ -92,8 +92,9 @@ export async function queryFleet<T>(
   folder: TablesFolder,
   query: FleetQuery,
   read: (result: SqlResult) => Promise<T>,
+  keep?: KeepTables,
 ): Promise<T> {
-  const fleet = new FleetSql(store, folder);
+  const fleet = new FleetSql(store, folder, keep);
   try {
     return await fleet.query(query, read);
   } finally {

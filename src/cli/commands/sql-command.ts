@@ -6,6 +6,7 @@ import { abortOnInterrupt } from '../output-target.js';
 import { formatNumber, formatTable, Progress } from '../output.js';
 import { tablesFolderOf, withExistingStore } from '../with-store.js';
 import { printWarnings } from '../warnings.js';
+import { tablesWriterFor } from './tables-command.js';
 
 /**
  * `simrec sql "SELECT ..."`: SQL across the store's runs, with DuckDB over the store's tables folder
@@ -54,11 +55,22 @@ export function registerSqlCommand(program: Command): void {
             signal,
           };
           if (opts.runs) fleet.runs = opts.runs;
-          await queryFleet(store, tablesFolderOf(command, store), fleet, async (result) => {
-            progress.done();
-            printWarnings(warnings);
-            await (opts.json ? printJsonRows(result) : opts.csv ? printCsv(result) : printRowsTable(result));
-          });
+          const keep = await tablesWriterFor(store);
+          await queryFleet(
+            store,
+            tablesFolderOf(command, store),
+            fleet,
+            async (result) => {
+              progress.done();
+              printWarnings(warnings);
+              await (opts.json
+                ? printJsonRows(result)
+                : opts.csv
+                  ? printCsv(result)
+                  : printRowsTable(result));
+            },
+            keep,
+          );
         }),
       );
     });

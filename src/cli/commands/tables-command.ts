@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import type { StoreBackend } from '../../model/store-port.js';
-import type { KeepTablesResult } from '../../tables/keep-tables.js';
+import type { KeepTables, KeepTablesResult } from '../../tables/keep-tables.js';
 import type { TablesFolder } from '../../tables/tables-folder.js';
 import { parseRunId } from '../args.js';
 import { abortOnInterrupt } from '../output-target.js';
@@ -85,12 +85,12 @@ export async function buildTables(
   folder: TablesFolder,
   runs?: readonly number[],
 ): Promise<KeepTablesResult> {
-  const { keepTablesInStep } = await import('../../tables/keep-tables.js');
+  const keep = await tablesWriterFor(store);
   return abortOnInterrupt('writing the tables was stopped', async (signal) => {
     const warnings: string[] = [];
     const progress = new Progress('writing tables');
     try {
-      return await keepTablesInStep(store, folder, runs, {
+      return await keep(store, folder, runs, {
         warn: (where, message) => warnings.push(`${where}: ${message}`),
         onProgress: (done, total) => progress.update(total ? done / total : 1, `${done}/${total}`),
         signal,
@@ -100,6 +100,17 @@ export async function buildTables(
       printWarnings(warnings);
     }
   });
+}
+
+/**
+ * How the command line writes tables: a SQLite store's runs side by side on threads, one a core, when
+ * there are several to write (a store of many runs took the sum of their times); one run, or a
+ * MongoDB store's (not tried on a worker: no MongoDB server where this was written), on this thread.
+ */
+export async function tablesWriterFor(store: StoreBackend): Promise<KeepTables> {
+  if (store.kind !== 'sqlite') return (await import('../../tables/keep-tables.js')).keepTablesInStep;
+  const { keepTablesOnThreads } = await import('../../tables/tables-writer-threads.js');
+  return keepTablesOnThreads({ oneHere: true });
 }
 
 /**

@@ -1,10 +1,10 @@
-/** The tables writer's thread (tables-writer-thread.ts): the store opened again, its tables kept in step. */
+/** A tables writer's thread (tables-writer-threads.ts): the store opened again, its runs' tables kept in step. */
 import { parentPort, workerData } from 'node:worker_threads';
 import { SimrecError } from '../model/errors.js';
 import { openStore } from '../store/open-store.js';
-import { keepTablesInStep } from '../tables/keep-tables.js';
-import { TablesFolder } from '../tables/tables-folder.js';
-import type { TablesWriterJob, TablesWriterMessage } from './tables-writer-thread.js';
+import { keepTablesInStep } from './keep-tables.js';
+import { TablesFolder } from './tables-folder.js';
+import type { TablesWriterJob, TablesWriterMessage } from './tables-writer-threads.js';
 
 const job = workerData as TablesWriterJob;
 const tell = (message: TablesWriterMessage): void => parentPort!.postMessage(message);
