@@ -11,7 +11,7 @@
  */
 import { execFile } from 'node:child_process';
 import { mkdirSync, readdirSync, statSync } from 'node:fs';
-import { availableParallelism } from 'node:os';
+import { availableParallelism, freemem } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { loadDuckDB } from '../src/formats/parquet/duckdb-sql.js';
@@ -19,7 +19,7 @@ import { exportRecording } from '../src/replay/export-run.js';
 import { openStore } from '../src/store/open-store.js';
 import { FleetSql } from '../src/tables/fleet-sql.js';
 import { TablesFolder } from '../src/tables/tables-folder.js';
-import { keepTablesOnThreads } from '../src/tables/tables-writer-threads.js';
+import { keepTablesOnThreads, writerThreads } from '../src/tables/tables-writer-threads.js';
 import { TrafficGenerator, type BenchSize } from './generator.js';
 import { simrecPeer } from './peers/simrec.js';
 import { median } from './stats.js';
@@ -134,6 +134,7 @@ export async function measureFleet(
     const exported = await timed(() => exportRecording(store, 'parquet', ids, exportDir));
     // Written as `simrec sql` and `simrec tables build` write them: side by side, a thread a core.
     const keep = keepTablesOnThreads({ oneHere: true });
+    const buildThreads = Math.min(writerThreads(availableParallelism(), freemem()), size.runs);
     const built = await timed(() => keep(store, folder));
     if (built.value.written.length !== size.runs) throw new Error('bench fleet: not every run was written');
 
@@ -183,7 +184,7 @@ export async function measureFleet(
     await fleet.close();
     // Of the build's thread time (its threads side by side): what one run cost, as the one new run
     // is written on one thread.
-    const runShareMs = (built.ms * availableParallelism()) / size.runs;
+    const runShareMs = (built.ms * buildThreads) / size.runs;
 
     // From the command line, process start included.
     // Evaluated with the repository as its folder, where @duckdb/node-api resolves.
@@ -236,7 +237,7 @@ export async function measureFleet(
       buildSeconds: round(built.ms / 1000, 2),
       exportSeconds: round(exported.ms / 1000, 2),
       buildRatio: round(built.ms / exported.ms, 2),
-      buildThreads: availableParallelism(),
+      buildThreads,
       tablesBytes: folder.bytes(),
       storeBytes: statSync(storeFile).size,
       exportBytes: folderBytes(exportDir),

@@ -18,7 +18,7 @@ import { recordDemoRun } from '../src/demo/demo-run.js';
 import { SimrecError } from '../src/model/errors.js';
 import { keepTablesInStep } from '../src/tables/keep-tables.js';
 import { TablesFolder } from '../src/tables/tables-folder.js';
-import { keepTablesOnThreads, shareRuns } from '../src/tables/tables-writer-threads.js';
+import { keepTablesOnThreads, shareRuns, writerThreads } from '../src/tables/tables-writer-threads.js';
 import { tempDir } from './helpers/paths.js';
 
 const TOKEN = 'sql-token-123';
@@ -288,6 +288,14 @@ describe('the tables written on threads of their own', () => {
     assert.deepEqual(ids(shareRuns(runs, 1)), [[0, 1, 2, 3, 4]]);
     assert.deepEqual(ids(shareRuns(runs, 0)), [[0, 1, 2, 3, 4]]);
     assert.deepEqual(shareRuns([], 4), []);
+  });
+
+  it('start no more threads than the free memory holds', () => {
+    const mib = 2 ** 20;
+    assert.equal(writerThreads(8, 64 * 1024 * mib), 8);
+    assert.equal(writerThreads(8, 1536 * mib), 3, 'half a GiB a thread');
+    assert.equal(writerThreads(8, 100 * mib), 1, 'one at least');
+    assert.equal(writerThreads(0, 64 * 1024 * mib), 1);
   });
 
   it('fail by name when the store cannot be opened there', async () => {

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { availableParallelism } from 'node:os';
+import { availableParallelism, freemem } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { SimrecError, type ErrorCode } from '../model/errors.js';
 import type { RunSummary } from '../model/run.js';
@@ -33,7 +33,10 @@ export type TablesWriterMessage =
   | { type: 'failed'; code: ErrorCode; message: string };
 
 export interface TablesWritersOptions {
-  /** Threads at most (default: the machine's cores); never more than the runs to write. */
+  /**
+   * Threads at most (default: the machine's cores); never more than the runs to write, nor than the
+   * free memory holds (writerThreads).
+   */
   threads?: number;
   /**
    * Whether a single run to write is written on this thread rather than on one started for it (the
@@ -57,7 +60,7 @@ export function keepTablesOnThreads(how: TablesWritersOptions = {}): KeepTables 
     // Nothing to write (most questions): no thread started.
     const { result, stale } = await staleRuns(store, folder, runs);
     if (stale.length === 0) return result;
-    const shares = shareRuns(stale, how.threads ?? availableParallelism());
+    const shares = shareRuns(stale, writerThreads(how.threads ?? availableParallelism(), freemem()));
     if (shares.length === 1 && how.oneHere) return keepTablesInStep(store, folder, runs, options);
 
     const stop = new AbortController();
@@ -104,6 +107,18 @@ export function keepTablesOnThreads(how: TablesWritersOptions = {}): KeepTables 
     result.written = stale.map((r) => r.id).filter((id) => written.has(id));
     return result;
   };
+}
+
+/**
+ * What one writer thread may hold at its peak, with room to spare: its own heap, its store connection's
+ * cache and a row group of each table it writes (performance-history.md, "The tables of several runs
+ * side by side").
+ */
+const THREAD_MEMORY_BYTES = 512 * 2 ** 20;
+
+/** Threads to write with: those asked, as many as `freeBytes` of memory hold, one at least. */
+export function writerThreads(asked: number, freeBytes: number): number {
+  return Math.max(1, Math.min(Math.floor(asked), Math.floor(freeBytes / THREAD_MEMORY_BYTES)));
 }
 
 /**
