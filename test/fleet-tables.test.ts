@@ -7,8 +7,8 @@
  * limit. The same tests run on MongoDB when SIMREC_MONGO_URL names a server.
  */
 import assert from 'node:assert/strict';
-import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, mkdirSync, readdirSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { basename, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import { SimrecError } from '../src/model/errors.js';
@@ -553,6 +553,26 @@ describe('SQL over the tables is read-only and bounded', () => {
       /stopped after 300 ms, the time limit/,
     );
     assert.ok(Date.now() - started < 10_000, 'interrupted, not run to its end');
+  });
+});
+
+describe('staging folders of writers that died', () => {
+  it('are swept, and one gone between the listing and its look is passed by', () => {
+    const dir = tempDir('simrec-fleet-sweep-');
+    try {
+      const folder = new TablesFolder(join(dir.path, 'sweep.tables'));
+      const staging = join(folder.path, '_simrec', 'staging');
+      mkdirSync(staging, { recursive: true });
+      // A writer of a process that is no more (pid 0 is never one), and one gone while the folder is
+      // looked through: a name listed whose look finds nothing, as a dangling link does.
+      mkdirSync(join(staging, '0-dead'));
+      symlinkSync(join(dir.path, 'nothing-there'), join(staging, `${process.pid}-gone`));
+      const mine = folder.staging();
+      folder.sweepStaging();
+      assert.deepEqual(readdirSync(staging).sort(), [`${process.pid}-gone`, basename(mine)].sort());
+    } finally {
+      dir.cleanup();
+    }
   });
 });
 

@@ -265,7 +265,11 @@ export class TablesFolder {
       for (const name of readdirSync(dir)) {
         const pid = Number(name.split('-')[0]);
         const path = join(dir, name);
-        const old = Date.now() - statSync(path).mtimeMs > olderThanMs;
+        // Gone since the folder was listed: a writer beside this one (another thread or process)
+        // renamed its files into place and removed it.
+        const stat = statSync(path, { throwIfNoEntry: false });
+        if (!stat) continue;
+        const old = Date.now() - stat.mtimeMs > olderThanMs;
         if (old || !processAlive(pid)) rmSync(path, { recursive: true, force: true });
       }
     }
