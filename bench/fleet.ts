@@ -11,7 +11,6 @@
  */
 import { execFile } from 'node:child_process';
 import { mkdirSync, readdirSync, statSync } from 'node:fs';
-import { availableParallelism, freemem } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { loadDuckDB } from '../src/formats/parquet/duckdb-sql.js';
@@ -19,7 +18,7 @@ import { exportRecording } from '../src/replay/export-run.js';
 import { openStore } from '../src/store/open-store.js';
 import { FleetSql } from '../src/tables/fleet-sql.js';
 import { TablesFolder } from '../src/tables/tables-folder.js';
-import { keepTablesOnThreads, writerThreads } from '../src/tables/tables-writer-threads.js';
+import { keepTablesOnThreads, threadsToStart } from '../src/tables/tables-writer-threads.js';
 import { TrafficGenerator, type BenchSize } from './generator.js';
 import { simrecPeer } from './peers/simrec.js';
 import { median } from './stats.js';
@@ -134,7 +133,7 @@ export async function measureFleet(
     const exported = await timed(() => exportRecording(store, 'parquet', ids, exportDir));
     // Written as `simrec sql` and `simrec tables build` write them: side by side, a thread a core.
     const keep = keepTablesOnThreads({ oneHere: true });
-    const buildThreads = Math.min(writerThreads(availableParallelism(), freemem()), size.runs);
+    const buildThreads = Math.min(threadsToStart(), size.runs);
     const built = await timed(() => keep(store, folder));
     if (built.value.written.length !== size.runs) throw new Error('bench fleet: not every run was written');
 

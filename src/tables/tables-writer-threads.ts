@@ -60,7 +60,7 @@ export function keepTablesOnThreads(how: TablesWritersOptions = {}): KeepTables 
     // Nothing to write (most questions): no thread started.
     const { result, stale } = await staleRuns(store, folder, runs);
     if (stale.length === 0) return result;
-    const shares = shareRuns(stale, writerThreads(how.threads ?? availableParallelism(), freemem()));
+    const shares = shareRuns(stale, threadsToStart(how.threads));
     if (shares.length === 1 && how.oneHere) return keepTablesInStep(store, folder, runs, options);
 
     const stop = new AbortController();
@@ -115,6 +115,9 @@ export function keepTablesOnThreads(how: TablesWritersOptions = {}): KeepTables 
  * side by side").
  */
 const THREAD_MEMORY_BYTES = 512 * 2 ** 20;
+
+/** Threads to write with now: those asked (the machine's cores by default), as free memory holds. */
+export const threadsToStart = (asked = availableParallelism()): number => writerThreads(asked, freemem());
 
 /** Threads to write with: those asked, as many as `freeBytes` of memory hold, one at least. */
 export function writerThreads(asked: number, freeBytes: number): number {
