@@ -5,7 +5,7 @@
  * server goes on answering.
  */
 import assert from 'node:assert/strict';
-import { existsSync, readdirSync } from 'node:fs';
+import { copyFileSync, existsSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { stateStream } from '../src/model/standard-streams.js';
@@ -18,7 +18,15 @@ import { recordDemoRun } from '../src/demo/demo-run.js';
 import { SimrecError } from '../src/model/errors.js';
 import { keepTablesInStep } from '../src/tables/keep-tables.js';
 import { TablesFolder } from '../src/tables/tables-folder.js';
-import { keepTablesOnThreads, shareRuns, writerThreads } from '../src/tables/tables-writer-threads.js';
+import {
+  cutRuns,
+  keepTablesOnThreads,
+  shareRuns,
+  writerThreads,
+} from '../src/tables/tables-writer-threads.js';
+import { queryFleet } from '../src/tables/fleet-sql.js';
+import { checkTables } from '../src/tables/tables-status.js';
+import { loadDuckDB } from '../src/formats/parquet/duckdb-sql.js';
 import { tempDir } from './helpers/paths.js';
 
 const TOKEN = 'sql-token-123';
@@ -273,6 +281,152 @@ describe('the tables written on threads of their own', () => {
     const next = await keepTablesOnThreads()(store, folder, runs);
     assert.deepEqual([...next.written, ...next.current].sort(), [...runs].sort());
     for (const run of runs) assert.ok(existsSync(folder.partFile('state', run)));
+  });
+
+  it("cut a run larger than a thread's share into parts written side by side, read as one table", async () => {
+    const run = runs[0]!;
+    const whole = new TablesFolder(join(dir.path, 'whole'));
+    const cut = new TablesFolder(join(dir.path, 'cut'));
+    await keepTablesInStep(store, whole, [run]);
+    const staging = join(cut.path, '_simrec', 'staging');
+    const threadsSeen = new Set<string>();
+    const kept = await keepTablesOnThreads({ threads: 2, partSamples: 1000 })(store, cut, [run], {
+      onProgress: () => {
+        for (const name of existsSync(staging) ? readdirSync(staging) : [])
+          threadsSeen.add(name.split('-')[1]!);
+      },
+    });
+    assert.deepEqual(kept.written, [run]);
+    assert.equal(threadsSeen.size, 2, `two threads wrote the run: ${[...threadsSeen].join(', ')}`);
+    const state = cut.manifest(run)!.tables.state!;
+    const wholeState = whole.manifest(run)!.tables.state!;
+    assert.equal(state.parts?.length, 2, JSON.stringify(state));
+    assert.deepEqual(readdirSync(cut.partition('state', run)).sort(), ['part-0.parquet', 'part-1.parquet']);
+    assert.equal(state.rows, wholeState.rows);
+    assert.equal(
+      state.parts.reduce((sum, p) => sum + p.rows, 0),
+      state.rows,
+    );
+    assert.deepEqual(state.columns, wholeState.columns, "each part has the whole table's columns");
+    // The run's own tables are whole, as they were.
+    for (const table of ['actors', 'runs']) {
+      assert.equal(cut.manifest(run)!.tables[table]!.parts, undefined, table);
+      assert.equal(cut.manifest(run)!.tables[table]!.rows, whole.manifest(run)!.tables[table]!.rows, table);
+    }
+    // The same answers from simrec's question and from DuckDB reading the folder as its users do.
+    // Every row by its hash, in any order (a sum of doubles depends on the order it is taken in).
+    const question =
+      'SELECT count(*) AS n, count(DISTINCT actor) AS actors, bit_xor(hash(actor, t, x, y, speed)) AS rows, min(t) AS first, max(t) AS last FROM state';
+    const answer = async (folder: TablesFolder): Promise<unknown[][]> =>
+      queryFleet(store, folder, { sql: question, runs: [run] }, async (result) => {
+        const rows: unknown[][] = [];
+        for await (const chunk of result.chunks) rows.push(...chunk);
+        return rows;
+      });
+    assert.deepEqual(await answer(cut), await answer(whole));
+    const duckdb = await loadDuckDB();
+    const instance = await duckdb.DuckDBInstance.create(':memory:');
+    const connection = await instance.connect();
+    const direct = async (folder: TablesFolder): Promise<unknown> =>
+      (
+        await connection.runAndReadAll(
+          `SELECT run, count(*) AS n, count(DISTINCT actor) AS actors, bit_xor(hash(actor, t, x, y, speed)) AS rows FROM read_parquet('${folder.path}/state/*/*.parquet', hive_partitioning = true) GROUP BY run ORDER BY run`,
+        )
+      ).getRowObjectsJson();
+    assert.deepEqual(await direct(cut), await direct(whole));
+    // A stream is never cut: each actor's rows are in one part.
+    const split = (
+      await connection.runAndReadAll(
+        `SELECT count(*) AS n FROM (SELECT actor FROM read_parquet('${cut.path}/state/*/*.parquet', filename = true) GROUP BY actor HAVING count(DISTINCT filename) > 1)`,
+      )
+    ).getRowObjectsJson();
+    connection.closeSync();
+    instance.closeSync();
+    assert.deepEqual(split, [{ n: '0' }]);
+    assert.deepEqual(await checkTables(store, cut), []);
+    // Kept as they are while the run's state does not change; written whole again, its second part
+    // goes (a reader of the folder would read its rows twice).
+    assert.deepEqual(
+      (await keepTablesOnThreads({ threads: 2, partSamples: 1000 })(store, cut, [run])).current,
+      [run],
+    );
+    rmSync(join(cut.path, '_simrec', 'runs', `${run}.json`));
+    assert.deepEqual((await keepTablesInStep(store, cut, [run])).written, [run]);
+    assert.deepEqual(readdirSync(cut.partition('state', run)), ['part-0.parquet']);
+    assert.equal(cut.manifest(run)!.tables.state!.parts, undefined);
+    assert.deepEqual(await answer(cut), await answer(whole));
+    // A file the manifest does not list is found by check; --repair writes the run again without it.
+    copyFileSync(cut.partFile('state', run), cut.partFile('state', run, 1));
+    const found = await checkTables(store, cut);
+    assert.ok(
+      found.some((p) => p.where === cut.partFile('state', run, 1) && /does not list/.test(p.problem)),
+      JSON.stringify(found),
+    );
+    await checkTables(store, cut, { repair: true });
+    assert.deepEqual(readdirSync(cut.partition('state', run)), ['part-0.parquet']);
+    assert.deepEqual(await checkTables(store, cut), []);
+  });
+
+  it("cut only runs larger than a thread's share, in parts of the fewest samples at least", () => {
+    const parts = (pieces: { run: number; part: { count: number } }[]): [number, number][] =>
+      pieces.filter((p) => p.part.count > 0).map((p) => [p.run, p.part.count]);
+    // One run alone: a part a thread.
+    assert.deepEqual(parts(cutRuns([{ id: 1, samples: 10_000_000 }], 4, 1_000_000)), [
+      [1, 4],
+      [1, 4],
+      [1, 4],
+      [1, 4],
+    ]);
+    // Not below the fewest samples of a part.
+    assert.deepEqual(parts(cutRuns([{ id: 1, samples: 2_500_000 }], 4, 1_000_000)), [
+      [1, 2],
+      [1, 2],
+    ]);
+    // Two runs as large as each other on two threads: a thread each, uncut.
+    assert.deepEqual(
+      parts(
+        cutRuns(
+          [
+            { id: 1, samples: 5_000_000 },
+            { id: 2, samples: 5_000_000 },
+          ],
+          2,
+          1_000_000,
+        ),
+      ),
+      [
+        [1, 1],
+        [2, 1],
+      ],
+    );
+    // A big run among small ones is cut; the small ones are not.
+    const pieces = cutRuns(
+      [
+        { id: 1, samples: 9_000_000 },
+        { id: 2, samples: 500_000 },
+        { id: 3, samples: 500_000 },
+      ],
+      2,
+      1_000_000,
+    );
+    assert.deepEqual(parts(pieces), [
+      [1, 2],
+      [1, 2],
+      [2, 1],
+      [3, 1],
+    ]);
+    assert.deepEqual(
+      pieces.map((p) => p.part.index),
+      [0, 1, 0, 0],
+    );
+    assert.deepEqual(
+      shareRuns(pieces, 2).map((share) => share.map((p) => p.samples)),
+      [
+        [4_500_000, 500_000],
+        [4_500_000, 500_000],
+      ],
+    );
+    assert.deepEqual(parts(cutRuns([{ id: 1, samples: 10_000_000 }], 1, 1_000_000)), [[1, 1]]);
   });
 
   it('share the runs out by their samples, each share in the order given', () => {

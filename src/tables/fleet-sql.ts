@@ -55,7 +55,7 @@ export class FleetSql {
       const manifests = this.folder.manifests();
       for (const run of kept.versions.keys())
         for (const [table, t] of Object.entries(manifests.get(run)?.tables ?? {})) {
-          (tables[table] ??= []).push(this.folder.partFile(table, run));
+          (tables[table] ??= []).push(...this.folder.partFiles(table, run, t));
           const columns = t.columns?.join(',') ?? null;
           if (columns === null || (columnsOf.has(table) && columnsOf.get(table) !== columns))
             mixed.add(table);

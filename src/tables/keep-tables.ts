@@ -3,9 +3,9 @@ import { join } from 'node:path';
 import { jsonDigest } from '../model/json-digest.js';
 import type { RunSummary } from '../model/run.js';
 import type { StoreBackend } from '../model/store-port.js';
-import { streamTableName, writeParquetTables } from '../formats/parquet/write-parquet.js';
+import { streamTableName, writeParquetTables, type TablePart } from '../formats/parquet/write-parquet.js';
 import { storeRunSource } from '../replay/run-source.js';
-import { TablesFolder, type RunTablesManifest } from './tables-folder.js';
+import { TablesFolder, type RunTablesManifest, type StagedPart } from './tables-folder.js';
 
 /**
  * Keeps a store's tables folder in step with the store. A closed run's files are written once, and
@@ -68,28 +68,55 @@ export async function keepTablesInStep(
   let before = 0;
   for (const [n, summary] of stale.entries()) {
     const plan = plans[n]!;
-    const staged = folder.staging();
-    try {
-      const source = await storeRunSource(store, summary.id, signal);
-      const written = await writeParquetTables([source], staged, {
-        warn: options.warn ?? (() => {}),
+    const part = await writeRunPart(
+      store,
+      folder,
+      { run: summary.id, tables: plan.write },
+      {
+        ...options,
         onProgress: (done) => options.onProgress?.(before + done, total),
         signal,
-        runColumn: false,
-        tables: plan.write,
-      });
-      folder.replaceRun(summary.id, result.versions.get(summary.id)!, staged, written.tables, {
-        kept: plan.kept,
-        sources: plan.sources,
-      });
-    } catch (error) {
-      folder.discard(staged);
-      throw error;
-    }
+      },
+    );
+    folder.replaceRun(summary.id, result.versions.get(summary.id)!, [part], plan);
     before += plan.samples;
     result.written.push(summary.id);
   }
   return result;
+}
+
+/** What one writer writes of a run: its stream tables to write, or part of each. */
+export interface RunPartJob {
+  run: number;
+  /** The stream tables written (RunPlan.write); the run's actors and runs always are, with part 0. */
+  tables: ReadonlySet<string>;
+  /** Part of each stream table (writeParquetTables' `part`); the whole when absent. */
+  part?: TablePart;
+}
+
+/** Writes a run's files, or a part of them, in a staging folder of their own (removed if it fails). */
+export async function writeRunPart(
+  store: StoreBackend,
+  folder: TablesFolder,
+  job: RunPartJob,
+  options: KeepTablesOptions & { signal: AbortSignal },
+): Promise<StagedPart> {
+  const staged = folder.staging();
+  try {
+    const source = await storeRunSource(store, job.run, options.signal);
+    const written = await writeParquetTables([source], staged, {
+      warn: options.warn ?? (() => {}),
+      onProgress: (done, total) => options.onProgress?.(done, total),
+      signal: options.signal,
+      runColumn: false,
+      tables: job.tables,
+      ...(job.part ? { part: job.part } : {}),
+    });
+    return { staged, tables: written.tables };
+  } catch (error) {
+    folder.discard(staged);
+    throw error;
+  }
 }
 
 /**
@@ -137,7 +164,7 @@ export async function staleRuns(
 }
 
 /** What a stale run's writing does: the stream tables it writes, those whose files it keeps. */
-interface RunPlan {
+export interface RunPlan {
   /** Each stream table's sources now (RunTablesManifest.sources). */
   sources: Record<string, string>;
   /** Stream tables written (the run's actors and runs always are). */
@@ -148,7 +175,8 @@ interface RunPlan {
   samples: number;
 }
 
-async function planRun(
+/** Which of a stale run's stream tables are written again, from the sources its manifest kept. */
+export async function planRun(
   store: StoreBackend,
   folder: TablesFolder,
   run: number,
@@ -171,8 +199,8 @@ async function planRun(
     const file = previous?.tables[table];
     // Kept only when written from the same sources and still there; a manifest from before sources
     // were kept has none, and its run is written whole.
-    if (file && previous?.sources?.[table] === sources[table] && existsSync(folder.partFile(table, run)))
-      plan.kept[table] = file;
+    const there = (): boolean => folder.partFiles(table, run, file!).every((f) => existsSync(f));
+    if (file && previous?.sources?.[table] === sources[table] && there()) plan.kept[table] = file;
     else {
       plan.write.add(table);
       plan.samples += samples.get(table)!;

@@ -18,6 +18,7 @@ import { basename, dirname, extname, join, resolve } from 'node:path';
  * runs:
  *
  *   <folder>/state/run=3/part-0.parquet        a table per stream name, a partition per run
+ *   <folder>/state/run=3/part-1.parquet        (a big run's table in parts, written side by side)
  *   <folder>/actors/run=3/part-0.parquet       and the runs' actors and runs
  *   <folder>/_simrec/runs/3.json               what each run's files were written from (its version)
  *   <folder>/_simrec/staging/                  files being written, renamed into place when whole
@@ -28,16 +29,36 @@ import { basename, dirname, extname, join, resolve } from 'node:path';
 
 /** Where simrec keeps its own files in the folder (manifests, staging, DuckDB's spill). */
 export const OWN_FOLDER = '_simrec';
-/** Each run's partition holds one file of this name per table. */
+/** A run's partition of a table holds this file, or parts `part-0.parquet`, `part-1.parquet`... */
 export const PART_FILE = 'part-0.parquet';
+const partName = (part: number): string => `part-${part}.parquet`;
+
+/** One table of a run in the manifest: its rows, bytes and columns, and its parts when it has several. */
+export interface RunTableEntry {
+  rows: number;
+  bytes: number;
+  /** The file's columns, `name:kind` each, in order (every part has the same). */
+  columns?: string[];
+  /**
+   * Each part's rows and bytes, `part-<index>.parquet` by index, when the table was written in more
+   * than one (a big run written on several threads); absent: one file, PART_FILE.
+   */
+  parts?: { rows: number; bytes: number }[];
+}
+
+/** What one writer put in its staging folder: `<table>.parquet` for each table it wrote, and each file's rows and columns. */
+export interface StagedPart {
+  staged: string;
+  tables: Record<string, { rows: number; columns: string[] }>;
+}
 
 /** What a run's files were written from, kept beside them (`_simrec/runs/<run>.json`). */
 export interface RunTablesManifest {
   run: number;
   /** The store's version of the run the files were written from (StoreBackend.runVersions). */
   version: string;
-  /** Each table the run has a file in, with its rows, bytes and columns (`name:kind`, in order). */
-  tables: Record<string, { rows: number; bytes: number; columns?: string[] }>;
+  /** Each table the run has files in, with their rows, bytes and columns (`name:kind`, in order). */
+  tables: Record<string, RunTableEntry>;
   /**
    * Each stream table's sources when its file was written: its streams' schemas, counters and chunks
    * (StoreBackend.streamVersions), hashed. A table whose sources are unchanged keeps its file when the
@@ -96,9 +117,29 @@ export class TablesFolder {
     return join(this.path, OWN_FOLDER, 'runs');
   }
 
-  /** The file of one run's partition of a table. */
-  partFile(table: string, run: number): string {
-    return join(this.path, table, `run=${run}`, PART_FILE);
+  /** The file of one run's partition of a table (its first part when it has several). */
+  partFile(table: string, run: number, part = 0): string {
+    return join(this.partition(table, run), partName(part));
+  }
+
+  /** The files of one run's partition of a table, as its manifest's entry lists them. */
+  partFiles(table: string, run: number, entry: Pick<RunTableEntry, 'parts'>): string[] {
+    return (entry.parts ?? [null]).map((_, part) => this.partFile(table, run, part));
+  }
+
+  /** The folder of one run's partition of a table. */
+  partition(table: string, run: number): string {
+    return join(this.path, table, `run=${run}`);
+  }
+
+  /** The Parquet files in one run's partition of a table, listed or not (what `check` compares). */
+  filesIn(table: string, run: number): string[] {
+    const dir = this.partition(table, run);
+    if (!existsSync(dir)) return [];
+    return readdirSync(dir)
+      .filter((name) => name.endsWith('.parquet'))
+      .sort()
+      .map((name) => join(dir, name));
   }
 
   /** The manifest of a run's files; undefined when none was written (or it cannot be read). */
@@ -173,30 +214,46 @@ export class TablesFolder {
   }
 
   /**
-   * Puts a run's freshly written files in place: `staged` holds `<table>.parquet` for each table the run
-   * has. Each file is renamed over its partition's (readers see the old file or the new, never a part),
-   * partitions of tables the run no longer has are removed, and the manifest is written last: a crash
-   * on the way leaves the old manifest, whose version no longer matches, so the run is written again.
+   * Puts a run's freshly written files in place: each of `parts` staged `<table>.parquet` for the
+   * tables it wrote, the first part of each table with the run's own tables. A table's files become
+   * its partition's parts in the order given; each is renamed over its place (readers see the old
+   * file or the new, never a half), parts beyond the new count and partitions of tables the run no
+   * longer has are removed, and the manifest is written last: a crash on the way leaves the old
+   * manifest, whose version no longer matches, so the run is written again.
    */
   replaceRun(
     run: number,
     version: string,
-    staged: string,
-    written: Record<string, { rows: number; columns: string[] }>,
+    parts: readonly StagedPart[],
     /** Tables whose files stay as they are, as the manifest lists them; the sources of every table. */
     unchanged: { kept?: RunTablesManifest['tables']; sources?: Record<string, string> } = {},
   ): RunTablesManifest {
     const tables: RunTablesManifest['tables'] = { ...unchanged.kept };
-    for (const [table, { rows, columns }] of Object.entries(written)) {
-      const target = this.partFile(table, run);
-      mkdirSync(dirname(target), { recursive: true });
-      const bytes = statSync(join(staged, `${table}.parquet`)).size;
-      renameSync(join(staged, `${table}.parquet`), target);
-      tables[table] = { rows, bytes, columns };
+    const written = new Set(parts.flatMap((p) => Object.keys(p.tables)));
+    for (const table of written) {
+      const dir = this.partition(table, run);
+      mkdirSync(dir, { recursive: true });
+      const files = parts.filter((p) => table in p.tables);
+      const placed = files.map((p, part) => {
+        const staged = join(p.staged, `${table}.parquet`);
+        const bytes = statSync(staged).size;
+        renameSync(staged, this.partFile(table, run, part));
+        return { rows: p.tables[table]!.rows, bytes };
+      });
+      // Parts of an earlier writing in more of them: a reader of the folder would read their rows too.
+      for (const file of this.filesIn(table, run))
+        if (!placed.some((_, part) => this.partFile(table, run, part) === file))
+          rmSync(file, { force: true });
+      tables[table] = {
+        rows: placed.reduce((sum, p) => sum + p.rows, 0),
+        bytes: placed.reduce((sum, p) => sum + p.bytes, 0),
+        columns: files[0]!.tables[table]!.columns,
+        ...(placed.length > 1 ? { parts: placed } : {}),
+      };
     }
     for (const table of this.tables())
-      if (!(table in tables)) rmSync(join(this.path, table, `run=${run}`), { recursive: true, force: true });
-    rmSync(staged, { recursive: true, force: true });
+      if (!(table in tables)) rmSync(this.partition(table, run), { recursive: true, force: true });
+    for (const p of parts) rmSync(p.staged, { recursive: true, force: true });
     const manifest: RunTablesManifest = { run, version, tables, written: new Date().toISOString() };
     if (unchanged.sources) manifest.sources = unchanged.sources;
     mkdirSync(this.manifestFolder, { recursive: true });
@@ -222,8 +279,7 @@ export class TablesFolder {
   /** Removes a run's files: its manifest first, so that a crash half way leaves files no one trusts. */
   removeRun(run: number): void {
     rmSync(join(this.manifestFolder, `${run}.json`), { force: true });
-    for (const table of this.tables())
-      rmSync(join(this.path, table, `run=${run}`), { recursive: true, force: true });
+    for (const table of this.tables()) rmSync(this.partition(table, run), { recursive: true, force: true });
   }
 
   /** Removes everything simrec wrote here (the folder itself if nothing else is in it). */
@@ -236,10 +292,9 @@ export class TablesFolder {
   bytes(): number {
     let total = 0;
     for (const table of this.tables())
-      for (const run of this.partitions(table)) {
-        const file = this.partFile(table, run);
-        if (existsSync(file)) total += statSync(file).size;
-      }
+      for (const run of this.partitions(table))
+        for (const file of this.filesIn(table, run))
+          total += statSync(file, { throwIfNoEntry: false })?.size ?? 0;
     return total;
   }
 

@@ -106,15 +106,26 @@ export async function checkTables(
       });
     const manifest = folder.manifest(r.run);
     for (const [table, t] of Object.entries(manifest?.tables ?? {})) {
-      const file = folder.partFile(table, r.run);
-      const size = existsSync(file) ? statSync(file).size : null;
-      if (size !== t.bytes)
-        problems.push({
-          run: r.run,
-          where: `${file}`,
-          problem: size === null ? 'missing' : `${size} bytes, expected ${t.bytes}`,
-          repaired: false,
-        });
+      const files = folder.partFiles(table, r.run, t);
+      const expected = t.parts?.map((p) => p.bytes) ?? [t.bytes];
+      files.forEach((file, part) => {
+        const size = existsSync(file) ? statSync(file).size : null;
+        if (size !== expected[part])
+          problems.push({
+            run: r.run,
+            where: file,
+            problem: size === null ? 'missing' : `${size} bytes, expected ${expected[part]}`,
+            repaired: false,
+          });
+      });
+      for (const file of folder.filesIn(table, r.run))
+        if (!files.includes(file))
+          problems.push({
+            run: r.run,
+            where: file,
+            problem: `a file its manifest does not list (a reader of the folder would read its rows as the run's)`,
+            repaired: false,
+          });
     }
     if (!manifest && r.state !== 'recording')
       for (const table of folder.tables())

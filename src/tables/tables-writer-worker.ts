@@ -1,8 +1,8 @@
-/** A tables writer's thread (tables-writer-threads.ts): the store opened again, its runs' tables kept in step. */
+/** A tables writer's thread (tables-writer-threads.ts): the store opened again, parts of runs written and staged. */
 import { parentPort, workerData } from 'node:worker_threads';
 import { SimrecError } from '../model/errors.js';
 import { openStore } from '../store/open-store.js';
-import { keepTablesInStep } from './keep-tables.js';
+import { writeRunPart } from './keep-tables.js';
 import { TablesFolder } from './tables-folder.js';
 import type { TablesWriterJob, TablesWriterMessage } from './tables-writer-threads.js';
 
@@ -11,16 +11,31 @@ const tell = (message: TablesWriterMessage): void => parentPort!.postMessage(mes
 // Only reading: runs another process left open are that process's to close, or the server's.
 const store = await openStore(job.location, { recoverAbandoned: false });
 try {
-  const result = await keepTablesInStep(
-    store,
-    new TablesFolder(job.folder, { stagingTag: job.stagingTag }),
-    job.runs,
-    {
-      warn: (where, message) => tell({ type: 'warn', where, message }),
-      onProgress: (done, total) => tell({ type: 'progress', done, total }),
-    },
-  );
-  tell({ type: 'done', result });
+  const folder = new TablesFolder(job.folder, { stagingTag: job.stagingTag });
+  const signal = new AbortController().signal; // stopped by terminate()
+  // Samples written by the parts before, and those the parts after are expected to hold.
+  let before = 0;
+  let after = job.pieces.reduce((sum, p) => sum + p.samples, 0);
+  for (const piece of job.pieces) {
+    after -= piece.samples;
+    let written = 0;
+    const staged = await writeRunPart(
+      store,
+      folder,
+      { run: piece.run, tables: new Set(piece.tables), part: piece.part },
+      {
+        warn: (where, message) => tell({ type: 'warn', where, message }),
+        onProgress: (done, of) => {
+          written = of;
+          tell({ type: 'progress', done: before + done, total: before + of + after });
+        },
+        signal,
+      },
+    );
+    before += written;
+    tell({ type: 'staged', run: piece.run, part: piece.part.index, staged });
+  }
+  tell({ type: 'done' });
 } catch (error) {
   tell({
     type: 'failed',

@@ -44,7 +44,8 @@ export interface SqlResult {
 export interface SqlQuery {
   sql: string;
   /**
-   * Each table's Parquet files, one Hive-partitioned dataset a table (`TABLE/run=ID/part-0.parquet`):
+   * Each table's Parquet files, one Hive-partitioned dataset a table (`TABLE/run=ID/part-0.parquet`,
+   * a big run's table in parts `part-1.parquet`...):
    * `run` comes from the folder's name; files of different runs may hold different columns.
    */
   tables: Readonly<Record<string, readonly string[]>>;

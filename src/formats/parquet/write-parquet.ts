@@ -28,6 +28,14 @@ export interface ParquetTablesOptions {
    * name and refuse (Spark) or shadow it (DuckDB, Polars) when a file holds it too. Default true.
    */
   runColumn?: boolean;
+  /**
+   * Part `index` of `count` of each stream table: its streams cut, in order, into `count` parts of
+   * about as many samples each, or fewer parts where a part would hold fewer than `fewest` samples
+   * (a small table is all part 0), every part with the columns of the whole table; the actors and runs
+   * tables with part 0 only. A big run written side by side, a part a thread
+   * (tables-writer-threads.ts). Default: the whole.
+   */
+  part?: TablePart;
 }
 
 export interface ParquetTable {
@@ -77,7 +85,9 @@ export async function writeParquetTables(
       byName.set(stream.name, list);
     }
   }
-  const total = [...byName.values()].flat().reduce((sum, s) => sum + s.stream.samples, 0);
+  const part: TablePart = options.part ?? { index: 0, count: 1 };
+  const inPart = new Map([...byName].map(([name, streams]) => [name, streamsOfPart(streams, part)]));
+  const total = [...inPart.values()].flat().reduce((sum, s) => sum + s.stream.samples, 0);
   let done = 0;
   const tables: Record<string, ParquetTable> = {};
   const write = (name: string, writer: ParquetTableWriter): void => {
@@ -90,12 +100,15 @@ export async function writeParquetTables(
   };
 
   for (const name of [...byName.keys()].sort()) {
+    const streams = inPart.get(name)!;
+    if (streams.length === 0) continue;
     const table = streamTableName(name);
-    if (table !== name)
+    const first = part.index === 0;
+    if (table !== name && first)
       options.warn(`stream ${name}`, `written as table ${table} (${name} is the folder's own table)`);
-    const streams = byName.get(name)!;
-    const layout = streamTableLayout(streams.map((s) => s.stream));
-    for (const note of layout.notes) options.warn(`table ${table}`, note);
+    // The whole table's columns, whichever part: its parts are read as one table.
+    const layout = streamTableLayout(byName.get(name)!.map((s) => s.stream));
+    if (first) for (const note of layout.notes) options.warn(`table ${table}`, note);
     const writer = new ParquetTableWriter(join(folder, `${table}.parquet`), columnsOf(layout.columns), {
       table,
       ...(options.rowGroupRows ? { rowGroupRows: options.rowGroupRows } : {}),
@@ -114,6 +127,8 @@ export async function writeParquetTables(
     }
     write(table, writer);
   }
+  if (part.index > 0)
+    return { runs: sources.map((s) => s.run.id), tables, bytes: bytesOf(folder, tables), samples: done };
 
   const actors = new ParquetTableWriter(join(folder, 'actors.parquet'), columnsOf(ACTOR_COLUMNS), {
     table: 'actors',
@@ -166,8 +181,35 @@ export async function writeParquetTables(
   };
   writeFileSync(join(folder, 'runs.json'), `${JSON.stringify(description, null, 2)}\n`);
 
-  const bytes = Object.values(tables).reduce((sum, t) => sum + statSync(join(folder, t.file)).size, 0);
-  return { runs: sources.map((s) => s.run.id), tables, bytes, samples: done };
+  return { runs: sources.map((s) => s.run.id), tables, bytes: bytesOf(folder, tables), samples: done };
+}
+
+export interface TablePart {
+  index: number;
+  count: number;
+  /** The fewest samples a part of a table holds (default 1). */
+  fewest?: number;
+}
+
+const bytesOf = (folder: string, tables: Record<string, ParquetTable>): number =>
+  Object.values(tables).reduce((sum, t) => sum + statSync(join(folder, t.file)).size, 0);
+
+/**
+ * A table's streams in a part: each stream goes to the part its first sample falls in when the
+ * table's samples, in stream order, are cut in equal spans (as many as `fewest` allows, `count` at
+ * most). A stream is never cut.
+ */
+function streamsOfPart<S extends { stream: StreamInfo }>(streams: readonly S[], part: TablePart): S[] {
+  const total = streams.reduce((sum, s) => sum + s.stream.samples, 0);
+  const count = Math.max(1, Math.min(part.count, Math.floor(total / Math.max(1, part.fewest ?? 1))));
+  if (count === 1) return part.index === 0 ? [...streams] : [];
+  const { index } = part;
+  let before = 0;
+  return streams.filter((s) => {
+    const part = total === 0 ? 0 : Math.min(count - 1, Math.floor((before * count) / total));
+    before += s.stream.samples;
+    return part === index;
+  });
 }
 
 const ACTOR_COLUMNS: TableColumn[] = [
