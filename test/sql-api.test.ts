@@ -369,7 +369,7 @@ describe('the tables written on threads of their own', () => {
 
   it("cut only runs larger than a thread's share, in parts of the fewest samples at least", () => {
     const parts = (pieces: { run: number; part: { count: number } }[]): [number, number][] =>
-      pieces.filter((p) => p.part.count > 0).map((p) => [p.run, p.part.count]);
+      pieces.map((p) => [p.run, p.part.count]);
     // One run alone: a part a thread.
     assert.deepEqual(parts(cutRuns([{ id: 1, samples: 10_000_000 }], 4, 1_000_000)), [
       [1, 4],
@@ -427,6 +427,23 @@ describe('the tables written on threads of their own', () => {
       ],
     );
     assert.deepEqual(parts(cutRuns([{ id: 1, samples: 10_000_000 }], 1, 1_000_000)), [[1, 1]]);
+    // Runs of no samples to write (their actors and runs tables only): one part each.
+    assert.deepEqual(
+      parts(
+        cutRuns(
+          [
+            { id: 1, samples: 0 },
+            { id: 2, samples: 0 },
+          ],
+          2,
+          1_000_000,
+        ),
+      ),
+      [
+        [1, 1],
+        [2, 1],
+      ],
+    );
   });
 
   it('share the runs out by their samples, each share in the order given', () => {

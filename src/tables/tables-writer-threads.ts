@@ -175,7 +175,8 @@ export function cutRuns(
       1,
       Math.min(
         Math.floor(threads),
-        Math.ceil(r.samples / share),
+        // Nothing but the run's own tables to write (no samples at all): one part.
+        share > 0 ? Math.ceil(r.samples / share) : 1,
         Math.floor(r.samples / Math.max(1, fewest)),
       ),
     );
