@@ -23,6 +23,7 @@ import type { StoreBackend } from '../src/model/store-port.js';
 import { RunRecorder } from '../src/record/run-recorder.js';
 import { describeRun, sceneAt } from '../src/replay/run-queries.js';
 import { loadRoadNetwork } from '../src/roadnet/roadnet-attachment.js';
+import { IngestClient } from '../src/ingest/ingest-client.js';
 import { startServer, type RunningServer } from '../src/server/start-server.js';
 import { openStore } from '../src/store/open-store.js';
 import { ARTIFACTS, launchBrowser } from './helpers/browser.js';
@@ -774,6 +775,57 @@ describe('viewer for engineers (#27) and actor lifetimes (#20), in Chromium', ()
       /^3 capture records; 3 of their image files are missing/,
     );
     await closeClean(missing);
+  });
+
+  it("shows a live run's camera images as they arrive, on the timeline's strip and at the cursor", async () => {
+    // A simulator with a camera, recording through the server's ingest as the Python client does.
+    const client = await IngestClient.connect({
+      url: `${server.url.replace(/^http/, 'ws')}ingest`,
+      simulator: { name: 'camera-live' },
+    });
+    const run = await client.beginRun({ description: 'a camera, live' });
+    await client.declareActors([
+      { id: 'ego', kind: 'ego', extents: { length: 4.5, width: 1.8, height: 1.5 } },
+    ]);
+    await client.declareStreams([stateStream('ego')]);
+    await client.declareSensors([
+      { id: 'front', actor: 'ego', modality: 'camera', width: 8, height: 4, fov: 1.2, captureInterval: 0 },
+    ]);
+    const image = encodePng(8, 4, 3, new Uint8Array(8 * 4 * 3).fill(120));
+    const drive = async (from: number, to: number): Promise<void> => {
+      const steps = Array.from({ length: to - from }, (_, i) => from + i);
+      await client.append({
+        'ego/state': steps.map((step) => ({ t: BEGIN + step * 100_000, step, x: step, y: 0, yaw: 0 })),
+      });
+      await client.capture({
+        sensor: 'front',
+        t: BEGIN + from * 100_000,
+        step: from,
+        mediaType: 'image/png',
+        data: image,
+      });
+    };
+    try {
+      await drive(0, 10);
+      const page = await openRun(`#/runs/${run}`);
+      const caption = page.locator('.capture-caption');
+      await caption.getByText('front/00000000.png').waitFor();
+      assert.equal(await page.getByTestId('capture-status').textContent(), '1 capture.');
+      // Two more seconds and a second image: counted, marked on the strip, and shown where it was taken.
+      await drive(10, 30);
+      await page.getByTestId('capture-status').getByText('2 captures.').waitFor();
+      await page.waitForFunction(
+        () => document.querySelectorAll('.capture-strip .capture-tick').length === 2,
+      );
+      await seek(page, 2.5);
+      await caption.getByText('front/00000010.png').waitFor();
+      await seek(page, 0.5);
+      await caption.getByText('front/00000000.png').waitFor();
+      await closeClean(page);
+    } finally {
+      await client.endRun('user_request');
+      await client.close();
+    }
   });
 
   it('keeps the run, the time and the selected actor in the address, so a moment can be shared', async () => {

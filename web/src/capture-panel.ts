@@ -26,7 +26,7 @@ export class CapturePanel {
   private readonly status = el('p', { class: 'capture-status', 'data-testid': 'capture-status' });
   private readonly frame = el('div', { class: 'capture-frame' });
   private readonly sensorPicker = el('select', { 'data-testid': 'capture-sensor' });
-  private readonly count: number;
+  private count = 0;
   private readonly sensors = new Map<string, ActorInfo>();
   private shown: string | null = null;
   private readonly runId: number;
@@ -35,29 +35,49 @@ export class CapturePanel {
   private window: { sensor: string; from: number; to: number; captures: Capture[] } | null = null;
   private asking: Promise<void> | null = null;
   /** Capture records in the run's `captures` streams (one per frame a sensor took). */
-  readonly records: number;
+  records = 0;
 
   constructor(detail: ViewerRunDetail, begin: number) {
     this.runId = detail.run.id;
     this.begin = begin;
-    this.count = detail.captures.reduce((n, c) => n + c.count, 0);
-    this.records = detail.streams.filter((s) => s.name === 'captures').reduce((n, s) => n + s.samples, 0);
-    for (const a of detail.actors) if (a.kind === 'sensor') this.sensors.set(a.id, a);
-    const sensorIds = detail.captures.map((c) => c.sensor);
-    this.sensorPicker.append(...sensorIds.map((id) => el('option', { value: id }, this.sensorName(id))));
-    this.sensorPicker.hidden = sensorIds.length < 2;
     this.sensorPicker.addEventListener('change', () => {
       this.shown = null;
       this.render(this.lastT);
     });
+    this.root.append(this.sensorPicker, this.frame, this.status);
+    this.describe(detail);
+  }
+
+  /**
+   * A live run grew: its sensors, counts and images as the detail has them now. The window kept may
+   * have been asked before its last images were taken: the next render asks again.
+   */
+  update(detail: ViewerRunDetail): void {
+    this.describe(detail);
+    this.window = null;
+    this.render(this.lastT);
+  }
+
+  private describe(detail: ViewerRunDetail): void {
+    this.count = detail.captures.reduce((n, c) => n + c.count, 0);
+    this.records = detail.streams.filter((s) => s.name === 'captures').reduce((n, s) => n + s.samples, 0);
+    this.sensors.clear();
+    for (const a of detail.actors) if (a.kind === 'sensor') this.sensors.set(a.id, a);
+    const sensorIds = detail.captures.map((c) => c.sensor);
+    // The sensor picked stays picked as others appear.
+    const picked = this.sensorPicker.value;
+    this.sensorPicker.replaceChildren(
+      ...sensorIds.map((id) => el('option', { value: id }, this.sensorName(id))),
+    );
+    if (sensorIds.includes(picked)) this.sensorPicker.value = picked;
+    this.sensorPicker.hidden = sensorIds.length < 2;
     const missing = Math.max(0, this.records - this.count);
     this.status.textContent =
       this.records === 0 && this.count === 0
         ? 'No captures in this run.'
         : missing > 0
           ? `${this.records} capture records; ${missing} of their image files are missing (not found at import), ${this.count} shown.`
-          : `${this.count} captures.`;
-    this.root.append(this.sensorPicker, this.frame, this.status);
+          : `${this.count} capture${this.count === 1 ? '' : 's'}.`;
   }
 
   /** Capture times for the timeline's strip: the first in each of `buckets` parts of the run. */

@@ -645,6 +645,10 @@ export class RunView {
     const range = this.detail.timeRange;
     if (range) this.timeline.setRange(this.timeline.begin, Math.max(range.end, this.detail.run.end ?? 0));
     this.data.invalidateFrom(oldEnd);
+    const images = this.captures.hasImages;
+    this.captures.update(this.detail);
+    if (this.captures.hasImages || images)
+      void this.captures.times(SLIDER_STEPS).then((times) => this.timeline.markCaptures(times));
     this.render();
   }
 }
