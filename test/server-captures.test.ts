@@ -8,13 +8,14 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { encodePng } from '../src/formats/common/labelled-images/image-files.js';
-import type { AttachmentInfo } from '../src/model/attachment.js';
+import type { Attachment, AttachmentInfo } from '../src/model/attachment.js';
 import type { StoreBackend } from '../src/model/store-port.js';
 import { RunRecorder } from '../src/record/run-recorder.js';
 import { startServer, type RunningServer } from '../src/server/start-server.js';
 import type { CapturesAnswer, CaptureTimesAnswer } from '../src/server/wire-types.js';
 import { openStore } from '../src/store/open-store.js';
-import { tempDir } from './helpers/paths.js';
+import { fixture, tempDir } from './helpers/paths.js';
+import { cliJsonAsync } from './helpers/run-cli.js';
 
 const BEGIN = 1_700_000_000_000_000;
 /** Two cameras: `front` at 30 Hz for 100 s (3,000 images), `rear` at 1 Hz; and images of no sensor. */
@@ -155,5 +156,43 @@ describe('camera images a window at a time (#53)', () => {
       assert.match(answer.body.error, pattern);
     }
     assert.equal((await get(`/api/runs/999/captures?from=0&to=1`)).status, 404);
+  });
+
+  it('sees attachments put after it listed them: a road network attached by another process, images added and put again', async () => {
+    type Detail = { hasRoadNetwork: boolean; captures: { sensor: string; count: number }[] };
+    const detail = async (): Promise<Detail> =>
+      (await get<Detail>(`/api/runs/${run}?captures=apart&fields=shared`)).body;
+    const rearAt = async (t: number): Promise<string[]> =>
+      (
+        await get<CapturesAnswer>(`/api/runs/${run}/captures?sensor=rear&from=${t}&to=${t}`)
+      ).body.captures.map((c) => c.name);
+    assert.equal((await detail()).hasRoadNetwork, false);
+    // The run is closed; `simrec roadnet FILE --attach RUN` gives it a road network from another process.
+    await cliJsonAsync([
+      '--store',
+      join(dir.path, 'captures.db'),
+      'roadnet',
+      fixture('limsim-networks', 'corridor', 'corridor.net.xml'),
+      '--attach',
+      String(run),
+      '--json',
+    ]);
+    assert.equal((await detail()).hasRoadNetwork, true, 'the road network attached');
+    const png = encodePng(2, 2, 3, new Uint8Array(12).fill(10));
+    const end = BEGIN + 100_000_000;
+    const rear = (t: number): Attachment => ({
+      name: 'rear/100.png',
+      mediaType: 'image/png',
+      t,
+      data: png,
+      metadata: { sensor: 'rear' },
+    });
+    await store.putAttachment(run, rear(end - 1));
+    assert.deepEqual((await detail()).captures.at(-1), { sensor: 'rear', count: FRONT / 30 + 1 });
+    assert.deepEqual(await rearAt(end), ['rear/100.png']);
+    // The last image put again at another time: the same count, the image where it is now.
+    await store.putAttachment(run, rear(end - 500_000));
+    assert.deepEqual(await rearAt(end - 500_000), ['rear/100.png']);
+    assert.deepEqual(await rearAt(end - 600_000), ['rear/99.png']);
   });
 });

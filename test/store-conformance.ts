@@ -788,6 +788,36 @@ export function runStoreConformance(target: ConformanceTarget): void {
       assert.equal(await store.getAttachment(rec.id, 'missing'), undefined);
     });
 
+    test("attachments' version: changes at every put, a put again included, by run", async (store) => {
+      const rec = await beginCarRun(store);
+      const other = await beginCarRun(store);
+      const png = new Uint8Array([0x89, 0x50, 0x4e, 0x47]);
+      const versions = [await store.attachmentsVersion(rec.id)];
+      const put = async (name: string, t: number): Promise<void> => {
+        await rec.attach({ name, mediaType: 'image/png', t, data: png });
+        versions.push(await store.attachmentsVersion(rec.id));
+      };
+      await put('a.png', BEGIN);
+      await put('b.png', BEGIN + 1);
+      // The last one put again (the largest of the run's), then the first.
+      await put('b.png', BEGIN + 2);
+      await put('a.png', BEGIN + 3);
+      assert.equal(new Set(versions).size, versions.length, `every put changed it: ${versions.join(' ')}`);
+      assert.ok(versions.every((v) => typeof v === 'string'));
+      // Unchanged by another run's attachments, and by reading.
+      await store.listAttachments(rec.id);
+      await other.attach({ name: 'a.png', mediaType: 'image/png', data: png });
+      assert.equal(await store.attachmentsVersion(rec.id), versions.at(-1));
+      assert.equal(await store.attachmentsVersion(987_654), undefined);
+      assert.deepEqual(
+        (await store.listAttachments(rec.id)).map((a) => [a.name, a.t]),
+        [
+          ['a.png', BEGIN + 3],
+          ['b.png', BEGIN + 2],
+        ],
+      );
+    });
+
     test('scenarios: create, read, list, replace, delete; int64 ids', async (store) => {
       const big = 2n ** 63n - 1n;
       await store.scenarios.put({

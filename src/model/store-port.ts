@@ -195,6 +195,13 @@ export interface StoreBackend {
   putAttachment(run: number, attachment: Attachment): Promise<void>;
   getAttachment(run: number, name: string): Promise<Attachment | undefined>;
   listAttachments(run: number): Promise<AttachmentInfo[]>;
+  /**
+   * A token that changes whenever a run's attachments do (one put, or put again under its name), by
+   * any process; undefined for a run that does not exist. What lets a reader keep a run's list of
+   * attachments (a camera's hour is a hundred thousand) until it changes: runVersions leaves
+   * attachments out, being about the run's tables.
+   */
+  attachmentsVersion(run: number): Promise<string | undefined>;
 
   readonly scenarios: CatalogPort<Scenario, ScenarioSummary, bigint>;
   readonly vehicles: CatalogPort<VehicleConfig, VehicleConfig, string>;

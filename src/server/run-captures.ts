@@ -72,9 +72,10 @@ export class RunCaptures {
 }
 
 /**
- * Runs' captures kept for the runs being viewed, read again when a run changes: a camera's hour of
- * attachments takes SQLite and JSON a few hundred milliseconds to list, which every page's detail and
- * every window would otherwise pay.
+ * Runs' captures kept for the runs being viewed, read again when a run's attachments change (by this
+ * process or another: a road network attached by `simrec roadnet --attach`, a camera's images as a
+ * live run records them): a camera's hour of attachments takes SQLite and JSON a few hundred
+ * milliseconds to list, which every page's detail and every window would otherwise pay.
  */
 export class CaptureIndexes {
   private readonly kept = new Map<number, { version: string | undefined; captures: RunCaptures }>();
@@ -88,7 +89,7 @@ export class CaptureIndexes {
   }
 
   async of(run: number): Promise<RunCaptures> {
-    const version = (await this.store.runVersions([run])).get(run);
+    const version = await this.store.attachmentsVersion(run);
     const hit = this.kept.get(run);
     this.kept.delete(run);
     const captures =

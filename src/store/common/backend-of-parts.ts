@@ -45,7 +45,10 @@ export type SamplesPart = Pick<
   Partial<Pick<StoreBackend, 'latestEntries'>>;
 
 /** A backend's attachments. */
-export type AttachmentsPart = Pick<StoreBackend, 'putAttachment' | 'getAttachment' | 'listAttachments'>;
+export type AttachmentsPart = Pick<
+  StoreBackend,
+  'putAttachment' | 'getAttachment' | 'listAttachments' | 'attachmentsVersion'
+>;
 
 /**
  * A store backend whose work is split by job (as the SQLite and MongoDB backends are): the port's
@@ -166,5 +169,9 @@ export abstract class BackendOfParts implements StoreBackend {
 
   listAttachments(run: number): Promise<AttachmentInfo[]> {
     return this.attachments.listAttachments(run);
+  }
+
+  attachmentsVersion(run: number): Promise<string | undefined> {
+    return this.attachments.attachmentsVersion(run);
   }
 }

@@ -1,4 +1,4 @@
-import { Binary } from 'mongodb';
+import { Binary, ObjectId } from 'mongodb';
 import type { Attachment, AttachmentInfo } from '../../model/attachment.js';
 import { bytes, DURABLE, type AttachmentDoc, type MongoStore } from './mongodb-store.js';
 
@@ -33,6 +33,8 @@ export class MongoAttachments {
       mediaType: a.mediaType,
       size: a.data.byteLength,
       parts: parts > 1 ? parts : 0,
+      // ObjectIds grow with their creation time: the run's largest changes at every put (attachmentsVersion).
+      written: new ObjectId(),
     };
     if (a.t !== undefined) doc.t = a.t;
     if (a.metadata !== undefined) doc.metadata = a.metadata;
@@ -59,6 +61,18 @@ export class MongoAttachments {
       }
     } else data = doc.data ? bytes(doc.data) : new Uint8Array(0);
     return { ...attachmentInfo(doc), data };
+  }
+
+  async attachmentsVersion(run: number): Promise<string | undefined> {
+    if (!(await this.store.runs().findOne({ _id: run }, { projection: { _id: 1 } }))) return undefined;
+    const [summary] = await this.store
+      .attachments()
+      .aggregate<{ n: number; last: ObjectId | null }>([
+        { $match: { '_id.run': run } },
+        { $group: { _id: null, n: { $sum: 1 }, last: { $max: '$written' } } },
+      ])
+      .toArray();
+    return `${summary?.n ?? 0}:${summary?.last?.toHexString() ?? ''}`;
   }
 
   async listAttachments(run: number): Promise<AttachmentInfo[]> {

@@ -63,6 +63,8 @@ export interface AttachmentDoc {
   size: number;
   parts: number;
   data?: Binary;
+  /** When it was put (absent in documents put before it was kept): MongoAttachments.attachmentsVersion. */
+  written?: ObjectId;
 }
 export interface AttachmentPartDoc {
   _id: { run: number; name: string; part: number };

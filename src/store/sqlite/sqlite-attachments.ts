@@ -15,13 +15,34 @@ export class SqliteAttachments {
 
   private putAttachmentNow(run: number, a: Attachment): void {
     this.file.requireRun(run);
-    this.file
-      .stmt(
-        `INSERT INTO attachments (run_id, name, media_type, t_us, metadata, data) VALUES (?, ?, ?, ?, ?, ?)
-         ON CONFLICT (run_id, name) DO UPDATE SET media_type = excluded.media_type, t_us = excluded.t_us,
-           metadata = excluded.metadata, data = excluded.data`,
-      )
-      .run(run, a.name, a.mediaType, a.t ?? null, a.metadata ? json(a.metadata) : null, a.data);
+    // Put again under its name, an attachment takes a rowid larger than any before, as a new one does:
+    // attachmentsVersion's largest rowid then changes at every put (an upsert kept the old rowid, and
+    // a row deleted and inserted again could take back the largest). Immediate: the write lock taken
+    // first, waiting for another writer as any write does, rather than a read's snapshot that another
+    // process's commit makes too old to write from (SQLite's "database is locked" at once).
+    this.file.db
+      .transaction(() => {
+        const next = this.file
+          .stmt('SELECT IFNULL(MAX(rowid), 0) + 1 FROM attachments')
+          .pluck()
+          .get() as number;
+        this.file.stmt('DELETE FROM attachments WHERE run_id = ? AND name = ?').run(run, a.name);
+        this.file
+          .stmt(
+            'INSERT INTO attachments (rowid, run_id, name, media_type, t_us, metadata, data) VALUES (?, ?, ?, ?, ?, ?, ?)',
+          )
+          .run(next, run, a.name, a.mediaType, a.t ?? null, a.metadata ? json(a.metadata) : null, a.data);
+      })
+      .immediate();
+  }
+
+  async attachmentsVersion(run: number): Promise<string | undefined> {
+    if (!this.file.stmt('SELECT 1 FROM runs WHERE id = ?').get(run)) return undefined;
+    // From the primary key's index alone (which holds each row's rowid): no attachment's data is read.
+    const { n, last } = this.file
+      .stmt('SELECT COUNT(*) AS n, MAX(rowid) AS last FROM attachments WHERE run_id = ?')
+      .get(run) as { n: number; last: number | null };
+    return `${n}:${last ?? 0}`;
   }
 
   async getAttachment(run: number, name: string): Promise<Attachment | undefined> {
