@@ -480,7 +480,9 @@ describe('the tables folder as users read it', () => {
     );
   });
 
-  it('simrec rm deletes a run and its tables', () => {
+  it("simrec rm deletes a run and its tables, and gives the run's room back", () => {
+    const bytes = (): number => statSync(storePath).size;
+    const before = bytes();
     const run = cliJson<{ run: { id: number } }>([
       '--store',
       storePath,
@@ -491,8 +493,12 @@ describe('the tables folder as users read it', () => {
       '--json',
     ]).run.id;
     assert.ok(existsSync(join(dir.path, 'suite.tables', 'state', `run=${run}`)));
+    const withRun = bytes();
+    assert.ok(withRun > before + 16 * 4096, `the run took room: ${before} -> ${withRun} bytes`);
     assert.equal(simrec('rm', String(run)).status, 0);
     assert.ok(!existsSync(join(dir.path, 'suite.tables', 'state', `run=${run}`)));
+    // The file as small as before the run, a few pages aside (the run's id kept, pages of indexes).
+    assert.ok(bytes() <= before + 4 * 4096, `${before} -> ${withRun} -> ${bytes()} bytes`);
     assert.equal(simrec('info', String(run)).status, 2);
     const typo = simrec('rm', `${runs[0]},99999`);
     assert.equal(typo.status, 2);

@@ -80,11 +80,21 @@ export class SqliteRuns {
   async deleteRun(id: number): Promise<boolean> {
     this.file.forgetRun(id);
     this.file.writer.forgetRun(id);
+    let deleted: boolean;
     try {
-      return this.file.stmt('DELETE FROM runs WHERE id = ?').run(id).changes > 0;
+      deleted = this.file.stmt('DELETE FROM runs WHERE id = ?').run(id).changes > 0;
     } catch (error) {
       throw wrapIoError(error, `${this.file.location}: deleting run ${id}`);
     }
+    // The run's pages given back to the file system (the store is made with incremental auto-vacuum):
+    // without it the file kept its size, the pages free for later runs only. Not needed for the
+    // delete, so a store too busy or too full to move pages keeps them free, as before.
+    try {
+      if (deleted) this.file.db.pragma('incremental_vacuum');
+    } catch {
+      // The pages stay on the free list; the next run recorded reuses them.
+    }
+    return deleted;
   }
 
   /**
