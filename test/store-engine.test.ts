@@ -1553,6 +1553,53 @@ describe('sealing', () => {
     await store2.close();
   });
 
+  it("an actor's streams are sealed once it leaves, while the run records, and it may come back", async () => {
+    const path = fresh();
+    const store = SqliteBackend.open(path, { chunkSamples: 200, blockSamples: 64 });
+    const rec = await RunRecorder.begin(store, { begin: 0 });
+    await rec.declareActors([
+      { id: 'a', kind: 'vehicle' },
+      { id: 'b', kind: 'vehicle' },
+    ]);
+    await rec.declareStreams([stateStream('a'), stateStream('b')]);
+    const sample = (i: number): Sample => ({ t: i * 100_000, step: i, x: i, y: 0, yaw: 0 });
+    for (let i = 0; i < 50; i++) {
+      await rec.append('a/state', sample(i));
+      await rec.append('b/state', sample(i));
+    }
+    await rec.leave('a', 5_000_000);
+    const db = new Database(path, { readonly: true });
+    const chunks = (stream: string): { count: number; sealed: number }[] =>
+      db
+        .prepare(
+          'SELECT c.count, c.sealed FROM chunks c JOIN streams s ON s.key = c.stream_key WHERE s.run_id = ? AND s.id = ? ORDER BY c.begin_us',
+        )
+        .all(rec.id, stream) as never;
+    // b goes on; between its commits the writer thread seals what a left, far short of a chunk's 200.
+    let i = 50;
+    const deadline = Date.now() + 20_000;
+    while (chunks('a/state').some((c) => c.sealed === 0) && Date.now() < deadline)
+      await rec.append('b/state', sample(i++));
+    assert.deepEqual(chunks('a/state'), [{ count: 50, sealed: 1 }], 'a sealed once it left');
+    assert.ok(
+      chunks('b/state').some((c) => c.sealed === 0),
+      'b, still there and short of a chunk, still in its tail',
+    );
+    // a comes back: a tail again, sealed with the rest at the run's end.
+    for (let k = i; k < i + 10; k++) await rec.append('a/state', sample(k));
+    await rec.end('completed');
+    const steps = (await collect(streamSamples(store, rec.id, 'a/state'))).map((x) => x.step);
+    assert.deepEqual(steps, [
+      ...Array.from({ length: 50 }, (_, k) => k),
+      ...Array.from({ length: 10 }, (_, k) => i + k),
+    ]);
+    assert.ok(chunks('a/state').every((c) => c.sealed === 1));
+    assert.equal((await store.listActors(rec.id)).find((x) => x.id === 'a')?.presence?.length, 2);
+    assert.deepEqual((await store.checkIntegrity()).problems, []);
+    db.close();
+    await store.close();
+  });
+
   it('SIGKILL while the writer thread seals loses no acknowledged sample (15 seeded kills)', async (t) => {
     let seed = 20261123;
     const random = (): number => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;

@@ -19,6 +19,10 @@ type Row = Record<string, unknown>;
 interface TailEntry {
   run: number;
   key: number;
+  /** The stream's id in its run. */
+  stream: string;
+  /** The actor the stream is of (null: the run's own stream). */
+  actor: string | null;
   tail: StreamTail<number>;
 }
 
@@ -40,8 +44,11 @@ export class SqliteChunkWriter {
   private readonly statements = new Map<string, Database.Statement>();
   /** What tail and sealed chunks are assembled into: SQLite copies each as it is bound, and it is reused. */
   private readonly chunkBuffers = new ChunkBuffers();
-  /** Tails that hold a chunk's worth, waiting for sealDue (the writer thread calls it between commits). */
-  private readonly due = new Set<TailEntry>();
+  /**
+   * Tails waiting for sealDue (the writer thread calls it between commits): those that hold a chunk's
+   * worth, and (`true`: sealed whole, then let go) those of actors that have left the run.
+   */
+  private readonly due = new Map<TailEntry, boolean>();
   private readonly durability: 'full' | 'normal';
   /**
    * Each run's largest actor order number, once known: asking SQLite at every declaration scanned
@@ -168,7 +175,7 @@ export class SqliteChunkWriter {
             entry.tail.appended(id, n);
             counters.run(entry.key, n, batch.t[0]!, batch.t[n - 1]!);
             if (extrasChanged) this.saveExtras(entry.key, entry.tail.extraFields);
-            if (entry.tail.dueForSeal) this.due.add(entry);
+            if (entry.tail.dueForSeal && !this.due.has(entry)) this.due.set(entry, false);
           }
           if (presence.length) {
             const update = this.stmt('UPDATE actors SET presence = ? WHERE run_id = ? AND id = ?');
@@ -184,6 +191,22 @@ export class SqliteChunkWriter {
       this.chunkBuffers.reuse();
       throw wrapIoError(error, `${this.location}: appending to run ${run}`);
     }
+    this.sealWhenGone(run, presence);
+  }
+
+  /**
+   * The streams of actors that have left (their presence's last interval ended) are sealed whole between
+   * commits and their tails let go, rather than all at the run's end: a run of many actors that come and
+   * go (a town's traffic, SUMO's FCD) kept every departed actor's tail in memory and sealed thousands of
+   * them while its end waited. An actor that comes back starts a tail again.
+   */
+  private sealWhenGone(run: number, presence: readonly ActorPresence[]): void {
+    const gone = new Set(
+      presence.filter((p) => (p.intervals.at(-1)?.to ?? null) !== null).map((p) => p.actor),
+    );
+    if (gone.size === 0) return;
+    for (const entry of this.tails.get(run)?.values() ?? [])
+      if (entry.actor !== null && gone.has(entry.actor) && entry.tail.rows > 0) this.due.set(entry, true);
   }
 
   get hasDue(): boolean {
@@ -197,10 +220,10 @@ export class SqliteChunkWriter {
    * file, in order) makes it durable. Returns whether more are due.
    */
   sealDue(budgetRows = 16_384): boolean {
-    const batch: TailEntry[] = [];
+    const batch: [TailEntry, boolean][] = [];
     let rows = 0;
-    for (const entry of this.due) {
-      batch.push(entry);
+    for (const [entry, gone] of this.due) {
+      batch.push([entry, gone]);
       this.due.delete(entry);
       rows += entry.tail.rows;
       if (rows >= budgetRows) break;
@@ -210,13 +233,15 @@ export class SqliteChunkWriter {
     try {
       this.db
         .transaction(() => {
-          for (const entry of batch) this.sealTail(entry);
+          for (const [entry, gone] of batch) this.sealTail(entry, gone);
         })
         .immediate();
+      // Sealed whole: nothing of the stream is held until its actor comes back (tailOf loads it then).
+      for (const [entry, gone] of batch) if (gone) this.tails.get(entry.run)?.delete(entry.stream);
     } catch (error) {
       // Nothing lost: the tails are still there; their in-memory state is loaded again on next use.
-      for (const entry of batch) this.forgetStream(entry.run, entry.key);
-      throw wrapIoError(error, `${this.location}: sealing chunks of run ${batch[0]!.run}`);
+      for (const [entry] of batch) this.forgetStream(entry.run, entry.key);
+      throw wrapIoError(error, `${this.location}: sealing chunks of run ${batch[0]![0].run}`);
     } finally {
       if (this.durability === 'full') this.db.pragma('synchronous = FULL');
     }
@@ -247,13 +272,13 @@ export class SqliteChunkWriter {
   forgetRun(run: number): void {
     this.tails.delete(run);
     this.maxActorOrd.delete(run);
-    for (const entry of this.due) if (entry.run === run) this.due.delete(entry);
+    for (const entry of this.due.keys()) if (entry.run === run) this.due.delete(entry);
   }
 
   private forgetStream(run: number, key: number): void {
     const streams = this.tails.get(run);
     if (streams) for (const [id, entry] of streams) if (entry.key === key) streams.delete(id);
-    for (const entry of this.due) if (entry.run === run && entry.key === key) this.due.delete(entry);
+    for (const entry of this.due.keys()) if (entry.run === run && entry.key === key) this.due.delete(entry);
   }
 
   /** Merges every stream's tail chunks of a run into sealed chunks (inside the caller's transaction). */
@@ -326,7 +351,7 @@ export class SqliteChunkWriter {
       tailSamples += r.count as number;
     }
     tail.setSealedRows((row.samples as number) - tailSamples);
-    entry = { run, key, tail };
+    entry = { run, key, stream, actor: schema.actor ?? null, tail };
     streams.set(stream, entry);
     return entry;
   }
