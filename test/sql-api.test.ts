@@ -367,48 +367,46 @@ describe('the tables written on threads of their own', () => {
     assert.deepEqual(await checkTables(store, cut), []);
   });
 
-  it("cut only runs larger than a thread's share, in parts of the fewest samples at least", () => {
+  it("cut only runs larger than a thread's share, as far as their largest table holds parts of the fewest samples", () => {
+    const M = 1_000_000;
+    /** A run of `samples` to write, its largest table `largest` of them. */
+    const run = (
+      id: number,
+      samples: number,
+      largest = samples,
+    ): { id: number; samples: number; largest: number } => ({
+      id,
+      samples,
+      largest,
+    });
     const parts = (pieces: { run: number; part: { count: number } }[]): [number, number][] =>
       pieces.map((p) => [p.run, p.part.count]);
     // One run alone: a part a thread.
-    assert.deepEqual(parts(cutRuns([{ id: 1, samples: 10_000_000 }], 4, 1_000_000)), [
+    assert.deepEqual(parts(cutRuns([run(1, 10 * M)], 4, M)), [
       [1, 4],
       [1, 4],
       [1, 4],
       [1, 4],
     ]);
-    // Not below the fewest samples of a part.
-    assert.deepEqual(parts(cutRuns([{ id: 1, samples: 2_500_000 }], 4, 1_000_000)), [
+    // Not below the fewest samples of a part of its largest table.
+    assert.deepEqual(parts(cutRuns([run(1, 2.5 * M)], 4, M)), [
+      [1, 2],
+      [1, 2],
+    ]);
+    // A run of many tables none of which holds two parts' worth is not cut (a thread would wait idle);
+    // one whose largest table does is, though the run is no larger.
+    assert.deepEqual(parts(cutRuns([run(1, 3.4 * M, 0.9 * M)], 2, M)), [[1, 1]]);
+    assert.deepEqual(parts(cutRuns([run(1, 3.4 * M, 1.7 * M)], 2, M / 2)), [
       [1, 2],
       [1, 2],
     ]);
     // Two runs as large as each other on two threads: a thread each, uncut.
-    assert.deepEqual(
-      parts(
-        cutRuns(
-          [
-            { id: 1, samples: 5_000_000 },
-            { id: 2, samples: 5_000_000 },
-          ],
-          2,
-          1_000_000,
-        ),
-      ),
-      [
-        [1, 1],
-        [2, 1],
-      ],
-    );
+    assert.deepEqual(parts(cutRuns([run(1, 5 * M), run(2, 5 * M)], 2, M)), [
+      [1, 1],
+      [2, 1],
+    ]);
     // A big run among small ones is cut; the small ones are not.
-    const pieces = cutRuns(
-      [
-        { id: 1, samples: 9_000_000 },
-        { id: 2, samples: 500_000 },
-        { id: 3, samples: 500_000 },
-      ],
-      2,
-      1_000_000,
-    );
+    const pieces = cutRuns([run(1, 9 * M), run(2, M / 2), run(3, M / 2)], 2, M);
     assert.deepEqual(parts(pieces), [
       [1, 2],
       [1, 2],
@@ -422,28 +420,16 @@ describe('the tables written on threads of their own', () => {
     assert.deepEqual(
       shareRuns(pieces, 2).map((share) => share.map((p) => p.samples)),
       [
-        [4_500_000, 500_000],
-        [4_500_000, 500_000],
+        [4.5 * M, M / 2],
+        [4.5 * M, M / 2],
       ],
     );
-    assert.deepEqual(parts(cutRuns([{ id: 1, samples: 10_000_000 }], 1, 1_000_000)), [[1, 1]]);
+    assert.deepEqual(parts(cutRuns([run(1, 10 * M)], 1, M)), [[1, 1]]);
     // Runs of no samples to write (their actors and runs tables only): one part each.
-    assert.deepEqual(
-      parts(
-        cutRuns(
-          [
-            { id: 1, samples: 0 },
-            { id: 2, samples: 0 },
-          ],
-          2,
-          1_000_000,
-        ),
-      ),
-      [
-        [1, 1],
-        [2, 1],
-      ],
-    );
+    assert.deepEqual(parts(cutRuns([run(1, 0), run(2, 0)], 2, M)), [
+      [1, 1],
+      [2, 1],
+    ]);
   });
 
   it('share the runs out by their samples, each share in the order given', () => {

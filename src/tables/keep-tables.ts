@@ -173,6 +173,8 @@ export interface RunPlan {
   kept: RunTablesManifest['tables'];
   /** Samples of the streams written. */
   samples: number;
+  /** Samples of the largest stream table written (what decides whether the run is cut into parts). */
+  largest: number;
 }
 
 /** Which of a stale run's stream tables are written again, from the sources its manifest kept. */
@@ -194,7 +196,7 @@ export async function planRun(
   }
   const sources: Record<string, string> = {};
   for (const [table, of] of parts) sources[table] = jsonDigest(of);
-  const plan: RunPlan = { sources, write: new Set(), kept: {}, samples: 0 };
+  const plan: RunPlan = { sources, write: new Set(), kept: {}, samples: 0, largest: 0 };
   for (const table of Object.keys(sources)) {
     const file = previous?.tables[table];
     // Kept only when written from the same sources and still there; a manifest from before sources
@@ -204,6 +206,7 @@ export async function planRun(
     else {
       plan.write.add(table);
       plan.samples += samples.get(table)!;
+      plan.largest = Math.max(plan.largest, samples.get(table)!);
     }
   }
   return plan;

@@ -63,10 +63,10 @@ export interface TablesWritersOptions {
 }
 
 /**
- * The fewest samples of a part of a run's table: several row groups' worth, so that a thread's start
- * and its store connection are small beside its writing, and a query reads few files a run.
+ * The fewest samples of a part of a run's table: a few row groups' worth, so that a thread's start and
+ * its store connection are small beside its writing, and a query reads few files a run.
  */
-export const PART_SAMPLES = 1_000_000;
+export const PART_SAMPLES = 500_000;
 
 /**
  * keepTablesInStep on worker threads, the store opened again on each. The stale runs are shared out
@@ -88,7 +88,11 @@ export function keepTablesOnThreads(how: TablesWritersOptions = {}): KeepTables 
     const manifests = folder.manifests();
     const plans = new Map<number, RunPlan>();
     for (const run of stale) plans.set(run.id, await planRun(store, folder, run.id, manifests.get(run.id)));
-    const toWrite = stale.map((r) => ({ id: r.id, samples: plans.get(r.id)!.samples }));
+    const toWrite = stale.map((r) => ({
+      id: r.id,
+      samples: plans.get(r.id)!.samples,
+      largest: plans.get(r.id)!.largest,
+    }));
     const pieces = cutRuns(toWrite, threads, how.partSamples ?? PART_SAMPLES).map((piece) => ({
       ...piece,
       tables: [...plans.get(piece.run)!.write],
@@ -161,11 +165,12 @@ export interface RunPiece {
 
 /**
  * The runs to write as parts for `threads` threads: a run of more samples than a thread's share of
- * them all is cut into as many parts as it has shares (`threads` at most), each of `fewest` samples
- * at least; others are one part.
+ * them all is cut into as many parts as it has shares (`threads` at most), as far as its largest table
+ * can be cut into parts of `fewest` samples at least (its smaller tables stay whole, in part 0); others
+ * are one part.
  */
 export function cutRuns(
-  runs: readonly { id: number; samples: number }[],
+  runs: readonly { id: number; samples: number; largest: number }[],
   threads: number,
   fewest: number,
 ): RunPiece[] {
@@ -177,7 +182,7 @@ export function cutRuns(
         Math.floor(threads),
         // Nothing but the run's own tables to write (no samples at all): one part.
         share > 0 ? Math.ceil(r.samples / share) : 1,
-        Math.floor(r.samples / Math.max(1, fewest)),
+        Math.floor(r.largest / Math.max(1, fewest)),
       ),
     );
     return Array.from({ length: count }, (_, index) => ({

@@ -103,8 +103,9 @@ export async function buildTables(
 }
 
 /**
- * How the command line writes tables: a SQLite store's runs side by side on threads, one a core, when
- * there are several to write (a store of many runs took the sum of their times); one run, or a
+ * How the command line writes tables: a SQLite store's runs side by side on threads, one a core, and a
+ * big run in parts side by side (a store of many runs took the sum of their times, an hour-long run
+ * the time of all its rows on one thread); work that is one share (a run too small to cut), or a
  * MongoDB store's (not tried on a worker: no MongoDB server where this was written), on this thread.
  */
 export async function tablesWriterFor(store: StoreBackend): Promise<KeepTables> {
