@@ -829,8 +829,10 @@ export class RunRecorder {
           this.lastDurableT = batchEnd;
         group.resolve();
       } catch (error) {
-        this.failure = error;
-        group.reject(error);
+        // The first failure is the cause: a declaration that could not be stored (a full disk) makes
+        // the commit handed over behind it fail for want of its stream ("run 1 has no stream").
+        this.failure ??= error;
+        group.reject(this.failure);
       }
     }, alone);
     // committed never rejects: a failed commit goes to its group's promise above.
