@@ -1600,6 +1600,45 @@ describe('sealing', () => {
     await store.close();
   });
 
+  it('an actor whose presence is given ahead (as importers do) is sealed once the samples reach its end', async () => {
+    const path = fresh();
+    const store = SqliteBackend.open(path, { chunkSamples: 200, blockSamples: 64 });
+    const rec = await RunRecorder.begin(store, { begin: 0 });
+    await rec.declareActors([
+      { id: 'a', kind: 'vehicle' },
+      { id: 'b', kind: 'vehicle' },
+    ]);
+    await rec.declareStreams([stateStream('a'), stateStream('b')]);
+    // a is known to leave at 5 s; the importer says so before any sample.
+    await rec.setPresence('a', [{ from: 0, to: 5_000_000 }]);
+    const sample = (i: number): Sample => ({ t: i * 100_000, step: i, x: i, y: 0, yaw: 0 });
+    const db = new Database(path, { readonly: true });
+    const chunks = (stream: string): { count: number; sealed: number }[] =>
+      db
+        .prepare(
+          'SELECT c.count, c.sealed FROM chunks c JOIN streams s ON s.key = c.stream_key WHERE s.run_id = ? AND s.id = ? ORDER BY c.begin_us',
+        )
+        .all(rec.id, stream) as never;
+    for (let i = 0; i < 40; i++) {
+      await rec.append('a/state', sample(i));
+      await rec.append('b/state', sample(i));
+    }
+    // The samples up to 3.9 s: a, leaving at 5 s, still records (a seal now would cut it short).
+    assert.ok(
+      chunks('a/state').every((c) => c.sealed === 0),
+      `not sealed before the samples reach its end: ${JSON.stringify(chunks('a/state'))}`,
+    );
+    let i = 40;
+    const deadline = Date.now() + 20_000;
+    while (chunks('a/state').some((c) => c.sealed === 0) && Date.now() < deadline)
+      await rec.append('b/state', sample(i++));
+    assert.deepEqual(chunks('a/state'), [{ count: 40, sealed: 1 }], 'sealed whole, in one chunk');
+    await rec.end('completed');
+    assert.equal((await collect(streamSamples(store, rec.id, 'a/state'))).length, 40);
+    db.close();
+    await store.close();
+  });
+
   it('SIGKILL while the writer thread seals loses no acknowledged sample (15 seeded kills)', async (t) => {
     let seed = 20261123;
     const random = (): number => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;

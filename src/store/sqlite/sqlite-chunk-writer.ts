@@ -49,6 +49,11 @@ export class SqliteChunkWriter {
    * worth, and (`true`: sealed whole, then let go) those of actors that have left the run.
    */
   private readonly due = new Map<TailEntry, boolean>();
+  /**
+   * By run, the actors whose presence ends (its last interval's end), until the run's samples reach
+   * that time: an importer that knows every actor's presence gives it with its first samples.
+   */
+  private readonly leaving = new Map<number, Map<string, number>>();
   private readonly durability: 'full' | 'normal';
   /**
    * Each run's largest actor order number, once known: asking SQLite at every declaration scanned
@@ -153,6 +158,8 @@ export class SqliteChunkWriter {
    */
   append(run: number, appends: Iterable<ColumnAppendWithKey>, presence: readonly ActorPresence[] = []): void {
     const touched: TailEntry[] = [];
+    // The latest time of the commit's samples: actors that left by then are gone (sealWhenGone).
+    let latest = -Infinity;
     try {
       this.db
         .transaction(() => {
@@ -165,6 +172,7 @@ export class SqliteChunkWriter {
           for (const { stream, batch } of appends) {
             const n = batch.t.length;
             if (n === 0) continue;
+            latest = Math.max(latest, batch.t[n - 1]!);
             const entry = this.tailOf(run, stream);
             touched.push(entry);
             const { chunk, extrasChanged } = entry.tail.append(batch, this.chunkBuffers);
@@ -191,19 +199,33 @@ export class SqliteChunkWriter {
       this.chunkBuffers.reuse();
       throw wrapIoError(error, `${this.location}: appending to run ${run}`);
     }
-    this.sealWhenGone(run, presence);
+    this.sealWhenGone(run, presence, latest);
   }
 
   /**
-   * The streams of actors that have left (their presence's last interval ended) are sealed whole between
-   * commits and their tails let go, rather than all at the run's end: a run of many actors that come and
-   * go (a town's traffic, SUMO's FCD) kept every departed actor's tail in memory and sealed thousands of
-   * them while its end waited. An actor that comes back starts a tail again.
+   * The streams of actors that have left (their presence's last interval ended, and the run's samples
+   * reached its end) are sealed whole between commits and their tails let go, rather than all at the
+   * run's end: a run of many actors that come and go (a town's traffic, SUMO's FCD) kept every departed
+   * actor's tail in memory and sealed thousands of them while its end waited. An actor that comes back
+   * starts a tail again.
    */
-  private sealWhenGone(run: number, presence: readonly ActorPresence[]): void {
-    const gone = new Set(
-      presence.filter((p) => (p.intervals.at(-1)?.to ?? null) !== null).map((p) => p.actor),
-    );
+  private sealWhenGone(run: number, presence: readonly ActorPresence[], latest: number): void {
+    let leaving = this.leaving.get(run);
+    for (const p of presence) {
+      const end = p.intervals.at(-1)?.to ?? null;
+      if (end === null) leaving?.delete(p.actor);
+      else {
+        if (!leaving) this.leaving.set(run, (leaving = new Map<string, number>()));
+        leaving.set(p.actor, end);
+      }
+    }
+    if (!leaving?.size) return;
+    const gone = new Set<string>();
+    for (const [actor, end] of leaving)
+      if (end <= latest) {
+        gone.add(actor);
+        leaving.delete(actor);
+      }
     if (gone.size === 0) return;
     for (const entry of this.tails.get(run)?.values() ?? [])
       if (entry.actor !== null && gone.has(entry.actor) && entry.tail.rows > 0) this.due.set(entry, true);
@@ -271,6 +293,7 @@ export class SqliteChunkWriter {
   /** Drops what it keeps of a run (deleted by the main thread, or closed). */
   forgetRun(run: number): void {
     this.tails.delete(run);
+    this.leaving.delete(run);
     this.maxActorOrd.delete(run);
     for (const entry of this.due.keys()) if (entry.run === run) this.due.delete(entry);
   }
