@@ -1501,6 +1501,19 @@ describe('windows of chunks of many blocks', () => {
   });
 });
 
+/** A stream's chunks as stored, in time order: their samples and whether each is sealed. */
+function streamChunks(
+  db: Database.Database,
+  run: number,
+  stream: string,
+): { count: number; sealed: number }[] {
+  return db
+    .prepare(
+      'SELECT c.count, c.sealed FROM chunks c JOIN streams s ON s.key = c.stream_key WHERE s.run_id = ? AND s.id = ? ORDER BY c.begin_us',
+    )
+    .all(run, stream) as never;
+}
+
 describe('sealing', () => {
   it('small commits end as sealed chunks of about chunkSamples, and a crashed run is sealed when closed', async () => {
     const path = fresh();
@@ -1569,12 +1582,7 @@ describe('sealing', () => {
     }
     await rec.leave('a', 5_000_000);
     const db = new Database(path, { readonly: true });
-    const chunks = (stream: string): { count: number; sealed: number }[] =>
-      db
-        .prepare(
-          'SELECT c.count, c.sealed FROM chunks c JOIN streams s ON s.key = c.stream_key WHERE s.run_id = ? AND s.id = ? ORDER BY c.begin_us',
-        )
-        .all(rec.id, stream) as never;
+    const chunks = (stream: string): { count: number; sealed: number }[] => streamChunks(db, rec.id, stream);
     // b goes on; between its commits the writer thread seals what a left, far short of a chunk's 200.
     let i = 50;
     const deadline = Date.now() + 20_000;
@@ -1613,12 +1621,7 @@ describe('sealing', () => {
     await rec.setPresence('a', [{ from: 0, to: 5_000_000 }]);
     const sample = (i: number): Sample => ({ t: i * 100_000, step: i, x: i, y: 0, yaw: 0 });
     const db = new Database(path, { readonly: true });
-    const chunks = (stream: string): { count: number; sealed: number }[] =>
-      db
-        .prepare(
-          'SELECT c.count, c.sealed FROM chunks c JOIN streams s ON s.key = c.stream_key WHERE s.run_id = ? AND s.id = ? ORDER BY c.begin_us',
-        )
-        .all(rec.id, stream) as never;
+    const chunks = (stream: string): { count: number; sealed: number }[] => streamChunks(db, rec.id, stream);
     for (let i = 0; i < 40; i++) {
       await rec.append('a/state', sample(i));
       await rec.append('b/state', sample(i));
