@@ -142,7 +142,12 @@ describe('HTTP API', () => {
   it("speaks the command line's JSON: a run is the run itself, info is GET /runs/:id, --at is ?at=", async () => {
     const env = { SIMREC_STORE: join(dir.path, 'api.db') };
     const info = await cliJsonAsync<Record<string, unknown>>(['info', String(laneRun), '--json'], env);
-    const { hasRoadNetwork: _h, evaluation: _e, ...detail } = (await get(`/api/runs/${laneRun}`)).body;
+    const {
+      hasRoadNetwork: _h,
+      evaluation: _e,
+      attachmentsVersion: _v,
+      ...detail
+    } = (await get(`/api/runs/${laneRun}`)).body;
     assert.deepEqual(info, detail);
     const listed = await cliJsonAsync<Record<string, unknown>[]>(['ls', '--json'], env);
     const api = (await get('/api/runs')).body as Record<string, unknown>[];

@@ -777,7 +777,7 @@ describe('viewer for engineers (#27) and actor lifetimes (#20), in Chromium', ()
     await closeClean(missing);
   });
 
-  it("shows a live run's camera images as they arrive, on the timeline's strip and at the cursor", async () => {
+  it("shows a live run's camera images as they arrive, captured or attached, on the timeline's strip and at the cursor", async () => {
     // A simulator with a camera, recording through the server's ingest as the Python client does.
     const client = await IngestClient.connect({
       url: `${server.url.replace(/^http/, 'ws')}ingest`,
@@ -817,10 +817,25 @@ describe('viewer for engineers (#27) and actor lifetimes (#20), in Chromium', ()
       await page.waitForFunction(
         () => document.querySelectorAll('.capture-strip .capture-tick').length === 2,
       );
-      await seek(page, 2.5);
+      await seek(page, 1.5);
       await caption.getByText('front/00000010.png').waitFor();
       await seek(page, 0.5);
       await caption.getByText('front/00000000.png').waitFor();
+      // An image attached without a sample (a simulator that sends its camera's files as attachments):
+      // the run's samples do not change, its attachments do, and the page hears of it.
+      await client.attach({
+        name: 'front/00000020.png',
+        mediaType: 'image/png',
+        t: BEGIN + 20 * 100_000,
+        metadata: { sensor: 'front' },
+        data: image,
+      });
+      await page.getByTestId('capture-status').getByText('3 captures.').waitFor();
+      await page.waitForFunction(
+        () => document.querySelectorAll('.capture-strip .capture-tick').length === 3,
+      );
+      await seek(page, 2.5);
+      await caption.getByText('front/00000020.png').waitFor();
       await closeClean(page);
     } finally {
       await client.endRun('user_request');

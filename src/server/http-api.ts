@@ -360,12 +360,14 @@ export function createApi(store: StoreBackend, settings: RecordingSettings = new
   const detailsBeingWritten = new Map<string, Promise<string>>();
   const captureIndexes = new CaptureIndexes(store);
   const writeDetail = async (run: number, sharedFields: boolean, capturesApart: boolean): Promise<string> => {
+    const attachmentsVersion = (await store.attachmentsVersion(run)) ?? null;
     const captures = capturesApart ? await captureIndexes.of(run) : undefined;
     const d = await describeRun(store, run, captures && (async () => captures.others));
     const detail: RunDetail | (RunDetail & CapturesApart) = {
       ...d,
       hasRoadNetwork: d.attachments.some((a) => a.name === ROADNET_ATTACHMENT),
       evaluation: await runEvaluation(store, d.run.id, d.samples),
+      attachmentsVersion,
       ...(captures ? { captures: captures.summary() } : {}),
     };
     return toJson(sharedFields ? withSharedFields(detail) : detail, 0);

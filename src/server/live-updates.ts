@@ -18,7 +18,7 @@ const MAX_UNREAD_BYTES = 4 * 1024 * 1024;
 export const MAX_PENDING_WINDOWS = 4;
 
 /**
- * Tells connected viewers when runs appear, grow or end. It watches the store itself (any process
+ * Tells connected viewers when runs appear, grow (samples or attachments) or end. It watches the store itself (any process
  * may be recording into it), so it polls the run list and sends it whenever something changed. A
  * viewer may also ask it for windows of states (`{"type": "states", "request": N, "run": R, ...}`,
  * bounds as GET /states takes them), answered as binary frames on the same socket, and cancel them
@@ -70,11 +70,25 @@ export class LiveUpdates {
     this.polling = true;
     try {
       const runs = await this.store.listRuns();
-      const signature = runs.map((r) => `${r.id}:${r.state}:${r.samples}:${r.end}`).join(',');
+      // Only runs being recorded: attachments put to a closed run (a road network attached later) are
+      // read by the pages that open it, and every run's would be a query per run at each poll.
+      const attachments = new Map<number, string>();
+      for (const r of runs) {
+        if (r.state !== 'recording') continue;
+        const version = await this.store.attachmentsVersion(r.id);
+        if (version !== undefined) attachments.set(r.id, version);
+      }
+      const signature = runs
+        .map((r) => `${r.id}:${r.state}:${r.samples}:${r.end}:${attachments.get(r.id) ?? ''}`)
+        .join(',');
       if (signature === this.lastSignature) return;
       this.lastSignature = signature;
       for (const listener of this.runListeners) listener(runs);
-      this.lastMessage = this.broadcast({ type: 'runs', runs: await withScores(this.store, runs) });
+      const entries = (await withScores(this.store, runs)).map((entry) => {
+        const attachmentsVersion = attachments.get(entry.id);
+        return attachmentsVersion === undefined ? entry : { ...entry, attachmentsVersion };
+      });
+      this.lastMessage = this.broadcast({ type: 'runs', runs: entries });
     } catch (error) {
       // Forget the last list, so the viewer hears the runs again once the store is back.
       this.lastSignature = '';

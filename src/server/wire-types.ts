@@ -36,12 +36,20 @@ export interface SqlAnswer {
 export interface RunListEntry extends RunSummary {
   /** The overall score of its evaluation, null when it has none. */
   score: number | null;
+  /**
+   * A run being recorded: its attachments' version (StoreBackend.attachmentsVersion), which changes
+   * whenever one is put. A simulator may add camera images without samples (`attach`), so the live
+   * channel tells of a run whose attachments changed as of one that grew.
+   */
+  attachmentsVersion?: string;
 }
 
 /** GET /api/runs/:id */
 export interface RunDetail extends RunDescription {
   hasRoadNetwork: boolean;
   evaluation: RunEvaluation | null;
+  /** The attachments' version read before they were listed: a live update with another is newer. */
+  attachmentsVersion: string | null;
 }
 
 /** A sensor's camera images in a run. */

@@ -635,9 +635,13 @@ export class RunView {
     );
   }
 
-  /** A live run grew: extend the timeline and refetch what changed. */
+  /** A live run grew (its samples, or its attachments: camera images): extend the timeline and refetch what changed. */
   async liveUpdate(summary: RunListEntry): Promise<void> {
-    if (!this.detail || summary.id !== this.runId || summary.samples === this.detail.samples) return;
+    if (!this.detail || summary.id !== this.runId) return;
+    const attachmentsChanged =
+      summary.attachmentsVersion !== undefined &&
+      summary.attachmentsVersion !== this.detail.attachmentsVersion;
+    if (summary.samples === this.detail.samples && !attachmentsChanged) return;
     const oldEnd = this.timeline.end;
     this.detail = await api.run(this.runId);
     this.actors = new Map(this.detail.actors.map((a) => [a.id, a]));
