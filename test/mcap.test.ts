@@ -12,12 +12,17 @@ import { McapWriter } from '@mcap/core';
 import { SceneUpdate as SceneUpdateSchema } from '@foxglove/schemas/jsonschema.js';
 import { Ajv } from 'ajv';
 import { recordDemoRun } from '../src/demo/demo-run.js';
+import { frameTimes, lightTracks, rewound, stateTracks } from '../src/formats/common/scene-tracks.js';
+import { SceneUpdates, sceneUpdateMessage } from '../src/formats/mcap/foxglove-messages.js';
+import { JsonBytes, JsonTemplate, TEMPLATE_SENTINELS } from '../src/formats/mcap/json-template.js';
 import { FileWritable } from '../src/formats/mcap/mcap-files.js';
 import { exportMcap } from '../src/formats/mcap/write-mcap.js';
+import { readWholeStream, type SampleSeries } from '../src/model/sample-series.js';
 import type { StoreBackend } from '../src/model/store-port.js';
 import { stateStream } from '../src/model/standard-streams.js';
 import { importRecording } from '../src/record/import-run.js';
 import { RunRecorder } from '../src/record/run-recorder.js';
+import { readRoadNetwork } from '../src/roadnet/roadnet-attachment.js';
 import { exportRecording } from '../src/replay/export-run.js';
 import { sceneAt } from '../src/replay/run-queries.js';
 import { storeRunSource } from '../src/replay/run-source.js';
@@ -163,6 +168,91 @@ describe('MCAP export for Foxglove and Lichtblick', () => {
       }
     } finally {
       await close();
+    }
+  });
+
+  it('a JSON template writes what JSON.stringify would, and refuses what it cannot cut', () => {
+    const message = (name: string) => (v: readonly number[]) => ({
+      name,
+      pose: { x: v[0], y: v[1], z: v[0] },
+      list: [v[2], 'text', { w: v[1] }],
+    });
+    const values = [0.1 + 0.2, -0, 1e21, 5e-324, -123456.789];
+    for (const name of ['car', 'ü 车 "quoted"', '7']) {
+      const template = JsonTemplate.of(3, message(name));
+      assert.ok(template, name);
+      for (const at of [0, 1, 2]) {
+        const v = values.slice(at, at + 3);
+        const out = new JsonBytes();
+        template.write(out, v);
+        assert.equal(decoder.decode(out.view()), JSON.stringify(message(name)(v)));
+      }
+    }
+    // Numbers as JSON.stringify writes them: NaN as null, -0 as 0.
+    const out = new JsonBytes();
+    out.number(Number.NaN);
+    out.ascii(',');
+    out.number(-0);
+    assert.equal(decoder.decode(out.view()), 'null,0');
+    // A name holding a sentinel's text, a value computed with, a value left out: no template.
+    assert.equal(JsonTemplate.of(3, message(`${TEMPLATE_SENTINELS[1]}`)), undefined);
+    assert.equal(
+      JsonTemplate.of(2, (v) => ({ x: v[0], y: v[1]! + 1 })),
+      undefined,
+    );
+    assert.equal(
+      JsonTemplate.of(2, (v) => ({ x: v[0] })),
+      undefined,
+    );
+  });
+
+  it('writes each scene as the bytes JSON.stringify gives its message: lights in each state, actors coming and going, names a template cannot hold', async () => {
+    // The scene is written from templates of each entity (json-template.ts); the message as objects is
+    // what they stand for. A second run's actors have names a template must not cut: a sentinel's text,
+    // digits, quotes and characters of several bytes.
+    const begin = 1_700_000_000_000_000;
+    const rec = await RunRecorder.begin(store, { simulator: { name: 'odd-names' }, begin });
+    const names = [TEMPLATE_SENTINELS[0]!, '7', 'Fahrzeug "ü" 车 🚗', TEMPLATE_SENTINELS[2]!];
+    for (const id of names) {
+      await rec.declareActor({ id, kind: 'vehicle', extents: { length: 4, width: 2, height: 1.25 } });
+      await rec.declareStream(stateStream(id));
+    }
+    for (let step = 0; step < 20; step++)
+      for (const [k, id] of names.entries())
+        // Each actor leaves for a while: absent from some frames' scenes.
+        if (step % 7 !== k)
+          await rec.append(`${id}/state`, {
+            t: begin + step * 100_000,
+            step,
+            x: step * 1.1 + k,
+            y: -k / 3,
+            yaw: step / 10,
+            speed: 1,
+          });
+    const odd = (await rec.end('completed')).id;
+    for (const id of [run, odd]) {
+      const source = await storeRunSource(store, id);
+      const [actors, streams] = [await source.actors(), await source.streams()];
+      const byId = new Map(streams.map((s) => [s.id, s] as const));
+      const samplesOf = new Map<string, SampleSeries>();
+      for (const s of streams.filter((s) => s.name === 'state' || s.name === 'signal'))
+        samplesOf.set(s.id, await readWholeStream(source, s));
+      const network = await readRoadNetwork(source, id);
+      const tracks = stateTracks(actors, byId, samplesOf);
+      const lights = lightTracks(actors, byId, samplesOf, network);
+      const scene = new SceneUpdates(tracks.map(rewound), lights.map(rewound));
+      const lamps = new Set<string>();
+      const present = new Set<number>();
+      const frames = frameTimes(tracks);
+      for (const t of frames) {
+        const message = sceneUpdateMessage(tracks, lights, t);
+        assert.equal(decoder.decode(scene.at(t)), JSON.stringify(message), `run ${id} at ${t}`);
+        for (const e of message.entities) if (e.spheres.length) lamps.add(JSON.stringify(e.spheres[0]));
+        present.add(message.entities.length);
+      }
+      assert.ok(present.size > 1, `run ${id}: the actors present change`);
+      if (id === run) assert.ok(lamps.size > 3, `${lamps.size} lamps of several colours`);
+      else assert.equal(frames.length, 20);
     }
   });
 

@@ -1,16 +1,20 @@
 /*
- * The messages of the export's Foxglove channels, one builder each, as JSON text in Foxglove's
- * schemas (@foxglove/schemas): the scene (actors and traffic-light heads), the map, the ego's
- * transforms, path and location on the earth, the log. The writer encodes the text.
+ * The messages of the export's Foxglove channels, one builder each, as JSON in Foxglove's schemas
+ * (@foxglove/schemas): the scene (actors and traffic-light heads), the map, the ego's transforms,
+ * path and location on the earth, the log. The scene, most of a run's bytes, is written as bytes from
+ * templates (SceneUpdates); the others as text, which the writer encodes.
  */
 
 import { LocationFix } from '@foxglove/schemas/jsonschema.js';
 import type { RoadNetwork, RoadPoint } from '../../model/roadnet.js';
+import type { ActorInfo } from '../../model/run.js';
 import type { Sample } from '../../model/stream.js';
+import type { Quaternion, Vec3 } from '../../model/units.js';
 import { geoLocator, type GeoPosition } from '../../roadnet/geo-location.js';
 import { laneBordersOf } from '../../roadnet/lane-borders.js';
-import { headHeight, signalLamp, type SignalLamp } from '../../roadnet/signal-heads.js';
-import { foxgloveTime, kindColour, quaternion, WORLD_FRAME } from './mcap-layout.js';
+import { headHeight, signalLamp, type SignalHead, type SignalLamp } from '../../roadnet/signal-heads.js';
+import { JsonBytes, JsonTemplate } from './json-template.js';
+import { foxgloveTime, kindColour, quaternion, WORLD_FRAME, type FoxgloveTime } from './mcap-layout.js';
 import {
   extentsOf,
   latest,
@@ -28,12 +32,12 @@ const ZERO = { sec: 0, nsec: 0 };
 
 function entity(
   id: string,
-  t: number,
+  time: FoxgloveTime,
   parts: Partial<Record<string, unknown[]>>,
   metadata: [string, string][] = [],
 ) {
   return {
-    timestamp: foxgloveTime(t),
+    timestamp: time,
     frame_id: WORLD_FRAME,
     id,
     lifetime: ZERO,
@@ -60,87 +64,204 @@ const LAMP_COLOURS: Record<SignalLamp, [number, number, number, number]> = {
   off: [0.25, 0.25, 0.25, 1],
 };
 
-/** Each head of each light as a sphere in the colour its link shows at t. */
-export function lightEntities(lights: readonly LightTrack[], t: number) {
-  const entities = [];
-  for (const light of lights) {
-    const state = latest(light, t)?.state;
-    for (const head of light.heads) {
-      const ch = typeof state === 'string' ? state[head.linkIndex] : undefined;
-      const [r, g, b, a] = LAMP_COLOURS[signalLamp(ch)];
-      const [x, y, z] = head.position;
-      const size = head.pedestrian ? 0.3 : 0.45;
-      entities.push(
-        entity(
-          `${head.light}:${head.linkIndex}`,
-          t,
-          {
-            spheres: [
-              {
-                pose: {
-                  position: { x, y, z: z + headHeight(head) },
-                  orientation: { x: 0, y: 0, z: 0, w: 1 },
-                },
-                size: { x: size, y: size, z: size },
-                color: { r, g, b, a },
-              },
-            ],
+/** A light's head as a sphere in the colour of `ch`, its link's state letter (undefined: none known). */
+function headEntity(head: SignalHead, ch: string | undefined, time: FoxgloveTime) {
+  const [r, g, b, a] = LAMP_COLOURS[signalLamp(ch)];
+  const [x, y, z] = head.position;
+  const size = head.pedestrian ? 0.3 : 0.45;
+  return entity(
+    `${head.light}:${head.linkIndex}`,
+    time,
+    {
+      spheres: [
+        {
+          pose: {
+            position: { x, y, z: z + headHeight(head) },
+            orientation: { x: 0, y: 0, z: 0, w: 1 },
           },
-          [
-            ['kind', 'traffic_light'],
-            ['state', ch ?? ''],
-          ],
-        ),
-      );
-    }
-  }
-  return entities;
+          size: { x: size, y: size, z: size },
+          color: { r, g, b, a },
+        },
+      ],
+    },
+    [
+      ['kind', 'traffic_light'],
+      ['state', ch ?? ''],
+    ],
+  );
 }
 
 /**
- * The actors present at t, each a cube at its pose (its centre at half its height) and its id, and
- * the traffic lights' heads in their colours.
+ * Where an actor's box is drawn at a sample: its centre (half its height up), its orientation, and the
+ * height of its top, where its id is written.
  */
-export function sceneUpdate(tracks: readonly Track[], lights: readonly LightTrack[], t: number): string {
-  const entities: object[] = lightEntities(lights, t);
+function actorPose(actor: ActorInfo, s: Sample): { position: Vec3; orientation: Quaternion; labelZ: number } {
+  const height = extentsOf(actor).height;
+  const position = { x: num(s.x), y: num(s.y), z: num(s.z) + height / 2 };
+  const orientation = quaternion(num(s.yaw), num(s.pitch), num(s.roll));
+  return { position, orientation, labelZ: position.z + height };
+}
+
+/** An actor as a cube at its pose and its id written above it (`labelZ`, the box's top). */
+function actorEntity(
+  actor: ActorInfo,
+  time: FoxgloveTime,
+  position: Vec3,
+  orientation: Quaternion,
+  labelZ: number,
+) {
+  const size = extentsOf(actor);
+  return entity(
+    actor.id,
+    time,
+    {
+      cubes: [
+        {
+          pose: { position, orientation },
+          size: { x: size.length, y: size.width, z: size.height },
+          color: kindColour(actor.kind),
+        },
+      ],
+      texts: [
+        {
+          pose: {
+            position: { x: position.x, y: position.y, z: labelZ },
+            orientation: { x: 0, y: 0, z: 0, w: 1 },
+          },
+          billboard: true,
+          font_size: 14,
+          scale_invariant: true,
+          color: { r: 1, g: 1, b: 1, a: 1 },
+          text: actor.id,
+        },
+      ],
+    },
+    [['kind', actor.kind]],
+  );
+}
+
+/** A light's state letters at t, one a link (undefined: none recorded yet). */
+function lightState(light: LightTrack, t: number): string | undefined {
+  const state = latest(light, t)?.state;
+  return typeof state === 'string' ? state : undefined;
+}
+
+/**
+ * The scene at t as Foxglove's SceneUpdate: the traffic lights' heads in their colours, then the actors
+ * present at t, each a cube at its pose and its id. Each update replaces the whole scene (its deletion
+ * of every entity first): an actor that has left is not drawn on. SceneUpdates writes the same message
+ * as bytes, frame after frame; this is the message as objects.
+ */
+export function sceneUpdateMessage(tracks: readonly Track[], lights: readonly LightTrack[], t: number) {
+  const time = foxgloveTime(t);
+  const entities: ReturnType<typeof entity>[] = [];
+  for (const light of lights) {
+    const state = lightState(light, t);
+    for (const head of light.heads) entities.push(headEntity(head, state?.[head.linkIndex], time));
+  }
   for (const track of tracks) {
     const s = presentSample(track, t);
     if (!s) continue;
-    const size = extentsOf(track.actor);
-    const position = { x: num(s.x), y: num(s.y), z: num(s.z) + size.height / 2 };
-    const orientation = quaternion(num(s.yaw), num(s.pitch), num(s.roll));
-    entities.push(
-      entity(
-        track.actor.id,
-        t,
-        {
-          cubes: [
-            {
-              pose: { position, orientation },
-              size: { x: size.length, y: size.width, z: size.height },
-              color: kindColour(track.actor.kind),
-            },
-          ],
-          texts: [
-            {
-              pose: {
-                position: { ...position, z: position.z + size.height },
-                orientation: { x: 0, y: 0, z: 0, w: 1 },
-              },
-              billboard: true,
-              font_size: 14,
-              scale_invariant: true,
-              color: { r: 1, g: 1, b: 1, a: 1 },
-              text: track.actor.id,
-            },
-          ],
-        },
-        [['kind', track.actor.kind]],
+    const { position, orientation, labelZ } = actorPose(track.actor, s);
+    entities.push(actorEntity(track.actor, time, position, orientation, labelZ));
+  }
+  return { deletions: [{ timestamp: time, type: 1, id: '' }], entities };
+}
+
+const ACTOR_VALUES = 10;
+
+/**
+ * The scene's SceneUpdate frame after frame, as the bytes JSON.stringify gives sceneUpdateMessage:
+ * each actor's entity and each head's in each of its colours is a template (json-template.ts) made at
+ * its first frame, filled with the frame's time and the actor's pose. The tracks' cursors move forward:
+ * frames are asked for in time order.
+ */
+export class SceneUpdates {
+  private readonly tracks: readonly Track[];
+  private readonly lights: readonly LightTrack[];
+  private readonly out = new JsonBytes();
+  private readonly actorTemplates = new Map<Track, JsonTemplate | undefined>();
+  private readonly headTemplates = new Map<SignalHead, Map<string | undefined, JsonTemplate | undefined>>();
+  private readonly values: number[] = new Array<number>(ACTOR_VALUES).fill(0);
+
+  constructor(tracks: readonly Track[], lights: readonly LightTrack[]) {
+    this.tracks = tracks;
+    this.lights = lights;
+  }
+
+  /** The update at t, valid until the next call (the writer copies it before it asks for another). */
+  at(t: number): Uint8Array {
+    const time = foxgloveTime(t);
+    const values = this.values;
+    values[0] = time.sec;
+    values[1] = time.nsec;
+    const out = this.out;
+    out.reset();
+    const frame = JSON.stringify({ deletions: [{ timestamp: time, type: 1, id: '' }], entities: [] });
+    out.ascii(frame.slice(0, -2));
+    let first = true;
+    const comma = (): void => {
+      if (!first) out.ascii(',');
+      first = false;
+    };
+    for (const light of this.lights) {
+      const state = lightState(light, t);
+      for (const head of light.heads) {
+        const ch = state?.[head.linkIndex];
+        comma();
+        const template = this.headTemplate(head, ch);
+        if (template) template.write(out, values);
+        else out.bytes(json(headEntity(head, ch, time)));
+      }
+    }
+    for (const track of this.tracks) {
+      const s = presentSample(track, t);
+      if (!s) continue;
+      comma();
+      const { position, orientation, labelZ } = actorPose(track.actor, s);
+      const template = this.actorTemplate(track);
+      if (!template) {
+        out.bytes(json(actorEntity(track.actor, time, position, orientation, labelZ)));
+        continue;
+      }
+      values[2] = position.x;
+      values[3] = position.y;
+      values[4] = position.z;
+      values[5] = orientation.x;
+      values[6] = orientation.y;
+      values[7] = orientation.z;
+      values[8] = orientation.w;
+      values[9] = labelZ;
+      template.write(out, values);
+    }
+    out.ascii(']}');
+    return out.view();
+  }
+
+  private actorTemplate(track: Track): JsonTemplate | undefined {
+    if (this.actorTemplates.has(track)) return this.actorTemplates.get(track);
+    const template = JsonTemplate.of(ACTOR_VALUES, (v) =>
+      actorEntity(
+        track.actor,
+        { sec: v[0]!, nsec: v[1]! },
+        { x: v[2]!, y: v[3]!, z: v[4]! },
+        { x: v[5]!, y: v[6]!, z: v[7]!, w: v[8]! },
+        v[9]!,
       ),
     );
+    this.actorTemplates.set(track, template);
+    return template;
   }
-  // Each update replaces the whole scene: an actor that has left is not drawn on.
-  return JSON.stringify({ deletions: [{ timestamp: foxgloveTime(t), type: 1, id: '' }], entities });
+
+  private headTemplate(head: SignalHead, ch: string | undefined): JsonTemplate | undefined {
+    let byState = this.headTemplates.get(head);
+    if (!byState)
+      this.headTemplates.set(head, (byState = new Map<string | undefined, JsonTemplate | undefined>()));
+    if (byState.has(ch)) return byState.get(ch);
+    const template = JsonTemplate.of(2, (v) => headEntity(head, ch, { sec: v[0]!, nsec: v[1]! }));
+    byState.set(ch, template);
+    return template;
+  }
 }
 
 export function trajectory(samples: readonly Sample[], t: number): string {
@@ -232,7 +353,7 @@ export function mapUpdate(network: RoadNetwork, t: number): string {
   ];
   return JSON.stringify({
     deletions: [],
-    entities: [entity('roadnet', t, { lines }, [['format', network.format]])],
+    entities: [entity('roadnet', foxgloveTime(t), { lines }, [['format', network.format]])],
   });
 }
 

@@ -29,7 +29,7 @@ import {
   locatorOf,
   logLine,
   mapUpdate,
-  sceneUpdate,
+  SceneUpdates,
   trajectory,
 } from './foxglove-messages.js';
 import { imageAnnotations, templatesOf } from './image-annotations.js';
@@ -159,9 +159,8 @@ export async function exportMcap(
     const lights = lightTracks(actors, byId, samplesOf, network);
     const frames = frameTimes(tracks);
     if (frames.length) {
-      sources.push(
-        listSource(await foxglove(SCENE_TOPIC, SceneUpdate), frames, (t) => sceneUpdate(tracks, lights, t)),
-      );
+      const scene = new SceneUpdates(tracks, lights);
+      sources.push(listSource(await foxglove(SCENE_TOPIC, SceneUpdate), frames, (t) => scene.at(t)));
       const egos = tracks.filter((t) => t.actor.kind === 'ego');
       if (egos.length) {
         const egoTracks = egos.map(rewound);
