@@ -190,10 +190,9 @@ describe('MCAP export for Foxglove and Lichtblick', () => {
     }
     // Numbers as JSON.stringify writes them: NaN as null, -0 as 0.
     const out = new JsonBytes();
-    out.number(Number.NaN);
-    out.ascii(',');
-    out.number(-0);
-    assert.equal(decoder.decode(out.view()), 'null,0');
+    JsonTemplate.of(3, message('car'))!.write(out, [Number.NaN, -0, Infinity]);
+    assert.equal(decoder.decode(out.view()), JSON.stringify(message('car')([Number.NaN, -0, Infinity])));
+    assert.match(decoder.decode(out.view()), /"x":null,"y":0/);
     // A name holding a sentinel's text, a value computed with, a value left out: no template.
     assert.equal(JsonTemplate.of(3, message(`${TEMPLATE_SENTINELS[1]}`)), undefined);
     assert.equal(

@@ -13,6 +13,8 @@ export interface SeriesView {
   at(i: number): Sample;
   /** The latest sample at or before t, undefined before the first. */
   latestAt(t: number): Sample | undefined;
+  /** Field `name` of sample `i` where the sample has a number there, else NaN (no sample object made). */
+  numberAt(i: number, name: string): number;
 }
 
 /**
@@ -23,6 +25,8 @@ export interface SeriesView {
 export class SampleSeries implements SeriesView {
   private readonly batch: ColumnBatch;
   private readonly fields: readonly FieldDecl[];
+  /** Numeric fields asked for by numberAt, a number a sample each. */
+  private readonly numbers = new Map<string, Float64Array>();
 
   /** `fields`: the stream's declared fields, then its undeclared ones with their type. */
   constructor(batch: ColumnBatch, fields: readonly FieldDecl[]) {
@@ -41,8 +45,19 @@ export class SampleSeries implements SeriesView {
 
   /** Sample `i` (0 <= i < length). */
   at(i: number): Sample {
-    if (!(i >= 0 && i < this.length)) throw new RangeError(`sample ${i} of a series of ${this.length}`);
+    this.check(i);
     return sampleAt(this.batch, this.fields, i);
+  }
+
+  numberAt(i: number, name: string): number {
+    this.check(i);
+    let numbers = this.numbers.get(name);
+    if (!numbers) this.numbers.set(name, (numbers = sampleNumbers(this.batch, this.fields, name)));
+    return numbers[i]!;
+  }
+
+  private check(i: number): void {
+    if (!(i >= 0 && i < this.length)) throw new RangeError(`sample ${i} of a series of ${this.length}`);
   }
 
   /** The latest sample at or before t, undefined before the first. */
@@ -55,6 +70,23 @@ export class SampleSeries implements SeriesView {
   toArray(): Sample[] {
     return Array.from({ length: this.length }, (_, i) => this.at(i));
   }
+}
+
+/**
+ * Column `name` as the number each row's sample has there (sampleAt's: a numeric column's value unless
+ * the field is declared bool or vec; a value that is a number in a column of values), else NaN.
+ */
+function sampleNumbers(batch: ColumnBatch, fields: readonly FieldDecl[], name: string): Float64Array {
+  const values = batch.columns[name];
+  const type = fields.find((f) => f.name === name)?.type;
+  if (values instanceof Float64Array && type !== 'bool' && type !== 'vec') return values;
+  const out = new Float64Array(batch.t.length).fill(NaN);
+  if (Array.isArray(values))
+    for (let i = 0; i < out.length; i++) {
+      const v: unknown = values[i];
+      if (typeof v === 'number') out[i] = v;
+    }
+  return out;
 }
 
 /**
@@ -99,8 +131,16 @@ export class WindowedSeries implements SeriesView {
   }
 
   at(i: number): Sample {
+    return this.windowOf(i).at(i - this.first);
+  }
+
+  numberAt(i: number, name: string): number {
+    return this.windowOf(i).numberAt(i - this.first, name);
+  }
+
+  private windowOf(i: number): SampleSeries {
     const w = this.window;
-    if (w && i >= this.first && i < this.first + w.length) return w.at(i - this.first);
+    if (w && i >= this.first && i < this.first + w.length) return w;
     throw new RangeError(
       `sample ${i} of ${this.info.id} is outside the window read (${this.first} to ` +
         `${this.first + (w?.length ?? 0)}): a walk reads forward, at the time it has advanced to`,

@@ -32,17 +32,32 @@ export function frameTimes(tracks: readonly Track[]): number[] {
   return [...times].sort((a, b) => a - b);
 }
 
-/** The track's latest sample at or before t (tracks are walked forward, frame after frame). */
-export function latest(track: Track, t: number): Sample | undefined {
+/** The index of the track's latest sample at or before t, -1 before the first (tracks are walked forward). */
+export function latestIndex(track: Track, t: number): number {
   const times = track.samples.times;
   while (track.next < times.length && times[track.next]! <= t) track.next++;
-  return track.next > 0 ? track.samples.at(track.next - 1) : undefined;
+  return track.next - 1;
+}
+
+/** The track's latest sample at or before t (tracks are walked forward, frame after frame). */
+export function latest(track: Track, t: number): Sample | undefined {
+  const i = latestIndex(track, t);
+  return i >= 0 ? track.samples.at(i) : undefined;
+}
+
+/**
+ * The index of the actor's latest sample at or before t if the actor is present at t (not yet gone,
+ * not absent), else -1.
+ */
+export function presentIndex(track: Track, t: number): number {
+  const i = latestIndex(track, t);
+  return i >= 0 && absenceAt(track.actor.presence, track.usual, track.samples.times[i]!, t) === null ? i : -1;
 }
 
 /** The actor's latest sample at or before t, if the actor is present at t (not yet gone, not absent). */
 export function presentSample(track: Track, t: number): Sample | undefined {
-  const s = latest(track, t);
-  return s && absenceAt(track.actor.presence, track.usual, s.t, t) === null ? s : undefined;
+  const i = presentIndex(track, t);
+  return i >= 0 ? track.samples.at(i) : undefined;
 }
 
 /** Another cursor over the same samples, for a second writer walking the frames. */

@@ -19,6 +19,7 @@ import {
   extentsOf,
   latest,
   num,
+  presentIndex,
   presentSample,
   type LightTrack,
   type Track,
@@ -95,10 +96,13 @@ function headEntity(head: SignalHead, ch: string | undefined, time: FoxgloveTime
  * Where an actor's box is drawn at a sample: its centre (half its height up), its orientation, and the
  * height of its top, where its id is written.
  */
-function actorPose(actor: ActorInfo, s: Sample): { position: Vec3; orientation: Quaternion; labelZ: number } {
+function actorPose(
+  actor: ActorInfo,
+  at: (field: 'x' | 'y' | 'z' | 'yaw' | 'pitch' | 'roll') => number,
+): { position: Vec3; orientation: Quaternion; labelZ: number } {
   const height = extentsOf(actor).height;
-  const position = { x: num(s.x), y: num(s.y), z: num(s.z) + height / 2 };
-  const orientation = quaternion(num(s.yaw), num(s.pitch), num(s.roll));
+  const position = { x: at('x'), y: at('y'), z: at('z') + height / 2 };
+  const orientation = quaternion(at('yaw'), at('pitch'), at('roll'));
   return { position, orientation, labelZ: position.z + height };
 }
 
@@ -162,7 +166,7 @@ export function sceneUpdateMessage(tracks: readonly Track[], lights: readonly Li
   for (const track of tracks) {
     const s = presentSample(track, t);
     if (!s) continue;
-    const { position, orientation, labelZ } = actorPose(track.actor, s);
+    const { position, orientation, labelZ } = actorPose(track.actor, (field) => num(s[field]));
     entities.push(actorEntity(track.actor, time, position, orientation, labelZ));
   }
   return { deletions: [{ timestamp: time, type: 1, id: '' }], entities };
@@ -195,6 +199,7 @@ export class SceneUpdates {
     const values = this.values;
     values[0] = time.sec;
     values[1] = time.nsec;
+    const headValues = [time.sec, time.nsec];
     const out = this.out;
     out.reset();
     const frame = JSON.stringify({ deletions: [{ timestamp: time, type: 1, id: '' }], entities: [] });
@@ -210,15 +215,19 @@ export class SceneUpdates {
         const ch = state?.[head.linkIndex];
         comma();
         const template = this.headTemplate(head, ch);
-        if (template) template.write(out, values);
+        if (template) template.write(out, headValues);
         else out.bytes(json(headEntity(head, ch, time)));
       }
     }
     for (const track of this.tracks) {
-      const s = presentSample(track, t);
-      if (!s) continue;
+      const i = presentIndex(track, t);
+      if (i < 0) continue;
       comma();
-      const { position, orientation, labelZ } = actorPose(track.actor, s);
+      // The pose read from the columns, without the sample's object (num's 0 where it has no number).
+      const { position, orientation, labelZ } = actorPose(track.actor, (field) => {
+        const v = track.samples.numberAt(i, field);
+        return Number.isNaN(v) ? 0 : v;
+      });
       const template = this.actorTemplate(track);
       if (!template) {
         out.bytes(json(actorEntity(track.actor, time, position, orientation, labelZ)));
