@@ -9,13 +9,18 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { McapWriter } from '@mcap/core';
-import { SceneUpdate as SceneUpdateSchema } from '@foxglove/schemas/jsonschema.js';
+import {
+  CompressedImage as CompressedImageSchema,
+  SceneUpdate as SceneUpdateSchema,
+} from '@foxglove/schemas/jsonschema.js';
 import { Ajv } from 'ajv';
 import { recordDemoRun } from '../src/demo/demo-run.js';
+import { encodePng } from '../src/formats/common/labelled-images/image-files.js';
 import { frameTimes, lightTracks, rewound, stateTracks } from '../src/formats/common/scene-tracks.js';
 import { SceneUpdates, sceneUpdateMessage } from '../src/formats/mcap/foxglove-messages.js';
 import { JsonBytes, JsonTemplate, TEMPLATE_SENTINELS } from '../src/formats/mcap/json-template.js';
 import { FileWritable } from '../src/formats/mcap/mcap-files.js';
+import { IngestClient } from '../src/ingest/ingest-client.js';
 import { exportMcap } from '../src/formats/mcap/write-mcap.js';
 import { readWholeStream, type SampleSeries } from '../src/model/sample-series.js';
 import type { StoreBackend } from '../src/model/store-port.js';
@@ -27,6 +32,7 @@ import { exportRecording } from '../src/replay/export-run.js';
 import { sceneAt } from '../src/replay/run-queries.js';
 import { storeRunSource } from '../src/replay/run-source.js';
 import { openStore } from '../src/store/open-store.js';
+import { startIngestFixture } from './helpers/ingest-helpers.js';
 import { tempDir } from './helpers/paths.js';
 import { cliJson } from './helpers/run-cli.js';
 import { openMcap } from './helpers/open-mcap.js';
@@ -267,6 +273,101 @@ describe('MCAP export for Foxglove and Lichtblick', () => {
     const whole = await write('whole.mcap', Number.MAX_SAFE_INTEGER);
     assert.ok(windowed.length > 100_000);
     assert.ok(windowed.equals(whole), 'the same file');
+  });
+
+  it("writes a live camera's images as CompressedImage, each read from the store when its message is written", async () => {
+    // A camera recorded through the server's ingest, as simulators send it: its captures name their
+    // image `name` (an imported dataset's say `file`).
+    const fx = await startIngestFixture();
+    try {
+      const client = await IngestClient.connect({ url: fx.wsUrl, simulator: { name: 'camera' } });
+      const live = await client.beginRun({ description: 'a camera' });
+      await client.declareActors([{ id: 'ego', kind: 'ego' }]);
+      await client.declareStreams([stateStream('ego')]);
+      await client.declareSensors([
+        { id: 'front', actor: 'ego', modality: 'camera', width: 4, height: 2, fov: 1.2, captureInterval: 0 },
+      ]);
+      const begin = 1_700_000_000_000_000;
+      const images = [0, 1, 2, 3].map((k) => encodePng(4, 2, 3, new Uint8Array(4 * 2 * 3).fill(40 * k)));
+      for (let step = 0; step < 40; step++) {
+        const t = begin + step * 100_000;
+        await client.append({ 'ego/state': [{ t, step, x: step, y: 0, yaw: 0 }] });
+        if (step % 10 === 0)
+          await client.capture({
+            sensor: 'front',
+            t,
+            step,
+            mediaType: 'image/png',
+            data: images[step / 10]!,
+          });
+      }
+      await client.endRun('completed');
+      await client.close();
+
+      // What the export reads, in order: the stream walk's windows and the images.
+      const reads: string[] = [];
+      const real = await storeRunSource(fx.store, live);
+      const source: typeof real = {
+        ...real,
+        run: real.run,
+        columnsJoined: (stream, window) => {
+          reads.push(`window ${stream}`);
+          return real.columnsJoined(stream, window);
+        },
+        attachment: (name) => {
+          reads.push(`image ${name}`);
+          return real.attachment(name);
+        },
+      };
+      const path = join(tmp.path, 'camera.mcap');
+      await exportMcap(source, path, { windowSamples: 16 });
+      // Each image read as its message is written (then once more, as the file's copy of the run's
+      // attachments, which simrec's import reads back).
+      const imageReads = reads.flatMap((r, i) => (r.startsWith('image front/') ? [i] : [])).slice(0, 4);
+      assert.deepEqual(
+        imageReads.map((i) => reads[i]),
+        [0, 10, 20, 30].map((step) => `image front/${String(step).padStart(8, '0')}.png`),
+      );
+      assert.ok(
+        reads.some((r, i) => r === 'window ego/state' && i > imageReads[0]! && i < imageReads.at(-1)!),
+        `the images are read as the walk reaches them: ${reads.join('; ')}`,
+      );
+
+      const { reader, close } = await openMcap(path);
+      try {
+        const channel = [...reader.channelsById.values()].find((c) => c.topic === '/front/image')!;
+        assert.equal(reader.schemasById.get(channel.schemaId)!.name, 'foxglove.CompressedImage');
+        const validate = new Ajv({ strict: false }).compile(CompressedImageSchema);
+        const seen: { t: number; data: Buffer; format: string; frame: string }[] = [];
+        for await (const m of reader.readMessages({ topics: [channel.topic] })) {
+          const message = JSON.parse(decoder.decode(m.data)) as {
+            data: string;
+            format: string;
+            frame_id: string;
+          };
+          assert.ok(validate(message), JSON.stringify(validate.errors));
+          seen.push({
+            t: Number(m.logTime / 1000n),
+            data: Buffer.from(message.data, 'base64'),
+            format: message.format,
+            frame: message.frame_id,
+          });
+        }
+        assert.deepEqual(
+          seen,
+          images.map((png, k) => ({
+            t: begin + k * 1_000_000,
+            data: Buffer.from(png),
+            format: 'png',
+            frame: 'front',
+          })),
+        );
+      } finally {
+        await close();
+      }
+    } finally {
+      await fx.close();
+    }
   });
 
   it('writes a Foxglove layout beside the file, naming the channels it shows', () => {

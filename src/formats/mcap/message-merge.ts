@@ -18,13 +18,14 @@ export interface MessageSource {
   readonly count: number;
   /** The time of the message `take` would give, or undefined when done. */
   peek(): number | undefined;
-  take(): MessageData;
+  /** The next message; a promise for one that must be read first (a camera's image). */
+  take(): MessageData | Promise<MessageData>;
 }
 
 export function listSource(
   channel: number,
   times: ArrayLike<number>,
-  encode: (t: number, i: number) => MessageData,
+  encode: (t: number, i: number) => MessageData | Promise<MessageData>,
 ): MessageSource {
   let i = 0;
   return {
@@ -73,7 +74,9 @@ export async function mergeInTimeOrder(
       await advance?.(t);
       at = t;
     }
-    await write(top.channel, t, top.take());
+    // Awaited only when it is a promise: a run's millions of other messages need no turn of the loop.
+    const data = top.take();
+    await write(top.channel, t, data instanceof Promise ? await data : data);
     if (top.peek() === undefined) {
       heap[0] = heap[heap.length - 1]!;
       heap.pop();

@@ -8,6 +8,8 @@ import {
   PosesInFrame,
   SceneUpdate,
 } from '@foxglove/schemas/jsonschema.js';
+import type { AttachmentInfo } from '../../model/attachment.js';
+import { conflict } from '../../model/errors.js';
 import { sampleToCapture } from '../../model/perception.js';
 import type { RunSource } from '../../model/run-ports.js';
 import { STATE_STREAM } from '../../model/standard-streams.js';
@@ -213,7 +215,7 @@ export async function exportMcap(
       sources.push(
         listSource(await foxglove(LOG_TOPIC, Log), events.times, (_t, i) => logLine(events.at(i))),
       );
-    const captures = await captureImages(source, streams, wholeCaptures, warn);
+    const captures = await captureImages(source, streams, wholeCaptures, attachments, warn);
     const templates = templatesOf((await loadDefinitions(source)).annotationDefinitions);
     const labelled = labelledCaptures(streams, wholeCaptures, templates);
     for (const [sensor, list] of labelled)
@@ -331,39 +333,48 @@ function labelledCaptures(
 
 interface CaptureImage {
   t: number;
-  message: () => string;
+  message: () => Promise<string>;
 }
 
-/** Camera captures whose files are PNG or JPEG attachments, as Foxglove's CompressedImage. */
+/**
+ * Camera captures whose files are PNG or JPEG attachments, as Foxglove's CompressedImage. Each image is
+ * read when its message is written, not before: a camera's hour is a hundred thousand images, more
+ * than a process holds.
+ */
 async function captureImages(
   source: RunSource,
   streams: readonly StreamInfo[],
   samplesOf: ReadonlyMap<string, SampleSeries>,
+  attachments: readonly AttachmentInfo[],
   warn: (message: string) => void,
 ): Promise<Map<string, CaptureImage[]>> {
   const out = new Map<string, CaptureImage[]>();
+  const mediaTypes = new Map(attachments.map((a) => [a.name, a.mediaType] as const));
   let missing = 0;
   for (const s of streams) {
     if (s.name !== 'captures' || s.actor === null) continue;
     const list: CaptureImage[] = [];
     for (const capture of samplesOf.get(s.id)?.toArray() ?? []) {
-      if (typeof capture.file !== 'string') continue;
-      const attachment = await source.attachment(capture.file);
-      const format =
-        attachment?.mediaType === 'image/png'
-          ? 'png'
-          : attachment?.mediaType === 'image/jpeg'
-            ? 'jpeg'
-            : undefined;
-      if (!attachment || !format) {
+      // Imported captures name their image `file`; a live camera's (ingest's `capture`) name it `name`.
+      const file = typeof capture.file === 'string' ? capture.file : capture.name;
+      if (typeof file !== 'string') continue;
+      const mediaType = mediaTypes.get(file);
+      const format = mediaType === 'image/png' ? 'png' : mediaType === 'image/jpeg' ? 'jpeg' : undefined;
+      if (!format) {
         missing++;
         continue;
       }
-      const data = Buffer.from(attachment.data).toString('base64');
       list.push({
         t: capture.t,
-        message: () =>
-          JSON.stringify({ timestamp: foxgloveTime(capture.t), frame_id: s.actor!, data, format }),
+        message: async () => {
+          const attachment = await source.attachment(file);
+          if (!attachment)
+            throw conflict(
+              `run ${source.run.id}: attachment ${JSON.stringify(file)} went while the run was being exported`,
+            );
+          const data = Buffer.from(attachment.data).toString('base64');
+          return JSON.stringify({ timestamp: foxgloveTime(capture.t), frame_id: s.actor!, data, format });
+        },
       });
     }
     if (list.length) out.set(s.actor, list);
