@@ -15,6 +15,7 @@ import type { StoreBackend } from '../src/model/store-port.js';
 import type { Sample } from '../src/model/stream.js';
 import { RunRecorder } from '../src/record/run-recorder.js';
 import { openStore } from '../src/store/open-store.js';
+import { recordCameraRun, startIngestFixture } from './helpers/ingest-helpers.js';
 import { tempDir } from './helpers/paths.js';
 import { cliJson, runCli } from './helpers/run-cli.js';
 
@@ -462,6 +463,26 @@ describe('bad DI-drive input', () => {
     const empty = join(dir.path, 'no-episodes');
     mkdirSync(empty, { recursive: true });
     await assert.rejects(importDidrive(store, empty), /no episode folders holding measurements\.lmdb/);
+  });
+
+  it("writes a live camera's images as its episode's frames (captures recorded through ingest)", async () => {
+    // A camera recorded through the server's ingest names each capture's image `name`, where an
+    // imported dataset's say `file`: both are a camera's frames.
+    const fx = await startIngestFixture();
+    try {
+      const images = [0, 1, 2].map((k) => encodePng(4, 2, 3, new Uint8Array(4 * 2 * 3).fill(60 * k + 10)));
+      const live = await recordCameraRun(fx, { ego: 'hero', begin: 1_700_000_000_000_000, every: 1, images });
+      const out = join(dir.path, 'live-camera');
+      await exportDidrive(fx.store, [live], out, { warn: () => {} });
+      const episode = join(out, 'episode_00000');
+      for (const [i, png] of images.entries())
+        assert.ok(
+          readFileSync(join(episode, `rgb_${String(i).padStart(5, '0')}.png`)).equals(Buffer.from(png)),
+          `frame ${i}'s image`,
+        );
+    } finally {
+      await fx.close();
+    }
   });
 
   it('warns, naming episode and frame, about camera frames that are missing', async () => {

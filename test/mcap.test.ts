@@ -20,7 +20,6 @@ import { frameTimes, lightTracks, rewound, stateTracks } from '../src/formats/co
 import { SceneUpdates, sceneUpdateMessage } from '../src/formats/mcap/foxglove-messages.js';
 import { JsonBytes, JsonTemplate, TEMPLATE_SENTINELS } from '../src/formats/mcap/json-template.js';
 import { FileWritable } from '../src/formats/mcap/mcap-files.js';
-import { IngestClient } from '../src/ingest/ingest-client.js';
 import { exportMcap } from '../src/formats/mcap/write-mcap.js';
 import { readWholeStream, type SampleSeries } from '../src/model/sample-series.js';
 import type { StoreBackend } from '../src/model/store-port.js';
@@ -32,7 +31,7 @@ import { exportRecording } from '../src/replay/export-run.js';
 import { sceneAt } from '../src/replay/run-queries.js';
 import { storeRunSource } from '../src/replay/run-source.js';
 import { openStore } from '../src/store/open-store.js';
-import { startIngestFixture } from './helpers/ingest-helpers.js';
+import { recordCameraRun, startIngestFixture } from './helpers/ingest-helpers.js';
 import { tempDir } from './helpers/paths.js';
 import { cliJson } from './helpers/run-cli.js';
 import { openMcap } from './helpers/open-mcap.js';
@@ -280,29 +279,9 @@ describe('MCAP export for Foxglove and Lichtblick', () => {
     // image `name` (an imported dataset's say `file`).
     const fx = await startIngestFixture();
     try {
-      const client = await IngestClient.connect({ url: fx.wsUrl, simulator: { name: 'camera' } });
-      const live = await client.beginRun({ description: 'a camera' });
-      await client.declareActors([{ id: 'ego', kind: 'ego' }]);
-      await client.declareStreams([stateStream('ego')]);
-      await client.declareSensors([
-        { id: 'front', actor: 'ego', modality: 'camera', width: 4, height: 2, fov: 1.2, captureInterval: 0 },
-      ]);
       const begin = 1_700_000_000_000_000;
       const images = [0, 1, 2, 3].map((k) => encodePng(4, 2, 3, new Uint8Array(4 * 2 * 3).fill(40 * k)));
-      for (let step = 0; step < 40; step++) {
-        const t = begin + step * 100_000;
-        await client.append({ 'ego/state': [{ t, step, x: step, y: 0, yaw: 0 }] });
-        if (step % 10 === 0)
-          await client.capture({
-            sensor: 'front',
-            t,
-            step,
-            mediaType: 'image/png',
-            data: images[step / 10]!,
-          });
-      }
-      await client.endRun('completed');
-      await client.close();
+      const live = await recordCameraRun(fx, { ego: 'ego', begin, every: 10, images });
 
       // What the export reads, in order: the stream walk's windows and the images.
       const reads: string[] = [];

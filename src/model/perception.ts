@@ -273,6 +273,15 @@ export const CAPTURE_FIELDS: FieldDecl[] = [
   opt('extra', 'json'),
 ];
 
+/**
+ * The attachment a `captures` sample's image is kept as: `file` in an imported dataset's captures
+ * (CAPTURE_FIELDS), `name` in a camera's recorded live (ingest's `capture`).
+ */
+export function captureImageName(sample: Sample): string | undefined {
+  if (typeof sample.file === 'string') return sample.file;
+  return typeof sample.name === 'string' ? sample.name : undefined;
+}
+
 export const capturesStreamDecl = (actorId: string): StreamDecl => ({
   actor: actorId,
   name: CAPTURES_STREAM,

@@ -3,6 +3,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import assert from 'node:assert/strict';
 import { decodeMessage, encodeFrame, FrameDecoder } from '../../src/ingest/framing.js';
+import { IngestClient } from '../../src/ingest/ingest-client.js';
+import { stateStream } from '../../src/model/standard-streams.js';
 import type { ServerMessage } from '../../src/ingest/protocol.js';
 import type { Sample, StreamDecl } from '../../src/model/stream.js';
 import type { StoreBackend } from '../../src/model/store-port.js';
@@ -44,6 +46,33 @@ export async function startIngestFixture(ingest: ServerOptions['ingest'] = {}): 
       dir.cleanup();
     },
   };
+}
+
+/**
+ * A run recorded through the fixture's ingest as a simulator with a camera sends it: the ego's state at
+ * 10 Hz from `begin`, and camera `front`'s image `images[k]` at step k x `every`. Returns the run's id.
+ */
+export async function recordCameraRun(
+  fx: IngestFixture,
+  options: { ego: string; begin: number; every: number; images: readonly Uint8Array[] },
+): Promise<number> {
+  const { ego, begin, every, images } = options;
+  const client = await IngestClient.connect({ url: fx.wsUrl, simulator: { name: 'camera' } });
+  const run = await client.beginRun({ description: 'a camera, live' });
+  await client.declareActors([{ id: ego, kind: 'ego' }]);
+  await client.declareStreams([stateStream(ego)]);
+  await client.declareSensors([
+    { id: 'front', actor: ego, modality: 'camera', width: 4, height: 2, fov: 1.2, captureInterval: 0 },
+  ]);
+  for (let step = 0; step < images.length * every; step++) {
+    const t = begin + step * 100_000;
+    await client.append({ [`${ego}/state`]: [{ t, step, x: step, y: 0, yaw: 0, speed: 10 }] });
+    if (step % every === 0)
+      await client.capture({ sensor: 'front', t, step, mediaType: 'image/png', data: images[step / every]! });
+  }
+  await client.endRun('completed');
+  await client.close();
+  return run;
 }
 
 /** The stream every ingest test records: one number per step, so losses and repeats are visible. */

@@ -20,7 +20,7 @@ import {
 import { basename, dirname, join } from 'node:path';
 import { conflict, invalid, notFound } from '../../model/errors.js';
 import type { JsonObject } from '../../model/json.js';
-import { CAPTURES_STREAM } from '../../model/perception.js';
+import { CAPTURES_STREAM, captureImageName } from '../../model/perception.js';
 import type { ActorInfo, RunInfo } from '../../model/run.js';
 import { CONTROL_STREAM, STATE_STREAM } from '../../model/standard-streams.js';
 import type { RunSource } from '../../model/run-ports.js';
@@ -516,17 +516,18 @@ async function cameraFrames(
   const seconds = (t: number): string => ((t - run.begin) / 1e6).toFixed(3);
   for (const camera of cameras) {
     const name = obsNameOf(camera, cameras.length);
-    const captures: Sample[] = [];
+    const captures: { t: number; file: string }[] = [];
     for (const s of await readStreamSamples(from, `${camera.id}/${CAPTURES_STREAM}`)) {
-      if (typeof s.file !== 'string' || !attachmentNames.has(s.file)) continue;
-      const attachment = await from.attachment(s.file);
+      const file = captureImageName(s);
+      if (file === undefined || !attachmentNames.has(file)) continue;
+      const attachment = await from.attachment(file);
       if (!attachment || !Buffer.from(attachment.data.subarray(0, 8)).equals(PNG_SIGNATURE)) {
         warn(
-          `run ${run.id} camera ${camera.id} capture at ${seconds(s.t)} s: ${s.file} is ${attachment?.mediaType ?? 'unreadable'}, not PNG; DI-drive's frames are PNG, left out`,
+          `run ${run.id} camera ${camera.id} capture at ${seconds(s.t)} s: ${file} is ${attachment?.mediaType ?? 'unreadable'}, not PNG; DI-drive's frames are PNG, left out`,
         );
         continue;
       }
-      captures.push(s);
+      captures.push({ t: s.t, file });
     }
     if (captures.length === 0) continue;
     const gaps = captures.slice(1).map((s, i) => s.t - captures[i]!.t);
@@ -545,7 +546,7 @@ async function cameraFrames(
       }
       used.add(k);
       obs.add(name);
-      images.push({ file: `${frameName(name, frame)}.png`, attachment: captures[k]!.file as string });
+      images.push({ file: `${frameName(name, frame)}.png`, attachment: captures[k]!.file });
     });
     if (missing > 0)
       warn(

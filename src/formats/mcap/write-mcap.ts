@@ -10,7 +10,7 @@ import {
 } from '@foxglove/schemas/jsonschema.js';
 import type { AttachmentInfo } from '../../model/attachment.js';
 import { conflict } from '../../model/errors.js';
-import { sampleToCapture } from '../../model/perception.js';
+import { captureImageName, sampleToCapture } from '../../model/perception.js';
 import type { RunSource } from '../../model/run-ports.js';
 import { STATE_STREAM } from '../../model/standard-streams.js';
 import {
@@ -355,9 +355,8 @@ async function captureImages(
     if (s.name !== 'captures' || s.actor === null) continue;
     const list: CaptureImage[] = [];
     for (const capture of samplesOf.get(s.id)?.toArray() ?? []) {
-      // Imported captures name their image `file`; a live camera's (ingest's `capture`) name it `name`.
-      const file = typeof capture.file === 'string' ? capture.file : capture.name;
-      if (typeof file !== 'string') continue;
+      const file = captureImageName(capture);
+      if (file === undefined) continue;
       const mediaType = mediaTypes.get(file);
       const format = mediaType === 'image/png' ? 'png' : mediaType === 'image/jpeg' ? 'jpeg' : undefined;
       if (!format) {
