@@ -1,4 +1,4 @@
-import { sampleAt, type ColumnBatch } from './columns.js';
+import { numbersOf, sampleAt, type ColumnBatch } from './columns.js';
 import { conflict, notFound } from './errors.js';
 import type { RunSource } from './run-ports.js';
 import { lastAtOrBefore } from './sorted-search.js';
@@ -52,7 +52,7 @@ export class SampleSeries implements SeriesView {
   numberAt(i: number, name: string): number {
     this.check(i);
     let numbers = this.numbers.get(name);
-    if (!numbers) this.numbers.set(name, (numbers = sampleNumbers(this.batch, this.fields, name)));
+    if (!numbers) this.numbers.set(name, (numbers = numbersOf(this.batch, this.fields, name)));
     return numbers[i]!;
   }
 
@@ -70,23 +70,6 @@ export class SampleSeries implements SeriesView {
   toArray(): Sample[] {
     return Array.from({ length: this.length }, (_, i) => this.at(i));
   }
-}
-
-/**
- * Column `name` as the number each row's sample has there (sampleAt's: a numeric column's value unless
- * the field is declared bool or vec; a value that is a number in a column of values), else NaN.
- */
-function sampleNumbers(batch: ColumnBatch, fields: readonly FieldDecl[], name: string): Float64Array {
-  const values = batch.columns[name];
-  const type = fields.find((f) => f.name === name)?.type;
-  if (values instanceof Float64Array && type !== 'bool' && type !== 'vec') return values;
-  const out = new Float64Array(batch.t.length).fill(NaN);
-  if (Array.isArray(values))
-    for (let i = 0; i < out.length; i++) {
-      const v: unknown = values[i];
-      if (typeof v === 'number') out[i] = v;
-    }
-  return out;
 }
 
 /**

@@ -18,11 +18,11 @@ const MAX_UNREAD_BYTES = 4 * 1024 * 1024;
 export const MAX_PENDING_WINDOWS = 4;
 
 /**
- * Tells connected viewers when runs appear, grow (samples or attachments) or end. It watches the store itself (any process
- * may be recording into it), so it polls the run list and sends it whenever something changed. A
- * viewer may also ask it for windows of states (`{"type": "states", "request": N, "run": R, ...}`,
- * bounds as GET /states takes them), answered as binary frames on the same socket, and cancel them
- * (`{"type": "cancel", "request": N}`): docs/viewer.md, "The live channel".
+ * Tells connected viewers when runs appear, grow (samples or attachments) or end. It watches the
+ * store itself (any process may be recording into it), so it polls the run list and sends it whenever
+ * something changed. A viewer may also ask it for windows of states (`{"type": "states", "request": N,
+ * "run": R, ...}`, bounds as GET /states takes them), answered as binary frames on the same socket, and
+ * cancel them (`{"type": "cancel", "request": N}`): docs/viewer.md, "The live channel".
  */
 export class LiveUpdates {
   private readonly wss = new WebSocketServer({
