@@ -11,8 +11,10 @@ import {
   RECORDS_PER_FILE,
   type LoadedDataset,
 } from './helpers/formats.js';
-import { importSolo } from './helpers/formats.js';
+import { exportSolo, importSolo } from './helpers/formats.js';
 import { exportYolo } from './helpers/formats.js';
+import { recordDemoRun } from '../src/demo/demo-run.js';
+import { recordCameraRun, startIngestFixture, type IngestFixture } from './helpers/ingest-helpers.js';
 import type { StoreBackend } from '../src/model/store-port.js';
 import { openStore } from '../src/store/open-store.js';
 import { fixture, tempDir } from './helpers/paths.js';
@@ -673,5 +675,143 @@ describe('simrec import perception, export coco and stats', () => {
     ]);
     assert.equal(again.status, 2, 'an existing output is bad input (docs/command-line.md: exit codes)');
     assert.match(again.stderr, /cli-coco: already exists; --force replaces it/);
+  });
+});
+
+describe('a camera recorded live, exported as images without labels (COCO, YOLO, Perception, SOLO)', () => {
+  // A simulator's camera sent through the server's ingest (`sensors`, then `capture` every second
+  // step), mounted 1.5 m ahead of and 1.6 m above its car, which turns as it drives.
+  let fx: IngestFixture;
+  let live: number;
+  const images = [0, 1, 2].map((k) => encodePng(4, 2, 3, new Uint8Array(4 * 2 * 3).fill(60 * k + 10)));
+  const YAW_PER_STEP = 0.1;
+  before(async () => {
+    fx = await startIngestFixture();
+    live = await recordCameraRun(fx, {
+      ego: 'hero',
+      begin: 1_700_000_000_000_000,
+      every: 2,
+      images,
+      yawPerStep: YAW_PER_STEP,
+      sensor: { mount: { position: [1.5, 0, 1.6], rotation: [0, 0, 0, 1] } },
+    });
+  });
+  after(() => fx.close());
+
+  const sameBytes = (file: string, k: number): void =>
+    assert.ok(readFileSync(file).equals(Buffer.from(images[k]!)), `${file} is image ${k}`);
+  const close = (actual: readonly number[], expected: readonly number[], what: string): void =>
+    assert.ok(
+      actual.length === expected.length && actual.every((v, i) => Math.abs(v - expected[i]!) < 1e-9),
+      `${what}: ${JSON.stringify(actual)} against ${JSON.stringify(expected)}`,
+    );
+
+  it('COCO: every image with its declared size and no labels; YOLO: an empty label file an image', async () => {
+    const coco = join(tmp.path, 'live-coco');
+    const warnings: string[] = [];
+    await exportCoco(fx.store, live, coco, { warn: (w, m) => warnings.push(`${w}: ${m}`) });
+    const instances = JSON.parse(readFileSync(join(coco, 'annotations', 'instances.json'), 'utf8')) as Coco;
+    assert.deepEqual(
+      instances.images.map((i) => [i.file_name, i.width, i.height]),
+      ['front/00000000.png', 'front/00000002.png', 'front/00000004.png'].map((f) => [f, 4, 2]),
+    );
+    assert.deepEqual(instances.annotations, []);
+    assert.deepEqual(instances.categories, []);
+    for (const [k, image] of instances.images.entries()) sameBytes(join(coco, 'images', image.file_name), k);
+    // The car's states have no place in COCO, and the export says so; nothing else is dropped.
+    assert.deepEqual(warnings, [
+      `run ${live}: stream state of hero left out: a COCO export holds the captures' images and labels only`,
+    ]);
+
+    const yolo = join(tmp.path, 'live-yolo');
+    await exportYolo(fx.store, live, yolo, { warn: ignore });
+    assert.deepEqual(readdirSync(join(yolo, 'labels', 'front')).sort(), [
+      '00000000.txt',
+      '00000002.txt',
+      '00000004.txt',
+    ]);
+    for (const file of readdirSync(join(yolo, 'labels', 'front')))
+      assert.equal(readFileSync(join(yolo, 'labels', 'front', file), 'utf8'), '');
+    sameBytes(join(yolo, 'images', 'front', '00000004.png'), 2);
+  });
+
+  it("Perception: each capture where its car was at that step, the camera's mount and matrix, seconds from the first capture; it imports back", async () => {
+    const out = join(tmp.path, 'live-perception');
+    await exportPerception(fx.store, live, out, { warn: ignore });
+    const dataset = join(out, 'Dataset');
+    const read = (file: string): Record<string, any> =>
+      JSON.parse(readFileSync(join(dataset, file), 'utf8')) as Record<string, any>;
+    assert.deepEqual(read('egos.json').egos, [{ id: 'hero', description: 'ego' }]);
+    assert.deepEqual(read('sensors.json').sensors, [
+      { id: 'front', ego_id: 'hero', modality: 'camera', description: 'camera front, recorded live' },
+    ]);
+    const captures = read('captures_000.json').captures as Record<string, any>[];
+    assert.deepEqual(
+      captures.map((c) => [c.id, c.sequence_id, c.step, c.timestamp, c.filename, c.format]),
+      [0, 2, 4].map((step, k) => [
+        `front/0000000${step}.png`,
+        '0',
+        step,
+        [0, 0.2, 0.4][k],
+        `front/0000000${step}.png`,
+        'PNG',
+      ]),
+    );
+    for (const [k, c] of captures.entries()) {
+      const step = c.step as number;
+      const yaw = step * YAW_PER_STEP;
+      // Unity's frame: x = -canonical y, y = canonical z, z = canonical x; a yaw turns about -y.
+      close(c.ego.translation, [-0, 0, step], `capture ${k}: the car's position`);
+      close(c.ego.rotation, [0, -Math.sin(yaw / 2), 0, Math.cos(yaw / 2)], `capture ${k}: the car's heading`);
+      close(c.ego.velocity, [-10 * Math.sin(yaw), 0, 10 * Math.cos(yaw)], `capture ${k}: its speed along it`);
+      close(c.sensor.translation, [-0, 1.6, 1.5], `capture ${k}: the camera's mount`);
+      assert.equal(c.sensor.ego_id, 'hero');
+      // A pinhole camera 1.2 rad wide over 4 x 2 pixels: f = 2 / tan(0.6); Unity writes 2f/w, 2f/h.
+      const f = 2 / Math.tan(0.6);
+      assert.deepEqual(c.sensor.camera_intrinsic, [
+        [f / 2, 0, 0],
+        [0, f, 0],
+        [0, 0, -1],
+      ]);
+      assert.equal(c.annotations, undefined, 'no labels');
+      sameBytes(join(out, c.filename as string), k);
+    }
+
+    const back = await loadDataset(fx.store, (await importPerception(fx.store, out)).run.id);
+    assert.deepEqual(
+      back.captures.map((c) => [c.step, c.timestamp, c.imageSize]),
+      [0, 2, 4].map((step, k) => [step, [0, 0.2, 0.4][k], { width: 4, height: 2 }]),
+    );
+  });
+
+  it('SOLO: a frame a captured step, the camera where its car carried it', async () => {
+    const out = join(tmp.path, 'live-solo');
+    await exportSolo(fx.store, live, out, { warn: ignore });
+    for (const [k, step] of [0, 2, 4].entries()) {
+      const frame = JSON.parse(
+        readFileSync(join(out, 'sequence.0', `step${step}.frame_data.json`), 'utf8'),
+      ) as Record<string, any>;
+      const [camera] = frame.captures as Record<string, any>[];
+      const yaw = step * YAW_PER_STEP;
+      // 1.5 m ahead of the car along its heading, 1.6 m up, in Unity's frame.
+      close(
+        camera!.position,
+        [-1.5 * Math.sin(yaw), 1.6, step + 1.5 * Math.cos(yaw)],
+        `step ${step}: the camera in the world`,
+      );
+      assert.deepEqual(camera!.dimension, [4, 2]);
+      assert.equal(camera!.filename, `step${step}.front.png`);
+      sameBytes(join(out, 'sequence.0', `step${step}.front.png`), k);
+    }
+  });
+
+  it('a run without any sensor: the refusal says what a sensor is', async () => {
+    const demo = await recordDemoRun(fx.store, { duration: 1, vehicles: 1, pedestrians: 0, seed: 1 });
+    await assert.rejects(
+      exportCoco(fx.store, demo.run.id, join(tmp.path, 'no-sensor'), { warn: ignore }),
+      new RegExp(
+        `run ${demo.run.id} has no sensors \\(actors of kind sensor declared by a Perception, SOLO or DI-drive import, or by a simulator's \`sensors\` message\\)`,
+      ),
+    );
   });
 });

@@ -7,6 +7,7 @@
 import { clipText, describeValue, SimrecError } from '../model/errors.js';
 import { validateAttachment, type Attachment } from '../model/attachment.js';
 import type { JsonObject } from '../model/json.js';
+import { CAPTURES_STREAM, LIVE_SENSOR_ATTRIBUTE, SENSOR_ACTOR_KIND } from '../model/perception.js';
 import type { ActorDecl, EndReason, SimulatorInfo } from '../model/run.js';
 import type { StreamAppend } from '../model/store-port.js';
 import type { FieldDecl } from '../model/stream.js';
@@ -65,8 +66,6 @@ export interface SessionHost {
   leaveRun(run: SharedRun, session: IngestSession, reason: EndReason): Promise<boolean>;
   forget(session: IngestSession): void;
 }
-
-export const CAPTURES_STREAM = 'captures';
 
 const CAPTURE_FIELDS = [
   { name: 'name', type: 'string' },
@@ -606,9 +605,9 @@ function sensorActor(sensor: SensorDecl): ActorDecl {
   const { attributes, ...rest } = sensor;
   return {
     id: sensor.id,
-    kind: 'sensor',
+    kind: SENSOR_ACTOR_KIND,
     sourceClass: sensor.modality,
-    attributes: { ...attributes, sensor: JSON.parse(JSON.stringify(rest)) as JsonObject },
+    attributes: { ...attributes, [LIVE_SENSOR_ATTRIBUTE]: JSON.parse(JSON.stringify(rest)) as JsonObject },
   };
 }
 

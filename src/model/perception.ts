@@ -198,6 +198,8 @@ export function sourceIds(
 // ---- how it is kept in a run ----------------------------------------------------------------------
 
 export const SENSOR_ACTOR_KIND = 'sensor';
+/** The attribute a sensor declared live (ingest's `sensors`) keeps its declaration in. */
+export const LIVE_SENSOR_ATTRIBUTE = 'sensor';
 export const EGO_ACTOR_KIND = 'ego';
 export const CAPTURES_STREAM = 'captures';
 export const METRICS_STREAM = 'perception.metrics';

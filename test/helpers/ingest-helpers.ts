@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { decodeMessage, encodeFrame, FrameDecoder } from '../../src/ingest/framing.js';
 import { IngestClient } from '../../src/ingest/ingest-client.js';
 import { stateStream } from '../../src/model/standard-streams.js';
-import type { ServerMessage } from '../../src/ingest/protocol.js';
+import type { SensorDecl, ServerMessage } from '../../src/ingest/protocol.js';
 import type { Sample, StreamDecl } from '../../src/model/stream.js';
 import type { StoreBackend } from '../../src/model/store-port.js';
 import type { RunInfo } from '../../src/model/run.js';
@@ -54,7 +54,16 @@ export async function startIngestFixture(ingest: ServerOptions['ingest'] = {}): 
  */
 export async function recordCameraRun(
   fx: IngestFixture,
-  options: { ego: string; begin: number; every: number; images: readonly Uint8Array[] },
+  options: {
+    ego: string;
+    begin: number;
+    every: number;
+    images: readonly Uint8Array[];
+    /** Overrides of the camera's declaration (`front`, 4 x 2 pixels, 1.2 rad wide). */
+    sensor?: Partial<SensorDecl>;
+    /** The ego's yaw at each step, radians (0: it drives along x, a metre a step). */
+    yawPerStep?: number;
+  },
 ): Promise<number> {
   const { ego, begin, every, images } = options;
   const client = await IngestClient.connect({ url: fx.wsUrl, simulator: { name: 'camera' } });
@@ -62,11 +71,21 @@ export async function recordCameraRun(
   await client.declareActors([{ id: ego, kind: 'ego' }]);
   await client.declareStreams([stateStream(ego)]);
   await client.declareSensors([
-    { id: 'front', actor: ego, modality: 'camera', width: 4, height: 2, fov: 1.2, captureInterval: 0 },
+    {
+      id: 'front',
+      actor: ego,
+      modality: 'camera',
+      width: 4,
+      height: 2,
+      fov: 1.2,
+      captureInterval: 0,
+      ...options.sensor,
+    },
   ]);
   for (let step = 0; step < images.length * every; step++) {
     const t = begin + step * 100_000;
-    await client.append({ [`${ego}/state`]: [{ t, step, x: step, y: 0, yaw: 0, speed: 10 }] });
+    const yaw = step * (options.yawPerStep ?? 0);
+    await client.append({ [`${ego}/state`]: [{ t, step, x: step, y: 0, yaw, speed: 10 }] });
     if (step % every === 0)
       await client.capture({ sensor: 'front', t, step, mediaType: 'image/png', data: images[step / every]! });
   }

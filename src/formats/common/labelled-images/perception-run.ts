@@ -40,6 +40,13 @@ import type { Sample } from '../../../model/stream.js';
 import type { RunSink, RunSource, RunTarget } from '../../../model/run-ports.js';
 import { LeftOut } from '../left-out.js';
 import { isImageFormat, mediaTypeFromName, readImageSize, sniffMediaType } from './image-files.js';
+import {
+  countFromFirstLiveCapture,
+  egoStates,
+  liveCapture,
+  liveEgoOf,
+  liveSensorOf,
+} from './live-captures.js';
 import type { Warn } from './source-values.js';
 
 export interface PerceptionDataset {
@@ -307,17 +314,28 @@ export async function loadDataset(
   const egos: PerceptionEgo[] = [];
   const sensors: PerceptionSensor[] = [];
   const sensorOfActor = new Map<string, string>();
+  // Sensors recorded live, by actor: their captures are read as liveCapture reads them.
+  const liveSensors = new Map<string, PerceptionSensor>();
   for (const actor of actors) {
     const ego = actorToEgo(actor);
     if (ego) egos.push(ego);
-    const sensor = actorToSensor(actor);
+    const imported = actorToSensor(actor);
+    const live = imported ? undefined : liveSensorOf(actor);
+    const sensor = imported ?? live;
     if (sensor) {
       sensors.push(sensor);
       sensorOfActor.set(actor.id, sensor.id);
     }
+    if (live) liveSensors.set(actor.id, live);
   }
+  // The actors live sensors are mounted on are the dataset's egos.
+  const mounts = new Set([...liveSensors.values()].map((s) => s.ego));
+  for (const actor of actors)
+    if (mounts.has(actor.id) && !egos.some((e) => e.id === actor.id)) egos.push(liveEgoOf(actor));
   if (sensors.length === 0)
-    throw invalid(`run ${runId} has no Perception sensors (actors of kind sensor); nothing to export`);
+    throw invalid(
+      `run ${runId} has no sensors (actors of kind sensor declared by a Perception, SOLO or DI-drive import, or by a simulator's \`sensors\` message); nothing to export`,
+    );
   if (warn) {
     const leftOut = new LeftOut();
     for (const stream of streams)
@@ -338,13 +356,23 @@ export async function loadDataset(
   }
   const definitions = await loadDefinitions(source);
   const captures: PerceptionCapture[] = [];
+  const streamIds = new Set(streams.map((s) => s.id));
   for (const stream of streams) {
     if (stream.name !== CAPTURES_STREAM || stream.actor === null) continue;
     const sensorId = sensorOfActor.get(stream.actor);
     if (sensorId === undefined) continue;
+    const live = liveSensors.get(stream.actor);
+    if (live) {
+      const egoAt = live.ego ? await egoStates(source, live.ego, streamIds) : () => undefined;
+      for await (const samples of source.samples(stream.id))
+        for (const s of samples) captures.push(liveCapture(live, s, egoAt));
+      continue;
+    }
     for await (const samples of source.samples(stream.id))
       for (const s of samples) captures.push(sampleToCapture(sensorId, { ...s, t: s.t - run.begin }));
   }
+  // A live capture's time is the simulator's: its sequence begins at its first capture.
+  if (liveSensors.size) countFromFirstLiveCapture(captures, new Set(liveSensors.values()));
   // Stable by time, sensor order breaking ties, as the writer emits simultaneous captures.
   captures.sort((a, b) => a.t - b.t);
   const metrics: PerceptionMetric[] = [];
