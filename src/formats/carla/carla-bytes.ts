@@ -178,6 +178,12 @@ export class ByteWriter {
     this.buf.writeFloatLE(v, this.length);
     this.length += 4;
   }
+  /** An FVector's three floats. */
+  f32x3(v: readonly [number, number, number]): void {
+    this.f32(v[0]);
+    this.f32(v[1]);
+    this.f32(v[2]);
+  }
   f64(v: number): void {
     this.room(8);
     this.buf.writeDoubleLE(v, this.length);
@@ -202,6 +208,10 @@ export class ByteWriter {
   /** What was written (a view; valid until the next write). */
   view(): Buffer {
     return this.buf.subarray(0, this.length);
+  }
+  /** Whether what was written is the bytes [from, to) of `other` (compared in place, nothing copied). */
+  equals(other: Buffer, from: number, to: number): boolean {
+    return this.length === to - from && this.buf.compare(other, from, to, 0, this.length) === 0;
   }
   reset(): void {
     this.length = 0;

@@ -80,8 +80,15 @@ function givesBack(
   } catch {
     return false;
   }
-  const bytes = scratch.view();
-  return bytes.length === to - from && bytes.equals(b.buf.subarray(from, to));
+  return scratch.equals(b.buf, from, to);
+}
+
+function allFinite(fields: Fields): boolean {
+  for (const k in fields) {
+    const v = fields[k];
+    if (typeof v === 'number' && !Number.isFinite(v)) return false;
+  }
+  return true;
 }
 
 /** Numbers JSON and the store cannot hold (NaN, infinities) left out of a record kept as bytes. */
@@ -100,8 +107,7 @@ function decodeRecords(p: RawPacket, file: string, count: number, into: FrameRec
     const record: FrameRecord = { packet: p.id, fields, offset };
     if (actor !== undefined) record.actor = actor;
     // The store holds finite numbers only: a NaN or an infinity (a sensor's bounding box) keeps the bytes.
-    const storable = Object.values(fields).every((v) => typeof v !== 'number' || Number.isFinite(v));
-    if (!storable || !givesBack(p.id, p.body, from, p.body.pos, actor, fields)) {
+    if (!allFinite(fields) || !givesBack(p.id, p.body, from, p.body.pos, actor, fields)) {
       record.raw = p.body.buf.subarray(from, p.body.pos).toString('base64');
       record.fields = finiteOnly(fields);
     }

@@ -74,7 +74,8 @@ const position: Codec = {
     out.u32(actorOf(actor, where));
     const loc = locationToCarla(num(f, 'x', where), num(f, 'y', where), num(f, 'z', where, 0));
     const rot = rotationToCarla(num(f, 'roll', where, 0), num(f, 'pitch', where, 0), num(f, 'yaw', where));
-    for (const v of [...loc, ...rot]) out.f32(v);
+    out.f32x3(loc);
+    out.f32x3(rot);
   },
 };
 
@@ -93,7 +94,8 @@ const kinematics: Codec = {
     out.u32(actorOf(actor, where));
     const v = velocityToCarla(num(f, 'vx', where, 0), num(f, 'vy', where, 0), num(f, 'vz', where, 0));
     const w = angularToCarla(num(f, 'wx', where, 0), num(f, 'wy', where, 0), num(f, 'wz', where, 0));
-    for (const x of [...v, ...w]) out.f32(x);
+    out.f32x3(v);
+    out.f32x3(w);
   },
 };
 

@@ -366,8 +366,13 @@ class VelocityQueue {
 
   push(actor: string, s: Sample): void {
     const h = this.held.get(actor);
-    if (h) this.finish(actor, h.prev, h.cur, s);
-    this.held.set(actor, { ...(h ? { prev: h.cur } : {}), cur: s });
+    if (!h) {
+      this.held.set(actor, { cur: s });
+      return;
+    }
+    this.finish(actor, h.prev, h.cur, s);
+    h.prev = h.cur;
+    h.cur = s;
   }
   flushAll(): void {
     for (const [actor, h] of this.held) this.finish(actor, h.prev, h.cur, undefined);
