@@ -10,7 +10,9 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { McapWriter } from '@mcap/core';
 import {
+  CameraCalibration as CameraCalibrationSchema,
   CompressedImage as CompressedImageSchema,
+  FrameTransform as FrameTransformSchema,
   SceneUpdate as SceneUpdateSchema,
 } from '@foxglove/schemas/jsonschema.js';
 import { Ajv } from 'ajv';
@@ -341,6 +343,121 @@ describe('MCAP export for Foxglove and Lichtblick', () => {
             frame: 'front',
           })),
         );
+      } finally {
+        await close();
+      }
+    } finally {
+      await fx.close();
+    }
+  });
+
+  it("gives a live camera its calibration and its mount on the ego: a point ahead of it falls at the image's centre", async () => {
+    // A camera 90 degrees wide over 4 x 2 pixels (f = 2, centre (2, 1)), 1.5 m ahead of, 0.2 m left of
+    // and 1.6 m above its car, turned 0.3 rad to the left; the car turns as it drives.
+    const fx = await startIngestFixture();
+    try {
+      const begin = 1_700_000_000_000_000;
+      const images = [0, 1, 2].map((k) => encodePng(4, 2, 3, new Uint8Array(4 * 2 * 3).fill(80 * k)));
+      const turn = 0.3;
+      const live = await recordCameraRun(fx, {
+        ego: 'ego',
+        begin,
+        every: 5,
+        images,
+        yawPerStep: 0.1,
+        sensor: {
+          fov: Math.PI / 2,
+          mount: { position: [1.5, 0.2, 1.6], rotation: [0, 0, Math.sin(turn / 2), Math.cos(turn / 2)] },
+        },
+      });
+      const path = join(tmp.path, 'camera-calibrated.mcap');
+      await exportMcap(await storeRunSource(fx.store, live), path, {});
+      const { reader, close } = await openMcap(path);
+      type Transform = {
+        parent_frame_id: string;
+        child_frame_id: string;
+        translation: { x: number; y: number; z: number };
+        rotation: { x: number; y: number; z: number; w: number };
+      };
+      const byTime = async <T>(topic: string, schema?: object): Promise<Map<number, T>> => {
+        const validate = schema && new Ajv({ strict: false }).compile(schema);
+        const out = new Map<number, T>();
+        for await (const m of reader.readMessages({ topics: [topic] })) {
+          const message = JSON.parse(decoder.decode(m.data)) as T;
+          if (validate) assert.ok(validate(message), `${topic}: ${JSON.stringify(validate.errors)}`);
+          out.set(Number(m.logTime / 1000n), message);
+        }
+        return out;
+      };
+      try {
+        const calibrations = await byTime<{ frame_id: string; K: number[]; P: number[] }>(
+          '/front/calibration',
+          CameraCalibrationSchema,
+        );
+        const mounts = await byTime<Transform>('/front/mount', FrameTransformSchema);
+        const egoPoses = await byTime<{ transforms: Transform[] }>('/tf');
+        const times = images.map((_, k) => begin + k * 500_000);
+        assert.deepEqual([...calibrations.keys()], times, 'a calibration with each image');
+        assert.deepEqual([...mounts.keys()], times, 'a mount with each image');
+
+        // Rotation by a unit quaternion, written out here rather than taken from the code under test.
+        type Q = { x: number; y: number; z: number; w: number };
+        const rotate = ({ x, y, z, w }: Q, [a, b, c]: [number, number, number]): number[] => [
+          (1 - 2 * (y * y + z * z)) * a + 2 * (x * y - z * w) * b + 2 * (x * z + y * w) * c,
+          2 * (x * y + z * w) * a + (1 - 2 * (x * x + z * z)) * b + 2 * (y * z - x * w) * c,
+          2 * (x * z - y * w) * a + 2 * (y * z + x * w) * b + (1 - 2 * (x * x + y * y)) * c,
+        ];
+        const inverse = (q: Q): Q => ({ x: -q.x, y: -q.y, z: -q.z, w: q.w });
+        const minus = (a: number[], b: number[]): number[] => a.map((v, i) => v - b[i]!);
+        const plus = (a: number[], b: number[]): number[] => a.map((v, i) => v + b[i]!);
+        const scaled = (a: number[], k: number): number[] => a.map((v) => v * k);
+        const xyz = (v: { x: number; y: number; z: number }): number[] => [v.x, v.y, v.z];
+
+        for (const [k, t] of times.entries()) {
+          const calibration = calibrations.get(t)!;
+          assert.equal(calibration.frame_id, 'front');
+          const K = calibration.K;
+          assert.ok(
+            [2, 0, 2, 0, 2, 1, 0, 0, 1].every((v, i) => Math.abs(K[i]! - v) < 1e-12),
+            `K ${JSON.stringify(K)}`,
+          );
+          const mount = mounts.get(t)!;
+          assert.equal(mount.parent_frame_id, 'ego');
+          assert.equal(mount.child_frame_id, 'front', "the images' frame");
+          const ego = egoPoses.get(t)!.transforms.find((f) => f.child_frame_id === 'ego')!;
+          assert.equal(ego.parent_frame_id, 'world');
+          // A world point through the file's frames, world -> ego -> camera, then the pinhole.
+          const pixel = (world: number[]): number[] => {
+            const inEgo = rotate(
+              inverse(ego.rotation),
+              minus(world, xyz(ego.translation)) as [number, number, number],
+            );
+            const [x, y, z] = rotate(
+              inverse(mount.rotation),
+              minus(inEgo, xyz(mount.translation)) as [number, number, number],
+            );
+            assert.ok(z! > 0, 'in front of the camera');
+            return [(K[0]! * x!) / z! + K[2]!, (K[4]! * y!) / z! + K[5]!];
+          };
+          // Where the camera is and looks, from the car's own states (x = step, yaw = 0.1 a step).
+          const step = 5 * k;
+          const yaw = 0.1 * step;
+          const heading = (angle: number): number[] => [Math.cos(angle), Math.sin(angle), 0];
+          const camera = plus(
+            [step, 0, 0],
+            [1.5 * Math.cos(yaw) - 0.2 * Math.sin(yaw), 1.5 * Math.sin(yaw) + 0.2 * Math.cos(yaw), 1.6],
+          );
+          const ahead = plus(camera, scaled(heading(yaw + turn), 10));
+          const near = (a: number[], b: number[], what: string): void =>
+            assert.ok(Math.hypot(a[0]! - b[0]!, a[1]! - b[1]!) < 1e-9, `${what}: ${a} against ${b}`);
+          near(pixel(ahead), [2, 1], `image ${k}: a point 10 m ahead`);
+          near(
+            pixel(plus(ahead, heading(yaw + turn + Math.PI / 2))),
+            [1.8, 1],
+            `image ${k}: 1 m to its left`,
+          );
+          near(pixel(plus(ahead, [0, 0, 1])), [2, 0.8], `image ${k}: 1 m above`);
+        }
       } finally {
         await close();
       }

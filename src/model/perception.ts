@@ -21,6 +21,29 @@ export interface Pose {
   rotation: QuaternionTuple;
 }
 
+/** The rotation `a` then `b` in `a`'s frame (the Hamilton product a * b), quaternions x, y, z, w. */
+export function multiplyQuaternions(a: QuaternionTuple, b: QuaternionTuple): QuaternionTuple {
+  const [ax, ay, az, aw] = a;
+  const [bx, by, bz, bw] = b;
+  return [
+    aw * bx + ax * bw + ay * bz - az * by,
+    aw * by - ax * bz + ay * bw + az * bx,
+    aw * bz + ax * by - ay * bx + az * bw,
+    aw * bw - ax * bx - ay * by - az * bz,
+  ];
+}
+
+/** `v` rotated by the unit quaternion `q`. */
+export function rotateVector(q: QuaternionTuple, v: Vec3Tuple): Vec3Tuple {
+  const [x, y, z] = multiplyQuaternions(multiplyQuaternions(q, [v[0], v[1], v[2], 0]), [
+    -q[0],
+    -q[1],
+    -q[2],
+    q[3],
+  ]);
+  return [x, y, z];
+}
+
 export interface ImageSize {
   width: number;
   height: number;

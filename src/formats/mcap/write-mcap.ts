@@ -1,6 +1,8 @@
 import { McapWriter } from '@mcap/core';
 import {
+  CameraCalibration,
   CompressedImage,
+  FrameTransform,
   FrameTransforms,
   ImageAnnotations,
   LocationFix,
@@ -34,6 +36,7 @@ import {
   SceneUpdates,
   trajectory,
 } from './foxglove-messages.js';
+import { cameraCalibration, cameraMount, cameraOf } from './camera-messages.js';
 import { imageAnnotations, templatesOf } from './image-annotations.js';
 import { FileWritable } from './mcap-files.js';
 import {
@@ -226,14 +229,32 @@ export async function exportMcap(
           (_t, i) => JSON.stringify(list[i]!.message),
         ),
       );
-    for (const [sensor, list] of captures)
+    const egoIds = new Set(tracks.filter((t) => t.actor.kind === 'ego').map((t) => t.actor.id));
+    for (const [sensor, list] of captures) {
+      const times = list.map((c) => c.t);
       sources.push(
-        listSource(
-          await foxglove(streamTopic(`${sensor}/image`), CompressedImage),
-          list.map((c) => c.t),
-          (_t, i) => list[i]!.message(),
+        listSource(await foxglove(streamTopic(`${sensor}/image`), CompressedImage), times, (_t, i) =>
+          list[i]!.message(),
         ),
       );
+      // Beside each image, so that a viewer that seeks finds them with it.
+      const actor = actors.find((a) => a.id === sensor);
+      const camera = actor && cameraOf(actor);
+      if (!camera) continue;
+      sources.push(
+        listSource(await foxglove(streamTopic(`${sensor}/calibration`), CameraCalibration), times, (t) =>
+          cameraCalibration(camera, t),
+        ),
+      );
+      // The mount is placed on the ego's frame, which /tf places in the world.
+      const mount = camera.mount;
+      if (mount && egoIds.has(mount.actor))
+        sources.push(
+          listSource(await foxglove(streamTopic(`${sensor}/mount`), FrameTransform), times, (t) =>
+            cameraMount(camera, mount, t),
+          ),
+        );
+    }
 
     // Every stream on its own channel, its samples as they are stored.
     for (const s of streams) {

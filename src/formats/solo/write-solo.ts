@@ -11,6 +11,8 @@
 import { extname, join } from 'node:path';
 import type { JsonObject, JsonValue } from '../../model/json.js';
 import {
+  multiplyQuaternions,
+  rotateVector,
   unityProjectionFromK,
   type AnnotationDefinition,
   type MetricDefinition,
@@ -291,21 +293,6 @@ function soloAnnotationDefinition(d: AnnotationDefinition, solo: boolean): JsonO
 
 // ---- poses ---------------------------------------------------------------------------------------
 
-const multiply = (a: QuaternionTuple, b: QuaternionTuple): QuaternionTuple => {
-  const [ax, ay, az, aw] = a;
-  const [bx, by, bz, bw] = b;
-  return [
-    aw * bx + ax * bw + ay * bz - az * by,
-    aw * by - ax * bz + ay * bw + az * bx,
-    aw * bz + ax * by - ay * bx + az * bw,
-    aw * bw - ax * bx - ay * by - az * bz,
-  ];
-};
-const rotate = (q: QuaternionTuple, v: Vec3Tuple): Vec3Tuple => {
-  const [x, y, z, w] = multiply(multiply(q, [v[0], v[1], v[2], 0]), [-q[0], -q[1], -q[2], q[3]]);
-  void w;
-  return [x, y, z];
-};
 const toUnityVector = (v: Vec3Tuple): number[] => {
   const u = canonicalPositionToUnity({ x: v[0], y: v[1], z: v[2] });
   return [u.x, u.y, u.z];
@@ -323,10 +310,10 @@ function worldPose(c: PerceptionCapture, solo: boolean): { position: Vec3Tuple; 
   };
   if (solo || !c.ego) return sensor;
   const { position, rotation } = c.ego.pose;
-  const offset = rotate(rotation, sensor.position);
+  const offset = rotateVector(rotation, sensor.position);
   return {
     position: [position[0] + offset[0], position[1] + offset[1], position[2] + offset[2]],
-    rotation: multiply(rotation, sensor.rotation),
+    rotation: multiplyQuaternions(rotation, sensor.rotation),
   };
 }
 
