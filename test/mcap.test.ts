@@ -371,7 +371,17 @@ describe('MCAP export for Foxglove and Lichtblick', () => {
         },
       });
       const path = join(tmp.path, 'camera-calibrated.mcap');
-      await exportMcap(await storeRunSource(fx.store, live), path, {});
+      let layout: { configById: Record<string, { imageMode?: object }> } | undefined;
+      await exportMcap(await storeRunSource(fx.store, live), path, {
+        beside: (_name, data) => {
+          layout = JSON.parse(decoder.decode(data)) as typeof layout;
+        },
+      });
+      // The layout's image panel projects with the calibration.
+      assert.deepEqual(layout?.configById['Image!simrec']?.imageMode, {
+        imageTopic: '/front/image',
+        calibrationTopic: '/front/calibration',
+      });
       const { reader, close } = await openMcap(path);
       type Transform = {
         parent_frame_id: string;

@@ -14,6 +14,8 @@ export function foxgloveLayout(
   location?: string,
   /** Cameras whose captures have 2-D boxes or keypoints (drawn over their images). */
   labelled: Iterable<string> = [],
+  /** Cameras with a calibration channel (the image panel projects the scene with it). */
+  calibrated: Iterable<string> = [],
 ): object {
   const egoState = streams.find((s) => s.name === STATE_STREAM && s.actor !== null && /ego/i.test(s.actor));
   const state = egoState ?? streams.find((s) => s.name === STATE_STREAM);
@@ -49,6 +51,9 @@ export function foxgloveLayout(
           'Image!simrec': {
             imageMode: {
               imageTopic: streamTopic(`${camera}/image`),
+              ...([...calibrated].includes(camera)
+                ? { calibrationTopic: streamTopic(`${camera}/calibration`) }
+                : {}),
               ...([...labelled].includes(camera)
                 ? { annotations: { [annotationsTopic(camera)]: { visible: true } } }
                 : {}),

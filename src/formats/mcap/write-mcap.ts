@@ -230,6 +230,7 @@ export async function exportMcap(
         ),
       );
     const egoIds = new Set(tracks.filter((t) => t.actor.kind === 'ego').map((t) => t.actor.id));
+    const calibrated: string[] = [];
     for (const [sensor, list] of captures) {
       const times = list.map((c) => c.t);
       sources.push(
@@ -241,6 +242,7 @@ export async function exportMcap(
       const actor = actors.find((a) => a.id === sensor);
       const camera = actor && cameraOf(actor);
       if (!camera) continue;
+      calibrated.push(sensor);
       sources.push(
         listSource(await foxglove(streamTopic(`${sensor}/calibration`), CameraCalibration), times, (t) =>
           cameraCalibration(camera, t),
@@ -318,7 +320,7 @@ export async function exportMcap(
     await writable.close();
     options.beside?.(
       'layout.json',
-      json(foxgloveLayout(streams, captures.keys(), location, labelled.keys())),
+      json(foxgloveLayout(streams, captures.keys(), location, labelled.keys(), calibrated)),
     );
     return {
       messages,
