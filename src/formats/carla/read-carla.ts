@@ -571,7 +571,8 @@ async function emitFrames(
   // show_recorder_collisions: a pair is new in a frame when it did not collide in the one before.
   let before = new Map<string, CollisionEvent>();
   const collisions: CollisionEvent[] = [];
-  const lastPose = new Map<number, { x: number; y: number }>();
+  // Each actor's last Position sample: where its collisions are placed.
+  const lastPose = new Map<number, Sample>();
   let n = 0;
   for (const frame of readFrames(carla)) {
     options.signal?.throwIfAborted();
@@ -595,9 +596,13 @@ async function emitFrames(
     for (const r of frame.actorRecords) {
       if (r.raw !== undefined) continue;
       const actor = String(r.actor);
-      const s: Sample = { t, step, ...r.fields };
+      // The record's fields become its sample (a frame's records are not read again once emitted):
+      // a copy of each of a long recording's millions of records was most of the import's garbage.
+      const s = r.fields as Sample;
+      s.t = t;
+      s.step = step;
       if (r.packet === PACKET.Position) {
-        lastPose.set(r.actor!, { x: s.x as number, y: s.y as number });
+        lastPose.set(r.actor!, s);
         velocities.push(actor, s);
       } else push(`${actor}/${ACTOR_STREAMS[r.packet]!.name}`, s);
     }
@@ -637,8 +642,8 @@ async function emitFrames(
           step,
           kind: 'collision',
           actors,
-          x: where.x,
-          y: where.y,
+          x: where.x as number,
+          y: where.y as number,
           duration: frame.start.durationThis > 0 ? frame.start.durationThis : 0,
           detail: `${p1.type || 'no actor'} (${id1 === NOT_AN_ACTOR ? '-' : id1}) with ${p2.type || 'no actor'} (${id2 === NOT_AN_ACTOR ? '-' : id2}), as CARLA's recorder saw it`,
           source: CARLA_EVENT_SOURCE,
