@@ -108,6 +108,8 @@ export interface FormatResults {
   mcap?: McapRates;
   /** Peak memory of MCAP, LimSim and CARLA exports of the benchmark's traffic at two run lengths. */
   exportMemory?: ExportMemory[];
+  /** The same files imported back, each into a store of its own. */
+  importMemory?: ExportMemory[];
   limsim?: LimSimRates;
   roadnet: { bytes: number; lanes: number; medianMs: number; mbPerSecond: number };
   perception: { captures: number; seconds: number; capturesPerSecond: number; peakRssMiB: number }[];
@@ -252,27 +254,36 @@ export interface ExportMemory {
 /**
  * An export alone, in a process of its own, so its peak memory is the export's: the benchmark's traffic
  * (100 actors at 100 Hz) recorded first, at two lengths, so that memory growing with the run shows.
+ * Each file is then imported back the same way, into a store of its own: a recording users already
+ * have (a CARLA recorder file, a LimSim database, an MCAP file) read into simrec.
  */
-function measureExportMemory(scratch: string, quick: boolean): Promise<ExportMemory[]> {
+function measureExportMemory(
+  scratch: string,
+  quick: boolean,
+): Promise<{ exports: ExportMemory[]; imports: ExportMemory[] }> {
   const lengths = quick ? [300, 1200] : [2500, 10_000];
-  const out: ExportMemory[] = [];
+  const exports: ExportMemory[] = [];
+  const imports: ExportMemory[] = [];
+  const child = (...args: string[]): ExportMemory =>
+    JSON.parse(
+      execFileSync(process.execPath, [fileURLToPath(import.meta.url), ...args], {
+        maxBuffer: 1 << 20,
+      }).toString(),
+    ) as ExportMemory;
   return (async () => {
     for (const steps of lengths) {
       const dir = join(scratch, `export-${steps}`);
       mkdirSync(dir, { recursive: true });
       const size: BenchSize = { actors: 100, steps, hz: 100 };
+      const actorStates = String(size.actors * steps);
       await simrecPeer.record({ dir, frames: new TrafficGenerator(size), commitEverySteps: 100 });
       for (const format of Object.keys(EXPORT_FILES) as ExportFormat[]) {
-        const result = execFileSync(
-          process.execPath,
-          [fileURLToPath(import.meta.url), 'export', dir, format, String(size.actors * steps)],
-          { maxBuffer: 1 << 20 },
-        );
-        out.push(JSON.parse(result.toString()) as ExportMemory);
+        exports.push(child('export', dir, format, actorStates));
+        imports.push(child('import', dir, format, actorStates));
       }
       rmSync(dir, { recursive: true, force: true });
     }
-    return out;
+    return { exports, imports };
   })();
 }
 
@@ -283,6 +294,11 @@ async function exportChild(dir: string, format: ExportFormat, actorStates: numbe
   await exportRecording(store, format, [run!.id], join(dir, EXPORT_FILES[format]));
   const seconds = (performance.now() - start) / 1000;
   await store.close();
+  printCost(format, actorStates, seconds);
+}
+
+/** What a child measured, for its parent: the seconds given, and the process's peak memory. */
+function printCost(format: ExportFormat, actorStates: number, seconds: number): void {
   const result: ExportMemory = {
     format,
     actorStates,
@@ -290,6 +306,16 @@ async function exportChild(dir: string, format: ExportFormat, actorStates: numbe
     peakRssMiB: Math.round(process.resourceUsage().maxRSS / 1024),
   };
   process.stdout.write(JSON.stringify(result));
+}
+
+/** An exported file imported into a store of its own (the library's import: a run's tables are not written). */
+async function importChild(dir: string, format: ExportFormat, actorStates: number): Promise<void> {
+  const store = await openStore(join(dir, `import-${format}.db`));
+  const start = performance.now();
+  await importRecording(store, format, join(dir, EXPORT_FILES[format]));
+  const seconds = (performance.now() - start) / 1000;
+  await store.close();
+  printCost(format, actorStates, seconds);
 }
 
 /** The import alone, in a process of its own, so its peak memory is the import's (the dataset is written first). */
@@ -330,10 +356,11 @@ export async function measureFormats(scratch: string, quick: boolean): Promise<F
   });
   const limsim = await measureLimSim(scratch, quick);
   const mcap = await measureMcap(scratch, quick);
-  const exportMemory = await measureExportMemory(scratch, quick);
+  const { exports: exportMemory, imports: importMemory } = await measureExportMemory(scratch, quick);
   return {
     mcap,
     exportMemory,
+    importMemory,
     limsim,
     roadnet: {
       bytes,
@@ -361,6 +388,12 @@ export function formatFormats(f: FormatResults): string {
       (e) =>
         `  ${EXPORT_NAMES[e.format]} export of ${e.actorStates} actor-states (100 actors at 100 Hz): ${e.seconds} s, peak ${e.peakRssMiB} MiB`,
     ),
+    ...(f.importMemory ?? []).map((e) => {
+      const limsim = f.importMemory!.find((l) => l.format === 'limsim' && l.actorStates === e.actorStates);
+      const ratio =
+        e.format !== 'limsim' && limsim ? `; ${(e.seconds / limsim.seconds).toFixed(2)}x LimSim's` : '';
+      return `  ${EXPORT_NAMES[e.format]} import of the same ${e.actorStates} actor-states: ${e.seconds} s, peak ${e.peakRssMiB} MiB${ratio}`;
+    }),
     f.mcap
       ? `  MCAP export of a ${f.mcap.frames}-frame demo run: ${f.mcap.framesPerSecond} frames/s (${f.mcap.messages} messages); file ${(f.mcap.mcapBytes / 1e6).toFixed(2)} MB = ${f.mcap.sizeRatio}x the run in simrec's store (${(f.mcap.storeBytes / 1e6).toFixed(2)} MB; as LimSim's database ${(f.mcap.limsimBytes / 1e6).toFixed(2)} MB); with --osi ${f.mcap.osiFramesPerSecond} frames/s, ${(f.mcap.osiBytes / 1e6).toFixed(2)} MB`
       : '',
@@ -373,3 +406,5 @@ export function formatFormats(f: FormatResults): string {
 if (process.argv[2] === 'perception') await perceptionChild(process.argv[3]!, Number(process.argv[4]));
 if (process.argv[2] === 'export')
   await exportChild(process.argv[3]!, process.argv[4] as ExportFormat, Number(process.argv[5]));
+if (process.argv[2] === 'import')
+  await importChild(process.argv[3]!, process.argv[4] as ExportFormat, Number(process.argv[5]));

@@ -75,15 +75,19 @@ it('npm run bench -- --quick runs every workload and writes a results file', () 
       demo.actorSteps > 0 && demo.recordingOnToOff > 0,
       'demo actor-steps/s with recording on and off',
     );
-    const { formats } = results as unknown as {
-      formats: { exportMemory: { format: string; actorStates: number; peakRssMiB: number }[] };
-    };
-    assert.deepEqual(
-      formats.exportMemory.map((e) => e.format),
-      ['mcap', 'limsim', 'carla', 'mcap', 'limsim', 'carla'],
-      'MCAP, LimSim and CARLA exports at two run lengths, each with its peak memory',
-    );
-    assert.ok(formats.exportMemory.every((e) => e.actorStates > 0 && e.peakRssMiB > 0));
+    type Cost = { format: string; actorStates: number; seconds: number; peakRssMiB: number };
+    const { formats } = results as unknown as { formats: { exportMemory: Cost[]; importMemory: Cost[] } };
+    for (const [costs, what] of [
+      [formats.exportMemory, 'exports'],
+      [formats.importMemory, 'imports of the files exported'],
+    ] as const) {
+      assert.deepEqual(
+        costs.map((e) => e.format),
+        ['mcap', 'limsim', 'carla', 'mcap', 'limsim', 'carla'],
+        `MCAP, LimSim and CARLA ${what} at two run lengths, each with its peak memory`,
+      );
+      assert.ok(costs.every((e) => e.actorStates > 0 && e.seconds > 0 && e.peakRssMiB > 0));
+    }
     const { bigRun } = results as unknown as {
       bigRun: {
         opened: { ms: number; actors: number }[];
