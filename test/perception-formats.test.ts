@@ -14,7 +14,14 @@ import {
 import { exportSolo, importSolo } from './helpers/formats.js';
 import { exportYolo } from './helpers/formats.js';
 import { recordDemoRun } from '../src/demo/demo-run.js';
-import { recordCameraRun, startIngestFixture, type IngestFixture } from './helpers/ingest-helpers.js';
+import {
+  readAll,
+  recordCameraRun,
+  startIngestFixture,
+  type IngestFixture,
+} from './helpers/ingest-helpers.js';
+import { exportMcap } from '../src/formats/mcap/write-mcap.js';
+import { storeRunSource } from '../src/replay/run-source.js';
 import type { StoreBackend } from '../src/model/store-port.js';
 import { openStore } from '../src/store/open-store.js';
 import { fixture, tempDir } from './helpers/paths.js';
@@ -826,5 +833,55 @@ describe('a camera recorded live, exported as images without labels (COCO, YOLO,
         `run ${demo.run.id} has no sensors \\(actors of kind sensor declared by a Perception, SOLO or DI-drive import, or by a simulator's \`sensors\` message\\)`,
       ),
     );
+  });
+});
+
+describe("a camera whose images are not of the size it declared: the images' own size is exported", () => {
+  it('COCO, SOLO and the captures stream say 8 x 4 where the camera declared 4 x 2; no camera matrix is claimed', async () => {
+    const fx = await startIngestFixture();
+    try {
+      const images = [0, 1].map((k) => encodePng(8, 4, 3, new Uint8Array(8 * 4 * 3).fill(90 * k)));
+      const live = await recordCameraRun(fx, { ego: 'hero', begin: 2_000_000, every: 1, images });
+      // Ingest reads the size from each PNG's header as the capture arrives.
+      const rows = await readAll(fx.store, live, 'front/captures');
+      assert.deepEqual(
+        rows.map((r) => [r.width, r.height]),
+        [
+          [8, 4],
+          [8, 4],
+        ],
+      );
+
+      const coco = join(tmp.path, 'resized-coco');
+      await exportCoco(fx.store, live, coco, { warn: ignore });
+      const instances = JSON.parse(readFileSync(join(coco, 'annotations', 'instances.json'), 'utf8')) as Coco;
+      assert.deepEqual(
+        instances.images.map((i) => [i.width, i.height]),
+        [
+          [8, 4],
+          [8, 4],
+        ],
+      );
+      const solo = join(tmp.path, 'resized-solo');
+      await exportSolo(fx.store, live, solo, { warn: ignore });
+      const frame = JSON.parse(readFileSync(join(solo, 'sequence.0', 'step1.frame_data.json'), 'utf8')) as {
+        captures: { dimension: number[]; matrix: number[] }[];
+      };
+      assert.deepEqual(frame.captures[0]!.dimension, [8, 4]);
+      assert.deepEqual(frame.captures[0]!.matrix, [], "the declared camera's matrix is not these images'");
+
+      const warnings: string[] = [];
+      await exportMcap(await storeRunSource(fx.store, live), join(tmp.path, 'resized.mcap'), {
+        warn: (m) => warnings.push(m),
+      });
+      assert.ok(
+        warnings.includes(
+          'camera front: its image of step 0 is 8x4 where the camera declared 4x2; no calibration is written',
+        ),
+        warnings.join('\n'),
+      );
+    } finally {
+      await fx.close();
+    }
   });
 });

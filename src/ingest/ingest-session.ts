@@ -8,6 +8,7 @@ import { clipText, describeValue, SimrecError } from '../model/errors.js';
 import { validateAttachment, type Attachment } from '../model/attachment.js';
 import type { JsonObject } from '../model/json.js';
 import { CAPTURES_STREAM, LIVE_SENSOR_ATTRIBUTE, SENSOR_ACTOR_KIND } from '../model/perception.js';
+import { readImageSize } from '../formats/common/labelled-images/image-files.js';
 import type { ActorDecl, EndReason, SimulatorInfo } from '../model/run.js';
 import type { StreamAppend } from '../model/store-port.js';
 import type { FieldDecl } from '../model/stream.js';
@@ -71,7 +72,19 @@ const CAPTURE_FIELDS = [
   { name: 'name', type: 'string' },
   { name: 'mediaType', type: 'string' },
   { name: 'bytes', type: 'i64', unit: 'B' },
+  // What the image's own header says (PNG, JPEG): the exports' size, whatever the sensor declared.
+  { name: 'width', type: 'i32', unit: 'px', optional: true },
+  { name: 'height', type: 'i32', unit: 'px', optional: true },
 ] as const;
+
+const INT32_MAX = 0x7fffffff;
+
+/** The size a PNG's or JPEG's header gives, when it is one an i32 column holds. */
+function headerSize(data: Uint8Array): { width: number; height: number } | Record<string, never> {
+  const size = readImageSize(data);
+  const fits = (n: number): boolean => n > 0 && n <= INT32_MAX;
+  return size && fits(size.width) && fits(size.height) ? size : {};
+}
 
 const EXTENSIONS: Record<string, string> = {
   'image/png': '.png',
@@ -574,6 +587,7 @@ export class IngestSession {
       name,
       mediaType: m.mediaType,
       bytes: m.data.byteLength,
+      ...headerSize(m.data),
     });
     return Promise.all([row, run.recorder.attach(attachment)]);
   }

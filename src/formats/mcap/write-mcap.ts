@@ -242,6 +242,18 @@ export async function exportMcap(
       const actor = actors.find((a) => a.id === sensor);
       const camera = actor && cameraOf(actor);
       if (!camera) continue;
+      // Images of another size than the one declared (ingest reads it from their headers): the
+      // declared matrix is not theirs.
+      const otherSize = wholeCaptures
+        .get(`${sensor}/captures`)
+        ?.toArray()
+        .find((c) => typeof c.width === 'number' && (c.width !== camera.width || c.height !== camera.height));
+      if (otherSize) {
+        warn(
+          `camera ${sensor}: its image of step ${otherSize.step} is ${String(otherSize.width)}x${String(otherSize.height)} where the camera declared ${camera.width}x${camera.height}; no calibration is written`,
+        );
+        continue;
+      }
       calibrated.push(sensor);
       sources.push(
         listSource(await foxglove(streamTopic(`${sensor}/calibration`), CameraCalibration), times, (t) =>

@@ -106,8 +106,16 @@ export function liveCapture(
   const ego = egoAt(sample.t);
   if (ego) capture.ego = ego;
   if (sensor.mount) capture.sensorPose = sensor.mount;
-  if (sensor.intrinsics) capture.intrinsics = sensor.intrinsics;
-  if (sensor.imageSize) capture.imageSize = sensor.imageSize;
+  // The image's own size (ingest reads it from the header) over the declared one; the declared
+  // camera matrix only for an image of the declared size.
+  const size =
+    positiveInteger(sample.width) && positiveInteger(sample.height)
+      ? { width: sample.width, height: sample.height }
+      : sensor.imageSize;
+  if (size) capture.imageSize = size;
+  const declared = sensor.imageSize;
+  if (sensor.intrinsics && declared && size?.width === declared.width && size.height === declared.height)
+    capture.intrinsics = sensor.intrinsics;
   if (file !== undefined) capture.file = file;
   const format = imageFormat(sample.mediaType);
   if (format !== undefined) capture.format = format;
