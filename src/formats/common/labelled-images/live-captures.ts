@@ -20,7 +20,8 @@ import { LIVE_SENSOR_ATTRIBUTE, SENSOR_ACTOR_KIND, unityProjectionFromK } from '
 import type { RunSource } from '../../../model/run-ports.js';
 import type { ActorInfo } from '../../../model/run.js';
 import { STATE_STREAM } from '../../../model/standard-streams.js';
-import type { Sample } from '../../../model/stream.js';
+import { numbersOf } from '../../../model/columns.js';
+import { fieldsOfStream, type Sample, type StreamInfo } from '../../../model/stream.js';
 import { eulerToQuaternion } from '../../../model/units.js';
 import { isObject } from './source-values.js';
 
@@ -140,29 +141,52 @@ export function countFromFirstLiveCapture(
   }
 }
 
+/** The state fields a capture's ego pose, velocity and acceleration are read from. */
+const EGO_FIELDS = [
+  'x',
+  'y',
+  'z',
+  'roll',
+  'pitch',
+  'yaw',
+  'vx',
+  'vy',
+  'vz',
+  'ax',
+  'ay',
+  'az',
+  'speed',
+] as const;
+type EgoValues = Record<(typeof EGO_FIELDS)[number], number>;
+
 /**
  * Where an actor was at each moment asked, from its `state` stream: the last state at or before that
  * moment (a capture is taken at a step the state was recorded for). Moments must be asked in time
- * order. An actor without states gives none.
+ * order. The stream is read as columns of the fields needed, not as a sample object a state: an hour
+ * of an ego's states at 100 Hz is a third of a million. An actor without states gives none.
  */
 export async function egoStates(
   source: RunSource,
   egoId: string,
-  streamIds: ReadonlySet<string>,
+  streams: readonly StreamInfo[],
 ): Promise<(t: number) => EgoState | undefined> {
-  const stream = `${egoId}/${STATE_STREAM}`;
-  if (!streamIds.has(stream)) return () => undefined;
-  const states: Sample[] = [];
-  for await (const batch of source.samples(stream)) for (const s of batch) states.push(s);
+  const stream = streams.find((s) => s.id === `${egoId}/${STATE_STREAM}`);
+  if (!stream) return () => undefined;
+  const batch = await source.columnsJoined(stream.id, { fields: EGO_FIELDS, transient: true });
+  const fields = fieldsOfStream(stream);
+  const columns = EGO_FIELDS.map((name) => [name, numbersOf(batch, fields, name)] as const);
   let next = 0;
   return (t) => {
-    while (next < states.length && states[next]!.t <= t) next++;
-    const s = states[next - 1];
-    return s && egoState(egoId, s);
+    while (next < batch.t.length && batch.t[next]! <= t) next++;
+    if (next === 0) return undefined;
+    const values = {} as EgoValues;
+    for (const [name, column] of columns) values[name] = column[next - 1]!;
+    return egoState(egoId, values);
   };
 }
 
-function egoState(id: string, s: Sample): EgoState | undefined {
+/** Absent values are NaN (numbersOf). */
+function egoState(id: string, s: EgoValues): EgoState | undefined {
   if (!finite(s.x) || !finite(s.y) || !finite(s.yaw)) return undefined;
   const q = eulerToQuaternion({
     roll: finite(s.roll) ? s.roll : 0,

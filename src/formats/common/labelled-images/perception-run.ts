@@ -356,14 +356,13 @@ export async function loadDataset(
   }
   const definitions = await loadDefinitions(source);
   const captures: PerceptionCapture[] = [];
-  const streamIds = new Set(streams.map((s) => s.id));
   for (const stream of streams) {
     if (stream.name !== CAPTURES_STREAM || stream.actor === null) continue;
     const sensorId = sensorOfActor.get(stream.actor);
     if (sensorId === undefined) continue;
     const live = liveSensors.get(stream.actor);
     if (live) {
-      const egoAt = live.ego ? await egoStates(source, live.ego, streamIds) : () => undefined;
+      const egoAt = live.ego ? await egoStates(source, live.ego, streams) : () => undefined;
       for await (const samples of source.samples(stream.id))
         for (const s of samples) captures.push(liveCapture(live, s, egoAt));
       continue;
