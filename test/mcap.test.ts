@@ -34,8 +34,8 @@ import { sceneAt } from '../src/replay/run-queries.js';
 import { storeRunSource } from '../src/replay/run-source.js';
 import { openStore } from '../src/store/open-store.js';
 import { recordCameraRun, startIngestFixture } from './helpers/ingest-helpers.js';
-import { tempDir } from './helpers/paths.js';
-import { cliJson } from './helpers/run-cli.js';
+import { REPO_ROOT, tempDir } from './helpers/paths.js';
+import { cliJson, runCli } from './helpers/run-cli.js';
 import { openMcap } from './helpers/open-mcap.js';
 
 const decoder = new TextDecoder();
@@ -638,5 +638,13 @@ describe('MCAP export for Foxglove and Lichtblick', () => {
     const imported = cliJson<{ run: { id: number }; source: string }>(['import', 'mcap', out, '--json'], env);
     assert.equal(imported.source, 'simrec');
     assert.equal(imported.run.id, 2);
+  });
+
+  it('simrec export of a run without states (a SOLO dataset) says the scene is empty, naming the run once', () => {
+    const env = { SIMREC_STORE: join(tmp.path, 'solo.db') };
+    cliJson(['import', 'solo', join(REPO_ROOT, 'test', 'fixtures', 'pysolotools', 'solo'), '--json'], env);
+    const r = runCli(['export', '1', 'mcap', join(tmp.path, 'solo.mcap')], env);
+    assert.equal(r.status, 0, r.stderr);
+    assert.match(r.stderr, /^simrec: warning: run 1: no actor has state samples; the scene is empty$/m);
   });
 });

@@ -194,12 +194,12 @@ export async function exportMcap(
             ),
           );
       }
-    } else warn(`run ${run.id}: no actor has ${STATE_STREAM} samples; the scene is empty`);
+    } else warn(`no actor has ${STATE_STREAM} samples; the scene is empty`);
     const osi = options.osi
       ? osiGroundTruth(run, tracks.map(rewound), lights.map(rewound), network, warn)
       : undefined;
     if (osi) {
-      if (!frames.length) warn(`run ${run.id}: no recorded frame, so no OSI ground truth`);
+      if (!frames.length) warn(`no recorded frame, so no OSI ground truth`);
       const schemaId = await writer.registerSchema(osi.schema);
       const channel = await writer.registerChannel({
         schemaId,
