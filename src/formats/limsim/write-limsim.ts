@@ -92,11 +92,9 @@ export async function exportLimSim(
   const network = await readRoadNetwork(source, runId);
   const byId = new Map(streams.map((s) => [s.id, s]));
   const egos = actors.filter((a) => a.kind === 'ego' && byId.has(`${a.id}/state`));
-  if (egos.length > 1)
-    warn(`run ${runId} has ${egos.length} egos; LimSim has one: ${egos[0]!.id} is written as the ego`);
+  if (egos.length > 1) warn(`${egos.length} egos; LimSim has one: ${egos[0]!.id} is written as the ego`);
   const ego = egos[0];
-  if (!ego)
-    warn(`run ${runId} has no ego with states: simINFO.egoID is empty, which LimSim's replay refuses`);
+  if (!ego) warn(`no ego with states: simINFO.egoID is empty, which LimSim's replay refuses`);
   const vehicles = actors.filter((a) => !NOT_VEHICLES.has(a.kind) && byId.has(`${a.id}/state`));
   const pedestrians = actors.filter((a) => a.kind === 'pedestrian' && byId.has(`${a.id}/state`));
   const walkers = pedestrians.length;
@@ -219,8 +217,7 @@ export async function exportLimSim(
         'geohashINFO',
       ] as const)
         insert(table, tables[table] as unknown as Row[]);
-    } else
-      warn(`run ${runId} has no road network: the network tables are empty, and LimSim's replay needs them`);
+    } else warn(`no road network: the network tables are empty, and LimSim's replay needs them`);
     leftOut.warn(
       streams,
       warn,

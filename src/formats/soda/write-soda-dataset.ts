@@ -236,8 +236,7 @@ export async function writeDataset(
     }
   const attachments = await source.attachments();
   const left = attachments.filter((a) => !a.name.startsWith('roadnet/') && a.name !== LANE_MARKS_ATTACHMENT);
-  if (left.length)
-    warn(`run ${run.id}: ${left.length} attachments have no place in SODA.Sim's layout and are not exported`);
+  if (left.length) warn(`${left.length} attachments have no place in SODA.Sim's layout and are not exported`);
 
   const soda = (run.metadata.soda ?? {}) as JsonObject;
   // SODA.Sim in synchronous mode stamps rows from the start of the run, not the epoch; such a run
