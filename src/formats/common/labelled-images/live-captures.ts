@@ -26,7 +26,7 @@ import { eulerToQuaternion } from '../../../model/units.js';
 import { isObject } from './source-values.js';
 
 /** Every live capture is one sequence: a run is one continuous recording. */
-export const LIVE_SEQUENCE = '0';
+const LIVE_SEQUENCE = '0';
 
 const finite = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v);
 const positiveInteger = (v: unknown): v is number => Number.isInteger(v) && (v as number) > 0;
@@ -129,10 +129,9 @@ export function liveCapture(
  */
 export function countFromFirstLiveCapture(
   captures: PerceptionCapture[],
-  liveSensors: ReadonlySet<PerceptionSensor>,
+  liveSensorIds: ReadonlySet<string>,
 ): void {
-  const ids = new Set([...liveSensors].map((s) => s.id));
-  const live = captures.filter((c) => ids.has(c.sensor));
+  const live = captures.filter((c) => liveSensorIds.has(c.sensor));
   let first = Infinity;
   for (const c of live) first = Math.min(first, c.t);
   for (const c of live) {

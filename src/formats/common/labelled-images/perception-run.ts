@@ -371,7 +371,8 @@ export async function loadDataset(
       for (const s of samples) captures.push(sampleToCapture(sensorId, { ...s, t: s.t - run.begin }));
   }
   // A live capture's time is the simulator's: its sequence begins at its first capture.
-  if (liveSensors.size) countFromFirstLiveCapture(captures, new Set(liveSensors.values()));
+  if (liveSensors.size)
+    countFromFirstLiveCapture(captures, new Set([...liveSensors.values()].map((s) => s.id)));
   // Stable by time, sensor order breaking ties, as the writer emits simultaneous captures.
   captures.sort((a, b) => a.t - b.t);
   const metrics: PerceptionMetric[] = [];
