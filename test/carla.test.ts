@@ -11,12 +11,14 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Bytes, ByteWriter } from '../src/formats/carla/carla-bytes.js';
-import { RECORD_CODECS } from '../src/formats/carla/carla-records.js';
+import { RECORD_CODECS, SIX_FLOAT_PACKETS } from '../src/formats/carla/carla-records.js';
+import { sixFloatsToSimrec } from '../src/formats/carla/carla-units.js';
 import { PACKET } from '../src/formats/carla/carla-layout.js';
 import { exportCarla } from '../src/formats/carla/write-carla.js';
 import type { ActorInfo } from '../src/model/run.js';
 import type { StoreBackend } from '../src/model/store-port.js';
 import type { Sample } from '../src/model/stream.js';
+import { wrapAngle } from '../src/model/units.js';
 import { importRecording } from '../src/record/import-run.js';
 import { exportRecording } from '../src/replay/export-run.js';
 import { storeRunSource } from '../src/replay/run-source.js';
@@ -159,6 +161,57 @@ describe('CARLA units and frame', () => {
       'yaw rate positive: turning left',
     );
   });
+
+  it('Position and Kinematics give back every finite float32, so the importer reads them without encoding them again', () => {
+    // The importer keeps a Position or Kinematics record as values when its six floats are finite,
+    // trusting that they come back as the same bytes, and reads them as columns with sixFloatsToSimrec.
+    assert.deepEqual([...SIX_FLOAT_PACKETS].sort(), [PACKET.Position, PACKET.Kinematics].sort());
+    const bits = new Uint32Array(1);
+    const asFloat = new Float32Array(bits.buffer);
+    // Random bit patterns (denormals, extremes, -0 among them), and the edges written out.
+    const edges = [0, 0x80000000, 0x00000001, 0x807fffff, 0x00800000, 0x7f7fffff, 0xff7fffff, 0x3f800000];
+    let seed = 12345;
+    const random = (): number => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0);
+    const converted = new Float64Array(6);
+    let checked = 0;
+    for (const packet of [PACKET.Position, PACKET.Kinematics]) {
+      const codec = RECORD_CODECS[packet]!;
+      for (let n = 0; n < 20_000; n++) {
+        const record = new ByteWriter();
+        record.u32(n);
+        const floats: number[] = [];
+        for (let k = 0; k < 6; k++) {
+          let pattern = n < edges.length ? edges[(n + k) % edges.length]! : random();
+          bits[0] = pattern;
+          if (!Number.isFinite(asFloat[0]!)) pattern &= 0xbf7fffff; // an exponent not all ones
+          bits[0] = pattern;
+          floats.push(asFloat[0]!);
+          record.u32(pattern);
+        }
+        const bytes = Buffer.from(record.view());
+        const { actor, fields } = codec.decode(new Bytes(bytes, 'r', 0, 'record'));
+        const back = new ByteWriter();
+        codec.encode(back, actor, fields, 'record');
+        assert.ok(
+          Buffer.from(back.view()).equals(bytes),
+          `record ${n} of packet ${packet}: ${bytes.toString('hex')}`,
+        );
+        sixFloatsToSimrec(packet === PACKET.Position ? 'position' : 'kinematics', floats, converted, 0);
+        const names =
+          packet === PACKET.Position
+            ? ['x', 'y', 'z', 'roll', 'pitch', 'yaw']
+            : ['vx', 'vy', 'vz', 'wx', 'wy', 'wz'];
+        names.forEach((name, k) =>
+          assert.ok(
+            Object.is(converted[k], fields[name]),
+            `${name} of record ${n}: ${converted[k]} against ${String(fields[name])}`,
+          ),
+        );
+        checked++;
+      }
+    }
+    assert.equal(checked, 40_000);
+  });
 });
 
 describe('CARLA recordings from ScenarioRunner', () => {
@@ -283,6 +336,57 @@ describe('CARLA recordings from ScenarioRunner', () => {
     assert.ok(
       Math.abs((f1.vx as number) - ((f2.x as number) - (f1.x as number)) / ((f2.t - f1.t) / 1e6)) < 1e-9,
     );
+    // Every pose without Kinematics (no wx: poses give no roll or pitch rate), of every actor, across
+    // the import's batches of frames: central differences, one-sided at its first and last pose.
+    const streams = (await store.listStreams(run.id)).filter((x) => x.name === 'state');
+    let derived = 0;
+    for (const stream of streams) {
+      const states = await samplesOf(store, run.id, stream.id);
+      states.forEach((cur, i) => {
+        if (cur.wx !== undefined) return;
+        const a = states[i - 1] ?? cur;
+        const b = states[i + 1] ?? cur;
+        const dt = (b.t - a.t) / 1e6;
+        if (!(dt > 0)) return assert.equal(cur.vx, undefined);
+        const where = `${stream.id} at step ${cur.step}`;
+        assert.equal(cur.vx, ((b.x as number) - (a.x as number)) / dt, where);
+        assert.equal(cur.vy, ((b.y as number) - (a.y as number)) / dt, where);
+        assert.equal(cur.vz, ((b.z as number) - (a.z as number)) / dt, where);
+        assert.equal(cur.wz, wrapAngle((b.yaw as number) - (a.yaw as number)) / dt, where);
+        const along =
+          Math.cos(cur.pitch as number) *
+            (cur.vx * Math.cos(cur.yaw as number) + cur.vy * Math.sin(cur.yaw as number)) -
+          Math.sin(cur.pitch as number) * cur.vz;
+        assert.equal(cur.speed, along, where);
+        derived++;
+      });
+    }
+    assert.equal(derived, meta.velocityCounts.fromPoses, 'every pose without Kinematics checked');
+  });
+
+  it('velocities from poses: central differences at every frame of a long recording, across the frames the import reads at a time', async () => {
+    // A vehicle speeding up on a curve for 700 frames, with Kinematics in one frame of 50 only: an
+    // import reads frames in batches (hundreds at a time), and a pose waiting for the next at a
+    // batch's end must still get its differences with the pose before it.
+    const file = join(tmp.path, 'speeding-up.log');
+    writeFileSync(file, acceleratingVehicle(700, 50));
+    const { runs } = await importRecording(store, 'carla', file);
+    const states = await samplesOf(store, runs[0]!.id, '5/state');
+    assert.equal(states.length, 700);
+    let derived = 0;
+    states.forEach((cur, i) => {
+      if (cur.step % 50 === 0) return assert.equal(cur.vx, 1.25, `Kinematics at step ${cur.step}`);
+      const a = states[i - 1] ?? cur;
+      const b = states[i + 1] ?? cur;
+      const dt = (b.t - a.t) / 1e6;
+      const where = `step ${cur.step}`;
+      assert.equal(cur.vx, ((b.x as number) - (a.x as number)) / dt, where);
+      assert.equal(cur.vy, ((b.y as number) - (a.y as number)) / dt, where);
+      assert.equal(cur.wz, wrapAngle((b.yaw as number) - (a.yaw as number)) / dt, where);
+      assert.equal(cur.wx, undefined, where);
+      derived++;
+    });
+    assert.equal(derived, 700 - 14);
   });
 
   it("ScenarioRunner's criteria beside the recording are stored with the run", async () => {
@@ -546,6 +650,69 @@ describe('CARLA collisions', () => {
     );
   });
 });
+
+/** A recorder file made packet by packet: CARLA's header for `map`, then what `packet` is given. */
+function recordingOf(map: string): {
+  packet: (id: number, body: (b: ByteWriter) => void) => void;
+  bytes: () => Buffer;
+} {
+  const w = new ByteWriter();
+  w.u16(1);
+  w.fstring('CARLA_RECORDER');
+  w.i64(1_700_000_000);
+  w.fstring(map);
+  return {
+    packet: (id, body) => {
+      const b = new ByteWriter();
+      body(b);
+      w.u8(id);
+      w.u32(b.length);
+      w.bytes(b.view());
+    },
+    bytes: () => Buffer.from(w.view()),
+  };
+}
+
+/**
+ * One vehicle (CARLA id 5), created in the first frame, at 20 Hz: x grows as t squared, y and the
+ * heading swing; a Kinematics record (1.25 m/s forward) in every frame whose id is a multiple of
+ * `kinematicsEvery`.
+ */
+function acceleratingVehicle(frames: number, kinematicsEvery: number): Buffer {
+  const { packet, bytes } = recordingOf('Town01');
+  for (let frame = 1; frame <= frames; frame++) {
+    const t = (frame - 1) * 0.05;
+    const pose = [100 * t * t, 300 * Math.sin(t), 0, 0, 0, 20 * Math.sin(t / 2)];
+    packet(PACKET.FrameStart, (b) => {
+      b.u64(frame);
+      b.f64(0.05);
+      b.f64(t);
+    });
+    if (frame === 1)
+      packet(PACKET.EventAdd, (b) => {
+        b.u16(1);
+        b.u32(5);
+        b.u8(1);
+        pose.forEach((v) => b.f32(v));
+        b.u32(0);
+        b.fstring('vehicle.tesla.model3');
+        b.u16(0);
+      });
+    packet(PACKET.Position, (b) => {
+      b.u16(1);
+      b.u32(5);
+      pose.forEach((v) => b.f32(v));
+    });
+    if (frame % kinematicsEvery === 0)
+      packet(PACKET.Kinematics, (b) => {
+        b.u16(1);
+        b.u32(5);
+        [1.25, 0, 0, 0, 0, 0].forEach((v) => b.f32(v));
+      });
+    packet(PACKET.FrameEnd, () => {});
+  }
+  return bytes();
+}
 
 describe('malformed CARLA recordings', () => {
   const tmp = tempDir('simrec-carla-malformed-');
@@ -898,18 +1065,7 @@ const readCreates = (file: string): Reference['creates'] => reference(file).crea
  * traffic light (9), one frame.
  */
 function newestLayout(options: { walkerUid?: number } = {}): Buffer {
-  const w = new ByteWriter();
-  w.u16(1);
-  w.fstring('CARLA_RECORDER');
-  w.i64(1_700_000_000);
-  w.fstring('Town10HD_Opt');
-  const packet = (id: number, body: (b: ByteWriter) => void): void => {
-    const b = new ByteWriter();
-    body(b);
-    w.u8(id);
-    w.u32(b.length);
-    w.bytes(b.view());
-  };
+  const { packet, bytes } = recordingOf('Town10HD_Opt');
   const floats = (b: ByteWriter, ...v: number[]): void => v.forEach((x) => b.f32(x));
   packet(PACKET.FrameStart, (b) => {
     b.u64(1);
@@ -1059,7 +1215,7 @@ function newestLayout(options: { walkerUid?: number } = {}): Buffer {
   });
   packet(PACKET.FrameCounter, (b) => b.u64(4242));
   packet(PACKET.FrameEnd, () => {});
-  return Buffer.from(w.view());
+  return bytes();
 }
 
 describe("CARLA's queries as SQL (docs/formats/carla.md)", () => {

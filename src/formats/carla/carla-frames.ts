@@ -15,13 +15,46 @@ import {
   RECORD_SIZE,
   packetName,
 } from './carla-layout.js';
-import { RECORD_CODECS, WHEEL_PHYSICS_SIZES, decodePhysics, type Fields } from './carla-records.js';
+import {
+  RECORD_CODECS,
+  SIX_FLOAT_PACKETS,
+  WHEEL_PHYSICS_SIZES,
+  decodePhysics,
+  type Fields,
+} from './carla-records.js';
+import { sixFloatsToSimrec } from './carla-units.js';
 
 /**
  * A recording read frame by frame: each packet decoded into records (carla-records.ts), each record
  * checked to give its bytes back, and the frame's layout written down (`packets`, see FRAME_FIELDS), so
- * that the writer can put every byte back where it was.
+ * that the writer can put every byte back where it was. Position and Kinematics, one record of each per
+ * vehicle and walker per frame and most of a recording, are read as columns (SixFloatRecords), not as
+ * an object per record.
  */
+
+/**
+ * A packet of Position or Kinematics records, as columns. A record whose floats are not all finite is
+ * kept as bytes (the store holds finite numbers only); any other comes back byte for byte
+ * (SIX_FLOAT_PACKETS), so none is encoded again to check.
+ */
+export interface SixFloatRecords {
+  packet: number;
+  count: number;
+  /** CARLA ids. */
+  actors: Uint32Array;
+  /**
+   * Six values a record in simrec's units (x, y, z, roll, pitch, yaw; or vx, vy, vz, wx, wy, wz), and for
+   * a Position six more: the velocities of the Kinematics joined to it, NaN where none was.
+   */
+  values: Float64Array;
+  /** Per record, its bytes (base64) when kept as bytes, else undefined. */
+  raw: (string | undefined)[];
+  /** File offset of the first record (each is its packet's RECORD_SIZE long). */
+  offset: number;
+}
+
+/** Values a Position record takes in SixFloatRecords.values: its pose, then the velocities joined to it. */
+export const POSE_WIDTH = 12;
 
 /** A record of a per-actor packet, or of an event packet. `raw` (base64) when it is kept as bytes. */
 export interface FrameRecord {
@@ -43,12 +76,14 @@ export interface DecodedFrame {
   /** The frame's packets, as FRAME_FIELDS `packets` says (made when the frame is whole). */
   tokens: string[];
   /** The packets as read: a token, or a per-actor packet's records (its token waits for Kinematics). */
-  parts: (string | { packet: number; records: FrameRecord[] })[];
+  parts: (string | { packet: number; records: FrameRecord[] } | SixFloatRecords)[];
   /**
-   * Per-actor records in file order, but Kinematics (joined to its Position's fields, or kept as
-   * bytes); those kept as bytes (`raw` set) are also in `raw`.
+   * Per-actor records in file order, but Position and Kinematics; those kept as bytes (`raw` set) are
+   * also in `raw`.
    */
   actorRecords: FrameRecord[];
+  /** The frame's Position packets, each Kinematics joined to its actor's Position (else kept as bytes). */
+  poses: SixFloatRecords[];
   eventRecords: FrameRecord[];
   /** Per-actor records kept as bytes: [packet id, base64]. */
   raw: [number, string][];
@@ -119,6 +154,35 @@ function decodeRecords(p: RawPacket, file: string, count: number, into: FrameRec
       p.offset,
       `${packetName(p.id)} (id ${p.id}) has ${p.body.left} bytes left after its ${count} records: its size is not theirs`,
     );
+}
+
+const floats = new Float64Array(6);
+
+/** Position or Kinematics records as columns; the packet's size was checked against their count. */
+function sixFloatRecords(p: RawPacket, count: number): SixFloatRecords {
+  const { buf, pos } = p.body;
+  const isPosition = p.id === PACKET.Position;
+  const width = isPosition ? POSE_WIDTH : 6;
+  const size = RECORD_SIZE[p.id]!;
+  const records: SixFloatRecords = {
+    packet: p.id,
+    count,
+    actors: new Uint32Array(count),
+    values: new Float64Array(count * width).fill(NaN),
+    raw: new Array<string | undefined>(count),
+    offset: p.body.offset,
+  };
+  for (let i = 0; i < count; i++) {
+    const at = pos + size * i;
+    records.actors[i] = buf.readUInt32LE(at);
+    let finite = true;
+    for (let k = 0; k < 6; k++)
+      finite = Number.isFinite((floats[k] = buf.readFloatLE(at + 4 + 4 * k))) && finite;
+    if (finite) sixFloatsToSimrec(isPosition ? 'position' : 'kinematics', floats, records.values, i * width);
+    else records.raw[i] = buf.toString('base64', at, at + size);
+  }
+  p.body.pos += size * count;
+  return records;
 }
 
 /** PhysicsControl's records, split by trying each wheel size CARLA wrote; null if none fits. */
@@ -199,6 +263,12 @@ function readPacket(p: RawPacket, file: string, frame: DecodedFrame, hooks: Fram
     frame.parts.push(`${id}#${count}`);
     return;
   }
+  if (SIX_FLOAT_PACKETS.has(id)) {
+    const records = sixFloatRecords(p, count);
+    frame.parts.push(records);
+    if (id === PACKET.Position) frame.poses.push(records);
+    return;
+  }
   const records: FrameRecord[] = [];
   decodeRecords(p, file, count, records);
   frame.parts.push({ packet: id, records });
@@ -209,11 +279,14 @@ function readPacket(p: RawPacket, file: string, frame: DecodedFrame, hooks: Fram
  * Kinematics record that has no single Position to join is kept as bytes, and the tokens are written.
  */
 function finish(frame: DecodedFrame): DecodedFrame {
-  const positions = new Map<number, FrameRecord | null>();
-  for (const part of frame.parts)
-    if (typeof part !== 'string' && part.packet === PACKET.Position)
-      for (const r of part.records)
-        if (r.raw === undefined) positions.set(r.actor!, positions.has(r.actor!) ? null : r);
+  // Each actor's one Position kept as values: [its packet, its place]; null when it has two.
+  const positions = new Map<number, [SixFloatRecords, number] | null>();
+  for (const pose of frame.poses)
+    for (let i = 0; i < pose.count; i++)
+      if (pose.raw[i] === undefined) {
+        const actor = pose.actors[i]!;
+        positions.set(actor, positions.has(actor) ? null : [pose, i]);
+      }
   const joined = new Set<number>();
   for (const part of frame.parts) {
     if (typeof part === 'string') {
@@ -221,27 +294,42 @@ function finish(frame: DecodedFrame): DecodedFrame {
       continue;
     }
     const ids: string[] = [];
-    for (const r of part.records) {
-      if (part.packet === PACKET.Kinematics && r.raw === undefined) {
-        const position = positions.get(r.actor!);
-        if (position && !joined.has(r.actor!)) {
-          joined.add(r.actor!);
-          Object.assign(position.fields, r.fields);
-        } else {
-          scratch.reset();
-          RECORD_CODECS[PACKET.Kinematics]!.encode(scratch, r.actor, r.fields, 'Kinematics');
-          r.raw = scratch.view().toString('base64');
+    if ('values' in part) {
+      for (let i = 0; i < part.count; i++) {
+        const actor = part.actors[i]!;
+        if (part.packet === PACKET.Kinematics && part.raw[i] === undefined) {
+          const position = positions.get(actor);
+          if (position && !joined.has(actor)) {
+            joined.add(actor);
+            const [pose, j] = position;
+            pose.values.set(part.values.subarray(6 * i, 6 * i + 6), POSE_WIDTH * j + 6);
+          } else part.raw[i] = kinematicsBytes(actor, part.values, 6 * i);
         }
+        const raw = part.raw[i];
+        if (raw !== undefined) {
+          frame.raw.push([part.packet, raw]);
+          ids.push(`!${actor}`);
+        } else ids.push(String(actor));
       }
-      if (r.raw !== undefined) {
-        frame.raw.push([part.packet, r.raw]);
-        ids.push(`!${r.actor}`);
-      } else ids.push(String(r.actor));
-      if (part.packet !== PACKET.Kinematics) frame.actorRecords.push(r);
-    }
+    } else
+      for (const r of part.records) {
+        if (r.raw !== undefined) {
+          frame.raw.push([part.packet, r.raw]);
+          ids.push(`!${r.actor}`);
+        } else ids.push(String(r.actor));
+        frame.actorRecords.push(r);
+      }
     frame.tokens.push(`${part.packet}:${ids.join(',')}`);
   }
   return frame;
+}
+
+/** A Kinematics record's bytes (base64), from its values in simrec's units. */
+function kinematicsBytes(actor: number, values: Float64Array, at: number): string {
+  const [vx, vy, vz, wx, wy, wz] = values.subarray(at, at + 6);
+  scratch.reset();
+  RECORD_CODECS[PACKET.Kinematics]!.encode(scratch, actor, { vx, vy, vz, wx, wy, wz }, 'Kinematics');
+  return scratch.view().toString('base64');
 }
 
 /**
@@ -263,6 +351,7 @@ export function* readFrames(carla: CarlaFile, hooks: FrameReadHooks = {}): Gener
         tokens: [],
         parts: ['0'],
         actorRecords: [],
+        poses: [],
         eventRecords: [],
         raw: [],
         unknown: [],

@@ -59,6 +59,14 @@ export function vehicleLightNames(bits: number): string {
   return on.length ? on.join(' ') : 'None';
 }
 
+/**
+ * Packets whose records are an actor id and six float32s that carla-units.ts only scales and mirrors:
+ * every finite float comes back as itself, so such a record gives its bytes back exactly when its six
+ * floats are finite, and the importer checks the floats instead of encoding the record again
+ * (test/carla.test.ts tries it on random bit patterns).
+ */
+export const SIX_FLOAT_PACKETS: ReadonlySet<number> = new Set([PACKET.Position, PACKET.Kinematics]);
+
 const position: Codec = {
   decode(b) {
     const actor = b.u32('actor id');

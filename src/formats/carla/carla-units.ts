@@ -13,11 +13,16 @@
 
 const RAD = Math.PI / 180;
 
+/** The three conversions every one below is made of, one value at a time. */
+const metresOf = (centimetres: number): number => centimetres / 100;
+const radiansOf = (degrees: number): number => (degrees * Math.PI) / 180;
+const radiansPerSecondOf = (degreesPerSecond: number): number => degreesPerSecond * RAD;
+
 /** A location in centimetres, Unreal's frame, to metres in simrec's. */
 export const locationToSimrec = (x: number, y: number, z: number): [number, number, number] => [
-  x / 100,
-  -y / 100,
-  z / 100,
+  metresOf(x),
+  -metresOf(y),
+  metresOf(z),
 ];
 export const locationToCarla = (x: number, y: number, z: number): [number, number, number] => [
   x * 100,
@@ -31,9 +36,9 @@ export const extentToCarla = (v: number): number => v * 100;
 
 /** FRotator's Euler() (roll, pitch, yaw in degrees) to simrec's roll, pitch, yaw in radians. */
 export const rotationToSimrec = (roll: number, pitch: number, yaw: number): [number, number, number] => [
-  (roll * Math.PI) / 180,
-  -((pitch * Math.PI) / 180),
-  -((yaw * Math.PI) / 180),
+  radiansOf(roll),
+  -radiansOf(pitch),
+  -radiansOf(yaw),
 ];
 export const rotationToCarla = (roll: number, pitch: number, yaw: number): [number, number, number] => [
   (roll * 180) / Math.PI,
@@ -51,9 +56,9 @@ export const velocityToCarla = velocityToSimrec;
  * mirror changes sign except along the mirrored axis, so (-x, y, -z).
  */
 export const angularToSimrec = (x: number, y: number, z: number): [number, number, number] => [
-  -(x * RAD),
-  y * RAD,
-  -(z * RAD),
+  -radiansPerSecondOf(x),
+  radiansPerSecondOf(y),
+  -radiansPerSecondOf(z),
 ];
 export const angularToCarla = (x: number, y: number, z: number): [number, number, number] => [
   -(x / RAD),
@@ -64,3 +69,32 @@ export const angularToCarla = (x: number, y: number, z: number): [number, number
 /** Walker and biker speeds: CARLA keeps Unreal's cm/s. */
 export const speedToSimrec = (cmPerSecond: number): number => cmPerSecond / 100;
 export const speedToCarla = (metresPerSecond: number): number => metresPerSecond * 100;
+
+/**
+ * A Position's six floats (location, rotation) or a Kinematics' (velocity, angular velocity), as
+ * CARLA wrote them, to simrec's units in `out` from `at`: what locationToSimrec and rotationToSimrec,
+ * or velocityToSimrec and angularToSimrec, give, without an array per record (the importer reads
+ * millions).
+ */
+export function sixFloatsToSimrec(
+  kind: 'position' | 'kinematics',
+  f: ArrayLike<number>,
+  out: Float64Array,
+  at: number,
+): void {
+  if (kind === 'position') {
+    out[at] = metresOf(f[0]!);
+    out[at + 1] = -metresOf(f[1]!);
+    out[at + 2] = metresOf(f[2]!);
+    out[at + 3] = radiansOf(f[3]!);
+    out[at + 4] = -radiansOf(f[4]!);
+    out[at + 5] = -radiansOf(f[5]!);
+  } else {
+    out[at] = f[0]!;
+    out[at + 1] = -f[1]!;
+    out[at + 2] = f[2]!;
+    out[at + 3] = -radiansPerSecondOf(f[3]!);
+    out[at + 4] = radiansPerSecondOf(f[4]!);
+    out[at + 5] = -radiansPerSecondOf(f[5]!);
+  }
+}

@@ -5,13 +5,13 @@ import type { ActorDecl, PresenceInterval, RunInfo } from '../../model/run.js';
 import type { RunSink, RunTarget } from '../../model/run-ports.js';
 import type { StreamAppend } from '../../model/store-port.js';
 import type { Sample, StreamDecl } from '../../model/stream.js';
-import { wrapAngle } from '../../model/units.js';
 import { keepRoadNetwork } from '../../roadnet/roadnet-attachment.js';
 import { readRoadNetworkFile } from '../../roadnet/read-roadnet.js';
 import { CarlaFile, malformed, type CarlaHeader } from './carla-bytes.js';
-import { readFrames, type DecodedFrame, type FrameRecord } from './carla-frames.js';
-import { ACTOR_TYPE, NOT_AN_ACTOR, PACKET, QUERY_CATEGORY, packetName } from './carla-layout.js';
+import { POSE_WIDTH, readFrames, type DecodedFrame, type FrameRecord } from './carla-frames.js';
+import { ACTOR_TYPE, NOT_AN_ACTOR, PACKET, QUERY_CATEGORY, RECORD_SIZE, packetName } from './carla-layout.js';
 import { ACTOR_STREAMS, EVENT_STREAMS, FRAME_FIELDS, FRAME_STREAM } from './carla-streams.js';
+import { StateRows } from './carla-state-rows.js';
 import {
   criteriaSamples,
   CRITERIA_ATTACHMENT,
@@ -217,14 +217,18 @@ function scanRecording(carla: CarlaFile, warn: (m: string) => void, options: Car
       scan.packets.set(pid, (scan.packets.get(pid) ?? 0) + 1);
     }
     for (const r of frame.eventRecords) scanEvent(scan, r, t, frame, warn);
+    // Positions first: CARLA writes them before the other per-actor packets of a frame.
+    for (const pose of frame.poses)
+      for (let i = 0; i < pose.count; i++) {
+        if (pose.raw[i] !== undefined) continue;
+        const at = { offset: pose.offset + RECORD_SIZE[PACKET.Position]! * i, packet: PACKET.Position };
+        actorOf(scan, pose.actors[i]!, at, warn).streams.add(ACTOR_STREAMS[PACKET.Position]!.name);
+        scan.positions++;
+        if (!Number.isNaN(pose.values[POSE_WIDTH * i + 6]!)) scan.kinematics++;
+      }
     for (const r of frame.actorRecords) {
       if (r.raw !== undefined) continue;
-      const a = actorOf(scan, r.actor!, r, warn);
-      a.streams.add(ACTOR_STREAMS[r.packet]!.name);
-      if (r.packet === PACKET.Position) {
-        scan.positions++;
-        if (r.fields.vx !== undefined) scan.kinematics++;
-      }
+      actorOf(scan, r.actor!, r, warn).streams.add(ACTOR_STREAMS[r.packet]!.name);
     }
   }
   // Actors with no Position that stand still (lights, signs) are drawn where they were created.
@@ -331,58 +335,6 @@ function actorDecl(a: ActorScan): ActorDecl {
     }
   }
   return decl;
-}
-
-/** Velocities from poses where the recording has no Kinematics: central differences, one-sided at the ends. */
-function deriveVelocity(prev: Sample | undefined, cur: Sample, next: Sample | undefined): void {
-  const a = prev ?? cur;
-  const b = next ?? cur;
-  const dt = (b.t - a.t) / 1e6;
-  if (!(dt > 0)) return;
-  const d = (k: string): number => ((b[k] as number) - (a[k] as number)) / dt;
-  cur.vx = d('x');
-  cur.vy = d('y');
-  cur.vz = d('z');
-  cur.wz = wrapAngle((b.yaw as number) - (a.yaw as number)) / dt;
-}
-
-/** Speed along the heading (simrec's pitch is positive nose down). */
-function speedAlong(s: Sample): number {
-  const yaw = s.yaw as number;
-  const pitch = (s.pitch as number | undefined) ?? 0;
-  const vx = s.vx as number;
-  const vy = s.vy as number;
-  const vz = (s.vz as number | undefined) ?? 0;
-  return Math.cos(pitch) * (vx * Math.cos(yaw) + vy * Math.sin(yaw)) - Math.sin(pitch) * vz;
-}
-
-/** Per actor, the last state samples held back until the next one gives their velocity. */
-class VelocityQueue {
-  private readonly held = new Map<string, { prev?: Sample; cur: Sample }>();
-  private readonly emit: (actor: string, s: Sample) => void;
-  constructor(emit: (actor: string, s: Sample) => void) {
-    this.emit = emit;
-  }
-
-  push(actor: string, s: Sample): void {
-    const h = this.held.get(actor);
-    if (!h) {
-      this.held.set(actor, { cur: s });
-      return;
-    }
-    this.finish(actor, h.prev, h.cur, s);
-    h.prev = h.cur;
-    h.cur = s;
-  }
-  flushAll(): void {
-    for (const [actor, h] of this.held) this.finish(actor, h.prev, h.cur, undefined);
-    this.held.clear();
-  }
-  private finish(actor: string, prev: Sample | undefined, cur: Sample, next: Sample | undefined): void {
-    if (cur.vx === undefined && (prev || next)) deriveVelocity(prev, cur, next);
-    if (cur.vx !== undefined) cur.speed = speedAlong(cur);
-    this.emit(actor, cur);
-  }
 }
 
 /** What a collision says of an actor: its blueprint and the letter show_recorder_collisions prints. */
@@ -562,17 +514,27 @@ async function emitFrames(
     if (list) list.push(s);
     else batch.set(stream, [s]);
   };
+  // Poses, most of a recording, go to their `state` streams as columns: no object per record.
+  const states = new StateRows(BATCH_FRAMES);
+  const stateStream = ACTOR_STREAMS[PACKET.Position]!.name;
   const flush = async (): Promise<void> => {
     const appends: StreamAppend[] = [...batch].map(([stream, samples]) => ({ stream, samples }));
     batch = new Map();
-    if (appends.length) await rec.appendMany(appends);
+    const writes = states.take((actor, rows) => rec.appendColumns(`${actor}/${stateStream}`, rows));
+    if (appends.length) writes.push(rec.appendMany(appends));
+    await Promise.all(writes);
   };
-  const velocities = new VelocityQueue((actor, s) => push(`${actor}/state`, s));
+  const actorIds = new Map<number, string>();
+  const idOf = (carlaId: number): string => {
+    let id = actorIds.get(carlaId);
+    if (id === undefined) actorIds.set(carlaId, (id = String(carlaId)));
+    return id;
+  };
   // show_recorder_collisions: a pair is new in a frame when it did not collide in the one before.
   let before = new Map<string, CollisionEvent>();
   const collisions: CollisionEvent[] = [];
-  // Each actor's last Position sample: where its collisions are placed.
-  const lastPose = new Map<number, Sample>();
+  // Each actor's last position (x, y): where its collisions are placed.
+  const lastPose = new Map<number, Float64Array>();
   let n = 0;
   for (const frame of readFrames(carla)) {
     options.signal?.throwIfAborted();
@@ -593,18 +555,25 @@ async function emitFrames(
     if (frame.unknown.length) fs.unknown = frame.unknown;
     push(FRAME_STREAM, fs);
 
+    for (const pose of frame.poses)
+      for (let i = 0; i < pose.count; i++) {
+        if (pose.raw[i] !== undefined) continue;
+        const carlaId = pose.actors[i]!;
+        const at = POSE_WIDTH * i;
+        states.add(idOf(carlaId), t, step, pose.values, at);
+        let where = lastPose.get(carlaId);
+        if (!where) lastPose.set(carlaId, (where = new Float64Array(2)));
+        where[0] = pose.values[at]!;
+        where[1] = pose.values[at + 1]!;
+      }
     for (const r of frame.actorRecords) {
       if (r.raw !== undefined) continue;
-      const actor = String(r.actor);
       // The record's fields become its sample (a frame's records are not read again once emitted):
       // a copy of each of a long recording's millions of records was most of the import's garbage.
       const s = r.fields as Sample;
       s.t = t;
       s.step = step;
-      if (r.packet === PACKET.Position) {
-        lastPose.set(r.actor!, s);
-        velocities.push(actor, s);
-      } else push(`${actor}/${ACTOR_STREAMS[r.packet]!.name}`, s);
+      push(`${idOf(r.actor!)}/${ACTOR_STREAMS[r.packet]!.name}`, s);
     }
     const now = new Map<string, CollisionEvent>();
     for (const r of frame.eventRecords) {
@@ -635,15 +604,15 @@ async function emitFrames(
           continue;
         }
         const [p1, p2] = [collisionParty(scan, id1), collisionParty(scan, id2)];
-        const where = lastPose.get(id1) ?? lastPose.get(id2) ?? { x: 0, y: 0 };
+        const where = lastPose.get(id1) ?? lastPose.get(id2) ?? [0, 0];
         const actors = [id1, id2].filter((id) => id !== NOT_AN_ACTOR).map(String);
         const event: CollisionEvent = {
           t,
           step,
           kind: 'collision',
           actors,
-          x: where.x as number,
-          y: where.y as number,
+          x: where[0]!,
+          y: where[1]!,
           duration: frame.start.durationThis > 0 ? frame.start.durationThis : 0,
           detail: `${p1.type || 'no actor'} (${id1 === NOT_AN_ACTOR ? '-' : id1}) with ${p2.type || 'no actor'} (${id2 === NOT_AN_ACTOR ? '-' : id2}), as CARLA's recorder saw it`,
           source: CARLA_EVENT_SOURCE,
@@ -663,7 +632,7 @@ async function emitFrames(
       options.onProgress?.(carla.size + frame.offset, 2 * carla.size);
     }
   }
-  velocities.flushAll();
+  states.finishAll();
   for (const e of collisions) push(EVENTS_STREAM, e as unknown as Sample);
   await flush();
   options.onProgress?.(2 * carla.size, 2 * carla.size);
