@@ -13,7 +13,7 @@ import { after, before, describe, it } from 'node:test';
 import { Bytes, ByteWriter } from '../src/formats/carla/carla-bytes.js';
 import { RECORD_CODECS, SIX_FLOAT_PACKETS } from '../src/formats/carla/carla-records.js';
 import { sixFloatsToSimrec } from '../src/formats/carla/carla-units.js';
-import { PACKET } from '../src/formats/carla/carla-layout.js';
+import { PACKET, RECORD_SIZE, packetName } from '../src/formats/carla/carla-layout.js';
 import { exportCarla } from '../src/formats/carla/write-carla.js';
 import type { ActorInfo } from '../src/model/run.js';
 import type { StoreBackend } from '../src/model/store-port.js';
@@ -160,6 +160,57 @@ describe('CARLA units and frame', () => {
       Math.abs((fields.wz as number) - (9 * Math.PI) / 180) < 1e-12,
       'yaw rate positive: turning left',
     );
+  });
+
+  it('a record judged from its bytes (Codec.givesBackBytes) is one that decodes and encodes back to them', () => {
+    // The importer trusts givesBackBytes instead of encoding the record again: random records, their
+    // bytes biased to 0 and 1 (C++ bools) and to float32 NaNs and infinities, judged both ways.
+    let seed = 99;
+    const random = (): number => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32;
+    const judged = Object.entries(RECORD_CODECS).filter(([, codec]) => codec.givesBackBytes);
+    assert.deepEqual(
+      judged.map(([id]) => Number(id)).sort((a, b) => a - b),
+      [
+        PACKET.Position,
+        PACKET.State,
+        PACKET.AnimVehicle,
+        PACKET.AnimWalker,
+        PACKET.VehicleLight,
+        PACKET.Kinematics,
+      ].sort((a, b) => a - b),
+    );
+    for (const [id, codec] of judged) {
+      const size = RECORD_SIZE[Number(id)]!;
+      const outcomes = { back: 0, kept: 0 };
+      for (let n = 0; n < 20_000; n++) {
+        const bytes = Buffer.alloc(size);
+        for (let i = 0; i < size; i++) {
+          const r = random();
+          bytes[i] = r < 0.3 ? 0 : r < 0.5 ? 1 : Math.floor(random() * 256);
+        }
+        if (random() < 0.2)
+          bytes.writeUInt32LE(
+            random() < 0.5 ? 0x7fc00000 : 0xff800000,
+            4 + Math.floor(random() * (size - 7)),
+          );
+        const { actor, fields } = codec.decode(new Bytes(bytes, 'r', 0, 'record'));
+        const finite = Object.values(fields).every((v) => typeof v !== 'number' || Number.isFinite(v));
+        const back = new ByteWriter();
+        codec.encode(back, actor, fields, 'record');
+        const comesBack = finite && Buffer.from(back.view()).equals(bytes);
+        assert.equal(
+          codec.givesBackBytes!(bytes, 0),
+          comesBack,
+          `${packetName(Number(id))} ${bytes.toString('hex')}`,
+        );
+        outcomes[comesBack ? 'back' : 'kept']++;
+      }
+      if (Number(id) !== PACKET.VehicleLight)
+        assert.ok(
+          outcomes.back > 1000 && outcomes.kept > 1000,
+          `${packetName(Number(id))}: ${JSON.stringify(outcomes)}`,
+        );
+    }
   });
 
   it('Position and Kinematics give back every finite float32, so the importer reads them without encoding them again', () => {

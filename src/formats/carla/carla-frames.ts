@@ -33,24 +33,27 @@ import { sixFloatsToSimrec } from './carla-units.js';
  */
 
 /**
- * A packet of Position or Kinematics records, as columns. A record whose floats are not all finite is
- * kept as bytes (the store holds finite numbers only); any other comes back byte for byte
- * (SIX_FLOAT_PACKETS), so none is encoded again to check.
+ * A per-actor packet's records as columns: their actors, and which are kept as bytes (those that would
+ * not come back byte for byte, Codec.givesBackBytes says from their bytes).
  */
-export interface SixFloatRecords {
+export interface RecordColumns {
   packet: number;
   count: number;
   /** CARLA ids. */
   actors: Uint32Array;
+  /** Per record, its bytes (base64) when kept as bytes, else undefined. */
+  raw: (string | undefined)[];
+  /** File offset of the first record (each is its packet's RECORD_SIZE long). */
+  offset: number;
+}
+
+/** A packet of Position or Kinematics records, as columns with their values. */
+export interface SixFloatRecords extends RecordColumns {
   /**
    * Six values a record in simrec's units (x, y, z, roll, pitch, yaw; or vx, vy, vz, wx, wy, wz), and for
    * a Position six more: the velocities of the Kinematics joined to it, NaN where none was.
    */
   values: Float64Array;
-  /** Per record, its bytes (base64) when kept as bytes, else undefined. */
-  raw: (string | undefined)[];
-  /** File offset of the first record (each is its packet's RECORD_SIZE long). */
-  offset: number;
 }
 
 /** Values a Position record takes in SixFloatRecords.values: its pose, then the velocities joined to it. */
@@ -76,7 +79,7 @@ export interface DecodedFrame {
   /** The frame's packets, as FRAME_FIELDS `packets` says (made when the frame is whole). */
   tokens: string[];
   /** The packets as read: a token, or a per-actor packet's records (its token waits for Kinematics). */
-  parts: (string | { packet: number; records: FrameRecord[] } | SixFloatRecords)[];
+  parts: (string | { packet: number; records: FrameRecord[] } | RecordColumns)[];
   /**
    * Per-actor records in file order, but Position and Kinematics; those kept as bytes (`raw` set) are
    * also in `raw`.
@@ -84,6 +87,8 @@ export interface DecodedFrame {
   actorRecords: FrameRecord[];
   /** The frame's Position packets, each Kinematics joined to its actor's Position (else kept as bytes). */
   poses: SixFloatRecords[];
+  /** Per-actor packets read for their actors only (FrameReadHooks.skim), in file order. */
+  skimmed: RecordColumns[];
   eventRecords: FrameRecord[];
   /** Per-actor records kept as bytes: [packet id, base64]. */
   raw: [number, string][];
@@ -96,6 +101,12 @@ export interface DecodedFrame {
 export interface FrameReadHooks {
   /** A packet simrec does not know: kept as bytes, said once per id. */
   unknownPacket?: (id: number, offset: number, size: number) => void;
+  /**
+   * Per-actor packets whose records are judged from their bytes (Codec.givesBackBytes), but Position
+   * and Kinematics, are read only for their actors and which are kept as bytes (`skimmed`): what a pass
+   * that gathers actors and streams needs, without an object per record.
+   */
+  skim?: boolean;
 }
 
 const scratch = new ByteWriter(1 << 12);
@@ -142,7 +153,10 @@ function decodeRecords(p: RawPacket, file: string, count: number, into: FrameRec
     const record: FrameRecord = { packet: p.id, fields, offset };
     if (actor !== undefined) record.actor = actor;
     // The store holds finite numbers only: a NaN or an infinity (a sensor's bounding box) keeps the bytes.
-    if (!allFinite(fields) || !givesBack(p.id, p.body, from, p.body.pos, actor, fields)) {
+    const comesBack = codec.givesBackBytes
+      ? codec.givesBackBytes(p.body.buf, from)
+      : allFinite(fields) && givesBack(p.id, p.body, from, p.body.pos, actor, fields);
+    if (!comesBack) {
       record.raw = p.body.buf.subarray(from, p.body.pos).toString('base64');
       record.fields = finiteOnly(fields);
     }
@@ -165,21 +179,34 @@ function sixFloatRecords(p: RawPacket, count: number): SixFloatRecords {
   const width = isPosition ? POSE_WIDTH : 6;
   const size = RECORD_SIZE[p.id]!;
   const records: SixFloatRecords = {
+    ...recordColumns(p, count),
+    values: new Float64Array(count * width).fill(NaN),
+  };
+  for (let i = 0; i < count; i++) {
+    if (records.raw[i] !== undefined) continue;
+    const at = pos + size * i;
+    for (let k = 0; k < 6; k++) floats[k] = buf.readFloatLE(at + 4 + 4 * k);
+    sixFloatsToSimrec(isPosition ? 'position' : 'kinematics', floats, records.values, i * width);
+  }
+  return records;
+}
+
+/** Records of a packet whose codec judges them from their bytes, read for their actors only. */
+function recordColumns(p: RawPacket, count: number): RecordColumns {
+  const { buf, pos } = p.body;
+  const size = RECORD_SIZE[p.id]!;
+  const comesBack = RECORD_CODECS[p.id]!.givesBackBytes!;
+  const records: RecordColumns = {
     packet: p.id,
     count,
     actors: new Uint32Array(count),
-    values: new Float64Array(count * width).fill(NaN),
     raw: new Array<string | undefined>(count),
     offset: p.body.offset,
   };
   for (let i = 0; i < count; i++) {
     const at = pos + size * i;
     records.actors[i] = buf.readUInt32LE(at);
-    let finite = true;
-    for (let k = 0; k < 6; k++)
-      finite = Number.isFinite((floats[k] = buf.readFloatLE(at + 4 + 4 * k))) && finite;
-    if (finite) sixFloatsToSimrec(isPosition ? 'position' : 'kinematics', floats, records.values, i * width);
-    else records.raw[i] = buf.toString('base64', at, at + size);
+    if (!comesBack(buf, at)) records.raw[i] = buf.toString('base64', at, at + size);
   }
   p.body.pos += size * count;
   return records;
@@ -269,6 +296,12 @@ function readPacket(p: RawPacket, file: string, frame: DecodedFrame, hooks: Fram
     if (id === PACKET.Position) frame.poses.push(records);
     return;
   }
+  if (hooks.skim && RECORD_CODECS[id]!.givesBackBytes && fixed !== undefined) {
+    const records = recordColumns(p, count);
+    frame.parts.push(records);
+    frame.skimmed.push(records);
+    return;
+  }
   const records: FrameRecord[] = [];
   decodeRecords(p, file, count, records);
   frame.parts.push({ packet: id, records });
@@ -294,7 +327,7 @@ function finish(frame: DecodedFrame): DecodedFrame {
       continue;
     }
     const ids: string[] = [];
-    if ('values' in part) {
+    if ('actors' in part) {
       for (let i = 0; i < part.count; i++) {
         const actor = part.actors[i]!;
         if (part.packet === PACKET.Kinematics && part.raw[i] === undefined) {
@@ -302,8 +335,9 @@ function finish(frame: DecodedFrame): DecodedFrame {
           if (position && !joined.has(actor)) {
             joined.add(actor);
             const [pose, j] = position;
-            pose.values.set(part.values.subarray(6 * i, 6 * i + 6), POSE_WIDTH * j + 6);
-          } else part.raw[i] = kinematicsBytes(actor, part.values, 6 * i);
+            const values = (part as SixFloatRecords).values;
+            pose.values.set(values.subarray(6 * i, 6 * i + 6), POSE_WIDTH * j + 6);
+          } else part.raw[i] = kinematicsBytes(actor, (part as SixFloatRecords).values, 6 * i);
         }
         const raw = part.raw[i];
         if (raw !== undefined) {
@@ -352,6 +386,7 @@ export function* readFrames(carla: CarlaFile, hooks: FrameReadHooks = {}): Gener
         parts: ['0'],
         actorRecords: [],
         poses: [],
+        skimmed: [],
         eventRecords: [],
         raw: [],
         unknown: [],

@@ -30,7 +30,21 @@ export interface Codec {
   /** Reads one record; `actor` is the CARLA id it belongs to, when it has one. */
   decode(b: Bytes): { actor?: number; fields: Fields };
   encode(out: ByteWriter, actor: number | undefined, fields: Fields, where: string): void;
+  /**
+   * For a record of fixed size whose fields are each a float (one that comes back as itself when
+   * finite: carla-units.ts only scales and mirrors), a bool or an integer, and whose first is its actor
+   * id: whether the record at `at` gives its bytes back, judged from the bytes alone (floats finite,
+   * bools 0 or 1). The importer uses it instead of encoding the record again, and its first pass, which
+   * only gathers actors, reads no more of such a record (test/carla.test.ts compares the two on random
+   * bytes).
+   */
+  givesBackBytes?: (buf: Buffer, at: number) => boolean;
 }
+
+/** Whether the float32 at `at` is finite (its eight exponent bits not all set). */
+const finiteAt = (buf: Buffer, at: number): boolean => (buf.readUInt32LE(at) & 0x7f800000) !== 0x7f800000;
+/** Whether the C++ bool at `at` is one CARLA writes (0 or 1; another byte reads true, written back 1). */
+const boolAt = (buf: Buffer, at: number): boolean => buf[at]! <= 1;
 
 const num = (fields: Fields, name: string, where: string, fallback?: number): number => {
   const v = fields[name];
@@ -59,13 +73,13 @@ export function vehicleLightNames(bits: number): string {
   return on.length ? on.join(' ') : 'None';
 }
 
-/**
- * Packets whose records are an actor id and six float32s that carla-units.ts only scales and mirrors:
- * every finite float comes back as itself, so such a record gives its bytes back exactly when its six
- * floats are finite, and the importer checks the floats instead of encoding the record again
- * (test/carla.test.ts tries it on random bit patterns).
- */
+/** Packets whose records are an actor id and six float32s: the importer reads them as columns. */
 export const SIX_FLOAT_PACKETS: ReadonlySet<number> = new Set([PACKET.Position, PACKET.Kinematics]);
+
+const sixFloatsFinite = (buf: Buffer, at: number): boolean => {
+  for (let k = at + 4; k < at + 28; k += 4) if (!finiteAt(buf, k)) return false;
+  return true;
+};
 
 const position: Codec = {
   decode(b) {
@@ -85,6 +99,7 @@ const position: Codec = {
     out.f32x3(loc);
     out.f32x3(rot);
   },
+  givesBackBytes: sixFloatsFinite,
 };
 
 const kinematics: Codec = {
@@ -105,6 +120,7 @@ const kinematics: Codec = {
     out.f32x3(v);
     out.f32x3(w);
   },
+  givesBackBytes: sixFloatsFinite,
 };
 
 const trafficLight: Codec = {
@@ -124,6 +140,7 @@ const trafficLight: Codec = {
     out.f32(num(f, 'elapsed', where, 0));
     out.u8(num(f, 'carlaState', where));
   },
+  givesBackBytes: (buf, at) => boolAt(buf, at + 4) && finiteAt(buf, at + 5),
 };
 
 const animVehicle: Codec = {
@@ -144,6 +161,8 @@ const animVehicle: Codec = {
     out.bool(bool(f, 'handbrake'));
     out.i32(num(f, 'gear', where, 0));
   },
+  givesBackBytes: (buf, at) =>
+    finiteAt(buf, at + 4) && finiteAt(buf, at + 8) && finiteAt(buf, at + 12) && boolAt(buf, at + 16),
 };
 
 const animWalker: Codec = {
@@ -155,6 +174,7 @@ const animWalker: Codec = {
     out.u32(actorOf(actor, where));
     out.f32(speedToCarla(num(f, 'speed', where, 0)));
   },
+  givesBackBytes: (buf, at) => finiteAt(buf, at + 4),
 };
 
 const vehicleLight: Codec = {
@@ -167,6 +187,7 @@ const vehicleLight: Codec = {
     out.u32(actorOf(actor, where));
     out.u32(num(f, 'state', where, 0));
   },
+  givesBackBytes: () => true,
 };
 
 const sceneLight: Codec = {

@@ -175,6 +175,7 @@ function scanRecording(carla: CarlaFile, warn: (m: string) => void, options: Car
   };
   let previous: { id: number; elapsed: number; t: number } | null = null;
   const frames = readFrames(carla, {
+    skim: true,
     unknownPacket: (id, offset, size) => {
       if (!scan.unknown.has(id))
         warn(
@@ -225,6 +226,12 @@ function scanRecording(carla: CarlaFile, warn: (m: string) => void, options: Car
         actorOf(scan, pose.actors[i]!, at, warn).streams.add(ACTOR_STREAMS[PACKET.Position]!.name);
         scan.positions++;
         if (!Number.isNaN(pose.values[POSE_WIDTH * i + 6]!)) scan.kinematics++;
+      }
+    for (const records of frame.skimmed)
+      for (let i = 0; i < records.count; i++) {
+        if (records.raw[i] !== undefined) continue;
+        const at = { offset: records.offset + RECORD_SIZE[records.packet]! * i, packet: records.packet };
+        actorOf(scan, records.actors[i]!, at, warn).streams.add(ACTOR_STREAMS[records.packet]!.name);
       }
     for (const r of frame.actorRecords) {
       if (r.raw !== undefined) continue;

@@ -275,7 +275,7 @@ export function blueprintNumbers(file: string): Map<string, number> {
   const carla = CarlaFile.open(file);
   const uids = new Map<string, number>();
   try {
-    for (const frame of readFrames(carla))
+    for (const frame of readFrames(carla, { skim: true }))
       for (const r of frame.eventRecords)
         if (r.packet === PACKET.EventAdd && r.raw === undefined) {
           const d = r.fields.description as { uid: number; id: string };
