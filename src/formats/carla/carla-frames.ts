@@ -308,54 +308,119 @@ function readPacket(p: RawPacket, file: string, frame: DecodedFrame, hooks: Fram
 }
 
 /**
+ * What finish keeps of the frame before, per packet: its actors and token. A recorder writes the same
+ * actors frame after frame, so a frame's token and the check that no actor has two Positions are
+ * mostly the last frame's again.
+ */
+type FrameMemory = Map<number, { actors: Uint32Array; token: string; unique: boolean }>;
+
+const sameActors = (a: Uint32Array, b: Uint32Array): boolean => {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+};
+
+/**
  * The frame made whole: Kinematics joins its actor's Position (one `state` sample carries both), a
  * Kinematics record that has no single Position to join is kept as bytes, and the tokens are written.
  */
-function finish(frame: DecodedFrame): DecodedFrame {
-  // Each actor's one Position kept as values: [its packet, its place]; null when it has two.
-  const positions = new Map<number, [SixFloatRecords, number] | null>();
-  for (const pose of frame.poses)
-    for (let i = 0; i < pose.count; i++)
-      if (pose.raw[i] === undefined) {
-        const actor = pose.actors[i]!;
-        positions.set(actor, positions.has(actor) ? null : [pose, i]);
-      }
-  const joined = new Set<number>();
+function finish(frame: DecodedFrame, memory: FrameMemory): DecodedFrame {
+  joinKinematics(frame, memory);
   for (const part of frame.parts) {
     if (typeof part === 'string') {
       frame.tokens.push(part);
       continue;
     }
-    const ids: string[] = [];
     if ('actors' in part) {
+      let anyRaw = false;
       for (let i = 0; i < part.count; i++) {
-        const actor = part.actors[i]!;
-        if (part.packet === PACKET.Kinematics && part.raw[i] === undefined) {
-          const position = positions.get(actor);
-          if (position && !joined.has(actor)) {
-            joined.add(actor);
-            const [pose, j] = position;
-            const values = (part as SixFloatRecords).values;
-            pose.values.set(values.subarray(6 * i, 6 * i + 6), POSE_WIDTH * j + 6);
-          } else part.raw[i] = kinematicsBytes(actor, (part as SixFloatRecords).values, 6 * i);
-        }
         const raw = part.raw[i];
-        if (raw !== undefined) {
-          frame.raw.push([part.packet, raw]);
-          ids.push(`!${actor}`);
-        } else ids.push(String(actor));
+        if (raw === undefined) continue;
+        frame.raw.push([part.packet, raw]);
+        anyRaw = true;
       }
-    } else
-      for (const r of part.records) {
-        if (r.raw !== undefined) {
-          frame.raw.push([part.packet, r.raw]);
-          ids.push(`!${r.actor}`);
-        } else ids.push(String(r.actor));
-        frame.actorRecords.push(r);
+      const before = memory.get(part.packet);
+      if (!anyRaw && before && sameActors(before.actors, part.actors)) {
+        frame.tokens.push(before.token);
+        continue;
       }
+      const ids: string[] = [];
+      for (let i = 0; i < part.count; i++)
+        ids.push(part.raw[i] === undefined ? String(part.actors[i]) : `!${part.actors[i]}`);
+      const token = `${part.packet}:${ids.join(',')}`;
+      frame.tokens.push(token);
+      if (!anyRaw)
+        memory.set(part.packet, { actors: part.actors, token, unique: uniqueActors(part, memory) });
+      else memory.delete(part.packet);
+      continue;
+    }
+    const ids: string[] = [];
+    for (const r of part.records) {
+      if (r.raw !== undefined) {
+        frame.raw.push([part.packet, r.raw]);
+        ids.push(`!${r.actor}`);
+      } else ids.push(String(r.actor));
+      frame.actorRecords.push(r);
+    }
     frame.tokens.push(`${part.packet}:${ids.join(',')}`);
   }
   return frame;
+}
+
+/** Whether no actor is twice in the packet (known from the frame before when its actors are the same). */
+function uniqueActors(part: RecordColumns, memory: FrameMemory): boolean {
+  const before = memory.get(part.packet);
+  if (before && sameActors(before.actors, part.actors)) return before.unique;
+  return new Set(part.actors).size === part.count;
+}
+
+/**
+ * Each Kinematics record joins its actor's Position of the frame, if the actor has exactly one kept
+ * as values, and is kept as bytes otherwise. When the frame has one Position packet, with no actor twice,
+ * and the Kinematics packet lists the same actors in the same order (as CARLA writes them), they are
+ * joined place by place.
+ */
+function joinKinematics(frame: DecodedFrame, memory: FrameMemory): void {
+  const kinematics = frame.parts.filter(
+    (p): p is SixFloatRecords => typeof p !== 'string' && p.packet === PACKET.Kinematics,
+  );
+  if (kinematics.length === 0) return;
+  const [pose] = frame.poses;
+  if (
+    kinematics.length === 1 &&
+    frame.poses.length === 1 &&
+    sameActors(pose!.actors, kinematics[0]!.actors) &&
+    uniqueActors(pose!, memory)
+  ) {
+    const k = kinematics[0]!;
+    for (let i = 0; i < k.count; i++) {
+      if (k.raw[i] !== undefined) continue;
+      if (pose!.raw[i] === undefined)
+        pose!.values.set(k.values.subarray(6 * i, 6 * i + 6), POSE_WIDTH * i + 6);
+      else k.raw[i] = kinematicsBytes(k.actors[i]!, k.values, 6 * i);
+    }
+    return;
+  }
+  // Each actor's one Position kept as values: [its packet, its place]; null when it has two.
+  const positions = new Map<number, [SixFloatRecords, number] | null>();
+  for (const p of frame.poses)
+    for (let i = 0; i < p.count; i++)
+      if (p.raw[i] === undefined) {
+        const actor = p.actors[i]!;
+        positions.set(actor, positions.has(actor) ? null : [p, i]);
+      }
+  const joined = new Set<number>();
+  for (const k of kinematics)
+    for (let i = 0; i < k.count; i++) {
+      if (k.raw[i] !== undefined) continue;
+      const actor = k.actors[i]!;
+      const position = positions.get(actor);
+      if (position && !joined.has(actor)) {
+        joined.add(actor);
+        const [p, j] = position;
+        p.values.set(k.values.subarray(6 * i, 6 * i + 6), POSE_WIDTH * j + 6);
+      } else k.raw[i] = kinematicsBytes(actor, k.values, 6 * i);
+    }
 }
 
 /** A Kinematics record's bytes (base64), from its values in simrec's units. */
@@ -373,12 +438,13 @@ function kinematicsBytes(actor: number, values: Float64Array, at: number): strin
  */
 export function* readFrames(carla: CarlaFile, hooks: FrameReadHooks = {}): Generator<DecodedFrame> {
   const file = carla.file;
+  const memory: FrameMemory = new Map();
   let frame: DecodedFrame | null = null;
   let lastEnded: { id: number; offset: number } | null = null;
   for (const p of carla.packets()) {
     if (p.id === PACKET.FrameStart) {
       // A frame left open (no FrameEnd) ends where the next begins; CARLA's readers take it so too.
-      if (frame) yield finish(frame);
+      if (frame) yield finish(frame, memory);
       frame = {
         offset: p.offset,
         start: readFrameStart(p, file),
@@ -406,11 +472,11 @@ export function* readFrames(carla: CarlaFile, hooks: FrameReadHooks = {}): Gener
       frame.parts.push('1');
       frame.complete = true;
       lastEnded = { id: frame.start.id, offset: p.offset };
-      yield finish(frame);
+      yield finish(frame, memory);
       frame = null;
       continue;
     }
     readPacket(p, file, frame, hooks);
   }
-  if (frame) yield finish(frame);
+  if (frame) yield finish(frame, memory);
 }
