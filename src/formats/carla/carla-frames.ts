@@ -20,6 +20,7 @@ import {
   SIX_FLOAT_PACKETS,
   WHEEL_PHYSICS_SIZES,
   decodePhysics,
+  type FieldReader,
   type Fields,
 } from './carla-records.js';
 import { sixFloatsToSimrec } from './carla-units.js';
@@ -45,6 +46,16 @@ export interface RecordColumns {
   raw: (string | undefined)[];
   /** File offset of the first record (each is its packet's RECORD_SIZE long). */
   offset: number;
+}
+
+/**
+ * A packet of records read as values (Codec.values: State, AnimVehicle, AnimWalker, VehicleLight): per
+ * record, its fields in `reader.fields` order; null when skimmed (FrameReadHooks.skim).
+ */
+export interface ValueRecords extends RecordColumns {
+  reader: FieldReader;
+  /** Record i's fields from i x reader.fields.length; undefined for a record kept as bytes. */
+  values: unknown[] | null;
 }
 
 /** A packet of Position or Kinematics records, as columns with their values. */
@@ -87,8 +98,8 @@ export interface DecodedFrame {
   actorRecords: FrameRecord[];
   /** The frame's Position packets, each Kinematics joined to its actor's Position (else kept as bytes). */
   poses: SixFloatRecords[];
-  /** Per-actor packets read for their actors only (FrameReadHooks.skim), in file order. */
-  skimmed: RecordColumns[];
+  /** Per-actor packets read as values (Codec.values), in file order. */
+  valued: ValueRecords[];
   eventRecords: FrameRecord[];
   /** Per-actor records kept as bytes: [packet id, base64]. */
   raw: [number, string][];
@@ -102,9 +113,8 @@ export interface FrameReadHooks {
   /** A packet simrec does not know: kept as bytes, said once per id. */
   unknownPacket?: (id: number, offset: number, size: number) => void;
   /**
-   * Per-actor packets whose records are judged from their bytes (Codec.givesBackBytes), but Position
-   * and Kinematics, are read only for their actors and which are kept as bytes (`skimmed`): what a pass
-   * that gathers actors and streams needs, without an object per record.
+   * Records read as values (`valued`) are read only for their actors and which are kept as bytes: what
+   * a pass that gathers actors and streams needs.
    */
   skim?: boolean;
 }
@@ -212,6 +222,18 @@ function recordColumns(p: RawPacket, count: number): RecordColumns {
   return records;
 }
 
+/** Records of a codec with a FieldReader: as columns, each one's values read unless skimmed. */
+function valueRecords(p: RawPacket, count: number, reader: FieldReader, skim: boolean): ValueRecords {
+  const { buf, pos } = p.body;
+  const records: ValueRecords = { ...recordColumns(p, count), reader, values: null };
+  if (skim) return records;
+  const width = reader.fields.length;
+  const values = (records.values = new Array<unknown>(count * width));
+  for (let i = 0; i < count; i++)
+    if (records.raw[i] === undefined) reader.read(buf, pos + reader.size * i, values, i * width);
+  return records;
+}
+
 /** PhysicsControl's records, split by trying each wheel size CARLA wrote; null if none fits. */
 function physicsRecords(p: RawPacket, count: number): FrameRecord[] | null {
   const start = p.body.pos;
@@ -296,10 +318,11 @@ function readPacket(p: RawPacket, file: string, frame: DecodedFrame, hooks: Fram
     if (id === PACKET.Position) frame.poses.push(records);
     return;
   }
-  if (hooks.skim && RECORD_CODECS[id]!.givesBackBytes && fixed !== undefined) {
-    const records = recordColumns(p, count);
+  const reader = RECORD_CODECS[id]!.values;
+  if (reader) {
+    const records = valueRecords(p, count, reader, hooks.skim === true);
     frame.parts.push(records);
-    frame.skimmed.push(records);
+    frame.valued.push(records);
     return;
   }
   const records: FrameRecord[] = [];
@@ -452,7 +475,7 @@ export function* readFrames(carla: CarlaFile, hooks: FrameReadHooks = {}): Gener
         parts: ['0'],
         actorRecords: [],
         poses: [],
-        skimmed: [],
+        valued: [],
         eventRecords: [],
         raw: [],
         unknown: [],

@@ -39,6 +39,37 @@ export interface Codec {
    * bytes).
    */
   givesBackBytes?: (buf: Buffer, at: number) => boolean;
+  /**
+   * For a record of fixed size read as values (the importer's columns): its fields after the actor id,
+   * and how to read them; such a codec's `decode` is made from it (fieldsCodec).
+   */
+  values?: FieldReader;
+}
+
+/** A fixed-size record's fields, read straight from its bytes into `out` from `o`, in `fields` order. */
+export interface FieldReader {
+  /** The record's size in bytes, its actor id (u32) first. */
+  size: number;
+  fields: readonly string[];
+  read(buf: Buffer, at: number, out: unknown[], o: number): void;
+}
+
+/** A codec whose decode reads a record's values with `values` (one reading for objects and columns). */
+function fieldsCodec(values: FieldReader, rest: Pick<Codec, 'encode' | 'givesBackBytes'>): Codec {
+  const out: unknown[] = [];
+  return {
+    ...rest,
+    values,
+    decode(b) {
+      b.need(values.size, 'record');
+      const actor = b.buf.readUInt32LE(b.pos);
+      values.read(b.buf, b.pos, out, 0);
+      b.pos += values.size;
+      const fields: Fields = {};
+      values.fields.forEach((name, i) => (fields[name] = out[i]));
+      return { actor, fields };
+    },
+  };
 }
 
 /** Whether the float32 at `at` is finite (its eight exponent bits not all set). */
@@ -123,72 +154,98 @@ const kinematics: Codec = {
   givesBackBytes: sixFloatsFinite,
 };
 
-const trafficLight: Codec = {
-  decode(b) {
-    const actor = b.u32('actor id');
-    const frozen = b.bool('IsFrozen');
-    const elapsed = b.f32('ElapsedTime');
-    const carlaState = b.u8('State');
-    return {
-      actor,
-      fields: { state: LIGHT_LETTERS[carlaState] ?? 'O', carlaState, frozen, elapsed },
-    };
+const trafficLight = fieldsCodec(
+  {
+    size: 10,
+    fields: ['state', 'carlaState', 'frozen', 'elapsed'],
+    read(buf, at, out, o) {
+      const carlaState = buf[at + 9]!;
+      out[o] = LIGHT_LETTERS[carlaState] ?? 'O';
+      out[o + 1] = carlaState;
+      out[o + 2] = buf[at + 4] !== 0; // IsFrozen
+      out[o + 3] = buf.readFloatLE(at + 5); // ElapsedTime
+    },
   },
-  encode(out, actor, f, where) {
-    out.u32(actorOf(actor, where));
-    out.bool(bool(f, 'frozen'));
-    out.f32(num(f, 'elapsed', where, 0));
-    out.u8(num(f, 'carlaState', where));
+  {
+    encode(out, actor, f, where) {
+      out.u32(actorOf(actor, where));
+      out.bool(bool(f, 'frozen'));
+      out.f32(num(f, 'elapsed', where, 0));
+      out.u8(num(f, 'carlaState', where));
+    },
+    givesBackBytes: (buf, at) => boolAt(buf, at + 4) && finiteAt(buf, at + 5),
   },
-  givesBackBytes: (buf, at) => boolAt(buf, at + 4) && finiteAt(buf, at + 5),
-};
+);
 
-const animVehicle: Codec = {
-  decode(b) {
-    const actor = b.u32('actor id');
-    const steer = b.f32('Steering');
-    const throttle = b.f32('Throttle');
-    const brake = b.f32('Brake');
-    const handbrake = b.bool('bHandbrake');
-    const gear = b.i32('Gear');
-    return { actor, fields: { throttle, brake, steer, gear, handbrake } };
+const animVehicle = fieldsCodec(
+  {
+    size: 21,
+    fields: ['throttle', 'brake', 'steer', 'gear', 'handbrake'],
+    read(buf, at, out, o) {
+      out[o] = buf.readFloatLE(at + 8); // Throttle
+      out[o + 1] = buf.readFloatLE(at + 12); // Brake
+      out[o + 2] = buf.readFloatLE(at + 4); // Steering
+      out[o + 3] = buf.readInt32LE(at + 17); // Gear
+      out[o + 4] = buf[at + 16] !== 0; // bHandbrake
+    },
   },
-  encode(out, actor, f, where) {
-    out.u32(actorOf(actor, where));
-    out.f32(num(f, 'steer', where, 0));
-    out.f32(num(f, 'throttle', where, 0));
-    out.f32(num(f, 'brake', where, 0));
-    out.bool(bool(f, 'handbrake'));
-    out.i32(num(f, 'gear', where, 0));
+  {
+    encode(out, actor, f, where) {
+      out.u32(actorOf(actor, where));
+      out.f32(num(f, 'steer', where, 0));
+      out.f32(num(f, 'throttle', where, 0));
+      out.f32(num(f, 'brake', where, 0));
+      out.bool(bool(f, 'handbrake'));
+      out.i32(num(f, 'gear', where, 0));
+    },
+    givesBackBytes: (buf, at) =>
+      finiteAt(buf, at + 4) && finiteAt(buf, at + 8) && finiteAt(buf, at + 12) && boolAt(buf, at + 16),
   },
-  givesBackBytes: (buf, at) =>
-    finiteAt(buf, at + 4) && finiteAt(buf, at + 8) && finiteAt(buf, at + 12) && boolAt(buf, at + 16),
-};
+);
 
-const animWalker: Codec = {
-  decode(b) {
-    const actor = b.u32('actor id');
-    return { actor, fields: { speed: speedToSimrec(b.f32('Speed')) } };
+const animWalker = fieldsCodec(
+  {
+    size: 8,
+    fields: ['speed'],
+    read(buf, at, out, o) {
+      out[o] = speedToSimrec(buf.readFloatLE(at + 4));
+    },
   },
-  encode(out, actor, f, where) {
-    out.u32(actorOf(actor, where));
-    out.f32(speedToCarla(num(f, 'speed', where, 0)));
+  {
+    encode(out, actor, f, where) {
+      out.u32(actorOf(actor, where));
+      out.f32(speedToCarla(num(f, 'speed', where, 0)));
+    },
+    givesBackBytes: (buf, at) => finiteAt(buf, at + 4),
   },
-  givesBackBytes: (buf, at) => finiteAt(buf, at + 4),
-};
+);
 
-const vehicleLight: Codec = {
-  decode(b) {
-    const actor = b.u32('actor id');
-    const state = b.u32('State');
-    return { actor, fields: { state, on: vehicleLightNames(state) } };
+/** vehicleLightNames of each state met: a recording's lights take few states, in millions of records. */
+const lightNames = new Map<number, string>();
+
+const vehicleLight = fieldsCodec(
+  {
+    size: 8,
+    fields: ['state', 'on'],
+    read(buf, at, out, o) {
+      const state = buf.readUInt32LE(at + 4);
+      let on = lightNames.get(state);
+      if (on === undefined) {
+        on = vehicleLightNames(state);
+        if (lightNames.size < 4096) lightNames.set(state, on);
+      }
+      out[o] = state;
+      out[o + 1] = on;
+    },
   },
-  encode(out, actor, f, where) {
-    out.u32(actorOf(actor, where));
-    out.u32(num(f, 'state', where, 0));
+  {
+    encode(out, actor, f, where) {
+      out.u32(actorOf(actor, where));
+      out.u32(num(f, 'state', where, 0));
+    },
+    givesBackBytes: () => true,
   },
-  givesBackBytes: () => true,
-};
+);
 
 const sceneLight: Codec = {
   decode(b) {

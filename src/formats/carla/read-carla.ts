@@ -11,7 +11,8 @@ import { CarlaFile, malformed, type CarlaHeader } from './carla-bytes.js';
 import { POSE_WIDTH, readFrames, type DecodedFrame, type FrameRecord } from './carla-frames.js';
 import { ACTOR_TYPE, NOT_AN_ACTOR, PACKET, QUERY_CATEGORY, RECORD_SIZE, packetName } from './carla-layout.js';
 import { ACTOR_STREAMS, EVENT_STREAMS, FRAME_FIELDS, FRAME_STREAM } from './carla-streams.js';
-import { StateRows } from './carla-state-rows.js';
+import { StateRows, ValueRows } from './carla-rows.js';
+import { RECORD_CODECS } from './carla-records.js';
 import {
   criteriaSamples,
   CRITERIA_ATTACHMENT,
@@ -227,7 +228,7 @@ function scanRecording(carla: CarlaFile, warn: (m: string) => void, options: Car
         scan.positions++;
         if (!Number.isNaN(pose.values[POSE_WIDTH * i + 6]!)) scan.kinematics++;
       }
-    for (const records of frame.skimmed)
+    for (const records of frame.valued)
       for (let i = 0; i < records.count; i++) {
         if (records.raw[i] !== undefined) continue;
         const at = { offset: records.offset + RECORD_SIZE[records.packet]! * i, packet: records.packet };
@@ -524,10 +525,17 @@ async function emitFrames(
   // Poses, most of a recording, go to their `state` streams as columns: no object per record.
   const states = new StateRows(BATCH_FRAMES);
   const stateStream = ACTOR_STREAMS[PACKET.Position]!.name;
+  // So do the records read as values (control, lights, walker, signal).
+  const valueRows = new ValueRows(BATCH_FRAMES, (packet, actor) => {
+    const { name, fields } = ACTOR_STREAMS[packet]!;
+    const read = RECORD_CODECS[packet]!.values!.fields;
+    return { stream: `${idOf(actor)}/${name}`, fields: read.map((n) => fields.find((f) => f.name === n)!) };
+  });
   const flush = async (): Promise<void> => {
     const appends: StreamAppend[] = [...batch].map(([stream, samples]) => ({ stream, samples }));
     batch = new Map();
     const writes = states.take((actor, rows) => rec.appendColumns(`${actor}/${stateStream}`, rows));
+    writes.push(...valueRows.take((stream, rows) => rec.appendColumns(stream, rows)));
     if (appends.length) writes.push(rec.appendMany(appends));
     await Promise.all(writes);
   };
@@ -573,6 +581,12 @@ async function emitFrames(
         where[0] = pose.values[at]!;
         where[1] = pose.values[at + 1]!;
       }
+    for (const records of frame.valued) {
+      const width = records.reader.fields.length;
+      for (let i = 0; i < records.count; i++)
+        if (records.raw[i] === undefined)
+          valueRows.add(records.packet, records.actors[i]!, t, step, records.values!, i * width);
+    }
     for (const r of frame.actorRecords) {
       if (r.raw !== undefined) continue;
       // The record's fields become its sample (a frame's records are not read again once emitted):

@@ -1,9 +1,13 @@
 import type { ColumnBatchInput } from '../../model/columns.js';
+import type { FieldDecl } from '../../model/stream.js';
 import { wrapAngle } from '../../model/units.js';
 
 /**
- * The `state` rows of a CARLA import, per actor, as columns until they are appended: a Position, with
- * the velocities of the Kinematics joined to it. Where the recording has no Kinematics for a pose, its
+ * A CARLA import's samples of per-actor streams, as columns until they are appended (no object per
+ * record): `state` rows in StateRows, the other streams read as values (control, lights, walker,
+ * signal) in ValueRows.
+ *
+ * A `state` row is a Position, with the velocities of the Kinematics joined to it. Where the recording has no Kinematics for a pose, its
  * velocities come from the poses before and after it (central differences, one-sided at the ends), so
  * such a row waits for its actor's next pose; every other row is ready at once. Its speed is along
  * the heading.
@@ -23,6 +27,13 @@ const WZ = 11;
 const SPEED = 12;
 /** Values a row takes from its Position and Kinematics (all but the speed). */
 const RECORDED = 12;
+
+/** A copy of `from` in an array twice its length. */
+function doubled(from: Float64Array): Float64Array {
+  const to = new Float64Array(from.length * 2);
+  to.set(from);
+  return to;
+}
 
 class ActorRows {
   /** Rows held. */
@@ -86,15 +97,9 @@ class ActorRows {
   }
 
   private grow(): void {
-    const capacity = this.t.length * 2;
-    const larger = (from: Float64Array): Float64Array => {
-      const to = new Float64Array(capacity);
-      to.set(from);
-      return to;
-    };
-    this.t = larger(this.t);
-    this.step = larger(this.step);
-    this.columns = this.columns.map(larger);
+    this.t = doubled(this.t);
+    this.step = doubled(this.step);
+    this.columns = this.columns.map(doubled);
   }
 
   /** The ready rows as a batch, valid until the next call on these rows. */
@@ -173,6 +178,104 @@ export class StateRows {
       if (rows.ready === 0) continue;
       results.push(append(actor, rows.readyBatch()));
       rows.dropReady();
+    }
+    return results;
+  }
+}
+
+const NUMERIC_TYPES: ReadonlySet<string> = new Set(['f64', 'f32', 'i32', 'i64', 'bool']);
+
+/** One stream's rows: numbers (bools as 0 and 1) in typed arrays, text in arrays. */
+class StreamRows {
+  readonly stream: string;
+  private readonly names: readonly string[];
+  private readonly numeric: readonly boolean[];
+  length = 0;
+  private t: Float64Array;
+  private step: Float64Array;
+  private columns: (Float64Array | unknown[])[];
+
+  constructor(stream: string, fields: readonly FieldDecl[], capacity: number) {
+    this.stream = stream;
+    this.names = fields.map((f) => f.name);
+    this.numeric = fields.map((f) => NUMERIC_TYPES.has(f.type));
+    this.t = new Float64Array(capacity);
+    this.step = new Float64Array(capacity);
+    this.columns = this.numeric.map((numeric) => (numeric ? new Float64Array(capacity) : []));
+  }
+
+  add(t: number, step: number, values: readonly unknown[], at: number): void {
+    if (this.length === this.t.length) this.grow();
+    const row = this.length++;
+    this.t[row] = t;
+    this.step[row] = step;
+    for (let k = 0; k < this.names.length; k++) {
+      const v = values[at + k];
+      const column = this.columns[k]!;
+      if (this.numeric[k]) (column as Float64Array)[row] = typeof v === 'boolean' ? Number(v) : (v as number);
+      else (column as unknown[]).push(v);
+    }
+  }
+
+  private grow(): void {
+    this.t = doubled(this.t);
+    this.step = doubled(this.step);
+    this.columns = this.columns.map((c) => (c instanceof Float64Array ? doubled(c) : c));
+  }
+
+  /** The rows as a batch, valid until clear(). */
+  batch(): ColumnBatchInput {
+    const n = this.length;
+    const columns: Record<string, Float64Array | unknown[]> = {};
+    this.names.forEach((name, k) => {
+      const column = this.columns[k]!;
+      columns[name] = column instanceof Float64Array ? column.subarray(0, n) : column;
+    });
+    return { t: this.t.subarray(0, n), step: this.step.subarray(0, n), columns };
+  }
+
+  clear(): void {
+    this.length = 0;
+    for (const column of this.columns) if (!(column instanceof Float64Array)) column.length = 0;
+  }
+}
+
+/** Rows of streams whose samples are records read as values (carla-frames.ts, ValueRecords). */
+export class ValueRows {
+  private readonly byKey = new Map<number, StreamRows>();
+  private readonly capacity: number;
+  private readonly streamOf: (packet: number, actor: number) => { stream: string; fields: FieldDecl[] };
+
+  /**
+   * `streamOf`: the stream the records of a packet and an actor go to, and the fields of their values
+   * in the order the values are held.
+   */
+  constructor(
+    capacity: number,
+    streamOf: (packet: number, actor: number) => { stream: string; fields: FieldDecl[] },
+  ) {
+    this.capacity = capacity;
+    this.streamOf = streamOf;
+  }
+
+  /** A record of packet `packet` (below 256) of CARLA actor `actor`: its values in `values` from `at`. */
+  add(packet: number, actor: number, t: number, step: number, values: readonly unknown[], at: number): void {
+    const key = actor * 256 + packet;
+    let rows = this.byKey.get(key);
+    if (!rows) {
+      const { stream, fields } = this.streamOf(packet, actor);
+      this.byKey.set(key, (rows = new StreamRows(stream, fields, this.capacity)));
+    }
+    rows.add(t, step, values, at);
+  }
+
+  /** Hands each stream's rows to `append` (which must copy them before it returns), then drops them. */
+  take<T>(append: (stream: string, batch: ColumnBatchInput) => T): T[] {
+    const results: T[] = [];
+    for (const rows of this.byKey.values()) {
+      if (rows.length === 0) continue;
+      results.push(append(rows.stream, rows.batch()));
+      rows.clear();
     }
     return results;
   }
