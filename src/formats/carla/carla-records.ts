@@ -1,7 +1,7 @@
 import { invalid } from '../../model/errors.js';
 import type { JsonValue } from '../../model/json.js';
 import { ByteWriter, Bytes, readJsonF32, writeJsonF32 } from './carla-bytes.js';
-import { LIGHT_LETTERS, PACKET, VEHICLE_LIGHTS } from './carla-layout.js';
+import { LIGHT_LETTERS, PACKET, RECORD_SIZE, VEHICLE_LIGHTS } from './carla-layout.js';
 import {
   angularToCarla,
   angularToSimrec,
@@ -48,7 +48,7 @@ export interface Codec {
 
 /** A fixed-size record's fields, read straight from its bytes into `out` from `o`, in `fields` order. */
 export interface FieldReader {
-  /** The record's size in bytes, its actor id (u32) first. */
+  /** The record's size in bytes (its packet's RECORD_SIZE), its actor id (u32) first. */
   size: number;
   fields: readonly string[];
   read(buf: Buffer, at: number, out: unknown[], o: number): void;
@@ -156,7 +156,7 @@ const kinematics: Codec = {
 
 const trafficLight = fieldsCodec(
   {
-    size: 10,
+    size: RECORD_SIZE[PACKET.State]!,
     fields: ['state', 'carlaState', 'frozen', 'elapsed'],
     read(buf, at, out, o) {
       const carlaState = buf[at + 9]!;
@@ -179,7 +179,7 @@ const trafficLight = fieldsCodec(
 
 const animVehicle = fieldsCodec(
   {
-    size: 21,
+    size: RECORD_SIZE[PACKET.AnimVehicle]!,
     fields: ['throttle', 'brake', 'steer', 'gear', 'handbrake'],
     read(buf, at, out, o) {
       out[o] = buf.readFloatLE(at + 8); // Throttle
@@ -205,7 +205,7 @@ const animVehicle = fieldsCodec(
 
 const animWalker = fieldsCodec(
   {
-    size: 8,
+    size: RECORD_SIZE[PACKET.AnimWalker]!,
     fields: ['speed'],
     read(buf, at, out, o) {
       out[o] = speedToSimrec(buf.readFloatLE(at + 4));
@@ -225,7 +225,7 @@ const lightNames = new Map<number, string>();
 
 const vehicleLight = fieldsCodec(
   {
-    size: 8,
+    size: RECORD_SIZE[PACKET.VehicleLight]!,
     fields: ['state', 'on'],
     read(buf, at, out, o) {
       const state = buf.readUInt32LE(at + 4);
