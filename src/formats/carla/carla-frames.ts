@@ -69,6 +69,8 @@ export interface SixFloatRecords extends RecordColumns {
 
 /** Values a Position record takes in SixFloatRecords.values: its pose, then the velocities joined to it. */
 export const POSE_WIDTH = 12;
+/** Where in a Position's values the velocities joined to it begin. */
+export const POSE_VELOCITIES = 6;
 
 /** A record of a per-actor packet, or of an event packet. `raw` (base64) when it is kept as bytes. */
 export interface FrameRecord {
@@ -419,7 +421,7 @@ function joinKinematics(frame: DecodedFrame, memory: FrameMemory): void {
     for (let i = 0; i < k.count; i++) {
       if (k.raw[i] !== undefined) continue;
       if (pose!.raw[i] === undefined)
-        pose!.values.set(k.values.subarray(6 * i, 6 * i + 6), POSE_WIDTH * i + 6);
+        pose!.values.set(k.values.subarray(6 * i, 6 * i + 6), POSE_WIDTH * i + POSE_VELOCITIES);
       else k.raw[i] = kinematicsBytes(k.actors[i]!, k.values, 6 * i);
     }
     return;
@@ -441,7 +443,7 @@ function joinKinematics(frame: DecodedFrame, memory: FrameMemory): void {
       if (position && !joined.has(actor)) {
         joined.add(actor);
         const [p, j] = position;
-        p.values.set(k.values.subarray(6 * i, 6 * i + 6), POSE_WIDTH * j + 6);
+        p.values.set(k.values.subarray(6 * i, 6 * i + 6), POSE_WIDTH * j + POSE_VELOCITIES);
       } else k.raw[i] = kinematicsBytes(actor, k.values, 6 * i);
     }
 }

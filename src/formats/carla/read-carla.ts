@@ -8,7 +8,14 @@ import type { Sample, StreamDecl } from '../../model/stream.js';
 import { keepRoadNetwork } from '../../roadnet/roadnet-attachment.js';
 import { readRoadNetworkFile } from '../../roadnet/read-roadnet.js';
 import { CarlaFile, malformed, type CarlaHeader } from './carla-bytes.js';
-import { POSE_WIDTH, readFrames, type DecodedFrame, type FrameRecord } from './carla-frames.js';
+import {
+  POSE_VELOCITIES,
+  POSE_WIDTH,
+  readFrames,
+  type DecodedFrame,
+  type FrameRecord,
+  type RecordColumns,
+} from './carla-frames.js';
 import { ACTOR_TYPE, NOT_AN_ACTOR, PACKET, QUERY_CATEGORY, RECORD_SIZE, packetName } from './carla-layout.js';
 import { ACTOR_STREAMS, EVENT_STREAMS, FRAME_FIELDS, FRAME_STREAM } from './carla-streams.js';
 import { StateRows, ValueRows } from './carla-rows.js';
@@ -220,20 +227,15 @@ function scanRecording(carla: CarlaFile, warn: (m: string) => void, options: Car
     }
     for (const r of frame.eventRecords) scanEvent(scan, r, t, frame, warn);
     // Positions first: CARLA writes them before the other per-actor packets of a frame.
-    for (const pose of frame.poses)
+    for (const pose of frame.poses) {
+      gatherActors(scan, pose, warn);
       for (let i = 0; i < pose.count; i++) {
         if (pose.raw[i] !== undefined) continue;
-        const at = { offset: pose.offset + RECORD_SIZE[PACKET.Position]! * i, packet: PACKET.Position };
-        actorOf(scan, pose.actors[i]!, at, warn).streams.add(ACTOR_STREAMS[PACKET.Position]!.name);
         scan.positions++;
-        if (!Number.isNaN(pose.values[POSE_WIDTH * i + 6]!)) scan.kinematics++;
+        if (!Number.isNaN(pose.values[POSE_WIDTH * i + POSE_VELOCITIES]!)) scan.kinematics++;
       }
-    for (const records of frame.valued)
-      for (let i = 0; i < records.count; i++) {
-        if (records.raw[i] !== undefined) continue;
-        const at = { offset: records.offset + RECORD_SIZE[records.packet]! * i, packet: records.packet };
-        actorOf(scan, records.actors[i]!, at, warn).streams.add(ACTOR_STREAMS[records.packet]!.name);
-      }
+    }
+    for (const records of frame.valued) gatherActors(scan, records, warn);
     for (const r of frame.actorRecords) {
       if (r.raw !== undefined) continue;
       actorOf(scan, r.actor!, r, warn).streams.add(ACTOR_STREAMS[r.packet]!.name);
@@ -250,6 +252,17 @@ function scanRecording(carla: CarlaFile, warn: (m: string) => void, options: Car
       a.staticPose = true;
     }
   return scan;
+}
+
+/** The actors of records read as columns, each with the stream its records go to. */
+function gatherActors(scan: Scan, records: RecordColumns, warn: (m: string) => void): void {
+  const stream = ACTOR_STREAMS[records.packet]!.name;
+  const size = RECORD_SIZE[records.packet]!;
+  for (let i = 0; i < records.count; i++)
+    if (records.raw[i] === undefined) {
+      const at = { offset: records.offset + size * i, packet: records.packet };
+      actorOf(scan, records.actors[i]!, at, warn).streams.add(stream);
+    }
 }
 
 function scanEvent(
