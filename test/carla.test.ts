@@ -415,6 +415,42 @@ describe('CARLA recordings from ScenarioRunner', () => {
     assert.equal(derived, meta.velocityCounts.fromPoses, 'every pose without Kinematics checked');
   });
 
+  it('Kinematics joins the one Position of its actor in its frame, whatever the order; else it is kept as bytes', async () => {
+    const file = join(tmp.path, 'odd-frames.log');
+    writeFileSync(file, oddFrames());
+    const { runs } = await importRecording(store, 'carla', file);
+    const run = runs[0]!;
+    const at = async (actor: number, step: number): Promise<Sample[]> =>
+      (await samplesOf(store, run.id, `${actor}/state`)).filter((s) => s.step === step);
+    // Kinematics says vx = actor id / 2: a velocity joined to another actor's pose would show.
+    const joined = (s: Sample, actor: number): void => {
+      assert.equal(s.vx, actor / 2, `actor ${actor} at step ${s.step}`);
+      assert.equal(typeof s.wx, 'number', `actor ${actor} at step ${s.step}: recorded`);
+    };
+    const derived = (s: Sample): void => assert.equal(s.wx, undefined, `step ${s.step}: from poses`);
+    // Same order in both packets.
+    for (const actor of [5, 6]) joined((await at(actor, 1))[0]!, actor);
+    // Kinematics in another order than Position, and one for actor 7, which has no Position.
+    for (const actor of [5, 6]) joined((await at(actor, 2))[0]!, actor);
+    const streams = (await store.listStreams(run.id)).map((x) => x.id);
+    assert.ok(!streams.includes('7/state'), 'actor 7 has no pose, so no state');
+    // Actor 5 twice in Position (and in Kinematics): no one Position to join; actor 6's joins.
+    const twice = await at(5, 4);
+    assert.equal(twice.length, 2);
+    twice.forEach(derived);
+    joined((await at(6, 4))[0]!, 6);
+    // An infinity in Kinematics: kept as bytes, the velocity from poses.
+    derived((await at(5, 5))[0]!);
+    // No Kinematics at all in frame 3.
+    derived((await at(5, 3))[0]!);
+    // The same actors as Position, in another order.
+    for (const actor of [5, 6]) joined((await at(actor, 6))[0]!, actor);
+    // Every record, joined or kept as bytes, is written back where it was.
+    const out = join(tmp.path, 'odd-frames-back.log');
+    await exportRecording(store, 'carla', [run.id], out);
+    assert.ok(readFileSync(out).equals(readFileSync(file)), 'byte for byte');
+  });
+
   it('velocities from poses: central differences at every frame of a long recording, across the frames the import reads at a time', async () => {
     // A vehicle speeding up on a curve for 700 frames, with Kinematics in one frame of 50 only: an
     // import reads frames in batches (hundreds at a time), and a pose waiting for the next at a
@@ -722,6 +758,59 @@ function recordingOf(map: string): {
     },
     bytes: () => Buffer.from(w.view()),
   };
+}
+
+/**
+ * Six frames of vehicles 5 and 6 whose Position and Kinematics packets disagree: frame 1 lists both in
+ * the same order; frame 2's Kinematics another order, and one for actor 7, which has no Position;
+ * frame 3 no Kinematics; frame 4 actor 5 twice in both; frame 5 an infinity in a Kinematics; frame 6
+ * Kinematics in another order, as many as Position. Kinematics says vx = actor id / 2.
+ */
+function oddFrames(): Buffer {
+  const { packet, bytes } = recordingOf('Town01');
+  const pose = (b: ByteWriter, id: number, x: number): void => {
+    b.u32(id);
+    [x, 2 * id, 0, 0, 0, 10 * id].forEach((v) => b.f32(v));
+  };
+  const kinematics = (b: ByteWriter, id: number, wz = 3): void => {
+    b.u32(id);
+    [id / 2, 0, 0, 0, 0, wz].forEach((v) => b.f32(v));
+  };
+  for (let frame = 1; frame <= 6; frame++) {
+    packet(PACKET.FrameStart, (b) => {
+      b.u64(frame);
+      b.f64(0.05);
+      b.f64((frame - 1) * 0.05);
+    });
+    if (frame === 1)
+      packet(PACKET.EventAdd, (b) => {
+        b.u16(3);
+        for (const id of [5, 6, 7]) {
+          b.u32(id);
+          b.u8(1);
+          [0, 0, 0, 0, 0, 0].forEach((v) => b.f32(v));
+          b.u32(0);
+          b.fstring('vehicle.tesla.model3');
+          b.u16(0);
+        }
+      });
+    const poses = frame === 4 ? [5, 5, 6] : [5, 6];
+    packet(PACKET.Position, (b) => {
+      b.u16(poses.length);
+      poses.forEach((id, i) => pose(b, id, 100 * frame + i));
+    });
+    if (frame === 3) {
+      packet(PACKET.FrameEnd, () => {});
+      continue;
+    }
+    const moving = frame === 2 ? [6, 5, 7] : frame === 4 ? [5, 5, 6] : frame === 6 ? [6, 5] : [5, 6];
+    packet(PACKET.Kinematics, (b) => {
+      b.u16(moving.length);
+      moving.forEach((id) => kinematics(b, id, frame === 5 ? Infinity : 3));
+    });
+    packet(PACKET.FrameEnd, () => {});
+  }
+  return bytes();
 }
 
 /**
