@@ -25,12 +25,13 @@ import {
 } from './carla-records.js';
 import { sixFloatsToSimrec } from './carla-units.js';
 
-/**
+/*
  * A recording read frame by frame: each packet decoded into records (carla-records.ts), each record
  * checked to give its bytes back, and the frame's layout written down (`packets`, see FRAME_FIELDS), so
- * that the writer can put every byte back where it was. Position and Kinematics, one record of each per
- * vehicle and walker per frame and most of a recording, are read as columns (SixFloatRecords), not as
- * an object per record.
+ * that the writer can put every byte back where it was. The per-actor records of fixed size, most of a
+ * recording, are read as columns and judged from their bytes (Codec.givesBackBytes): Position and
+ * Kinematics as numbers (SixFloatRecords), State, AnimVehicle, AnimWalker and VehicleLight as values
+ * (ValueRecords). Every other record is decoded into an object, encoded again and compared.
  */
 
 /**
@@ -165,10 +166,7 @@ function decodeRecords(p: RawPacket, file: string, count: number, into: FrameRec
     const record: FrameRecord = { packet: p.id, fields, offset };
     if (actor !== undefined) record.actor = actor;
     // The store holds finite numbers only: a NaN or an infinity (a sensor's bounding box) keeps the bytes.
-    const comesBack = codec.givesBackBytes
-      ? codec.givesBackBytes(p.body.buf, from)
-      : allFinite(fields) && givesBack(p.id, p.body, from, p.body.pos, actor, fields);
-    if (!comesBack) {
+    if (!allFinite(fields) || !givesBack(p.id, p.body, from, p.body.pos, actor, fields)) {
       record.raw = p.body.buf.subarray(from, p.body.pos).toString('base64');
       record.fields = finiteOnly(fields);
     }
