@@ -22,6 +22,7 @@ import { frameTimes, lightTracks, rewound, stateTracks } from '../src/formats/co
 import { SceneUpdates, sceneUpdateMessage } from '../src/formats/mcap/foxglove-messages.js';
 import { JsonBytes, JsonTemplate, TEMPLATE_SENTINELS } from '../src/formats/mcap/json-template.js';
 import { FileWritable } from '../src/formats/mcap/mcap-files.js';
+import { listSource, mergeInTimeOrder, type MessageSource } from '../src/formats/mcap/message-merge.js';
 import { exportMcap } from '../src/formats/mcap/write-mcap.js';
 import { readWholeStream, type SampleSeries } from '../src/model/sample-series.js';
 import type { StoreBackend } from '../src/model/store-port.js';
@@ -646,5 +647,39 @@ describe('MCAP export for Foxglove and Lichtblick', () => {
     const r = runCli(['export', '1', 'mcap', join(tmp.path, 'solo.mcap')], env);
     assert.equal(r.status, 0, r.stderr);
     assert.match(r.stderr, /^simrec: warning: run 1: no actor has state samples; the scene is empty$/m);
+  });
+});
+
+describe('the export channels merged in time order (mergeInTimeOrder)', () => {
+  it('gives every message once, by time then channel, each time read ahead (advance) before its first message', async () => {
+    // Channels of uneven lengths and steps, many of them sharing each time (as a run's streams do),
+    // one source answering with promises (as a camera's images), one empty.
+    let seed = 7;
+    const random = (): number => (seed = (seed * 48271) % 2147483647) / 2147483647;
+    const expected: { channel: number; t: number; data: string }[] = [];
+    const sources: MessageSource[] = [];
+    for (let channel = 40; channel >= 0; channel--) {
+      const times: number[] = [];
+      for (let t = Math.floor(random() * 5); t < 300; t += 1 + Math.floor(random() * 4)) times.push(t);
+      if (channel === 13) times.length = 0;
+      const data = (t: number): string => `${channel}@${t}`;
+      for (const t of times) expected.push({ channel, t, data: data(t) });
+      sources.push(listSource(channel, times, (t) => (channel === 5 ? Promise.resolve(data(t)) : data(t))));
+    }
+    expected.sort((a, b) => a.t - b.t || a.channel - b.channel);
+    const written: { channel: number; t: number; data: string }[] = [];
+    const advanced: number[] = [];
+    await mergeInTimeOrder(
+      sources,
+      async (channel, t, data) => {
+        assert.equal(advanced.at(-1), t, `the time of ${String(data)} was advanced to before it`);
+        written.push({ channel, t, data: data as string });
+      },
+      async (t) => {
+        advanced.push(t);
+      },
+    );
+    assert.deepEqual(written, expected);
+    assert.deepEqual(advanced, [...new Set(expected.map((m) => m.t))]);
   });
 });

@@ -13,8 +13,22 @@ export interface SeriesView {
   at(i: number): Sample;
   /** The latest sample at or before t, undefined before the first. */
   latestAt(t: number): Sample | undefined;
-  /** Field `name` of sample `i` where the sample has a number there, else NaN (no sample object made). */
-  numberAt(i: number, name: string): number;
+  /**
+   * Fields `names` as numbers (NaN where a sample has none, no sample object made) over the samples
+   * held with sample `i`: a writer that reads the same fields frame after frame looks them up once a
+   * window, not once a sample.
+   */
+  numbersAround(i: number, names: readonly string[]): NumbersWindow;
+}
+
+/**
+ * Numbers of some fields over samples `first` to `end` (exclusive): `values[k][j - first]` is field k
+ * of sample j. Valid until the series reads another window (a walk that advances past `end`).
+ */
+export interface NumbersWindow {
+  first: number;
+  end: number;
+  values: Float64Array[];
 }
 
 /**
@@ -25,7 +39,7 @@ export interface SeriesView {
 export class SampleSeries implements SeriesView {
   private readonly batch: ColumnBatch;
   private readonly fields: readonly FieldDecl[];
-  /** Numeric fields asked for by numberAt, a number a sample each. */
+  /** Numeric fields asked for by numbersAround, a number a sample each. */
   private readonly numbers = new Map<string, Float64Array>();
 
   /** `fields`: the stream's declared fields, then its undeclared ones with their type. */
@@ -49,11 +63,14 @@ export class SampleSeries implements SeriesView {
     return sampleAt(this.batch, this.fields, i);
   }
 
-  numberAt(i: number, name: string): number {
+  numbersAround(i: number, names: readonly string[]): NumbersWindow {
     this.check(i);
-    let numbers = this.numbers.get(name);
-    if (!numbers) this.numbers.set(name, (numbers = numbersOf(this.batch, this.fields, name)));
-    return numbers[i]!;
+    const values = names.map((name) => {
+      let numbers = this.numbers.get(name);
+      if (!numbers) this.numbers.set(name, (numbers = numbersOf(this.batch, this.fields, name)));
+      return numbers;
+    });
+    return { first: 0, end: this.length, values };
   }
 
   private check(i: number): void {
@@ -117,8 +134,9 @@ export class WindowedSeries implements SeriesView {
     return this.windowOf(i).at(i - this.first);
   }
 
-  numberAt(i: number, name: string): number {
-    return this.windowOf(i).numberAt(i - this.first, name);
+  numbersAround(i: number, names: readonly string[]): NumbersWindow {
+    const { values, end } = this.windowOf(i).numbersAround(i - this.first, names);
+    return { first: this.first, end: this.first + end, values };
   }
 
   private windowOf(i: number): SampleSeries {

@@ -8,6 +8,7 @@
 import { LocationFix } from '@foxglove/schemas/jsonschema.js';
 import type { RoadNetwork, RoadPoint } from '../../model/roadnet.js';
 import type { ActorInfo } from '../../model/run.js';
+import type { NumbersWindow } from '../../model/sample-series.js';
 import type { Sample } from '../../model/stream.js';
 import type { Quaternion, Vec3 } from '../../model/units.js';
 import { geoLocator, type GeoPosition } from '../../roadnet/geo-location.js';
@@ -98,11 +99,18 @@ function headEntity(head: SignalHead, ch: string | undefined, time: FoxgloveTime
  */
 function actorPose(
   actor: ActorInfo,
-  at: (field: 'x' | 'y' | 'z' | 'yaw' | 'pitch' | 'roll') => number,
+  at: (field: (typeof POSE_FIELDS)[number]) => number,
 ): { position: Vec3; orientation: Quaternion; labelZ: number } {
-  const height = extentsOf(actor).height;
-  const position = { x: at('x'), y: at('y'), z: at('z') + height / 2 };
-  const orientation = quaternion(at('yaw'), at('pitch'), at('roll'));
+  return boxPose(extentsOf(actor).height, at('x'), at('y'), at('z'), at('yaw'), at('pitch'), at('roll'));
+}
+
+/** The fields an actor's pose is read from, in boxPose's order. */
+const POSE_FIELDS = ['x', 'y', 'z', 'yaw', 'pitch', 'roll'] as const;
+
+/** actorPose from the box's height and the pose's numbers. */
+function boxPose(height: number, x: number, y: number, z: number, yaw: number, pitch: number, roll: number) {
+  const position = { x, y, z: z + height / 2 };
+  const orientation = quaternion(yaw, pitch, roll);
   return { position, orientation, labelZ: position.z + height };
 }
 
@@ -174,6 +182,8 @@ export function sceneUpdateMessage(tracks: readonly Track[], lights: readonly Li
 
 const ACTOR_VALUES = 10;
 
+const orZero = (v: number): number => (Number.isNaN(v) ? 0 : v);
+
 /**
  * The scene's SceneUpdate frame after frame, as the bytes JSON.stringify gives sceneUpdateMessage:
  * each actor's entity and each head's in each of its colours is a template (json-template.ts) made at
@@ -187,10 +197,15 @@ export class SceneUpdates {
   private readonly actorTemplates = new Map<Track, JsonTemplate | undefined>();
   private readonly headTemplates = new Map<SignalHead, Map<string | undefined, JsonTemplate | undefined>>();
   private readonly values: number[] = new Array<number>(ACTOR_VALUES).fill(0);
+  /** Each track's box height, and its pose fields over the window that holds its current sample. */
+  private readonly heights: number[];
+  private readonly poses: (NumbersWindow | undefined)[];
 
   constructor(tracks: readonly Track[], lights: readonly LightTrack[]) {
     this.tracks = tracks;
     this.lights = lights;
+    this.heights = tracks.map((track) => extentsOf(track.actor).height);
+    this.poses = tracks.map(() => undefined);
   }
 
   /** The update at t, valid until the next call (the writer copies it before it asks for another). */
@@ -219,15 +234,27 @@ export class SceneUpdates {
         else out.bytes(json(headEntity(head, ch, time)));
       }
     }
-    for (const track of this.tracks) {
+    const tracks = this.tracks;
+    for (let k = 0; k < tracks.length; k++) {
+      const track = tracks[k]!;
       const i = presentIndex(track, t);
       if (i < 0) continue;
       comma();
       // The pose read from the columns, without the sample's object (num's 0 where it has no number).
-      const { position, orientation, labelZ } = actorPose(track.actor, (field) => {
-        const v = track.samples.numberAt(i, field);
-        return Number.isNaN(v) ? 0 : v;
-      });
+      let pose = this.poses[k];
+      if (pose === undefined || i < pose.first || i >= pose.end)
+        this.poses[k] = pose = track.samples.numbersAround(i, POSE_FIELDS);
+      const j = i - pose.first;
+      const field = pose.values; // POSE_FIELDS' order
+      const { position, orientation, labelZ } = boxPose(
+        this.heights[k]!,
+        orZero(field[0]![j]!),
+        orZero(field[1]![j]!),
+        orZero(field[2]![j]!),
+        orZero(field[3]![j]!),
+        orZero(field[4]![j]!),
+        orZero(field[5]![j]!),
+      );
       const template = this.actorTemplate(track);
       if (!template) {
         out.bytes(json(actorEntity(track.actor, time, position, orientation, labelZ)));
