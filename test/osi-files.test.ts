@@ -8,6 +8,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { recordDemoRun } from '../src/demo/demo-run.js';
+import { GroundTruthType } from '../src/formats/common/osi3/osi3-schema.js';
 import { parseTraceName } from '../src/formats/osi/osi-trace-file.js';
 import type { StoreBackend } from '../src/model/store-port.js';
 import type { Sample } from '../src/model/stream.js';
@@ -95,6 +96,54 @@ describe('.osi trace files', () => {
       }
     }
     assert.ok(compared > 100, `${compared} object-states compared`);
+  });
+
+  it('a long trace is appended in batches, not a commit a message; an object that leaves and comes back keeps its gap', async () => {
+    // 400 messages of three objects, the second absent from messages 150 to 249.
+    const messages = Array.from({ length: 400 }, (_, k) =>
+      GroundTruthType.encode(
+        GroundTruthType.fromObject({
+          timestamp: { seconds: Math.floor(k / 10), nanos: (k % 10) * 100_000_000 },
+          moving_object: [1, 2, 3]
+            .filter((n) => n !== 2 || k < 150 || k >= 250)
+            .map((n) => ({
+              id: { value: n },
+              base: {
+                dimension: { length: 4, width: 2, height: 1.5 },
+                position: { x: k, y: n * 4, z: 0.75 },
+              },
+            })),
+        }),
+      ).finish(),
+    );
+    const file = join(dir.path, 'batched_gt.osi');
+    writeFileSync(file, lengthPrefixed(messages));
+    // The store's durable writes counted on the way through (the store itself is the real one).
+    let commits = 0;
+    const counting = new Proxy(store, {
+      get(target, name, receiver) {
+        const value: unknown = Reflect.get(target, name, receiver);
+        if (name !== 'appendColumns' || typeof value !== 'function') return value;
+        return (...args: unknown[]) => {
+          commits++;
+          return (value as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      },
+    });
+    const run = (await importRecording(counting, 'osi', file)).runs[0]!.id;
+    assert.ok(commits > 0 && commits <= 4, `${commits} durable writes for 400 messages`);
+    const states = await statesOf(run);
+    const second = [...states].find(([key]) => key.startsWith('osi-2 '))![1];
+    assert.deepEqual(
+      second.map((s) => s.x),
+      Array.from({ length: 400 }, (_, k) => k).filter((k) => k < 150 || k >= 250),
+    );
+    for (const [key, list] of states) if (!key.startsWith('osi-2 ')) assert.equal(list.length, 400, key);
+    const actor = (await store.listActors(run)).find((a) => a.id === 'osi-2')!;
+    assert.deepEqual(actor.presence, [
+      { from: 0, to: 15_000_000 },
+      { from: 25_000_000, to: null },
+    ]);
   });
 
   it('a file cut short is refused by name and byte, and nothing is imported', async () => {

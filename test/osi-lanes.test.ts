@@ -12,6 +12,7 @@ import protobuf from 'protobufjs';
 import 'protobufjs/ext/descriptor.js';
 import { recordDemoRun } from '../src/demo/demo-run.js';
 import { osiRoadNetwork, type OsiLane, type OsiLaneBoundary } from '../src/formats/common/osi3/osi-lanes.js';
+import { GroundTruthType } from '../src/formats/common/osi3/osi3-schema.js';
 import type { RoadNetwork, RoadPoint } from '../src/model/roadnet.js';
 import type { StoreBackend } from '../src/model/store-port.js';
 import { importRecording } from '../src/record/import-run.js';
@@ -20,6 +21,7 @@ import { laneBordersOf } from '../src/roadnet/lane-borders.js';
 import { loadRoadNetwork } from '../src/roadnet/roadnet-attachment.js';
 import { openStore } from '../src/store/open-store.js';
 import { openMcap } from './helpers/open-mcap.js';
+import { lengthPrefixed } from './helpers/osi-trace.js';
 import { fixture, tempDir } from './helpers/paths.js';
 
 const dir = tempDir('simrec-osi-lanes-');
@@ -164,16 +166,7 @@ describe("OSI lanes and lane boundaries as the run's road network", () => {
     const file = fixture('asam-osi-converter', 'MovingHostWithStopLine.mcap');
     const { messages } = await decodeFirst(file);
     const osi = join(dir.path, 'stop-line.osi');
-    writeFileSync(
-      osi,
-      Buffer.concat(
-        messages.flatMap((m) => {
-          const prefix = Buffer.alloc(4);
-          prefix.writeUInt32LE(m.length);
-          return [prefix, m];
-        }),
-      ),
-    );
+    writeFileSync(osi, lengthPrefixed(messages));
     const fromMcap = (await loadRoadNetwork(
       store,
       (await importRecording(store, 'mcap', file)).runs[0]!.id,
@@ -226,6 +219,87 @@ describe("OSI lanes and lane boundaries as the run's road network", () => {
     assert.deepEqual(
       back.laneMarks.map((m) => [m.id, m.type, m.shape]).sort(),
       borders.map((b) => [b.mark.id, b.mark.type, in3d(b.mark.shape)]).sort(),
+    );
+  });
+  it('a .osi trace whose road grows message by message: each lane and boundary as the first message listing it has it', async () => {
+    // Messages after the first list the road again (as traces do) and are read with its lanes as ids
+    // only; a message bringing a new lane or boundary is read whole. Later copies of a known lane
+    // carry another centre line, which must not be the one kept.
+    const line = (y: number, ...xs: number[]) => xs.map((x) => ({ x, y, z: 0 }));
+    const lane = (n: number, y: number, ...xs: number[]) => ({
+      id: { value: n },
+      classification: {
+        type: 2,
+        centerline: line(y, ...xs),
+        centerline_is_driving_direction: true,
+        left_lane_boundary_id: [{ value: 10 + n }],
+        right_lane_boundary_id: [{ value: 10 }],
+      },
+    });
+    const boundary = (n: number, y: number) => ({
+      id: { value: n },
+      boundary_line: line(y, 0, 100).map((position) => ({ position, width: 0.15 })),
+      classification: { type: 3, color: 3 },
+    });
+    const car = {
+      id: { value: 7 },
+      base: { dimension: { length: 4, width: 2, height: 1.5 }, position: { x: 5, y: 1, z: 0.75 } },
+    };
+    const message = (k: number, lanes: unknown[], boundaries: unknown[]) =>
+      GroundTruthType.encode(
+        GroundTruthType.fromObject({
+          version: { version_major: 3, version_minor: 8, version_patch: 0 },
+          timestamp: { seconds: k, nanos: 0 },
+          moving_object: [car],
+          lane: lanes,
+          lane_boundary: boundaries,
+        }),
+      ).finish();
+    const trace = (name: string, messages: Uint8Array[]): string => {
+      const file = join(dir.path, name);
+      writeFileSync(file, lengthPrefixed(messages));
+      return file;
+    };
+    const growing = trace('growing_gt.osi', [
+      message(0, [lane(1, 1.75, 0, 100)], [boundary(10, 0), boundary(11, 3.5)]),
+      message(1, [lane(1, 9, 0, 50, 100)], [boundary(10, 0), boundary(11, 3.5)]),
+      message(2, [lane(1, 9, 0, 100), lane(2, 5.25, 0, 100)], [boundary(10, 0), boundary(11, 3.5)]),
+      // A new boundary alone, then again elsewhere.
+      message(3, [lane(2, 9, 100, 0)], [boundary(12, 7)]),
+      message(4, [lane(1, 9, 0, 100)], [boundary(12, 20), boundary(10, 1)]),
+    ]);
+    const whole = trace('whole_gt.osi', [
+      message(
+        0,
+        [lane(1, 1.75, 0, 100), lane(2, 5.25, 0, 100)],
+        [boundary(10, 0), boundary(11, 3.5), boundary(12, 7)],
+      ),
+    ]);
+    const networkOf = async (file: string) => {
+      const run = (await importRecording(store, 'osi', file)).runs[0]!.id;
+      const { source: _s, ...network } = (await loadRoadNetwork(store, run))!;
+      return network;
+    };
+    const grown = await networkOf(growing);
+    assert.deepEqual(grown, await networkOf(whole));
+    assert.deepEqual(
+      grown.lanes.map((l) => [l.id, l.centerLine]),
+      [
+        [
+          'osi-lane-1',
+          [
+            [0, 1.75, 0],
+            [100, 1.75, 0],
+          ],
+        ],
+        [
+          'osi-lane-2',
+          [
+            [0, 5.25, 0],
+            [100, 5.25, 0],
+          ],
+        ],
+      ],
     );
   });
 });

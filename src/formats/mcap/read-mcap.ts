@@ -7,11 +7,11 @@ import type { JsonObject } from '../../model/json.js';
 import type { RunSink, RunTarget } from '../../model/run-ports.js';
 import type { ActorDecl, ActorInfo, RunInfo } from '../../model/run.js';
 import { STATE_FIELDS, STATE_STREAM } from '../../model/standard-streams.js';
-import type { StreamAppend } from '../../model/store-port.js';
 import type { Sample, StreamSchema } from '../../model/stream.js';
 import { keepRoadNetwork } from '../../roadnet/roadnet-attachment.js';
 import { FileReadable } from './mcap-files.js';
 import { OSI_SCHEMA_NAME, OSI_TRACE_METADATA } from '../common/osi3/osi-ground-truth.js';
+import { PendingSamples } from '../common/pending-samples.js';
 import { OsiRoadCollector, type OsiRoadMessage } from '../common/osi3/osi-lanes.js';
 import {
   groundTruthObjects,
@@ -51,8 +51,6 @@ export const MAX_WINDOW_BYTES = 128 * 1024 * 1024;
 export const MAX_EXPANSION = 1000;
 export const MIN_CEILING_BYTES = 1024 * 1024 * 1024;
 
-/** Samples gathered before each durable write. */
-const BATCH = 20_000;
 const decoder = new TextDecoder('utf-8', { fatal: true });
 
 /**
@@ -221,28 +219,18 @@ async function readSimrecExport(
   }
   const total = Number(reader.statistics?.messageCount ?? 0n);
   let messages = 0;
-  let pending = new Map<string, Sample[]>();
-  let count = 0;
-  const flush = async (): Promise<void> => {
-    const appends: StreamAppend[] = [...pending].map(([stream, samples]) => ({ stream, samples }));
-    pending = new Map();
-    count = 0;
-    if (appends.length) await sink.appendMany(appends);
-  };
+  const pending = new PendingSamples(sink);
   for await (const message of reader.readMessages()) {
     messages++;
     const stream = streamOfChannel.get(message.channelId);
     if (stream === undefined) continue; // the Foxglove views (scene, map, transforms, log, images): derived
     const sample = parseJson(message.data, `${file}: message ${message.sequence} on ${stream}`) as Sample;
-    const list = pending.get(stream);
-    if (list) list.push(sample);
-    else pending.set(stream, [sample]);
-    if (++count >= BATCH) {
-      await flush();
+    if (pending.push(stream, sample)) {
+      await pending.flush();
       options.onProgress?.(messages, total);
     }
   }
-  await flush();
+  await pending.flush();
   const infoOf = new Map(d.attachments.map((a) => [a.name, a] as const));
   for await (const a of reader.readAttachments()) {
     const info = infoOf.get(a.name);
@@ -420,17 +408,11 @@ async function readFoxgloveScenes(
   /** The actors of the last OSI ground truth. */
   let osiPresent: string[] = [];
   const osiRoad = new OsiRoadCollector();
-  const pending = new Map<string, Sample[]>();
+  const pending = new PendingSamples(sink);
   let messages = 0;
   let step = 0;
   let last = begin;
-  let count = 0;
-  const flush = async (): Promise<void> => {
-    const appends = [...pending].map(([stream, samples]) => ({ stream, samples }));
-    pending.clear();
-    count = 0;
-    if (appends.length) await sink.appendMany(appends);
-  };
+  let full = false;
   const declare = async (
     id: string,
     kind: string,
@@ -450,11 +432,7 @@ async function readFoxgloveScenes(
     declared.add(id);
   };
   const push = (id: string, sample: Sample): void => {
-    const stream = `${id}/${STATE_STREAM}`;
-    const list = pending.get(stream);
-    if (list) list.push(sample);
-    else pending.set(stream, [sample]);
-    count++;
+    if (pending.push(`${id}/${STATE_STREAM}`, sample)) full = true;
   };
   for await (const message of reader.readMessages({ topics })) {
     messages++;
@@ -500,7 +478,7 @@ async function readFoxgloveScenes(
       // An object absent from a message has left at it (and comes back with its next state).
       const gone = osiPresent.filter((id) => !present.has(id));
       if (gone.length) {
-        await flush();
+        await pending.flush();
         for (const id of gone) await sink.leave(id, at);
       }
       osiPresent = [...present];
@@ -527,9 +505,12 @@ async function readFoxgloveScenes(
         });
       }
     step++;
-    if (count >= BATCH) await flush();
+    if (full) {
+      await pending.flush();
+      full = false;
+    }
   }
-  await flush();
+  await pending.flush();
   const network = osiRoad.network(warn);
   if (network) await keepRoadNetwork(sink, network);
   if (chained.size)

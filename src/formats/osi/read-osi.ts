@@ -1,18 +1,19 @@
 import { basename } from 'node:path';
+import type protobuf from 'protobufjs';
 import { invalid } from '../../model/errors.js';
 import type { JsonObject } from '../../model/json.js';
 import type { RunSink, RunTarget } from '../../model/run-ports.js';
 import type { RunInfo } from '../../model/run.js';
 import { STATE_FIELDS, STATE_STREAM } from '../../model/standard-streams.js';
-import type { Sample } from '../../model/stream.js';
 import { keepRoadNetwork } from '../../roadnet/roadnet-attachment.js';
 import { OsiRoadCollector, type OsiRoadMessage } from '../common/osi3/osi-lanes.js';
+import { PendingSamples } from '../common/pending-samples.js';
 import {
   groundTruthObjects,
   type GroundTruthMessage,
   type SensorViewMessage,
 } from '../common/osi3/osi-objects.js';
-import { ReadingTypes } from '../common/osi3/osi3-schema.js';
+import { ReadingTypes, SkimmingTypes } from '../common/osi3/osi3-schema.js';
 import { parseTraceName, traceFileMessages, type TraceType } from './osi-trace-file.js';
 
 export interface OsiImportResult {
@@ -28,6 +29,22 @@ function isSensorView(data: Uint8Array): boolean {
   } catch {
     return false;
   }
+}
+
+function decodeMessage(T: protobuf.Type, data: Uint8Array, where: string): JsonObject {
+  try {
+    return T.toObject(T.decode(data), { longs: Number, enums: String, defaults: false, arrays: true });
+  } catch (error) {
+    throw invalid(`${where}: not an ${T.fullName.slice(1)} message (${(error as Error).message})`);
+  }
+}
+
+/** The world a message holds: a GroundTruth itself, a SensorView's global ground truth. */
+function worldOf(decoded: JsonObject, type: TraceType, where: string): GroundTruthMessage {
+  const gt =
+    type === 'sv' ? (decoded as SensorViewMessage).global_ground_truth : (decoded as GroundTruthMessage);
+  if (!gt) throw invalid(`${where}: a SensorView without global_ground_truth`);
+  return gt;
 }
 
 const micros = (ts: { seconds?: number; nanos?: number } | null | undefined): number | undefined =>
@@ -56,29 +73,17 @@ export async function importOsi(
   let present: string[] = [];
   const declared = new Set<string>();
   const road = new OsiRoadCollector();
+  let pending: PendingSamples | undefined;
   let messages = 0;
   let last = 0;
   for await (const { data, index, where } of traceFileMessages(file, type)) {
     options.signal?.throwIfAborted();
     // Unnamed: a SensorView holds its world in field 7 (a GroundTruth has no such message field).
     type ??= isSensorView(data) ? 'sv' : 'gt';
-    let decoded: JsonObject;
-    try {
-      const T = ReadingTypes[type];
-      decoded = T.toObject(T.decode(data), {
-        longs: Number,
-        enums: String,
-        defaults: false,
-        arrays: true,
-      });
-    } catch (error) {
-      throw invalid(
-        `${where}: not an osi3.${type === 'sv' ? 'SensorView' : 'GroundTruth'} message (${(error as Error).message})`,
-      );
-    }
+    // Read with its road's lanes as ids only, and again whole when it brings a lane not seen before.
+    const decoded = decodeMessage(SkimmingTypes[type], data, where);
     const view = decoded as SensorViewMessage;
-    const gt = type === 'sv' ? view.global_ground_truth : (decoded as GroundTruthMessage);
-    if (!gt) throw invalid(`${where}: a SensorView without global_ground_truth`);
+    const gt = worldOf(decoded, type, where);
     const t = micros(gt.timestamp) ?? micros(view.timestamp) ?? index;
     if (t < last)
       throw invalid(`${where}: its timestamp ${t} us goes back (the message before was at ${last} us)`);
@@ -90,9 +95,10 @@ export async function importOsi(
         osi: { file: basename(file), type, ...(named ? { name: named as unknown as JsonObject } : {}) },
       },
     });
+    pending ??= new PendingSamples(sink);
     const host = gt.host_vehicle_id?.value ?? view.host_vehicle_id?.value;
     const seen = new Set<string>();
-    const appends: { stream: string; samples: Sample[] }[] = [];
+    let full = false;
     for (const object of groundTruthObjects(gt, host)) {
       seen.add(object.id);
       if (!declared.has(object.id)) {
@@ -109,19 +115,20 @@ export async function importOsi(
         ]);
         await sink.declareStreams([{ name: STATE_STREAM, actor: object.id, fields: STATE_FIELDS }]);
       }
-      appends.push({
-        stream: `${object.id}/${STATE_STREAM}`,
-        samples: [{ t, step: index, ...object.state }],
-      });
+      if (pending.push(`${object.id}/${STATE_STREAM}`, { t, step: index, ...object.state })) full = true;
     }
-    await sink.appendMany(appends);
-    for (const id of present) if (!seen.has(id)) await sink.leave(id, t);
+    // An object absent from a message has left at it: what came before is appended first.
+    const gone = present.filter((id) => !seen.has(id));
+    if (full || gone.length) await pending.flush();
+    for (const id of gone) await sink.leave(id, t);
     present = [...seen];
-    road.add(gt as OsiRoadMessage);
+    if (!road.knows(gt as OsiRoadMessage))
+      road.add(worldOf(decodeMessage(ReadingTypes[type], data, where), type, where) as OsiRoadMessage);
     messages++;
     last = t;
   }
   if (!sink) throw invalid(`${file}: no message: an empty OSI trace`);
+  await pending!.flush();
   const network = road.network(options.warn);
   if (network) await keepRoadNetwork(sink, network);
   const run = await sink.end('completed', { end: last });

@@ -181,6 +181,25 @@ export class OsiRoadCollector {
     if (!this.first && (gt.lane?.length || gt.lane_boundary?.length)) this.first = gt;
   }
 
+  /**
+   * Whether `add` would keep nothing of `gt` (every lane and boundary it lists has been added before):
+   * then only their ids need to be read (osi3-schema.ts, SkimmingTypes).
+   */
+  knows(gt: OsiRoadMessage): boolean {
+    const lanes = gt.lane ?? [];
+    const boundaries = gt.lane_boundary ?? [];
+    if (!this.first && (lanes.length || boundaries.length)) return false;
+    for (const lane of lanes) {
+      const id = lane.id?.value;
+      if (id !== undefined && !this.lanes.has(id)) return false;
+    }
+    for (const boundary of boundaries) {
+      const id = boundary.id?.value;
+      if (id !== undefined && !this.boundaries.has(id)) return false;
+    }
+    return true;
+  }
+
   network(warn: (message: string) => void = () => {}): RoadNetwork | undefined {
     if (!this.first) return undefined;
     return osiRoadNetwork(this.first, [...this.lanes.values()], [...this.boundaries.values()], warn);

@@ -336,19 +336,33 @@ if (!OSI3_SUBSET.includes(VEHICLE_TYPES_WRITTEN)) throw new Error('osi3-schema: 
  * numbers), beside the subset above, in a root of its own so that the GroundTruth export's schema
  * record stays as it is.
  */
-const readingRoot = protobuf.parse(
-  `${OSI3_SUBSET.replace(VEHICLE_TYPES_WRITTEN, VEHICLE_TYPES_READ)}
+const READING_SUBSET = `${OSI3_SUBSET.replace(VEHICLE_TYPES_WRITTEN, VEHICLE_TYPES_READ)}
 message SensorView {
   optional InterfaceVersion version = 1;
   optional Timestamp timestamp = 2;
   optional GroundTruth global_ground_truth = 7;
   optional Identifier host_vehicle_id = 8;
-}`,
-  { keepCase: true },
-).root;
+}`;
+const readingRoot = protobuf.parse(READING_SUBSET, { keepCase: true }).root;
 export const ReadingTypes = {
   gt: readingRoot.lookupType('osi3.GroundTruth'),
   sv: readingRoot.lookupType('osi3.SensorView'),
+} as const;
+
+/**
+ * The same messages with each lane and lane boundary reduced to its id, their other fields skipped
+ * unread. A trace repeats its road in every message (real traces do, and so does simrec's export), and
+ * decoding the road's points again in each was most of the reading of a long trace: a message whose
+ * lanes and boundaries are all known already is read this way (read-osi.ts, OsiRoadCollector.knows).
+ */
+const skimmingRoot = protobuf.parse(READING_SUBSET, { keepCase: true }).root;
+for (const name of ['osi3.Lane', 'osi3.LaneBoundary']) {
+  const type = skimmingRoot.lookupType(name);
+  for (const field of type.fieldsArray.filter((f) => f.name !== 'id')) type.remove(field);
+}
+export const SkimmingTypes = {
+  gt: skimmingRoot.lookupType('osi3.GroundTruth'),
+  sv: skimmingRoot.lookupType('osi3.SensorView'),
 } as const;
 
 /**
