@@ -22,12 +22,17 @@ export class PendingSamples {
     this.batch = batch;
   }
 
-  /** Adds a sample of `stream`; true once `batch` samples are waiting (the caller then flushes). */
-  push(stream: string, sample: Sample): boolean {
+  /** Adds a sample of `stream`, appended at the next flush. */
+  push(stream: string, sample: Sample): void {
     const list = this.pending.get(stream);
     if (list) list.push(sample);
     else this.pending.set(stream, [sample]);
-    return ++this.count >= this.batch;
+    this.count++;
+  }
+
+  /** Whether `batch` samples are waiting: the caller flushes then (at a message's end, say). */
+  get full(): boolean {
+    return this.count >= this.batch;
   }
 
   /** Appends every sample waiting, all or none, in one call; resolves when durable. */

@@ -225,7 +225,8 @@ async function readSimrecExport(
     const stream = streamOfChannel.get(message.channelId);
     if (stream === undefined) continue; // the Foxglove views (scene, map, transforms, log, images): derived
     const sample = parseJson(message.data, `${file}: message ${message.sequence} on ${stream}`) as Sample;
-    if (pending.push(stream, sample)) {
+    pending.push(stream, sample);
+    if (pending.full) {
       await pending.flush();
       options.onProgress?.(messages, total);
     }
@@ -412,7 +413,6 @@ async function readFoxgloveScenes(
   let messages = 0;
   let step = 0;
   let last = begin;
-  let full = false;
   const declare = async (
     id: string,
     kind: string,
@@ -432,7 +432,7 @@ async function readFoxgloveScenes(
     declared.add(id);
   };
   const push = (id: string, sample: Sample): void => {
-    if (pending.push(`${id}/${STATE_STREAM}`, sample)) full = true;
+    pending.push(`${id}/${STATE_STREAM}`, sample);
   };
   for await (const message of reader.readMessages({ topics })) {
     messages++;
@@ -505,10 +505,7 @@ async function readFoxgloveScenes(
         });
       }
     step++;
-    if (full) {
-      await pending.flush();
-      full = false;
-    }
+    if (pending.full) await pending.flush();
   }
   await pending.flush();
   const network = osiRoad.network(warn);

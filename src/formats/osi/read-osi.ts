@@ -98,7 +98,6 @@ export async function importOsi(
     pending ??= new PendingSamples(sink);
     const host = gt.host_vehicle_id?.value ?? view.host_vehicle_id?.value;
     const seen = new Set<string>();
-    let full = false;
     for (const object of groundTruthObjects(gt, host)) {
       seen.add(object.id);
       if (!declared.has(object.id)) {
@@ -115,11 +114,11 @@ export async function importOsi(
         ]);
         await sink.declareStreams([{ name: STATE_STREAM, actor: object.id, fields: STATE_FIELDS }]);
       }
-      if (pending.push(`${object.id}/${STATE_STREAM}`, { t, step: index, ...object.state })) full = true;
+      pending.push(`${object.id}/${STATE_STREAM}`, { t, step: index, ...object.state });
     }
     // An object absent from a message has left at it: what came before is appended first.
     const gone = present.filter((id) => !seen.has(id));
-    if (full || gone.length) await pending.flush();
+    if (pending.full || gone.length) await pending.flush();
     for (const id of gone) await sink.leave(id, t);
     present = [...seen];
     if (!road.knows(gt as OsiRoadMessage))
