@@ -5,6 +5,7 @@ import { createInterface } from 'node:readline';
 import { BSON } from 'mongodb';
 import { SimrecError, invalid } from '../../model/errors.js';
 import { int64, type BsonDoc } from './bson-fields.js';
+import { parseCanonicalExtendedJson } from './extended-json.js';
 import { laneMarksFromExtendedJson, LANE_MARKS_KEY } from './duplicate-keys.js';
 import { collectionRole } from './soda-layout.js';
 import type { DatasetSinkWrite, SodaDocument, SodaSink, SodaSource } from './soda-source.js';
@@ -44,7 +45,7 @@ async function* lines(path: string): AsyncIterable<[number, string]> {
 export function parseExtendedJsonLine(line: string, where: string): BsonDoc {
   let value: unknown;
   try {
-    value = BSON.EJSON.parse(line, { relaxed: false });
+    value = parseCanonicalExtendedJson(line);
   } catch (error) {
     throw invalid(`${where}: not Extended JSON: ${(error as Error).message}`);
   }
