@@ -16,9 +16,9 @@ import { bsonTypeOf, type BsonDoc } from '../src/formats/soda/bson-fields.js';
 import { SimrecError } from '../src/model/errors.js';
 import type { RunInfo } from '../src/model/run.js';
 import type { StoreBackend } from '../src/model/store-port.js';
-import type { Sample } from '../src/model/stream.js';
+import type { FieldDecl, Sample } from '../src/model/stream.js';
 import { RunRecorder } from '../src/record/run-recorder.js';
-import { stateStream } from '../src/model/standard-streams.js';
+import { STATE_FIELDS, stateStream } from '../src/model/standard-streams.js';
 import { streamSamples } from '../src/replay/run-queries.js';
 import { openStore } from '../src/store/open-store.js';
 import { runCli } from './helpers/run-cli.js';
@@ -457,6 +457,49 @@ describe('soda files: batches of 10,000 rows per actor', () => {
     const got = await samplesOf(imported.id, 'car/state');
     assert.equal(got.length, 25_001);
     assert.ok(got.every((s, i) => s.step === i));
+  });
+});
+
+describe('soda files: a required field SODA.Sim has no place for', () => {
+  it('comes back declared optional, without values, and the export names it', async () => {
+    // A simulator's own extra on its state stream, declared required (the benchmark's LimSim route index).
+    const fields: FieldDecl[] = [...STATE_FIELDS, { name: 'routeIdx', type: 'i32' }];
+    const rec = await RunRecorder.begin(store, { simulator: { name: 'test' } });
+    await rec.declareActors([
+      { id: 'ego', kind: 'ego' },
+      { id: 'car', kind: 'vehicle' },
+    ]);
+    await rec.declareStreams([stateStream('ego', { fields }), stateStream('car', { fields })]);
+    for (let step = 0; step < 3; step++)
+      for (const actor of ['ego', 'car'])
+        await rec.append(`${actor}/state`, {
+          t: rec.run.begin + step * 100_000,
+          step,
+          x: step,
+          y: 0,
+          yaw: 0,
+          speed: 1,
+          routeIdx: step,
+        });
+    const run = await rec.end('user_request');
+    const { folder, warnings } = await exportTo(run.id, 'required-extra');
+    for (const actor of ['ego', 'car'])
+      assert.ok(
+        warnings.some((w) => w.startsWith(`${actor}/state: fields routeIdx have no place`)),
+        warnings.join('\n'),
+      );
+    const imported = (await importSoda(store, await SodaFolder.openForRead(folder))).runs[0]!.run;
+    for (const actor of ['ego', 'car']) {
+      const stream = (await store.listStreams(imported.id)).find((s) => s.id === `${actor}/state`)!;
+      const routeIdx = stream.fields.find((f) => f.name === 'routeIdx');
+      assert.deepEqual(routeIdx, { name: 'routeIdx', type: 'i32', optional: true }, actor);
+      const samples = await samplesOf(imported.id, stream.id);
+      assert.deepEqual(
+        samples.map((s) => [s.step, s.x, s.routeIdx]),
+        [0, 1, 2].map((step) => [step, step, undefined]),
+        actor,
+      );
+    }
   });
 });
 

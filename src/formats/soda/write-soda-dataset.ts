@@ -316,6 +316,14 @@ export async function writeDataset(
       }
       if (rows.length > 0 || part === 0) yield batch();
     }
+    // A required field left out is declared optional: the import would otherwise declare a field
+    // that no row carries as required, and refuse the dataset.
+    for (const [index, entry] of entries.entries())
+      entry.streams.forEach((stream, k) => {
+        const gone = dropped.get(stream.id);
+        const { decl } = extensionEntries[index]!.streams[k]!;
+        if (gone) decl.fields = decl.fields.map((f) => (gone.has(f.name) ? { ...f, optional: true } : f));
+      });
     for (const [stream, keys] of dropped)
       warn(`${stream}: fields ${[...keys].join(', ')} have no place in a SODA.Sim row and are not exported`);
     for (const stream of gearsNarrowed)
