@@ -106,7 +106,7 @@ async function measureMcap(scratch: string, quick: boolean): Promise<McapRates> 
 
 export interface FormatResults {
   mcap?: McapRates;
-  /** Peak memory of MCAP, LimSim, CARLA and OSI exports of the benchmark's traffic at two run lengths. */
+  /** Peak memory of MCAP, LimSim, CARLA, OSI and SODA.Sim exports of the benchmark's traffic at two run lengths. */
   exportMemory?: ExportMemory[];
   /** The same files imported back, each into a store of its own. */
   importMemory?: ExportMemory[];
@@ -236,13 +236,20 @@ export function writeDataset(root: string, captures: number): void {
 }
 
 /** The exports whose memory is measured, and the file each writes. */
-const EXPORT_FILES = { mcap: 'out.mcap', limsim: 'out.db', carla: 'out.log', osi: 'out_gt.osi' } as const;
+const EXPORT_FILES = {
+  mcap: 'out.mcap',
+  limsim: 'out.db',
+  carla: 'out.log',
+  osi: 'out_gt.osi',
+  soda: 'out-soda',
+} as const;
 type ExportFormat = keyof typeof EXPORT_FILES;
 const EXPORT_NAMES: Record<ExportFormat, string> = {
   mcap: 'MCAP',
   limsim: 'LimSim',
   carla: 'CARLA recorder',
   osi: 'ASAM OSI trace',
+  soda: 'SODA.Sim files',
 };
 
 export interface ExportMemory {
@@ -256,7 +263,8 @@ export interface ExportMemory {
  * An export alone, in a process of its own, so its peak memory is the export's: the benchmark's traffic
  * (100 actors at 100 Hz) recorded first, at two lengths, so that memory growing with the run shows.
  * Each file is then imported back the same way, into a store of its own: a recording users already
- * have (a CARLA recorder file, a LimSim database, an MCAP file, an OSI trace) read into simrec.
+ * have (a CARLA recorder file, a LimSim database, an MCAP file, an OSI trace, SODA.Sim's collections as
+ * mongoexport files) read into simrec.
  */
 function measureExportMemory(
   scratch: string,

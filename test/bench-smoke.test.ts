@@ -83,8 +83,8 @@ it('npm run bench -- --quick runs every workload and writes a results file', () 
     ] as const) {
       assert.deepEqual(
         costs.map((e) => e.format),
-        ['mcap', 'limsim', 'carla', 'osi', 'mcap', 'limsim', 'carla', 'osi'],
-        `MCAP, LimSim, CARLA and OSI ${what} at two run lengths, each with its peak memory`,
+        ['mcap', 'limsim', 'carla', 'osi', 'soda', 'mcap', 'limsim', 'carla', 'osi', 'soda'],
+        `MCAP, LimSim, CARLA, OSI and SODA.Sim ${what} at two run lengths, each with its peak memory`,
       );
       assert.ok(costs.every((e) => e.actorStates > 0 && e.seconds > 0 && e.peakRssMiB > 0));
     }
