@@ -1,4 +1,6 @@
 import { BSON } from 'mongodb';
+import type { JsonValue } from '../../model/json.js';
+import { fromCanonicalJson } from './bson-fields.js';
 
 /**
  * Canonical Extended JSON read as `BSON.EJSON.parse(text, { relaxed: false })` reads it, the same
@@ -13,7 +15,6 @@ export function parseCanonicalExtendedJson(text: string): unknown {
   return revive(JSON.parse(text));
 }
 
-const CANONICAL = { relaxed: false } as const;
 /** A `$numberLong` the library takes without question: it would go to Long.fromString as well. */
 const PLAIN_INT64 = /^(0|-?[1-9][0-9]{0,17})$/;
 
@@ -46,8 +47,9 @@ function reviveWrapper(object: Record<string, unknown>): unknown {
   return libraryReads(object);
 }
 
+/** The driver's reading of a wrapper it alone knows, bottom-up as its own parser would. */
 function libraryReads(object: Record<string, unknown>): unknown {
-  return BSON.EJSON.parse(JSON.stringify(object), CANONICAL);
+  return fromCanonicalJson(object as JsonValue);
 }
 
 /** A bare number, as canonical mode reads it: an Int32 or Long when integral, else a Double. */
