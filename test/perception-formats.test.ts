@@ -22,6 +22,7 @@ import {
 } from './helpers/ingest-helpers.js';
 import { exportMcap } from '../src/formats/mcap/write-mcap.js';
 import { storeRunSource } from '../src/replay/run-source.js';
+import { perceptionStats } from '../src/formats/common/labelled-images/perception-stats.js';
 import type { StoreBackend } from '../src/model/store-port.js';
 import { openStore } from '../src/store/open-store.js';
 import { fixture, tempDir } from './helpers/paths.js';
@@ -825,14 +826,17 @@ describe('a camera recorded live, exported as images without labels (COCO, YOLO,
     }
   });
 
-  it('a run without any sensor: the refusal says what a sensor is', async () => {
+  it('a run without any sensor: the refusal says what a sensor is, for an export and for stats', async () => {
     const demo = await recordDemoRun(fx.store, { duration: 1, vehicles: 1, pedestrians: 0, seed: 1 });
+    const refusal = new RegExp(
+      `run ${demo.run.id} has no sensors \\(actors of kind sensor declared by a Perception, SOLO or DI-drive import, or by a simulator's \`sensors\` message\\): no labelled images to read$`,
+    );
     await assert.rejects(
       exportCoco(fx.store, demo.run.id, join(tmp.path, 'no-sensor'), { warn: ignore }),
-      new RegExp(
-        `run ${demo.run.id} has no sensors \\(actors of kind sensor declared by a Perception, SOLO or DI-drive import, or by a simulator's \`sensors\` message\\)`,
-      ),
+      refusal,
     );
+    // `simrec stats` reads the same dataset: its refusal must not speak of an export.
+    await assert.rejects(perceptionStats(await storeRunSource(fx.store, demo.run.id)), refusal);
   });
 });
 

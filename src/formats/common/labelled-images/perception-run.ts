@@ -334,7 +334,7 @@ export async function loadDataset(
     if (mounts.has(actor.id) && !egos.some((e) => e.id === actor.id)) egos.push(liveEgoOf(actor));
   if (sensors.length === 0)
     throw invalid(
-      `run ${runId} has no sensors (actors of kind sensor declared by a Perception, SOLO or DI-drive import, or by a simulator's \`sensors\` message); nothing to export`,
+      `run ${runId} has no sensors (actors of kind sensor declared by a Perception, SOLO or DI-drive import, or by a simulator's \`sensors\` message): no labelled images to read`,
     );
   if (warn) {
     const leftOut = new LeftOut();
