@@ -1971,6 +1971,73 @@ describe('caches of decoded data', () => {
   });
 });
 
+describe('a run that would not fit decoded (an hour of a town)', () => {
+  /** What the store's cache holds (white-box: it is private). */
+  interface CacheInside {
+    chunks: LruCache<number, ParsedChunk>;
+    blocks: LruCache<unknown, ColumnBatch>;
+    wholes: LruCache<unknown, ColumnBatch>;
+  }
+  const cacheOf = (store: SqliteBackend): CacheInside =>
+    (store as unknown as { file: { cache: CacheInside } }).file.cache;
+
+  it('scenes at moments across it decode rows and blocks, not whole chunks, and give what a store that fits gives', async () => {
+    const path = fresh();
+    const writer = SqliteBackend.open(path, { chunkSamples: 200, blockSamples: 50 });
+    const rec = await recordingOneCar(writer, 0);
+    // 100 sealed chunks of 4 blocks: crashSample's car at 100 Hz for 200 s.
+    for (let from = 0; from < 20_000; from += 1000)
+      await rec.appendBatch(
+        'car/state',
+        Array.from({ length: 1000 }, (_, i) => crashSample(from + i)),
+      );
+    await rec.end('completed');
+    await writer.close();
+    // Moments in the first 80 chunks, some twice: a reader going about a run and coming back.
+    const random = new Random(7);
+    const moments = Array.from({ length: 120 }, () => 1_000_000 + random.int(16_000) * 10_000 + 5_000);
+    const scenes = async (store: SqliteBackend) => {
+      const out: unknown[] = [];
+      for (const t of [...moments, ...moments.slice(0, 30)]) out.push(await sceneAt(store, 1, { t }));
+      return out;
+    };
+    const roomy = SqliteBackend.open(path, { readonly: true });
+    const expected = await scenes(roomy);
+    const roomyCache = cacheOf(roomy);
+    assert.ok(roomyCache.wholes.size >= 40, `a store that fits reads chunks on (${roomyCache.wholes.size})`);
+    const chunkWeight = roomyCache.wholes.weight / roomyCache.wholes.size;
+    await roomy.close();
+
+    // Room for twenty chunks decoded whole: a fifth of the run.
+    const tight = SqliteBackend.open(path, { readonly: true, cacheBytes: 20 * chunkWeight });
+    assert.deepEqual(await scenes(tight), expected);
+    const cache = cacheOf(tight);
+    // Reads on stop at three quarters of the room (one chunk may cross it): chunks read on past it
+    // would push out those read on before, at every scene.
+    assert.ok(
+      cache.wholes.weight <= 0.75 * cache.wholes.bound + chunkWeight,
+      `chunks decoded whole: ${(cache.wholes.weight / chunkWeight).toFixed(1)} chunks' worth, room for 20`,
+    );
+    // A moment in a chunk no scene read: its row decoded alone, nothing kept; asked again, its block
+    // is decoded and kept.
+    const t = 1_000_000 + 19_500 * 10_000 + 5_000;
+    const kept = () => [cache.wholes.size, cache.blocks.size];
+    const before = kept();
+    const first = await sceneAt(tight, 1, { t });
+    assert.deepEqual(kept(), before, 'the first look keeps nothing');
+    assert.deepEqual(await sceneAt(tight, 1, { t }), first);
+    assert.deepEqual(kept(), [before[0], before[1]! + 1], 'the second keeps the block');
+    assert.equal(first.actors[0]!.x, crashSample(19_500).x);
+    // Opened chunks are weighed by their stored bytes (a count held as many 64 KB chunks as the
+    // few-kilobyte chunks of smooth traffic).
+    const views = (cache.chunks as unknown as { map: Map<number, { value: ParsedChunk }> }).map;
+    const stored = [...views.values()].reduce((sum, { value }) => sum + value.size, 0);
+    assert.equal(cache.chunks.weight, stored);
+    assert.ok(stored > cache.chunks.size * 100, `${stored} bytes in ${cache.chunks.size} chunks`);
+    await tight.close();
+  });
+});
+
 describe('time that stands still', () => {
   /**
    * Seeded runs of one stream whose time often stands still (across block and chunk boundaries, as

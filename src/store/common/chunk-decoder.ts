@@ -186,6 +186,11 @@ export class ParsedChunk {
     }
   }
 
+  /** The chunk's stored bytes, frame and blocks. */
+  get size(): number {
+    return this.source.size;
+  }
+
   /** Index of the last block that begins at or before t, or -1. */
   blockAtOrBefore(t: number): number {
     let lo = 0;

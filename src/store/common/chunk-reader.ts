@@ -16,6 +16,8 @@ import { copyJsonValue, type JsonValue } from '../../model/json.js';
 
 /** A stored chunk, whichever layout wrote it: its blocks, decoded on demand. */
 export interface ChunkView {
+  /** The chunk's stored bytes: at most what the view holds of them. */
+  readonly size: number;
   readonly n: number;
   readonly columns: readonly ChunkColumn[];
   readonly blocks: readonly { rows: number; begin: number; end: number }[];
@@ -37,16 +39,20 @@ export interface ChunkView {
 
 /** Opens a chunk of either layout; damage is an `io` error naming `where`. */
 export function openChunk(data: Uint8Array, where: string): ChunkView {
-  return isChunkV2(data) ? ParsedChunk.parse(data, where) : new V1Chunk(decodeChunkV1(data, where));
+  return isChunkV2(data)
+    ? ParsedChunk.parse(data, where)
+    : new V1Chunk(decodeChunkV1(data, where), data.length);
 }
 
 /** A chunk of the first layout: one block, decoded whole (it has no blocks, nor a checksum). */
 class V1Chunk implements ChunkView {
+  readonly size: number;
   readonly n: number;
   readonly columns: ChunkColumn[];
   readonly blocks: { rows: number; begin: number; end: number }[];
   private readonly batch: ColumnBatch;
-  constructor(decoded: DecodedChunk) {
+  constructor(decoded: DecodedChunk, size: number) {
+    this.size = size;
     this.n = decoded.n;
     this.columns = decoded.columns.map((c) => ({
       name: c.name,
@@ -144,15 +150,17 @@ export class ChunkCache<Id> {
   private browsedLately: { run: number; stream: string }[] = [];
 
   /**
-   * Bounds: opened chunks by number (each holds its stored bytes, about 64 KB sealed), decoded data by
-   * its bytes: blocks decoded alone, 32 MiB by default, chunks decoded whole, 256 MiB (a 200-actor run
-   * of 100 s at 100 Hz is about 160 MiB decoded). A count of decoded chunks bounded a server's memory
+   * Bounds: opened chunks by their stored bytes, 128 MiB (a view holds at most those; a bound on their
+   * number held as many full chunks as a smooth stream's chunks of a few pages, and scenes over an hour
+   * of a town loaded most of theirs again from the file), decoded data by its bytes: blocks decoded
+   * alone, 32 MiB by default, chunks decoded whole, 256 MiB (a 200-actor run of 100 s at 100 Hz is about
+   * 160 MiB decoded). A count of decoded chunks bounded a server's memory
    * by the width of the runs it served rather than by what it can spare. The blocks are sized for what
    * a server's pages play, the window playing and the next for a few pages: twice that, the blocks of
    * windows sought and left behind were most of a server's memory on a long run (performance-history.md).
    */
-  constructor(options: { chunks?: number; blockBytes?: number; wholeBytes?: number } = {}) {
-    this.chunks = new LruCache(options.chunks ?? 2048);
+  constructor(options: { chunkBytes?: number; blockBytes?: number; wholeBytes?: number } = {}) {
+    this.chunks = new LruCache(options.chunkBytes ?? 128 * 2 ** 20, (view) => view.size);
     this.blocks = new LruCache(options.blockBytes ?? 32 * 2 ** 20, batchBytes);
     this.wholes = new LruCache(options.wholeBytes ?? 256 * 2 ** 20, batchBytes);
   }
@@ -305,6 +313,7 @@ export class ChunkCache<Id> {
     }
     // Built on a miss only: a scene of 200 actors is 200 lookups.
     const stream = streamName === undefined ? undefined : `${run}/${streamName}`;
+    if (!this.hasRoomToReadOn()) return this.readBlockOrRow(id, view, i, key, look);
     if (stream !== undefined && this.browsed.get(stream)) {
       this.readOn(id);
       return this.whole(id, view);
@@ -338,6 +347,29 @@ export class ChunkCache<Id> {
     return this.whole(id, view);
   }
 
+  /**
+   * read() once chunks decoded whole fill their room: a run that would not fit decoded (an hour of a
+   * town), where chunks read on would push out those the last scenes read on and every scene at a new
+   * moment would decode a chunk of every actor whole. The rule moves from chunks to blocks: a block
+   * touched for the first time gives its row alone (with a look), and is decoded and kept, in the
+   * blocks' own bound, when it is touched again.
+   */
+  private readBlockOrRow(
+    id: Id,
+    view: ChunkView,
+    i: number,
+    key: string | number,
+    look: RowLook | undefined,
+  ): ColumnBatch | LookedRow {
+    if (look && view.sampleAtOrBefore && this.touchedOnce.get(id) !== i) {
+      this.touchedOnce.set(id, i);
+      return new LookedRow(view.sampleAtOrBefore(i, look.t, look.head));
+    }
+    const batch = view.decodeBlock(i);
+    this.blocks.set(key, batch);
+    return batch;
+  }
+
   /** Notes a chunk's first touch (at block i), and the chunk among its stream's touched once. */
   private touchFirst(id: Id, i: number, stream: string | undefined): void {
     if (stream !== undefined) {
@@ -365,10 +397,18 @@ export class ChunkCache<Id> {
    * Returns whether there was room.
    */
   readAhead(id: Id, view: ChunkView): boolean {
-    if (this.wholes.weight > this.wholes.bound * 0.75) return false;
+    if (!this.hasRoomToReadOn()) return false;
     this.readOn(id);
     this.whole(id, view);
     return true;
+  }
+
+  /**
+   * Whether chunks decoded whole take less than three quarters of their bound: room for more without
+   * pushing out what is being read. Past it, reads ahead stop and reads decode blocks alone.
+   */
+  private hasRoomToReadOn(): boolean {
+    return this.wholes.weight <= this.wholes.bound * 0.75;
   }
 
   /** Forgets that a chunk was touched once, and its one block: it is about to be decoded whole. */
