@@ -1971,7 +1971,7 @@ describe('caches of decoded data', () => {
   });
 });
 
-describe('a run that would not fit decoded (an hour of a town)', () => {
+describe('runs that would not fit decoded (an hour of a town)', () => {
   /** What the store's cache holds (white-box: it is private). */
   interface CacheInside {
     chunks: LruCache<number, ParsedChunk>;
@@ -1981,43 +1981,54 @@ describe('a run that would not fit decoded (an hour of a town)', () => {
   const cacheOf = (store: SqliteBackend): CacheInside =>
     (store as unknown as { file: { cache: CacheInside } }).file.cache;
 
-  it('scenes at moments across it decode rows and blocks, not whole chunks, and give what a store that fits gives', async () => {
+  /** A store of `runs` runs of crashSample's car at 100 Hz, `chunks` sealed chunks of 4 blocks each. */
+  async function carRuns(runs: number, chunks: number): Promise<string> {
     const path = fresh();
     const writer = SqliteBackend.open(path, { chunkSamples: 200, blockSamples: 50 });
-    const rec = await recordingOneCar(writer, 0);
-    // 100 sealed chunks of 4 blocks: crashSample's car at 100 Hz for 200 s.
-    for (let from = 0; from < 20_000; from += 1000)
-      await rec.appendBatch(
-        'car/state',
-        Array.from({ length: 1000 }, (_, i) => crashSample(from + i)),
-      );
-    await rec.end('completed');
+    for (let r = 0; r < runs; r++) {
+      const rec = await recordingOneCar(writer, 0);
+      for (let from = 0; from < chunks * 200; from += 1000)
+        await rec.appendBatch(
+          'car/state',
+          Array.from({ length: 1000 }, (_, i) => crashSample(from + i)),
+        );
+      await rec.end('completed');
+    }
     await writer.close();
-    // Moments in the first 80 chunks, some twice: a reader going about a run and coming back.
-    const random = new Random(7);
-    const moments = Array.from({ length: 120 }, () => 1_000_000 + random.int(16_000) * 10_000 + 5_000);
-    const scenes = async (store: SqliteBackend) => {
-      const out: unknown[] = [];
-      for (const t of [...moments, ...moments.slice(0, 30)]) out.push(await sceneAt(store, 1, { t }));
-      return out;
-    };
+    return path;
+  }
+
+  /** Scenes of a run at moments drawn in its first `within` samples, some asked twice, as a reader going about it does. */
+  async function scenesAcross(store: SqliteBackend, run: number, within: number, seed: number) {
+    const random = new Random(seed);
+    const moments = Array.from({ length: 120 }, () => 1_000_000 + random.int(within) * 10_000 + 5_000);
+    const out: unknown[] = [];
+    for (const t of [...moments, ...moments.slice(0, 30)]) out.push(await sceneAt(store, run, { t }));
+    return out;
+  }
+
+  /** A chunk's weight decoded whole, from a store that fits the run. */
+  async function chunkWeightOf(path: string): Promise<number> {
     const roomy = SqliteBackend.open(path, { readonly: true });
-    const expected = await scenes(roomy);
-    const roomyCache = cacheOf(roomy);
-    assert.ok(roomyCache.wholes.size >= 40, `a store that fits reads chunks on (${roomyCache.wholes.size})`);
-    const chunkWeight = roomyCache.wholes.weight / roomyCache.wholes.size;
+    await scenesAcross(roomy, 1, 2000, 1);
+    const { wholes } = cacheOf(roomy);
+    assert.ok(wholes.size >= 5, `a store that fits the run reads chunks on (${wholes.size})`);
     await roomy.close();
+    return wholes.weight / wholes.size;
+  }
+
+  it('scenes at moments across a run that would not fit read rows and blocks, never whole chunks, and give what a store that fits gives', async () => {
+    const path = await carRuns(1, 100);
+    const roomy = SqliteBackend.open(path, { readonly: true });
+    const expected = await scenesAcross(roomy, 1, 16_000, 7);
+    await roomy.close();
+    const chunkWeight = await chunkWeightOf(path);
 
     // Room for twenty chunks decoded whole: a fifth of the run.
     const tight = SqliteBackend.open(path, { readonly: true, cacheBytes: 20 * chunkWeight });
-    assert.deepEqual(await scenes(tight), expected);
+    assert.deepEqual(await scenesAcross(tight, 1, 16_000, 7), expected);
     const cache = cacheOf(tight);
-    // Reads on stop at three quarters of the room (one chunk may cross it): chunks read on past it
-    // would push out those read on before, at every scene.
-    assert.ok(
-      cache.wholes.weight <= 0.75 * cache.wholes.bound + chunkWeight,
-      `chunks decoded whole: ${(cache.wholes.weight / chunkWeight).toFixed(1)} chunks' worth, room for 20`,
-    );
+    assert.equal(cache.wholes.size, 0, 'no chunk read on: it would only fill the room in one burst');
     // A moment in a chunk no scene read: its row decoded alone, nothing kept; asked again, its block
     // is decoded and kept.
     const t = 1_000_000 + 19_500 * 10_000 + 5_000;
@@ -2034,6 +2045,29 @@ describe('a run that would not fit decoded (an hour of a town)', () => {
     const stored = [...views.values()].reduce((sum, { value }) => sum + value.size, 0);
     assert.equal(cache.chunks.weight, stored);
     assert.ok(stored > cache.chunks.size * 100, `${stored} bytes in ${cache.chunks.size} chunks`);
+    await tight.close();
+  });
+
+  it('runs that fit one by one but not together: reads on stop when the room is three quarters full', async () => {
+    // Three runs of ten chunks; room for twenty chunks decoded whole.
+    const path = await carRuns(3, 10);
+    const roomy = SqliteBackend.open(path, { readonly: true });
+    const expected = [];
+    for (const run of [1, 2, 3]) expected.push(await scenesAcross(roomy, run, 2000, run));
+    await roomy.close();
+    const chunkWeight = await chunkWeightOf(path);
+    const tight = SqliteBackend.open(path, { readonly: true, cacheBytes: 20 * chunkWeight });
+    const cache = cacheOf(tight);
+    for (const run of [1, 2, 3]) {
+      assert.deepEqual(await scenesAcross(tight, run, 2000, run), expected[run - 1]);
+      // Chunks read on past three quarters of the room (one may cross it) would push out those read
+      // on before, at every scene.
+      assert.ok(
+        cache.wholes.weight <= 0.75 * cache.wholes.bound + chunkWeight,
+        `after run ${run}: ${(cache.wholes.weight / chunkWeight).toFixed(1)} chunks' worth decoded whole, room for 20`,
+      );
+    }
+    assert.ok(cache.wholes.size >= 10, `the runs that fitted were read on (${cache.wholes.size} chunks)`);
     await tight.close();
   });
 });

@@ -113,6 +113,8 @@ export interface ChunkRef<Id> {
   stream?: string;
 }
 
+/** The share of the bound on chunks decoded whole that chunks read on (and ahead) may take. */
+const READ_ON_ROOM = 0.75;
 /** How many chunks touched once are remembered per stream for the read-ahead. */
 const TOUCHED_CHUNKS_KEPT = 16;
 /** Streams newly browsed kept for a backend that has not asked for them (takeBrowsed). */
@@ -255,9 +257,10 @@ export class ChunkCache<Id> {
     fields?: ReadonlySet<string>,
     run?: number,
     streamName?: string,
+    mayReadOn = true,
   ): ColumnBatch {
     // Without a look, never a LookedRow.
-    return this.read(id, view, i, fields, run, streamName) as ColumnBatch;
+    return this.read(id, view, i, fields, run, streamName, undefined, mayReadOn) as ColumnBatch;
   }
 
   /**
@@ -287,11 +290,16 @@ export class ChunkCache<Id> {
     run: number,
     streamName: string,
     look: RowLook,
+    mayReadOn = true,
   ): ColumnBatch | LookedRow {
-    return this.read(id, view, i, undefined, run, streamName, look);
+    return this.read(id, view, i, undefined, run, streamName, look, mayReadOn);
   }
 
-  /** What block() and blockOrRow() give: a look is tried at the chunk's first touch only. */
+  /**
+   * What block() and blockOrRow() give: a look is tried at the chunk's first touch only. `mayReadOn`
+   * false: the caller's streams would not fit decoded (fitsDecoded), so chunks are not read on (blocks
+   * and rows, as when the room is full).
+   */
   private read(
     id: Id,
     view: ChunkView,
@@ -300,6 +308,7 @@ export class ChunkCache<Id> {
     run?: number,
     streamName?: string,
     look?: RowLook,
+    mayReadOn = true,
   ): ColumnBatch | LookedRow {
     const whole = this.wholes.get(this.keyOf(id, 0, fields));
     if (whole) return whole;
@@ -313,7 +322,7 @@ export class ChunkCache<Id> {
     }
     // Built on a miss only: a scene of 200 actors is 200 lookups.
     const stream = streamName === undefined ? undefined : `${run}/${streamName}`;
-    if (!this.hasRoomToReadOn()) return this.readBlockOrRow(id, view, i, key, look);
+    if (!mayReadOn || !this.hasRoomToReadOn()) return this.readBlockOrRow(id, view, i, key, look);
     if (stream !== undefined && this.browsed.get(stream)) {
       this.readOn(id);
       return this.whole(id, view);
@@ -338,6 +347,7 @@ export class ChunkCache<Id> {
     if (this.browsedLately.length < MAX_BROWSED_LATELY)
       this.browsedLately.push({ run: run!, stream: streamName! });
     for (const touched of this.touchedOfStream.get(stream) ?? []) {
+      if (!this.hasRoomToReadOn()) break;
       const other = this.chunks.get(touched);
       if (other === undefined || this.touchedOnce.get(touched) === undefined) continue;
       this.readOn(touched);
@@ -408,7 +418,17 @@ export class ChunkCache<Id> {
    * pushing out what is being read. Past it, reads ahead stop and reads decode blocks alone.
    */
   private hasRoomToReadOn(): boolean {
-    return this.wholes.weight <= this.wholes.bound * 0.75;
+    return this.wholes.weight <= this.wholes.bound * READ_ON_ROOM;
+  }
+
+  /**
+   * Whether `bytes` decoded (what the streams a reader goes about take: decodedRowBytes) would fit in the
+   * room chunks read on may take. When they would not, reading them on only fills the room in one burst
+   * (a scene many times slower than the others) with chunks that a reader going about the run will
+   * rarely come back to before they are pushed out.
+   */
+  fitsDecoded(bytes: number): boolean {
+    return bytes <= this.wholes.bound * READ_ON_ROOM;
   }
 
   /** Forgets that a chunk was touched once, and its one block: it is about to be decoded whole. */
@@ -436,6 +456,25 @@ export class ChunkCache<Id> {
     this.browsedLately = [];
   }
 }
+
+/**
+ * About what a row of the stream of a row bracketRows found takes decoded, as batchBytes counts: its
+ * batch's bytes a row, or for a row decoded alone t and step and a number (a vec's several) or a
+ * reference for each field it holds. From the rows found, not the declared fields: a simulator may
+ * declare fields it never sends, and a chunk lists every declared field.
+ */
+export function decodedRowBytes(found: ReturnType<typeof bracketRows> | undefined): number {
+  if (found?.before) return batchBytes(found.before.batch) / found.before.batch.t.length;
+  if (!found?.looked) return 0;
+  let bytes = 16;
+  for (const [name, value] of Object.entries(found.looked))
+    if (!ROW_HEAD_NAMES.has(name))
+      bytes += 8 * (Array.isArray(value) && typeof value[0] === 'number' ? value.length : 1);
+  return bytes;
+}
+
+/** What a sample or a scene's entry holds besides its fields. */
+const ROW_HEAD_NAMES = new Set(['id', 'kind', 't', 'step']);
 
 /** About what a decoded batch holds in memory: its numbers, and a reference per value of other columns. */
 export function batchBytes(batch: ColumnBatch): number {

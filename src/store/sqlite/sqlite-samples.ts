@@ -14,6 +14,7 @@ import {
   bracketRows,
   chunksCovering,
   copyRowsInto,
+  decodedRowBytes,
   firstAtOrAfter,
   lastAtOrBefore,
   ownEntryAt,
@@ -283,12 +284,17 @@ export class SqliteSamples {
     const { after, fieldNames, heads, readAhead } = how;
     const fields = fieldNames ? new Set(fieldNames) : undefined;
     this.runs.requireStreams(run, streams);
+    // Streams that would not fit the cache decoded whole (an hour of a town) are read a block or a row
+    // at a time: reading their chunks on only fills the cache in one burst (ChunkCache.fitsDecoded).
+    // What they take is learnt from the rows the list's first read finds; that read reads on as before.
+    const decodedBytes = this.file.listsOf(run).decoded?.get(streams);
+    const mayReadOn = readAhead && (decodedBytes === undefined || this.file.cache.fitsDecoded(decodedBytes));
     // Made once for the scene, not per actor: a scene of 200 actors is 200 brackets.
     const open = (ref: ChunkRef<number>): ChunkView | undefined => this.openChunk(run, ref.stream!, ref.id);
     const decode = (ref: ChunkRef<number>, view: ChunkView, b: number): ColumnBatch | undefined => {
       try {
         return readAhead
-          ? this.file.cache.block(ref.id, view, b, fields, run, ref.stream)
+          ? this.file.cache.block(ref.id, view, b, fields, run, ref.stream, mayReadOn)
           : this.file.cache.blockAlone(ref.id, view, b, fields);
       } catch (error) {
         return undefinedIfReplaced(error);
@@ -301,7 +307,7 @@ export class SqliteSamples {
       !after && fields === undefined && readAhead
         ? (ref: ChunkRef<number>, view: ChunkView, b: number): ColumnBatch | LookedRow | undefined => {
             try {
-              return this.file.cache.blockOrRow(ref.id, view, b, run, ref.stream!, look);
+              return this.file.cache.blockOrRow(ref.id, view, b, run, ref.stream!, look, mayReadOn);
             } catch (error) {
               return undefinedIfReplaced(error);
             }
@@ -320,6 +326,15 @@ export class SqliteSamples {
         this.file.forgetRun(run);
       }
     });
+    if (decodedBytes === undefined) {
+      const lists = this.file.listsOf(run);
+      let bytes = 0;
+      streams.forEach((id, i) => {
+        const samples = lists.byId?.get(id)?.samples ?? 0;
+        bytes += samples * decodedRowBytes(rows[i]);
+      });
+      (lists.decoded ??= new WeakMap()).set(streams, bytes);
+    }
     this.readAroundBrowsed();
     return rows;
   }

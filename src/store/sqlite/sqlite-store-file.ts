@@ -43,6 +43,8 @@ export interface RunLists {
   byId?: Map<string, StreamInfo>;
   /** Lists of stream ids found in the run (SqliteRuns.requireStreams). */
   checked?: WeakSet<readonly string[]>;
+  /** What lists of streams take decoded whole, about (SqliteSamples.rowsAt). */
+  decoded?: WeakMap<readonly string[], number>;
 }
 
 /**
