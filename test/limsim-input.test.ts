@@ -227,6 +227,52 @@ describe('LimSim import: hostile sizes and repeats', () => {
   });
 });
 
+describe('LimSim import: yaws outside the range SUMO gives', () => {
+  it("a planner's yaw keeps its whole turns: stored as yawTurns in the frames that have them, written back as it was", async () => {
+    // LimSim's yaw is (90 - SUMO angle) in radians, in (-3pi/2, pi/2]; a planned vehicle's may be anything.
+    const file = alteredFixture(
+      dir.path,
+      'turned-yaws.db',
+      `UPDATE frameINFO SET yaw = yaw + 4 * pi() WHERE vid = '41' AND frame = 700;
+       UPDATE frameINFO SET yaw = yaw - 2 * pi() WHERE vid = '41' AND frame = 702;`,
+    );
+    const { run } = await importLimSim(tests.store, file);
+    const samples = new Map<number, Record<string, unknown>>();
+    for await (const batch of tests.store.readSamples({ run: run.id, stream: '41/state' }))
+      for (const sample of batch) samples.set(sample.step, sample);
+    const raw = new Map(
+      tableRows(file, 'frameINFO')
+        .filter((r) => r.vid === '41')
+        .map((r) => [r.frame as number, r.yaw as number]),
+    );
+    assert.equal(samples.get(700)!.yawTurns, 2);
+    assert.equal(samples.get(701)!.yawTurns, undefined, 'a frame without turns has none');
+    assert.equal(samples.get(702)!.yawTurns, -1);
+    // Another vehicle in the same frames has none.
+    const other: Record<string, unknown>[] = [];
+    for await (const batch of tests.store.readSamples({ run: run.id, stream: '69/state' }))
+      other.push(...batch.filter((sample) => sample.step === 700 || sample.step === 702));
+    assert.equal(other.length, 2, 'vehicle 69 is in frames 700 and 702');
+    assert.deepEqual(
+      other.map((sample) => sample.yawTurns),
+      [undefined, undefined],
+    );
+    for (const frame of [700, 701, 702]) {
+      const yaw = samples.get(frame)!.yaw as number;
+      assert.ok(yaw > -Math.PI && yaw <= Math.PI, `frame ${frame}: yaw ${yaw} wrapped`);
+    }
+    const back = join(dir.path, 'turned-yaws-back.db');
+    await exportLimSim(tests.store, run.id, back);
+    for (const row of tableRows(back, 'frameINFO').filter((r) => r.vid === '41')) {
+      const frame = row.frame as number;
+      assert.ok(
+        Math.abs((row.yaw as number) - raw.get(frame)!) < 1e-9,
+        `frame ${frame}: ${String(row.yaw)} written back, ${raw.get(frame)} read`,
+      );
+    }
+  });
+});
+
 /** LimSim++'s schema (LimSim_plus simModel/DBBridge.py), filled with the sample database's rows. */
 const LIMSIM_PLUS = `
   DROP TABLE simINFO;

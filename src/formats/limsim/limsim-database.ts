@@ -6,6 +6,13 @@ import { LIMSIM_TABLES, tableRequirement, type LimSimVariant } from './limsim-sc
 export type SqlValue = string | number | bigint | Buffer | null;
 export type Row = Record<string, SqlValue>;
 
+export interface RowsOptions {
+  orderBy?: string;
+  columns?: string[];
+  /** A column read through an SQL expression of it, by column name. */
+  expressions?: Record<string, string>;
+}
+
 export interface ColumnInfo {
   name: string;
   /** The declared type, upper case: INT, REAL, TEXT, TIMESTAMP, BLOB... */
@@ -93,42 +100,58 @@ export class LimSimDatabase {
    * The rows of a LimSim table, checked: NOT NULL columns hold a value, numeric columns a finite
    * number, text columns text. Errors name the file, table, row and column.
    */
-  *rows(
-    table: string,
-    options: { orderBy?: string; columns?: string[]; expressions?: Record<string, string> } = {},
-  ): Generator<Row> {
+  *rows(table: string, options: RowsOptions = {}): Generator<Row> {
+    const columns = options.columns ?? this.readColumns(table);
+    for (const values of this.rowValues(table, { ...options, columns })) {
+      const row: Row = {};
+      for (let i = 0; i < columns.length; i++) row[columns[i]!] = values[i]!;
+      yield row;
+    }
+  }
+
+  /**
+   * rows() as arrays of the columns' values, in `columns`' order (no object per row: the frames of an
+   * hour of traffic are ten million rows). The row's rowid follows its values.
+   */
+  *rowValues(table: string, options: RowsOptions = {}): Generator<SqlValue[]> {
     if (!this.has(table)) return;
     const columns = options.columns ?? this.readColumns(table);
     const req = tableRequirement(this.variant, table);
     const declared = new Map(this.columnsOf(table).map((c) => [c.name, c.type]));
+    // Each column's check, found once: the declared type's affinity took a regular expression per value.
+    const checks = columns.map((c) => {
+      const type = declared.get(c) ?? '';
+      return { type, kind: affinity(type), notNull: req.notNull.includes(c) };
+    });
+    const keys = (KEYS[table] ?? ['id'])
+      .map((k) => [k, columns.indexOf(k)] as const)
+      .filter(([, i]) => i >= 0);
     // A column may be read through an SQL expression of it (a shape too long to read: NULL instead).
     const list = columns
       .map((c) => (options.expressions?.[c] ? `${options.expressions[c]} AS "${c}"` : `"${c}"`))
       .join(', ');
     const order = options.orderBy ? ` ORDER BY ${options.orderBy}` : '';
-    const statement = this.db.prepare(`SELECT rowid AS _rowid_, ${list} FROM "${table}"${order}`);
-    for (const raw of statement.iterate() as Iterable<Row>) {
-      const row: Row = {};
-      for (const c of columns) {
-        const value = raw[c] ?? null;
-        const where = (): string =>
-          `${this.file}: ${table} row ${String(raw._rowid_)}${rowKey(table, raw)}, column ${c}`;
+    const statement = this.db.prepare(`SELECT ${list}, rowid FROM "${table}"${order}`).raw(true);
+    const rowid = columns.length;
+    for (const values of statement.iterate() as Iterable<SqlValue[]>) {
+      for (let i = 0; i < rowid; i++) {
+        const value = values[i]!;
+        const check = checks[i]!;
+        const where = (): string => {
+          const key = keys.map(([k, at]) => `${k}=${describeValue(values[at])}`);
+          return `${this.file}: ${table} row ${String(values[rowid])}${key.length ? ` (${key.join(', ')})` : ''}, column ${columns[i]!}`;
+        };
         if (value === null) {
-          if (req.notNull.includes(c))
-            throw invalid(`${where()}: NULL, but LimSim's schema declares it NOT NULL`);
-          row[c] = null;
+          if (check.notNull) throw invalid(`${where()}: NULL, but LimSim's schema declares it NOT NULL`);
           continue;
         }
-        row[c] = checkValue(value, declared.get(c) ?? '', where);
+        values[i] = checkValue(value, check.kind, check.type, where);
       }
-      yield row;
+      yield values;
     }
   }
 
-  all(
-    table: string,
-    options: { orderBy?: string; columns?: string[]; expressions?: Record<string, string> } = {},
-  ): Row[] {
+  all(table: string, options: RowsOptions = {}): Row[] {
     return [...this.rows(table, options)];
   }
 
@@ -201,14 +224,10 @@ const KEYS: Record<string, string[]> = {
   geohashINFO: ['ghx', 'ghy'],
 };
 
-function rowKey(table: string, raw: Row): string {
-  const keys = KEYS[table] ?? ['id'];
-  const parts = keys.filter((k) => k in raw).map((k) => `${k}=${describeValue(raw[k])}`);
-  return parts.length ? ` (${parts.join(', ')})` : '';
-}
-
 /** SQLite's column affinity, from the declared type (its rules, section 3.1 of "Datatypes"). */
-function affinity(type: string): 'integer' | 'text' | 'blob' | 'real' | 'numeric' {
+type Affinity = 'integer' | 'text' | 'blob' | 'real' | 'numeric';
+
+function affinity(type: string): Affinity {
   if (type.includes('INT')) return 'integer';
   if (/CHAR|CLOB|TEXT/.test(type)) return 'text';
   if (type === '' || type.includes('BLOB')) return 'blob';
@@ -216,8 +235,7 @@ function affinity(type: string): 'integer' | 'text' | 'blob' | 'real' | 'numeric
   return 'numeric';
 }
 
-function checkValue(value: SqlValue, type: string, where: () => string): SqlValue {
-  const kind = affinity(type);
+function checkValue(value: SqlValue, kind: Affinity, type: string, where: () => string): SqlValue {
   if (kind === 'integer' || kind === 'real') {
     const n = typeof value === 'bigint' ? Number(value) : value;
     if (typeof n !== 'number' || !Number.isFinite(n))

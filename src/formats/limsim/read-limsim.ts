@@ -1,6 +1,6 @@
 import { invalid, SimrecError } from '../../model/errors.js';
 import type { JsonObject, JsonValue } from '../../model/json.js';
-import type { ActorDecl, PresenceInterval, RunInfo } from '../../model/run.js';
+import type { ActorDecl, RunInfo } from '../../model/run.js';
 import type { RunSink, RunTarget } from '../../model/run-ports.js';
 import type { StreamAppend } from '../../model/store-port.js';
 import type { FieldDecl, FieldType, Sample } from '../../model/stream.js';
@@ -8,6 +8,7 @@ import { keepRoadNetwork } from '../../roadnet/roadnet-attachment.js';
 import { MAX_SHAPE_BYTES, type LimSimNetworkTables } from './limsim-network-rows.js';
 import { asReadError, LimSimDatabase, variantName, type ColumnInfo, type Row } from './limsim-database.js';
 import { parseNetBoundary, parseRoute, parseStartTime } from './limsim-encodings.js';
+import { appendLimSimFrames } from './read-limsim-frames.js';
 import { networkFromLimSimRows, type LaneClasses } from './limsim-network-tables.js';
 import type { LimSimVariant } from './limsim-schema.js';
 import {
@@ -18,7 +19,6 @@ import {
   LIMSIM_STATE_FIELDS,
   SIGNAL_FIELDS,
   SIGNAL_STREAM,
-  yawFromLimSim,
 } from './limsim-streams.js';
 
 export interface LimSimImportOptions {
@@ -167,32 +167,9 @@ export async function importLimSim(
           );
       };
 
-      await pump(
-        'frameINFO',
-        (r) => {
-          const frame = num(r.frame);
-          const { yaw, turns } = yawFromLimSim(num(r.yaw));
-          const sample: Sample = {
-            t: at(frame),
-            step: frame,
-            x: num(r.x),
-            y: num(r.y),
-            yaw,
-            speed: num(r.speed),
-            accel: num(r.accel),
-            lane: str(r.laneID),
-            lanePos: num(r.lanePos),
-            routeIdx: num(r.routeIdx),
-            vtag: str(r.vtag),
-          };
-          if (turns !== 0) sample.yawTurns = turns;
-          return { stream: `${str(r.vid)}/state`, sample };
-        },
-        'frame, vid',
-        undefined,
-        (r) => `frame ${String(r.frame)}, vid ${JSON.stringify(str(r.vid))}`,
-      );
-      for (const [vid, intervals] of presenceFromFrames(db, at)) await rec.setPresence(vid, intervals);
+      const frames = await appendLimSimFrames(db, rec, at, (n) => progress('frameINFO', n), warn);
+      if (frames.last !== null && frames.last > last) last = frames.last;
+      for (const [vid, intervals] of frames.presence) await rec.setPresence(vid, intervals);
       await pump(
         'trafficLightStates',
         (r) => {
@@ -252,50 +229,6 @@ export async function importLimSim(
   }
 }
 
-/**
- * Each vehicle's presence from frameINFO: LimSim writes a row for every vehicle in the area of interest
- * at every frame, so a vehicle without a row at a recorded frame was not there (it left the area, or
- * the network), and one that comes back has a new interval. An interval ends at the first recorded
- * frame without the vehicle; one still open at the last frame stays open (present to the run's end).
- */
-function presenceFromFrames(
-  db: LimSimDatabase,
-  at: (frame: number) => number,
-): Map<string, PresenceInterval[]> {
-  const presence = new Map<string, PresenceInterval[]>();
-  /** Per vehicle, the interval it is in and the last frame it was seen at. */
-  const open = new Map<string, PresenceInterval>();
-  let frame: number | null = null;
-  let seen = new Set<string>();
-  /** Once frame f is read whole: who was not in it left at f. */
-  const closeAbsent = (f: number): void => {
-    for (const [vid, interval] of open)
-      if (!seen.has(vid)) {
-        interval.to = at(f);
-        open.delete(vid);
-      }
-  };
-  const rows = db.db.prepare('SELECT frame, vid FROM frameINFO ORDER BY frame').iterate() as Iterable<Row>;
-  for (const row of rows) {
-    const f = num(row.frame);
-    if (f !== frame) {
-      if (frame !== null) closeAbsent(frame);
-      frame = f;
-      seen = new Set();
-    }
-    const vid = str(row.vid);
-    seen.add(vid);
-    if (open.has(vid)) continue;
-    const interval: PresenceInterval = { from: at(f), to: null };
-    open.set(vid, interval);
-    let list = presence.get(vid);
-    if (!list) presence.set(vid, (list = []));
-    list.push(interval);
-  }
-  if (frame !== null) closeAbsent(frame);
-  return presence;
-}
-
 interface SimInfo {
   begin: number;
   egoID: string;
@@ -341,13 +274,19 @@ function readSimInfo(db: LimSimDatabase): SimInfo {
  * not have would otherwise fail halfway through the import.
  */
 function precheckFrames(db: LimSimDatabase, vehicles: Set<string>): void {
-  for (const row of db.db
-    .prepare('SELECT rowid AS r, frame, vid FROM frameINFO WHERE vid IS NOT NULL')
-    .iterate() as Iterable<Row>)
-    if (!vehicles.has(String(row.vid)))
-      throw invalid(
-        `${db.file}: frameINFO row ${String(row.r)} (frame=${String(row.frame)}), column vid: vehicle ${JSON.stringify(String(row.vid))} is not in vehicleINFO`,
-      );
+  // The ids alone (plucked: no object per row), then the first row of one that is not a vehicle.
+  for (const vid of db.db
+    .prepare('SELECT vid FROM frameINFO WHERE vid IS NOT NULL')
+    .pluck()
+    .iterate() as Iterable<unknown>) {
+    if (vehicles.has(String(vid))) continue;
+    const row = db.db
+      .prepare('SELECT rowid AS r, frame FROM frameINFO WHERE vid = ? ORDER BY rowid LIMIT 1')
+      .get(vid) as Row;
+    throw invalid(
+      `${db.file}: frameINFO row ${String(row.r)} (frame=${String(row.frame)}), column vid: vehicle ${JSON.stringify(String(vid))} is not in vehicleINFO`,
+    );
+  }
 }
 
 function vehicleActor(v: Row, ego: string | undefined): ActorDecl {
