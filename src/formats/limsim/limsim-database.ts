@@ -133,19 +133,26 @@ export class LimSimDatabase {
     const order = options.orderBy ? ` ORDER BY ${options.orderBy}` : '';
     const statement = this.db.prepare(`SELECT ${list}, rowid FROM "${table}"${order}`).raw(true);
     const rowid = columns.length;
+    // Where a row's value is, for errors (made only for one: a closure per value was garbage per value).
+    const place = (values: SqlValue[], i: number): string => {
+      const key = keys.map(([k, at]) => `${k}=${describeValue(values[at])}`);
+      return `${this.file}: ${table} row ${String(values[rowid])}${key.length ? ` (${key.join(', ')})` : ''}, column ${columns[i]!}`;
+    };
     for (const values of statement.iterate() as Iterable<SqlValue[]>) {
       for (let i = 0; i < rowid; i++) {
         const value = values[i]!;
         const check = checks[i]!;
-        const where = (): string => {
-          const key = keys.map(([k, at]) => `${k}=${describeValue(values[at])}`);
-          return `${this.file}: ${table} row ${String(values[rowid])}${key.length ? ` (${key.join(', ')})` : ''}, column ${columns[i]!}`;
-        };
         if (value === null) {
-          if (check.notNull) throw invalid(`${where()}: NULL, but LimSim's schema declares it NOT NULL`);
+          if (check.notNull)
+            throw invalid(`${place(values, i)}: NULL, but LimSim's schema declares it NOT NULL`);
           continue;
         }
-        values[i] = checkValue(value, check.kind, check.type, where);
+        const checked = checkedValue(value, check.kind);
+        if (checked === undefined)
+          throw invalid(
+            `${place(values, i)}: expected a finite number (${check.type}), got ${describeValue(typeof value === 'bigint' ? Number(value) : value)}`,
+          );
+        values[i] = checked;
       }
       yield values;
     }
@@ -235,12 +242,11 @@ function affinity(type: string): Affinity {
   return 'numeric';
 }
 
-function checkValue(value: SqlValue, kind: Affinity, type: string, where: () => string): SqlValue {
+/** A value as the import reads it, or undefined when a numeric column holds no finite number. */
+function checkedValue(value: SqlValue, kind: Affinity): SqlValue | undefined {
   if (kind === 'integer' || kind === 'real') {
     const n = typeof value === 'bigint' ? Number(value) : value;
-    if (typeof n !== 'number' || !Number.isFinite(n))
-      throw invalid(`${where()}: expected a finite number (${type}), got ${describeValue(n)}`);
-    return n;
+    return typeof n === 'number' && Number.isFinite(n) ? n : undefined;
   }
   // LimSim writes ids and strings into TEXT columns; a number there (SQLite keeps what it is given in
   // an untyped column) is read as its text.
