@@ -58,7 +58,6 @@ export interface StreamInfo extends StreamSchema {
   extraFields: InferredField[];
 }
 
-/** A stream's declared fields, then its undeclared ones with the type seen: what its samples may hold. */
 /**
  * Field names separated by commas, none empty (`simrec samples --fields`, `/samples?fields=`); `name`
  * says where they came from in the refusal.
@@ -70,6 +69,7 @@ export function parseFieldNames(name: string, value: string): string[] {
   return names;
 }
 
+/** A stream's declared fields, then its undeclared ones with the type seen: what its samples may hold. */
 export const fieldsOfStream = (stream: Pick<StreamInfo, 'fields' | 'extraFields'>): FieldDecl[] => [
   ...stream.fields,
   ...stream.extraFields,
