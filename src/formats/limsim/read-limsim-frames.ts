@@ -5,23 +5,31 @@ import type { LimSimDatabase } from './limsim-database.js';
 import { yawFromLimSim } from './limsim-streams.js';
 
 /** frameINFO's columns as the import reads them, in this order. */
-const COLUMNS = ['frame', 'vid', 'vtag', 'x', 'y', 'yaw', 'speed', 'accel', 'laneID', 'lanePos', 'routeIdx'];
-const [FRAME, VID, VTAG, X, Y, YAW, SPEED, ACCEL, LANE, LANE_POS, ROUTE_IDX] = COLUMNS.map((_, i) => i) as [
-  number,
-  number,
-  number,
-  number,
-  number,
-  number,
-  number,
-  number,
-  number,
-  number,
-  number,
-];
+const COLUMNS = [
+  'frame',
+  'vid',
+  'vtag',
+  'x',
+  'y',
+  'yaw',
+  'speed',
+  'accel',
+  'laneID',
+  'lanePos',
+  'routeIdx',
+] as const;
+/** Where each column's value is in a row read. */
+const AT = Object.fromEntries(COLUMNS.map((name, i) => [name, i])) as Record<
+  (typeof COLUMNS)[number],
+  number
+>;
 
 /** Rows handed over before the import waits for them to be durable. */
-const DURABLE_ROWS = 20_000;
+export const DURABLE_ROWS = 20_000;
+
+/** The warning for rows of a table that repeat the key of the row before them (the first was kept). */
+export const repeatsWarning = (table: string, key: string, repeats: number, first: string): string =>
+  `${table}: ${repeats} row${repeats > 1 ? 's repeat' : ' repeats'} a (${key}) read before (the first: ${first}); the first row of each was kept`;
 
 export interface LimSimFrames {
   /** The last frame's time, or null when frameINFO has no row. */
@@ -85,9 +93,9 @@ export async function appendLimSimFrames(
     }
   };
 
-  for (const values of db.rowValues('frameINFO', { columns: COLUMNS, orderBy: 'frame, vid' })) {
-    const f = values[FRAME] as number;
-    const vid = String(values[VID]);
+  for (const values of db.rowValues('frameINFO', { columns: [...COLUMNS], orderBy: 'frame, vid' })) {
+    const f = values[AT.frame] as number;
+    const vid = String(values[AT.vid]);
     if (frame === null || f !== frame.frame) {
       if (frame !== null) await handOver(frame);
       frame = new Frame(f);
@@ -102,10 +110,7 @@ export async function appendLimSimFrames(
   if (frame !== null) await handOver(frame);
   await Promise.all(pending);
   progress(unwaited);
-  if (repeats > 0)
-    warn(
-      `frameINFO: ${repeats} row${repeats > 1 ? 's repeat' : ' repeats'} a (frame, vid) read before (the first: ${firstRepeat}); the first row of each was kept`,
-    );
+  if (repeats > 0) warn(repeatsWarning('frameINFO', 'frame, vid', repeats, firstRepeat));
   return { last, presence };
 }
 
@@ -134,19 +139,19 @@ class Frame {
   add(vid: string, values: readonly unknown[]): void {
     this.rows++;
     this.actors.push(vid);
-    this.x.push(values[X] as number);
-    this.y.push(values[Y] as number);
-    const { yaw, turns } = yawFromLimSim(values[YAW] as number);
+    this.x.push(values[AT.x] as number);
+    this.y.push(values[AT.y] as number);
+    const { yaw, turns } = yawFromLimSim(values[AT.yaw] as number);
     this.yaw.push(yaw);
     // Whole turns are kept only where LimSim's yaw has them: absent (NaN) elsewhere.
     this.yawTurns.push(turns === 0 ? NaN : turns);
     if (turns !== 0) this.turned = true;
-    this.speed.push(values[SPEED] as number);
-    this.accel.push(values[ACCEL] as number);
-    this.lane.push(String(values[LANE]));
-    this.lanePos.push(values[LANE_POS] as number);
-    this.routeIdx.push(values[ROUTE_IDX] as number);
-    this.vtag.push(String(values[VTAG]));
+    this.speed.push(values[AT.speed] as number);
+    this.accel.push(values[AT.accel] as number);
+    this.lane.push(String(values[AT.laneID]));
+    this.lanePos.push(values[AT.lanePos] as number);
+    this.routeIdx.push(values[AT.routeIdx] as number);
+    this.vtag.push(String(values[AT.vtag]));
   }
 
   columns(): Record<string, number[] | string[]> {

@@ -8,7 +8,7 @@ import { keepRoadNetwork } from '../../roadnet/roadnet-attachment.js';
 import { MAX_SHAPE_BYTES, type LimSimNetworkTables } from './limsim-network-rows.js';
 import { asReadError, LimSimDatabase, variantName, type ColumnInfo, type Row } from './limsim-database.js';
 import { parseNetBoundary, parseRoute, parseStartTime } from './limsim-encodings.js';
-import { appendLimSimFrames } from './read-limsim-frames.js';
+import { appendLimSimFrames, DURABLE_ROWS, repeatsWarning } from './read-limsim-frames.js';
 import { networkFromLimSimRows, type LaneClasses } from './limsim-network-tables.js';
 import type { LimSimVariant } from './limsim-schema.js';
 import {
@@ -36,8 +36,6 @@ export interface LimSimImportResult {
 
 /** LimSim gives no height; this is what simrec's SUMO recorder assumes for a car. */
 const ASSUMED_HEIGHT = 1.5;
-/** Samples gathered before each durable write. */
-const BATCH_ROWS = 20_000;
 
 const str = (v: unknown): string => String(v);
 const num = (v: unknown): number => v as number;
@@ -158,13 +156,10 @@ export async function importLimSim(
           const list = batch.get(stream);
           if (list) list.push(sample);
           else batch.set(stream, [sample]);
-          if (++count >= BATCH_ROWS) await flush();
+          if (++count >= DURABLE_ROWS) await flush();
         }
         await flush();
-        if (repeats > 0)
-          warn(
-            `${table}: ${repeats} row${repeats > 1 ? 's repeat' : ' repeats'} a (${orderBy}) read before (the first: ${firstRepeat}); the first row of each was kept`,
-          );
+        if (repeats > 0) warn(repeatsWarning(table, orderBy, repeats, firstRepeat));
       };
 
       const frames = await appendLimSimFrames(db, rec, at, (n) => progress('frameINFO', n), warn);

@@ -320,9 +320,9 @@ export class ChunkCache<Id> {
       this.blocks.set(key, batch);
       return batch;
     }
+    if (!mayReadOn || !this.hasRoomToReadOn()) return this.readBlockOrRow(id, view, i, key, look);
     // Built on a miss only: a scene of 200 actors is 200 lookups.
     const stream = streamName === undefined ? undefined : `${run}/${streamName}`;
-    if (!mayReadOn || !this.hasRoomToReadOn()) return this.readBlockOrRow(id, view, i, key, look);
     if (stream !== undefined && this.browsed.get(stream)) {
       this.readOn(id);
       return this.whole(id, view);
