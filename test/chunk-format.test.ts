@@ -16,7 +16,7 @@ import {
 import type { ChunkColumn } from '../src/store/common/chunk-codes.js';
 import { ParsedChunk } from '../src/store/common/chunk-decoder.js';
 import { assembleChunk, ChunkBuffers, encodeBlock } from '../src/store/common/chunk-encoder.js';
-import { openChunk, ownEntryAt, ownSampleAt } from '../src/store/common/chunk-reader.js';
+import { openChunk, ownEntryAt, ownSampleAt, sliceBatch } from '../src/store/common/chunk-reader.js';
 import {
   DEFAULT_TAIL_OPTIONS,
   encodeChunks,
@@ -176,6 +176,84 @@ describe('chunk format: every bit back', () => {
       assert.deepEqual(Object.keys(some.columns).sort(), ['f64', 'label', 'pos']);
       assertSameFloats(some.columns.pos as Float64Array, batch.columns.pos as Float64Array, `${packing} pos`);
       assert.deepStrictEqual(some.columns.label, batch.columns.label);
+    }
+  });
+
+  it('a block decoded on its own holds its own columns, their numbers in one buffer of just their bytes; a slice copies', () => {
+    const rows = hardRows(300);
+    for (let i = 100; i < 180; i++)
+      for (const name of ['label', 'pos', 'doc', 'flag', 'f32']) delete rows[i]![name];
+    const batch = samplesToColumns(rows, FIELDS);
+    const ranges = [
+      [0, 100],
+      [100, 180],
+      [180, 300],
+    ] as const;
+    const view = openChunk(
+      assembleChunk(
+        COLUMNS,
+        ranges.map(([from, to]) => encodeBlock(batch, COLUMNS, INDEX, from, to)),
+      ),
+      'test chunk',
+    );
+    const whole = view.decodeAll();
+    const numbersIn = (b: ColumnBatch): Float64Array[] => [
+      b.t,
+      b.step,
+      ...Object.values(b.columns).filter((v): v is Float64Array => v instanceof Float64Array),
+    ];
+    for (let b = 0; b < ranges.length; b++) {
+      const [from, to] = ranges[b]!;
+      const block = view.decodeBlock(b);
+      assert.deepEqual(
+        Object.keys(block.columns).sort(),
+        b === 1 ? ['f64', 'i32', 'i64'] : Object.keys(whole.columns).sort(),
+        `block ${b}: the columns it has records of`,
+      );
+      assertSameFloats(block.t, whole.t.subarray(from, to), `block ${b} t`);
+      for (const [name, values] of Object.entries(block.columns)) {
+        const width = name === 'pos' ? 3 : 1;
+        const all = whole.columns[name]!;
+        if (values instanceof Float64Array)
+          assertSameFloats(
+            values,
+            (all as Float64Array).subarray(from * width, to * width),
+            `block ${b} ${name}`,
+          );
+        else assert.deepStrictEqual(values, (all as unknown[]).slice(from, to), `block ${b} ${name}`);
+      }
+      // What the block cache counts a block by (batchBytes) is what it holds: no room for columns the
+      // block lacks, no array of its own per column.
+      const numbers = numbersIn(block);
+      assert.ok(
+        numbers.every((v) => v.buffer === block.t.buffer),
+        `block ${b}: one buffer`,
+      );
+      assert.equal(
+        block.t.buffer.byteLength,
+        numbers.reduce((sum, v) => sum + v.byteLength, 0),
+        `block ${b}: the buffer's bytes`,
+      );
+      // A slice is the caller's own: changed, the block the cache keeps is not.
+      const slice = sliceBatch(block, view.columns, 10, 30);
+      assertSameFloats(slice.t, block.t.subarray(10, 30), `block ${b} slice t`);
+      assertSameFloats(
+        slice.columns.i64 as Float64Array,
+        (block.columns.i64 as Float64Array).subarray(10, 30),
+        `block ${b} slice i64`,
+      );
+      assert.ok(
+        numbersIn(slice).every((v) => v.buffer !== block.t.buffer),
+        `block ${b}: the slice copies`,
+      );
+      assert.equal(
+        slice.t.buffer.byteLength,
+        numbersIn(slice).reduce((sum, v) => sum + v.byteLength, 0),
+        `block ${b}: the slice's buffer`,
+      );
+      const before = block.t[10];
+      slice.t[0] = -1;
+      assert.equal(block.t[10], before);
     }
   });
 

@@ -16,7 +16,14 @@ import {
   type ChunkColumn,
   type EncodedBlock,
 } from './chunk-codes.js';
-import { markAbsentRows, orderedColumns, rowsTarget, targetColumn, type RowsTarget } from './chunk-rows.js';
+import {
+  markAbsentRows,
+  orderedColumns,
+  packedTarget,
+  rowsTarget,
+  targetColumn,
+  type RowsTarget,
+} from './chunk-rows.js';
 
 /**
  * The chunk's reading side (its layout: chunk-codes.ts): a chunk's frame checked and parsed, its blocks
@@ -324,8 +331,9 @@ const u32 = (bytes: Uint8Array, offset: number): number =>
 
 const hex = (v: number): string => `0x${v.toString(16).padStart(8, '0')}`;
 /**
- * A block's columns. With `into`, they are written into the chunk-wide columns instead, and the batch
- * returned names those (its columns say which ones the block had).
+ * A block's columns. With `target`, they are written into its chunk-wide columns, and the batch
+ * returned names those (its columns say which ones the block had); without, into columns of the block's
+ * own (blockTarget).
  */
 function decodeBlockBytes(
   bytes: Uint8Array,
@@ -333,8 +341,9 @@ function decodeBlockBytes(
   begin: number,
   columns: readonly ChunkColumn[],
   fields: ReadonlySet<string> | undefined,
-  into?: RowsTarget,
+  target?: RowsTarget,
 ): ColumnBatch {
+  const into = target ?? blockTarget(bytes, rows, columns, fields);
   const input = new ByteReader(bytes);
   let t: Float64Array | null = null;
   let step: Float64Array | null = null;
@@ -346,13 +355,13 @@ function decodeBlockBytes(
     const length = input.varint();
     const payload = input.take(length);
     if (index === T_INDEX || index === STEP_INDEX) {
-      const target = into && (index === T_INDEX ? into.batch.t : into.batch.step);
+      const whole = index === T_INDEX ? into.batch.t : into.batch.step;
       const values = decodeNumbers(
         codec,
         payload,
         rows,
         index === T_INDEX ? begin : 0,
-        target ? target.subarray(into.row, into.row + rows) : undefined,
+        whole.subarray(into.row, into.row + rows),
       );
       if (index === T_INDEX) t = values;
       else step = values;
@@ -373,15 +382,35 @@ function decodeBlockBytes(
       present = 0;
       for (let i = 0; i < rows; i++) if (presence[i >> 3]! & (1 << (i & 7))) present++;
     }
-    const whole = into && targetColumn(into, column);
-    if (whole === undefined) out[column.name] = decodeColumn(column, codec, body, present, rows, presence);
-    else {
-      decodeColumnInto(column, codec, body, present, rows, presence, whole, into!.row);
-      out[column.name] = whole;
-    }
+    const whole = targetColumn(into, column);
+    decodeColumnInto(column, codec, body, present, rows, presence, whole, into.row);
+    out[column.name] = whole;
   }
   if (!t || !step) throw new Error('block has no time or step column');
   return { t, step, columns: out };
+}
+
+/**
+ * Where a block decoded on its own goes: a packedTarget for the numeric columns it has records of,
+ * found by reading those records first (a window over 300 actors decodes a block or two of each).
+ */
+function blockTarget(
+  bytes: Uint8Array,
+  rows: number,
+  columns: readonly ChunkColumn[],
+  fields: ReadonlySet<string> | undefined,
+): RowsTarget {
+  const numeric: ChunkColumn[] = [];
+  for (const input = new ByteReader(bytes); !input.done;) {
+    const index = input.varint();
+    input.u8();
+    input.take(input.varint());
+    const column = columns[index - FIRST_FIELD_INDEX];
+    if (!column || (fields && !fields.has(column.name))) continue;
+    if (column.type === 'string' || column.type === 'json' || numeric.includes(column)) continue;
+    numeric.push(column);
+  }
+  return packedTarget(rows, numeric);
 }
 
 /**

@@ -9,7 +9,7 @@ import {
 import type { Sample } from '../../model/stream.js';
 import { isChunkV2, type ChunkColumn } from './chunk-codes.js';
 import { ParsedChunk } from './chunk-decoder.js';
-import { markAbsentRows, rowsTarget, targetColumn, type RowsTarget } from './chunk-rows.js';
+import { markAbsentRows, packedTarget, targetColumn, valuesPerRow, type RowsTarget } from './chunk-rows.js';
 import { decodeChunk as decodeChunkV1, type DecodedChunk } from './chunk-v1.js';
 import { LruCache } from './lru-cache.js';
 import { copyJsonValue, type JsonValue } from '../../model/json.js';
@@ -63,7 +63,7 @@ class V1Chunk implements ChunkView {
     const columns: Record<string, ColumnValues> = {};
     for (const c of decoded.columns) {
       const numeric = c.type !== 'string' && c.type !== 'json';
-      const width = c.type === 'vec' ? c.length! : 1;
+      const width = valuesPerRow(c);
       const count = c.values.length / width;
       const out: ColumnValues = numeric
         ? new Float64Array(decoded.n * width).fill(NaN)
@@ -581,7 +581,10 @@ export function sliceBatch(
   // Copies, not views of the cache's arrays (nor the cached batch itself), JSON values included: a
   // caller may change what it reads (a unit conversion in place, say) without changing what the next
   // read of the chunk gets, in its process or, on a server, another client's.
-  const target = rowsTarget(to - from);
+  const target = packedTarget(
+    to - from,
+    columns.filter((c) => batch.columns[c.name] instanceof Float64Array),
+  );
   copyRowsInto(batch, columns, from, to, target);
   const sliced = target.batch;
   if (batch.types) sliced.types = batch.types;
@@ -607,7 +610,7 @@ export function copyRowsInto(
     if (values === undefined) continue;
     const whole = targetColumn(target, c);
     if (values instanceof Float64Array) {
-      const width = c.type === 'vec' ? c.length! : 1;
+      const width = valuesPerRow(c);
       (whole as Float64Array).set(values.subarray(from * width, to * width), target.row * width);
     } else {
       const list = whole as unknown[];

@@ -14,6 +14,9 @@ export interface RowsTarget {
   n: number;
 }
 
+/** Values a row holds in `column`: a vec's length, 1 for the others. */
+export const valuesPerRow = (column: ChunkColumn): number => (column.type === 'vec' ? column.length! : 1);
+
 /**
  * Columns `n` rows long that rows are decoded or copied into. Its columns are made as rows first bring
  * them (targetColumn): made for every declared column up front, those no block has were a
@@ -21,6 +24,27 @@ export interface RowsTarget {
  */
 export function rowsTarget(n: number): RowsTarget {
   return { batch: { t: new Float64Array(n), step: new Float64Array(n), columns: {} }, row: 0, n };
+}
+
+/**
+ * A target of `rows` rows whose time, step and `numeric` columns are parts of one buffer, just their
+ * size: one allocation instead of one an array. Small reads (a block decoded on its own, a window's
+ * slice of it) made thousands of arrays of a few dozen rows each, and their allocations and the
+ * collector's work on them were most of the read.
+ */
+export function packedTarget(rows: number, numeric: readonly ChunkColumn[]): RowsTarget {
+  let floats = 2 * rows;
+  for (const column of numeric) floats += rows * valuesPerRow(column);
+  const buffer = new Float64Array(floats);
+  const target: RowsTarget = {
+    batch: { t: buffer.subarray(0, rows), step: buffer.subarray(rows, 2 * rows), columns: {} },
+    row: 0,
+    n: rows,
+  };
+  let at = 2 * rows;
+  for (const column of numeric)
+    target.batch.columns[column.name] = buffer.subarray(at, (at += rows * valuesPerRow(column)));
+  return target;
 }
 
 /** A target's column for `column`, made when rows first bring it (no value in the rows before). */
@@ -86,7 +110,7 @@ export function concatBatches(batches: readonly ColumnBatch[], columns: readonly
   const out: Record<string, ColumnValues> = {};
   for (const column of columns) {
     if (!batches.some((b) => column.name in b.columns)) continue;
-    const width = column.type === 'vec' ? column.length! : 1;
+    const width = valuesPerRow(column);
     const numeric = column.type !== 'string' && column.type !== 'json';
     const values: ColumnValues = numeric ? new Float64Array(n * width).fill(NaN) : new Array<unknown>(n);
     let row = 0;
