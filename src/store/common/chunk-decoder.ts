@@ -391,8 +391,8 @@ function decodeBlockBytes(
 }
 
 /**
- * Where a block decoded on its own goes: a packedTarget for the numeric columns it has records of,
- * found by reading those records first (a window over 300 actors decodes a block or two of each).
+ * Where a block decoded on its own goes: a packedTarget for the columns it has records of, in their
+ * order, found by reading those records first (a window over 300 actors decodes a block or two of each).
  */
 function blockTarget(
   bytes: Uint8Array,
@@ -400,17 +400,16 @@ function blockTarget(
   columns: readonly ChunkColumn[],
   fields: ReadonlySet<string> | undefined,
 ): RowsTarget {
-  const numeric: ChunkColumn[] = [];
+  const present: ChunkColumn[] = [];
   for (const input = new ByteReader(bytes); !input.done;) {
     const index = input.varint();
     input.u8();
     input.take(input.varint());
     const column = columns[index - FIRST_FIELD_INDEX];
-    if (!column || (fields && !fields.has(column.name))) continue;
-    if (column.type === 'string' || column.type === 'json' || numeric.includes(column)) continue;
-    numeric.push(column);
+    if (!column || (fields && !fields.has(column.name)) || present.includes(column)) continue;
+    present.push(column);
   }
-  return packedTarget(rows, numeric);
+  return packedTarget(rows, present);
 }
 
 /**

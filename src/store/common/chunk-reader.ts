@@ -583,7 +583,7 @@ export function sliceBatch(
   // read of the chunk gets, in its process or, on a server, another client's.
   const target = packedTarget(
     to - from,
-    columns.filter((c) => batch.columns[c.name] instanceof Float64Array),
+    columns.filter((c) => batch.columns[c.name] !== undefined),
   );
   copyRowsInto(batch, columns, from, to, target);
   const sliced = target.batch;

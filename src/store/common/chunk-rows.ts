@@ -27,14 +27,14 @@ export function rowsTarget(n: number): RowsTarget {
 }
 
 /**
- * A target of `rows` rows whose time, step and `numeric` columns are parts of one buffer, just their
- * size: one allocation instead of one an array. Small reads (a block decoded on its own, a window's
- * slice of it) made thousands of arrays of a few dozen rows each, and their allocations and the
- * collector's work on them were most of the read.
+ * A target of `rows` rows with `columns` made beforehand, in their order: time, step and the numeric
+ * ones are parts of one buffer of just their size, one allocation instead of one an array. Small reads
+ * (a block decoded on its own, a window's slice of it) made thousands of arrays of a few dozen rows
+ * each, and their allocations and the collector's work on them were most of the read.
  */
-export function packedTarget(rows: number, numeric: readonly ChunkColumn[]): RowsTarget {
+export function packedTarget(rows: number, columns: readonly ChunkColumn[]): RowsTarget {
   let floats = 2 * rows;
-  for (const column of numeric) floats += rows * valuesPerRow(column);
+  for (const column of columns) if (isNumeric(column)) floats += rows * valuesPerRow(column);
   const buffer = new Float64Array(floats);
   const target: RowsTarget = {
     batch: { t: buffer.subarray(0, rows), step: buffer.subarray(rows, 2 * rows), columns: {} },
@@ -42,19 +42,23 @@ export function packedTarget(rows: number, numeric: readonly ChunkColumn[]): Row
     n: rows,
   };
   let at = 2 * rows;
-  for (const column of numeric)
-    target.batch.columns[column.name] = buffer.subarray(at, (at += rows * valuesPerRow(column)));
+  for (const column of columns)
+    target.batch.columns[column.name] = isNumeric(column)
+      ? buffer.subarray(at, (at += rows * valuesPerRow(column)))
+      : new Array<unknown>(rows);
   return target;
 }
+
+/** Whether a column's values are numbers (a Float64Array): all but strings and JSON. */
+const isNumeric = (column: ChunkColumn): boolean => column.type !== 'string' && column.type !== 'json';
 
 /** A target's column for `column`, made when rows first bring it (no value in the rows before). */
 export function targetColumn(target: RowsTarget, column: ChunkColumn): ColumnValues {
   let whole = target.batch.columns[column.name];
   if (whole === undefined) {
-    whole =
-      column.type === 'string' || column.type === 'json'
-        ? new Array<unknown>(target.n)
-        : new Float64Array(target.n * (column.length ?? 1));
+    whole = isNumeric(column)
+      ? new Float64Array(target.n * (column.length ?? 1))
+      : new Array<unknown>(target.n);
     markAbsent(whole, 0, target.row, column.length ?? 1);
     target.batch.columns[column.name] = whole;
   }
