@@ -466,10 +466,15 @@ export class ChunkCache<Id> {
 export function decodedRowBytes(found: ReturnType<typeof bracketRows> | undefined): number {
   if (found?.before) return batchBytes(found.before.batch) / found.before.batch.t.length;
   if (!found?.looked) return 0;
+  const row = found.looked as Record<string, unknown>;
   let bytes = 16;
-  for (const [name, value] of Object.entries(found.looked))
-    if (!ROW_HEAD_NAMES.has(name))
-      bytes += 8 * (Array.isArray(value) && typeof value[0] === 'number' ? value.length : 1);
+  // Keys read in place: Object.entries made an array a field, 200 rows of them in a fresh process's
+  // first scene.
+  for (const name in row) {
+    if (ROW_HEAD_NAMES.has(name)) continue;
+    const value = row[name];
+    bytes += 8 * (Array.isArray(value) && typeof value[0] === 'number' ? value.length : 1);
+  }
   return bytes;
 }
 
