@@ -9,7 +9,14 @@ import {
 import type { Sample } from '../../model/stream.js';
 import { isChunkV2, type ChunkColumn } from './chunk-codes.js';
 import { ParsedChunk } from './chunk-decoder.js';
-import { markAbsentRows, packedTarget, targetColumn, valuesPerRow, type RowsTarget } from './chunk-rows.js';
+import {
+  isNumeric,
+  markAbsentRows,
+  packedTarget,
+  targetColumn,
+  valuesPerRow,
+  type RowsTarget,
+} from './chunk-rows.js';
 import { decodeChunk as decodeChunkV1, type DecodedChunk } from './chunk-v1.js';
 import { LruCache } from './lru-cache.js';
 import { copyJsonValue, type JsonValue } from '../../model/json.js';
@@ -62,7 +69,7 @@ class V1Chunk implements ChunkView {
     this.blocks = [{ rows: decoded.n, begin: decoded.t[0]!, end: decoded.t[decoded.n - 1]! }];
     const columns: Record<string, ColumnValues> = {};
     for (const c of decoded.columns) {
-      const numeric = c.type !== 'string' && c.type !== 'json';
+      const numeric = isNumeric(c);
       const width = valuesPerRow(c);
       const count = c.values.length / width;
       const out: ColumnValues = numeric

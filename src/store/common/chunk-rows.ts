@@ -17,6 +17,9 @@ export interface RowsTarget {
 /** Values a row holds in `column`: a vec's length, 1 for the others. */
 export const valuesPerRow = (column: ChunkColumn): number => (column.type === 'vec' ? column.length! : 1);
 
+/** Whether a column's values are numbers (a Float64Array): all but strings and JSON. */
+export const isNumeric = (column: ChunkColumn): boolean => column.type !== 'string' && column.type !== 'json';
+
 /**
  * Columns `n` rows long that rows are decoded or copied into. Its columns are made as rows first bring
  * them (targetColumn): made for every declared column up front, those no block has were a
@@ -48,9 +51,6 @@ export function packedTarget(rows: number, columns: readonly ChunkColumn[]): Row
       : new Array<unknown>(rows);
   return target;
 }
-
-/** Whether a column's values are numbers (a Float64Array): all but strings and JSON. */
-const isNumeric = (column: ChunkColumn): boolean => column.type !== 'string' && column.type !== 'json';
 
 /** A target's column for `column`, made when rows first bring it (no value in the rows before). */
 export function targetColumn(target: RowsTarget, column: ChunkColumn): ColumnValues {
@@ -115,7 +115,7 @@ export function concatBatches(batches: readonly ColumnBatch[], columns: readonly
   for (const column of columns) {
     if (!batches.some((b) => column.name in b.columns)) continue;
     const width = valuesPerRow(column);
-    const numeric = column.type !== 'string' && column.type !== 'json';
+    const numeric = isNumeric(column);
     const values: ColumnValues = numeric ? new Float64Array(n * width).fill(NaN) : new Array<unknown>(n);
     let row = 0;
     for (const b of batches) {
