@@ -293,6 +293,35 @@ async function statementsDuring(store: StoreBackend, work: () => Promise<void>):
   return seen;
 }
 
+describe("a store's reads and the process's memory", () => {
+  it(
+    "reads go through SQLite's page cache: no part of the store file is mapped into the process",
+    {
+      skip:
+        process.platform !== 'linux' && 'the mappings are read from /proc/self/maps, which only Linux has',
+    },
+    async () => {
+      const { path, run } = await storeOfV4Samples();
+      // A page read through a memory map stays resident: a server's memory grew with every part of the
+      // store its viewers visited. Mapped or not, a store's mapping shows in the process's list.
+      const mapped = (): string[] =>
+        readFileSync('/proc/self/maps', 'utf8')
+          .split('\n')
+          .filter((line) => line.endsWith(path));
+      for (const readonly of [false, true]) {
+        const reader = readonly ? SqliteBackend.open(path, { readonly }) : await openStore(path);
+        await sceneAt(reader, run, { t: 1_000_000 + 1234 * 10_000 });
+        assert.equal(
+          (await trajectoryColumns(reader, run, { actor: 'car' })).t.length,
+          storeV4Samples().length,
+        );
+        assert.deepEqual(mapped(), [], `read${readonly ? ' read-only' : ''}: the store is mapped`);
+        await reader.close();
+      }
+    },
+  );
+});
+
 describe('sealed chunks stored as a frame and blocks (schema 6)', () => {
   it('a sealed chunk keeps its frame apart; a scene fetches the blocks it decodes, not whole chunks', async () => {
     const { path, run } = await storeOfV4Samples();

@@ -11,9 +11,6 @@ import {
 import type { SqliteStoreOptions } from './sqlite-store-file.js';
 import { configureConnection } from './sqlite-writer-thread.js';
 
-/** How much of the file reads may map (SQLite maps what it reads, up to this). */
-const MMAP_BYTES = 1024 * 1024 * 1024;
-
 /**
  * Opens (creating if absent) a store file's database, ready for SqliteBackend: a new file given the
  * schema, an older one upgraded, a file that is not a simrec store (or is a newer simrec's) refused.
@@ -43,10 +40,11 @@ export function openStoreDatabase(
       // (without its busy timeout) when another process is opening the same new store.
       if (!options.readonly) retryWhileBusy(() => db.pragma('journal_mode = WAL'));
       configureConnection(db, durability);
-      // Reads through a memory map: a fresh process's first scene reads a chunk per actor, and mapped
-      // pages cost a fraction of the time of SQLite's reads into its cache (performance-history.md).
-      // Writes are unchanged.
-      db.pragma(`mmap_size = ${MMAP_BYTES}`);
+      // Reads through SQLite's page cache, never a memory map (whatever the build's default): a page
+      // read through a map stays in the process's resident memory, so a server's memory grew with
+      // every part of the store its viewers had visited, up to the whole file, where the cache holds
+      // a bounded number of pages. The map no longer made reads faster (performance-history.md).
+      db.pragma('mmap_size = 0');
     };
     // A file another process is creating this very moment has no schema yet: it is new, not foreign.
     if (!fresh && !options.readonly) fresh = isEmptyDatabase(db);
