@@ -16,7 +16,13 @@ import {
 import type { ChunkColumn } from '../src/store/common/chunk-codes.js';
 import { ParsedChunk } from '../src/store/common/chunk-decoder.js';
 import { assembleChunk, ChunkBuffers, encodeBlock } from '../src/store/common/chunk-encoder.js';
-import { openChunk, ownEntryAt, ownSampleAt, sliceBatch } from '../src/store/common/chunk-reader.js';
+import {
+  openChunk,
+  ownEntryAt,
+  ownSampleAt,
+  sliceBatch,
+  type ChunkView,
+} from '../src/store/common/chunk-reader.js';
 import {
   DEFAULT_TAIL_OPTIONS,
   encodeChunks,
@@ -30,6 +36,10 @@ const bits = (v: number): string => {
   b.writeDoubleLE(v);
   return b.toString('hex');
 };
+
+/** Each block's rows, in order. */
+const rowsOfBlocks = ({ blocks }: ChunkView): number[] =>
+  Array.from({ length: blocks.length }, (_, i) => blocks.rows(i));
 
 function assertSameFloats(actual: ArrayLike<number>, expected: ArrayLike<number>, what: string): void {
   assert.equal(actual.length, expected.length, `${what}: length`);
@@ -344,7 +354,7 @@ describe('chunk format: every bit back', () => {
       const view = openChunk(assembleChunk(COLUMNS, blocks), 'test chunk') as ParsedChunk;
       for (let b = 0; b < blocks.length; b++) {
         const decoded = view.decodeBlock(b);
-        const first = view.blocks[b]!.begin;
+        const first = view.blocks.begin(b);
         assert.equal(view.sampleAtOrBefore(b, first - 1), undefined, `${packing} block ${b}: before it`);
         for (let row = 0; row < decoded.t.length; row++) {
           const expected = ownSampleAt(decoded, view.columns, row);
@@ -698,10 +708,7 @@ describe('stream tails', () => {
     // Commits of 50 are blocks of 50 (none crosses a chunk boundary), assembled without packing again.
     for (const c of sealed.chunks) {
       const view = openChunk(c.data, 'sealed') as ParsedChunk;
-      assert.deepEqual(
-        view.blocks.map((b) => b.rows),
-        [50, 50, 50, 50, 50, 50],
-      );
+      assert.deepEqual(rowsOfBlocks(view), [50, 50, 50, 50, 50, 50]);
       for (let b = 0; b < view.blocks.length; b++)
         assert.ok(blockBytes.has(Buffer.from(view.encodedBlock(b).bytes).toString('hex')));
     }
@@ -769,17 +776,14 @@ describe('stream tails', () => {
     const tail = new StreamTail<number>(STATE_FIELDS, [], options);
     const store = tailStore();
     const first = tail.append(samplesToColumns(rows.slice(0, 290), STATE_FIELDS)).chunk;
-    assert.deepEqual(
-      openChunk(first.data, 'tail').blocks.map((b) => b.rows),
-      [128, 128, 34],
-    );
+    assert.deepEqual(rowsOfBlocks(openChunk(first.data, 'tail')), [128, 128, 34]);
     tail.appended(store.put(first.data), first.count);
     for (let i = 290; i < rows.length; i++) {
       const { chunk } = tail.append(samplesToColumns([rows[i]!], STATE_FIELDS));
       tail.appended(store.put(chunk.data), chunk.count);
     }
     const sealed = tail.seal((id) => store.open(id))!;
-    const blockRows = sealed.chunks.map((c) => openChunk(c.data, 'sealed').blocks.map((b) => b.rows));
+    const blockRows = sealed.chunks.map((c) => rowsOfBlocks(openChunk(c.data, 'sealed')));
     // The ten single samples that end the first chunk become one block of ten (the block of 34 before
     // them is kept as it is); the second chunk is 300 single samples, packed again in blocks of 128.
     assert.deepEqual(blockRows, [
@@ -790,7 +794,7 @@ describe('stream tails', () => {
     tail.sealed(store.put(sealed.rest!.data));
     const final = tail.seal((id) => store.open(id), { final: true })!;
     assert.deepEqual(
-      final.chunks.map((c) => openChunk(c.data, 'sealed').blocks.map((b) => b.rows)),
+      final.chunks.map((c) => rowsOfBlocks(openChunk(c.data, 'sealed'))),
       [[100]],
     );
     const back = [...sealed.chunks, ...final.chunks].flatMap((c) =>
@@ -881,7 +885,7 @@ describe('stream tails', () => {
     tail.appended(store.put(chunk.data), chunk.count);
     const sealed = tail.seal((id) => store.open(id))!;
     assert.deepEqual(
-      sealed.chunks.map((c) => openChunk(c.data, 'sealed').blocks.map((b) => b.rows)),
+      sealed.chunks.map((c) => rowsOfBlocks(openChunk(c.data, 'sealed'))),
       [[128, 128, 44]],
     );
     assert.ok(sealed.chunks[0]!.data.length < 300 * 40, 'packed, not raw');

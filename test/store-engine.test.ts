@@ -1784,7 +1784,7 @@ describe('reading scenes', () => {
     // The last row of a block: the row after t is in the next block.
     const decoded = await decodesDuring(async () => void (await sceneAt(probe, 1, { t: 0 })));
     const [chunk] = [...decoded.keys()];
-    const lastRowOfFirstBlock = chunk!.blocks[0]!.end;
+    const lastRowOfFirstBlock = chunk!.blocks.end(0);
     await probe.close();
 
     const store = await openStore(path);
@@ -1843,16 +1843,16 @@ describe('reading scenes', () => {
     // last touched, the second and the fourth beside them), in the same burst.
     const lastBlock = chunkA!.blocks.length - 1;
     const second = await decodesDuring(
-      async () => void (await sceneAt(store, 1, { t: chunkA!.blocks[lastBlock]!.begin })),
+      async () => void (await sceneAt(store, 1, { t: chunkA!.blocks.begin(lastBlock) })),
     );
     assert.equal(second.size, 8, 'both actors: the first chunks, the far ones, and their neighbours');
     for (const [chunk, blocks] of second)
       assert.deepEqual(
         sorted(blocks),
-        chunk.blocks.map((_, i) => i),
+        Array.from({ length: chunk.blocks.length }, (_, i) => i),
       );
     const again = await decodesDuring(async () => {
-      await sceneAt(store, 1, { t: chunkA!.blocks[1]!.begin + 10_000 });
+      await sceneAt(store, 1, { t: chunkA!.blocks.begin(1) + 10_000 });
       await sceneAt(store, 1, { t: 8_000_000 + 300_000 });
     });
     assert.equal(again.size, 0, 'the chunks are cached whole');
@@ -1865,7 +1865,7 @@ describe('reading scenes', () => {
     for (const [chunk, blocks] of later)
       assert.deepEqual(
         sorted(blocks),
-        chunk.blocks.map((_, i) => i),
+        Array.from({ length: chunk.blocks.length }, (_, i) => i),
       );
     await store.close();
 
@@ -1894,9 +1894,9 @@ describe('reading scenes', () => {
     const [chunkA] = [...first.keys()];
     const lastBlock = chunkA!.blocks.length - 1;
     // A second and a third block of the same chunks, interpolated too: each block alone, no chunk whole.
-    const second = await point(chunkA!.blocks[lastBlock]!.begin);
+    const second = await point(chunkA!.blocks.begin(lastBlock));
     assert.deepEqual(blocksOf(second), [[lastBlock], [lastBlock]]);
-    const third = await point(chunkA!.blocks[1]!.begin + 5_000, true);
+    const third = await point(chunkA!.blocks.begin(1) + 5_000, true);
     assert.deepEqual(
       blocksOf(third).map((blocks) => [...new Set(blocks)].sort()),
       [[1], [1]],
@@ -1906,11 +1906,11 @@ describe('reading scenes', () => {
     // They were no touch for a reader with read-ahead (the default): its first look at another block
     // is a row alone, as at any chunk it had not touched.
     const look = await decodesDuring(
-      async () => void (await sceneAt(store, 1, { t: chunkA!.blocks[2]!.begin + 5_000 })),
+      async () => void (await sceneAt(store, 1, { t: chunkA!.blocks.begin(2) + 5_000 })),
     );
     assert.deepEqual(blocksOf(look), [['row of 2'], ['row of 2']]);
     // The scenes are the same either way.
-    for (const t of [15_000, chunkA!.blocks[lastBlock]!.begin, 8_000_000])
+    for (const t of [15_000, chunkA!.blocks.begin(lastBlock), 8_000_000])
       assert.deepEqual(
         await sceneAt(store, 1, { t, interpolate: true, readAhead: false }),
         await sceneAt(store, 1, { t, interpolate: true }),
@@ -1965,7 +1965,7 @@ describe('caches of decoded data', () => {
     for (const [, { value }] of views) assert.deepEqual(held(value), [null, null]);
     // A block read from one of them (as a fields-only read does) fetches its bytes again.
     const view = views[0]![1].value;
-    assert.equal(view.decodeBlock(1).t.length, view.blocks[1]!.rows);
+    assert.equal(view.decodeBlock(1).t.length, view.blocks.rows(1));
     await store.close();
   });
 
@@ -2069,11 +2069,17 @@ describe('runs that would not fit decoded (an hour of a town)', () => {
     assert.deepEqual(kept(), [before[0], before[1]! + 1], 'the second keeps the block');
     assert.equal(first.actors[0]!.x, crashSample(19_500).x);
     // Opened chunks are weighed by their stored bytes (a count held as many 64 KB chunks as the
-    // few-kilobyte chunks of smooth traffic).
-    const views = (cache.chunks as unknown as { map: Map<number, { value: ParsedChunk }> }).map;
-    const stored = [...views.values()].reduce((sum, { value }) => sum + value.size, 0);
-    assert.equal(cache.chunks.weight, stored);
+    // few-kilobyte chunks of smooth traffic) and by their block tables (a long run's many small
+    // chunks hold as much again in them).
+    const views = [
+      ...(cache.chunks as unknown as { map: Map<number, { value: ParsedChunk }> }).map.values(),
+    ].map(({ value }) => value);
+    const stored = views.reduce((sum, view) => sum + view.size, 0);
+    const tables = views.reduce((sum, view) => sum + view.blocks.memoryBytes, 0);
+    assert.equal(cache.chunks.weight, stored + tables);
     assert.ok(stored > cache.chunks.size * 100, `${stored} bytes in ${cache.chunks.size} chunks`);
+    const blocks = views.reduce((sum, view) => sum + view.blocks.length, 0);
+    assert.ok(tables >= blocks * 32, `${tables} bytes of tables for ${blocks} blocks`);
     await tight.close();
   });
 

@@ -4,6 +4,7 @@ import { SimrecError } from '../../model/errors.js';
 import { FIELD_TYPES, type FieldType, type Sample } from '../../model/stream.js';
 import { unpackFloat32, unpackFloat64, unpackIntegers } from './bit-codec.js';
 import { ByteReader, decodeUtf8 } from '../../model/bytes.js';
+import { BlockTable, type BlockRef } from './block-table.js';
 import {
   CODEC,
   FIRST_FIELD_INDEX,
@@ -70,16 +71,6 @@ function parseColumn(text: unknown, corrupt: (why: string) => Error): ChunkColum
 const MAX_CHUNK_SAMPLES = 1 << 22;
 const MAX_INFLATED_BYTES = 256 * 1024 * 1024;
 
-export interface BlockRef {
-  rows: number;
-  begin: number;
-  end: number;
-  offset: number;
-  bytes: number;
-  /** CRC-32 of the block's bytes, checked before the block is decoded. */
-  crc: number;
-}
-
 /**
  * Where a chunk's bytes come from: all of them in memory, or ranges read on demand (a backend whose
  * storage can read part of a chunk cheaply; SQLite cannot: it loads a blob whole before substr()).
@@ -109,7 +100,7 @@ export function plainBytes(data: Uint8Array): Uint8Array {
 export class ParsedChunk {
   readonly n: number;
   readonly columns: readonly ChunkColumn[];
-  readonly blocks: readonly BlockRef[];
+  readonly blocks: BlockTable;
   private readonly source: ChunkBytes;
   /** Every block, once read at once (a chunk read on): blocks are cut from it. */
   private whole: Uint8Array | null = null;
@@ -122,7 +113,7 @@ export class ParsedChunk {
     where: string,
     n: number,
     columns: readonly ChunkColumn[],
-    blocks: BlockRef[],
+    blocks: BlockTable,
   ) {
     this.source = source;
     this.where = where;
@@ -186,7 +177,7 @@ export class ParsedChunk {
       }
       if (rows !== n) throw corrupt(`blocks hold ${rows} rows, the header says ${n as number}`);
       if (offset !== source.size) throw corrupt(`blocks end at byte ${offset}, the chunk has ${source.size}`);
-      return new ParsedChunk(source, where, n, columns, blocks);
+      return new ParsedChunk(source, where, n, columns, new BlockTable(blocks));
     } catch (error) {
       if (error instanceof SimrecError) throw error;
       throw corrupt((error as Error).message);
@@ -204,7 +195,7 @@ export class ParsedChunk {
     let hi = this.blocks.length;
     while (lo < hi) {
       const mid = (lo + hi) >> 1;
-      if (this.blocks[mid]!.begin <= t) lo = mid + 1;
+      if (this.blocks.begin(mid) <= t) lo = mid + 1;
       else hi = mid;
     }
     return lo - 1;
@@ -212,8 +203,8 @@ export class ParsedChunk {
 
   /** Decodes block i; only the fields named in `fields` when given (t and step always). */
   decodeBlock(i: number, fields?: ReadonlySet<string>, into?: RowsTarget): ColumnBatch {
-    return this.readBlock(i, (bytes, ref) =>
-      decodeBlockBytes(bytes, ref.rows, ref.begin, this.columns, fields, into),
+    return this.readBlock(i, (bytes) =>
+      decodeBlockBytes(bytes, this.blocks.rows(i), this.blocks.begin(i), this.columns, fields, into),
     );
   }
 
@@ -225,17 +216,16 @@ export class ParsedChunk {
    * `head`, the row is made as a scene's entry instead (entryAt: id and kind first, no step).
    */
   sampleAtOrBefore(i: number, t: number, head?: EntryHead): Sample | SampleEntry | undefined {
-    return this.readBlock(i, (bytes, ref) =>
-      blockSampleAtOrBefore(bytes, ref.rows, ref.begin, this.columns, t, head),
+    return this.readBlock(i, (bytes) =>
+      blockSampleAtOrBefore(bytes, this.blocks.rows(i), this.blocks.begin(i), this.columns, t, head),
     );
   }
 
   /** `read` of block i's checked bytes; what it finds wrong is damage to the chunk, named so. */
-  private readBlock<T>(i: number, read: (bytes: Uint8Array, ref: BlockRef) => T): T {
-    const ref = this.blocks[i]!;
+  private readBlock<T>(i: number, read: (bytes: Uint8Array) => T): T {
     const bytes = this.checkedBlock(i);
     try {
-      return read(bytes, ref);
+      return read(bytes);
     } catch (error) {
       if (error instanceof SimrecError) throw error;
       throw new SimrecError('io', `${this.where}: corrupt chunk (block ${i}: ${(error as Error).message})`);
@@ -244,26 +234,28 @@ export class ParsedChunk {
 
   /** Block i as it is encoded, once its checksum holds (to be assembled into another chunk). */
   encodedBlock(i: number): EncodedBlock {
-    const ref = this.blocks[i]!;
-    return { rows: ref.rows, begin: ref.begin, end: ref.end, bytes: this.checkedBlock(i), crc: ref.crc };
+    const b = this.blocks;
+    return { rows: b.rows(i), begin: b.begin(i), end: b.end(i), bytes: this.checkedBlock(i), crc: b.crc(i) };
   }
 
   /** Block i's bytes, once its checksum holds. */
   private checkedBlock(i: number): Uint8Array {
-    const ref = this.blocks[i]!;
+    const offset = this.blocks.offset(i);
+    const length = this.blocks.bytes(i);
+    const stored = this.blocks.crc(i);
     const bytes = this.whole
-      ? this.whole.subarray(ref.offset - this.wholeOffset, ref.offset - this.wholeOffset + ref.bytes)
-      : this.source.read(ref.offset, ref.bytes);
-    if (bytes.length !== ref.bytes)
+      ? this.whole.subarray(offset - this.wholeOffset, offset - this.wholeOffset + length)
+      : this.source.read(offset, length);
+    if (bytes.length !== length)
       throw new SimrecError(
         'io',
-        `${this.where}: corrupt chunk (block ${i}: ${bytes.length} bytes read, ${ref.bytes} expected)`,
+        `${this.where}: corrupt chunk (block ${i}: ${bytes.length} bytes read, ${length} expected)`,
       );
     const actual = crc32(bytes);
-    if (actual !== ref.crc)
+    if (actual !== stored)
       throw new SimrecError(
         'io',
-        `${this.where}: corrupt chunk (block ${i}: checksum mismatch: stored ${hex(ref.crc)}, computed ${hex(actual)}; the stored bytes are damaged)`,
+        `${this.where}: corrupt chunk (block ${i}: checksum mismatch: stored ${hex(stored)}, computed ${hex(actual)}; the stored bytes are damaged)`,
       );
     return bytes;
   }
@@ -273,7 +265,7 @@ export class ParsedChunk {
     if (this.whole !== null) return;
     // From the first block on: a source that keeps the frame apart (SQLite's rows since schema 6)
     // gives its blocks as they are stored, without copying them behind the frame.
-    this.wholeOffset = this.blocks[0]!.offset;
+    this.wholeOffset = this.blocks.offset(0);
     this.whole = this.source.read(this.wholeOffset, this.source.size - this.wholeOffset);
   }
 
@@ -307,7 +299,7 @@ export class ParsedChunk {
   decodeInto(target: RowsTarget, fields?: ReadonlySet<string>): void {
     this.loadAll();
     for (let i = 0; i < this.blocks.length; i++) {
-      const rows = this.blocks[i]!.rows;
+      const rows = this.blocks.rows(i);
       const block = this.decodeBlock(i, fields, target);
       markAbsentRows(target, block, rows);
       target.row += rows;

@@ -8,6 +8,7 @@ import {
 } from '../../model/columns.js';
 import type { Sample } from '../../model/stream.js';
 import { isChunkV2, type ChunkColumn } from './chunk-codes.js';
+import { BlockTable, type BlockSpans } from './block-table.js';
 import { ParsedChunk } from './chunk-decoder.js';
 import {
   isNumeric,
@@ -27,7 +28,7 @@ export interface ChunkView {
   readonly size: number;
   readonly n: number;
   readonly columns: readonly ChunkColumn[];
-  readonly blocks: readonly { rows: number; begin: number; end: number }[];
+  readonly blocks: BlockSpans;
   blockAtOrBefore(t: number): number;
   decodeBlock(i: number, fields?: ReadonlySet<string>): ColumnBatch;
   decodeAll(fields?: ReadonlySet<string>): ColumnBatch;
@@ -56,7 +57,7 @@ class V1Chunk implements ChunkView {
   readonly size: number;
   readonly n: number;
   readonly columns: ChunkColumn[];
-  readonly blocks: { rows: number; begin: number; end: number }[];
+  readonly blocks: BlockTable;
   private readonly batch: ColumnBatch;
   constructor(decoded: DecodedChunk, size: number) {
     this.size = size;
@@ -66,7 +67,8 @@ class V1Chunk implements ChunkView {
       type: c.type,
       ...(c.length ? { length: c.length } : {}),
     }));
-    this.blocks = [{ rows: decoded.n, begin: decoded.t[0]!, end: decoded.t[decoded.n - 1]! }];
+    const [begin, end] = [decoded.t[0]!, decoded.t[decoded.n - 1]!];
+    this.blocks = new BlockTable([{ rows: decoded.n, begin, end, offset: 0, bytes: size, crc: 0 }]);
     const columns: Record<string, ColumnValues> = {};
     for (const c of decoded.columns) {
       const numeric = isNumeric(c);
@@ -90,7 +92,7 @@ class V1Chunk implements ChunkView {
   }
 
   blockAtOrBefore(t: number): number {
-    return this.blocks[0]!.begin <= t ? 0 : -1;
+    return this.blocks.begin(0) <= t ? 0 : -1;
   }
 
   decodeBlock(_i: number, fields?: ReadonlySet<string>): ColumnBatch {
@@ -159,7 +161,8 @@ export class ChunkCache<Id> {
   private browsedLately: { run: number; stream: string }[] = [];
 
   /**
-   * Bounds: opened chunks by their stored bytes, 128 MiB (a view holds at most those; a bound on their
+   * Bounds: opened chunks by their stored bytes and their block tables, 128 MiB (a view holds at most
+   * those bytes, and a long run's many small chunks hold their tables beside them; a bound on their
    * number held as many full chunks as a smooth stream's chunks of a few pages, and scenes over an hour
    * of a town loaded most of theirs again from the file), decoded data by its bytes: blocks decoded
    * alone, 32 MiB by default, chunks decoded whole, 256 MiB (a 200-actor run of 100 s at 100 Hz is about
@@ -169,7 +172,10 @@ export class ChunkCache<Id> {
    * windows sought and left behind were most of a server's memory on a long run (performance-history.md).
    */
   constructor(options: { chunkBytes?: number; blockBytes?: number; wholeBytes?: number } = {}) {
-    this.chunks = new LruCache(options.chunkBytes ?? 128 * 2 ** 20, (view) => view.size);
+    this.chunks = new LruCache(
+      options.chunkBytes ?? 128 * 2 ** 20,
+      (view) => view.size + view.blocks.memoryBytes,
+    );
     this.blocks = new LruCache(options.blockBytes ?? 32 * 2 ** 20, batchBytes);
     this.wholes = new LruCache(options.wholeBytes ?? 256 * 2 ** 20, batchBytes);
   }
@@ -229,9 +235,9 @@ export class ChunkCache<Id> {
     const blocks = view.blocks;
     let first = Math.max(0, view.blockAtOrBefore(from));
     // Time may stand still across a block boundary: the block before may hold rows at `from` too.
-    while (first > 0 && blocks[first - 1]!.end >= from) first--;
+    while (first > 0 && blocks.end(first - 1) >= from) first--;
     let last = first;
-    while (last + 1 < blocks.length && blocks[last + 1]!.begin <= to) last++;
+    while (last + 1 < blocks.length && blocks.begin(last + 1) <= to) last++;
     if (first === 0 && last === blocks.length - 1) return [this.whole(id, view, fields, keep)];
     const out: ColumnBatch[] = [];
     for (let i = first; i <= last; i++) {
@@ -654,7 +660,7 @@ export function chunksCovering<Id>(index: readonly ChunkRef<Id>[], from: number,
 export function firstRowOfBlock(view: ChunkView, batch: ColumnBatch, b: number): number {
   if (batch.t.length < view.n) return 0;
   let row = 0;
-  for (let k = 0; k < b; k++) row += view.blocks[k]!.rows;
+  for (let k = 0; k < b; k++) row += view.blocks.rows(k);
   return row;
 }
 
