@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { crc32 } from 'node:zlib';
 import { normalizeColumns, samplesToColumns, type ColumnBatch } from '../src/model/columns.js';
 import { SimrecError } from '../src/model/errors.js';
 import { STATE_FIELDS } from '../src/model/standard-streams.js';
@@ -661,6 +662,45 @@ describe('chunk format: damage is found, never read as data', () => {
     chunk[chunk.length - 3]! ^= 0x10;
     const opened = openChunk(chunk, 'c');
     assert.throws(() => opened.decodeAll(), /c: corrupt chunk \(block \d+: checksum mismatch/);
+  });
+
+  it('a block table claiming more blocks than its bytes can hold is refused before room is made for them', () => {
+    const chunk = Buffer.from(
+      encodeChunks(FIELDS, samplesToColumns(hardRows(300), FIELDS), DEFAULT_TAIL_OPTIONS).chunks[0]!.data,
+    );
+    const headerEnd = 16 + chunk.readUInt32LE(4);
+    const frameEnd = headerEnd + chunk.readUInt32LE(8);
+    // The table's first varint is its count of blocks (one byte here): made 50 million, the frame's
+    // lengths and checksum put right, so that only the count is wrong.
+    assert.ok(chunk[headerEnd]! < 0x80);
+    const claimed = 50_000_000;
+    const count: number[] = [];
+    for (let v = claimed; ; v = Math.floor(v / 128)) {
+      if (v < 128) {
+        count.push(v);
+        break;
+      }
+      count.push((v % 128) | 0x80);
+    }
+    const crafted = Buffer.concat([
+      chunk.subarray(0, headerEnd),
+      Buffer.from(count),
+      chunk.subarray(headerEnd + 1),
+    ]);
+    const tableBytes = frameEnd - headerEnd - 1 + count.length;
+    crafted.writeUInt32LE(tableBytes, 8);
+    crafted.writeUInt32LE(
+      crc32(crafted.subarray(16, headerEnd + tableBytes), crc32(crafted.subarray(0, 12))),
+      12,
+    );
+    const before = process.memoryUsage().arrayBuffers;
+    assert.throws(
+      () => openChunk(crafted, 'c'),
+      new RegExp(
+        `^SimrecError: c: corrupt chunk \\(block table claims ${claimed} blocks in ${tableBytes} bytes\\)$`,
+      ),
+    );
+    assert.ok(process.memoryUsage().arrayBuffers - before < 2 ** 20, 'no room made for the claimed blocks');
   });
 });
 

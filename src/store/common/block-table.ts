@@ -11,17 +11,6 @@ export interface BlockSpans {
   readonly memoryBytes: number;
 }
 
-/** One block of a chunk: its rows, time span, and where its bytes are in the chunk, with their CRC-32. */
-export interface BlockRef {
-  rows: number;
-  begin: number;
-  end: number;
-  offset: number;
-  bytes: number;
-  /** CRC-32 of the block's bytes, checked before the block is decoded. */
-  crc: number;
-}
-
 /** Values per block in `places`: rows, offset, bytes, crc. */
 const PLACE_FIELDS = 4;
 /** What the table costs beyond its arrays' bytes: itself and its two typed arrays. */
@@ -40,15 +29,25 @@ export class BlockTable implements BlockSpans {
   /** rows, offset, bytes, crc of each block. */
   private readonly places: Uint32Array;
 
-  constructor(blocks: readonly BlockRef[]) {
-    this.length = blocks.length;
-    this.spans = new Float64Array(blocks.length * 2);
-    this.places = new Uint32Array(blocks.length * PLACE_FIELDS);
-    blocks.forEach((b, i) => {
-      this.spans[2 * i] = b.begin;
-      this.spans[2 * i + 1] = b.end;
-      this.places.set([b.rows, b.offset, b.bytes, b.crc], PLACE_FIELDS * i);
-    });
+  /** A table of `length` blocks, each to be given by `set`. */
+  constructor(length: number) {
+    this.length = length;
+    this.spans = new Float64Array(length * 2);
+    this.places = new Uint32Array(length * PLACE_FIELDS);
+  }
+
+  /**
+   * Block i: its rows, its first and last time, where its bytes begin in the chunk and how many they
+   * are, and their CRC-32 (checked before the block is decoded).
+   */
+  set(i: number, rows: number, begin: number, end: number, offset: number, bytes: number, crc: number): void {
+    this.spans[2 * i] = begin;
+    this.spans[2 * i + 1] = end;
+    const at = PLACE_FIELDS * i;
+    this.places[at] = rows;
+    this.places[at + 1] = offset;
+    this.places[at + 2] = bytes;
+    this.places[at + 3] = crc;
   }
 
   rows(i: number): number {
@@ -73,23 +72,6 @@ export class BlockTable implements BlockSpans {
 
   crc(i: number): number {
     return this.places[PLACE_FIELDS * i + 3]!;
-  }
-
-  /** Block i as one object (for the few callers that hand blocks on, not for the read paths). */
-  at(i: number): BlockRef {
-    return {
-      rows: this.rows(i),
-      begin: this.begin(i),
-      end: this.end(i),
-      offset: this.offset(i),
-      bytes: this.bytes(i),
-      crc: this.crc(i),
-    };
-  }
-
-  /** Every block's rows, in order. */
-  rowCounts(): number[] {
-    return Array.from({ length: this.length }, (_, i) => this.rows(i));
   }
 
   /** Bytes of memory the table holds, for a cache that weighs what it keeps. */

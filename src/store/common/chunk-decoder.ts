@@ -4,7 +4,7 @@ import { SimrecError } from '../../model/errors.js';
 import { FIELD_TYPES, type FieldType, type Sample } from '../../model/stream.js';
 import { unpackFloat32, unpackFloat64, unpackIntegers } from './bit-codec.js';
 import { ByteReader, decodeUtf8 } from '../../model/bytes.js';
-import { BlockTable, type BlockRef } from './block-table.js';
+import { BlockTable } from './block-table.js';
 import {
   CODEC,
   FIRST_FIELD_INDEX,
@@ -70,6 +70,8 @@ function parseColumn(text: unknown, corrupt: (why: string) => Error): ChunkColum
 /** No chunk simrec writes comes near these; a header claiming more is damage, not data. */
 const MAX_CHUNK_SAMPLES = 1 << 22;
 const MAX_INFLATED_BYTES = 256 * 1024 * 1024;
+/** A block's record in a chunk's table: rows, bytes, begin and length as varints, then its CRC-32. */
+const MIN_BLOCK_RECORD_BYTES = 4 + 4;
 
 /**
  * Where a chunk's bytes come from: all of them in memory, or ranges read on demand (a backend whose
@@ -159,9 +161,14 @@ export class ParsedChunk {
         throw corrupt(`header claims ${String(n)} samples, expected 1..${MAX_CHUNK_SAMPLES}`);
       if (!Array.isArray(header.columns)) throw corrupt('header has no column list');
       const columns = parsedColumns(header.columns, headerText, corrupt);
-      const table = new ByteReader(frame.subarray(16 + headerLength, frameEnd));
+      const tableBytes = frame.subarray(16 + headerLength, frameEnd);
+      const table = new ByteReader(tableBytes);
       const count = table.varint();
-      const blocks: BlockRef[] = [];
+      // Each block's record takes at least this many bytes: a larger count is damage, and is not
+      // to be given room for.
+      if (count > tableBytes.length / MIN_BLOCK_RECORD_BYTES)
+        throw corrupt(`block table claims ${count} blocks in ${tableBytes.length} bytes`);
+      const blocks = new BlockTable(count);
       let rows = 0;
       let offset = frameEnd;
       for (let i = 0; i < count; i++) {
@@ -171,13 +178,13 @@ export class ParsedChunk {
         const end = begin + table.varint();
         const crc = table.u32();
         if (r < 1) throw corrupt(`block ${i} has ${r} rows`);
-        blocks.push({ rows: r, begin, end, offset, bytes: b, crc });
+        blocks.set(i, r, begin, end, offset, b, crc);
         rows += r;
         offset += b;
       }
       if (rows !== n) throw corrupt(`blocks hold ${rows} rows, the header says ${n as number}`);
       if (offset !== source.size) throw corrupt(`blocks end at byte ${offset}, the chunk has ${source.size}`);
-      return new ParsedChunk(source, where, n, columns, new BlockTable(blocks));
+      return new ParsedChunk(source, where, n, columns, blocks);
     } catch (error) {
       if (error instanceof SimrecError) throw error;
       throw corrupt((error as Error).message);

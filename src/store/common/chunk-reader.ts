@@ -67,8 +67,9 @@ class V1Chunk implements ChunkView {
       type: c.type,
       ...(c.length ? { length: c.length } : {}),
     }));
-    const [begin, end] = [decoded.t[0]!, decoded.t[decoded.n - 1]!];
-    this.blocks = new BlockTable([{ rows: decoded.n, begin, end, offset: 0, bytes: size, crc: 0 }]);
+    this.blocks = new BlockTable(1);
+    // One block of the whole chunk; a v1 chunk has no block records (no offsets, no CRCs of its own).
+    this.blocks.set(0, decoded.n, decoded.t[0]!, decoded.t[decoded.n - 1]!, 0, size, 0);
     const columns: Record<string, ColumnValues> = {};
     for (const c of decoded.columns) {
       const numeric = isNumeric(c);
