@@ -23,6 +23,7 @@ import {
   packedTarget,
   rowsTarget,
   targetColumn,
+  valuesPerRow,
   type RowsTarget,
 } from './chunk-rows.js';
 
@@ -636,7 +637,7 @@ function decodeColumnInto(
     return;
   }
   const values = decodeColumn(column, codec, body, present, rows, presence);
-  if (whole instanceof Float64Array) whole.set(values as Float64Array, row * (column.length ?? 1));
+  if (whole instanceof Float64Array) whole.set(values as Float64Array, row * valuesPerRow(column));
   else for (let i = 0; i < rows; i++) whole[row + i] = values[i];
 }
 

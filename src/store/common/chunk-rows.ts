@@ -57,9 +57,9 @@ export function targetColumn(target: RowsTarget, column: ChunkColumn): ColumnVal
   let whole = target.batch.columns[column.name];
   if (whole === undefined) {
     whole = isNumeric(column)
-      ? new Float64Array(target.n * (column.length ?? 1))
+      ? new Float64Array(target.n * valuesPerRow(column))
       : new Array<unknown>(target.n);
-    markAbsent(whole, 0, target.row, column.length ?? 1);
+    markAbsent(whole, 0, target.row, valuesPerRow(column));
     target.batch.columns[column.name] = whole;
   }
   return whole;
