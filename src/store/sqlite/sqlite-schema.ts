@@ -122,8 +122,8 @@ CREATE TABLE vehicles (
  * A writable store whose chunk index lacks end_us (made by an earlier simrec) has it rebuilt with it:
  * the same schema version, since an older simrec reads the wider index as it read the narrower.
  * Loading the chunk index from the table read its pages, which hold the first kilobytes of every
- * chunk's data, through the memory map: resident in every reader's process and growing with the store
- * (performance-history.md); from the index alone it reads a few pages.
+ * chunk's data: a read growing with the store, and resident in every reader while reads went through
+ * a memory map (performance-history.md); from the index alone it reads a few pages.
  */
 export function widenChunkTimeIndex(db: Database.Database): void {
   const narrow = (): boolean =>
