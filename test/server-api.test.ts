@@ -885,6 +885,30 @@ describe('HTTP API', () => {
     assert.equal(page.status, 200);
     assert.match(page.body, /<title>simrec viewer<\/title>/);
   });
+
+  it("lets a browser keep the viewer's content-named files for good and asks it to check the page each time", async () => {
+    const page = await fetch(new URL('/', server.url));
+    const html = await page.text();
+    assert.equal(page.headers.get('cache-control'), 'no-cache');
+    // The files vite named after their content, as the page links them (./assets/index-<hash>.js).
+    const assets = [...html.matchAll(/(?:src|href)="\.?\/(assets\/[^"]+)"/g)].map((m) => m[1]!);
+    assert.ok(assets.some((a) => a.endsWith('.js')) && assets.some((a) => a.endsWith('.css')), html);
+    for (const asset of assets) {
+      const answer = await fetch(new URL(asset, server.url));
+      await answer.arrayBuffer();
+      assert.equal(answer.status, 200, asset);
+      assert.equal(answer.headers.get('cache-control'), 'public, max-age=31536000, immutable', asset);
+    }
+    // Page paths get the page, never kept without asking; the API's answers are not the viewer's files.
+    for (const path of ['/index.html', '/runs/3', '/assets/no-such-file.js']) {
+      const answer = await fetch(new URL(path, server.url));
+      await answer.arrayBuffer();
+      assert.equal(answer.headers.get('cache-control'), 'no-cache', path);
+    }
+    const api = await fetch(new URL('/api/runs', server.url));
+    await api.arrayBuffer();
+    assert.ok(!String(api.headers.get('cache-control')).includes('immutable'));
+  });
 });
 
 describe('a server asks itself for a page of the newest run before it listens (viewer-warm-up.ts)', () => {

@@ -34,6 +34,21 @@ import { SodaConnectionSettings } from '../record/soda-connection-settings.js';
 /** The built viewer (Vite writes it to dist/web; this file runs from dist/src/server). */
 export const VIEWER_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', 'web');
 
+/**
+ * The viewer's built files are named by their content (vite puts a hash of each in its name under
+ * assets/): a browser keeps them for good and, from its second page on, neither fetches them again nor
+ * compiles the script again (a browser reuses its compiled code only for a script it took from its
+ * cache). The page that names them is asked again each time, so that a new build is seen at once.
+ */
+const VIEWER_ASSETS = '/assets/';
+const ASSET_CACHE_CONTROL = 'public, max-age=31536000, immutable';
+const PAGE_CACHE_CONTROL = 'no-cache';
+
+/** What a browser may keep of the viewer's file asked for at `urlPath` (the request's path). */
+export function cacheControlOf(urlPath: string): string {
+  return urlPath.startsWith(VIEWER_ASSETS) ? ASSET_CACHE_CONTROL : PAGE_CACHE_CONTROL;
+}
+
 export interface ServerOptions {
   store: StoreBackend;
   /** 0 picks a free port. */
@@ -155,9 +170,15 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   );
   if (existsSync(join(VIEWER_ROOT, 'index.html'))) {
     const index = readFileSync(join(VIEWER_ROOT, 'index.html'), 'utf8');
-    app.use('/*', serveStatic({ root: VIEWER_ROOT }));
+    app.use(
+      '/*',
+      serveStatic({
+        root: VIEWER_ROOT,
+        onFound: (_file, c) => c.header('cache-control', cacheControlOf(c.req.path)),
+      }),
+    );
     // The viewer routes in the browser (#/runs/1); any other page path gets the app too.
-    app.get('*', (c) => c.html(index));
+    app.get('*', (c) => c.html(index, 200, { 'cache-control': PAGE_CACHE_CONTROL }));
   } else {
     app.get('*', (c) => c.text('The viewer is not built: run `npm run build`.', 503));
   }
