@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { crc32 } from 'node:zlib';
 import { normalizeColumns, samplesToColumns, type ColumnBatch } from '../src/model/columns.js';
+import { ByteWriter } from '../src/model/bytes.js';
 import { SimrecError } from '../src/model/errors.js';
 import { STATE_FIELDS } from '../src/model/standard-streams.js';
 import { normalizeStream, type FieldDecl, type Sample } from '../src/model/stream.js';
@@ -674,19 +675,10 @@ describe('chunk format: damage is found, never read as data', () => {
     // lengths and checksum put right, so that only the count is wrong.
     assert.ok(chunk[headerEnd]! < 0x80);
     const claimed = 50_000_000;
-    const count: number[] = [];
-    for (let v = claimed; ; v = Math.floor(v / 128)) {
-      if (v < 128) {
-        count.push(v);
-        break;
-      }
-      count.push((v % 128) | 0x80);
-    }
-    const crafted = Buffer.concat([
-      chunk.subarray(0, headerEnd),
-      Buffer.from(count),
-      chunk.subarray(headerEnd + 1),
-    ]);
+    const writer = new ByteWriter();
+    writer.varint(claimed);
+    const count = writer.finish();
+    const crafted = Buffer.concat([chunk.subarray(0, headerEnd), count, chunk.subarray(headerEnd + 1)]);
     const tableBytes = frameEnd - headerEnd - 1 + count.length;
     crafted.writeUInt32LE(tableBytes, 8);
     crafted.writeUInt32LE(

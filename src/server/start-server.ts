@@ -45,7 +45,7 @@ const ASSET_CACHE_CONTROL = 'public, max-age=31536000, immutable';
 const PAGE_CACHE_CONTROL = 'no-cache';
 
 /** What a browser may keep of the viewer's file asked for at `urlPath` (the request's path). */
-export function cacheControlOf(urlPath: string): string {
+function cacheControlOf(urlPath: string): string {
   return urlPath.startsWith(VIEWER_ASSETS) ? ASSET_CACHE_CONTROL : PAGE_CACHE_CONTROL;
 }
 
