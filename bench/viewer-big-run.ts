@@ -319,13 +319,29 @@ async function peakWhile<T>(pid: number, work: () => Promise<T>): Promise<{ valu
   }
 }
 
-/** Waits in the page until a frame at moment `t` (microseconds) has been drawn; answers when (page ms). */
+/**
+ * Waits in the page until a frame at moment `t` (microseconds) has been drawn; answers when (page ms).
+ * The page watches itself, a check a frame: Playwright's waitForFunction would first load its injected
+ * script (selector engines and all) into the page while it opens, work a user's page never does, timed
+ * as part of the open.
+ */
 async function drawnAt(page: Page, t: number, timeoutMs = 30_000): Promise<{ at: number; actors: number }> {
-  await page.waitForFunction((target) => Math.abs((window.simrecView?.drawn.t ?? NaN) - target) < 1, t, {
-    timeout: timeoutMs,
-    polling: 'raf',
-  });
-  return page.evaluate(() => ({ at: window.simrecView!.drawn.at, actors: window.simrecView!.presentCount }));
+  return page.evaluate(
+    ({ target, timeout }) =>
+      new Promise<{ at: number; actors: number }>((done, fail) => {
+        const start = performance.now();
+        const look = (): void => {
+          const view = window.simrecView;
+          if (view && Math.abs(view.drawn.t - target) < 1)
+            done({ at: view.drawn.at, actors: view.presentCount });
+          else if (performance.now() - start > timeout)
+            fail(new Error(`no frame at ${target} within ${timeout} ms`));
+          else requestAnimationFrame(look);
+        };
+        look();
+      }),
+    { target: t, timeout: timeoutMs },
+  );
 }
 
 /**
