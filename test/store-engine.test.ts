@@ -1818,6 +1818,62 @@ describe('reading scenes', () => {
     await store.close();
   });
 
+  it("a run's first scene finds each actor's chunk in SQLite's index, not the run's chunk index, and reads what the index gives, at any moment", async () => {
+    const path = await recordTwoActors();
+    const db = new Database(path, { readonly: true });
+    const begins = db
+      .prepare('SELECT DISTINCT begin_us FROM chunks ORDER BY begin_us')
+      .pluck()
+      .all() as number[];
+    db.close();
+    assert.ok(begins.length >= 5, `chunks of several begins: ${begins.join(', ')}`);
+    // Before the run, at each chunk's begin and either side of it (the row before in one chunk, the row
+    // after in the next), inside a chunk, at the last row and after the run.
+    const moments = [
+      -1,
+      ...begins.flatMap((b) => [b - 1, b, b + 1, b + 5_000]),
+      9_990_000,
+      9_995_000,
+      20_000_000,
+    ];
+    const listRead = (q: string): boolean =>
+      /FROM chunks WHERE stream_key = .* ORDER BY begin_us, id$/s.test(q);
+    const lookUp = (q: string): boolean => q.includes('begin_us <= @t');
+    // A store this small reads its runs' chunk indexes when it opens.
+    const indexed = await openStore(path);
+    for (const interpolate of [false, true])
+      for (const t of moments) {
+        const store = SqliteBackend.open(path, { preloadIndexChunks: 0 });
+        let scene: Awaited<ReturnType<typeof sceneAt>> | undefined;
+        const first = await statementsDuring(store, async () => {
+          scene = await sceneAt(store, 1, { t, interpolate });
+        });
+        const at = `t=${t}${interpolate ? ', interpolated' : ''}`;
+        assert.ok(first.some(lookUp) && !first.some(listRead), `${at}: ${first.join('; ')}`);
+        assert.deepEqual(scene, await sceneAt(indexed, 1, { t, interpolate }), at);
+        // The run's next read reads its actors' chunk lists; the reads after it look nothing up.
+        const second = await statementsDuring(store, async () => void (await sceneAt(store, 1, { t })));
+        assert.equal(second.filter(listRead).length, 2, `${at}: ${second.join('; ')}`);
+        assert.ok(!second.some(lookUp), `${at}: ${second.join('; ')}`);
+        const third = await statementsDuring(
+          store,
+          async () => void (await sceneAt(store, 1, { t: t + 10_000 })),
+        );
+        assert.ok(!third.some(listRead) && !third.some(lookUp), `${at}: ${third.join('; ')}`);
+        await store.close();
+      }
+    await indexed.close();
+    // A trajectory reads the chunk list of its actor alone.
+    const store = SqliteBackend.open(path, { preloadIndexChunks: 0 });
+    const sql = await statementsDuring(
+      store,
+      async () => void (await trajectoryColumns(store, 1, { actor: 'b' })),
+    );
+    assert.equal(sql.filter(listRead).length, 1, sql.join('; '));
+    assert.ok(!sql.some((q) => q.includes('JOIN streams')), sql.join('; '));
+    await store.close();
+  });
+
   it('a chunk read at a second block is decoded whole, with the chunks of its stream touched once and their neighbours, and later chunks whole at their first touch', async () => {
     const path = await recordTwoActors();
     const store = await openStore(path);
@@ -2424,27 +2480,37 @@ describe("the chunk index a reader loads, from chunks_by_time alone (the table's
     }
   };
 
-  it("each stream's chunk ranges are read through a covering index", async () => {
+  it("each stream's chunk ranges are read through a covering index, for a run's first scene and for its index", async () => {
     const { path, run } = await storeOfV4Samples();
     assert.deepEqual(indexColumns(path), ['stream_key', 'begin_us', 'end_us']);
     const reader = await openStore(path);
     const sql = await statementsDuring(reader, async () => {
-      // The index was loaded at open: forgotten, it is loaded again for the scene.
+      // Every run's index was read at open: forgotten, the first scene looks its chunks up, the second
+      // reads the chunk list of its actor.
       (reader as unknown as { file: { forgetRun(run: number): void } }).file.forgetRun(run);
       await sceneAt(reader, run, { t: 1_000_000 });
+      await sceneAt(reader, run, { t: 2_000_000 });
     });
     await reader.close();
-    const load = sql.find((q) => /FROM chunks c JOIN streams s/.test(q));
-    assert.ok(load, `the chunk index loaded: ${sql.join('; ')}`);
+    const lookUp = sql.find((q) => q.includes('begin_us <= @t'));
+    const list = sql.find((q) => /FROM chunks WHERE stream_key = .* ORDER BY begin_us, id$/s.test(q));
+    assert.ok(lookUp && list, `the chunks looked up, then the chunk list read: ${sql.join('; ')}`);
     const db = new Database(path, { readonly: true });
-    const plan = (db.prepare(`EXPLAIN QUERY PLAN ${load}`).all(run, run) as { detail: string }[]).map(
-      (p) => p.detail,
-    );
+    const planOf = (query: string, ...params: unknown[]): string =>
+      (db.prepare(`EXPLAIN QUERY PLAN ${query}`).all(...params) as { detail: string }[])
+        .map((p) => p.detail)
+        .join('; ');
+    // And when a small store opens, every run's index in one query.
+    const all =
+      'SELECT s.run_id AS run, s.id AS stream, c.id, c.begin_us, c.end_us FROM chunks c JOIN streams s';
+    const plans = [
+      planOf(lookUp, { run, stream: 'car/state', t: 1_000_000 }),
+      planOf(list, run, 'car/state'),
+      planOf(`${all} ON c.stream_key = s.key ORDER BY c.stream_key, c.begin_us, c.id`),
+    ];
     db.close();
-    assert.ok(
-      plan.some((d) => /COVERING INDEX chunks_by_time/.test(d)),
-      plan.join('; '),
-    );
+    for (const plan of plans) assert.match(plan, /COVERING INDEX chunks_by_time/);
+    for (const plan of plans.slice(0, 2)) assert.doesNotMatch(plan, /SCAN chunks/, 'searched, not scanned');
   });
 
   it("an older store's narrower index is widened when opened to write, and left as it is read-only", async () => {

@@ -54,7 +54,7 @@ export class SqliteBackend extends BackendOfParts implements StoreBackend {
   static open(path: string, options: SqliteStoreOptions = {}): SqliteBackend {
     const { db, version } = openStoreDatabase(path, options);
     const backend = new SqliteBackend(db, path, options, version);
-    backend.samples.preloadIndexes();
+    backend.samples.preloadIndexes(options.preloadIndexChunks ?? PRELOAD_INDEX_CHUNKS);
     return backend;
   }
 

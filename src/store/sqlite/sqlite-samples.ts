@@ -34,8 +34,12 @@ import type { SqliteRuns } from './sqlite-runs.js';
 import { SET_STREAM_COUNTS } from './sqlite-schema.js';
 import { json, type Row, type SqliteStoreFile } from './sqlite-store-file.js';
 
-/** Every run's index at open, for stores of up to this many chunks (a few milliseconds to read). */
-export const PRELOAD_INDEX_CHUNKS = 50_000;
+/**
+ * Every run's index at open, for stores of up to this many chunks: what opening costs every command on
+ * the store, one that reads nothing included. Larger stores look a run's first scene up and read the
+ * chunk lists of the streams later reads need (chunksAt, chunkIndex).
+ */
+export const PRELOAD_INDEX_CHUNKS = 5_000;
 
 /** At most this many blocks decoded when the store opens, to warm the read path (warmDecoders). */
 const WARM_BLOCKS = 32;
@@ -284,10 +288,16 @@ export class SqliteSamples {
     const { after, fieldNames, heads, readAhead } = how;
     const fields = fieldNames ? new Set(fieldNames) : undefined;
     this.runs.requireStreams(run, streams);
+    const lists = this.file.listsOf(run);
+    // The run's first read at a moment looks up each stream's chunks at t; the next ones read the chunk
+    // lists of the streams they need (chunksAt).
+    const lookUp = !lists.readAtMoment;
+    lists.readAtMoment = true;
+    const indexed = this.file.indexes.get(run);
     // Streams that would not fit the cache decoded whole (an hour of a town) are read a block or a row
     // at a time: reading their chunks on only fills the cache in one burst (ChunkCache.fitsDecoded).
     // What they take is learnt from the rows the list's first read finds; that read reads on as before.
-    const decodedBytes = this.file.listsOf(run).decoded?.get(streams);
+    const decodedBytes = lists.decoded?.get(streams);
     const mayReadOn = readAhead && (decodedBytes === undefined || this.file.cache.fitsDecoded(decodedBytes));
     // Made once for the scene, not per actor: a scene of 200 actors is 200 brackets.
     const open = (ref: ChunkRef<number>): ChunkView | undefined => this.openChunk(run, ref.stream!, ref.id);
@@ -321,13 +331,15 @@ export class SqliteSamples {
       look.head = heads?.[i];
       // A chunk can vanish under a stale index when another connection merges a tail: look again.
       for (let attempt = 0; ; attempt++) {
-        const found = bracketRows(this.chunkIndex(run, id), t, open, decode, after, decodeBefore);
+        const refs =
+          (attempt === 0 ? indexed?.get(id) : undefined) ??
+          (lookUp ? this.chunksAt(run, id, t) : this.chunkIndex(run, id));
+        const found = bracketRows(refs, t, open, decode, after, decodeBefore);
         if (found || attempt === 3) return found;
         this.file.forgetRun(run);
       }
     });
     if (decodedBytes === undefined) {
-      const lists = this.file.listsOf(run);
       let bytes = 0;
       streams.forEach((id, i) => {
         const samples = lists.byId?.get(id)?.samples ?? 0;
@@ -370,30 +382,66 @@ export class SqliteSamples {
     }
   }
 
-  /** A stream's chunks in (begin, id) order; every stream of the run indexed by one query. */
-  private chunkIndex(run: number, stream: string): ChunkRef<number>[] {
-    this.file.syncWithOtherConnections();
-    let index = this.file.indexes.get(run);
-    if (!index) {
-      this.loadIndexes(run);
-      index = this.file.indexes.get(run) ?? new Map();
-      this.file.indexes.set(run, index);
-    }
-    return index.get(stream) ?? [];
+  /**
+   * Of a stream's chunks, those a read at t looks at (bracketRows): the one that begins last at or before
+   * t and the next, found in SQLite's index on (stream, begin) without reading the stream's chunk list.
+   * A run's first scene, which for a command that asks once is its only one, reads two chunk references
+   * an actor, not every chunk of the actors present: its time does not grow with the run's length.
+   */
+  private chunksAt(run: number, stream: string, t: number): ChunkRef<number>[] {
+    const rows = this.file
+      .stmt(
+        `SELECT * FROM (SELECT id, begin_us, end_us FROM chunks WHERE stream_key = (SELECT key FROM streams WHERE run_id = @run AND id = @stream)
+           AND begin_us <= @t ORDER BY begin_us DESC, id DESC LIMIT 1)
+         UNION ALL
+         SELECT * FROM (SELECT id, begin_us, end_us FROM chunks WHERE stream_key = (SELECT key FROM streams WHERE run_id = @run AND id = @stream)
+           AND begin_us > @t ORDER BY begin_us, id LIMIT 1)`,
+      )
+      .all({ run, stream, t }) as Row[];
+    return rows.map((row) => ({
+      id: row.id as number,
+      begin: row.begin_us as number,
+      end: row.end_us as number,
+      stream,
+    }));
   }
 
   /**
-   * Reads the chunk index (each stream's chunk time ranges) of one run, or of every run: at open, when
-   * the store is small enough that it costs a few milliseconds, so that a fresh process's first scene
-   * costs one block per actor and nothing else.
+   * A stream's chunks in (begin, id) order: from every run's chunk index, read at open for a small store,
+   * else read for this stream alone the first time it is needed and kept with its run's until a write.
+   * A trajectory or a window of a few actors reads their chunk lists, not the run's.
    */
-  private loadIndexes(run?: number): void {
+  private chunkIndex(run: number, stream: string): ChunkRef<number>[] {
+    this.file.syncWithOtherConnections();
+    let index = this.file.indexes.get(run);
+    if (!index) this.file.indexes.set(run, (index = new Map<string, ChunkRef<number>[]>()));
+    let refs = index.get(stream);
+    if (!refs) {
+      const rows = this.file
+        .stmt(
+          `SELECT id, begin_us, end_us FROM chunks WHERE stream_key = (SELECT key FROM streams WHERE run_id = ? AND id = ?)
+           ORDER BY begin_us, id`,
+        )
+        .raw(true)
+        .all(run, stream) as [number, number, number][];
+      refs = rows.map(([id, begin, end]) => ({ id, begin, end, stream }));
+      index.set(stream, refs);
+    }
+    return refs;
+  }
+
+  /**
+   * Reads every run's chunk index (each stream's chunk time ranges) in one query: at open, when the
+   * store is small enough that it costs a few milliseconds, so that a fresh process's scenes look
+   * nothing up.
+   */
+  private loadIndexes(): void {
     const rows = this.file
       .stmt(
         `SELECT s.run_id AS run, s.id AS stream, c.id, c.begin_us, c.end_us FROM chunks c JOIN streams s ON c.stream_key = s.key
-       WHERE ? IS NULL OR s.run_id = ? ORDER BY c.stream_key, c.begin_us, c.id`,
+         ORDER BY c.stream_key, c.begin_us, c.id`,
       )
-      .all(run ?? null, run ?? null) as Row[];
+      .all() as Row[];
     for (const row of rows) {
       const r = row.run as number;
       let index = this.file.indexes.get(r);
@@ -410,9 +458,14 @@ export class SqliteSamples {
     }
   }
 
-  preloadIndexes(): void {
-    const span = this.file.stmt('SELECT MAX(id) - MIN(id) AS n FROM chunks').get() as Row;
-    if (((span.n as number | null) ?? 0) > PRELOAD_INDEX_CHUNKS) return;
+  preloadIndexes(upToChunks: number): void {
+    // Counted no further than the bound: a count of every chunk would cost a large store's open what
+    // the bound spares it.
+    const counted = this.file
+      .stmt('SELECT COUNT(*) FROM (SELECT 1 FROM chunks LIMIT ?)')
+      .pluck()
+      .get(upToChunks + 1) as number;
+    if (counted > upToChunks) return;
     this.file.syncWithOtherConnections();
     this.loadIndexes();
   }

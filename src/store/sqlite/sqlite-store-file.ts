@@ -30,6 +30,12 @@ export interface SqliteStoreOptions {
   writerThread?: boolean;
   /** Open for reading only: nothing is written, not even the closing of abandoned runs. */
   readonly?: boolean;
+  /**
+   * Every run's chunk index is read when the store opens if it holds at most this many chunks
+   * (PRELOAD_INDEX_CHUNKS by default). Otherwise a run's index is read by the first read that needs it;
+   * a run's first scene finds its chunks in SQLite's own index instead (SqliteSamples.chunksAt).
+   */
+  preloadIndexChunks?: number;
 }
 
 export type Row = Record<string, unknown>;
@@ -45,6 +51,8 @@ export interface RunLists {
   checked?: WeakSet<readonly string[]>;
   /** What lists of streams take decoded whole, about (SqliteSamples.rowsAt). */
   decoded?: WeakMap<readonly string[], number>;
+  /** Whether a read at a moment has been made: the next ones read chunk lists (SqliteSamples.chunksAt). */
+  readAtMoment?: true;
 }
 
 /**
@@ -61,7 +69,7 @@ export class SqliteStoreFile {
   readonly cache: ChunkCache<number>;
   readonly schemaTexts = new StreamSchemaTexts();
   readonly writer: ChunkWriterPort;
-  /** Per run: each stream's chunks by (begin, id), keyed by stream id; loaded on the first read. */
+  /** Per run: each stream's chunks by (begin, id), keyed by stream id; read when first needed. */
   readonly indexes = new Map<number, Map<string, ChunkRef<number>[]>>();
 
   /** Whether this store's version may keep a chunk's frame apart from its blocks (chunks.frame, schema 6). */
