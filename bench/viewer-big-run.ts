@@ -7,8 +7,9 @@
  * gaps of over 100 ms between frames), the page's JavaScript heap and the server's resident memory,
  * with one page, three on the run, and two on each of two such runs (a second recorded with another
  * seed: into a store given by SIMREC_BENCH_BIG_RUN too, when it holds one run). Beside the viewer, what a
- * user does next with such runs, each command in a process of its own: `simrec eval 1`, `simrec diff 1 2`
- * and the run's tables written as a server writes them.
+ * user does next with such runs, each command in a process of its own: `simrec eval 1`, `simrec diff 1 2`,
+ * a fresh process's first scene and first trajectory of the run (first-read.ts) and the run's tables
+ * written as a server writes them.
  * Times are taken inside the page (performance.now()), so the polling of the benchmark adds nothing.
  */
 import { spawn, execFile } from 'node:child_process';
@@ -20,6 +21,7 @@ import type { Browser, Page } from 'playwright-core';
 import { quantile } from './stats.js';
 import type { TargetResult } from './targets.js';
 import { chromiumMissing, launchChromium } from './chromium.js';
+import type { FirstRead } from './first-read.js';
 import { openStore } from '../src/store/open-store.js';
 import { keepTablesInStep, type KeepTables } from '../src/tables/keep-tables.js';
 import { TablesFolder } from '../src/tables/tables-folder.js';
@@ -89,6 +91,18 @@ export interface BigRunViewerResults {
   evaluation?: { seconds: number; peakMiB: number; frames: number; events: number };
   /** `simrec diff 1 2` of the two big runs. */
   diff?: { seconds: number; peakMiB: number; streams: number };
+  /**
+   * A fresh process's first read of the run once the store is open, as `simrec scene` and `simrec traj`
+   * make it: a scene at the run's middle, the ego's whole trajectory (ms; the median, and each process's).
+   */
+  firstReads?: {
+    sceneMs: number;
+    scenes: number[];
+    actors: number;
+    trajectoryMs: number;
+    trajectories: number[];
+    samples: number;
+  };
   /**
    * The run's tables written as a server writes them when a run ends, on its own thread and on a worker
    * thread: seconds, and the longest its thread was held meanwhile (ms).
@@ -227,6 +241,37 @@ async function diffBigRuns(store: string): Promise<NonNullable<BigRunViewerResul
   );
   const diff = JSON.parse(printed) as { streams: { compared: number } };
   return { seconds, peakMiB, streams: diff.streams.compared };
+}
+
+/** Fresh processes reading the big run each (first-read.ts), scene and trajectory in turn. */
+const FIRST_READS = 5;
+
+async function firstReads(store: string): Promise<NonNullable<BigRunViewerResults['firstReads']>> {
+  const script = resolve(fileURLToPath(import.meta.url), '..', 'first-read.js');
+  const scenes: number[] = [];
+  const trajectories: number[] = [];
+  let actors = 0;
+  let samples = 0;
+  for (let i = 0; i < FIRST_READS; i++) {
+    const scene = JSON.parse(
+      (await run(process.execPath, [script, store, '1', 'scene'])).stdout,
+    ) as FirstRead;
+    scenes.push(scene.ms);
+    actors = scene.count;
+    const trajectory = JSON.parse(
+      (await run(process.execPath, [script, store, '1', 'trajectory', 'ego'])).stdout,
+    ) as FirstRead;
+    trajectories.push(trajectory.ms);
+    samples = trajectory.count;
+  }
+  return {
+    sceneMs: quantile(scenes, 0.5),
+    scenes,
+    actors,
+    trajectoryMs: quantile(trajectories, 0.5),
+    trajectories,
+    samples,
+  };
 }
 
 /**
@@ -473,10 +518,11 @@ export async function measureBigRunViewer(scratch: string, quick: boolean): Prom
   if ((await runCount(store)) < 2) await recordBigRun(store, size, 2);
   const evaluation = await evaluateBigRun(store);
   const diff = await diffBigRuns(store);
+  const reads = await firstReads(store);
   const tablesWrite = await tablesWritePauses(store, dir);
   const server = await serve(store, join(dir, 'settings.json'));
   const browser = await launchChromium();
-  const results: BigRunViewerResults = { evaluation, diff, tablesWrite };
+  const results: BigRunViewerResults = { evaluation, diff, firstReads: reads, tablesWrite };
   try {
     const detail = (await (await fetch(new URL('api/runs/1', server.url))).json()) as RunTimes;
     const { begin, end } = detail.timeRange;
@@ -606,6 +652,11 @@ export function formatBigRunViewer(r: BigRunViewerResults): string {
     ...(r.diff
       ? [
           `  simrec diff 1 2 (the two big runs, ${r.diff.streams} streams compared): ${r.diff.seconds} s, peak ${r.diff.peakMiB} MiB`,
+        ]
+      : []),
+    ...(r.firstReads
+      ? [
+          `  a fresh process's first read, the store open: a scene at the middle ${r.firstReads.sceneMs} ms (${r.firstReads.actors} actors), the ego's trajectory ${r.firstReads.trajectoryMs} ms (${r.firstReads.samples} samples); medians of ${r.firstReads.scenes.length} processes`,
         ]
       : []),
     `  targets met: ${r.targets!.filter((t) => t.met).length} of ${r.targets!.length}${
