@@ -431,9 +431,8 @@ export class SqliteSamples {
   }
 
   /**
-   * Reads every run's chunk index (each stream's chunk time ranges) in one query: at open, when the
-   * store is small enough that it costs a few milliseconds, so that a fresh process's scenes look
-   * nothing up.
+   * Reads every run's chunk index (each stream's chunk time ranges) in one query: at open, for a store
+   * of at most PRELOAD_INDEX_CHUNKS chunks, so that a fresh process's scenes look nothing up.
    */
   private loadIndexes(): void {
     const rows = this.file

@@ -32,8 +32,8 @@ export interface SqliteStoreOptions {
   readonly?: boolean;
   /**
    * Every run's chunk index is read when the store opens if it holds at most this many chunks
-   * (PRELOAD_INDEX_CHUNKS by default). Otherwise a run's index is read by the first read that needs it;
-   * a run's first scene finds its chunks in SQLite's own index instead (SqliteSamples.chunksAt).
+   * (PRELOAD_INDEX_CHUNKS by default). Otherwise a stream's chunk list is read by the first read that
+   * needs it, and a run's first scene looks its chunks up in SQLite's own index (SqliteSamples.chunksAt).
    */
   preloadIndexChunks?: number;
 }
