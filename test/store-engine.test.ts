@@ -2509,7 +2509,7 @@ describe("the chunk index a reader loads, from chunks_by_time alone (the table's
         .join('; ');
     const plans = [
       planOf(lookUp, { run, stream: 'car/state', t: 1_000_000 }),
-      planOf(list, run, 'car/state'),
+      planOf(list, { run, stream: 'car/state' }),
       planOf(all),
     ];
     db.close();

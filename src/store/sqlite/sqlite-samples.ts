@@ -41,6 +41,16 @@ import { json, type Row, type SqliteStoreFile } from './sqlite-store-file.js';
  */
 export const PRELOAD_INDEX_CHUNKS = 5_000;
 
+/** A stream's key in the chunks table, from its run and id (@run, @stream): through streams' unique index. */
+const STREAM_KEY = '(SELECT key FROM streams WHERE run_id = @run AND id = @stream)';
+
+/** A chunk's id, begin and end, as its index gives them (raw rows). */
+type ChunkRow = [id: number, begin: number, end: number];
+
+function chunkRefs(rows: readonly ChunkRow[], stream: string): ChunkRef<number>[] {
+  return rows.map(([id, begin, end]) => ({ id, begin, end, stream }));
+}
+
 /** At most this many blocks decoded when the store opens, to warm the read path (warmDecoders). */
 const WARM_BLOCKS = 32;
 
@@ -293,7 +303,6 @@ export class SqliteSamples {
     // lists of the streams they need (chunksAt).
     const lookUp = !lists.readAtMoment;
     lists.readAtMoment = true;
-    const indexed = this.file.indexes.get(run);
     // Streams that would not fit the cache decoded whole (an hour of a town) are read a block or a row
     // at a time: reading their chunks on only fills the cache in one burst (ChunkCache.fitsDecoded).
     // What they take is learnt from the rows the list's first read finds; that read reads on as before.
@@ -332,7 +341,7 @@ export class SqliteSamples {
       // A chunk can vanish under a stale index when another connection merges a tail: look again.
       for (let attempt = 0; ; attempt++) {
         const refs =
-          (attempt === 0 ? indexed?.get(id) : undefined) ??
+          this.file.indexes.get(run)?.get(id) ??
           (lookUp ? this.chunksAt(run, id, t) : this.chunkIndex(run, id));
         const found = bracketRows(refs, t, open, decode, after, decodeBefore);
         if (found || attempt === 3) return found;
@@ -391,19 +400,15 @@ export class SqliteSamples {
   private chunksAt(run: number, stream: string, t: number): ChunkRef<number>[] {
     const rows = this.file
       .stmt(
-        `SELECT * FROM (SELECT id, begin_us, end_us FROM chunks WHERE stream_key = (SELECT key FROM streams WHERE run_id = @run AND id = @stream)
+        `SELECT * FROM (SELECT id, begin_us, end_us FROM chunks WHERE stream_key = ${STREAM_KEY}
            AND begin_us <= @t ORDER BY begin_us DESC, id DESC LIMIT 1)
          UNION ALL
-         SELECT * FROM (SELECT id, begin_us, end_us FROM chunks WHERE stream_key = (SELECT key FROM streams WHERE run_id = @run AND id = @stream)
+         SELECT * FROM (SELECT id, begin_us, end_us FROM chunks WHERE stream_key = ${STREAM_KEY}
            AND begin_us > @t ORDER BY begin_us, id LIMIT 1)`,
       )
-      .all({ run, stream, t }) as Row[];
-    return rows.map((row) => ({
-      id: row.id as number,
-      begin: row.begin_us as number,
-      end: row.end_us as number,
-      stream,
-    }));
+      .raw(true)
+      .all({ run, stream, t }) as ChunkRow[];
+    return chunkRefs(rows, stream);
   }
 
   /**
@@ -419,12 +424,11 @@ export class SqliteSamples {
     if (!refs) {
       const rows = this.file
         .stmt(
-          `SELECT id, begin_us, end_us FROM chunks WHERE stream_key = (SELECT key FROM streams WHERE run_id = ? AND id = ?)
-           ORDER BY begin_us, id`,
+          `SELECT id, begin_us, end_us FROM chunks WHERE stream_key = ${STREAM_KEY} ORDER BY begin_us, id`,
         )
         .raw(true)
-        .all(run, stream) as [number, number, number][];
-      refs = rows.map(([id, begin, end]) => ({ id, begin, end, stream }));
+        .all({ run, stream }) as ChunkRow[];
+      refs = chunkRefs(rows, stream);
       index.set(stream, refs);
     }
     return refs;
