@@ -2370,6 +2370,65 @@ describe('joined reads while a run is recorded', () => {
     }
   });
 
+  it("scenes from another connection between commits that seal tails: a commit's first scene looks its chunks up, the next reads lists, both as a fresh index reads", async () => {
+    const path = fresh();
+    const store = SqliteBackend.open(path, { chunkSamples: 200, blockSamples: 64 });
+    // Opened before the run, without the index: each commit drops what it had read of the run, so the
+    // scene after it is the run's first read at a moment again (SqliteSamples.chunksAt).
+    const reader = SqliteBackend.open(path, { readonly: true, preloadIndexChunks: 0 });
+    const lookedUp = (sql: string[]): boolean => sql.some((q) => q.includes('begin_us <= @t'));
+    try {
+      const rec = await RunRecorder.begin(store, { begin: 0 });
+      await rec.declareActors([
+        { id: 'a', kind: 'vehicle' },
+        { id: 'b', kind: 'vehicle' },
+      ]);
+      await rec.declareStreams([stateStream('a'), stateStream('b')]);
+      const random = new Random(53);
+      let written = 0;
+      for (let commit = 0; commit < 40; commit++) {
+        const batch = (actor: number): Sample[] =>
+          Array.from({ length: 23 }, (_, i) => {
+            const step = written + i;
+            return { t: step * 1000, step, x: step + actor * 0.5, y: actor, yaw: 0 };
+          });
+        await rec.appendBatch('a/state', batch(0));
+        await rec.appendBatch('b/state', batch(1));
+        written += 23;
+        // A moment anywhere in what is written (between two rows, on a row, the last one), then another.
+        const moments = [random.int(written * 1000), (written - 1) * 1000, random.int(written * 1000)];
+        // The index read afresh, as a store opened now reads it (this store is small: at open).
+        const indexed = SqliteBackend.open(path, { readonly: true });
+        try {
+          for (const [k, t] of moments.entries()) {
+            let scene: Awaited<ReturnType<typeof sceneAt>> | undefined;
+            const sql = await statementsDuring(reader, async () => {
+              scene = await sceneAt(reader, rec.id, { t });
+            });
+            const at = `commit ${commit}, t=${t}`;
+            assert.equal(lookedUp(sql), k === 0, `${at}: looked up at the commit's first scene only`);
+            assert.deepEqual(scene, await sceneAt(indexed, rec.id, { t }), at);
+            const step = Math.floor(t / 1000);
+            assert.deepEqual(
+              scene.actors.map((e) => [e.id, e.t, e.x]),
+              [
+                ['a', step * 1000, step],
+                ['b', step * 1000, step + 0.5],
+              ],
+              at,
+            );
+          }
+        } finally {
+          await indexed.close();
+        }
+      }
+      await rec.end('completed');
+    } finally {
+      await reader.close();
+      await store.close();
+    }
+  });
+
   /**
    * What the reader's private steps are, to make a merge land where it can only land by chance: after
    * the reader looked for other connections' writes and before it reads a chunk its index names.
