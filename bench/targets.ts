@@ -81,7 +81,9 @@ const ANALYSIS: Record<string, string> = {
   'seek-first':
     "A fresh process's first scene reads one chunk per actor (200 here): 200 frames (header and block " +
     'table, a column of their own since store schema 6) and one 3 KB block of each, which SQLite cuts ' +
-    "from the chunk's 60 KB blob with substr() after loading it whole (a fifth of the scene); of each " +
+    "from the chunk's 60 KB blob with substr() after loading it whole (17 to 32 ms of a scene at a new " +
+    'moment, timed statement by statement on 2026-12-06, with or without a memory map: more than MCAP ' +
+    "per frame's whole first scene, so the target is out of reach on this layout); of each " +
     "block only the scene's row is decoded (a chunk's first look: each column up to that row), on code " +
     'V8 has not compiled yet. Listing the run (actors, 200 stream schemas) is about a tenth. The MCAP ' +
     'peer reads one 1 MiB chunk and one message of 200 records. Weighed (performance-history.md, "The ' +
