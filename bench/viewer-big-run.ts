@@ -18,7 +18,7 @@ import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import type { Browser, Page } from 'playwright-core';
-import { quantile } from './stats.js';
+import { median, quantile } from './stats.js';
 import type { TargetResult } from './targets.js';
 import { chromiumMissing, launchChromium } from './chromium.js';
 import type { FirstRead } from './first-read.js';
@@ -248,27 +248,25 @@ const FIRST_READS = 5;
 
 async function firstReads(store: string): Promise<NonNullable<BigRunViewerResults['firstReads']>> {
   const script = resolve(fileURLToPath(import.meta.url), '..', 'first-read.js');
+  const firstRead = async (...what: string[]): Promise<FirstRead> =>
+    JSON.parse((await run(process.execPath, [script, store, '1', ...what])).stdout) as FirstRead;
   const scenes: number[] = [];
   const trajectories: number[] = [];
   let actors = 0;
   let samples = 0;
   for (let i = 0; i < FIRST_READS; i++) {
-    const scene = JSON.parse(
-      (await run(process.execPath, [script, store, '1', 'scene'])).stdout,
-    ) as FirstRead;
+    const scene = await firstRead('scene');
     scenes.push(scene.ms);
     actors = scene.count;
-    const trajectory = JSON.parse(
-      (await run(process.execPath, [script, store, '1', 'trajectory', 'ego'])).stdout,
-    ) as FirstRead;
+    const trajectory = await firstRead('trajectory', 'ego');
     trajectories.push(trajectory.ms);
     samples = trajectory.count;
   }
   return {
-    sceneMs: quantile(scenes, 0.5),
+    sceneMs: median(scenes),
     scenes,
     actors,
-    trajectoryMs: quantile(trajectories, 0.5),
+    trajectoryMs: median(trajectories),
     trajectories,
     samples,
   };
