@@ -1874,6 +1874,50 @@ describe('reading scenes', () => {
     await store.close();
   });
 
+  it("a run's first scene at a time that several chunks begin at (one time's samples filling chunks) reads the chunk the chunk list gives", async () => {
+    const path = fresh();
+    const writer = SqliteBackend.open(path, { chunkSamples: 200, blockSamples: 64 });
+    const rec = await RunRecorder.begin(writer, { begin: 0 });
+    await rec.declareActors([{ id: 'a', kind: 'vehicle' }]);
+    await rec.declareStreams([stateStream('a')]);
+    // 100 samples 10 ms apart, 500 at 1 s (x counts the samples), then 99 more.
+    const times = [
+      ...Array.from({ length: 100 }, (_, i) => i * 10_000),
+      ...Array.from({ length: 500 }, () => 1_000_000),
+      ...Array.from({ length: 99 }, (_, i) => 1_010_000 + i * 10_000),
+    ];
+    for (const [step, t] of times.entries()) {
+      void rec.appendFrame('state', { t, step, actors: ['a'], columns: { x: [step], y: [0], yaw: [0] } });
+      if ((step + 1) % 50 === 0) await rec.flush();
+    }
+    await rec.end('completed');
+    await writer.close();
+    const db = new Database(path, { readonly: true });
+    const sharing = db
+      .prepare('SELECT COUNT(*) FROM chunks WHERE begin_us = 1000000')
+      .pluck()
+      .get() as number;
+    db.close();
+    assert.ok(sharing >= 2, `chunks that begin at 1 s: ${sharing}`);
+    const indexed = await openStore(path);
+    for (const t of [1_000_000, 1_000_001, 1_009_999, 1_010_000]) {
+      const store = SqliteBackend.open(path, { preloadIndexChunks: 0 });
+      let scene: Awaited<ReturnType<typeof sceneAt>> | undefined;
+      const sql = await statementsDuring(store, async () => {
+        scene = await sceneAt(store, 1, { t, includeDeparted: true });
+      });
+      assert.ok(
+        sql.some((q) => q.includes('begin_us <= @t')),
+        `t=${t}: looked up (${sql.join('; ')})`,
+      );
+      // The last sample at or before t: at 1 s, the last of the 500.
+      assert.equal(scene!.actors[0]?.x, t < 1_010_000 ? 599 : 600, `t=${t}`);
+      assert.deepEqual(scene, await sceneAt(indexed, 1, { t, includeDeparted: true }), `t=${t}`);
+      await store.close();
+    }
+    await indexed.close();
+  });
+
   it('a chunk read at a second block is decoded whole, with the chunks of its stream touched once and their neighbours, and later chunks whole at their first touch', async () => {
     const path = await recordTwoActors();
     const store = await openStore(path);
@@ -2574,6 +2618,9 @@ describe("the chunk index a reader loads, from chunks_by_time alone (the table's
     db.close();
     for (const plan of plans) assert.match(plan, /COVERING INDEX chunks_by_time/);
     for (const plan of plans.slice(0, 2)) assert.doesNotMatch(plan, /SCAN chunks/, 'searched, not scanned');
+    // The look-up sorts nothing: ordered by (begin, id), it sorted every chunk of the stream on each side
+    // of t, the index being in (begin, end) order.
+    assert.doesNotMatch(plans[0]!, /TEMP B-TREE/, plans[0]);
   });
 
   it("an older store's narrower index is widened when opened to write, and left as it is read-only", async () => {

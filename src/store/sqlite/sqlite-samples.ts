@@ -392,22 +392,29 @@ export class SqliteSamples {
   }
 
   /**
-   * Of a stream's chunks, those a read at t looks at (bracketRows): the one that begins last at or before
-   * t and the next, found in SQLite's index on (stream, begin) without reading the stream's chunk list.
-   * A run's first scene, which for a command that asks once is its only one, reads two chunk references
-   * an actor, not every chunk of the actors present: its time does not grow with the run's length.
+   * Of a stream's chunks, those a read at t looks at (bracketRows): those that begin last at or before t
+   * and those that begin first after it, found in SQLite's index on (stream, begin) without reading the
+   * stream's chunk list. A run's first scene, which for a command that asks once is its only one, reads
+   * a chunk reference or two an actor, not every chunk of the actors present: its time does not grow
+   * with the run's length. Each side is the chunks of one begin, found by the begin's MIN or MAX: an
+   * `ORDER BY begin_us, id` sorted every chunk of the stream on that side of t (the index orders by begin,
+   * then end), which took most of a long run's look-up. Chunks that share a begin (a stream's samples of
+   * one time filling a chunk) all come, in the chunk list's order, so that bracketRows picks among them as
+   * it does from the list.
    */
   private chunksAt(run: number, stream: string, t: number): ChunkRef<number>[] {
     const rows = this.file
       .stmt(
-        `SELECT * FROM (SELECT id, begin_us, end_us FROM chunks WHERE stream_key = ${STREAM_KEY}
-           AND begin_us <= @t ORDER BY begin_us DESC, id DESC LIMIT 1)
+        `SELECT id, begin_us, end_us FROM chunks WHERE stream_key = ${STREAM_KEY} AND begin_us =
+           (SELECT MAX(begin_us) FROM chunks WHERE stream_key = ${STREAM_KEY} AND begin_us <= @t)
          UNION ALL
-         SELECT * FROM (SELECT id, begin_us, end_us FROM chunks WHERE stream_key = ${STREAM_KEY}
-           AND begin_us > @t ORDER BY begin_us, id LIMIT 1)`,
+         SELECT id, begin_us, end_us FROM chunks WHERE stream_key = ${STREAM_KEY} AND begin_us =
+           (SELECT MIN(begin_us) FROM chunks WHERE stream_key = ${STREAM_KEY} AND begin_us > @t)`,
       )
       .raw(true)
       .all({ run, stream, t }) as ChunkRow[];
+    // In the index's order, (begin, end, id); the list's is (begin, id).
+    if (rows.length > 1) rows.sort((a, b) => a[1] - b[1] || a[0] - b[0]);
     return chunkRefs(rows, stream);
   }
 
