@@ -54,15 +54,16 @@ function presentActor(id: string, a: Placed): Present {
     },
     stateInfo(id),
   );
-  track.t.push(0);
-  track.step.push(0);
-  track.x.push(a.x);
-  track.y.push(a.y);
-  track.yaw.push(a.yaw);
-  track.speed.push(0);
-  track.accel.push(null);
-  track.lane.push(null);
-  track.lanePos.push(null);
+  track.append({
+    t: Float64Array.of(0),
+    step: Float64Array.of(0),
+    columns: {
+      x: Float64Array.of(a.x),
+      y: Float64Array.of(a.y),
+      yaw: Float64Array.of(a.yaw),
+      speed: Float64Array.of(0),
+    },
+  });
   return { track, k: 0 };
 }
 

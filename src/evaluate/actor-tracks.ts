@@ -13,9 +13,19 @@ const DEFAULT_EXTENTS: Record<string, { length: number; width: number }> = {
 };
 const VEHICLE_EXTENTS = { length: 4.5, width: 1.8 };
 
+/** The number columns of a track: a missing accel or lanePos is NaN. */
+const NUMBER_COLUMNS = ['t', 'step', 'x', 'y', 'yaw', 'speed', 'accel', 'lanePos'] as const;
+type NumberColumn = (typeof NUMBER_COLUMNS)[number];
+
 /**
  * One actor's states, column by column, with a cursor that moves forward in time: the whole run (the
  * scored actor), or a stretch of it that RunTracks moves along the run (every other actor).
+ *
+ * The numbers are kept in typed arrays, each column a view of the rows held (`t.length` of them) over
+ * storage that grows by a quarter and from which the rows before the cursor are dropped in place, a
+ * missing accel or lane position NaN. Plain arrays pushed a row at a time kept spare room each, became
+ * arrays of pointers where a `null` stood for a missing value, and the pushing itself was one of the
+ * larger parts of an evaluation's profile (docs/performance-history.md).
  */
 export class ActorTrack {
   readonly actor: ActorInfo;
@@ -25,15 +35,19 @@ export class ActorTrack {
   readonly width: number;
   /** Half the footprint's diagonal (m): how far from its centre the footprint reaches. */
   readonly reach: number;
-  readonly t: number[] = [];
-  readonly step: number[] = [];
-  readonly x: number[] = [];
-  readonly y: number[] = [];
-  readonly yaw: number[] = [];
-  readonly speed: number[] = [];
-  readonly accel: (number | null)[] = [];
+  t: Float64Array = new Float64Array(0);
+  step: Float64Array = new Float64Array(0);
+  x: Float64Array = new Float64Array(0);
+  y: Float64Array = new Float64Array(0);
+  yaw: Float64Array = new Float64Array(0);
+  speed: Float64Array = new Float64Array(0);
+  /** NaN where the state has none. */
+  accel: Float64Array = new Float64Array(0);
   readonly lane: (string | null)[] = [];
-  readonly lanePos: (number | null)[] = [];
+  /** NaN where the state has none. */
+  lanePos: Float64Array = new Float64Array(0);
+  /** The columns' storage, of which each column is a view of the first rows. */
+  private storage: Record<NumberColumn, Float64Array> | null = null;
   private cursor = -1;
   /** The last presence interval begun by the time indexAt was last asked, -1 before the first. */
   private presenceCursor = -1;
@@ -84,12 +98,12 @@ export class ActorTrack {
    */
   dropBeforeCursor(): void {
     const n = this.cursor;
-    if (n <= 0) return;
-    for (const column of [this.t, this.step, this.x, this.y, this.yaw, this.speed]) column.splice(0, n);
-    this.accel.splice(0, n);
+    if (n <= 0 || !this.storage) return;
+    const rows = this.t.length;
+    for (const name of NUMBER_COLUMNS) this.storage[name].copyWithin(0, n, rows);
     this.lane.splice(0, n);
-    this.lanePos.splice(0, n);
     this.cursor = 0;
+    this.view(rows - n);
   }
 
   /** Appends the rows of a batch read from its stream (TRACK_FIELDS), in time order after its own. */
@@ -106,25 +120,48 @@ export class ActorTrack {
     ];
     const [accel, ax, lanePos] = [column('accel'), column('ax'), column('lanePos')];
     const lanes = batch.columns.lane;
+    const storage = this.room(batch.t.length);
     // As a sample gives them: a row without a number for x or y is left out; a missing yaw is 0, a
     // missing speed the length of (vx, vy), a missing accel ax.
-    const value = (values: Float64Array, i: number): number | null =>
-      Number.isNaN(values[i]!) ? null : values[i]!;
+    const or = (value: number, otherwise: number): number => (Number.isNaN(value) ? otherwise : value);
     const presence = this.actor.presence?.length ? this.actor.presence : undefined;
+    let row = this.t.length;
     for (let i = 0; i < batch.t.length; i++) {
       if (Number.isNaN(x[i]!) || Number.isNaN(y[i]!)) continue;
       if (presence && presenceAt(presence, batch.t[i]!) === undefined) continue;
-      this.t.push(batch.t[i]!);
-      this.step.push(batch.step[i]!);
-      this.x.push(x[i]!);
-      this.y.push(y[i]!);
-      this.yaw.push(value(yaw, i) ?? 0);
-      this.speed.push(value(speed, i) ?? Math.hypot(value(vx, i) ?? 0, value(vy, i) ?? 0));
-      this.accel.push(value(accel, i) ?? value(ax, i));
+      storage.t[row] = batch.t[i]!;
+      storage.step[row] = batch.step[i]!;
+      storage.x[row] = x[i]!;
+      storage.y[row] = y[i]!;
+      storage.yaw[row] = or(yaw[i]!, 0);
+      storage.speed[row] = or(speed[i]!, Math.hypot(or(vx[i]!, 0), or(vy[i]!, 0)));
+      storage.accel[row] = or(accel[i]!, ax[i]!);
       const lane = Array.isArray(lanes) ? lanes[i] : undefined;
       this.lane.push(typeof lane === 'string' ? lane : null);
-      this.lanePos.push(value(lanePos, i));
+      storage.lanePos[row] = lanePos[i]!;
+      row++;
     }
+    this.view(row);
+  }
+
+  /** The storage, with room for `more` rows after those held. */
+  private room(more: number): Record<NumberColumn, Float64Array> {
+    const rows = this.t.length;
+    const capacity = this.storage?.t.length ?? 0;
+    if (this.storage && rows + more <= capacity) return this.storage;
+    // By a quarter: a track moved along the run holds about a window's rows at every read.
+    const grown = Math.max(rows + more, Math.ceil(capacity * 1.25));
+    const storage = {} as Record<NumberColumn, Float64Array>;
+    for (const name of NUMBER_COLUMNS) {
+      storage[name] = new Float64Array(grown);
+      storage[name].set(this[name]);
+    }
+    return (this.storage = storage);
+  }
+
+  /** Points the columns at the first `rows` rows of the storage. */
+  private view(rows: number): void {
+    for (const name of NUMBER_COLUMNS) this[name] = this.storage![name].subarray(0, rows);
   }
 }
 

@@ -64,8 +64,8 @@ function queuedBehindStoppedLeader(stopped: Present[]): Set<ActorTrack> {
   const stoppedByLane = new Map<string, { track: ActorTrack; pos: number }[]>();
   for (const { track, k } of stopped) {
     const lane = track.lane[k];
-    const pos = track.lanePos[k];
-    if (lane == null || pos == null) continue;
+    const pos = track.lanePos[k]!;
+    if (lane === null || lane === undefined || Number.isNaN(pos)) continue;
     const onLane = stoppedByLane.get(lane);
     if (onLane) onLane.push({ track, pos });
     else stoppedByLane.set(lane, [{ track, pos }]);

@@ -39,8 +39,9 @@ export class Kinematics {
 
     // Acceleration: LimSim uses its stored column; simrec measures it from the change of speed.
     let accel: number;
-    if (this.limsim && ego.accel[i] !== null) accel = ego.accel[i]!;
-    else if (previousSpeed === null || gap || dt <= 0) accel = ego.accel[i] ?? 0;
+    const stored = ego.accel[i]!;
+    if (this.limsim && !Number.isNaN(stored)) accel = stored;
+    else if (previousSpeed === null || gap || dt <= 0) accel = Number.isNaN(stored) ? 0 : stored;
     else accel = (speed - previousSpeed) / dt;
     const jerk =
       previousAccel === null || gap || dt <= 0 ? 0 : (accel - previousAccel) / (this.limsim ? 0.1 : dt);

@@ -34,7 +34,7 @@ export class LaneKeeping implements Detector {
     const { actorId, road, limsimLanes } = this;
     if (position) {
       const lane = position.lane;
-      const lanePos = ego.lanePos[i] ?? position.s;
+      const lanePos = Number.isNaN(ego.lanePos[i]!) ? position.s : ego.lanePos[i]!;
       let off = offset(position.t);
       if (limsimLanes && (lanePos > lane.length || lanePos < lane.width / 2)) off = 0;
       sample.offset = off;
@@ -64,7 +64,7 @@ export class LaneKeeping implements Detector {
       const limsimLane = limsimLanes && ego.lane[i] ? ego.lane[i] : undefined;
       const spline = limsimLane === undefined ? undefined : limsimLanes!.spline(limsimLane);
       if (limsimLane !== undefined && spline) {
-        const s = ego.lanePos[i] ?? spline.toFrenet(x, y).s;
+        const s = Number.isNaN(ego.lanePos[i]!) ? spline.toFrenet(x, y).s : ego.lanePos[i]!;
         // LimSim compares the position with the ego's half width, not the lane's.
         sample.offset = s > spline.length || s < ego.width / 2 ? 0 : offset(spline.toFrenet(x, y).d);
         sample.orientation = this.limsimOrientation.update(limsimLanes!, limsimLane, s, yaw);
