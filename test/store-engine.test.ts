@@ -293,6 +293,13 @@ async function statementsDuring(store: StoreBackend, work: () => Promise<void>):
   return seen;
 }
 
+/** Whether `sql` is a run's first look-up of a stream's chunks at a moment (SqliteSamples.chunksAt). */
+const isChunkLookUp = (sql: string): boolean => sql.includes('begin_us <= @t');
+
+/** Whether `sql` reads a stream's whole chunk list (SqliteSamples.chunkIndex). */
+const isChunkListRead = (sql: string): boolean =>
+  /FROM chunks WHERE stream_key = .* ORDER BY begin_us, id$/s.test(sql);
+
 describe("a store's reads and the process's memory", () => {
   it(
     "reads go through SQLite's page cache: no part of the store file is mapped into the process",
@@ -1836,9 +1843,6 @@ describe('reading scenes', () => {
       9_995_000,
       20_000_000,
     ];
-    const listRead = (q: string): boolean =>
-      /FROM chunks WHERE stream_key = .* ORDER BY begin_us, id$/s.test(q);
-    const lookUp = (q: string): boolean => q.includes('begin_us <= @t');
     // A store this small reads its runs' chunk indexes when it opens.
     const indexed = await openStore(path);
     for (const interpolate of [false, true])
@@ -1849,17 +1853,17 @@ describe('reading scenes', () => {
           scene = await sceneAt(store, 1, { t, interpolate });
         });
         const at = `t=${t}${interpolate ? ', interpolated' : ''}`;
-        assert.ok(first.some(lookUp) && !first.some(listRead), `${at}: ${first.join('; ')}`);
+        assert.ok(first.some(isChunkLookUp) && !first.some(isChunkListRead), `${at}: ${first.join('; ')}`);
         assert.deepEqual(scene, await sceneAt(indexed, 1, { t, interpolate }), at);
         // The run's next read reads its actors' chunk lists; the reads after it look nothing up.
         const second = await statementsDuring(store, async () => void (await sceneAt(store, 1, { t })));
-        assert.equal(second.filter(listRead).length, 2, `${at}: ${second.join('; ')}`);
-        assert.ok(!second.some(lookUp), `${at}: ${second.join('; ')}`);
+        assert.equal(second.filter(isChunkListRead).length, 2, `${at}: ${second.join('; ')}`);
+        assert.ok(!second.some(isChunkLookUp), `${at}: ${second.join('; ')}`);
         const third = await statementsDuring(
           store,
           async () => void (await sceneAt(store, 1, { t: t + 10_000 })),
         );
-        assert.ok(!third.some(listRead) && !third.some(lookUp), `${at}: ${third.join('; ')}`);
+        assert.ok(!third.some(isChunkListRead) && !third.some(isChunkLookUp), `${at}: ${third.join('; ')}`);
         await store.close();
       }
     await indexed.close();
@@ -1869,7 +1873,7 @@ describe('reading scenes', () => {
       store,
       async () => void (await trajectoryColumns(store, 1, { actor: 'b' })),
     );
-    assert.equal(sql.filter(listRead).length, 1, sql.join('; '));
+    assert.equal(sql.filter(isChunkListRead).length, 1, sql.join('; '));
     assert.ok(!sql.some((q) => q.includes('JOIN streams')), sql.join('; '));
     await store.close();
   });
@@ -1906,10 +1910,7 @@ describe('reading scenes', () => {
       const sql = await statementsDuring(store, async () => {
         scene = await sceneAt(store, 1, { t, includeDeparted: true });
       });
-      assert.ok(
-        sql.some((q) => q.includes('begin_us <= @t')),
-        `t=${t}: looked up (${sql.join('; ')})`,
-      );
+      assert.ok(sql.some(isChunkLookUp), `t=${t}: looked up (${sql.join('; ')})`);
       // The last sample at or before t: at 1 s, the last of the 500.
       assert.equal(scene!.actors[0]?.x, t < 1_010_000 ? 599 : 600, `t=${t}`);
       assert.deepEqual(scene, await sceneAt(indexed, 1, { t, includeDeparted: true }), `t=${t}`);
@@ -2420,7 +2421,7 @@ describe('joined reads while a run is recorded', () => {
     // Opened before the run, without the index: each commit drops what it had read of the run, so the
     // scene after it is the run's first read at a moment again (SqliteSamples.chunksAt).
     const reader = SqliteBackend.open(path, { readonly: true, preloadIndexChunks: 0 });
-    const lookedUp = (sql: string[]): boolean => sql.some((q) => q.includes('begin_us <= @t'));
+    const lookedUp = (sql: string[]): boolean => sql.some(isChunkLookUp);
     try {
       const rec = await RunRecorder.begin(store, { begin: 0 });
       await rec.declareActors([
@@ -2601,8 +2602,8 @@ describe("the chunk index a reader loads, from chunks_by_time alone (the table's
       internals.samples.preloadIndexes(Number.MAX_SAFE_INTEGER);
     });
     await reader.close();
-    const lookUp = sql.find((q) => q.includes('begin_us <= @t'));
-    const list = sql.find((q) => /FROM chunks WHERE stream_key = .* ORDER BY begin_us, id$/s.test(q));
+    const lookUp = sql.find(isChunkLookUp);
+    const list = sql.find(isChunkListRead);
     const all = sql.find((q) => /FROM chunks c JOIN streams s/.test(q));
     assert.ok(lookUp && list && all, `looked up, a list read, every index read: ${sql.join('; ')}`);
     const db = new Database(path, { readonly: true });
