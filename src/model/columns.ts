@@ -447,10 +447,14 @@ export interface SampleEntry {
 }
 
 /**
- * Each batch's row builder and its columns in the builder's order, looked up once per batch (a scene
- * builds a sample of each cached block; the columns array is not made again for every row).
+ * Each batch's row builder and its columns in the builder's order, found at its first row and kept on
+ * the batch under this symbol, not enumerable (a copy of the batch does not take another's columns).
+ * Not in a WeakMap from batches: a property is found sooner at each row, and the read-ahead's
+ * thousand chunks decoded at once each met the map at their first row (performance-history.md).
  */
-const builderOf = new WeakMap<ColumnBatch, Builders & { columns: ColumnValues[] }>();
+const BUILDERS = Symbol('row builders');
+type BatchBuilders = Builders & { columns: ColumnValues[] };
+type BatchWithBuilders = ColumnBatch & { [BUILDERS]?: BatchBuilders };
 
 /** What makes a row of a batch with a given list of columns: as a sample, and as an entry. */
 interface Builders {
@@ -459,8 +463,63 @@ interface Builders {
   buildEntry: EntryBuilder | null;
 }
 
-/** Row builders by column list ("name:kind" joined), shared by every batch with the same columns. */
-const rowBuilders = new Map<string, Builders>();
+/**
+ * How a builder reads a column's value: a number, a bool's 0 or 1 as a boolean, a vector (no builder),
+ * or a value kept as it is (strings, JSON).
+ */
+type ColumnKind = 'number' | 'bool' | 'vector' | 'value';
+
+function columnKind(values: ColumnValues, decl: FieldDecl | undefined): ColumnKind {
+  if (!(values instanceof Float64Array)) return 'value';
+  return decl?.type === 'vec' ? 'vector' : decl?.type === 'bool' ? 'bool' : 'number';
+}
+
+/**
+ * The row shapes met so far, as a tree: a node's children by the next column's name, then its kind; a
+ * shape's builders at the node its last column leads to. A batch's shape is found by walking its
+ * columns, where a key made of its names and kinds joined was a new string to build and hash at every
+ * batch's first row: the read-ahead decodes a thousand chunks at once, and the scenes after it met them
+ * one by one, each paying for its key (performance-history.md).
+ */
+interface ShapeNode {
+  readonly next: Map<string, Partial<Record<ColumnKind, ShapeNode>>>;
+  builders?: Builders;
+}
+
+const shapeRoot: ShapeNode = { next: new Map() };
+/** Shapes with builders kept: past this, a new shape's builders are made for its batch alone. */
+const MAX_SHAPES = 1024;
+/** More columns than this get no builder (a loop over them serves), so their shapes are not kept. */
+const MAX_BUILDER_COLUMNS = 64;
+let shapesKept = 0;
+
+/**
+ * The builders shared by every batch whose columns have these names, kinds and order. Nodes are added
+ * only while shapes are kept: batches of ever new columns (a sender's arbitrary names) cannot grow the
+ * tree without bound.
+ */
+function rowBuilder(batch: ColumnBatch, byName: Map<string, FieldDecl>): Builders {
+  const names = Object.keys(batch.columns);
+  let node: ShapeNode | undefined = shapeRoot;
+  const adding = shapesKept < MAX_SHAPES && names.length <= MAX_BUILDER_COLUMNS;
+  for (let k = 0; k < names.length && node; k++) {
+    const name = names[k]!;
+    const kind = columnKind(batch.columns[name]!, byName.get(name));
+    let byKind = node.next.get(name);
+    if (!byKind && adding) node.next.set(name, (byKind = {}));
+    node = byKind?.[kind] ?? (adding && byKind ? (byKind[kind] = { next: new Map() }) : undefined);
+  }
+  if (node?.builders) return node.builders;
+  const builders = makeBuilders(
+    names,
+    names.map((name) => columnKind(batch.columns[name]!, byName.get(name))),
+  );
+  if (node) {
+    node.builders = builders;
+    shapesKept++;
+  }
+  return builders;
+}
 
 /**
  * A function that builds a row whose columns are all present as one object literal with the columns'
@@ -470,31 +529,19 @@ const rowBuilders = new Map<string, Builders>();
  * the same strings; `__proto__` (which a literal would take as the prototype) and anything but plain
  * numbers, booleans and values kept as they are get no builder.
  */
-function rowBuilder(batch: ColumnBatch, byName: Map<string, FieldDecl>): Builders {
-  const names = Object.keys(batch.columns);
-  const kinds = names.map((name) => {
-    const values = batch.columns[name]!;
-    if (!(values instanceof Float64Array)) return 'v';
-    const type = byName.get(name)?.type;
-    return type === 'vec' ? 'x' : type === 'bool' ? 'b' : 'n';
-  });
-  const key = names.map((n, k) => `${n}:${kinds[k]}`).join('\n');
-  let known = rowBuilders.get(key);
-  if (known) return known;
-  let build: RowBuilder | null = null;
-  let buildEntry: EntryBuilder | null = null;
-  if (!names.includes('__proto__') && !kinds.includes('x') && names.length <= 64) {
-    const body = names
-      .map((n, k) => `, ${JSON.stringify(n)}: c[${k}][i]${kinds[k] === 'b' ? ' === 1' : ''}`)
-      .join('');
+function makeBuilders(names: string[], kinds: readonly ColumnKind[]): Builders {
+  if (names.includes('__proto__') || kinds.includes('vector') || names.length > MAX_BUILDER_COLUMNS)
+    return { names, build: null, buildEntry: null };
+  const body = names
+    .map((n, k) => `, ${JSON.stringify(n)}: c[${k}][i]${kinds[k] === 'bool' ? ' === 1' : ''}`)
+    .join('');
+  return {
+    names,
     // eslint-disable-next-line @typescript-eslint/no-implied-eval -- a row builder compiled per set of field names (quoted by JSON.stringify) is faster than a loop over them
-    build = new Function('t', 'step', 'c', 'i', `return { t, step${body} };`) as RowBuilder;
+    build: new Function('t', 'step', 'c', 'i', `return { t, step${body} };`) as RowBuilder,
     // eslint-disable-next-line @typescript-eslint/no-implied-eval -- as build
-    buildEntry = new Function('id', 'kind', 't', 'c', 'i', `return { id, kind, t${body} };`) as EntryBuilder;
-  }
-  known = { names, build, buildEntry };
-  if (rowBuilders.size < 1024) rowBuilders.set(key, known);
-  return known;
+    buildEntry: new Function('id', 'kind', 't', 'c', 'i', `return { id, kind, t${body} };`) as EntryBuilder,
+  };
 }
 
 /** Field types whose values a sample gives as numbers (a bool column's 0 and 1 are booleans there). */
@@ -546,19 +593,18 @@ export function entryAt(
 }
 
 /** A batch's builders, and its columns in their order, made at its first row. */
-function buildersOf(
-  batch: ColumnBatch,
-  fields: readonly FieldDecl[],
-): Builders & { columns: ColumnValues[] } {
+function buildersOf(batch: ColumnBatch, fields: readonly FieldDecl[]): BatchBuilders {
   // The batch's own columns, looked up in the fields by name: a batch holds the few fields a stream
   // sends, its schema may declare many more (the standard state stream declares 19).
   let byName = typesOf.get(fields);
   if (!byName) typesOf.set(fields, (byName = new Map(fields.map((f) => [f.name, f] as const))));
-  let builders = builderOf.get(batch);
+  let builders = (batch as BatchWithBuilders)[BUILDERS];
   if (!builders) {
     const shared = rowBuilder(batch, byName);
-    builders = { ...shared, columns: shared.names.map((name) => batch.columns[name]!) };
-    builderOf.set(batch, builders);
+    const columns = shared.names.map((name) => batch.columns[name]!);
+    builders = { names: shared.names, build: shared.build, buildEntry: shared.buildEntry, columns };
+    // A frozen batch (one a cache hands out deep-frozen) finds them again at each row.
+    if (Object.isExtensible(batch)) Object.defineProperty(batch, BUILDERS, { value: builders });
   }
   return builders;
 }
