@@ -116,6 +116,8 @@ export function summarize(
 // ---- the table for people -------------------------------------------------------------------------
 
 const fixed = (v: number | undefined, digits = 1): string => (v === undefined ? '-' : v.toFixed(digits));
+const percent = (share: number | undefined): string =>
+  share === undefined ? '-' : `${(100 * share).toFixed(0)}%`;
 const mb = (bytes: number): string => `${(bytes / 2 ** 20).toFixed(0)} MiB`;
 const rate = (v: number): string => `${(v / 1e6).toFixed(2)} M/s`;
 const times = (v: number | undefined): string => (v === undefined ? '-' : `${v.toFixed(v < 10 ? 2 : 1)}x`);
@@ -150,12 +152,14 @@ export function formatReport(r: BenchResults): string {
       ]),
     ),
     '',
-    `seek: scene of ${actors} actors at ${r.config.seeks} random times; speedup = peer time / simrec time`,
+    `seek: scene of ${actors} actors at ${r.config.seeks} random times; speedup = peer time / simrec time; ` +
+      'p99 waiting = share of the slowest 1% of scenes spent waiting for a core',
     table(
       [
         'peer',
         'median ms',
         'p99 ms',
+        'p99 waiting',
         'slowest ms',
         'first ms',
         'first faults',
@@ -167,6 +171,7 @@ export function formatReport(r: BenchResults): string {
         peer,
         fixed(s.median.medianMs, 3),
         fixed(s.median.p99Ms, 3),
+        percent(s.median.slowWaitingShare),
         fixed(s.median.slowestMs, 1),
         fixed(s.median.firstMs, 2),
         fixed(s.median.firstPageFaults, 0),

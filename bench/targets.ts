@@ -97,14 +97,14 @@ const ANALYSIS: Record<string, string> = {
   'seek-p99':
     'Decoding is paid by a few scenes: the first touches of chunk windows (a block per actor) and the ' +
     'scene that finds the streams browsed, which decodes every chunk touched once and, since ' +
-    '2026-12-02, the chunks next to them: 4 of the 1,000 random scenes here (6 before, the first touch ' +
-    'of each window left decoded whole in a burst of its own), under the 1% that sets the 99th ' +
-    'percentile. What sets it is the 30 or so scenes after those bursts, which run while V8 optimises ' +
-    'the scene code on its other thread (--trace-opt: sampleAt, bracketRows, sceneAt compiled between ' +
-    'the 8th and the 26th scene, some thrown away at an object of another shape and compiled again): ' +
-    '1.5-8 ms each against 0.4 once optimised, and young collections that move what the burst decoded ' +
-    "(4-12 ms). LimSim's rows are one indexed query a scene, cached by nothing, so its slowest scenes " +
-    "are the machine's: its p99 moves with the load (0.7 to 5 ms in runs of the same day).",
+    '2026-12-02, the chunks next to them: 4 of the 1,000 random scenes here, under the 1% that sets the ' +
+    '99th percentile. What sets it is the scenes after the burst that run while V8 optimises the scene ' +
+    "code on its compiler's threads (Node's pool of four, on two cores): read around each scene, " +
+    "the scene thread's own schedstat shows those of 4-9 ms waiting 4 or 8 ms of it for a core, the " +
+    'compiler taking both (2026-12-06; the column p99 waiting). How many scenes that hits moves with the ' +
+    "machine from one process to the next (0.8 to 5 ms within an hour, the same code). LimSim's rows " +
+    'are one indexed query a scene, cached by nothing and compiled by nobody, so its slowest scenes are ' +
+    "the machine's: its p99 moves with the load (0.7 to 5 ms in runs of the same day).",
   trajectory:
     'A whole-run trajectory (readColumnsJoined, since 2026-11-26 afternoon) decodes its 5 chunks straight ' +
     'into the joined columns, nothing cached or copied again: 2.3 to 3.5 ms warm. The median of 3 is the ' +

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { it } from 'node:test';
 import type { BenchResults } from '../bench/report.js';
@@ -41,9 +41,17 @@ it('npm run bench -- --quick runs every workload and writes a results file', () 
     assert.ok(results.ratios.seek['limsim-sqlite']!.speedupMedian > 0);
     // A fresh process's first scene touches memory it never had: counted for every peer read back.
     // The slowest seek after the first too: a burst of decoding ahead falls outside a 99th percentile.
+    // And, where Linux tells it, how much of the slowest scenes' time their thread waited for a core.
+    const toldWaits = existsSync('/proc/thread-self/schedstat');
     for (const [peer, seek] of Object.entries(results.workloads.seek)) {
       assert.ok(seek.median.firstPageFaults! > 0, `${peer}: the first scene's page faults counted`);
       assert.ok(seek.median.slowestMs! >= seek.median.medianMs!, `${peer}: the slowest seek reported`);
+      for (const repetition of seek.repetitions) {
+        const share = repetition.slowWaitingShare;
+        if (toldWaits)
+          assert.ok(typeof share === 'number' && share >= 0 && share <= 1, `${peer}: waiting share ${share}`);
+        else assert.equal(share, null, `${peer}: no waiting share where the machine does not tell`);
+      }
     }
     assert.ok(results.ratios.trajectory['mcap-per-state']!.speedup > 0);
     // The recording engine's targets and live recording's (bench/targets.ts), each with a measured value.
