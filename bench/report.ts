@@ -153,7 +153,7 @@ export function formatReport(r: BenchResults): string {
     ),
     '',
     `seek: scene of ${actors} actors at ${r.config.seeks} random times; speedup = peer time / simrec time; ` +
-      'p99 waiting = share of the slowest 1% of scenes spent waiting for a core',
+      'p99 waiting = how much of a scene in the slowest 1% went on waiting for a core (median)',
     table(
       [
         'peer',

@@ -21,10 +21,10 @@ export interface SeekResult {
    */
   slowestMs: number;
   /**
-   * Of the scenes at or above the 99th percentile (the first left out), the share of their time the
-   * scene's thread spent waiting for a core, 0 to 1; null where the machine does not tell
-   * (CoreWait). On two cores, the slowest scenes of a process whose code is still being optimised are
-   * often those the compiler's threads preempted: this says how much of the p99 is the machine's.
+   * Of the scenes at or above the 99th percentile (the first left out), the median share of a scene's
+   * time its thread spent waiting for a core, 0 to 1; null where the machine does not tell (CoreWait).
+   * On two cores, the slowest scenes of a process whose code is still being optimised are often those
+   * the compiler's threads preempted: this says how much of the p99 is the machine's.
    */
   slowWaitingShare: number | null;
 }
