@@ -512,6 +512,91 @@ describe('viewer for engineers (#27) and actor lifetimes (#20), in Chromium', ()
     await closeClean(page);
   });
 
+  it("draws a still view's roads once, copies them after, and draws each frame's lights over them", async () => {
+    const net = (await loadRoadNetwork(store, demo))!;
+    const lanes = new Map(net.lanes.map((l) => [l.id, l]));
+    const signalled = net.connections.find((c) => c.trafficLight !== undefined && c.via)!;
+    const stub = along(lanes.get(signalled.via!)!.centerLine, 1);
+    const page = await openRun(`#/runs/${demo}`);
+    await page.getByTestId('follow').uncheck();
+    const drawn = await page.evaluate(
+      ([light, x, y]) => {
+        const map = window.simrecView.map;
+        const ratio = window.devicePixelRatio || 1;
+        // Every pixel of the map, folded into one number: two frames alike have the same.
+        const pixels = (): number => {
+          const d = map.canvas.getContext('2d').getImageData(0, 0, map.canvas.width, map.canvas.height).data;
+          let h = 0;
+          for (let i = 0; i < d.length; i++) h = (Math.imul(h, 31) + d[i]) | 0;
+          return h;
+        };
+        const stubColour = (): string => {
+          const p = map.toScreen(x, y);
+          const d = map.canvas
+            .getContext('2d')
+            .getImageData(Math.round(p.x * ratio), Math.round(p.y * ratio), 1, 1).data;
+          return `${d[0]},${d[1]},${d[2]}`;
+        };
+        // Three frames at each of two views: the first draws the roads, the second into the image it
+        // copies, the third copies that image.
+        const frames = (cx: number): { painted: number; pixels: number }[] =>
+          [0, 1, 2].map(() => {
+            map.center = { x: cx, y };
+            const before = map.roadsPainted;
+            map.draw();
+            return { painted: map.roadsPainted - before, pixels: pixels() };
+          });
+        map.scale = 10;
+        const still = frames(x);
+        const moved = frames(x + 3);
+        // The light's state changes while the view holds still: the frame shows it at once.
+        const lights = (ch: string): void => {
+          const states = new Map<string, string>(map.state.lightStates);
+          // Every link of the light: the stubs leaving one stop line overlap there.
+          states.set(light, ch.repeat(states.get(light)!.length));
+          map.state = {
+            ...map.state,
+            lightStates: states,
+            poses: new Map(),
+            trails: new Map(),
+            futures: new Map(),
+          };
+        };
+        map.center = { x, y };
+        map.draw();
+        map.draw();
+        const before = map.roadsPainted;
+        lights('r');
+        map.draw();
+        const red = stubColour();
+        lights('G');
+        map.draw();
+        return { still, moved, red, green: stubColour(), painted: map.roadsPainted - before };
+      },
+      [signalled.trafficLight!, stub.x, stub.y] as [string, number, number],
+    );
+    for (const [name, frames] of [
+      ['a still view', drawn.still],
+      ['the view moved', drawn.moved],
+    ] as const) {
+      assert.deepEqual(
+        frames.map((f) => f.painted),
+        [1, 1, 0],
+        `${name}: roads drawn, drawn into the image, copied`,
+      );
+      assert.equal(
+        frames[1]!.pixels,
+        frames[0]!.pixels,
+        `${name}: the image copied is the frame drawn directly`,
+      );
+      assert.equal(frames[2]!.pixels, frames[0]!.pixels, `${name}: copied again, alike`);
+    }
+    assert.notEqual(drawn.moved[0]!.pixels, drawn.still[0]!.pixels, 'another view, other pixels');
+    assert.equal(drawn.red, '231,76,60', "the stub in the light's red");
+    assert.equal(drawn.green, '39,174,96', "then in its green, the roads' image kept");
+    assert.equal(drawn.painted, 0, 'the roads are not drawn again for a light');
+    await closeClean(page);
+  });
   it("shows DI-drive's bird's-eye view of the moment on request, as `simrec birdview` draws it (#29)", async () => {
     const page = await openRun(`#/runs/${demo}`);
     const image = page.getByTestId('birdview');

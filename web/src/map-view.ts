@@ -114,6 +114,12 @@ export class MapView {
   readonly canvas: HTMLCanvasElement;
   private readonly ctx: CanvasRenderingContext2D;
   private road: RoadLayer | null = null;
+  /** The roads drawn for one view (RoadLayer without its lights), and that view's key. */
+  private roadImage: { ctx: CanvasRenderingContext2D; view: string } | null = null;
+  /** The view the last frame was drawn at. */
+  private lastView = '';
+  /** How many times the road network was drawn (a view held still draws it once: the tests check). */
+  roadsPainted = 0;
   /** World -> screen: screen = (world - center) * scale, y flipped (north up). */
   center = { x: 0, y: 0 };
   scale = 4;
@@ -275,6 +281,7 @@ export class MapView {
           ...viaLight.get(l.id)!,
         })),
     };
+    if (this.roadImage) this.roadImage.view = ''; // drawn for the network before
     this.bounds = { min: net.boundary.min, max: net.boundary.max };
     this.fit(net.boundary.min, net.boundary.max);
   }
@@ -382,37 +389,19 @@ export class MapView {
   private drawNow(): void {
     const { ctx, canvas } = this;
     const ratio = window.devicePixelRatio || 1;
-    ctx.setTransform(1, 0, 0, 1, 0, 0);
-    ctx.fillStyle = '#1e2326';
-    ctx.fillRect(0, 0, canvas.width, canvas.height);
-    // World transform: metres to device pixels, north up.
-    ctx.setTransform(
-      this.scale * ratio,
-      0,
-      0,
-      -this.scale * ratio,
-      (this.width / 2 - this.center.x * this.scale) * ratio,
-      (this.height / 2 + this.center.y * this.scale) * ratio,
-    );
+    const view = `${canvas.width}x${canvas.height} ${this.width}x${this.height} ${ratio} ${this.scale} ${this.center.x},${this.center.y}`;
+    // A view held since the last frame has its roads drawn once into an image, copied at each frame
+    // after: a town's lanes and marks do not change while a run plays, and stroking them again at every
+    // frame was a page's largest drawing. A view that moves at every frame (following the ego) draws
+    // them directly, as an image would be drawn anew at each frame.
+    if (this.road && (this.roadImage?.view === view || this.lastView === view)) this.copyRoads(view, ratio);
+    else this.paintRoads(ctx, ratio);
+    this.lastView = view;
+    this.setWorldTransform(ctx, ratio);
     const px = 1 / this.scale;
     if (this.road) {
       ctx.lineCap = 'butt';
       ctx.lineJoin = 'round';
-      ctx.fillStyle = '#4a5055';
-      for (const j of this.road.junctions) ctx.fill(j);
-      for (const lane of this.road.lanes) {
-        ctx.strokeStyle = lane.kind === 'walkingarea' || lane.kind === 'crossing' ? '#6b7378' : '#4a5055';
-        // Never thinner than 2 px: zoomed out, the network still shows under its traffic.
-        ctx.lineWidth = Math.max(lane.width, 2 * px);
-        ctx.stroke(lane.path);
-      }
-      ctx.strokeStyle = '#d8d8d8';
-      for (const mark of this.road.marks) {
-        ctx.lineWidth = Math.max(0.12, px);
-        ctx.setLineDash(mark.dashed ? [3, 6] : []);
-        ctx.stroke(mark.path);
-      }
-      ctx.setLineDash([]);
       const lights = this.state?.lightStates;
       for (const s of this.road.signalled) {
         const ch = lights?.get(s.light)?.[s.index];
@@ -494,6 +483,63 @@ export class MapView {
       }
     }
     this.drawOverlay(state);
+  }
+
+  /** World (metres, north up) to device pixels. */
+  private setWorldTransform(target: CanvasRenderingContext2D, ratio: number): void {
+    target.setTransform(
+      this.scale * ratio,
+      0,
+      0,
+      -this.scale * ratio,
+      (this.width / 2 - this.center.x * this.scale) * ratio,
+      (this.height / 2 + this.center.y * this.scale) * ratio,
+    );
+  }
+
+  /** Copies the roads drawn for `view` onto the map, drawing them into the image first if need be. */
+  private copyRoads(view: string, ratio: number): void {
+    const { canvas, ctx } = this;
+    this.roadImage ??= { ctx: document.createElement('canvas').getContext('2d')!, view: '' };
+    const image = this.roadImage;
+    if (image.view !== view) {
+      if (image.ctx.canvas.width !== canvas.width || image.ctx.canvas.height !== canvas.height) {
+        image.ctx.canvas.width = canvas.width;
+        image.ctx.canvas.height = canvas.height;
+      }
+      this.paintRoads(image.ctx, ratio);
+      image.view = view;
+    }
+    ctx.setTransform(1, 0, 0, 1, 0, 0);
+    ctx.drawImage(image.ctx.canvas, 0, 0);
+  }
+
+  /** The background and the road network, its lights left out (they change from frame to frame). */
+  private paintRoads(target: CanvasRenderingContext2D, ratio: number): void {
+    target.setTransform(1, 0, 0, 1, 0, 0);
+    target.fillStyle = '#1e2326';
+    target.fillRect(0, 0, target.canvas.width, target.canvas.height);
+    if (!this.road) return;
+    this.roadsPainted++;
+    this.setWorldTransform(target, ratio);
+    const px = 1 / this.scale;
+    target.lineCap = 'butt';
+    target.lineJoin = 'round';
+    target.fillStyle = '#4a5055';
+    for (const j of this.road.junctions) target.fill(j);
+    for (const lane of this.road.lanes) {
+      target.strokeStyle = lane.kind === 'walkingarea' || lane.kind === 'crossing' ? '#6b7378' : '#4a5055';
+      // Never thinner than 2 px: zoomed out, the network still shows under its traffic.
+      target.lineWidth = Math.max(lane.width, 2 * px);
+      target.stroke(lane.path);
+    }
+    target.strokeStyle = '#d8d8d8';
+    for (const mark of this.road.marks) {
+      target.lineWidth = Math.max(0.12, px);
+      target.setLineDash(mark.dashed ? [3, 6] : []);
+      target.stroke(mark.path);
+    }
+    target.setLineDash([]);
   }
 
   /** Screen-space marks: the labels of the ego and the selected actor, and the scale bar. */
