@@ -40,7 +40,7 @@ export interface McapImportResult {
  * whose time range the messages being read fall in: a 47 KB file whose chunk said 4.4 GB, and six
  * overlapping chunks of 500 MB in 97 KB, took the import to 4.4 and 3.4 GB. Each is checked on the
  * file's own word (its chunk index, and each chunk record against it) before anything is unpacked:
- * - a chunk unpacks to at most MAX_CHUNK_BYTES (writers make chunks of 1 to 4 MB);
+ * - a chunk unpacks to at most MAX_CHUNK_BYTES (writers make chunks of 1 to 8 MB);
  * - the chunks that overlap in time unpack together to at most MAX_WINDOW_BYTES, what the import holds
  *   at once;
  * - all chunks together unpack to at most MAX_EXPANSION times the file's size, or MIN_CEILING_BYTES for

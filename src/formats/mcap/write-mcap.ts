@@ -82,8 +82,14 @@ export interface McapExportResult {
   bytes: number;
 }
 
-/** Chunks of about a megabyte: what Foxglove's own writers use, and small enough to seek well. */
-const CHUNK_BYTES = 1 << 20;
+/**
+ * Chunks of about 8 MiB before compression, as Foxglove's `mcap convert` writes them. The writer keeps
+ * every chunk's index (an offset per channel in it) until the file's end, and a reader loads them all
+ * when it opens the file: with @mcap/core's default of 1 MiB, a long run of hundreds of actors made
+ * thousands of chunks whose indexes took hundreds of MiB to write and again to open
+ * (performance-history.md, "MCAP chunks of 8 MiB"). A reader still unpacks one chunk to show a moment.
+ */
+const CHUNK_BYTES = 8 << 20;
 
 /** Messages between two progress reports. */
 const PROGRESS_EVERY = 4096;
