@@ -597,6 +597,7 @@ describe('viewer for engineers (#27) and actor lifetimes (#20), in Chromium', ()
     assert.equal(drawn.painted, 0, 'the roads are not drawn again for a light');
     await closeClean(page);
   });
+
   it("shows DI-drive's bird's-eye view of the moment on request, as `simrec birdview` draws it (#29)", async () => {
     const page = await openRun(`#/runs/${demo}`);
     const image = page.getByTestId('birdview');
