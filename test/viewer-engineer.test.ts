@@ -598,6 +598,60 @@ describe('viewer for engineers (#27) and actor lifetimes (#20), in Chromium', ()
     await closeClean(page);
   });
 
+  it('draws an actor at its pose, turned by its heading, its light band at its front', async () => {
+    const net = (await loadRoadNetwork(store, demo))!;
+    const page = await openRun(`#/runs/${demo}`);
+    await page.getByTestId('follow').uncheck();
+    // Beyond the network, on the background: one vehicle, heading 30 degrees left of east.
+    const [x, y] = [net.boundary.max[0] + 60, net.boundary.max[1] + 60];
+    const yaw = Math.PI / 6;
+    const colours = await page.evaluate(
+      ([x, y, yaw]) => {
+        const map = window.simrecView.map;
+        const ratio = window.devicePixelRatio || 1;
+        const vehicle = [...map.state.actors.values()].find((a: { kind: string }) => a.kind === 'vehicle');
+        map.state = {
+          ...map.state,
+          poses: new Map([[vehicle.id, { x, y, yaw }]]),
+          trails: new Map(),
+          futures: new Map(),
+          highlighted: new Set(),
+          selected: null,
+        };
+        map.scale = 20;
+        map.center = { x, y };
+        map.draw();
+        const length = vehicle.extents?.length || 4.5;
+        // Along the heading (metres ahead) and across it (metres to the left).
+        const at = (ahead: number, left: number): string => {
+          const p = map.toScreen(
+            x + ahead * Math.cos(yaw) - left * Math.sin(yaw),
+            y + ahead * Math.sin(yaw) + left * Math.cos(yaw),
+          );
+          const d = map.canvas
+            .getContext('2d')
+            .getImageData(Math.round(p.x * ratio), Math.round(p.y * ratio), 1, 1).data;
+          return `${d[0]},${d[1]},${d[2]}`;
+        };
+        return {
+          front: at(length / 2 - 0.3, 0),
+          rear: at(-length / 2 + 0.3, 0),
+          middle: at(0, 0),
+          side: at(0, 1.5),
+          ahead: at(length / 2 + 1, 0),
+        };
+      },
+      [x, y, yaw] as [number, number, number],
+    );
+    const [r, g, b] = colours.front.split(',').map(Number) as [number, number, number];
+    assert.ok(r > 180 && g > 200 && b > 220, `the front: the light band, got ${colours.front}`);
+    assert.equal(colours.middle, '41,128,185', "the middle: the vehicle's blue");
+    assert.equal(colours.rear, '41,128,185', "the rear: the vehicle's blue");
+    assert.equal(colours.side, '30,35,38', 'beside it: the background');
+    assert.equal(colours.ahead, '30,35,38', 'ahead of it: the background');
+    await closeClean(page);
+  });
+
   it("shows DI-drive's bird's-eye view of the moment on request, as `simrec birdview` draws it (#29)", async () => {
     const page = await openRun(`#/runs/${demo}`);
     const image = page.getByTestId('birdview');

@@ -426,14 +426,24 @@ export class MapView {
     for (const [, points] of state.trails) drawPath(points, 'rgba(255,255,255,0.35)', []);
     for (const [, points] of state.futures) drawPath(points, 'rgba(241,196,15,0.8)', [6, 4]);
     const min = this.scale >= FAR_SCALE ? MIN_PX.near : MIN_PX.far;
+    const world = ctx.getTransform();
     for (const [id, pose] of state.poses) {
       const actor = state.actors.get(id);
       const kind = actor?.kind ?? 'other';
       const length = actor?.extents?.length || (kind === 'pedestrian' ? 0.6 : 4.5);
       const width = actor?.extents?.width || (kind === 'pedestrian' ? 0.6 : 1.9);
-      ctx.save();
-      ctx.translate(pose.x, pose.y);
-      ctx.rotate(pose.yaw);
+      // The world's transform, then the actor's pose: what translate() and rotate() inside a save()
+      // would make, set at once (a save and a restore per actor copied the context's whole state).
+      const cos = Math.cos(pose.yaw);
+      const sin = Math.sin(pose.yaw);
+      ctx.setTransform(
+        world.a * cos + world.c * sin,
+        world.b * cos + world.d * sin,
+        world.c * cos - world.a * sin,
+        world.d * cos - world.b * sin,
+        world.a * pose.x + world.c * pose.y + world.e,
+        world.b * pose.x + world.d * pose.y + world.f,
+      );
       // True size when zoomed in; never smaller than a readable few pixels.
       const l = Math.max(length, min.length * px);
       const w = Math.max(width, min.width * px);
@@ -465,8 +475,8 @@ export class MapView {
         ctx.arc(0, 0, Math.max(l, w) / 2 + 6 * px, 0, 2 * Math.PI);
         ctx.stroke();
       }
-      ctx.restore();
     }
+    ctx.setTransform(world);
     if (state.ghosts) {
       ctx.strokeStyle = GHOST_COLOR;
       ctx.lineWidth = 2 * px;
