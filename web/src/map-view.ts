@@ -82,6 +82,23 @@ function polyline(points: readonly (readonly number[])[], close = false): Path2D
   return path;
 }
 
+/**
+ * The world's transform, then an actor's pose: what translate() and rotate() inside a save() would make,
+ * set at once (a save and a restore per actor copied the context's whole state at every frame).
+ */
+function setPoseTransform(ctx: CanvasRenderingContext2D, world: DOMMatrix, pose: Pose): void {
+  const cos = Math.cos(pose.yaw);
+  const sin = Math.sin(pose.yaw);
+  ctx.setTransform(
+    world.a * cos + world.c * sin,
+    world.b * cos + world.d * sin,
+    world.c * cos - world.a * sin,
+    world.d * cos - world.b * sin,
+    world.a * pose.x + world.c * pose.y + world.e,
+    world.b * pose.x + world.d * pose.y + world.f,
+  );
+}
+
 export interface MapState {
   /** The moment drawn (microseconds since the epoch). */
   t: number;
@@ -432,18 +449,7 @@ export class MapView {
       const kind = actor?.kind ?? 'other';
       const length = actor?.extents?.length || (kind === 'pedestrian' ? 0.6 : 4.5);
       const width = actor?.extents?.width || (kind === 'pedestrian' ? 0.6 : 1.9);
-      // The world's transform, then the actor's pose: what translate() and rotate() inside a save()
-      // would make, set at once (a save and a restore per actor copied the context's whole state).
-      const cos = Math.cos(pose.yaw);
-      const sin = Math.sin(pose.yaw);
-      ctx.setTransform(
-        world.a * cos + world.c * sin,
-        world.b * cos + world.d * sin,
-        world.c * cos - world.a * sin,
-        world.d * cos - world.b * sin,
-        world.a * pose.x + world.c * pose.y + world.e,
-        world.b * pose.x + world.d * pose.y + world.f,
-      );
+      setPoseTransform(ctx, world, pose);
       // True size when zoomed in; never smaller than a readable few pixels.
       const l = Math.max(length, min.length * px);
       const w = Math.max(width, min.width * px);
@@ -485,12 +491,10 @@ export class MapView {
         const kind = actor?.kind ?? 'other';
         const l = Math.max(actor?.extents?.length || (kind === 'pedestrian' ? 0.6 : 4.5), min.length * px);
         const w = Math.max(actor?.extents?.width || (kind === 'pedestrian' ? 0.6 : 1.9), min.width * px);
-        ctx.save();
-        ctx.translate(pose.x, pose.y);
-        ctx.rotate(pose.yaw);
+        setPoseTransform(ctx, world, pose);
         ctx.strokeRect(-l / 2, -w / 2, l, w);
-        ctx.restore();
       }
+      ctx.setTransform(world);
     }
     this.drawOverlay(state);
   }
