@@ -6,13 +6,16 @@
  */
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import protobuf from 'protobufjs';
 import 'protobufjs/ext/descriptor.js';
+import { McapWriter } from '@mcap/core';
 import { recordDemoRun } from '../src/demo/demo-run.js';
 import { osiRoadNetwork, type OsiLane, type OsiLaneBoundary } from '../src/formats/common/osi3/osi-lanes.js';
-import { GroundTruthType } from '../src/formats/common/osi3/osi3-schema.js';
+import { GroundTruthType, skimRoad } from '../src/formats/common/osi3/osi3-schema.js';
+import { FileWritable } from '../src/formats/mcap/mcap-files.js';
 import type { RoadNetwork, RoadPoint } from '../src/model/roadnet.js';
 import type { StoreBackend } from '../src/model/store-port.js';
 import { importRecording } from '../src/record/import-run.js';
@@ -21,7 +24,7 @@ import { laneBordersOf } from '../src/roadnet/lane-borders.js';
 import { loadRoadNetwork } from '../src/roadnet/roadnet-attachment.js';
 import { openStore } from '../src/store/open-store.js';
 import { openMcap } from './helpers/open-mcap.js';
-import { lengthPrefixed } from './helpers/osi-trace.js';
+import { disappearingVehicleTrace, lengthPrefixed } from './helpers/osi-trace.js';
 import { fixture, tempDir } from './helpers/paths.js';
 
 const dir = tempDir('simrec-osi-lanes-');
@@ -221,7 +224,7 @@ describe("OSI lanes and lane boundaries as the run's road network", () => {
       borders.map((b) => [b.mark.id, b.mark.type, in3d(b.mark.shape)]).sort(),
     );
   });
-  it('a .osi trace whose road grows message by message: each lane and boundary as the first message listing it has it', async () => {
+  it('a trace whose road grows message by message (.osi, and MCAP with a real SensorView schema): each lane and boundary as the first message listing it has it', async () => {
     // Messages after the first list the road again (as traces do) and are read with its lanes as ids
     // only; a message bringing a new lane or boundary is read whole. Later copies of a known lane
     // carry another centre line, which must not be the one kept.
@@ -255,52 +258,128 @@ describe("OSI lanes and lane boundaries as the run's road network", () => {
           lane_boundary: boundaries,
         }),
       ).finish();
-    const trace = (name: string, messages: Uint8Array[]): string => {
-      const file = join(dir.path, name);
-      writeFileSync(file, lengthPrefixed(messages));
+    const osiFile = async (name: string, messages: Uint8Array[]): Promise<string> => {
+      const file = join(dir.path, `${name}_gt.osi`);
+      await writeFile(file, lengthPrefixed(messages));
       return file;
     };
-    const growing = trace('growing_gt.osi', [
+    // As asam-osi-converter's traces: SensorViews holding each ground truth (field 7), with the
+    // schema record osi3test wrote, OSI's whole SensorView and not simrec's subset.
+    const { schema } = await disappearingVehicleTrace();
+    const mcapFile = async (name: string, messages: Uint8Array[]): Promise<string> => {
+      const file = join(dir.path, `${name}.mcap`);
+      const writer = new McapWriter({ writable: await FileWritable.create(file) });
+      await writer.start({ profile: '', library: 'test' });
+      const schemaId = await writer.registerSchema({ ...schema, encoding: 'protobuf' });
+      const channelId = await writer.registerChannel({
+        schemaId,
+        topic: '/sensor_view',
+        messageEncoding: 'protobuf',
+        metadata: new Map(),
+      });
+      for (const [k, gt] of messages.entries()) {
+        const time = BigInt(k) * 1_000_000_000n;
+        const data = protobuf.Writer.create()
+          .uint32((7 << 3) | 2)
+          .bytes(gt)
+          .finish();
+        await writer.addMessage({ channelId, sequence: k, logTime: time, publishTime: time, data });
+      }
+      await writer.end();
+      return file;
+    };
+    const growing = [
       message(0, [lane(1, 1.75, 0, 100)], [boundary(10, 0), boundary(11, 3.5)]),
       message(1, [lane(1, 9, 0, 50, 100)], [boundary(10, 0), boundary(11, 3.5)]),
       message(2, [lane(1, 9, 0, 100), lane(2, 5.25, 0, 100)], [boundary(10, 0), boundary(11, 3.5)]),
       // A new boundary alone, then again elsewhere.
       message(3, [lane(2, 9, 100, 0)], [boundary(12, 7)]),
       message(4, [lane(1, 9, 0, 100)], [boundary(12, 20), boundary(10, 1)]),
-    ]);
-    const whole = trace('whole_gt.osi', [
+    ];
+    const whole = [
       message(
         0,
         [lane(1, 1.75, 0, 100), lane(2, 5.25, 0, 100)],
         [boundary(10, 0), boundary(11, 3.5), boundary(12, 7)],
       ),
-    ]);
-    const networkOf = async (file: string) => {
-      const run = (await importRecording(store, 'osi', file)).runs[0]!.id;
+    ];
+    const networkOf = async (format: 'osi' | 'mcap', file: string) => {
+      const run = (await importRecording(store, format, file)).runs[0]!.id;
       const { source: _s, ...network } = (await loadRoadNetwork(store, run))!;
       return network;
     };
-    const grown = await networkOf(growing);
-    assert.deepEqual(grown, await networkOf(whole));
-    assert.deepEqual(
-      grown.lanes.map((l) => [l.id, l.centerLine]),
-      [
+    // The two readers differ in what a default gives (a MCAP trace's schema fills in unset enums:
+    // osiSubtype), so each container's grown road is compared with its own whole one.
+    for (const [format, file] of [
+      ['osi', osiFile],
+      ['mcap', mcapFile],
+    ] as const) {
+      const grown = await networkOf(format, await file('growing', growing));
+      assert.deepEqual(grown, await networkOf(format, await file('whole', whole)), format);
+      assert.deepEqual(
+        grown.lanes.map((l) => [l.id, l.centerLine]),
         [
-          'osi-lane-1',
           [
-            [0, 1.75, 0],
-            [100, 1.75, 0],
+            'osi-lane-1',
+            [
+              [0, 1.75, 0],
+              [100, 1.75, 0],
+            ],
+          ],
+          [
+            'osi-lane-2',
+            [
+              [0, 5.25, 0],
+              [100, 5.25, 0],
+            ],
           ],
         ],
-        [
-          'osi-lane-2',
-          [
-            [0, 5.25, 0],
-            [100, 5.25, 0],
-          ],
+        format,
+      );
+    }
+  });
+});
+
+describe("a trace's road skimmed in messages after the first (skimRoad)", () => {
+  it("with a real tool's SensorView schema: lanes and boundaries as ids, the road's unread parts skipped, the objects whole", async () => {
+    const { schema } = await disappearingVehicleTrace();
+    const fromDescriptor = (data: Uint8Array) =>
+      (
+        protobuf.Root as unknown as { fromDescriptor(d: Uint8Array, o: object): protobuf.Root }
+      ).fromDescriptor(data, { keepCase: true });
+    const whole = fromDescriptor(schema.data).lookupType('osi3.SensorView');
+    const skimmed = skimRoad(fromDescriptor(schema.data)).lookupType('osi3.SensorView');
+    const gt = GroundTruthType.encode(
+      GroundTruthType.fromObject({
+        moving_object: [{ id: { value: 7 }, base: { position: { x: 5, y: 1, z: 0.75 } } }],
+        lane: [{ id: { value: 1 }, classification: { type: 2, centerline: [{ x: 0, y: 1.75, z: 0 }] } }],
+        lane_boundary: [
+          { id: { value: 10 }, boundary_line: [{ position: { x: 0, y: 0, z: 0 }, width: 0.15 }] },
         ],
-      ],
-    );
+        reference_line: [{ id: { value: 3 } }],
+        logical_lane: [{ id: { value: 4 } }],
+      }),
+    ).finish();
+    const data = protobuf.Writer.create()
+      .uint32((7 << 3) | 2)
+      .bytes(gt)
+      .finish();
+    const read = (T: protobuf.Type) =>
+      (
+        T.toObject(T.decode(data), { longs: Number, enums: String, arrays: true }) as {
+          global_ground_truth: never;
+        }
+      ).global_ground_truth as Record<string, unknown[]>;
+    const all = read(whole);
+    const skim = read(skimmed);
+    assert.deepEqual(skim.lane, [{ id: { value: 1 } }]);
+    assert.deepEqual(skim.lane_boundary, [{ id: { value: 10 } }]);
+    assert.equal(skim.reference_line, undefined);
+    assert.equal(skim.logical_lane, undefined);
+    assert.deepEqual(skim.moving_object, all.moving_object);
+    // The whole schema reads what the skimmed one skipped: the bytes were there.
+    assert.equal(all.reference_line!.length, 1);
+    assert.notDeepEqual(all.lane, skim.lane);
   });
 });
 

@@ -13,11 +13,8 @@ import { FileReadable } from './mcap-files.js';
 import { OSI_SCHEMA_NAME, OSI_TRACE_METADATA } from '../common/osi3/osi-ground-truth.js';
 import { PendingSamples } from '../common/pending-samples.js';
 import { OsiRoadCollector, type OsiRoadMessage } from '../common/osi3/osi-lanes.js';
-import {
-  groundTruthObjects,
-  type GroundTruthMessage,
-  type SensorViewMessage,
-} from '../common/osi3/osi-objects.js';
+import { skimRoad } from '../common/osi3/osi3-schema.js';
+import { groundTruthObjects, worldOf, type SensorViewMessage } from '../common/osi3/osi-objects.js';
 import { microsOf, RUN_METADATA, yawOf, type FoxgloveTime } from './mcap-layout.js';
 
 export interface McapImportOptions {
@@ -294,13 +291,14 @@ function messageDecoder(
   channel: { topic: string; messageEncoding: string },
   schema: { name: string; encoding: string; data: Uint8Array },
   enums: typeof Number | typeof String = Number,
+  prepare: (root: protobuf.Root) => protobuf.Root = (root) => root,
 ): ((data: Uint8Array, where: string) => JsonObject) | undefined {
   if (channel.messageEncoding === 'json') return parseJson;
   if (channel.messageEncoding !== 'protobuf' || schema.encoding !== 'protobuf') return undefined;
   let type: protobuf.Type;
   try {
     const root = (protobuf.Root as unknown as DescriptorRoot).fromDescriptor(schema.data, { keepCase: true });
-    type = root.lookupType(schema.name);
+    type = prepare(root).lookupType(schema.name);
   } catch (error) {
     throw invalid(
       `${channel.topic}: schema ${schema.name}: not a protobuf FileDescriptorSet holding it (${(error as Error).message})`,
@@ -336,10 +334,9 @@ async function readFoxgloveScenes(
   options: McapImportOptions,
 ): Promise<McapImportResult> {
   const warn = options.warn ?? (() => {});
-  const channels = new Map<
-    number,
-    { topic: string; kind: Mapped; decode: NonNullable<ReturnType<typeof messageDecoder>> }
-  >();
+  type Decoder = NonNullable<ReturnType<typeof messageDecoder>>;
+  /** `skim`: an OSI channel's decoder that reads its road's lanes as ids only (skimRoad). */
+  const channels = new Map<number, { topic: string; kind: Mapped; decode: Decoder; skim?: Decoder }>();
   /** The OSI channel whose ground truth is the run's (the first; another one's is named in a warning). */
   let osiTopic: string | undefined;
   const osiChannels: JsonObject = {};
@@ -358,7 +355,8 @@ async function readFoxgloveScenes(
       continue;
     }
     if (kind && decode) {
-      channels.set(id, { topic: channel.topic, kind, decode });
+      const skim = isOsi(kind) ? messageDecoder(channel, schema!, String, skimRoad) : undefined;
+      channels.set(id, { topic: channel.topic, kind, decode, ...(skim ? { skim } : {}) });
       if (isOsi(kind)) osiTopic = channel.topic;
     } else
       warn(
@@ -413,13 +411,13 @@ async function readFoxgloveScenes(
   let messages = 0;
   let step = 0;
   let last = begin;
+  // Called for actors not declared yet only: an await per actor and message would cost a tick each.
   const declare = async (
     id: string,
     kind: string,
     size?: { x: number; y: number; z: number },
     attributes?: JsonObject,
   ) => {
-    if (declared.has(id)) return;
     await sink.declareActors([
       {
         id,
@@ -438,7 +436,8 @@ async function readFoxgloveScenes(
     messages++;
     const channel = channels.get(message.channelId)!;
     const where = `${file}: ${channel.topic} message ${message.sequence}`;
-    const decoded = channel.decode(message.data, where);
+    // An OSI message is read with its road skimmed, and again whole when it brings a new lane.
+    const decoded = (channel.skim ?? channel.decode)(message.data, where);
     const t = Number(message.logTime / 1000n) + offset;
     last = Math.max(last, t);
     if (channel.kind === 'scene') {
@@ -448,7 +447,8 @@ async function readFoxgloveScenes(
           throw invalid(`${where}: entities[${i}].id: expected a string, got ${describeValue(e.id)}`);
         const cube = e.cubes?.[0];
         if (!cube?.pose?.position) continue;
-        await declare(e.id, e.metadata?.find((m) => m.key === 'kind')?.value ?? 'vehicle', cube.size);
+        if (!declared.has(e.id))
+          await declare(e.id, e.metadata?.find((m) => m.key === 'kind')?.value ?? 'vehicle', cube.size);
         const p = cube.pose.position;
         push(e.id, {
           t: e.timestamp ? microsOfWire(e.timestamp) : t,
@@ -460,10 +460,8 @@ async function readFoxgloveScenes(
         });
       }
     } else if (isOsi(channel.kind)) {
+      const gt = worldOf(decoded, channel.kind === 'sensor_view', where);
       const view = decoded as SensorViewMessage;
-      const gt = channel.kind === 'sensor_view' ? view.global_ground_truth : (decoded as GroundTruthMessage);
-      if (!gt)
-        throw invalid(`${where}: a SensorView without global_ground_truth; simrec reads the world from it`);
       const stamp = gt.timestamp ?? (channel.kind === 'sensor_view' ? view.timestamp : undefined);
       const at = stamp ? microsOfWire(stamp) + offset : t;
       const host = gt.host_vehicle_id?.value ?? view.host_vehicle_id?.value;
@@ -472,7 +470,7 @@ async function readFoxgloveScenes(
         if (present.has(object.id))
           throw invalid(`${where}: OSI id ${object.osiId} twice in one ground truth (${object.id})`);
         present.add(object.id);
-        await declare(object.id, object.kind, object.size, object.attributes);
+        if (!declared.has(object.id)) await declare(object.id, object.kind, object.size, object.attributes);
         push(object.id, { t: at, step, ...object.state });
       }
       // An object absent from a message has left at it (and comes back with its next state).
@@ -482,7 +480,12 @@ async function readFoxgloveScenes(
         for (const id of gone) await sink.leave(id, at);
       }
       osiPresent = [...present];
-      osiRoad.add(gt as OsiRoadMessage);
+      if (!osiRoad.knows(gt as OsiRoadMessage))
+        osiRoad.add(
+          (channel.skim
+            ? worldOf(channel.decode(message.data, where), channel.kind === 'sensor_view', where)
+            : gt) as OsiRoadMessage,
+        );
       last = Math.max(last, at);
     } else
       for (const [i, tf] of transformsOf(channel.kind, decoded).entries()) {
@@ -494,7 +497,7 @@ async function readFoxgloveScenes(
           chained.add(tf.child_frame_id);
           continue;
         }
-        await declare(tf.child_frame_id, 'other');
+        if (!declared.has(tf.child_frame_id)) await declare(tf.child_frame_id, 'other');
         push(tf.child_frame_id, {
           t: tf.timestamp ? microsOfWire(tf.timestamp) : t,
           step,

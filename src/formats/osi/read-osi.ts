@@ -8,11 +8,7 @@ import { STATE_FIELDS, STATE_STREAM } from '../../model/standard-streams.js';
 import { keepRoadNetwork } from '../../roadnet/roadnet-attachment.js';
 import { OsiRoadCollector, type OsiRoadMessage } from '../common/osi3/osi-lanes.js';
 import { PendingSamples } from '../common/pending-samples.js';
-import {
-  groundTruthObjects,
-  type GroundTruthMessage,
-  type SensorViewMessage,
-} from '../common/osi3/osi-objects.js';
+import { groundTruthObjects, worldOf, type SensorViewMessage } from '../common/osi3/osi-objects.js';
 import { ReadingTypes, SkimmingTypes } from '../common/osi3/osi3-schema.js';
 import { parseTraceName, traceFileMessages, type TraceType } from './osi-trace-file.js';
 
@@ -37,14 +33,6 @@ function decodeMessage(T: protobuf.Type, data: Uint8Array, where: string): JsonO
   } catch (error) {
     throw invalid(`${where}: not an ${T.fullName.slice(1)} message (${(error as Error).message})`);
   }
-}
-
-/** The world a message holds: a GroundTruth itself, a SensorView's global ground truth. */
-function worldOf(decoded: JsonObject, type: TraceType, where: string): GroundTruthMessage {
-  const gt =
-    type === 'sv' ? (decoded as SensorViewMessage).global_ground_truth : (decoded as GroundTruthMessage);
-  if (!gt) throw invalid(`${where}: a SensorView without global_ground_truth`);
-  return gt;
 }
 
 const micros = (ts: { seconds?: number; nanos?: number } | null | undefined): number | undefined =>
@@ -83,7 +71,7 @@ export async function importOsi(
     // Read with its road's lanes as ids only, and again whole when it brings a lane not seen before.
     const decoded = decodeMessage(SkimmingTypes[type], data, where);
     const view = decoded as SensorViewMessage;
-    const gt = worldOf(decoded, type, where);
+    const gt = worldOf(decoded, type === 'sv', where);
     const t = micros(gt.timestamp) ?? micros(view.timestamp) ?? index;
     if (t < last)
       throw invalid(`${where}: its timestamp ${t} us goes back (the message before was at ${last} us)`);
@@ -122,7 +110,9 @@ export async function importOsi(
     for (const id of gone) await sink.leave(id, t);
     present = [...seen];
     if (!road.knows(gt as OsiRoadMessage))
-      road.add(worldOf(decodeMessage(ReadingTypes[type], data, where), type, where) as OsiRoadMessage);
+      road.add(
+        worldOf(decodeMessage(ReadingTypes[type], data, where), type === 'sv', where) as OsiRoadMessage,
+      );
     messages++;
     last = t;
   }

@@ -1,3 +1,4 @@
+import { invalid } from '../../../model/errors.js';
 import type { JsonObject } from '../../../model/json.js';
 import { SIMREC_REFERENCE_TYPE } from './osi-ground-truth.js';
 
@@ -59,6 +60,18 @@ export interface SensorViewMessage {
   timestamp?: { seconds?: number; nanos?: number } | null;
   host_vehicle_id?: { value?: number } | null;
   global_ground_truth?: GroundTruthMessage | null;
+}
+
+/**
+ * The world a decoded message holds: a GroundTruth itself, or a SensorView's global ground truth (the
+ * world as the simulation has it), which a SensorView read for it must have.
+ */
+export function worldOf(decoded: JsonObject, sensorView: boolean, where: string): GroundTruthMessage {
+  if (!sensorView) return decoded;
+  const gt = (decoded as SensorViewMessage).global_ground_truth;
+  if (!gt)
+    throw invalid(`${where}: a SensorView without global_ground_truth; simrec reads the world from it`);
+  return gt;
 }
 
 /** OSI's MovingObject.Type, by name or number (3.x: 0 unknown, 1 other, 2 vehicle, 3 pedestrian, 4 animal). */

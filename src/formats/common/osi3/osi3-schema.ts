@@ -350,16 +350,32 @@ export const ReadingTypes = {
 } as const;
 
 /**
- * The same messages with each lane and lane boundary reduced to its id, their other fields skipped
- * unread. A trace repeats its road in every message (real traces do, and so does simrec's export), and
- * decoding the road's points again in each was most of the reading of a long trace: a message whose
- * lanes and boundaries are all known already is read this way (read-osi.ts, OsiRoadCollector.knows).
+ * Makes a root's messages skim the road, in place: each lane and lane boundary reduced to its id, and
+ * the road's parts simrec does not read (reference lines, logical lanes and their boundaries, road
+ * markings) removed, so that protobufjs skips their bytes unread. A trace repeats its road in every
+ * message (real traces do, and so does simrec's export), and decoding the road's points again in each
+ * was most of the reading of a long trace: a message whose lanes and boundaries are all known already
+ * is read this way, and again whole when it brings a new one (OsiRoadCollector.knows). Types the root
+ * lacks are left alone: a trace's own schema may be of another OSI version.
  */
-const skimmingRoot = protobuf.parse(READING_SUBSET, { keepCase: true }).root;
-for (const name of ['osi3.Lane', 'osi3.LaneBoundary']) {
-  const type = skimmingRoot.lookupType(name);
-  for (const field of type.fieldsArray.filter((f) => f.name !== 'id')) type.remove(field);
+export function skimRoad(root: protobuf.Root): protobuf.Root {
+  for (const name of ['osi3.Lane', 'osi3.LaneBoundary']) {
+    const type = root.lookup(name);
+    if (type instanceof protobuf.Type)
+      for (const field of type.fieldsArray.filter((f) => f.name !== 'id')) type.remove(field);
+  }
+  const groundTruth = root.lookup('osi3.GroundTruth');
+  if (groundTruth instanceof protobuf.Type)
+    for (const name of UNREAD_ROAD_FIELDS) {
+      const field = groundTruth.fields[name];
+      if (field) groundTruth.remove(field);
+    }
+  return root;
 }
+const UNREAD_ROAD_FIELDS = ['reference_line', 'logical_lane', 'logical_lane_boundary', 'road_marking'];
+
+/** The reading types above, skimming the road (skimRoad): for .osi trace files (read-osi.ts). */
+const skimmingRoot = skimRoad(protobuf.parse(READING_SUBSET, { keepCase: true }).root);
 export const SkimmingTypes = {
   gt: skimmingRoot.lookupType('osi3.GroundTruth'),
   sv: skimmingRoot.lookupType('osi3.SensorView'),
