@@ -57,15 +57,26 @@ interface DecodedRoad {
   }[];
 }
 
+/** A schema record's FileDescriptorSet as a protobufjs root, proto field names kept. */
+const rootOf = (descriptor: Uint8Array): protobuf.Root =>
+  (protobuf.Root as unknown as { fromDescriptor(d: Uint8Array, o: object): protobuf.Root }).fromDescriptor(
+    descriptor,
+    { keepCase: true },
+  );
+
+/** A GroundTruth's bytes as a SensorView's: its `global_ground_truth` (field 7), as traces carry it. */
+const inSensorView = (gt: Uint8Array): Uint8Array =>
+  protobuf.Writer.create()
+    .uint32((7 << 3) | 2)
+    .bytes(gt)
+    .finish();
+
 /** The first SensorView's world, decoded with the file's own schema; and every message's bytes. */
 async function decodeFirst(file: string): Promise<{ gt: DecodedRoad; messages: Uint8Array[] }> {
   const { reader, close } = await openMcap(file);
   try {
     const schema = [...reader.schemasById.values()].find((s) => s.name === 'osi3.SensorView')!;
-    const root = (
-      protobuf.Root as unknown as { fromDescriptor(d: Uint8Array, o: object): protobuf.Root }
-    ).fromDescriptor(schema.data, { keepCase: true });
-    const SensorView = root.lookupType('osi3.SensorView');
+    const SensorView = rootOf(schema.data).lookupType('osi3.SensorView');
     const messages: Uint8Array[] = [];
     for await (const m of reader.readMessages()) messages.push(m.data);
     const view = SensorView.toObject(SensorView.decode(messages[0]!), {
@@ -279,11 +290,13 @@ describe("OSI lanes and lane boundaries as the run's road network", () => {
       });
       for (const [k, gt] of messages.entries()) {
         const time = BigInt(k) * 1_000_000_000n;
-        const data = protobuf.Writer.create()
-          .uint32((7 << 3) | 2)
-          .bytes(gt)
-          .finish();
-        await writer.addMessage({ channelId, sequence: k, logTime: time, publishTime: time, data });
+        await writer.addMessage({
+          channelId,
+          sequence: k,
+          logTime: time,
+          publishTime: time,
+          data: inSensorView(gt),
+        });
       }
       await writer.end();
       return file;
@@ -343,12 +356,8 @@ describe("OSI lanes and lane boundaries as the run's road network", () => {
 describe("a trace's road skimmed in messages after the first (skimRoad)", () => {
   it("with a real tool's SensorView schema: lanes and boundaries as ids, the road's unread parts skipped, the objects whole", async () => {
     const { schema } = await disappearingVehicleTrace();
-    const fromDescriptor = (data: Uint8Array) =>
-      (
-        protobuf.Root as unknown as { fromDescriptor(d: Uint8Array, o: object): protobuf.Root }
-      ).fromDescriptor(data, { keepCase: true });
-    const whole = fromDescriptor(schema.data).lookupType('osi3.SensorView');
-    const skimmed = skimRoad(fromDescriptor(schema.data)).lookupType('osi3.SensorView');
+    const whole = rootOf(schema.data).lookupType('osi3.SensorView');
+    const skimmed = skimRoad(rootOf(schema.data)).lookupType('osi3.SensorView');
     const gt = GroundTruthType.encode(
       GroundTruthType.fromObject({
         moving_object: [{ id: { value: 7 }, base: { position: { x: 5, y: 1, z: 0.75 } } }],
@@ -360,10 +369,7 @@ describe("a trace's road skimmed in messages after the first (skimRoad)", () => 
         logical_lane: [{ id: { value: 4 } }],
       }),
     ).finish();
-    const data = protobuf.Writer.create()
-      .uint32((7 << 3) | 2)
-      .bytes(gt)
-      .finish();
+    const data = inSensorView(gt);
     const read = (T: protobuf.Type) =>
       (
         T.toObject(T.decode(data), { longs: Number, enums: String, arrays: true }) as {
